@@ -1,0 +1,99 @@
+import express, { type NextFunction, type Request, type Response } from "express";
+import { AppError } from "../app/errors.js";
+import type { Services } from "../app/services.js";
+import { authenticate, type Principal } from "../auth/tokens.js";
+import type { Logger } from "../log.js";
+import { sendError, toAppError, validationError } from "./errors.js";
+import { buildOpenApiDocument } from "./openapi.js";
+import { OPERATIONS, type Operation, type RawResponse } from "./operations.js";
+
+export const MAX_BODY_BYTES = 20 * 1024 * 1024;
+
+type Locals = { principal: Principal };
+
+function isRaw(value: object): value is RawResponse {
+  return (value as RawResponse).raw === true;
+}
+
+/** Refuses oversized and non-JSON bodies before reading them; parses the rest. */
+function jsonBody() {
+  const parse = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: true });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (declared > MAX_BODY_BYTES) {
+      // The body is not read: close the connection rather than drain it.
+      res.setHeader("Connection", "close");
+      return next(new AppError("payload_too_large", `request body of ${declared} bytes exceeds the limit of 20 MiB (${MAX_BODY_BYTES} bytes)`));
+    }
+    const type = req.headers["content-type"];
+    if (!type || !req.is("application/json")) {
+      res.setHeader("Connection", "close");
+      return next(new AppError("unsupported_media_type", `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`));
+    }
+    parse(req, res, (error?: unknown) => {
+      if ((error as { type?: string } | undefined)?.type === "entity.too.large") res.setHeader("Connection", "close");
+      next(error);
+    });
+  };
+}
+
+function requireToken(services: Services) {
+  return async (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
+    const header = req.headers["x-api-token"];
+    const token = Array.isArray(header) ? header[0] : header;
+    if (!token) return next(new AppError("unauthenticated", "missing x-api-token header"));
+    const principal = await authenticate(services.db, token);
+    if (!principal) return next(new AppError("unauthenticated", "unknown or revoked API token"));
+    res.locals.principal = principal;
+    next();
+  };
+}
+
+function serve(services: Services, op: Operation) {
+  return async (req: Request, res: Response<unknown, Locals>) => {
+    const source = op.method === "get" ? req.query : req.body;
+    const parsed = op.request.safeParse(source ?? {});
+    if (!parsed.success) throw validationError(parsed.error.issues);
+    const result = await op.handle({ services, principal: res.locals.principal }, parsed.data);
+    if (isRaw(result)) res.type(result.contentType).send(result.body);
+    else res.json(result);
+  };
+}
+
+/** The Express app serving /healthz and the /v1 API. */
+export function createApiApp(services: Services, log: Logger): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+
+  app.get("/healthz", async (_req, res) => {
+    try {
+      await services.db.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
+      res.json({ status: "ok", codeHost: services.codeHost.kind });
+    } catch {
+      res.status(503).json({ status: "unavailable" });
+    }
+  });
+
+  const openapi = JSON.stringify(buildOpenApiDocument(OPERATIONS));
+  const v1 = express.Router();
+  v1.get("/openapi.json", (_req, res) => {
+    res.type("application/json").send(openapi);
+  });
+  const auth = requireToken(services);
+  for (const op of OPERATIONS) {
+    if (op.method === "get") v1.get(op.path, auth, serve(services, op));
+    else v1.post(op.path, auth, jsonBody(), serve(services, op));
+    v1.all(op.path, (req, res, next) => {
+      res.setHeader("Allow", op.method === "get" ? "GET, HEAD" : "POST");
+      next(new AppError("method_not_allowed", `${req.method} is not allowed on ${op.path}; use ${op.method.toUpperCase()}`));
+    });
+  }
+  app.use("/v1", v1);
+
+  app.use((req, _res, next) => next(new AppError("not_found", `no such path: ${req.method} ${req.path}`)));
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    sendError(res, toAppError(error, log));
+  });
+  return app;
+}

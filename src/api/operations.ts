@@ -1,0 +1,192 @@
+import type { z } from "zod";
+import type { Principal } from "../auth/tokens.js";
+import { renderMetrics } from "../app/metrics.js";
+import { getTestDetails, listFailingTests, listQuarantinedTests } from "../app/flaky-tests.js";
+import {
+  cancelPullRequest,
+  getMergeQueueTestingDetails,
+  getSubmittedPullRequest,
+  restartTestsOnPullRequest,
+  setImpactedTargets,
+  submitPullRequest,
+} from "../app/pull-requests.js";
+import { createQueue, deleteQueue, getQueue, updateQueue } from "../app/queues.js";
+import type { Services } from "../app/services.js";
+import * as s from "./schemas.js";
+
+export type OperationContext = { services: Services; principal: Principal };
+
+/** A response that is not JSON (the metrics text). */
+export type RawResponse = { raw: true; contentType: string; body: string };
+
+export type Operation<S extends z.ZodType = z.ZodType> = {
+  operationId: string;
+  method: "post" | "get";
+  /** Path below /v1. */
+  path: string;
+  summary: string;
+  /** Validates the JSON body (POST) or the query string (GET). */
+  request: S;
+  response: z.ZodType;
+  responseContentType?: string;
+  handle(context: OperationContext, input: z.output<S>): Promise<object | RawResponse>;
+};
+
+function operation<S extends z.ZodType>(op: Operation<S>): Operation {
+  return op as unknown as Operation;
+}
+
+const EMPTY = {};
+const prAddress = (input: { repo: s.TRepo; targetBranch: string; pr: { number: number } }) => ({
+  repo: input.repo,
+  targetBranch: input.targetBranch,
+  prNumber: input.pr.number,
+});
+
+export const OPERATIONS: Operation[] = [
+  operation({
+    operationId: "submitPullRequest",
+    method: "post",
+    path: "/submitPullRequest",
+    summary: "Submit a pull request to the queue, or update its priority and batching if it is queued",
+    request: s.ZSubmitPullRequestRequest,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await submitPullRequest(services, principal, { ...prAddress(input), priority: input.priority, noBatch: input.noBatch });
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "cancelPullRequest",
+    method: "post",
+    path: "/cancelPullRequest",
+    summary: "Remove a pull request from the queue",
+    request: s.ZPullRequestAddress,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await cancelPullRequest(services, principal, prAddress(input));
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "restartTestsOnPullRequest",
+    method: "post",
+    path: "/restartTestsOnPullRequest",
+    summary: "Re-run the tests of a pull request in the queue",
+    request: s.ZPullRequestAddress,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await restartTestsOnPullRequest(services, principal, prAddress(input));
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "getSubmittedPullRequest",
+    method: "post",
+    path: "/getSubmittedPullRequest",
+    summary: "Read a submitted pull request's state, priority and readiness",
+    request: s.ZPullRequestAddress,
+    response: s.ZSubmittedPullRequest,
+    handle: ({ services, principal }, input) => getSubmittedPullRequest(services, principal, prAddress(input)),
+  }),
+  operation({
+    operationId: "setImpactedTargets",
+    method: "post",
+    path: "/setImpactedTargets",
+    summary: "Set the targets a pull request impacts (parallel mode builds lanes from them)",
+    request: s.ZSetImpactedTargetsRequest,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await setImpactedTargets(services, principal, { ...prAddress(input), sha: input.pr.sha, impactedTargets: input.impactedTargets });
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "getMergeQueueTestingDetails",
+    method: "post",
+    path: "/getMergeQueueTestingDetails",
+    summary: "Read the pull request's current test run",
+    request: s.ZTestingDetailsRequest,
+    response: s.ZEmptyResponse,
+    handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, prAddress(input)),
+  }),
+  operation({
+    operationId: "createQueue",
+    method: "post",
+    path: "/createQueue",
+    summary: "Create a queue for a branch, optionally with any updateQueue setting",
+    request: s.ZCreateQueueRequest,
+    response: s.ZQueueRecord,
+    handle: ({ services, principal }, input) => createQueue(services, principal, input),
+  }),
+  operation({
+    operationId: "deleteQueue",
+    method: "post",
+    path: "/deleteQueue",
+    summary: "Delete a queue that holds no pull requests still in play",
+    request: s.ZQueueAddress,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await deleteQueue(services, principal, input);
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "getQueue",
+    method: "post",
+    path: "/getQueue",
+    summary: "Read a queue's state, settings and enqueued pull requests",
+    request: s.ZQueueAddress,
+    response: s.ZQueueWithEntries,
+    handle: ({ services, principal }, input) => getQueue(services, principal, input),
+  }),
+  operation({
+    operationId: "updateQueue",
+    method: "post",
+    path: "/updateQueue",
+    summary: "Change a queue's state or settings; omitted fields are unchanged",
+    request: s.ZUpdateQueueRequest,
+    response: s.ZQueueRecord,
+    handle: ({ services, principal }, input) => updateQueue(services, principal, input),
+  }),
+  operation({
+    operationId: "getMergeQueueMetrics",
+    method: "get",
+    path: "/getMergeQueueMetrics",
+    summary: "Queue metrics in the Prometheus text format",
+    request: s.ZMetricsQuery,
+    response: s.ZEmptyResponse,
+    responseContentType: "text/plain; version=0.0.4; charset=utf-8",
+    async handle({ services, principal }, input) {
+      const { contentType, body } = await renderMetrics(services, principal, input);
+      return { raw: true, contentType, body } satisfies RawResponse;
+    },
+  }),
+  operation({
+    operationId: "listFailingTests",
+    method: "post",
+    path: "/flaky-tests/list-failing-tests",
+    summary: "List distinct tests that failed in [start_time, end_time)",
+    request: s.ZListFailingTestsRequest,
+    response: s.ZListFailingTestsResponse,
+    handle: ({ services, principal }, input) => listFailingTests(services, principal, input),
+  }),
+  operation({
+    operationId: "listQuarantinedTests",
+    method: "post",
+    path: "/flaky-tests/list-quarantined-tests",
+    summary: "List quarantined tests",
+    request: s.ZListQuarantinedTestsRequest,
+    response: s.ZListQuarantinedTestsResponse,
+    handle: ({ services, principal }, input) => listQuarantinedTests(services, principal, input),
+  }),
+  operation({
+    operationId: "getTestDetails",
+    method: "post",
+    path: "/flaky-tests/get-test-details",
+    summary: "Read one test case",
+    request: s.ZGetTestDetailsRequest,
+    response: s.ZGetTestDetailsResponse,
+    handle: ({ services, principal }, input) => getTestDetails(services, principal, input),
+  }),
+];

@@ -1,0 +1,223 @@
+import { z } from "zod";
+import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
+import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES } from "../domain/queue-settings.js";
+import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
+
+/**
+ * Request and response schemas of the /v1 API. The same schemas validate requests and
+ * generate the OpenAPI document (openapi.ts).
+ */
+
+/** An enum that accepts lowercase and UPPERCASE on input and always yields lowercase. */
+function caseInsensitiveEnum<const T extends readonly [string, ...string[]]>(values: T) {
+  const accepted = [...values, ...values.map((v) => v.toUpperCase())] as [string, ...string[]];
+  return z.enum(accepted).transform((v) => v.toLowerCase() as T[number]);
+}
+
+const MAX_UINT32 = 4294967295;
+const ZUint32 = z.number().int().min(1).max(MAX_UINT32);
+const ZName = z.string().trim().min(1).max(255);
+
+export const ZRepo = z.object({
+  host: ZName.describe("repository host name, e.g. github.com"),
+  owner: ZName.describe("repository owner or organization"),
+  name: ZName.describe("repository name"),
+});
+
+/** PR numbers come as integers or, from some CI scripts, as numeric strings. */
+const ZPrNumber = z
+  .union([z.number(), z.string().regex(/^\d{1,10}$/, "must be a positive integer").transform(Number)])
+  .pipe(z.number().int().min(1).max(2147483647));
+
+const ZPr = z.object({ number: ZPrNumber });
+const ZSha = z.string().regex(/^[0-9a-f]{7,64}$/i, "must be a commit sha (hex)");
+
+export const ZQueueAddress = z.object({ repo: ZRepo, targetBranch: ZName });
+export const ZPullRequestAddress = ZQueueAddress.extend({ pr: ZPr });
+
+export const ZQueueSettings = z.object({
+  mode: caseInsensitiveEnum(QUEUE_MODES).optional(),
+  concurrency: ZUint32.optional(),
+  bisectionConcurrency: ZUint32.optional(),
+  testingTimeoutMinutes: ZUint32.optional(),
+  pendingFailureDepth: ZUint32.optional(),
+  canOptimisticallyMerge: z.boolean().optional(),
+  batch: z.boolean().optional(),
+  batchingMaxWaitTimeMinutes: ZUint32.optional(),
+  batchingMinSize: ZUint32.optional(),
+  commentsEnabled: z.boolean().optional(),
+  commandsEnabled: z.boolean().optional(),
+  createPrsForTestingBranches: z.boolean().optional(),
+  directMergeMode: caseInsensitiveEnum(DIRECT_MERGE_MODES).optional(),
+  optimizationMode: caseInsensitiveEnum(OPTIMIZATION_MODES).optional(),
+  mergeMethod: caseInsensitiveEnum(MERGE_METHODS).optional(),
+  statusCheckEnabled: z.boolean().optional(),
+  requiredStatuses: z.array(z.string().min(1).max(255)).max(100).optional(),
+  deleteRequiredStatuses: z.boolean().optional(),
+  state: caseInsensitiveEnum(REQUESTABLE_QUEUE_STATES).optional(),
+});
+
+export const ZCreateQueueRequest = ZQueueAddress.extend(ZQueueSettings.shape);
+export const ZUpdateQueueRequest = ZCreateQueueRequest;
+
+const priorityNames = Object.keys(PRIORITY_NAMES) as [PriorityName, ...PriorityName[]];
+export const ZPriority = z
+  .union([
+    z.number().int().min(0).max(255),
+    caseInsensitiveEnum(priorityNames),
+    z.string().regex(/^\d{1,3}$/, "must be a priority name or a number from 0 to 255").transform(Number).pipe(z.number().max(255)),
+  ])
+  .nullable()
+  .describe("urgent (0), high (10), medium (100, the default), low (200), or any integer from 0 (first) to 255 (last)");
+
+export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
+  priority: ZPriority.optional(),
+  noBatch: z.boolean().optional().describe("test this PR on its own, never in a batch"),
+});
+
+export const ZImpactedTargets = z
+  .union([
+    z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const),
+    z.array(z.string().max(4096)).max(5_000_000),
+  ])
+  .describe('the targets the PR changes, or "ALL" (it impacts every target)');
+
+export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
+  pr: ZPr.extend({ sha: ZSha.optional().describe("head commit the targets were computed for; defaults to the PR's head") }),
+  impactedTargets: ZImpactedTargets,
+});
+
+export const ZTestingDetailsRequest = ZPullRequestAddress;
+
+export const ZMetricsQuery = z.object({
+  repo: z.string().min(3).max(512).optional().describe("owner/name; requires repoHost"),
+  repoHost: z.string().min(1).max(255).optional(),
+});
+
+const ZPageQuery = z.object({
+  page_size: z.number().int().min(1).max(100),
+  page_token: z.string().max(1024).default(""),
+});
+const ZDateTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
+
+export const ZListFailingTestsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  start_time: ZDateTime,
+  end_time: ZDateTime,
+  page_query: ZPageQuery,
+});
+export const ZListQuarantinedTestsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, page_query: ZPageQuery });
+export const ZGetTestDetailsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, test_id: z.uuid() });
+
+// Responses (documentation and tests; handlers build them from app/records.ts types).
+
+export const ZEmptyResponse = z.object({}).strict();
+
+export const ZQueueRecord = z.object({
+  state: z.enum(QUEUE_STATES),
+  branch: z.string(),
+  mode: z.enum(QUEUE_MODES),
+  concurrency: z.number().int(),
+  bisectionConcurrency: z.number().int(),
+  testingTimeoutMinutes: z.number().int(),
+  pendingFailureDepth: z.number().int(),
+  canOptimisticallyMerge: z.boolean(),
+  batch: z.boolean(),
+  batchingMaxWaitTimeMinutes: z.number().int(),
+  batchingMinSize: z.number().int(),
+  commentsEnabled: z.boolean(),
+  commandsEnabled: z.boolean(),
+  createPrsForTestingBranches: z.boolean(),
+  statusCheckEnabled: z.boolean(),
+  requiredStatuses: z.array(z.string()).nullable().describe("null: no override; statuses come from branch protection"),
+  directMergeMode: z.enum(DIRECT_MERGE_MODES),
+  optimizationMode: z.enum(OPTIMIZATION_MODES),
+  mergeMethod: z.enum(MERGE_METHODS),
+});
+
+export const ZMergeItem = z.object({
+  id: z.string(),
+  state: z.enum(PR_STATES),
+  stateChangedAt: z.iso.datetime(),
+  stateReason: z.string(),
+  priorityValue: z.number().int(),
+  priorityName: z.string(),
+  usedDefaultPriorityName: z.string().nullable(),
+  skipTheLine: z.boolean(),
+  noBatch: z.boolean(),
+  prNumber: z.number().int(),
+  prTitle: z.string(),
+  prSha: z.string(),
+  prBaseBranch: z.string(),
+  prAuthor: z.string(),
+});
+
+export const ZSubmittedPullRequest = ZMergeItem.extend({
+  forceEnqueued: z.boolean(),
+  isCurrentlySubmittedToQueue: z.boolean(),
+  readiness: z.object({
+    requiresImpactedTargets: z.boolean(),
+    doesBaseBranchMatch: z.boolean(),
+    hasImpactedTargets: z.boolean(),
+    gitHubMergeability: z.enum(MERGEABILITY),
+  }),
+});
+
+export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZMergeItem) });
+
+const ZPageInfo = z.object({
+  total_rows: z.number().int(),
+  total_pages: z.number().int(),
+  next_page_token: z.string(),
+  prev_page_token: z.string(),
+  last_page_token: z.string(),
+  page_index: z.number().int(),
+});
+
+const ZTestCase = z.object({
+  id: z.uuid(),
+  repository: z.object({ html_url: z.string() }),
+  html_url: z.string(),
+  name: z.string(),
+  variant: z.string(),
+  status: z.object({ value: z.string(), reason: z.string(), timestamp: z.iso.datetime() }),
+  most_common_failures: z.array(z.object({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
+  failure_rate_last_7d: z.number(),
+  failure_rate_last_24h: z.number(),
+  codeowners: z.array(z.string()),
+  pull_requests_impacted_last_7d: z.number().int(),
+  quarantined: z.boolean(),
+  file_path: z.string(),
+  parent: z.string(),
+  classname: z.string(),
+  ticket: z.object({ html_url: z.string() }).nullable(),
+});
+
+export const ZListFailingTestsResponse = z.object({ tests: z.array(ZTestCase), page: ZPageInfo });
+export const ZListQuarantinedTestsResponse = z.object({
+  quarantined_tests: z.array(
+    z.object({
+      name: z.string(),
+      parent: z.string(),
+      file: z.string(),
+      classname: z.string(),
+      codeowners: z.array(z.string()),
+      quarantined_at: z.iso.datetime(),
+      status_last_updated_at: z.iso.datetime(),
+      test_case_id: z.uuid(),
+      variant: z.string(),
+    }),
+  ),
+  page: ZPageInfo,
+});
+export const ZGetTestDetailsResponse = z.object({ test: ZTestCase });
+
+export const ZErrorResponse = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.array(z.object({ path: z.string(), message: z.string() })),
+  }),
+});
+export type TRepo = z.output<typeof ZRepo>;

@@ -1,0 +1,32 @@
+/** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
+export type ErrorCode =
+  | "invalid_argument"
+  | "unauthenticated"
+  | "not_found"
+  | "method_not_allowed"
+  | "conflict"
+  | "failed_precondition"
+  | "payload_too_large"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "internal";
+
+export type ErrorDetail = { path: string; message: string };
+
+/** A failure meant for the client: its message is shown as is, so it never holds secrets. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+export const notFound = (message: string) => new AppError("not_found", message);
+export const conflict = (message: string) => new AppError("conflict", message);
+export const failedPrecondition = (message: string) => new AppError("failed_precondition", message);
+export const invalidArgument = (path: string, message: string) =>
+  new AppError("invalid_argument", `${path}: ${message}`, [{ path, message }]);

@@ -1,0 +1,114 @@
+import { Gauge, Histogram, Registry } from "prom-client";
+import type { Principal } from "../auth/tokens.js";
+import type { Transition } from "../generated/sqlite/client.js";
+import { isTerminal, type PrState } from "../domain/states.js";
+import { invalidArgument } from "./errors.js";
+import { repositoryKey } from "./repositories.js";
+import type { Services } from "./services.js";
+
+/** Trunk's bucket boundaries, in seconds. */
+const BUCKETS = [60, 300, 600, 900, 1800, 3600, 5400, 7200];
+const WINDOW_MS = 60 * 60 * 1000;
+const LABELS = ["repo", "branch", "queue_type"] as const;
+
+export type MetricsFilter = { repo?: string; repoHost?: string };
+
+type Durations = { waits: number[]; tests: number[]; timesInQueue: number[] };
+
+/**
+ * Measures, from one entry's transitions, the durations that ended inside the window: time
+ * waiting to test (pending → testing), time testing, and time in queue (submission to
+ * conclusion, not counting time spent not ready).
+ */
+export function measureEntry(transitions: Transition[], windowStart: Date): Durations {
+  const out: Durations = { waits: [], tests: [], timesInQueue: [] };
+  let enteredPending: Date | null = null;
+  let enteredTesting: Date | null = null;
+  let queued = 0;
+  let previous: Transition | null = null;
+  for (const t of transitions) {
+    if (t.reason === "submitted" || t.reason === "resubmitted") queued = 0;
+    else if (previous && previous.toState !== "not_ready") queued += t.at.getTime() - previous.at.getTime();
+    const inWindow = t.at >= windowStart;
+    if (t.toState === "testing" && enteredPending && inWindow) out.waits.push((t.at.getTime() - enteredPending.getTime()) / 1000);
+    if (previous?.toState === "testing" && enteredTesting && inWindow) out.tests.push((t.at.getTime() - enteredTesting.getTime()) / 1000);
+    if (isTerminal(t.toState as PrState) && inWindow && previous) out.timesInQueue.push(queued / 1000);
+    if (t.toState === "pending") enteredPending = t.at;
+    if (t.toState === "testing") enteredTesting = t.at;
+    previous = t;
+  }
+  return out;
+}
+
+/** getMergeQueueMetrics: Trunk's metric names, labels and buckets, in the text format. */
+export async function renderMetrics(services: Services, principal: Principal, filter: MetricsFilter): Promise<{ contentType: string; body: string }> {
+  if ((filter.repo === undefined) !== (filter.repoHost === undefined)) {
+    throw invalidArgument(filter.repo === undefined ? "repo" : "repoHost", "repo and repoHost must be given together");
+  }
+  let key: string | undefined;
+  if (filter.repo !== undefined) {
+    const [owner, name, ...rest] = filter.repo.split("/");
+    if (!owner || !name || rest.length > 0) throw invalidArgument("repo", "must have the form owner/name");
+    key = repositoryKey({ host: filter.repoHost!, owner, name });
+  }
+  const now = services.now();
+  const windowStart = new Date(now.getTime() - WINDOW_MS);
+  const data = await services.db.read(async (tx) => {
+    const queues = await tx.queue.findMany({
+      where: { repository: { organizationId: principal.organizationId, ...(key ? { key } : {}) } },
+      select: { id: true, branch: true, repository: { select: { owner: true, name: true } } },
+    });
+    const ids = queues.map((q) => q.id);
+    const counts = await tx.queueEntry.groupBy({
+      by: ["queueId", "state"],
+      where: { queueId: { in: ids }, state: { notIn: ["merged", "failed", "cancelled"] } },
+      _count: { _all: true },
+    });
+    const recent = await tx.transition.findMany({ where: { queueId: { in: ids }, at: { gte: windowStart } } });
+    const entryIds = [...new Set(recent.map((t) => t.entryId))];
+    const histories = await tx.transition.findMany({ where: { entryId: { in: entryIds } }, orderBy: [{ at: "asc" }, { id: "asc" }] });
+    return { queues, counts, recent, histories };
+  });
+
+  const registry = new Registry();
+  const gauge = (name: string, help: string, extra: string[] = []) =>
+    new Gauge({ name, help, labelNames: [...LABELS, ...extra], registers: [registry] });
+  const histogram = (name: string, help: string) =>
+    new Histogram({ name, help, labelNames: [...LABELS], buckets: BUCKETS, registers: [registry] });
+  const depth = gauge("mq_depth_current", "Pull requests in the queue, not counting those not ready");
+  const awaiting = gauge("mq_awaiting_mergeability", "Pull requests waiting on the code host's prerequisites (not ready)");
+  const testing = gauge("mq_testing_slots_active", "Pull requests testing");
+  const conclusions = gauge("mq_pr_conclusions_1h_total", "Pull requests concluded in the last hour", ["conclusion"]);
+  const restarts = gauge("mq_pr_restarts_1h_total", "Testing to pending transitions in the last hour");
+  const wait = histogram("mq_pr_wait_duration_1h_seconds", "Time from entering the queue to testing, last hour");
+  const test = histogram("mq_pr_test_duration_1h_seconds", "Time spent testing, last hour");
+  const inQueue = histogram("mq_pr_time_in_queue_1h_seconds", "Time from entering the queue to leaving it, last hour");
+
+  const labelsOf = new Map(data.queues.map((q) => [q.id, { repo: `${q.repository.owner}/${q.repository.name}`, branch: q.branch, queue_type: "main" }]));
+  for (const labels of labelsOf.values()) {
+    for (const metric of [depth, awaiting, testing, restarts]) metric.set(labels, 0);
+    for (const conclusion of ["merged", "failed", "cancelled"]) conclusions.set({ ...labels, conclusion }, 0);
+    for (const metric of [wait, test, inQueue]) metric.zero(labels);
+  }
+  for (const row of data.counts) {
+    const labels = labelsOf.get(row.queueId)!;
+    if (row.state === "not_ready") awaiting.inc(labels, row._count._all);
+    else depth.inc(labels, row._count._all);
+    if (row.state === "testing") testing.inc(labels, row._count._all);
+  }
+  for (const t of data.recent) {
+    const labels = labelsOf.get(t.queueId)!;
+    if (isTerminal(t.toState as PrState)) conclusions.inc({ ...labels, conclusion: t.toState }, 1);
+    if (t.fromState === "testing" && t.toState === "pending") restarts.inc(labels, 1);
+  }
+  const byEntry = new Map<string, Transition[]>();
+  for (const t of data.histories) byEntry.set(t.entryId, [...(byEntry.get(t.entryId) ?? []), t]);
+  for (const history of byEntry.values()) {
+    const labels = labelsOf.get(history[0]!.queueId)!;
+    const d = measureEntry(history, windowStart);
+    d.waits.forEach((s) => wait.observe(labels, s));
+    d.tests.forEach((s) => test.observe(labels, s));
+    d.timesInQueue.forEach((s) => inQueue.observe(labels, s));
+  }
+  return { contentType: "text/plain; version=0.0.4; charset=utf-8", body: await registry.metrics() };
+}

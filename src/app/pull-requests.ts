@@ -1,0 +1,178 @@
+import type { Principal } from "../auth/tokens.js";
+import type { PullRequestInfo } from "../codehost/code-host.js";
+import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
+import { resolvePriority, type PriorityName } from "../domain/priority.js";
+import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
+import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
+import type { Tx } from "../store/database.js";
+import { failedPrecondition, notFound } from "./errors.js";
+import { findQueue, lockQueue, type QueueAddress } from "./queues.js";
+import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
+import type { Services } from "./services.js";
+
+export type PullRequestAddress = QueueAddress & { prNumber: number };
+
+function prNotSubmitted(address: PullRequestAddress) {
+  return notFound(`pull request #${address.prNumber} was never submitted to the queue for "${address.targetBranch}"`);
+}
+
+async function fetchPullRequest(services: Services, address: PullRequestAddress): Promise<PullRequestInfo> {
+  const pr = await services.codeHost.getPullRequest(address.repo, address.prNumber, { targetBranch: address.targetBranch });
+  if (!pr) throw notFound(`pull request #${address.prNumber} not found in ${address.repo.owner}/${address.repo.name}`);
+  return pr;
+}
+
+async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability">): Promise<Readiness> {
+  const targets = await tx.impactedTargets.findUnique({
+    where: { queueId_prNumber: { queueId: queue.id, prNumber: entry.prNumber } },
+    select: { sha: true },
+  });
+  return computeReadiness({
+    queueMode: queue.mode as QueueMode,
+    queueBranch: queue.branch,
+    prBaseBranch: entry.prBaseBranch,
+    prSha: entry.prSha,
+    mergeability: entry.mergeability as Mergeability,
+    impactedTargetsSha: targets?.sha ?? null,
+  });
+}
+
+/** Moves an entry to a new state, storing the transition and its reason. */
+async function transition(services: Services, tx: Tx, entry: QueueEntry, to: PrState, reason: TransitionReason, extra: Partial<QueueEntry> = {}): Promise<QueueEntry> {
+  const at = services.now();
+  await tx.transition.create({
+    data: { id: services.newId(), entryId: entry.id, queueId: entry.queueId, fromState: entry.state, toState: to, reason, at },
+  });
+  return tx.queueEntry.update({ where: { id: entry.id }, data: { ...extra, state: to, stateReason: reason, stateChangedAt: at } });
+}
+
+export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean };
+
+export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
+  // Ask the code host before opening the transaction: no transaction waits on the network.
+  await services.db.read((tx) => findQueue(tx, principal, input));
+  const pr = await fetchPullRequest(services, input);
+  if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
+  const priority = resolvePriority(input.priority);
+  await services.db.transaction(async (tx) => {
+    const queue = await lockQueue(tx, principal, input);
+    if (queue.state === "draining" || queue.state === "switching_modes") {
+      throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
+    }
+    const existing = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: pr.number } } });
+    const facts = {
+      prTitle: pr.title,
+      prSha: pr.headSha,
+      prBaseBranch: pr.baseBranch,
+      prAuthor: pr.author,
+      mergeability: pr.mergeability,
+      priorityValue: priority.value,
+      priorityName: priority.name,
+      usedDefaultPriorityName: priority.usedDefaultName,
+      ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
+    };
+    if (existing && !isTerminal(existing.state as PrState)) {
+      // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
+      await tx.queueEntry.update({ where: { id: existing.id }, data: facts });
+      return;
+    }
+    const state: PrState = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts })) ? "pending" : "not_ready";
+    const reason: TransitionReason = existing ? "resubmitted" : "submitted";
+    const now = services.now();
+    const submission = {
+      ...facts,
+      noBatch: input.noBatch ?? false,
+      isCurrentlySubmitted: true,
+      forceEnqueued: false,
+      submittedAt: now,
+      state,
+      stateReason: reason,
+      stateChangedAt: now,
+    };
+    const entry = existing
+      ? await tx.queueEntry.update({ where: { id: existing.id }, data: submission })
+      : await tx.queueEntry.create({ data: { ...submission, id: services.newId(), queueId: queue.id, prNumber: pr.number } });
+    await tx.transition.create({
+      data: { id: services.newId(), entryId: entry.id, queueId: queue.id, fromState: existing?.state ?? null, toState: state, reason, at: now },
+    });
+  });
+}
+
+async function lockEntry(tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
+  const queue = await lockQueue(tx, principal, address);
+  const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+  if (!entry) throw prNotSubmitted(address);
+  return { queue, entry };
+}
+
+export async function cancelPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const { entry } = await lockEntry(tx, principal, address);
+    if (entry.state === "cancelled") return;
+    if (isTerminal(entry.state as PrState)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
+    await transition(services, tx, entry, "cancelled", "cancelled_by_user", { isCurrentlySubmitted: false });
+  });
+}
+
+export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const { entry } = await lockEntry(tx, principal, address);
+    const state = entry.state as PrState;
+    if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
+    // A PR that has not started testing has nothing to restart.
+    if (state === "not_ready" || state === "pending") return;
+    await transition(services, tx, entry, "pending", "restart_requested");
+  });
+}
+
+export async function getSubmittedPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<SubmittedPullRequestRecord> {
+  return services.db.read(async (tx) => {
+    const queue = await findQueue(tx, principal, address);
+    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+    if (!entry) throw prNotSubmitted(address);
+    return {
+      ...toMergeItemRecord(entry),
+      forceEnqueued: entry.forceEnqueued,
+      isCurrentlySubmittedToQueue: entry.isCurrentlySubmitted,
+      readiness: await readinessOf(tx, queue, entry),
+    };
+  });
+}
+
+export type ImpactedTargetsInput = PullRequestAddress & { sha?: string; impactedTargets: string[] | "ALL" };
+
+export async function setImpactedTargets(services: Services, principal: Principal, input: ImpactedTargetsInput): Promise<void> {
+  let sha = input.sha;
+  if (!sha) {
+    const known = await services.db.read(async (tx) => {
+      const queue = await findQueue(tx, principal, input);
+      return tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } }, select: { prSha: true } });
+    });
+    sha = known?.prSha ?? (await fetchPullRequest(services, input)).headSha;
+  }
+  const all = input.impactedTargets === "ALL";
+  const targets = all ? "[]" : JSON.stringify(input.impactedTargets);
+  const count = all ? 0 : (input.impactedTargets as string[]).length;
+  await services.db.transaction(async (tx) => {
+    const queue = await lockQueue(tx, principal, input);
+    const data = { sha: sha!, kind: all ? "all" : "list", targets, count };
+    await tx.impactedTargets.upsert({
+      where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } },
+      create: { queueId: queue.id, prNumber: input.prNumber, ...data },
+      update: data,
+    });
+    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } } });
+    if (entry?.state === "not_ready" && isReady(await readinessOf(tx, queue, entry))) {
+      await transition(services, tx, entry, "pending", "readiness_met");
+    }
+  });
+}
+
+export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<never> {
+  return services.db.read(async (tx) => {
+    const queue = await findQueue(tx, principal, address);
+    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+    if (!entry) throw prNotSubmitted(address);
+    throw notFound(`pull request #${address.prNumber} has no test run (it is ${entry.state})`);
+  });
+}

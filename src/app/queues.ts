@@ -1,0 +1,126 @@
+import type { Principal } from "../auth/tokens.js";
+import type { RepoRef } from "../codehost/code-host.js";
+import type { Queue } from "../generated/sqlite/client.js";
+import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate } from "../domain/queue-settings.js";
+import { isTerminal, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
+import type { Tx } from "../store/database.js";
+import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
+import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
+import { claimRepository, findRepository } from "./repositories.js";
+import type { Services } from "./services.js";
+
+export type QueueAddress = { repo: RepoRef; targetBranch: string };
+
+function queueNotFound(address: QueueAddress) {
+  const { repo, targetBranch } = address;
+  return notFound(`no merge queue for branch "${targetBranch}" in ${repo.host}/${repo.owner}/${repo.name}`);
+}
+
+/** The principal's queue at `address`, or a not_found error. */
+export async function findQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
+  const repository = await findRepository(tx, principal, address.repo);
+  const queue = repository
+    ? await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId: repository.id, branch: address.targetBranch } } })
+    : null;
+  if (!queue) throw queueNotFound(address);
+  return queue;
+}
+
+/**
+ * Like findQueue, and marks the queue changed. On PostgreSQL the update also locks the queue
+ * row until the transaction ends, so writes to one queue are serialized.
+ */
+export async function lockQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
+  const queue = await findQueue(tx, principal, address);
+  return tx.queue.update({ where: { id: queue.id }, data: { version: { increment: 1 } } });
+}
+
+const IN_FLIGHT_STATES: PrState[] = ["testing", "tests_passed", "pending_failure"];
+
+function settingsData(update: QueueSettingsUpdate) {
+  const { state: _state, mode: _mode, requiredStatuses, deleteRequiredStatuses, ...rest } = update;
+  const data: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) {
+    if (value !== undefined) data[key] = typeof value === "number" ? BigInt(value) : value;
+  }
+  // As in Trunk's v1 API, an empty list is ignored; deleteRequiredStatuses removes the override.
+  if (requiredStatuses !== undefined && requiredStatuses.length > 0) data.requiredStatuses = JSON.stringify(requiredStatuses);
+  if (deleteRequiredStatuses) data.requiredStatuses = null;
+  return data;
+}
+
+function checkUpdate(update: QueueSettingsUpdate) {
+  if (update.deleteRequiredStatuses && update.requiredStatuses && update.requiredStatuses.length > 0) {
+    throw invalidArgument("deleteRequiredStatuses", "cannot be true while requiredStatuses is also given");
+  }
+}
+
+export async function createQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
+  checkUpdate(input);
+  const { repo, targetBranch, ...update } = input;
+  return services.db.transaction(async (tx) => {
+    const repository = await claimRepository(services, tx, principal, repo);
+    const existing = await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId: repository.id, branch: targetBranch } } });
+    if (existing) throw conflict(`A merge queue already exists for branch "${targetBranch}" in this repository`);
+    const defaults = settingsData({ ...DEFAULT_QUEUE_SETTINGS, requiredStatuses: undefined });
+    const row = await tx.queue.create({
+      data: {
+        ...(defaults as object),
+        ...(settingsData(update) as object),
+        id: services.newId(),
+        repositoryId: repository.id,
+        branch: targetBranch,
+        state: update.state ?? "running",
+        mode: update.mode ?? DEFAULT_QUEUE_SETTINGS.mode,
+        requiredStatuses: update.requiredStatuses?.length ? JSON.stringify(update.requiredStatuses) : null,
+      } as Parameters<Tx["queue"]["create"]>[0]["data"],
+    });
+    return toQueueRecord(row);
+  });
+}
+
+export async function getQueue(services: Services, principal: Principal, address: QueueAddress): Promise<QueueRecord & { enqueuedPullRequests: MergeItemRecord[] }> {
+  return services.db.read(async (tx) => {
+    const queue = await findQueue(tx, principal, address);
+    const entries = await tx.queueEntry.findMany({
+      where: { queueId: queue.id, state: { notIn: ["merged", "failed", "cancelled"] } },
+      orderBy: [{ priorityValue: "asc" }, { submittedAt: "asc" }, { prNumber: "asc" }],
+    });
+    return { ...toQueueRecord(queue), enqueuedPullRequests: entries.map(toMergeItemRecord) };
+  });
+}
+
+export async function updateQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
+  checkUpdate(input);
+  const { repo, targetBranch, ...update } = input;
+  return services.db.transaction(async (tx) => {
+    const queue = await lockQueue(tx, principal, { repo, targetBranch });
+    const inFlight = await tx.queueEntry.count({ where: { queueId: queue.id, state: { in: IN_FLIGHT_STATES } } });
+    const next = planQueueStateChange(
+      { state: queue.state as QueueState, mode: queue.mode as QueueMode, pendingMode: queue.pendingMode as QueueMode | null },
+      update,
+      inFlight > 0,
+    );
+    const row = await tx.queue.update({
+      where: { id: queue.id },
+      data: { ...(settingsData(update) as object), state: next.state, mode: next.mode, pendingMode: next.pendingMode },
+    });
+    return toQueueRecord(row);
+  });
+}
+
+export async function deleteQueue(services: Services, principal: Principal, address: QueueAddress): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const queue = await lockQueue(tx, principal, address);
+    const active = await tx.queueEntry.findMany({
+      where: { queueId: queue.id, state: { notIn: ["merged", "failed", "cancelled"] } },
+      select: { prNumber: true, state: true },
+      take: 5,
+    });
+    if (active.some((e) => !isTerminal(e.state as PrState))) {
+      const list = active.map((e) => `#${e.prNumber} (${e.state})`).join(", ");
+      throw failedPrecondition(`the queue is not empty: cancel or merge its pull requests first (${list}${active.length === 5 ? ", …" : ""})`);
+    }
+    await tx.queue.delete({ where: { id: queue.id } });
+  });
+}

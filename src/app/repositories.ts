@@ -1,0 +1,49 @@
+import type { Principal } from "../auth/tokens.js";
+import type { RepoRef } from "../codehost/code-host.js";
+import type { Tx } from "../store/database.js";
+import { notFound } from "./errors.js";
+import type { Services } from "./services.js";
+
+export type RepositoryRow = { id: string; organizationId: string; host: string; owner: string; name: string };
+
+export function repositoryKey(repo: RepoRef): string {
+  return `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+}
+
+export function repoNotFound(repo: RepoRef) {
+  return notFound(`repository ${repo.host}/${repo.owner}/${repo.name} not found`);
+}
+
+/**
+ * The principal's repository, or null when it has none by that name. Another organization's
+ * repository is answered exactly as a missing one, so nothing leaks across organizations.
+ */
+export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow | null> {
+  const row = await tx.repository.findUnique({ where: { key: repositoryKey(repo) } });
+  return row && row.organizationId === principal.organizationId ? row : null;
+}
+
+/**
+ * Finds the principal's repository, registering it on first use when the organization may own
+ * it: in sandbox mode the first organization to reference a repository owns it; with GitHub,
+ * an organization owns the repositories of the accounts where the App is installed for it.
+ */
+export async function claimRepository(services: Services, tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow> {
+  const key = repositoryKey(repo);
+  const existing = await tx.repository.findUnique({ where: { key } });
+  if (existing) {
+    if (existing.organizationId !== principal.organizationId) throw repoNotFound(repo);
+    return existing;
+  }
+  if (services.codeHost.kind === "github") {
+    const installations = await tx.installation.findMany({ where: { organizationId: principal.organizationId } });
+    if (!installations.some((i) => i.accountLogin.toLowerCase() === repo.owner.toLowerCase())) throw repoNotFound(repo);
+  }
+  // Two first uses may race: the insert does nothing for the loser, who then reads the winner's row.
+  await tx.$executeRaw`INSERT INTO "Repository" ("id", "organizationId", "host", "owner", "name", "key", "createdAt")
+    VALUES (${services.newId()}, ${principal.organizationId}, ${repo.host}, ${repo.owner}, ${repo.name}, ${key}, ${services.now()})
+    ON CONFLICT ("key") DO NOTHING`;
+  const row = await tx.repository.findUniqueOrThrow({ where: { key } });
+  if (row.organizationId !== principal.organizationId) throw repoNotFound(repo);
+  return row;
+}

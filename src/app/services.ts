@@ -1,0 +1,10 @@
+import type { CodeHost } from "../codehost/code-host.js";
+import type { Database } from "../store/database.js";
+
+/** What the application services need from the outside world; main.ts builds it. */
+export type Services = {
+  db: Database;
+  codeHost: CodeHost;
+  now: () => Date;
+  newId: () => string;
+};

@@ -1,0 +1,95 @@
+import { z } from "zod";
+
+const ZOptionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === "" ? undefined : value));
+
+const ZEnvironment = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    HOST: z.string().min(1).default("0.0.0.0"),
+    DATABASE_URL: ZOptionalString.pipe(
+      z
+        .string()
+        .regex(/^(file:|postgres(ql)?:\/\/)/, "must start with file: or postgresql://")
+        .optional(),
+    ),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    APP_ID: ZOptionalString.pipe(z.string().regex(/^\d+$/, "must be a number").optional()),
+    PRIVATE_KEY: ZOptionalString,
+    PRIVATE_KEY_PATH: ZOptionalString,
+    WEBHOOK_SECRET: ZOptionalString,
+    GITHUB_API_URL: ZOptionalString.pipe(z.url().optional()),
+    GREENLINE_API_TOKEN: ZOptionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+    GREENLINE_ORG: ZOptionalString.pipe(
+      z
+        .string()
+        .regex(/^[a-z0-9][a-z0-9-]{0,62}$/i, "must be letters, digits and dashes")
+        .optional(),
+    ),
+  })
+  .superRefine((env, ctx) => {
+    if (env.GREENLINE_API_TOKEN && !env.GREENLINE_ORG) {
+      ctx.addIssue({ code: "custom", path: ["GREENLINE_ORG"], message: "is required when GREENLINE_API_TOKEN is set" });
+    }
+    const app = [env.APP_ID, env.PRIVATE_KEY ?? env.PRIVATE_KEY_PATH, env.WEBHOOK_SECRET];
+    if (app.some(Boolean) && !app.every(Boolean)) {
+      for (const [name, value] of [
+        ["APP_ID", env.APP_ID],
+        ["PRIVATE_KEY", env.PRIVATE_KEY ?? env.PRIVATE_KEY_PATH],
+        ["WEBHOOK_SECRET", env.WEBHOOK_SECRET],
+      ] as const) {
+        if (!value) ctx.addIssue({ code: "custom", path: [name], message: "is required when a GitHub App is configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET go together)" });
+      }
+    }
+  });
+
+export type GitHubAppConfig = { appId: string; privateKey: string; webhookSecret: string; apiUrl: string | undefined };
+
+export type Config = {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  logLevel: z.infer<typeof ZEnvironment>["LOG_LEVEL"];
+  /** null = run with the sandbox code host. */
+  githubApp: GitHubAppConfig | null;
+  bootstrap: { token: string; org: string } | null;
+};
+
+export const DEFAULT_DATABASE_URL = "file:./data/greenline.db";
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+/** Reads and validates the environment; throws ConfigError naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => string): Config {
+  const parsed = ZEnvironment.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join(".") || "environment"} ${issue.message}`));
+  }
+  const e = parsed.data;
+  let githubApp: GitHubAppConfig | null = null;
+  if (e.APP_ID && e.WEBHOOK_SECRET) {
+    let privateKey = e.PRIVATE_KEY;
+    if (!privateKey && e.PRIVATE_KEY_PATH) {
+      try {
+        privateKey = readFile(e.PRIVATE_KEY_PATH);
+      } catch (error) {
+        throw new ConfigError([`PRIVATE_KEY_PATH cannot be read: ${(error as Error).message}`]);
+      }
+    }
+    githubApp = { appId: e.APP_ID, privateKey: privateKey!.replace(/\\n/g, "\n"), webhookSecret: e.WEBHOOK_SECRET, apiUrl: e.GITHUB_API_URL };
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    logLevel: e.LOG_LEVEL,
+    githubApp,
+    bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
+  };
+}

@@ -1,0 +1,75 @@
+import type { QueueMode, QueueState } from "./states.js";
+
+export const DIRECT_MERGE_MODES = ["off", "always"] as const;
+export const OPTIMIZATION_MODES = ["off", "bisection_skip_redundant_tests"] as const;
+export const MERGE_METHODS = ["merge_commit", "squash", "rebase"] as const;
+
+/** The configurable part of a queue: every field updateQueue can set. */
+export type QueueSettings = {
+  mode: QueueMode;
+  concurrency: number;
+  bisectionConcurrency: number;
+  testingTimeoutMinutes: number;
+  /** 0 = a failing PR waits only for the PRs ahead of it. */
+  pendingFailureDepth: number;
+  canOptimisticallyMerge: boolean;
+  batch: boolean;
+  batchingMaxWaitTimeMinutes: number;
+  batchingMinSize: number;
+  commentsEnabled: boolean;
+  commandsEnabled: boolean;
+  createPrsForTestingBranches: boolean;
+  statusCheckEnabled: boolean;
+  /** Set through the API; null = take them from branch protection or the repo's config file. */
+  requiredStatuses: string[] | null;
+  directMergeMode: (typeof DIRECT_MERGE_MODES)[number];
+  optimizationMode: (typeof OPTIMIZATION_MODES)[number];
+  mergeMethod: (typeof MERGE_METHODS)[number];
+};
+
+/** Defaults for a new queue; docs/decisions.md explains each choice. */
+export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
+  mode: "single",
+  concurrency: 1,
+  bisectionConcurrency: 1,
+  testingTimeoutMinutes: 300,
+  pendingFailureDepth: 0,
+  canOptimisticallyMerge: false,
+  batch: false,
+  batchingMaxWaitTimeMinutes: 5,
+  batchingMinSize: 4,
+  commentsEnabled: true,
+  commandsEnabled: true,
+  createPrsForTestingBranches: false,
+  statusCheckEnabled: true,
+  requiredStatuses: null,
+  directMergeMode: "off",
+  optimizationMode: "off",
+  mergeMethod: "squash",
+};
+
+export type QueueSettingsUpdate = Partial<Omit<QueueSettings, "requiredStatuses">> & {
+  state?: Exclude<QueueState, "switching_modes">;
+  requiredStatuses?: string[];
+  deleteRequiredStatuses?: boolean;
+};
+
+export type QueueStateChange = { state: QueueState; pendingMode: QueueMode | null };
+
+/**
+ * The queue state after a settings update. A mode change while work is in flight is not
+ * applied at once: the queue enters switching_modes (behaving as draining) and the new mode
+ * applies when the in-flight work clears.
+ */
+export function planQueueStateChange(
+  current: { state: QueueState; mode: QueueMode; pendingMode: QueueMode | null },
+  update: { state?: QueueState; mode?: QueueMode },
+  hasWorkInFlight: boolean,
+): QueueStateChange & { mode: QueueMode } {
+  const targetMode = update.mode ?? current.pendingMode ?? current.mode;
+  if (targetMode !== current.mode && hasWorkInFlight) {
+    return { state: "switching_modes", mode: current.mode, pendingMode: targetMode };
+  }
+  const requested = update.state ?? (current.state === "switching_modes" ? "running" : current.state);
+  return { state: requested, mode: targetMode, pendingMode: null };
+}

@@ -1,0 +1,71 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { Probot, Server } from "probot";
+import { createApiApp } from "./api/app.js";
+import type { Services } from "./app/services.js";
+import { registerToken } from "./auth/tokens.js";
+import type { CodeHost } from "./codehost/code-host.js";
+import { SandboxCodeHost } from "./codehost/sandbox.js";
+import type { Config } from "./config.js";
+import { createGitHubApp } from "./github/app.js";
+import type { Logger } from "./log.js";
+import { Database } from "./store/database.js";
+
+export type Greenline = {
+  url: string;
+  services: Services;
+  close(): Promise<void>;
+};
+
+export type StartOptions = {
+  log: Logger;
+  /** Replaces the code host chosen from the configuration (tests). */
+  codeHost?: CodeHost;
+  now?: () => Date;
+};
+
+/**
+ * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
+ * Probot's webhook route, /healthz and /v1 on one port.
+ */
+export async function startGreenline(config: Config, options: StartOptions): Promise<Greenline> {
+  const { log } = options;
+  const db = await Database.open(config.databaseUrl);
+  try {
+    if (config.bootstrap) {
+      const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
+      log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
+    }
+    const codeHost = options.codeHost ?? new SandboxCodeHost();
+    if (codeHost.kind === "sandbox") {
+      log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
+    }
+    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID };
+
+    const ProbotWithConfig = config.githubApp
+      ? Probot.defaults({ appId: config.githubApp.appId, privateKey: config.githubApp.privateKey, secret: config.githubApp.webhookSecret, baseUrl: config.githubApp.apiUrl, log })
+      : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
+        Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
+    const server = new Server({ Probot: ProbotWithConfig, port: config.port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
+    if (config.githubApp) await server.load(createGitHubApp(db));
+    const api = createApiApp(services, log);
+    server.addHandler((req, res) => {
+      api(req, res);
+      return true;
+    });
+    const http = await server.start();
+    const address = http.address() as AddressInfo;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    return {
+      url: `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${address.port}`,
+      services,
+      async close() {
+        await server.stop();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}

@@ -1,0 +1,98 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import pg from "pg";
+import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
+import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
+import { migratePostgres, migrateSqlite } from "./migrate.js";
+import { Mutex } from "./mutex.js";
+
+export type DatabaseKind = "sqlite" | "postgres";
+
+/**
+ * Both generated clients have the same models and methods; the code is written against the
+ * SQLite client's types and the PostgreSQL client is used through them.
+ */
+export type Client = SqliteClient;
+export type Tx = Prisma.TransactionClient;
+
+export function databaseKind(url: string): DatabaseKind {
+  return url.startsWith("file:") ? "sqlite" : "postgres";
+}
+
+export function sqlitePath(url: string): string {
+  return resolve(url.replace(/^file:/, "").replace(/\?.*$/, ""));
+}
+
+/**
+ * The database, opened and migrated. Writes go through `transaction`; reads through `read`.
+ *
+ * SQLite has one connection, and Prisma's interactive transactions yield between queries, so
+ * a plain query issued meanwhile would run inside someone else's transaction. On SQLite every
+ * operation therefore holds one mutex; SQLite allows one writer at a time anyway.
+ */
+export class Database {
+  readonly #serialize: Mutex | null;
+
+  private constructor(
+    readonly kind: DatabaseKind,
+    readonly client: Client,
+    private readonly closeDriver: () => Promise<void>,
+  ) {
+    this.#serialize = kind === "sqlite" ? new Mutex() : null;
+  }
+
+  static async open(url: string, options: { migrate?: boolean; poolSize?: number } = {}): Promise<Database> {
+    const migrate = options.migrate ?? true;
+    if (databaseKind(url) === "sqlite") {
+      const path = sqlitePath(url);
+      mkdirSync(dirname(path), { recursive: true });
+      const setup = new BetterSqlite3(path, { timeout: 10_000 });
+      try {
+        setup.pragma("journal_mode = WAL");
+        if (migrate) migrateSqlite(setup);
+      } finally {
+        setup.close();
+      }
+      const client = new SqliteClient({ adapter: new PrismaBetterSQLite3({ url: `file:${path}`, timeout: 10_000 }) });
+      // Per-connection settings: enforce foreign keys (cascading deletes rely on them);
+      // FULL makes every commit durable, even against power loss.
+      await client.$executeRawUnsafe("PRAGMA foreign_keys = ON");
+      await client.$executeRawUnsafe("PRAGMA synchronous = FULL");
+      return new Database("sqlite", client, () => client.$disconnect());
+    }
+    if (migrate) {
+      const connection = new pg.Client({ connectionString: url });
+      await connection.connect();
+      try {
+        await migratePostgres(connection);
+      } finally {
+        await connection.end();
+      }
+    }
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+    const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
+    return new Database("postgres", client, async () => {
+      await client.$disconnect();
+      await pool.end();
+    });
+  }
+
+  /** Runs `fn` in one transaction: all of its writes happen, or none. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const run = () => this.client.$transaction(fn, { maxWait: 10_000, timeout: 30_000 });
+    return this.#serialize ? this.#serialize.run(run) : run();
+  }
+
+  /** Runs read-only queries. */
+  read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
+    const run = () => fn(this.client as unknown as Tx);
+    return this.#serialize ? this.#serialize.run(run) : run();
+  }
+
+  close(): Promise<void> {
+    return this.closeDriver();
+  }
+}

@@ -1,0 +1,79 @@
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type BetterSqlite3 from "better-sqlite3";
+import type pg from "pg";
+import { projectRoot } from "../paths.js";
+import type { DatabaseKind } from "./database.js";
+
+export type Migration = { id: string; sql: string; checksum: string };
+
+/** The migrations of one backend, in order (prisma/migrations/<kind>/NNNN_name/migration.sql). */
+export function loadMigrations(kind: DatabaseKind): Migration[] {
+  const dir = join(projectRoot, "prisma", "migrations", kind);
+  return readdirSync(dir)
+    .filter((name) => /^\d{4}_/.test(name))
+    .sort()
+    .map((id) => {
+      const sql = readFileSync(join(dir, id, "migration.sql"), "utf8");
+      return { id, sql, checksum: createHash("sha256").update(sql).digest("hex") };
+    });
+}
+
+const LEDGER = `CREATE TABLE IF NOT EXISTS "_greenline_migrations" (
+  "id" TEXT PRIMARY KEY, "checksum" TEXT NOT NULL, "applied_at" TEXT NOT NULL)`;
+
+function pendingMigrations(all: Migration[], applied: Map<string, string>): Migration[] {
+  for (const [id, checksum] of applied) {
+    const known = all.find((m) => m.id === id);
+    if (!known) throw new Error(`database has migration ${id}, which this version of Greenline does not know: is it older than the database?`);
+    if (known.checksum !== checksum) throw new Error(`migration ${id} was changed after it was applied`);
+  }
+  return all.filter((m) => !applied.has(m.id));
+}
+
+/** Applies pending migrations in one transaction; concurrent starters wait for each other. */
+export function migrateSqlite(db: BetterSqlite3.Database, migrations = loadMigrations("sqlite")): string[] {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    db.exec(LEDGER);
+    const rows = db.prepare(`SELECT "id", "checksum" FROM "_greenline_migrations"`).all() as { id: string; checksum: string }[];
+    const pending = pendingMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
+    const record = db.prepare(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES (?, ?, ?)`);
+    for (const migration of pending) {
+      db.exec(migration.sql);
+      record.run(migration.id, migration.checksum, new Date().toISOString());
+    }
+    db.exec("COMMIT");
+    return pending.map((m) => m.id);
+  } catch (error) {
+    db.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+/** Key of the advisory lock that serializes migrations between replicas. */
+const MIGRATION_LOCK_KEY = 7_364_001;
+
+export async function migratePostgres(client: pg.ClientBase, migrations = loadMigrations("postgres")): Promise<string[]> {
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
+    await client.query(LEDGER);
+    const { rows } = await client.query<{ id: string; checksum: string }>(`SELECT "id", "checksum" FROM "_greenline_migrations"`);
+    const pending = pendingMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
+    for (const migration of pending) {
+      await client.query(migration.sql);
+      await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ($1, $2, $3)`, [
+        migration.id,
+        migration.checksum,
+        new Date().toISOString(),
+      ]);
+    }
+    await client.query("COMMIT");
+    return pending.map((m) => m.id);
+  } catch (error) {
+    await client.query("ROLLBACK");
+    throw error;
+  }
+}
