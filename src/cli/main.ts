@@ -1,0 +1,90 @@
+import { parseArgs } from "node:util";
+import { createToken, listTokens, revokeToken } from "../auth/tokens.js";
+import { DEFAULT_DATABASE_URL } from "../config.js";
+import { Database } from "../store/database.js";
+
+const USAGE = `Usage: greenline <command>
+
+  token create --org <slug> [--name <label>]   create an API token; prints it as the last line
+  token list --org <slug>                      list an organization's tokens (never the secrets)
+  token revoke <id>                            revoke a token
+  db migrate                                   apply database migrations
+
+The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+
+class UsageError extends Error {}
+
+async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+  const db = await Database.open(process.env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL);
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function option(values: Record<string, string | boolean | undefined>, name: string): string {
+  const value = values[name];
+  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+export async function run(argv: string[], out: (line: string) => void): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { org: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } },
+    allowPositionals: true,
+  });
+  const [group, command, ...rest] = positionals;
+  if (values.help || !group) {
+    out(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const slugPattern = /^[a-z0-9][a-z0-9-]{0,62}$/i;
+  switch (`${group} ${command ?? ""}`) {
+    case "token create": {
+      const org = option(values, "org");
+      if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
+      const { id, token } = await withDatabase((db) => createToken(db, org, values.name ?? "cli"));
+      out(`Created token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
+      out(token);
+      return 0;
+    }
+    case "token list": {
+      const tokens = await withDatabase((db) => listTokens(db, option(values, "org")));
+      for (const t of tokens) out(`${t.id}\t${t.name}\tcreated ${t.createdAt.toISOString()}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : "active"}`);
+      if (tokens.length === 0) out("no tokens");
+      return 0;
+    }
+    case "token revoke": {
+      const id = rest[0];
+      if (!id) throw new UsageError("token revoke needs the token's id (see token list)");
+      const found = await withDatabase((db) => revokeToken(db, id, new Date()));
+      if (!found) {
+        out(`no token with id ${id}`);
+        return 1;
+      }
+      out(`revoked ${id}`);
+      return 0;
+    }
+    case "db migrate": {
+      await withDatabase(async () => undefined);
+      out("database is up to date");
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command: ${positionals.join(" ")}`);
+  }
+}
+
+run(process.argv.slice(2), (line) => console.log(line)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`greenline: ${(error as Error).message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    console.error(`greenline: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

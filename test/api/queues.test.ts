@@ -1,0 +1,166 @@
+import { BACKENDS } from "../support/backends.js";
+import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
+
+describe.each(BACKENDS)("queues on $name", (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+  });
+  afterAll(() => server?.close());
+
+  test("createQueue answers the queue record with documented defaults", async () => {
+    const created = await server.api.ok("createQueue", queueOf("defaults"));
+    expect(created).toEqual({
+      state: "running",
+      branch: "main",
+      mode: "single",
+      concurrency: 1,
+      bisectionConcurrency: 1,
+      testingTimeoutMinutes: 300,
+      pendingFailureDepth: 0,
+      canOptimisticallyMerge: false,
+      batch: false,
+      batchingMaxWaitTimeMinutes: 5,
+      batchingMinSize: 4,
+      commentsEnabled: true,
+      commandsEnabled: true,
+      createPrsForTestingBranches: false,
+      statusCheckEnabled: true,
+      requiredStatuses: null,
+      directMergeMode: "off",
+      optimizationMode: "off",
+      mergeMethod: "squash",
+    });
+    const fetched = await server.api.ok("getQueue", queueOf("defaults"));
+    expect(fetched).toEqual({ ...created, enqueuedPullRequests: [] });
+  });
+
+  test("createQueue accepts any updateQueue setting and 409s when the queue exists", async () => {
+    const created = await server.api.ok("createQueue", { ...queueOf("configured"), mode: "PARALLEL", concurrency: 4294967295, batch: true, requiredStatuses: ["ci/test"] });
+    expect(created).toMatchObject({ mode: "parallel", concurrency: 4294967295, batch: true, requiredStatuses: ["ci/test"] });
+    const again = await server.api.call("createQueue", queueOf("configured"));
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("conflict");
+    expect(again.body.error.message).toContain('already exists for branch "main"');
+  });
+
+  test("queues of different branches of one repository are independent", async () => {
+    await server.api.ok("createQueue", queueOf("branches", "main"));
+    await server.api.ok("createQueue", queueOf("branches", "release"));
+    await server.api.ok("updateQueue", { ...queueOf("branches", "release"), state: "paused" });
+    expect((await server.api.ok("getQueue", queueOf("branches", "main"))).state).toBe("running");
+    expect((await server.api.ok("getQueue", queueOf("branches", "release"))).state).toBe("paused");
+  });
+
+  test("repository names are case-insensitive", async () => {
+    await server.api.ok("createQueue", queueOf("CaseRepo"));
+    const fetched = await server.api.call("getQueue", { repo: { host: "GitHub.com", owner: "ACME", name: "caserepo" }, targetBranch: "main" });
+    expect(fetched.status).toBe(200);
+  });
+
+  test("getQueue of a missing queue is 404", async () => {
+    const response = await server.api.call("getQueue", queueOf("nothing-here"));
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe("not_found");
+  });
+
+  test("updateQueue changes only the given fields and answers the full record", async () => {
+    await server.api.ok("createQueue", queueOf("update"));
+    const updated = await server.api.ok("updateQueue", {
+      ...queueOf("update"),
+      concurrency: 5,
+      mergeMethod: "REBASE",
+      directMergeMode: "always",
+      optimizationMode: "bisection_skip_redundant_tests",
+      pendingFailureDepth: 2,
+      canOptimisticallyMerge: true,
+    });
+    expect(updated).toMatchObject({
+      concurrency: 5,
+      mergeMethod: "rebase",
+      directMergeMode: "always",
+      optimizationMode: "bisection_skip_redundant_tests",
+      pendingFailureDepth: 2,
+      canOptimisticallyMerge: true,
+      batch: false,
+      testingTimeoutMinutes: 300,
+    });
+    const second = await server.api.ok("updateQueue", { ...queueOf("update"), batch: true });
+    expect(second).toMatchObject({ concurrency: 5, mergeMethod: "rebase", batch: true });
+  });
+
+  test("requiredStatuses: an empty list is ignored, deleteRequiredStatuses removes the override", async () => {
+    await server.api.ok("createQueue", queueOf("statuses"));
+    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: ["build", "test"] })).requiredStatuses).toEqual(["build", "test"]);
+    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: [] })).requiredStatuses).toEqual(["build", "test"]);
+    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), deleteRequiredStatuses: true })).requiredStatuses).toBeNull();
+    const both = await server.api.call("updateQueue", { ...queueOf("statuses"), requiredStatuses: ["x"], deleteRequiredStatuses: true });
+    expect(both.status).toBe(400);
+    expect(both.body.error.details[0].path).toBe("deleteRequiredStatuses");
+  });
+
+  test.each([
+    ["concurrency", 0],
+    ["concurrency", 4294967296],
+    ["bisectionConcurrency", -1],
+    ["testingTimeoutMinutes", 1.5],
+    ["pendingFailureDepth", "2"],
+    ["batchingMinSize", null],
+    ["batchingMaxWaitTimeMinutes", 0],
+  ])("updateQueue rejects %s = %p naming the field", async (field, value) => {
+    await server.api.call("createQueue", queueOf("bounds"));
+    const response = await server.api.call("updateQueue", { ...queueOf("bounds"), [field]: value });
+    expect(response.status).toBe(400);
+    expect(response.body.error.code).toBe("invalid_argument");
+    expect(response.body.error.details.map((d: { path: string }) => d.path)).toEqual([field]);
+  });
+
+  test.each([
+    ["state", "switching_modes"],
+    ["state", "stopped"],
+    ["mode", "serial"],
+    ["mergeMethod", "fast_forward"],
+    ["directMergeMode", "never"],
+    ["optimizationMode", "on"],
+  ])("updateQueue rejects %s = %p", async (field, value) => {
+    await server.api.call("createQueue", queueOf("enums"));
+    const response = await server.api.call("updateQueue", { ...queueOf("enums"), [field]: value });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details[0]).toMatchObject({ path: field });
+  });
+
+  test("queue states can be requested in either case", async () => {
+    await server.api.ok("createQueue", queueOf("states"));
+    expect((await server.api.ok("updateQueue", { ...queueOf("states"), state: "PAUSED" })).state).toBe("paused");
+    expect((await server.api.ok("updateQueue", { ...queueOf("states"), state: "draining" })).state).toBe("draining");
+    expect((await server.api.ok("updateQueue", { ...queueOf("states"), state: "RUNNING" })).state).toBe("running");
+  });
+
+  test("a mode change with nothing in flight applies at once", async () => {
+    await server.api.ok("createQueue", queueOf("modes"));
+    await server.api.ok("submitPullRequest", prOf(1, "modes"));
+    const updated = await server.api.ok("updateQueue", { ...queueOf("modes"), mode: "parallel" });
+    expect(updated).toMatchObject({ mode: "parallel", state: "running" });
+  });
+
+  test("deleteQueue refuses while PRs are in play, then deletes", async () => {
+    await server.api.ok("createQueue", queueOf("delete"));
+    await server.api.ok("submitPullRequest", prOf(7, "delete"));
+    const refused = await server.api.call("deleteQueue", queueOf("delete"));
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("failed_precondition");
+    expect(refused.body.error.message).toContain("#7 (pending)");
+    expect((await server.api.ok("getQueue", queueOf("delete"))).enqueuedPullRequests).toHaveLength(1);
+
+    await server.api.ok("cancelPullRequest", prOf(7, "delete"));
+    expect(await server.api.ok("deleteQueue", queueOf("delete"))).toEqual({});
+    expect((await server.api.call("getQueue", queueOf("delete"))).status).toBe(404);
+    // The queue can be created again, empty.
+    await server.api.ok("createQueue", queueOf("delete"));
+    expect((await server.api.call("getSubmittedPullRequest", prOf(7, "delete"))).status).toBe(404);
+  });
+
+  test("deleteQueue of a missing queue is 404", async () => {
+    expect((await server.api.call("deleteQueue", queueOf("never-created"))).status).toBe(404);
+  });
+});

@@ -1,0 +1,104 @@
+import { randomUUID } from "node:crypto";
+import { Writable } from "node:stream";
+import { createToken, registerToken } from "../../src/auth/tokens.js";
+import type { CodeHost } from "../../src/codehost/code-host.js";
+import type { Config } from "../../src/config.js";
+import { createLogger } from "../../src/log.js";
+import { startGreenline, type Greenline } from "../../src/server.js";
+import type { Backend } from "./backends.js";
+
+export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
+
+/** A client of the /v1 API holding one organization's token. */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly token: string,
+  ) {}
+
+  async call<T = any>(operation: string, body: unknown, init: { headers?: Record<string, string>; method?: string } = {}): Promise<ApiResponse<T>> {
+    const response = await fetch(`${this.baseUrl}/v1/${operation}`, {
+      method: init.method ?? "POST",
+      headers: { "content-type": "application/json", "x-api-token": this.token, ...init.headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: any = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON (metrics)
+    }
+    return { status: response.status, body: parsed, headers: response.headers, text };
+  }
+
+  /** Calls and expects 200, failing with the server's error otherwise. */
+  async ok<T = any>(operation: string, body: unknown): Promise<T> {
+    const response = await this.call<T>(operation, body);
+    if (response.status !== 200) throw new Error(`${operation} answered ${response.status}: ${response.text}`);
+    return response.body;
+  }
+
+  async get(path: string): Promise<ApiResponse<string>> {
+    const response = await fetch(`${this.baseUrl}/v1/${path}`, { headers: { "x-api-token": this.token } });
+    const text = await response.text();
+    return { status: response.status, body: text, headers: response.headers, text };
+  }
+}
+
+export type TestServer = {
+  greenline: Greenline;
+  url: string;
+  databaseUrl: string;
+  /** The bootstrap organization's client (org "acme"). */
+  api: ApiClient;
+  logs: string[];
+  /** A client for another organization, created on demand. */
+  clientFor(org: string): Promise<ApiClient>;
+  close(): Promise<void>;
+};
+
+export type TestServerOptions = { codeHost?: CodeHost; now?: () => Date; githubApp?: Config["githubApp"] };
+
+/** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
+export async function startTestServer(backend: Backend, options: TestServerOptions = {}): Promise<TestServer> {
+  const database = await backend.createDatabase();
+  const token = `test-token-${randomUUID()}`;
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(String(chunk));
+      callback();
+    },
+  });
+  const config: Config = {
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl: database.url,
+    logLevel: "info",
+    githubApp: options.githubApp ?? null,
+    bootstrap: { token, org: "acme" },
+  };
+  const greenline = await startGreenline(config, { log: createLogger("info", sink), codeHost: options.codeHost, now: options.now });
+  return {
+    greenline,
+    url: greenline.url,
+    databaseUrl: database.url,
+    api: new ApiClient(greenline.url, token),
+    logs,
+    async clientFor(org: string) {
+      const { token: other } = await createToken(greenline.services.db, org, "test");
+      return new ApiClient(greenline.url, other);
+    },
+    async close() {
+      await greenline.close();
+      await database.drop();
+    },
+  };
+}
+
+export { registerToken };
+
+export const repo = (name = "web", owner = "acme") => ({ host: "github.com", owner, name });
+export const queueOf = (name = "web", targetBranch = "main", owner = "acme") => ({ repo: repo(name, owner), targetBranch });
+export const prOf = (number: number, name = "web", targetBranch = "main") => ({ ...queueOf(name, targetBranch), pr: { number } });
