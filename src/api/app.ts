@@ -3,6 +3,7 @@ import { AppError } from "../app/errors.js";
 import type { Services } from "../app/services.js";
 import { authenticate, type Principal } from "../auth/tokens.js";
 import type { Logger } from "../log.js";
+import { jsonBody } from "./body.js";
 import { sendError, toAppError, validationError } from "./errors.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { OPERATIONS, type Operation, type RawResponse } from "./operations.js";
@@ -13,28 +14,6 @@ type Locals = { principal: Principal };
 
 function isRaw(value: object): value is RawResponse {
   return (value as RawResponse).raw === true;
-}
-
-/** Refuses oversized and non-JSON bodies before reading them; parses the rest. */
-function jsonBody() {
-  const parse = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: true });
-  return (req: Request, res: Response, next: NextFunction) => {
-    const declared = Number(req.headers["content-length"] ?? 0);
-    if (declared > MAX_BODY_BYTES) {
-      // The body is not read: close the connection rather than drain it.
-      res.setHeader("Connection", "close");
-      return next(new AppError("payload_too_large", `request body of ${declared} bytes exceeds the limit of 20 MiB (${MAX_BODY_BYTES} bytes)`));
-    }
-    const type = req.headers["content-type"];
-    if (!type || !req.is("application/json")) {
-      res.setHeader("Connection", "close");
-      return next(new AppError("unsupported_media_type", `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`));
-    }
-    parse(req, res, (error?: unknown) => {
-      if ((error as { type?: string } | undefined)?.type === "entity.too.large") res.setHeader("Connection", "close");
-      next(error);
-    });
-  };
 }
 
 function requireToken(services: Services) {
@@ -83,7 +62,7 @@ export function createApiApp(services: Services, log: Logger): express.Express {
   const auth = requireToken(services);
   for (const op of OPERATIONS) {
     if (op.method === "get") v1.get(op.path, auth, serve(services, op));
-    else v1.post(op.path, auth, jsonBody(), serve(services, op));
+    else v1.post(op.path, auth, jsonBody(MAX_BODY_BYTES), serve(services, op));
     v1.all(op.path, (req, res, next) => {
       res.setHeader("Allow", op.method === "get" ? "GET, HEAD" : "POST");
       next(new AppError("method_not_allowed", `${req.method} is not allowed on ${op.path}; use ${op.method.toUpperCase()}`));

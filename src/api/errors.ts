@@ -31,27 +31,13 @@ export function validationError(issues: z.core.$ZodIssue[], prefix?: string): Ap
   return new AppError("invalid_argument", message, details);
 }
 
-type BodyParserError = Error & { type?: string; status?: number };
-
 /**
  * Maps anything thrown while serving a request to the client's error. Unknown errors are
  * logged with their stack and answered with a bare "internal" error: nothing leaks.
  */
 export function toAppError(error: unknown, log: Logger): AppError {
   if (error instanceof AppError) return error;
-  const e = error as BodyParserError & { code?: string };
-  switch (e?.type) {
-    case "entity.parse.failed":
-      return new AppError("invalid_argument", `malformed JSON: ${e.message}`, [{ path: "(body)", message: "is not valid JSON" }]);
-    case "entity.too.large":
-      return new AppError("payload_too_large", "request body exceeds 20 MiB");
-    case "encoding.unsupported":
-    case "charset.unsupported":
-      return new AppError("unsupported_media_type", e.message);
-    case "request.aborted":
-    case "request.size.invalid":
-      return new AppError("invalid_argument", e.message);
-  }
+  const e = error as { code?: string };
   // Prisma: unique constraint violated by a concurrent request.
   if (e?.code === "P2002") return new AppError("conflict", "a concurrent request changed the same record; retry");
   log.error({ err: error }, "unhandled error while serving a request");

@@ -31,6 +31,22 @@ async function checkScope(services: Services, principal: Principal, input: { rep
   if (existing.any && !existing.owned) throw notFound(`repository ${input.repo.owner}/${input.repo.name} not found`);
 }
 
+/** Page tokens are opaque to clients: base64url of {"p": page index}. */
+export function encodePageToken(pageIndex: number): string {
+  return Buffer.from(JSON.stringify({ p: pageIndex })).toString("base64url");
+}
+
+export function decodePageToken(token: string): number {
+  if (token === "") return 0;
+  try {
+    const decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as { p?: unknown };
+    if (Number.isSafeInteger(decoded.p) && (decoded.p as number) >= 0) return decoded.p as number;
+  } catch {
+    // fall through
+  }
+  throw invalidArgument("page_query.page_token", "is not a page token this server issued");
+}
+
 export function emptyPage(): PageInfo {
   return { total_rows: 0, total_pages: 0, next_page_token: "", prev_page_token: "", last_page_token: "", page_index: 0 };
 }
@@ -44,11 +60,13 @@ export async function listFailingTests(
   if (input.end_time.getTime() - input.start_time.getTime() > MAX_WINDOW_MS) {
     throw invalidArgument("end_time", "must be within 7 days of start_time");
   }
+  decodePageToken(input.page_query.page_token);
   await checkScope(services, principal, input);
   return { tests: [], page: emptyPage() };
 }
 
 export async function listQuarantinedTests(services: Services, principal: Principal, input: { repo: RepoRef; org_url_slug: string; page_query: PageQuery }) {
+  decodePageToken(input.page_query.page_token);
   await checkScope(services, principal, input);
   return { quarantined_tests: [], page: emptyPage() };
 }

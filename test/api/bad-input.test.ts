@@ -1,0 +1,221 @@
+import { request } from "node:http";
+import fc from "fast-check";
+import { OPERATIONS } from "../../src/api/operations.js";
+import { BACKENDS } from "../support/backends.js";
+import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
+import { snapshotState } from "../support/snapshot.js";
+
+/** A valid body for each operation, to be broken in one place at a time. */
+const VALID_BODIES: Record<string, Record<string, unknown>> = {
+  submitPullRequest: { ...prOf(1), priority: "high", noBatch: false },
+  cancelPullRequest: prOf(1),
+  restartTestsOnPullRequest: prOf(1),
+  getSubmittedPullRequest: prOf(1),
+  setImpactedTargets: { ...queueOf(), pr: { number: 1, sha: "abcdef0" }, impactedTargets: ["//a", "//b"] },
+  getMergeQueueTestingDetails: prOf(1),
+  createQueue: { ...queueOf("web", "release"), concurrency: 2, mode: "single" },
+  deleteQueue: queueOf(),
+  getQueue: queueOf(),
+  updateQueue: { ...queueOf(), concurrency: 3, state: "running", requiredStatuses: ["ci"] },
+  "flaky-tests/list-failing-tests": {
+    repo: queueOf().repo,
+    org_url_slug: "acme",
+    start_time: "2026-11-01T00:00:00Z",
+    end_time: "2026-11-02T00:00:00Z",
+    page_query: { page_size: 10, page_token: "" },
+  },
+  "flaky-tests/list-quarantined-tests": { repo: queueOf().repo, org_url_slug: "acme", page_query: { page_size: 10, page_token: "" } },
+  "flaky-tests/get-test-details": { repo: queueOf().repo, org_url_slug: "acme", test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8" },
+};
+
+/** Values of a type no field accepts where a valid body has `value`. */
+function wrongValues(value: unknown, nullable: boolean, emptyOk: boolean): fc.Arbitrary<unknown> {
+  const others: fc.Arbitrary<unknown>[] = [...(nullable ? [] : [fc.constant(null)]), fc.array(fc.boolean(), { maxLength: 3 }).map((a) => ({ unexpected: a }))];
+  if (typeof value === "string") others.push(fc.integer(), fc.boolean(), ...(emptyOk ? [] : [fc.constant(""), fc.constant(" ")]), fc.string({ minLength: 300, maxLength: 400 }));
+  if (typeof value === "number") others.push(fc.constantFrom(-1, 0.5, 4294967296, 1e308, -0.0001), fc.string({ minLength: 1 }).filter((s) => !/^\d+$/.test(s)));
+  if (typeof value === "boolean") others.push(fc.integer(), fc.constantFrom("true", "yes", "1"));
+  if (Array.isArray(value)) others.push(fc.integer(), fc.array(fc.integer(), { minLength: 1, maxLength: 3 }));
+  if (value && typeof value === "object" && !Array.isArray(value)) others.push(fc.integer(), fc.string(), fc.constant([]));
+  return fc.oneof(...others);
+}
+
+/** Paths of every leaf and object field of a body. */
+function fieldPaths(body: unknown, prefix: string[] = []): string[][] {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return [prefix];
+  return [prefix, ...Object.entries(body).flatMap(([k, v]) => fieldPaths(v, [...prefix, k]))].filter((p) => p.length > 0);
+}
+
+function getAt(body: unknown, path: string[]): unknown {
+  return path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], body);
+}
+
+function setAt(body: Record<string, unknown>, path: string[], value: unknown, remove: boolean): Record<string, unknown> {
+  const copy = structuredClone(body);
+  let node: Record<string, unknown> = copy;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  const last = path.at(-1)!;
+  if (remove) delete node[last];
+  else node[last] = value;
+  return copy;
+}
+
+/** Fields where null is a valid value (priority: null means the default). */
+const NULLABLE = new Set(["priority"]);
+
+/** Optional fields: removing them leaves a valid body. */
+const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token"]);
+
+function brokenBody(operation: string): fc.Arbitrary<unknown> {
+  const valid = VALID_BODIES[operation]!;
+  const paths = fieldPaths(valid);
+  const mutated = fc.constantFrom(...paths).chain((path) => {
+    const removable = !OPTIONAL.has(path.at(-1)!);
+    return fc.oneof(
+      wrongValues(getAt(valid, path), NULLABLE.has(path.at(-1)!), path.at(-1) === "page_token").map((v) => setAt(valid, path, v, false)),
+      ...(removable ? [fc.constant(setAt(valid, path, undefined, true))] : []),
+    );
+  });
+  const random = fc.oneof(fc.anything({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 3 }));
+  return fc.oneof({ weight: 3, arbitrary: mutated }, { weight: 1, arbitrary: random });
+}
+
+describe.each(BACKENDS)("bad input on $name", (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    await server.api.ok("createQueue", queueOf());
+    await server.api.ok("submitPullRequest", prOf(1));
+  });
+  afterAll(() => server?.close());
+
+  test("every POST operation has a valid sample body (the fuzz test breaks them)", () => {
+    expect(Object.keys(VALID_BODIES).sort()).toEqual(OPERATIONS.filter((o) => o.method === "post").map((o) => o.path.slice(1)).sort());
+  });
+
+  test("thousands of generated bad bodies: never a 5xx, always an error naming a field, and nothing stored changes", async () => {
+    const before = await snapshotState(server.greenline.services.db);
+    let requests = 0;
+    for (const operation of Object.keys(VALID_BODIES)) {
+      await fc.assert(
+        fc.asyncProperty(brokenBody(operation), async (body) => {
+          requests++;
+          const text = body === undefined ? "" : JSON.stringify(body);
+          const response = await server.api.call(operation, text);
+          expect(response.status).toBeLessThan(500);
+          if (response.status === 200) throw new Error(`accepted a broken body for ${operation}: ${text.slice(0, 300)}`);
+          expect(response.body.error.code).toEqual(expect.any(String));
+          if (response.status === 400) expect(response.body.error.details.length).toBeGreaterThan(0);
+        }),
+        { numRuns: 150, seed: 20261122 },
+      );
+    }
+    expect(requests).toBeGreaterThanOrEqual(1500);
+    expect(await snapshotState(server.greenline.services.db)).toBe(before);
+  });
+
+  test("garbage that is not JSON is a 400 that says so", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 200 }).filter((s) => { try { JSON.parse(s); return false; } catch { return true; } }), async (text) => {
+        const response = await server.api.call("getQueue", text);
+        expect(response.status).toBe(400);
+        expect(response.body.error.message).toMatch(/malformed JSON/);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test.each([["[]"], ["null"], ['"text"'], ["42"], ["{}"]])("a body of %s is 400", async (text) => {
+    const response = await server.api.call("getQueue", text);
+    expect(response.status).toBe(400);
+    expect(response.body.error.code).toBe("invalid_argument");
+  });
+
+  test("a missing field is named with its full path", async () => {
+    const response = await server.api.call("getSubmittedPullRequest", { repo: { host: "github.com", owner: "acme" }, targetBranch: "main", pr: {} });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details.map((d: { path: string }) => d.path).sort()).toEqual(["pr.number", "repo.name"]);
+    expect(response.body.error.message).toContain("repo.name");
+  });
+
+  test.each([["text/plain"], ["application/x-www-form-urlencoded"], [undefined]])("content type %p is 415", async (type) => {
+    const headers: Record<string, string> = { "x-api-token": server.api.token };
+    if (type) headers["content-type"] = type;
+    const response = await fetch(`${server.url}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify(queueOf()) });
+    expect(response.status).toBe(415);
+    expect(((await response.json()) as any).error.code).toBe("unsupported_media_type");
+  });
+
+  test("application/json with a charset is accepted", async () => {
+    const response = await server.api.call("getQueue", queueOf(), { headers: { "content-type": "application/json; charset=utf-8" } });
+    expect(response.status).toBe(200);
+  });
+
+  test("a body declared over 20 MiB is refused before it is sent", async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/v1/setImpactedTargets`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-token": server.api.token, "content-length": String(20 * 1024 * 1024 + 1) },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+        req.destroy();
+      });
+      req.on("error", reject);
+      // Only the first bytes are ever sent: the answer must not wait for the rest.
+      req.write('{"impactedTargets": [');
+    });
+    expect(status).toBe(413);
+  });
+
+  test("a chunked body that grows past 20 MiB is cut off with 413", async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/v1/setImpactedTargets`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-token": server.api.token, "transfer-encoding": "chunked" },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+        req.destroy();
+      });
+      req.on("error", reject);
+      const chunk = `"${"x".repeat(1024 * 1024 - 4)}",`;
+      req.write('{"impactedTargets": [');
+      let sent = 0;
+      const pump = () => {
+        while (sent < 25 && req.write(chunk)) sent++;
+        if (sent < 25) req.once("drain", () => { sent++; pump(); });
+      };
+      pump();
+    });
+    expect(status).toBe(413);
+  });
+
+  test("GET on a POST operation is 405 with Allow, POST on metrics is 405", async () => {
+    const get = await fetch(`${server.url}/v1/getQueue`, { headers: { "x-api-token": server.api.token } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get("allow")).toBe("POST");
+    expect(((await get.json()) as any).error.code).toBe("method_not_allowed");
+    const post = await server.api.call("getMergeQueueMetrics", {});
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+  });
+
+  test("unknown paths are 404 in the JSON error shape", async () => {
+    for (const path of ["/v1/nope", "/v2/getQueue", "/", "/v1"]) {
+      const response = await fetch(`${server.url}${path}`, { method: "POST", headers: { "x-api-token": server.api.token } });
+      expect([path, response.status]).toEqual([path, 404]);
+      expect(((await response.json()) as any).error.code).toBe("not_found");
+    }
+  });
+
+  test("metrics query: repo needs repoHost, and the repo must be owner/name", async () => {
+    expect((await server.api.get("getMergeQueueMetrics?repo=acme/web")).status).toBe(400);
+    expect((await server.api.get("getMergeQueueMetrics?repoHost=github.com")).status).toBe(400);
+    const bad = await server.api.get("getMergeQueueMetrics?repo=acme&repoHost=github.com");
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text).error.details[0].path).toBe("repo");
+    expect((await server.api.get("getMergeQueueMetrics?repo=acme/web&repo=x/y&repoHost=github.com")).status).toBe(400);
+  });
+});
