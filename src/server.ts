@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { AddressInfo } from "node:net";
+import { createServer, type AddressInfo } from "node:net";
 import { Probot, Server } from "probot";
 import { createApiApp } from "./api/app.js";
 import type { Services } from "./app/services.js";
@@ -46,7 +46,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       ? Probot.defaults({ appId: config.githubApp.appId, privateKey: config.githubApp.privateKey, secret: config.githubApp.webhookSecret, baseUrl: config.githubApp.apiUrl, log })
       : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
         Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
-    const server = new Server({ Probot: ProbotWithConfig, port: config.port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
+    const port = config.port === 0 ? await findFreePort(config.host) : config.port;
+    const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
     if (config.githubApp) await server.load(createGitHubApp(db));
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
@@ -68,4 +69,16 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     await db.close();
     throw error;
   }
+}
+
+/** Probot's Server treats port 0 as "use 3000"; port 0 here means "any free port". */
+function findFreePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }

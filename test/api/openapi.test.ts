@@ -1,0 +1,69 @@
+import { OPERATIONS } from "../../src/api/operations.js";
+import { BACKENDS } from "../support/backends.js";
+import { startTestServer, type TestServer } from "../support/harness.js";
+
+const SPEC_OPERATIONS = [
+  "POST /submitPullRequest",
+  "POST /cancelPullRequest",
+  "POST /restartTestsOnPullRequest",
+  "POST /getSubmittedPullRequest",
+  "POST /setImpactedTargets",
+  "POST /getMergeQueueTestingDetails",
+  "POST /createQueue",
+  "POST /deleteQueue",
+  "POST /getQueue",
+  "POST /updateQueue",
+  "GET /getMergeQueueMetrics",
+  "POST /flaky-tests/list-failing-tests",
+  "POST /flaky-tests/list-quarantined-tests",
+  "POST /flaky-tests/get-test-details",
+];
+
+describe("OpenAPI document", () => {
+  let server: TestServer;
+  let document: any;
+  beforeAll(async () => {
+    server = await startTestServer(BACKENDS[0]!);
+    const response = await fetch(`${server.url}/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    document = await response.json();
+  });
+  afterAll(() => server?.close());
+
+  test("is OpenAPI 3.1 and lists exactly the fourteen operations of SPEC.md", () => {
+    expect(document.openapi).toBe("3.1.0");
+    const listed = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods as object).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(listed.sort()).toEqual([...SPEC_OPERATIONS].sort());
+  });
+
+  test("every documented operation is served (no 404) and every served operation is documented", async () => {
+    for (const op of OPERATIONS) {
+      expect(document.paths[op.path]?.[op.method]?.operationId).toBe(op.operationId);
+      const response = await fetch(`${server.url}/v1${op.path}`, {
+        method: op.method.toUpperCase(),
+        headers: { "content-type": "application/json", "x-api-token": server.api.token },
+        body: op.method === "post" ? "{}" : undefined,
+      });
+      expect([op.path, response.status === 404 && ((await response.json()) as any).error.message.startsWith("no such path")]).toEqual([op.path, false]);
+    }
+  });
+
+  test("request schemas come from the validating zod schemas: bounds, enums in both cases, required fields", () => {
+    const update = document.paths["/updateQueue"].post.requestBody.content["application/json"].schema;
+    expect(update.required).toEqual(expect.arrayContaining(["repo", "targetBranch"]));
+    expect(update.properties.concurrency).toMatchObject({ type: "integer", minimum: 1, maximum: 4294967295 });
+    expect(update.properties.state.enum).toEqual(["running", "paused", "draining", "RUNNING", "PAUSED", "DRAINING"]);
+    const metrics = document.paths["/getMergeQueueMetrics"].get;
+    expect(metrics.parameters.map((p: { name: string }) => p.name).sort()).toEqual(["repo", "repoHost"]);
+    expect(Object.keys(metrics.responses["200"].content)).toEqual(["text/plain; version=0.0.4; charset=utf-8"]);
+    const details = document.paths["/getSubmittedPullRequest"].post.responses["200"].content["application/json"].schema;
+    expect(details.required).toEqual(expect.arrayContaining(["state", "stateChangedAt", "readiness", "prSha", "isCurrentlySubmittedToQueue"]));
+  });
+
+  test("every operation needs the x-api-token header", () => {
+    expect(document.components.securitySchemes.apiToken).toEqual({ type: "apiKey", in: "header", name: "x-api-token" });
+    for (const methods of Object.values(document.paths) as Record<string, any>[]) {
+      for (const op of Object.values(methods)) expect(op.security).toEqual([{ apiToken: [] }]);
+    }
+  });
+});
