@@ -8,6 +8,7 @@ import type { CodeHost } from "./codehost/code-host.js";
 import { SandboxCodeHost } from "./codehost/sandbox.js";
 import type { Config } from "./config.js";
 import { createGitHubApp } from "./github/app.js";
+import { GitHubCodeHost } from "./github/code-host.js";
 import type { Logger } from "./log.js";
 import { Database } from "./store/database.js";
 
@@ -36,19 +37,22 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
       log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
     }
-    const codeHost = options.codeHost ?? new SandboxCodeHost();
-    if (codeHost.kind === "sandbox") {
-      log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
-    }
-    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID };
-
     const ProbotWithConfig = config.githubApp
       ? Probot.defaults({ appId: config.githubApp.appId, privateKey: config.githubApp.privateKey, secret: config.githubApp.webhookSecret, baseUrl: config.githubApp.apiUrl, log })
       : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
         Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
     const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
-    if (config.githubApp) await server.load(createGitHubApp(db));
+    let codeHost = options.codeHost ?? new SandboxCodeHost();
+    if (config.githubApp) {
+      await server.load((probot) => {
+        codeHost = options.codeHost ?? new GitHubCodeHost(probot);
+        return createGitHubApp(db)(probot);
+      });
+    } else {
+      log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
+    }
+    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID };
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

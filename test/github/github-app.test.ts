@@ -1,0 +1,117 @@
+import { randomUUID } from "node:crypto";
+import { mergeabilityOf } from "../../src/github/code-host.js";
+import { BACKENDS } from "../support/backends.js";
+import { GitHubSimulator } from "../support/github-simulator.js";
+import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+
+const queue = (owner: string, name = "app") => ({ repo: { host: "github.com", owner, name }, targetBranch: "main" });
+
+describe("mergeabilityOf", () => {
+  test.each([
+    [{ mergeable: true, mergeable_state: "clean" }, "mergeable"],
+    [{ mergeable: true, mergeable_state: "behind" }, "mergeable"],
+    [{ mergeable: true, mergeable_state: "unstable" }, "mergeable"],
+    [{ mergeable: false, mergeable_state: "dirty" }, "not_mergeable"],
+    [{ mergeable: true, mergeable_state: "blocked" }, "not_mergeable"],
+    [{ mergeable: null, mergeable_state: "unknown" }, "in_progress"],
+    [{ mergeable: true, mergeable_state: "clean", draft: true }, "not_mergeable"],
+  ] as const)("%p is %s", (pr, expected) => {
+    expect(mergeabilityOf(pr)).toBe(expected);
+  });
+});
+
+describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let octo: ApiClient;
+
+  async function deliver(event: string, payload: object, signature?: string) {
+    const body = JSON.stringify(payload);
+    return fetch(`${server.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": event,
+        "x-github-delivery": randomUUID(),
+        "x-hub-signature-256": signature ?? gh.sign(body),
+      },
+      body,
+    });
+  }
+
+  const installationCreated = (id: number, login: string) => ({
+    action: "created",
+    installation: { id, account: { login, id: id * 10, type: "Organization" } },
+    repositories: [],
+    sender: { login: "admin", id: 1, type: "User" },
+  });
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    server = await startTestServer(backend, {
+      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url },
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a webhook with a bad signature is refused and changes nothing", async () => {
+    const forged = await deliver("installation", installationCreated(7, "mallory"), gh.sign("{}", "wrong-secret"));
+    expect(forged.status).toBeGreaterThanOrEqual(400);
+    expect(forged.status).toBeLessThan(500);
+    const orgs = await server.greenline.services.db.read((tx) => tx.organization.findMany({ where: { slug: "mallory" } }));
+    expect(orgs).toEqual([]);
+  });
+
+  test("an installation makes its account an organization that owns the account's repositories", async () => {
+    gh.installApp(42, "Octo-Org");
+    const delivered = await deliver("installation", installationCreated(42, "Octo-Org"));
+    expect(delivered.status).toBe(200);
+    octo = await server.clientFor("octo-org");
+    expect((await octo.call("createQueue", queue("octo-org"))).status).toBe(200);
+    // A repository of an account where the App is not installed for this organization.
+    const other = await octo.call("createQueue", queue("someone-else"));
+    expect(other.status).toBe(404);
+    // The bootstrap organization has no installation: it owns nothing on GitHub.
+    expect((await server.api.call("createQueue", queue("acme"))).status).toBe(404);
+  });
+
+  test("submitting reads the pull request from GitHub through the App's installation", async () => {
+    gh.openPr("octo-org/app", { number: 5, title: "Add caching", author: "hubot" });
+    expect((await octo.call("submitPullRequest", { ...queue("octo-org"), pr: { number: 5 } })).status).toBe(200);
+    expect(await octo.ok("getSubmittedPullRequest", { ...queue("octo-org"), pr: { number: 5 } })).toMatchObject({
+      state: "pending",
+      prTitle: "Add caching",
+      prAuthor: "hubot",
+      prBaseBranch: "main",
+      readiness: { gitHubMergeability: "mergeable", doesBaseBranchMatch: true },
+    });
+    const calls = gh.requests.filter((r) => r.path === "/repos/octo-org/app/pulls/5");
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.every((r) => r.authorization === "token ghs_installation_42")).toBe(true);
+  });
+
+  test("readiness follows GitHub: wrong base, conflicts; a missing or closed PR is refused", async () => {
+    gh.openPr("octo-org/app", { number: 6, base: "develop" });
+    gh.openPr("octo-org/app", { number: 7, mergeableState: "dirty" });
+    await octo.ok("submitPullRequest", { ...queue("octo-org"), pr: { number: 6 } });
+    await octo.ok("submitPullRequest", { ...queue("octo-org"), pr: { number: 7 } });
+    expect(await octo.ok("getSubmittedPullRequest", { ...queue("octo-org"), pr: { number: 6 } })).toMatchObject({ state: "not_ready", readiness: { doesBaseBranchMatch: false } });
+    expect(await octo.ok("getSubmittedPullRequest", { ...queue("octo-org"), pr: { number: 7 } })).toMatchObject({ state: "not_ready", readiness: { gitHubMergeability: "not_mergeable" } });
+    expect((await octo.call("submitPullRequest", { ...queue("octo-org"), pr: { number: 404 } })).status).toBe(404);
+    gh.openPr("octo-org/app", { number: 8 });
+    gh.closePr("octo-org/app", 8);
+    const closed = await octo.call("submitPullRequest", { ...queue("octo-org"), pr: { number: 8 } });
+    expect(closed.status).toBe(409);
+    expect(closed.body.error.message).toContain("closed");
+  });
+
+  test("webhook secrets and the private key never reach the logs", () => {
+    const logs = server.logs.join("");
+    expect(logs).not.toContain(gh.webhookSecret);
+    expect(logs).not.toContain("PRIVATE KEY");
+    expect(logs).not.toContain("ghs_installation");
+  });
+});
