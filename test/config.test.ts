@@ -1,0 +1,95 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, DEFAULT_DATABASE_URL, loadConfig } from "../src/config.js";
+
+const root = join(import.meta.dirname, "..");
+const noFile = () => {
+  throw new Error("no such file");
+};
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env, noFile);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe("loadConfig", () => {
+  test("defaults: port 3000, embedded SQLite, sandbox code host", () => {
+    expect(loadConfig({}, noFile)).toEqual({
+      port: 3000,
+      host: "0.0.0.0",
+      databaseUrl: DEFAULT_DATABASE_URL,
+      logLevel: "info",
+      githubApp: null,
+      bootstrap: null,
+    });
+  });
+
+  test.each([
+    [{ PORT: "http" }, "PORT"],
+    [{ PORT: "70000" }, "PORT"],
+    [{ DATABASE_URL: "mysql://db/greenline" }, "DATABASE_URL"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ GREENLINE_API_TOKEN: "short", GREENLINE_ORG: "acme" }, "GREENLINE_API_TOKEN"],
+    [{ GREENLINE_API_TOKEN: "long-enough-token-123" }, "GREENLINE_ORG"],
+    [{ GREENLINE_API_TOKEN: "long-enough-token-123", GREENLINE_ORG: "not a slug" }, "GREENLINE_ORG"],
+    [{ APP_ID: "123" }, "PRIVATE_KEY"],
+    [{ APP_ID: "123", PRIVATE_KEY: "k" }, "WEBHOOK_SECRET"],
+    [{ APP_ID: "abc", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s" }, "APP_ID"],
+  ])("%p is refused, naming %s", (env, variable) => {
+    const problems = problemsOf(env);
+    expect(problems.some((p) => p.startsWith(variable))).toBe(true);
+  });
+
+  test("a GitHub App configuration and a bootstrap token are read", () => {
+    const config = loadConfig(
+      { APP_ID: "99", PRIVATE_KEY: "-----BEGIN KEY-----\\nabc\\n-----END KEY-----", WEBHOOK_SECRET: "s", GREENLINE_API_TOKEN: "0123456789abcdef", GREENLINE_ORG: "Acme", DATABASE_URL: "postgresql://x@y/z" },
+      noFile,
+    );
+    expect(config.githubApp).toMatchObject({ appId: "99", webhookSecret: "s", privateKey: "-----BEGIN KEY-----\nabc\n-----END KEY-----" });
+    expect(config.bootstrap).toEqual({ token: "0123456789abcdef", org: "acme" });
+    expect(config.databaseUrl).toBe("postgresql://x@y/z");
+  });
+});
+
+function startService(env: Record<string, string>): { done: Promise<{ code: number | null; output: string }>; kill(signal: NodeJS.Signals): void; output(): string } {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  return {
+    done: new Promise((resolve) => child.on("exit", (code) => resolve({ code, output }))),
+    kill: (signal) => child.kill(signal),
+    output: () => output,
+  };
+}
+
+describe("the service process", () => {
+  test("a bad variable stops the start with a message naming it", async () => {
+    const { code, output } = await startService({ PORT: "eighty" }).done;
+    expect(code).toBe(78);
+    expect(output).toContain("PORT");
+    expect(output).toContain("Invalid configuration");
+  });
+
+  test("starts on the embedded default, answers /healthz, and stops cleanly on SIGTERM", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "greenline-start-"));
+    const port = String(20000 + Math.floor(Math.random() * 20000));
+    const service = startService({ PORT: port, HOST: "127.0.0.1", DATABASE_URL: `file:${join(dir, "g.db")}` });
+    let status = 0;
+    for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
+      status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(200);
+    expect(service.output()).toContain("sandbox code host");
+    service.kill("SIGTERM");
+    expect((await service.done).code).toBe(0);
+  });
+});
