@@ -10,4 +10,5 @@ export default {
   globalSetup: "<rootDir>/test/support/global-setup.mjs",
   testTimeout: 60_000,
   maxWorkers: 2,
+  reporters: ["default", "<rootDir>/test/support/summary-reporter.mjs"],
 };

@@ -47,7 +47,8 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
 
   test("a failing migration leaves nothing behind", async () => {
     const broken = [...loadMigrations(backend.name), { id: "9999_broken", sql: 'CREATE TABLE "Half" ("id" TEXT); SELECT no_such_function();', checksum: "x" }];
-    await expect(migrate(broken)).rejects.toThrow();
+    // (toMatchObject, not toThrow: errors of a native module loaded by another test file come from another realm.)
+    await expect(migrate(broken)).rejects.toMatchObject({ message: expect.stringMatching(/no_such_function|does not exist|no such function/) });
     // Nothing of the failed run was kept: the good migrations apply again from scratch.
     expect(await migrate()).toEqual(loadMigrations(backend.name).map((m) => m.id));
   });

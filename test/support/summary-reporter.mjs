@@ -1,0 +1,9 @@
+// Prints one plain closing line ("tests: N passed, N failed, N skipped") after Jest's summary.
+export default class SummaryReporter {
+  onRunComplete(_contexts, results) {
+    const skipped = results.numPendingTests + results.numTodoTests;
+    const failedSuites = results.numFailedTestSuites + results.numRuntimeErrorTestSuites;
+    const failed = results.numFailedTests + (results.numFailedTests === 0 ? failedSuites : 0);
+    process.stderr.write(`\ntests: ${results.numPassedTests} passed, ${failed} failed, ${skipped} skipped\n`);
+  }
+}
