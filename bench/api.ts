@@ -1,0 +1,129 @@
+// npm run bench:api [-- --duration <s>] [--connections <n>] [--quick]
+//
+// The API under load, on SQLite and on PostgreSQL, side by side with a bare Express 5 handler
+// measured in the same run: getQueue with 1,000 PRs enqueued, getSubmittedPullRequest, and
+// submitPullRequest (a new PR each request). The service runs in its own process, as `npm start`
+// runs it; autocannon drives it over HTTP at 10 connections.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { freePort, load, machine, postgresReachable, startProcess, withAdmin, type LoadResult } from "./support.js";
+
+const { values } = parseArgs({
+  options: { duration: { type: "string", default: "10" }, connections: { type: "string", default: "10" }, quick: { type: "boolean", default: false } },
+});
+const duration = values.quick ? 3 : Number(values.duration);
+const connections = Number(values.connections);
+const here = dirname(fileURLToPath(import.meta.url));
+const mainScript = join(here, "../src/main.js");
+const bareScript = join(here, "bare-express.js");
+const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const TOKEN = "bench-token-0123456789abcdef";
+const repo = { host: "github.com", owner: "bench", name: "web" };
+const headers = { "content-type": "application/json", "x-api-token": TOKEN };
+
+type Row = { backend: string; operation: string } & LoadResult;
+
+async function post(base: string, op: string, body: unknown): Promise<void> {
+  const response = await fetch(`${base}/v1/${op}`, { method: "POST", headers, body: JSON.stringify(body) });
+  if (!response.ok) throw new Error(`${op}: ${response.status} ${await response.text()}`);
+}
+
+async function seed(base: string, prs: number): Promise<void> {
+  await post(base, "createQueue", { repo, targetBranch: "main" });
+  await post(base, "createQueue", { repo, targetBranch: "submit" });
+  let next = 1;
+  const worker = async () => {
+    while (next <= prs) {
+      const number = next++;
+      await post(base, "submitPullRequest", { repo, targetBranch: "main", pr: { number }, priority: number % 4 === 0 ? "high" : undefined });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+}
+
+async function measureBackend(backend: string, databaseUrl: string): Promise<Row[]> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = await startProcess(
+    mainScript,
+    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" },
+    `${base}/healthz`,
+  );
+  try {
+    await seed(base, 1000);
+    const rows: Row[] = [];
+    const run = async (operation: string, options: Parameters<typeof load>[0]) => {
+      await load({ ...options, duration: 1, connections }); // warm-up
+      rows.push({ backend, operation, ...(await load({ ...options, duration, connections })) });
+    };
+    await run("getQueue (1,000 PRs)", { url: `${base}/v1/getQueue`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) });
+    await run("getSubmittedPullRequest", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) });
+    let number = 1;
+    await run("submitPullRequest (new PR)", {
+      url: `${base}/v1/submitPullRequest`,
+      method: "POST",
+      headers,
+      requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ repo, targetBranch: "submit", pr: { number: number++ } }) }) }],
+    });
+    return rows;
+  } finally {
+    await server.stop();
+  }
+}
+
+async function measureBare(): Promise<Row> {
+  const port = await freePort();
+  const bare = await startProcess(bareScript, { PORT: String(port) });
+  try {
+    const options = { url: `http://127.0.0.1:${port}/v1/bare`, method: "POST" as const, headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) };
+    await load({ ...options, duration: 1, connections });
+    return { backend: "-", operation: "bare Express 5 (JSON in, JSON out)", ...(await load({ ...options, duration, connections })) };
+  } finally {
+    await bare.stop();
+  }
+}
+
+const rows: Row[] = [];
+const bare = await measureBare();
+rows.push(bare);
+const dir = mkdtempSync(join(tmpdir(), "greenline-bench-"));
+try {
+  rows.push(...(await measureBackend("sqlite", `file:${join(dir, "bench.db")}`)));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+if (await postgresReachable(POSTGRES_ADMIN)) {
+  const name = `greenline_bench_${process.pid}`;
+  await withAdmin(POSTGRES_ADMIN, (c) => c.query(`CREATE DATABASE "${name}"`));
+  try {
+    const url = new URL(POSTGRES_ADMIN);
+    url.pathname = `/${name}`;
+    rows.push(...(await measureBackend("postgres", url.toString())));
+  } finally {
+    await withAdmin(POSTGRES_ADMIN, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  }
+} else {
+  console.warn(`PostgreSQL not reachable at ${POSTGRES_ADMIN}: PostgreSQL rows skipped`);
+}
+// The bare baseline again at the end: the machine is noisy, so the ratio uses the mean of both.
+const bareAfter = await measureBare();
+const baseline = (bare.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
+
+console.log(`\nbench:api — ${machine()}; ${connections} connections, ${duration} s per operation`);
+console.log(`bare Express: ${bare.requestsPerSecond.toFixed(0)} req/s before, ${bareAfter.requestsPerSecond.toFixed(0)} req/s after\n`);
+console.log("| backend | operation | req/s | p50 ms | p99 ms | vs bare Express | errors / non-2xx |");
+console.log("|---|---|---:|---:|---:|---:|---:|");
+for (const r of rows) {
+  console.log(
+    `| ${r.backend} | ${r.operation} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${((100 * r.requestsPerSecond) / baseline).toFixed(1)}% | ${r.errors} / ${r.non2xx} |`,
+  );
+}
+const failures = rows.filter((r) => r.errors > 0 || r.non2xx > 0);
+console.log(JSON.stringify({ baselineRequestsPerSecond: Math.round(baseline), rows: rows.map((r) => ({ ...r, ratio: r.requestsPerSecond / baseline })) }));
+if (failures.length > 0) {
+  console.error(`errors or non-2xx answers in: ${failures.map((f) => `${f.backend} ${f.operation}`).join(", ")}`);
+  process.exit(1);
+}
