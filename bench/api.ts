@@ -4,7 +4,7 @@
 // measured in the same run: getQueue with 1,000 PRs enqueued, getSubmittedPullRequest, and
 // submitPullRequest (a new PR each request). The service runs in its own process, as `npm start`
 // runs it; autocannon drives it over HTTP at 10 connections.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,7 +44,7 @@ async function seed(base: string, prs: number): Promise<void> {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
-async function measureBackend(backend: string, databaseUrl: string): Promise<Row[]> {
+async function measureBackend(backend: string, databaseUrl: string): Promise<{ rows: Row[]; queueBody: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = await startProcess(
@@ -54,6 +54,7 @@ async function measureBackend(backend: string, databaseUrl: string): Promise<Row
   );
   try {
     await seed(base, 1000);
+    const queueBody = await (await fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) })).text();
     const rows: Row[] = [];
     const run = async (operation: string, options: Parameters<typeof load>[0]) => {
       await load({ ...options, duration: 1, connections }); // warm-up
@@ -68,61 +69,79 @@ async function measureBackend(backend: string, databaseUrl: string): Promise<Row
       headers,
       requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ repo, targetBranch: "submit", pr: { number: number++ } }) }) }],
     });
-    return rows;
+    return { rows, queueBody };
   } finally {
     await server.stop();
   }
 }
 
-async function measureBare(): Promise<Row> {
+/** The bare Express baselines: a small JSON answer, and getQueue's 1,000-PR answer as a ready string. */
+async function measureBare(queueBody: string): Promise<{ small: Row; large: Row }> {
   const port = await freePort();
-  const bare = await startProcess(bareScript, { PORT: String(port) });
+  const file = join(mkdtempSync(join(tmpdir(), "greenline-bare-")), "queue.json");
+  writeFileSync(file, queueBody);
+  const bare = await startProcess(bareScript, { PORT: String(port), LARGE_BODY_FILE: file });
   try {
-    const options = { url: `http://127.0.0.1:${port}/v1/bare`, method: "POST" as const, headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) };
-    await load({ ...options, duration: 1, connections });
-    return { backend: "-", operation: "bare Express 5 (JSON in, JSON out)", ...(await load({ ...options, duration, connections })) };
+    const body = JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } });
+    const run = async (path: string, operation: string): Promise<Row> => {
+      const options = { url: `http://127.0.0.1:${port}${path}`, method: "POST" as const, headers, body };
+      await load({ ...options, duration: 1, connections });
+      return { backend: "-", operation, ...(await load({ ...options, duration, connections })) };
+    };
+    return {
+      small: await run("/v1/bare", "bare Express 5: JSON in, small JSON out"),
+      large: await run("/v1/bare-large", `bare Express 5: JSON in, getQueue's ${Math.round(queueBody.length / 1024)} KiB answer out`),
+    };
   } finally {
     await bare.stop();
+    rmSync(dirname(file), { recursive: true, force: true });
   }
 }
 
 const rows: Row[] = [];
-const bare = await measureBare();
-rows.push(bare);
 const dir = mkdtempSync(join(tmpdir(), "greenline-bench-"));
+let sqlite: { rows: Row[]; queueBody: string };
 try {
-  rows.push(...(await measureBackend("sqlite", `file:${join(dir, "bench.db")}`)));
+  sqlite = await measureBackend("sqlite", `file:${join(dir, "bench.db")}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
+const bareBefore = await measureBare(sqlite.queueBody);
+rows.push(bareBefore.small, bareBefore.large, ...sqlite.rows);
 if (await postgresReachable(POSTGRES_ADMIN)) {
   const name = `greenline_bench_${process.pid}`;
   await withAdmin(POSTGRES_ADMIN, (c) => c.query(`CREATE DATABASE "${name}"`));
   try {
     const url = new URL(POSTGRES_ADMIN);
     url.pathname = `/${name}`;
-    rows.push(...(await measureBackend("postgres", url.toString())));
+    rows.push(...(await measureBackend("postgres", url.toString())).rows);
   } finally {
     await withAdmin(POSTGRES_ADMIN, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
   }
 } else {
   console.warn(`PostgreSQL not reachable at ${POSTGRES_ADMIN}: PostgreSQL rows skipped`);
 }
-// The bare baseline again at the end: the machine is noisy, so the ratio uses the mean of both.
-const bareAfter = await measureBare();
-const baseline = (bare.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
+// The baselines again at the end: the machine is noisy, so ratios use the mean of both runs.
+const bareAfter = await measureBare(sqlite.queueBody);
+const smallBaseline = (bareBefore.small.requestsPerSecond + bareAfter.small.requestsPerSecond) / 2;
+const largeBaseline = (bareBefore.large.requestsPerSecond + bareAfter.large.requestsPerSecond) / 2;
+const baselineOf = (r: Row) => (r.operation.startsWith("getQueue") || r.operation.includes("answer out") ? largeBaseline : smallBaseline);
+const ratioOf = (r: Row) => r.requestsPerSecond / baselineOf(r);
 
 console.log(`\nbench:api — ${machine()}; ${connections} connections, ${duration} s per operation`);
-console.log(`bare Express: ${bare.requestsPerSecond.toFixed(0)} req/s before, ${bareAfter.requestsPerSecond.toFixed(0)} req/s after\n`);
-console.log("| backend | operation | req/s | p50 ms | p99 ms | vs bare Express | errors / non-2xx |");
+console.log(
+  `bare Express, small answer: ${bareBefore.small.requestsPerSecond.toFixed(0)} req/s before, ${bareAfter.small.requestsPerSecond.toFixed(0)} after; ` +
+    `getQueue-sized answer: ${bareBefore.large.requestsPerSecond.toFixed(0)} before, ${bareAfter.large.requestsPerSecond.toFixed(0)} after\n`,
+);
+console.log("| backend | operation | req/s | p50 ms | p99 ms | vs bare Express (same answer size) | errors / non-2xx |");
 console.log("|---|---|---:|---:|---:|---:|---:|");
 for (const r of rows) {
   console.log(
-    `| ${r.backend} | ${r.operation} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${((100 * r.requestsPerSecond) / baseline).toFixed(1)}% | ${r.errors} / ${r.non2xx} |`,
+    `| ${r.backend} | ${r.operation} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${(100 * ratioOf(r)).toFixed(1)}% | ${r.errors} / ${r.non2xx} |`,
   );
 }
 const failures = rows.filter((r) => r.errors > 0 || r.non2xx > 0);
-console.log(JSON.stringify({ baselineRequestsPerSecond: Math.round(baseline), rows: rows.map((r) => ({ ...r, ratio: r.requestsPerSecond / baseline })) }));
+console.log(JSON.stringify({ smallBaseline: Math.round(smallBaseline), largeBaseline: Math.round(largeBaseline), rows: rows.map((r) => ({ ...r, ratio: ratioOf(r) })) }));
 if (failures.length > 0) {
   console.error(`errors or non-2xx answers in: ${failures.map((f) => `${f.backend} ${f.operation}`).join(", ")}`);
   process.exit(1);

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
 import { Probot, Server } from "probot";
 import { createApiApp } from "./api/app.js";
+import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
 import { registerToken } from "./auth/tokens.js";
 import type { CodeHost } from "./codehost/code-host.js";
@@ -52,7 +53,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
-    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID };
+    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID, readCache: new ReadCache() };
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

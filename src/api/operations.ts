@@ -5,12 +5,12 @@ import { getTestDetails, listFailingTests, listQuarantinedTests } from "../app/f
 import {
   cancelPullRequest,
   getMergeQueueTestingDetails,
-  getSubmittedPullRequest,
+  getSubmittedPullRequestJson,
   restartTestsOnPullRequest,
   setImpactedTargets,
   submitPullRequest,
 } from "../app/pull-requests.js";
-import { createQueue, deleteQueue, getQueue, updateQueue } from "../app/queues.js";
+import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
 import * as s from "./schemas.js";
 
@@ -37,6 +37,8 @@ function operation<S extends z.ZodType>(op: Operation<S>): Operation {
 }
 
 const EMPTY = {};
+/** An answer already serialized (from the ReadCache). */
+const json = (body: string): RawResponse => ({ raw: true, contentType: "application/json; charset=utf-8", body });
 const prAddress = (input: { repo: s.TRepo; targetBranch: string; pr: { number: number } }) => ({
   repo: input.repo,
   targetBranch: input.targetBranch,
@@ -87,7 +89,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Read a submitted pull request's state, priority and readiness",
     request: s.ZPullRequestAddress,
     response: s.ZSubmittedPullRequest,
-    handle: ({ services, principal }, input) => getSubmittedPullRequest(services, principal, prAddress(input)),
+    handle: async ({ services, principal }, input) => json(await getSubmittedPullRequestJson(services, principal, prAddress(input))),
   }),
   operation({
     operationId: "setImpactedTargets",
@@ -138,7 +140,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Read a queue's state, settings and enqueued pull requests",
     request: s.ZQueueAddress,
     response: s.ZQueueWithEntries,
-    handle: ({ services, principal }, input) => getQueue(services, principal, input),
+    handle: async ({ services, principal }, input) => json(await getQueueJson(services, principal, input)),
   }),
   operation({
     operationId: "updateQueue",

@@ -6,7 +6,7 @@ import { computeReadiness, isReady, type Readiness } from "../domain/readiness.j
 import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
 import { failedPrecondition, notFound } from "./errors.js";
-import { findQueue, lockQueue, type QueueAddress } from "./queues.js";
+import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
 
@@ -125,17 +125,25 @@ export async function restartTestsOnPullRequest(services: Services, principal: P
   });
 }
 
-export async function getSubmittedPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<SubmittedPullRequestRecord> {
+/** getSubmittedPullRequest's answer, serialized; served from the ReadCache while the queue is unchanged. */
+export async function getSubmittedPullRequestJson(services: Services, principal: Principal, address: PullRequestAddress): Promise<string> {
+  const { id, version } = await findQueueVersion(services, principal, address);
+  const key = `pr:${id}:${address.prNumber}`;
+  const cached = services.readCache.get(key, version);
+  if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
-    const queue = await findQueue(tx, principal, address);
-    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+    const queue = await tx.queue.findUniqueOrThrow({ where: { id } });
+    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: id, prNumber: address.prNumber } } });
     if (!entry) throw prNotSubmitted(address);
-    return {
+    const record: SubmittedPullRequestRecord = {
       ...toMergeItemRecord(entry),
       forceEnqueued: entry.forceEnqueued,
       isCurrentlySubmittedToQueue: entry.isCurrentlySubmitted,
       readiness: await readinessOf(tx, queue, entry),
     };
+    const json = JSON.stringify(record);
+    services.readCache.set(key, queue.version, json);
+    return json;
   });
 }
 

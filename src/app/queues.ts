@@ -6,7 +6,7 @@ import { isTerminal, type PrState, type QueueMode, type QueueState } from "../do
 import type { Tx } from "../store/database.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
-import { claimRepository, findRepository } from "./repositories.js";
+import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 
 export type QueueAddress = { repo: RepoRef; targetBranch: string };
@@ -18,16 +18,26 @@ function queueNotFound(address: QueueAddress) {
 
 /** The principal's queue at `address`, or a not_found error. */
 export async function findQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
-  const repository = await findRepository(tx, principal, address.repo);
-  const queue = repository
-    ? await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId: repository.id, branch: address.targetBranch } } })
-    : null;
+  const queue = await tx.queue.findFirst({
+    where: { branch: address.targetBranch, repository: { key: repositoryKey(address.repo), organizationId: principal.organizationId } },
+  });
   if (!queue) throw queueNotFound(address);
   return queue;
 }
 
 /**
- * Like findQueue, and marks the queue changed. On PostgreSQL the update also locks the queue
+ * The id and version of the principal's queue at `address`, in one cheap query: enough to
+ * answer a read from the ReadCache.
+ */
+export async function findQueueVersion(services: Services, principal: Principal, address: QueueAddress): Promise<{ id: string; version: number }> {
+  const row = await services.db.lookups.queueVersion(repositoryKey(address.repo), principal.organizationId, address.targetBranch);
+  if (!row) throw queueNotFound(address);
+  return row;
+}
+
+/**
+ * Like findQueue, and marks the queue changed. Every write to a queue or its entries goes
+ * through here: the version it bumps is what keeps the ReadCache right. On PostgreSQL the update also locks the queue
  * row until the transaction ends, so writes to one queue are serialized.
  */
 export async function lockQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
@@ -79,14 +89,23 @@ export async function createQueue(services: Services, principal: Principal, inpu
   });
 }
 
-export async function getQueue(services: Services, principal: Principal, address: QueueAddress): Promise<QueueRecord & { enqueuedPullRequests: MergeItemRecord[] }> {
+export type QueueWithEntries = QueueRecord & { enqueuedPullRequests: MergeItemRecord[] };
+
+/** getQueue's answer, serialized: polled often, it is served from the ReadCache when unchanged. */
+export async function getQueueJson(services: Services, principal: Principal, address: QueueAddress): Promise<string> {
+  const { id, version } = await findQueueVersion(services, principal, address);
+  const cached = services.readCache.get(`queue:${id}`, version);
+  if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
-    const queue = await findQueue(tx, principal, address);
+    const queue = await tx.queue.findUniqueOrThrow({ where: { id } });
     const entries = await tx.queueEntry.findMany({
       where: { queueId: queue.id, state: { notIn: ["merged", "failed", "cancelled"] } },
       orderBy: [{ priorityValue: "asc" }, { submittedAt: "asc" }, { prNumber: "asc" }],
     });
-    return { ...toQueueRecord(queue), enqueuedPullRequests: entries.map(toMergeItemRecord) };
+    const json = JSON.stringify({ ...toQueueRecord(queue), enqueuedPullRequests: entries.map(toMergeItemRecord) } satisfies QueueWithEntries);
+    // Cached under the version of the row read: entries read after it are never older.
+    services.readCache.set(`queue:${id}`, queue.version, json);
+    return json;
   });
 }
 

@@ -1,5 +1,6 @@
 import type { CodeHost } from "../codehost/code-host.js";
 import type { Database } from "../store/database.js";
+import type { ReadCache } from "./read-cache.js";
 
 /** What the application services need from the outside world; main.ts builds it. */
 export type Services = {
@@ -7,4 +8,5 @@ export type Services = {
   codeHost: CodeHost;
   now: () => Date;
   newId: () => string;
+  readCache: ReadCache;
 };

@@ -21,12 +21,10 @@ export type Principal = { organizationId: string; organizationSlug: string; toke
 export async function authenticate(db: Database, token: string): Promise<Principal | null> {
   if (token.length === 0 || token.length > 512) return null;
   const hash = hashToken(token);
-  const row = await db.read((tx) =>
-    tx.apiToken.findUnique({ where: { tokenHash: hash }, include: { organization: { select: { slug: true } } } }),
-  );
-  if (!row || row.revokedAt) return null;
+  const row = await db.lookups.tokenByHash(hash);
+  if (!row || row.revoked) return null;
   if (!timingSafeEqual(Buffer.from(row.tokenHash, "hex"), Buffer.from(hash, "hex"))) return null;
-  return { organizationId: row.organizationId, organizationSlug: row.organization.slug, tokenId: row.id };
+  return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id };
 }
 
 export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: string; slug: string }> {

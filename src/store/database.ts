@@ -6,6 +6,7 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
+import { postgresLookups, sqliteLookups, type Lookups } from "./lookups.js";
 import { migratePostgres, migrateSqlite } from "./migrate.js";
 import { Mutex } from "./mutex.js";
 
@@ -29,9 +30,11 @@ export function sqlitePath(url: string): string {
 /**
  * The database, opened and migrated. Writes go through `transaction`; reads through `read`.
  *
- * SQLite has one connection, and Prisma's interactive transactions yield between queries, so
- * a plain query issued meanwhile would run inside someone else's transaction. On SQLite every
- * operation therefore holds one mutex; SQLite allows one writer at a time anyway.
+ * SQLite: writes use one connection, and Prisma's interactive transactions yield between
+ * queries, so a query issued meanwhile on that connection would run inside someone else's
+ * transaction; every transaction therefore holds one mutex (SQLite allows one writer at a
+ * time anyway). Reads use a second, read-only connection: in WAL mode they see the last
+ * committed state and never wait for a writer.
  */
 export class Database {
   readonly #serialize: Mutex | null;
@@ -40,6 +43,9 @@ export class Database {
     readonly kind: DatabaseKind,
     readonly client: Client,
     private readonly closeDriver: () => Promise<void>,
+    private readonly reader: Client,
+    /** Prepared lookups for the per-request hot path (see lookups.ts). */
+    readonly lookups: Lookups,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
@@ -61,7 +67,19 @@ export class Database {
       // FULL makes every commit durable, even against power loss.
       await client.$executeRawUnsafe("PRAGMA foreign_keys = ON");
       await client.$executeRawUnsafe("PRAGMA synchronous = FULL");
-      return new Database("sqlite", client, () => client.$disconnect());
+      const reader = new SqliteClient({ adapter: new PrismaBetterSQLite3({ url: `file:${path}`, readonly: true, timeout: 10_000 }) });
+      const lookupConnection = new BetterSqlite3(path, { readonly: true, timeout: 10_000 });
+      return new Database(
+        "sqlite",
+        client,
+        async () => {
+          lookupConnection.close();
+          await reader.$disconnect();
+          await client.$disconnect();
+        },
+        reader,
+        sqliteLookups(lookupConnection),
+      );
     }
     if (migrate) {
       const connection = new pg.Client({ connectionString: url });
@@ -74,10 +92,16 @@ export class Database {
     }
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
     const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
-    return new Database("postgres", client, async () => {
-      await client.$disconnect();
-      await pool.end();
-    });
+    return new Database(
+      "postgres",
+      client,
+      async () => {
+        await client.$disconnect();
+        await pool.end();
+      },
+      client,
+      postgresLookups(pool),
+    );
   }
 
   /** Runs `fn` in one transaction: all of its writes happen, or none. */
@@ -86,10 +110,9 @@ export class Database {
     return this.#serialize ? this.#serialize.run(run) : run();
   }
 
-  /** Runs read-only queries. */
+  /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
-    const run = () => fn(this.client as unknown as Tx);
-    return this.#serialize ? this.#serialize.run(run) : run();
+    return fn(this.reader as unknown as Tx);
   }
 
   close(): Promise<void> {
