@@ -1,0 +1,330 @@
+import type { PrState } from "../states.js";
+import { isInFlight, lineOf } from "./order.js";
+import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition } from "./types.js";
+
+/**
+ * The merge queue engine: (queue, event, now) → (queue, effects, transitions).
+ *
+ * It applies the event's facts, then reconciles: from the stored facts alone (the line, the
+ * runs and their results) it decides which runs are still valid, what merges, what fails and
+ * what starts. Deciding from facts rather than from the event makes a replay after a crash
+ * decide the same thing, and makes every effect safe to repeat.
+ *
+ * The guarantee: a merge only ever happens for a run that passed and whose stack is exactly
+ * the queue's merged PRs plus the PRs being merged, on the current base. After the merge the
+ * target branch holds the very tree that run tested.
+ */
+export function decide(input: EngineQueue, event: EngineEvent, now: number): Decision {
+  const ctx: Context = { q: structuredClone(input), now, effects: [], transitions: [] };
+  applyEvent(ctx, event);
+  reconcile(ctx);
+  return { queue: ctx.q, effects: ctx.effects, transitions: ctx.transitions };
+}
+
+type Context = { q: EngineQueue; now: number; effects: Effect[]; transitions: Transition[] };
+
+const MINUTE = 60_000;
+
+function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
+  return q.entries.find((e) => e.prNumber === prNumber);
+}
+
+function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string): void {
+  if (entry.state === to && entry.reason === reason) return;
+  if (entry.state !== to) ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason });
+  entry.state = to;
+  entry.reason = reason;
+  entry.stateChangedAt = ctx.now;
+}
+
+function cancelRun(ctx: Context, run: EngineRun): void {
+  if (run.status === "running") ctx.effects.push({ kind: "cancel_run", runId: run.id });
+  run.status = "cancelled";
+  run.finishedAt ??= ctx.now;
+}
+
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+// ---------------------------------------------------------------- events
+
+function applyEvent(ctx: Context, event: EngineEvent): void {
+  const { q } = ctx;
+  switch (event.kind) {
+    case "submitted":
+    case "timer_fired":
+    case "config_changed":
+      return;
+    case "readiness_changed": {
+      const entry = entryOf(q, event.prNumber);
+      if (entry) entry.ready = event.ready;
+      return;
+    }
+    case "cancelled": {
+      const entry = entryOf(q, event.prNumber);
+      if (entry && entry.state !== "merged" && entry.state !== "failed") move(ctx, entry, "cancelled", event.reason);
+      return;
+    }
+    case "restart_requested": {
+      const entry = entryOf(q, event.prNumber);
+      if (!entry || !isInFlight(entry.state)) return;
+      // Re-run the PR and everything stacked on it.
+      for (const run of q.runs) {
+        if (run.status !== "cancelled" && run.stack.includes(entry.prNumber)) cancelRun(ctx, run);
+      }
+      entry.bisectionGroupLimit = null;
+      move(ctx, entry, "pending", "restart_requested");
+      return;
+    }
+    case "run_finished": {
+      const run = q.runs.find((r) => r.id === event.runId);
+      // A late or repeated result of a run already decided is ignored.
+      if (!run || run.status !== "running") return;
+      run.status = event.outcome;
+      run.failure = event.outcome === "failed" ? "tests_failed" : null;
+      run.finishedAt = ctx.now;
+      return;
+    }
+    case "base_moved": {
+      if (event.sha === q.baseSha) return;
+      // Someone pushed to the target outside the queue: every run was built on a stale base.
+      q.baseSha = event.sha;
+      q.merged = [];
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- reconcile
+
+function reconcile(ctx: Context): void {
+  // Each pass may enable another (a merge lets a failed PR be evicted, which frees capacity…);
+  // repeat until nothing changes. The bound only guards against a bug looping forever.
+  for (let round = 0; round < 1000; round++) {
+    const before = ctx.transitions.length + ctx.effects.length;
+    applyReadiness(ctx);
+    expireRuns(ctx);
+    requeueStale(ctx);
+    applyResults(ctx);
+    mergePassed(ctx);
+    evictFailed(ctx);
+    finishModeSwitch(ctx);
+    startRuns(ctx);
+    if (ctx.transitions.length + ctx.effects.length === before) break;
+  }
+  scheduleTimer(ctx);
+}
+
+function applyReadiness(ctx: Context): void {
+  for (const entry of ctx.q.entries) {
+    if (entry.state === "not_ready" && entry.ready) move(ctx, entry, "pending", "readiness_met");
+    else if (entry.state === "pending" && !entry.ready) move(ctx, entry, "not_ready", "readiness_lost");
+  }
+}
+
+function expireRuns(ctx: Context): void {
+  const limit = ctx.q.settings.testingTimeoutMinutes * MINUTE;
+  for (const run of ctx.q.runs) {
+    if (run.status === "running" && ctx.now - run.startedAt >= limit) {
+      ctx.effects.push({ kind: "cancel_run", runId: run.id });
+      run.status = "failed";
+      run.failure = "timeout";
+      run.finishedAt = ctx.now;
+    }
+  }
+}
+
+/** The stack a run for the line's PRs up to `lastPr` must have to be valid now. */
+function expectedStack(q: EngineQueue, line: EngineEntry[], lastPr: number): number[] | null {
+  const index = line.findIndex((e) => e.prNumber === lastPr);
+  if (index < 0) return null;
+  return [...q.merged, ...line.slice(0, index + 1).map((e) => e.prNumber)];
+}
+
+function isCurrent(q: EngineQueue, line: EngineEntry[], run: EngineRun): boolean {
+  if (run.status === "cancelled" || run.baseSha !== q.baseSha) return false;
+  const expected = expectedStack(q, line, run.tested.at(-1)!);
+  return expected !== null && sameList(expected, run.stack);
+}
+
+/** The run that currently decides for a PR: the latest valid run that tests it. */
+function currentRunOf(q: EngineQueue, line: EngineEntry[], prNumber: number): EngineRun | undefined {
+  for (let i = q.runs.length - 1; i >= 0; i--) {
+    const run = q.runs[i]!;
+    if (run.tested.includes(prNumber) && isCurrent(q, line, run)) return run;
+  }
+  return undefined;
+}
+
+/** Cancels runs whose stack no longer matches the line; their PRs go back to pending. */
+function requeueStale(ctx: Context): void {
+  const { q } = ctx;
+  const line = lineOf(q.entries);
+  for (const run of q.runs) {
+    if (run.status === "running" && !isCurrent(q, line, run)) cancelRun(ctx, run);
+  }
+  for (const entry of line) {
+    if (isInFlight(entry.state) && !currentRunOf(q, line, entry.prNumber)) {
+      move(ctx, entry, "pending", "restarted_prs_ahead_changed");
+    }
+  }
+}
+
+/** Moves in-flight PRs to the state their current run's result calls for. */
+function applyResults(ctx: Context): void {
+  const { q } = ctx;
+  const line = lineOf(q.entries);
+  for (const entry of line) {
+    if (!isInFlight(entry.state)) continue;
+    const run = currentRunOf(q, line, entry.prNumber)!;
+    if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
+    else if (run.status === "failed" && run.tested.length > 1) {
+      // A failed batch: test it again in halves, in the bisection pool.
+      const limit = Math.ceil(run.tested.length / 2);
+      for (const pr of run.tested) {
+        const member = entryOf(q, pr)!;
+        member.bisectionGroupLimit = limit;
+        move(ctx, member, "pending", "bisecting_failed_batch");
+      }
+    } else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed");
+  }
+}
+
+function mergePassed(ctx: Context): void {
+  const { q } = ctx;
+  if (q.state === "paused") return;
+  for (;;) {
+    const line = lineOf(q.entries);
+    const head = line[0];
+    if (!head) return;
+    // Without optimistic merging a run merges only the PRs it decides for, once everything
+    // ahead of them has merged. With it, a passing run also merges the PRs ahead of it: its
+    // tree holds them, so it proves them green together.
+    let best: EngineRun | undefined;
+    let bestEnd = -1;
+    for (const run of q.runs) {
+      if (run.status !== "passed" || !isCurrent(q, line, run)) continue;
+      if (!q.settings.canOptimisticallyMerge && run.tested[0] !== head.prNumber) continue;
+      const end = line.findIndex((e) => e.prNumber === run.tested.at(-1));
+      if (end > bestEnd) [best, bestEnd] = [run, end];
+    }
+    if (!best) return;
+    const prs = line.slice(0, bestEnd + 1);
+    ctx.effects.push({ kind: "merge", prNumbers: prs.map((e) => e.prNumber), runId: best.id });
+    for (const entry of prs) {
+      entry.bisectionGroupLimit = null;
+      move(ctx, entry, "merged", best.tested.includes(entry.prNumber) ? "merged" : "merged_by_later_run");
+    }
+    q.merged.push(...prs.map((e) => e.prNumber));
+  }
+}
+
+/**
+ * A PR whose own run failed fails once every PR ahead of it has merged (the failure is then
+ * its own) and no successor within pendingFailureDepth is still testing a tree that holds it
+ * (a passing successor, with optimistic merging, would clear it).
+ */
+function evictFailed(ctx: Context): void {
+  const { q } = ctx;
+  const line = lineOf(q.entries);
+  const head = line[0];
+  if (!head || head.state !== "pending_failure") return;
+  const successors = line.slice(1, 1 + q.settings.pendingFailureDepth);
+  const waitingOnSuccessor = successors.some((e) => {
+    const run = currentRunOf(q, line, e.prNumber);
+    return run?.status === "running" && run.stack.includes(head.prNumber);
+  });
+  if (waitingOnSuccessor) return;
+  const run = currentRunOf(q, line, head.prNumber)!;
+  head.bisectionGroupLimit = null;
+  move(ctx, head, "failed", run.failure ?? "tests_failed");
+}
+
+function finishModeSwitch(ctx: Context): void {
+  const { q } = ctx;
+  if (q.state !== "switching_modes" || q.entries.some((e) => isInFlight(e.state))) return;
+  q.mode = q.pendingMode ?? q.mode;
+  q.pendingMode = null;
+  q.state = "running";
+}
+
+/** The largest batch formed from pending PRs; see docs/engine.md for the policy. */
+export function maxBatchSize(settings: EngineQueue["settings"]): number {
+  return Math.max(1, settings.batchingMinSize * 2);
+}
+
+function startRuns(ctx: Context): void {
+  const { q } = ctx;
+  if (q.state === "paused" || q.state === "switching_modes") return;
+  const line = lineOf(q.entries);
+  const running = (kind: EngineRun["kind"]) => q.runs.filter((r) => r.status === "running" && r.kind === kind).length;
+  let mainSlots = q.settings.concurrency - running("main");
+  let bisectionSlots = q.settings.bisectionConcurrency - running("bisection");
+
+  for (let i = 0; i < line.length; ) {
+    const entry = line[i]!;
+    if (entry.state !== "pending") {
+      i++;
+      continue;
+    }
+    const group = groupFrom(q, line, i);
+    const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
+    if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {
+      const oldest = Math.min(...group.map((e) => e.stateChangedAt));
+      // Wait to fill the batch; everything behind would only join it.
+      if (ctx.now - oldest < q.settings.batchingMaxWaitTimeMinutes * MINUTE) return;
+    }
+    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) {
+      i += group.length;
+      continue;
+    }
+    const stack = [...q.merged, ...line.slice(0, i + group.length).map((e) => e.prNumber)];
+    const tested = group.map((e) => e.prNumber);
+    const run: EngineRun = { id: `run-${q.nextRunNumber++}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+    const known = q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
+    if (known) {
+      // This exact tree already failed during this bisection: reuse the result, run nothing.
+      Object.assign(run, { status: "failed", failure: known.failure, finishedAt: ctx.now });
+    } else {
+      ctx.effects.push({ kind: "start_run", runId: run.id, baseSha: run.baseSha, stack, tested });
+      if (kind === "main") mainSlots--;
+      else bisectionSlots--;
+    }
+    q.runs.push(run);
+    for (const member of group) move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection");
+    i += group.length;
+  }
+}
+
+/** The PRs that start testing together from line[i]: one PR, a batch, or a bisection group. */
+function groupFrom(q: EngineQueue, line: EngineEntry[], i: number): EngineEntry[] {
+  const first = line[i]!;
+  const limit = first.bisectionGroupLimit ?? (q.settings.batch && !first.noBatch ? maxBatchSize(q.settings) : 1);
+  const group = [first];
+  for (let j = i + 1; j < line.length && group.length < limit; j++) {
+    const next = line[j]!;
+    const fits = next.state === "pending" && !next.noBatch && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null);
+    if (!fits) break;
+    group.push(next);
+  }
+  return group;
+}
+
+function knownFailure(q: EngineQueue, stack: number[]): EngineRun | undefined {
+  return q.runs.find((r) => r.status === "failed" && r.failure === "tests_failed" && r.baseSha === q.baseSha && sameList(r.stack, stack));
+}
+
+function scheduleTimer(ctx: Context): void {
+  const { q } = ctx;
+  const deadlines: number[] = [];
+  for (const run of q.runs) {
+    if (run.status === "running") deadlines.push(run.startedAt + q.settings.testingTimeoutMinutes * MINUTE);
+  }
+  if (q.settings.batch && q.state !== "paused") {
+    const waiting = lineOf(q.entries).filter((e) => e.state === "pending" && !e.noBatch && e.bisectionGroupLimit === null);
+    if (waiting.length > 0) deadlines.push(Math.min(...waiting.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE);
+  }
+  const next = Math.min(...deadlines.filter((d) => d > ctx.now));
+  if (Number.isFinite(next)) ctx.effects.push({ kind: "schedule_timer", at: next });
+}

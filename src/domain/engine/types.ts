@@ -1,0 +1,96 @@
+import type { QueueSettings } from "../queue-settings.js";
+import type { PrState, QueueMode, QueueState } from "../states.js";
+
+/**
+ * The queue engine's view of a queue: plain data, loaded from and saved to the store by the
+ * runner. The engine reads no clock and does no I/O; `now` is an argument.
+ */
+export type EngineSettings = Pick<
+  QueueSettings,
+  | "mode"
+  | "concurrency"
+  | "bisectionConcurrency"
+  | "testingTimeoutMinutes"
+  | "pendingFailureDepth"
+  | "canOptimisticallyMerge"
+  | "batch"
+  | "batchingMaxWaitTimeMinutes"
+  | "batchingMinSize"
+  | "optimizationMode"
+>;
+
+export type EngineEntry = {
+  prNumber: number;
+  state: PrState;
+  /** Epoch ms of the last state change. */
+  stateChangedAt: number;
+  priority: number;
+  /** Epoch ms; FIFO among equal priorities. */
+  submittedAt: number;
+  noBatch: boolean;
+  /** The caller's readiness verdict (base branch, mergeability, impacted targets). */
+  ready: boolean;
+  /**
+   * After a batch failed, its PRs are tested in groups of at most this many (bisection);
+   * null when the PR is not being bisected.
+   */
+  bisectionGroupLimit: number | null;
+  /** Why the PR is in its state (the last transition's reason). */
+  reason: string;
+};
+
+export type RunStatus = "running" | "passed" | "failed" | "cancelled";
+
+export type EngineRun = {
+  id: string;
+  kind: "main" | "bisection";
+  /** The target branch head the run was built on (not counting the queue's own merges). */
+  baseSha: string;
+  /** Every PR the testing branch holds on top of baseSha, in merge order. */
+  stack: number[];
+  /** The PRs this run decides for: a suffix of stack (one PR, or a batch). */
+  tested: number[];
+  status: RunStatus;
+  startedAt: number;
+  finishedAt: number | null;
+  failure: "tests_failed" | "timeout" | null;
+};
+
+export type EngineQueue = {
+  state: QueueState;
+  mode: QueueMode;
+  pendingMode: QueueMode | null;
+  settings: EngineSettings;
+  /** Head of the target branch as last seen, not counting the queue's own merges since. */
+  baseSha: string;
+  /** PRs the queue merged on top of baseSha, in order. */
+  merged: number[];
+  entries: EngineEntry[];
+  runs: EngineRun[];
+  /** Source of run ids; bumped for every run started. */
+  nextRunNumber: number;
+};
+
+export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed";
+
+export type EngineEvent =
+  | { kind: "submitted"; prNumber: number }
+  | { kind: "cancelled"; prNumber: number; reason: CancelReason }
+  | { kind: "restart_requested"; prNumber: number }
+  | { kind: "readiness_changed"; prNumber: number; ready: boolean }
+  | { kind: "run_finished"; runId: string; outcome: "passed" | "failed" }
+  | { kind: "base_moved"; sha: string }
+  | { kind: "timer_fired" }
+  | { kind: "config_changed" };
+
+export type Effect =
+  /** Build a testing branch of baseSha plus the stack's PRs, in order, and run CI on it. */
+  | { kind: "start_run"; runId: string; baseSha: string; stack: number[]; tested: number[] }
+  | { kind: "cancel_run"; runId: string }
+  /** Merge these PRs, in order; together they make the tree that run `runId` tested green. */
+  | { kind: "merge"; prNumbers: number[]; runId: string }
+  | { kind: "schedule_timer"; at: number };
+
+export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string };
+
+export type Decision = { queue: EngineQueue; effects: Effect[]; transitions: Transition[] };

@@ -1,0 +1,101 @@
+import { decide } from "../../src/domain/engine/engine.js";
+import type { Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, EngineSettings, Transition } from "../../src/domain/engine/types.js";
+
+export const MINUTE = 60_000;
+
+export function settings(overrides: Partial<EngineSettings> = {}): EngineSettings {
+  return {
+    mode: "single",
+    concurrency: 1,
+    bisectionConcurrency: 1,
+    testingTimeoutMinutes: 60,
+    pendingFailureDepth: 0,
+    canOptimisticallyMerge: false,
+    batch: false,
+    batchingMaxWaitTimeMinutes: 5,
+    batchingMinSize: 2,
+    optimizationMode: "off",
+    ...overrides,
+  };
+}
+
+/**
+ * Drives the pure engine the way the runner will: one event at a time, with an injected clock.
+ * Speaks in queue verbs (submit, pass, fail) so tests read like the product.
+ */
+export class EngineDriver {
+  q: EngineQueue;
+  now = Date.parse("2026-11-22T09:00:00Z");
+  effects: Effect[] = [];
+  transitions: Transition[] = [];
+
+  constructor(overrides: Partial<EngineSettings> = {}, queue: Partial<EngineQueue> = {}) {
+    this.q = { state: "running", mode: "single", pendingMode: null, settings: settings(overrides), baseSha: "base-0", merged: [], entries: [], runs: [], nextRunNumber: 1, ...queue };
+  }
+
+  send(event: EngineEvent): Effect[] {
+    const decision = decide(this.q, event, this.now);
+    this.q = decision.queue;
+    this.effects.push(...decision.effects);
+    this.transitions.push(...decision.transitions);
+    return decision.effects;
+  }
+
+  submit(prNumber: number, overrides: Partial<EngineEntry> = {}): Effect[] {
+    this.q.entries.push({
+      prNumber,
+      state: "not_ready",
+      stateChangedAt: this.now,
+      priority: 100,
+      submittedAt: this.now,
+      noBatch: false,
+      ready: true,
+      bisectionGroupLimit: null,
+      reason: "submitted",
+      ...overrides,
+    });
+    this.now += 1000;
+    return this.send({ kind: "submitted", prNumber });
+  }
+
+  advance(minutes: number): Effect[] {
+    this.now += minutes * MINUTE;
+    return this.send({ kind: "timer_fired" });
+  }
+
+  /** The run currently testing `prNumber`. */
+  runOf(prNumber: number): EngineRun {
+    const run = [...this.q.runs].reverse().find((r) => r.status === "running" && r.tested.includes(prNumber));
+    if (!run) throw new Error(`no running run tests #${prNumber}; runs: ${JSON.stringify(this.q.runs.map((r) => [r.id, r.stack, r.tested, r.status]))}`);
+    return run;
+  }
+
+  pass(prNumber: number): Effect[] {
+    return this.send({ kind: "run_finished", runId: this.runOf(prNumber).id, outcome: "passed" });
+  }
+
+  fail(prNumber: number): Effect[] {
+    return this.send({ kind: "run_finished", runId: this.runOf(prNumber).id, outcome: "failed" });
+  }
+
+  state(prNumber: number): string {
+    return this.q.entries.find((e) => e.prNumber === prNumber)!.state;
+  }
+
+  reason(prNumber: number): string {
+    return this.q.entries.find((e) => e.prNumber === prNumber)!.reason;
+  }
+
+  states(): Record<number, string> {
+    return Object.fromEntries(this.q.entries.map((e) => [e.prNumber, e.state]));
+  }
+
+  /** Stacks of the runs now running, as [stack, tested]. */
+  running(): [number[], number[]][] {
+    return this.q.runs.filter((r) => r.status === "running").map((r) => [r.stack, r.tested]);
+  }
+
+  merges(): number[][] {
+    return this.effects.filter((e) => e.kind === "merge").map((e) => (e as { prNumbers: number[] }).prNumbers);
+  }
+}

@@ -1,0 +1,302 @@
+import { compareEntries } from "../../src/domain/engine/order.js";
+import { EngineDriver } from "./engine-driver.js";
+
+describe("the queue engine, single mode", () => {
+  test("a lone PR is tested on the target and merged when green", () => {
+    const q = new EngineDriver();
+    expect(q.submit(1)).toEqual([
+      { kind: "start_run", runId: "run-1", baseSha: "base-0", stack: [1], tested: [1] },
+      { kind: "schedule_timer", at: q.now + 60 * 60_000 },
+    ]);
+    expect(q.state(1)).toBe("testing");
+    expect(q.pass(1)).toEqual([{ kind: "merge", prNumbers: [1], runId: "run-1" }]);
+    expect(q.states()).toEqual({ 1: "merged" });
+    expect(q.q.merged).toEqual([1]);
+  });
+
+  test("predictive testing: each PR is tested on top of the PRs ahead of it, and merges in order", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    q.submit(1);
+    q.submit(2);
+    q.submit(3);
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+      [[1, 2, 3], [3]],
+    ]);
+    q.pass(3);
+    expect(q.states()).toEqual({ 1: "testing", 2: "testing", 3: "tests_passed" });
+    expect(q.merges()).toEqual([]);
+    q.pass(1);
+    expect(q.merges()).toEqual([[1]]);
+    q.pass(2);
+    expect(q.merges()).toEqual([[1], [2], [3]]);
+    expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
+  });
+
+  test("concurrency caps the runs in flight; the next starts when one merges", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    expect(q.running().map(([, tested]) => tested)).toEqual([[1], [2]]);
+    expect(q.state(3)).toBe("pending");
+    q.pass(1);
+    expect(q.running()).toEqual([
+      [[1, 2], [2]],
+      [[1, 2, 3], [3]],
+    ]);
+  });
+
+  test("a failing PR waits for the PRs ahead, then fails; the PRs behind are retested without it", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.fail(2);
+    expect(q.state(2)).toBe("pending_failure");
+    expect(q.state(3)).toBe("testing");
+    q.pass(1);
+    expect(q.states()).toEqual({ 1: "merged", 2: "failed", 3: "testing" });
+    expect(q.reason(2)).toBe("tests_failed");
+    expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-3" });
+    expect(q.running()).toEqual([[[1, 3], [3]]]);
+    q.pass(3);
+    expect(q.merges()).toEqual([[1], [3]]);
+  });
+
+  test("when a PR ahead also fails, a pending failure is retested without it (it was not the cause)", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    q.submit(1);
+    q.submit(2);
+    q.fail(2);
+    q.fail(1);
+    expect(q.states()).toEqual({ 1: "failed", 2: "testing" });
+    expect(q.running()).toEqual([[[2], [2]]]);
+    q.pass(2);
+    expect(q.merges()).toEqual([[2]]);
+  });
+
+  test("optimistic merging: a passing PR merges the PRs ahead of it, whose changes it tested", () => {
+    const q = new EngineDriver({ concurrency: 2, canOptimisticallyMerge: true });
+    q.submit(1);
+    q.submit(2);
+    q.pass(2);
+    expect(q.merges()).toEqual([[1, 2]]);
+    expect(q.reason(1)).toBe("merged_by_later_run");
+    expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-1" });
+  });
+
+  test("pending failure depth with optimistic merging: a flaky failure is cleared by a passing successor", () => {
+    const q = new EngineDriver({ concurrency: 2, canOptimisticallyMerge: true, pendingFailureDepth: 1 });
+    q.submit(1);
+    q.submit(2);
+    q.fail(1);
+    expect(q.state(1)).toBe("pending_failure");
+    q.pass(2);
+    expect(q.merges()).toEqual([[1, 2]]);
+    expect(q.states()).toEqual({ 1: "merged", 2: "merged" });
+  });
+
+  test("without pending failure depth the failing head fails at once", () => {
+    const q = new EngineDriver({ concurrency: 2, canOptimisticallyMerge: true });
+    q.submit(1);
+    q.submit(2);
+    q.fail(1);
+    expect(q.state(1)).toBe("failed");
+    expect(q.running()).toEqual([[[2], [2]]]);
+  });
+
+  test("with depth, a failure whose successors also fail is the PR's own", () => {
+    const q = new EngineDriver({ concurrency: 2, canOptimisticallyMerge: true, pendingFailureDepth: 1 });
+    q.submit(1);
+    q.submit(2);
+    q.fail(1);
+    q.fail(2);
+    expect(q.state(1)).toBe("failed");
+    expect(q.running()).toEqual([[[2], [2]]]);
+  });
+
+  test("an overdue run counts as failed with reason timeout", () => {
+    const q = new EngineDriver({ testingTimeoutMinutes: 30 });
+    q.submit(1);
+    q.advance(29);
+    expect(q.state(1)).toBe("testing");
+    q.advance(1);
+    expect(q.state(1)).toBe("failed");
+    expect(q.reason(1)).toBe("timeout");
+    expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-1" });
+  });
+
+  test("a late result of a run already decided is ignored", () => {
+    const q = new EngineDriver({ testingTimeoutMinutes: 30 });
+    q.submit(1);
+    q.advance(30);
+    q.send({ kind: "run_finished", runId: "run-1", outcome: "passed" });
+    expect(q.state(1)).toBe("failed");
+    expect(q.merges()).toEqual([]);
+  });
+
+  test("cancelling a PR restarts the PRs stacked on it", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.send({ kind: "cancelled", prNumber: 1, reason: "cancelled_by_user" });
+    expect(q.state(1)).toBe("cancelled");
+    expect(q.running()).toEqual([
+      [[2], [2]],
+      [[2, 3], [3]],
+    ]);
+    expect(q.effects.filter((e) => e.kind === "cancel_run").map((e) => (e as { runId: string }).runId)).toEqual(["run-1", "run-2", "run-3"]);
+  });
+
+  test("restarting a PR re-runs it and what is stacked on it", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    q.submit(1);
+    q.submit(2);
+    q.send({ kind: "restart_requested", prNumber: 1 });
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+    ]);
+    expect(q.q.runs.map((r) => [r.id, r.status])).toEqual([
+      ["run-1", "cancelled"],
+      ["run-2", "cancelled"],
+      ["run-3", "running"],
+      ["run-4", "running"],
+    ]);
+  });
+
+  test("the target moving outside the queue restarts every run on the new base", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    q.submit(1);
+    q.submit(2);
+    q.send({ kind: "base_moved", sha: "base-1" });
+    expect(q.q.runs.filter((r) => r.status === "running").map((r) => [r.baseSha, r.stack])).toEqual([
+      ["base-1", [1]],
+      ["base-1", [1, 2]],
+    ]);
+  });
+
+  test("priority orders pending PRs without interrupting testing; only urgent skips the line", () => {
+    const q = new EngineDriver({ concurrency: 1 });
+    q.submit(1);
+    q.submit(2);
+    q.submit(3, { priority: 10 }); // high: goes before 2, after 1 (testing)
+    q.pass(1);
+    expect(q.running()).toEqual([[[1, 3], [3]]]);
+    q.submit(4, { priority: 0 }); // urgent: displaces 3
+    expect(q.running()).toEqual([[[1, 4], [4]]]);
+    expect(q.state(3)).toBe("pending");
+    expect(q.reason(3)).toBe("restarted_prs_ahead_changed");
+  });
+
+  test("readiness: a PR that stops being ready leaves the line until it is ready again", () => {
+    const q = new EngineDriver({ concurrency: 1 });
+    q.submit(1);
+    q.submit(2);
+    q.send({ kind: "readiness_changed", prNumber: 2, ready: false });
+    expect(q.state(2)).toBe("not_ready");
+    q.pass(1);
+    expect(q.running()).toEqual([]);
+    q.send({ kind: "readiness_changed", prNumber: 2, ready: true });
+    expect(q.running()).toEqual([[[1, 2], [2]]]);
+  });
+
+  test("paused: nothing starts and nothing merges, results are kept; running again merges", () => {
+    const q = new EngineDriver({ concurrency: 1 });
+    q.submit(1);
+    q.q.state = "paused";
+    q.submit(2);
+    q.pass(1);
+    expect(q.states()).toEqual({ 1: "tests_passed", 2: "pending" });
+    q.q.state = "running";
+    q.send({ kind: "config_changed" });
+    expect(q.merges()).toEqual([[1]]);
+    expect(q.running()).toEqual([[[1, 2], [2]]]);
+  });
+
+  test("switching modes: no new runs while work is in flight, then the new mode applies", () => {
+    const q = new EngineDriver({ concurrency: 1 });
+    q.submit(1);
+    q.submit(2);
+    Object.assign(q.q, { state: "switching_modes", pendingMode: "parallel" });
+    q.pass(1);
+    expect(q.q).toMatchObject({ state: "running", mode: "parallel", pendingMode: null });
+    expect(q.running()).toEqual([[[1, 2], [2]]]);
+  });
+
+  test("the ordering comparator's tie-breaks", () => {
+    const e = (prNumber: number, priority: number, submittedAt: number, state = "pending") =>
+      ({ prNumber, priority, submittedAt, state }) as Parameters<typeof compareEntries>[0];
+    const sorted = [e(5, 100, 5), e(4, 100, 1), e(3, 0, 9), e(2, 200, 0, "testing"), e(1, 10, 3), e(6, 100, 1)].sort(compareEntries);
+    expect(sorted.map((x) => x.prNumber)).toEqual([3, 2, 1, 4, 6, 5]);
+  });
+});
+
+describe("batching and bisection", () => {
+  test("pending PRs are tested together once the batch reaches its minimum size, and merge as separate PRs", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 3 });
+    q.submit(1);
+    q.submit(2);
+    expect(q.running()).toEqual([]);
+    expect(q.effects.at(-1)).toMatchObject({ kind: "schedule_timer" });
+    q.submit(3);
+    expect(q.running()).toEqual([[[1, 2, 3], [1, 2, 3]]]);
+    q.pass(1);
+    expect(q.merges()).toEqual([[1, 2, 3]]);
+    expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
+  });
+
+  test("a batch short of its minimum starts when the wait runs out", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 4, batchingMaxWaitTimeMinutes: 5 });
+    q.submit(1);
+    q.advance(4);
+    expect(q.running()).toEqual([]);
+    q.advance(1);
+    expect(q.running()).toEqual([[[1], [1]]]);
+  });
+
+  test("noBatch PRs are tested alone", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 2, concurrency: 2 });
+    q.submit(1, { noBatch: true });
+    expect(q.running()).toEqual([[[1], [1]]]);
+  });
+
+  test("a failed batch is bisected in its own pool until the culprit is found; the rest merge", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+    [1, 2, 3, 4].forEach((n) => q.submit(n));
+    q.fail(1);
+    expect(q.running()).toEqual([
+      [[1, 2], [1, 2]],
+      [[1, 2, 3, 4], [3, 4]],
+    ]);
+    expect(q.q.runs.filter((r) => r.status === "running").every((r) => r.kind === "bisection")).toBe(true);
+    q.pass(1); // [1, 2] is green: both merge
+    expect(q.merges()).toEqual([[1, 2]]);
+    q.fail(3); // [3, 4] fails again: split once more
+    expect(q.running()).toEqual([
+      [[1, 2, 3], [3]],
+      [[1, 2, 3, 4], [4]],
+    ]);
+    q.fail(3);
+    expect(q.state(3)).toBe("failed");
+    expect(q.running()).toEqual([[[1, 2, 4], [4]]]);
+    q.pass(4);
+    expect(q.merges()).toEqual([[1, 2], [4]]);
+  });
+
+  test("bisection_skip_redundant_tests reuses a result already known instead of running the same tree again", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" });
+    [1, 2, 3, 4].forEach((n) => q.submit(n));
+    q.fail(1);
+    // [1,2,3,4] is known to fail, so [3,4] on top of [1,2] is not run: it splits at once.
+    expect(q.running()).toEqual([
+      [[1, 2], [1, 2]],
+      [[1, 2, 3], [3]],
+    ]);
+    const started = q.effects.filter((e) => e.kind === "start_run").length;
+    q.pass(1);
+    q.fail(3);
+    expect(q.states()).toMatchObject({ 1: "merged", 2: "merged", 3: "failed" });
+    q.pass(4);
+    expect(q.merges()).toEqual([[1, 2], [4]]);
+    // One run fewer than without the optimization.
+    expect(q.effects.filter((e) => e.kind === "start_run").length - started).toBe(1);
+  });
+});
