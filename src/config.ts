@@ -22,6 +22,10 @@ const ZEnvironment = z
     WEBHOOK_SECRET: ZOptionalString,
     GITHUB_API_URL: ZOptionalString.pipe(z.url().optional()),
     GREENLINE_API_TOKEN: ZOptionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+    GREENLINE_SANDBOX_CI_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
+    GREENLINE_SANDBOX_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0),
+    GREENLINE_SANDBOX_FLAKE_RATE: z.coerce.number().min(0).max(1).default(0),
+    GREENLINE_WORKER_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -55,6 +59,9 @@ export type Config = {
   /** null = run with the sandbox code host. */
   githubApp: GitHubAppConfig | null;
   bootstrap: { token: string; org: string } | null;
+  /** The sandbox code host's simulated CI (used when githubApp is null). */
+  sandbox: { ciMs: number; failureRate: number; flakeRate: number };
+  workerIntervalMs: number;
 };
 
 export const DEFAULT_DATABASE_URL = "file:./data/greenline.db";
@@ -91,5 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     logLevel: e.LOG_LEVEL,
     githubApp,
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
+    sandbox: { ciMs: e.GREENLINE_SANDBOX_CI_MS, failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE, flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE },
+    workerIntervalMs: e.GREENLINE_WORKER_INTERVAL_MS,
   };
 }

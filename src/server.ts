@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
 import { Probot, Server } from "probot";
 import { createApiApp } from "./api/app.js";
@@ -12,10 +12,15 @@ import { createGitHubApp } from "./github/app.js";
 import { GitHubCodeHost } from "./github/code-host.js";
 import type { Logger } from "./log.js";
 import { Database } from "./store/database.js";
+import { Worker } from "./worker/worker.js";
+import { orderedId } from "./store/ids.js";
 
 export type Greenline = {
   url: string;
   services: Services;
+  worker: Worker;
+  /** The sandbox code host, when no GitHub App is configured. */
+  sandbox: SandboxCodeHost | null;
   close(): Promise<void>;
 };
 
@@ -24,6 +29,10 @@ export type StartOptions = {
   /** Replaces the code host chosen from the configuration (tests). */
   codeHost?: CodeHost;
   now?: () => Date;
+  /** Source of randomness for the sandbox's flaky CI. */
+  random?: () => number;
+  /** false: the worker does not run on its own; tests call worker.tick()/drain(). */
+  startWorker?: boolean;
 };
 
 /**
@@ -44,7 +53,9 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
         Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
     const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
-    let codeHost = options.codeHost ?? new SandboxCodeHost();
+    const now = options.now ?? (() => new Date());
+    const sandbox = config.githubApp ? null : new SandboxCodeHost(db, { ...config.sandbox, random: options.random ?? Math.random, now });
+    let codeHost: CodeHost = options.codeHost ?? sandbox!;
     if (config.githubApp) {
       await server.load((probot) => {
         codeHost = options.codeHost ?? new GitHubCodeHost(probot);
@@ -53,19 +64,24 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
-    const services: Services = { db, codeHost, now: options.now ?? (() => new Date()), newId: randomUUID, readCache: new ReadCache() };
+    const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, leaseMs: 60_000, log, sandbox: codeHost === sandbox ? sandbox : null });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);
       return true;
     });
     const http = await server.start();
+    if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
     return {
       url: `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${address.port}`,
       services,
+      worker,
+      sandbox,
       async close() {
+        await worker.stop();
         await server.stop();
         await db.close();
       },

@@ -28,6 +28,8 @@ describe("loadConfig", () => {
       logLevel: "info",
       githubApp: null,
       bootstrap: null,
+      sandbox: { ciMs: 5000, failureRate: 0, flakeRate: 0 },
+      workerIntervalMs: 250,
     });
   });
 

@@ -109,7 +109,7 @@ export const OPERATIONS: Operation[] = [
     path: "/getMergeQueueTestingDetails",
     summary: "Read the pull request's current test run",
     request: s.ZTestingDetailsRequest,
-    response: s.ZEmptyResponse,
+    response: s.ZTestingDetails,
     handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, prAddress(input)),
   }),
   operation({

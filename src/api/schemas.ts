@@ -221,3 +221,20 @@ export const ZErrorResponse = z.object({
   }),
 });
 export type TRepo = z.output<typeof ZRepo>;
+
+export const ZTestingDetails = z.object({
+  testRunId: z.string(),
+  testBranch: z.string().nullable(),
+  testBranchSha: z.string().nullable(),
+  status: z.enum(["in_progress", "failed", "cancelled", "succeeded"]),
+  failureReason: z.string().nullable(),
+  isBisection: z.boolean(),
+  requiredStatuses: z.array(z.string()),
+  requiredStatusesSource: z.enum(["merge_instance", "repo_provider_branch_protection"]),
+  statusChecks: z.array(z.object({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  testedPullRequests: z.array(z.object({ prNumber: z.number().int(), title: z.string() })),
+  impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
+  dependentPrs: z.array(z.number().int()),
+  createdAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime().nullable(),
+});

@@ -5,6 +5,7 @@ import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
+import { applyEvent } from "../worker/apply-event.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
@@ -37,15 +38,6 @@ async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumb
   });
 }
 
-/** Moves an entry to a new state, storing the transition and its reason. */
-async function transition(services: Services, tx: Tx, entry: QueueEntry, to: PrState, reason: TransitionReason, extra: Partial<QueueEntry> = {}): Promise<QueueEntry> {
-  const at = services.now();
-  await tx.transition.create({
-    data: { id: services.newId(), entryId: entry.id, queueId: entry.queueId, fromState: entry.state, toState: to, reason, at },
-  });
-  return tx.queueEntry.update({ where: { id: entry.id }, data: { ...extra, state: to, stateReason: reason, stateChangedAt: at } });
-}
-
 export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean };
 
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
@@ -71,12 +63,14 @@ export async function submitPullRequest(services: Services, principal: Principal
       usedDefaultPriorityName: priority.usedDefaultName,
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
     };
+    const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
     if (existing && !isTerminal(existing.state as PrState)) {
       // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
-      await tx.queueEntry.update({ where: { id: existing.id }, data: facts });
+      await tx.queueEntry.update({ where: { id: existing.id }, data: { ...facts, ready } });
+      await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
       return;
     }
-    const state: PrState = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts })) ? "pending" : "not_ready";
+    const state: PrState = ready ? "pending" : "not_ready";
     const reason: TransitionReason = existing ? "resubmitted" : "submitted";
     const now = services.now();
     const submission = {
@@ -85,6 +79,8 @@ export async function submitPullRequest(services: Services, principal: Principal
       isCurrentlySubmitted: true,
       forceEnqueued: false,
       submittedAt: now,
+      ready,
+      bisectionGroupLimit: null,
       state,
       stateReason: reason,
       stateChangedAt: now,
@@ -95,6 +91,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     await tx.transition.create({
       data: { id: services.newId(), entryId: entry.id, queueId: queue.id, fromState: existing?.state ?? null, toState: state, reason, at: now },
     });
+    await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
   });
 }
 
@@ -107,21 +104,21 @@ async function lockEntry(tx: Tx, principal: Principal, address: PullRequestAddre
 
 export async function cancelPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
   await services.db.transaction(async (tx) => {
-    const { entry } = await lockEntry(tx, principal, address);
+    const { queue, entry } = await lockEntry(tx, principal, address);
     if (entry.state === "cancelled") return;
     if (isTerminal(entry.state as PrState)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
-    await transition(services, tx, entry, "cancelled", "cancelled_by_user", { isCurrentlySubmitted: false });
+    await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
   });
 }
 
 export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
   await services.db.transaction(async (tx) => {
-    const { entry } = await lockEntry(tx, principal, address);
+    const { queue, entry } = await lockEntry(tx, principal, address);
     const state = entry.state as PrState;
     if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
     // A PR that has not started testing has nothing to restart.
     if (state === "not_ready" || state === "pending") return;
-    await transition(services, tx, entry, "pending", "restart_requested");
+    await applyEvent(services, tx, queue, { kind: "restart_requested", prNumber: entry.prNumber });
   });
 }
 
@@ -170,17 +167,65 @@ export async function setImpactedTargets(services: Services, principal: Principa
       update: data,
     });
     const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } } });
-    if (entry?.state === "not_ready" && isReady(await readinessOf(tx, queue, entry))) {
-      await transition(services, tx, entry, "pending", "readiness_met");
+    if (entry && !isTerminal(entry.state as PrState)) {
+      const ready = isReady(await readinessOf(tx, queue, entry));
+      if (ready !== entry.ready) await applyEvent(services, tx, queue, { kind: "readiness_changed", prNumber: entry.prNumber, ready });
     }
   });
 }
 
-export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<never> {
+export type TestingDetails = {
+  testRunId: string;
+  testBranch: string | null;
+  testBranchSha: string | null;
+  status: "in_progress" | "failed" | "cancelled" | "succeeded";
+  failureReason: string | null;
+  isBisection: boolean;
+  requiredStatuses: string[];
+  requiredStatusesSource: "merge_instance" | "repo_provider_branch_protection";
+  statusChecks: { context: string; state: "pending" | "success" | "failure" | "error" }[];
+  testedPullRequests: { prNumber: number; title: string }[];
+  impactedTargets: string[] | "ALL";
+  dependentPrs: number[];
+  createdAt: string;
+  finishedAt: string | null;
+};
+
+const RUN_STATUS = { running: "in_progress", passed: "succeeded", failed: "failed", cancelled: "cancelled" } as const;
+
+/** The PR's current (latest) test run. */
+export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<TestingDetails> {
   return services.db.read(async (tx) => {
     const queue = await findQueue(tx, principal, address);
     const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
     if (!entry) throw prNotSubmitted(address);
-    throw notFound(`pull request #${address.prNumber} has no test run (it is ${entry.state})`);
+    const recent = await tx.testRun.findMany({ where: { queueId: queue.id, startedAt: { gte: entry.submittedAt } }, orderBy: { startedAt: "desc" }, take: 500 });
+    const run = recent
+      .map((r) => ({ row: r, tested: JSON.parse(r.tested) as number[], stack: JSON.parse(r.stack) as number[] }))
+      .filter((r) => r.tested.includes(address.prNumber))
+      .sort((a, b) => Number(b.row.runId.split("-")[1]) - Number(a.row.runId.split("-")[1]))[0];
+    if (!run) throw notFound(`pull request #${address.prNumber} has no test run (it is ${entry.state})`);
+    const titles = await tx.queueEntry.findMany({ where: { queueId: queue.id, prNumber: { in: run.tested } }, select: { prNumber: true, prTitle: true } });
+    const targets = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+    const merged = JSON.parse(queue.mergedPrs) as number[];
+    const required = queue.requiredStatuses ? (JSON.parse(queue.requiredStatuses) as string[]) : [];
+    const status = RUN_STATUS[run.row.status as keyof typeof RUN_STATUS];
+    const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
+    return {
+      testRunId: run.row.id,
+      testBranch: run.row.testBranch,
+      testBranchSha: run.row.testBranchSha,
+      status,
+      failureReason: run.row.failure,
+      isBisection: run.row.kind === "bisection",
+      requiredStatuses: required,
+      requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
+      statusChecks: services.codeHost.kind === "sandbox" ? [{ context: "greenline/sandbox-ci", state: checkState }] : [],
+      testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.find((t) => t.prNumber === n)?.prTitle ?? "" })),
+      impactedTargets: !targets ? [] : targets.kind === "all" ? "ALL" : (JSON.parse(targets.targets) as string[]).slice(0, 1000),
+      dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),
+      createdAt: run.row.startedAt.toISOString(),
+      finishedAt: run.row.finishedAt?.toISOString() ?? null,
+    };
   });
 }

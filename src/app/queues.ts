@@ -4,6 +4,7 @@ import type { Queue } from "../generated/sqlite/client.js";
 import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { isTerminal, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
+import { applyEvent } from "../worker/apply-event.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
@@ -68,6 +69,8 @@ function checkUpdate(update: QueueSettingsUpdate) {
 export async function createQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
   checkUpdate(input);
   const { repo, targetBranch, ...update } = input;
+  // Outside the transaction: no transaction waits on the network.
+  const head = await services.codeHost.getBranchHead(repo, targetBranch);
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
     const existing = await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId: repository.id, branch: targetBranch } } });
@@ -83,6 +86,8 @@ export async function createQueue(services: Services, principal: Principal, inpu
         state: update.state ?? "running",
         mode: update.mode ?? DEFAULT_QUEUE_SETTINGS.mode,
         requiredStatuses: update.requiredStatuses?.length ? JSON.stringify(update.requiredStatuses) : null,
+        baseSha: head,
+        targetHead: head,
       } as Parameters<Tx["queue"]["create"]>[0]["data"],
     });
     return toQueueRecord(row);
@@ -120,11 +125,13 @@ export async function updateQueue(services: Services, principal: Principal, inpu
       update,
       inFlight > 0,
     );
-    const row = await tx.queue.update({
+    const updated = await tx.queue.update({
       where: { id: queue.id },
       data: { ...(settingsData(update) as object), state: next.state, mode: next.mode, pendingMode: next.pendingMode },
     });
-    return toQueueRecord(row);
+    // Resuming, pausing or a new setting can start or stop work at once.
+    await applyEvent(services, tx, updated, { kind: "config_changed" });
+    return toQueueRecord(await tx.queue.findUniqueOrThrow({ where: { id: queue.id } }));
   });
 }
 

@@ -1,4 +1,5 @@
 import type { CodeHost } from "../codehost/code-host.js";
+import type { Logger } from "../log.js";
 import type { Database } from "../store/database.js";
 import type { ReadCache } from "./read-cache.js";
 
@@ -9,4 +10,5 @@ export type Services = {
   now: () => Date;
   newId: () => string;
   readCache: ReadCache;
+  log?: Logger;
 };

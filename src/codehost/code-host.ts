@@ -12,12 +12,44 @@ export type PullRequestInfo = {
   mergeability: Mergeability;
 };
 
+export type TestRunRequest = {
+  queueId: string;
+  runId: string;
+  targetBranch: string;
+  /** The commit to build on, and the PRs to apply on top of it, in order. */
+  baseSha: string;
+  stack: number[];
+};
+
+export type TestRunStart = { kind: "started"; testBranch: string; sha: string } | { kind: "conflict"; prNumber: number };
+
+export type MergeRequest = {
+  targetBranch: string;
+  /** The head the target must still have: the run's base plus the PRs merged since. */
+  expectedHead: string;
+  prNumbers: number[];
+  testBranch: string;
+  testBranchSha: string;
+  method: "merge_commit" | "squash" | "rebase";
+};
+
+export type MergeResult = { kind: "merged"; head: string } | { kind: "target_moved"; head: string };
+
 /**
  * Everything Greenline asks of the code host. GitHub (through Octokit) and the sandbox
- * implement it.
+ * implement it. Every method is safe to call again with the same arguments (effects are
+ * retried after a crash).
  */
 export interface CodeHost {
   readonly kind: "sandbox" | "github";
   /** The PR, or null when the repository has no such PR. */
   getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo | null>;
+  /** The head commit of a branch, or null when it does not exist. */
+  getBranchHead(repo: RepoRef, branch: string): Promise<string | null>;
+  /** Builds the testing branch (base + stack) and starts CI on it. */
+  startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart>;
+  /** Stops CI on a testing branch and deletes it. */
+  cancelTestRun(repo: RepoRef, testBranch: string): Promise<void>;
+  /** Lands the PRs whose combined tree the testing branch tested. */
+  mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
 }

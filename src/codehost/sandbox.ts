@@ -1,24 +1,220 @@
 import { createHash } from "node:crypto";
-import type { CodeHost, PullRequestInfo, RepoRef } from "./code-host.js";
+import type { Database, Tx } from "../store/database.js";
+import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "./code-host.js";
+
+export type SandboxOptions = {
+  /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
+  ciMs: number;
+  /** Probability that a PR's changes break the build: every run holding it fails. */
+  failureRate: number;
+  /** Probability that a run fails although nothing in it is broken. */
+  flakeRate: number;
+  /** Source of randomness in [0, 1) for flakes; injected so tests are repeatable. */
+  random: () => number;
+  now: () => Date;
+};
+
+type Tree = Record<string, string>;
+
+const repoKeyOf = (repo: RepoRef) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+
+function shaOf(...parts: string[]): string {
+  return createHash("sha1").update(parts.join("\0")).digest("hex");
+}
+
+/** A number in [0, 1) fixed by its input: whether a PR is broken never changes between runs. */
+function unitHash(text: string): number {
+  return createHash("sha256").update(text).digest().readUInt32BE(0) / 2 ** 32;
+}
 
 /**
- * The code host used when no GitHub App is configured: every repository exists, and every
- * pull request referenced through the API exists in it, open and mergeable, based on the
- * branch of the queue it is submitted to. Its data is derived, so every replica agrees.
+ * The code host used when no GitHub App is configured: a simulated GitHub kept in the
+ * database. Repositories are commit graphs with whole trees; every PR referenced through the
+ * API exists (it adds a file of its own on top of the branch it targets); testing branches are
+ * built by applying PRs in order and can conflict; merges land the PRs on the target and check
+ * that the result is the very tree that was tested; CI reports after `ciMs`, failing runs that
+ * hold a broken PR and flaking at `flakeRate`.
  */
 export class SandboxCodeHost implements CodeHost {
   readonly kind = "sandbox" as const;
 
+  constructor(
+    private readonly db: Database,
+    private readonly options: SandboxOptions,
+  ) {}
+
   async getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo> {
-    const headSha = createHash("sha1").update(`${repo.host}/${repo.owner}/${repo.name}#${number}`.toLowerCase()).digest("hex");
+    const key = repoKeyOf(repo);
+    const pr = await this.db.transaction(async (tx) => {
+      const existing = await tx.sandboxPullRequest.findUnique({ where: { repoKey_number: { repoKey: key, number } } });
+      if (existing) return existing;
+      const baseSha = await this.#ensureBranch(tx, key, hint.targetBranch);
+      const base = await this.#tree(tx, baseSha);
+      const patch: Tree = { [`changes/pr-${number}.txt`]: `Change made by pull request #${number}\n` };
+      const headSha = await this.#commit(tx, key, baseSha, { ...base, ...patch }, `Pull request #${number}`);
+      return tx.sandboxPullRequest.create({
+        data: {
+          repoKey: key,
+          number,
+          title: `Sandbox pull request #${number}`,
+          author: `sandbox-author-${(number % 7) + 1}`,
+          baseBranch: hint.targetBranch,
+          baseSha,
+          headSha,
+          patch: JSON.stringify(patch),
+          state: "open",
+          broken: unitHash(`${key}#${number}`) < this.options.failureRate,
+        },
+      });
+    });
     return {
-      number,
-      title: `Sandbox pull request #${number}`,
-      author: `sandbox-author-${(number % 7) + 1}`,
-      headSha,
-      baseBranch: hint.targetBranch,
-      state: "open",
+      number: pr.number,
+      title: pr.title,
+      author: pr.author,
+      headSha: pr.headSha,
+      baseBranch: pr.baseBranch,
+      state: pr.state as PullRequestInfo["state"],
       mergeability: "mergeable",
     };
   }
+
+  async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
+    return this.db.transaction((tx) => this.#ensureBranch(tx, repoKeyOf(repo), branch));
+  }
+
+  async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
+    const key = repoKeyOf(repo);
+    const testBranch = `greenline/${request.targetBranch}/${request.runId}`;
+    return this.db.transaction(async (tx) => {
+      const jobId = `${request.queueId}:${request.runId}`;
+      const existing = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
+      if (existing) return { kind: "started", testBranch, sha: existing.sha } as const;
+      let sha = request.baseSha;
+      let tree = await this.#tree(tx, sha);
+      const prs = [];
+      for (const number of request.stack) {
+        const pr = await tx.sandboxPullRequest.findUniqueOrThrow({ where: { repoKey_number: { repoKey: key, number } } });
+        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), JSON.parse(pr.patch) as Tree);
+        if (!applied) return { kind: "conflict", prNumber: number } as const;
+        tree = applied;
+        sha = await this.#commit(tx, key, sha, tree, `Pull request #${number} (testing ${request.runId})`);
+        prs.push(pr);
+      }
+      await tx.sandboxRef.create({ data: { repoKey: key, name: testBranch, sha } });
+      const broken = prs.some((pr) => pr.broken);
+      const outcome = broken || this.options.random() < this.options.flakeRate ? "failed" : "passed";
+      const dueAt = new Date(this.options.now().getTime() + this.options.ciMs);
+      await tx.sandboxCiJob.upsert({
+        where: { id: jobId },
+        create: { id: jobId, queueId: request.queueId, runId: request.runId, sha, dueAt, outcome },
+        update: {},
+      });
+      return { kind: "started", testBranch, sha } as const;
+    });
+  }
+
+  async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
+    const key = repoKeyOf(repo);
+    await this.db.transaction(async (tx) => {
+      const ref = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
+      if (!ref) return;
+      await tx.sandboxRef.delete({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
+      await tx.sandboxCiJob.updateMany({ where: { sha: ref.sha, deliveredAt: null }, data: { deliveredAt: this.options.now(), outcome: "cancelled" } });
+    });
+  }
+
+  async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
+    const key = repoKeyOf(repo);
+    return this.db.transaction(async (tx) => {
+      const head = await this.#ensureBranch(tx, key, request.targetBranch);
+      const pending = [];
+      for (const number of request.prNumbers) {
+        const pr = await tx.sandboxPullRequest.findUniqueOrThrow({ where: { repoKey_number: { repoKey: key, number } } });
+        if (pr.state !== "merged") pending.push(pr);
+      }
+      // Repeating a merge that already happened changes nothing.
+      if (pending.length === 0) return { kind: "merged", head };
+      if (head !== request.expectedHead) return { kind: "target_moved", head };
+      let sha = head;
+      let tree = await this.#tree(tx, head);
+      for (const pr of pending) {
+        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), JSON.parse(pr.patch) as Tree);
+        if (!applied) throw new Error(`sandbox: PR #${pr.number} conflicts at merge time, after its run passed`);
+        tree = applied;
+        sha = await this.#commit(tx, key, sha, tree, `${pr.title} (#${pr.number})`);
+      }
+      // The invariant, checked where it matters: the target now holds the tree that was tested.
+      const tested = await this.#tree(tx, request.testBranchSha);
+      if (JSON.stringify(sortTree(tree)) !== JSON.stringify(sortTree(tested))) {
+        throw new Error(`sandbox: merging ${request.prNumbers.join(", ")} would not produce the tree run ${request.testBranch} tested`);
+      }
+      await tx.sandboxRef.update({ where: { repoKey_name: { repoKey: key, name: request.targetBranch } }, data: { sha } });
+      await tx.sandboxPullRequest.updateMany({ where: { repoKey: key, number: { in: pending.map((p) => p.number) } }, data: { state: "merged" } });
+      return { kind: "merged", head: sha };
+    });
+  }
+
+  /** Pushes a commit to a branch outside the queue (tests and demos). */
+  async pushToBranch(repo: RepoRef, branch: string, files: Tree): Promise<string> {
+    const key = repoKeyOf(repo);
+    return this.db.transaction(async (tx) => {
+      const head = await this.#ensureBranch(tx, key, branch);
+      const sha = await this.#commit(tx, key, head, { ...(await this.#tree(tx, head)), ...files }, "Pushed outside the queue");
+      await tx.sandboxRef.update({ where: { repoKey_name: { repoKey: key, name: branch } }, data: { sha } });
+      return sha;
+    });
+  }
+
+  /** Simulated CI results that are due, oldest first. */
+  async dueCiResults(now: Date): Promise<{ id: string; queueId: string; runId: string; outcome: "passed" | "failed" }[]> {
+    const jobs = await this.db.read((tx) =>
+      tx.sandboxCiJob.findMany({ where: { deliveredAt: null, dueAt: { lte: now } }, orderBy: { dueAt: "asc" }, take: 100 }),
+    );
+    return jobs.map((j) => ({ id: j.id, queueId: j.queueId, runId: j.runId, outcome: j.outcome as "passed" | "failed" }));
+  }
+
+  /** Marks a CI result delivered, inside the transaction that applied it. */
+  async markDelivered(tx: Tx, id: string, at: Date): Promise<boolean> {
+    const result = await tx.sandboxCiJob.updateMany({ where: { id, deliveredAt: null }, data: { deliveredAt: at } });
+    return result.count > 0;
+  }
+
+  async #ensureBranch(tx: Tx, key: string, branch: string): Promise<string> {
+    const ref = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: branch } } });
+    if (ref) return ref.sha;
+    const root = await this.#commit(tx, key, null, { "README.md": `# ${key}\n` }, "Initial commit");
+    await tx.$executeRaw`INSERT INTO "SandboxRef" ("repoKey", "name", "sha") VALUES (${key}, ${branch}, ${root}) ON CONFLICT DO NOTHING`;
+    return (await tx.sandboxRef.findUniqueOrThrow({ where: { repoKey_name: { repoKey: key, name: branch } } })).sha;
+  }
+
+  async #tree(tx: Tx, sha: string): Promise<Tree> {
+    const commit = await tx.sandboxCommit.findUnique({ where: { sha }, select: { tree: true } });
+    if (!commit) throw new Error(`sandbox: no commit ${sha}`);
+    return JSON.parse(commit.tree) as Tree;
+  }
+
+  async #commit(tx: Tx, key: string, parent: string | null, tree: Tree, message: string): Promise<string> {
+    const body = JSON.stringify(sortTree(tree));
+    const sha = shaOf(key, parent ?? "", body, message);
+    await tx.$executeRaw`INSERT INTO "SandboxCommit" ("sha", "repoKey", "parentSha", "tree", "message", "createdAt")
+      VALUES (${sha}, ${key}, ${parent}, ${body}, ${message}, ${this.options.now()}) ON CONFLICT DO NOTHING`;
+    return sha;
+  }
+}
+
+function sortTree(tree: Tree): Tree {
+  return Object.fromEntries(Object.entries(tree).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/**
+ * Applies a PR's patch (computed against `base`) to `current`, or null on a conflict: a path
+ * the PR changes that changed differently since the PR's base.
+ */
+export function applyPatch(current: Tree, base: Tree, patch: Tree): Tree | null {
+  const next = { ...current };
+  for (const [path, content] of Object.entries(patch)) {
+    if (current[path] !== base[path] && current[path] !== content) return null;
+    next[path] = content;
+  }
+  return next;
 }

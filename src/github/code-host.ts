@@ -1,5 +1,5 @@
 import type { Probot } from "probot";
-import type { CodeHost, PullRequestInfo, RepoRef } from "../codehost/code-host.js";
+import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../codehost/code-host.js";
 import type { Mergeability } from "../domain/states.js";
 
 type OctokitError = { status?: number };
@@ -67,5 +67,83 @@ export class GitHubCodeHost implements CodeHost {
       if ((error as OctokitError).status === 404) return null;
       throw error;
     }
+  }
+
+  async #octokit(repo: RepoRef) {
+    const installation = await this.#installationFor(repo);
+    if (installation === null) throw new Error(`the GitHub App is not installed for ${repo.owner}/${repo.name}`);
+    return this.probot.auth(installation);
+  }
+
+  async getBranchHead(repo: RepoRef, branch: string): Promise<string | null> {
+    const installation = await this.#installationFor(repo);
+    if (installation === null) return null;
+    const octokit = await this.probot.auth(installation);
+    try {
+      const { data } = await octokit.rest.repos.getBranch({ owner: repo.owner, repo: repo.name, branch });
+      return data.commit.sha;
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * The testing branch is created at the base and each PR's head is merged into it in order
+   * (GitHub's merge API); CI runs on the push. A 409 from GitHub is a merge conflict.
+   */
+  async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
+    const octokit = await this.#octokit(repo);
+    const testBranch = `greenline/${request.targetBranch}/${request.runId}`;
+    const params = { owner: repo.owner, repo: repo.name };
+    try {
+      await octokit.rest.git.createRef({ ...params, ref: `refs/heads/${testBranch}`, sha: request.baseSha });
+    } catch (error) {
+      // 422: the branch exists already (a retried effect); carry on from where it is.
+      if ((error as OctokitError).status !== 422) throw error;
+    }
+    let sha = request.baseSha;
+    for (const number of request.stack) {
+      const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
+      try {
+        const { data, status } = await octokit.rest.repos.merge({ ...params, base: testBranch, head: pr.head.sha, commit_message: `Greenline: test #${number} (${request.runId})` });
+        if (status === 201) sha = data.sha;
+      } catch (error) {
+        if ((error as OctokitError).status === 409) return { kind: "conflict", prNumber: number };
+        throw error;
+      }
+    }
+    const { data: head } = await octokit.rest.repos.getBranch({ ...params, branch: testBranch });
+    return { kind: "started", testBranch, sha: head.commit.sha ?? sha };
+  }
+
+  async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
+    const octokit = await this.#octokit(repo);
+    try {
+      await octokit.rest.git.deleteRef({ owner: repo.owner, repo: repo.name, ref: `heads/${testBranch}` });
+    } catch (error) {
+      if ((error as OctokitError).status !== 404 && (error as OctokitError).status !== 422) throw error;
+    }
+  }
+
+  /**
+   * With merge commits the target is fast-forwarded to the tested commit itself. With squash or
+   * rebase each PR is merged through GitHub, pinned to the head sha that was tested.
+   */
+  async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
+    const octokit = await this.#octokit(repo);
+    const params = { owner: repo.owner, repo: repo.name };
+    const head = await this.getBranchHead(repo, request.targetBranch);
+    if (head !== request.expectedHead) return { kind: "target_moved", head: head ?? "" };
+    if (request.method === "merge_commit") {
+      await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.testBranchSha, force: false });
+      return { kind: "merged", head: request.testBranchSha };
+    }
+    for (const number of request.prNumbers) {
+      const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
+      if (pr.merged) continue;
+      await octokit.rest.pulls.merge({ ...params, pull_number: number, sha: pr.head.sha, merge_method: request.method });
+    }
+    return { kind: "merged", head: (await this.getBranchHead(repo, request.targetBranch)) ?? "" };
   }
 }

@@ -70,7 +70,7 @@ describe.each(BACKENDS)("authentication and organizations on $name", (backend) =
     // Nothing changed for acme.
     const queue = await server.api.ok("getQueue", queueOf());
     expect(queue.state).toBe("running");
-    expect(queue.enqueuedPullRequests.map((p: { prNumber: number; state: string }) => [p.prNumber, p.state])).toEqual([[1, "pending"]]);
+    expect(queue.enqueuedPullRequests.map((p: { prNumber: number; state: string }) => [p.prNumber, p.state])).toEqual([[1, "testing"]]);
     expect((await server.api.call("getQueue", queueOf("web", "release"))).status).toBe(404);
   });
 

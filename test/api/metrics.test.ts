@@ -78,7 +78,7 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     expect(sample(text, `mq_depth_current{${labels}}`)).toBe(1);
     expect(sample(text, `mq_awaiting_mergeability{${labels}}`)).toBe(0);
     expect(sample(text, `mq_awaiting_mergeability{repo="acme/lanes",branch="main",queue_type="main"}`)).toBe(1);
-    expect(sample(text, `mq_testing_slots_active{${labels}}`)).toBe(0);
+    expect(sample(text, `mq_testing_slots_active{${labels}}`)).toBe(1);
     expect(sample(text, `mq_pr_conclusions_1h_total{${labels},conclusion="cancelled"}`)).toBe(1);
     expect(sample(text, `mq_pr_conclusions_1h_total{${labels},conclusion="merged"}`)).toBe(0);
     expect(sample(text, `mq_pr_restarts_1h_total{${labels}}`)).toBe(0);
@@ -87,9 +87,14 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     expect(sample(text, `mq_pr_time_in_queue_1h_seconds_bucket{le="600",${labels}}`)).toBe(1);
     expect(sample(text, `mq_pr_time_in_queue_1h_seconds_bucket{le="+Inf",${labels}}`)).toBe(1);
     expect(sample(text, `mq_pr_time_in_queue_1h_seconds_sum{${labels}}`)).toBe(600);
-    for (const le of ["60", "300", "600", "900", "1800", "3600", "5400", "7200", "+Inf"]) {
-      expect(sample(text, `mq_pr_wait_duration_1h_seconds_bucket{le="${le}",${labels}}`)).toBe(0);
-    }
+    // #1 started testing at once; #2 waited 10 minutes, until #1 left.
+    expect(sample(text, `mq_pr_wait_duration_1h_seconds_bucket{le="60",${labels}}`)).toBe(1);
+    expect(sample(text, `mq_pr_wait_duration_1h_seconds_bucket{le="300",${labels}}`)).toBe(1);
+    expect(sample(text, `mq_pr_wait_duration_1h_seconds_bucket{le="600",${labels}}`)).toBe(2);
+    expect(sample(text, `mq_pr_wait_duration_1h_seconds_sum{${labels}}`)).toBe(600);
+    // #1 tested for 10 minutes before it was cancelled.
+    expect(sample(text, `mq_pr_test_duration_1h_seconds_bucket{le="600",${labels}}`)).toBe(1);
+    expect(sample(text, `mq_pr_test_duration_1h_seconds_sum{${labels}}`)).toBe(600);
   });
 
   test("conclusions older than an hour drop out of the 1h series", async () => {

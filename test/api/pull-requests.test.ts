@@ -10,14 +10,14 @@ describe.each(BACKENDS)("pull requests on $name", (backend) => {
   });
   afterAll(() => server?.close());
 
-  test("submitPullRequest answers {} and the PR is pending with every field of the record", async () => {
+  test("submitPullRequest answers {} and the PR starts testing, with every field of the record", async () => {
     expect(await server.api.ok("submitPullRequest", prOf(1))).toEqual({});
     const record = await server.api.ok("getSubmittedPullRequest", prOf(1));
     expect(record).toEqual({
       id: expect.any(String),
-      state: "pending",
+      state: "testing",
       stateChangedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      stateReason: "submitted",
+      stateReason: "testing",
       priorityValue: 100,
       priorityName: "medium",
       usedDefaultPriorityName: "medium",
@@ -134,8 +134,7 @@ describe.each(BACKENDS)("pull requests on $name", (backend) => {
 
       expect(await server.api.ok("setImpactedTargets", { ...queueOf("lanes"), pr: { number: 60, sha: waiting.prSha }, impactedTargets: ["//app:lib"] })).toEqual({});
       expect(await server.api.ok("getSubmittedPullRequest", prOf(60, "lanes"))).toMatchObject({
-        state: "pending",
-        stateReason: "readiness_met",
+        state: "testing",
         readiness: { hasImpactedTargets: true },
       });
     });

@@ -138,9 +138,18 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
 
   test("a mode change with nothing in flight applies at once", async () => {
     await server.api.ok("createQueue", queueOf("modes"));
-    await server.api.ok("submitPullRequest", prOf(1, "modes"));
     const updated = await server.api.ok("updateQueue", { ...queueOf("modes"), mode: "parallel" });
     expect(updated).toMatchObject({ mode: "parallel", state: "running" });
+  });
+
+  test("a mode change with work in flight goes through switching_modes, refusing submissions meanwhile", async () => {
+    await server.api.ok("createQueue", queueOf("switch"));
+    await server.api.ok("submitPullRequest", prOf(1, "switch"));
+    const updated = await server.api.ok("updateQueue", { ...queueOf("switch"), mode: "parallel" });
+    expect(updated).toMatchObject({ mode: "single", state: "switching_modes" });
+    expect((await server.api.call("submitPullRequest", prOf(2, "switch"))).status).toBe(409);
+    await server.api.ok("cancelPullRequest", prOf(1, "switch"));
+    expect(await server.api.ok("getQueue", queueOf("switch"))).toMatchObject({ mode: "parallel", state: "running" });
   });
 
   test("deleteQueue refuses while PRs are in play, then deletes", async () => {
@@ -149,7 +158,7 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     const refused = await server.api.call("deleteQueue", queueOf("delete"));
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe("failed_precondition");
-    expect(refused.body.error.message).toContain("#7 (pending)");
+    expect(refused.body.error.message).toContain("#7 (testing)");
     expect((await server.api.ok("getQueue", queueOf("delete"))).enqueuedPullRequests).toHaveLength(1);
 
     await server.api.ok("cancelPullRequest", prOf(7, "delete"));

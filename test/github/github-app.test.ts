@@ -82,7 +82,7 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
     gh.openPr("octo-org/app", { number: 5, title: "Add caching", author: "hubot" });
     expect((await octo.call("submitPullRequest", { ...queue("octo-org"), pr: { number: 5 } })).status).toBe(200);
     expect(await octo.ok("getSubmittedPullRequest", { ...queue("octo-org"), pr: { number: 5 } })).toMatchObject({
-      state: "pending",
+      state: "testing",
       prTitle: "Add caching",
       prAuthor: "hubot",
       prBaseBranch: "main",

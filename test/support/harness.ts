@@ -58,7 +58,15 @@ export type TestServer = {
   close(): Promise<void>;
 };
 
-export type TestServerOptions = { codeHost?: CodeHost; now?: () => Date; githubApp?: Config["githubApp"] };
+export type TestServerOptions = {
+  codeHost?: CodeHost;
+  now?: () => Date;
+  githubApp?: Config["githubApp"];
+  sandbox?: Partial<Config["sandbox"]>;
+  random?: () => number;
+  /** Let the worker run on its own timer (default: tests drive it with worker.tick/drain). */
+  startWorker?: boolean;
+};
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
 export async function startTestServer(backend: Backend, options: TestServerOptions = {}): Promise<TestServer> {
@@ -78,8 +86,16 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     logLevel: "info",
     githubApp: options.githubApp ?? null,
     bootstrap: { token, org: "acme" },
+    sandbox: { ciMs: 60_000, failureRate: 0, flakeRate: 0, ...options.sandbox },
+    workerIntervalMs: 20,
   };
-  const greenline = await startGreenline(config, { log: createLogger("info", sink), codeHost: options.codeHost, now: options.now });
+  const greenline = await startGreenline(config, {
+    log: createLogger("info", sink),
+    codeHost: options.codeHost,
+    now: options.now,
+    random: options.random,
+    startWorker: options.startWorker ?? false,
+  });
   return {
     greenline,
     url: greenline.url,
@@ -102,3 +118,12 @@ export { registerToken };
 export const repo = (name = "web", owner = "acme") => ({ host: "github.com", owner, name });
 export const queueOf = (name = "web", targetBranch = "main", owner = "acme") => ({ repo: repo(name, owner), targetBranch });
 export const prOf = (number: number, name = "web", targetBranch = "main") => ({ ...queueOf(name, targetBranch), pr: { number } });
+
+/** A clock tests move by hand. */
+export class TestClock {
+  constructor(public ms = Date.parse("2026-11-22T09:00:00Z")) {}
+  now = () => new Date(this.ms);
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}

@@ -82,8 +82,18 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       // A late or repeated result of a run already decided is ignored.
       if (!run || run.status !== "running") return;
       run.status = event.outcome;
-      run.failure = event.outcome === "failed" ? "tests_failed" : null;
+      run.failure = event.outcome === "failed" ? (event.failure ?? "tests_failed") : null;
       run.finishedAt = ctx.now;
+      return;
+    }
+    case "merge_failed": {
+      // The PRs did not land: they go back in line, and the target is where the code host says.
+      for (const prNumber of event.prNumbers) {
+        const entry = entryOf(q, prNumber);
+        if (entry?.state === "merged") move(ctx, entry, "pending", "merge_failed_target_moved");
+      }
+      q.baseSha = event.headSha;
+      q.merged = [];
       return;
     }
     case "base_moved": {

@@ -39,6 +39,8 @@ export type EngineEntry = {
   reason: string;
 };
 
+export type RunFailure = "tests_failed" | "timeout" | "merge_conflict";
+
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";
 
 export type EngineRun = {
@@ -53,7 +55,7 @@ export type EngineRun = {
   status: RunStatus;
   startedAt: number;
   finishedAt: number | null;
-  failure: "tests_failed" | "timeout" | null;
+  failure: RunFailure | null;
 };
 
 export type EngineQueue = {
@@ -78,7 +80,9 @@ export type EngineEvent =
   | { kind: "cancelled"; prNumber: number; reason: CancelReason }
   | { kind: "restart_requested"; prNumber: number }
   | { kind: "readiness_changed"; prNumber: number; ready: boolean }
-  | { kind: "run_finished"; runId: string; outcome: "passed" | "failed" }
+  | { kind: "run_finished"; runId: string; outcome: "passed" | "failed"; failure?: RunFailure }
+  /** The code host refused a merge the engine decided (the target moved meanwhile). */
+  | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   | { kind: "base_moved"; sha: string }
   | { kind: "timer_fired" }
   | { kind: "config_changed" };

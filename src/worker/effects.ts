@@ -1,0 +1,106 @@
+import type { Effect as EffectRow, Queue, Repository } from "../generated/sqlite/client.js";
+import type { Effect } from "../domain/engine/types.js";
+import type { Services } from "../app/services.js";
+import type { RepoRef } from "../codehost/code-host.js";
+import { applyQueueEvent } from "./apply-event.js";
+
+const MAX_ATTEMPTS_BEFORE_BACKOFF = 5;
+
+/**
+ * Executes a queue's pending effects in order, holding the queue's lease so that one process
+ * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
+ * from the first effect not marked done.
+ */
+export async function runEffects(services: Services, queueId: string, owner: string, leaseMs: number): Promise<number> {
+  const now = services.now();
+  const claimed = await services.db.transaction((tx) =>
+    tx.queue.updateMany({
+      where: { id: queueId, OR: [{ leaseOwner: null }, { leaseOwner: owner }, { leaseUntil: { lt: now } }] },
+      data: { leaseOwner: owner, leaseUntil: new Date(now.getTime() + leaseMs) },
+    }),
+  );
+  if (claimed.count === 0) return 0;
+  let done = 0;
+  try {
+    for (;;) {
+      const row = await services.db.read((tx) => tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } }));
+      if (!row) break;
+      const queue = await services.db.read((tx) => tx.queue.findUnique({ where: { id: queueId }, include: { repository: true } }));
+      if (!queue) break;
+      try {
+        await execute(services, queue, JSON.parse(row.payload) as Effect);
+        await services.db.transaction((tx) => tx.effect.update({ where: { id: row.id }, data: { doneAt: services.now() } }));
+        done++;
+      } catch (error) {
+        await recordFailure(services, row, error);
+        break;
+      }
+    }
+  } finally {
+    await services.db.transaction((tx) => tx.queue.updateMany({ where: { id: queueId, leaseOwner: owner }, data: { leaseOwner: null, leaseUntil: null } }));
+  }
+  return done;
+}
+
+async function recordFailure(services: Services, row: EffectRow, error: unknown): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await services.db.transaction((tx) => tx.effect.update({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } }));
+  if (row.attempts + 1 >= MAX_ATTEMPTS_BEFORE_BACKOFF) services.log?.warn({ effect: row.kind, queueId: row.queueId, attempts: row.attempts + 1, error: message }, "effect keeps failing");
+}
+
+const repoOf = (repository: Repository): RepoRef => ({ host: repository.host, owner: repository.owner, name: repository.name });
+
+async function execute(services: Services, queue: Queue & { repository: Repository }, effect: Effect): Promise<void> {
+  const repo = repoOf(queue.repository);
+  const { codeHost, db } = services;
+  switch (effect.kind) {
+    case "start_run": {
+      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
+      if (!run || run.status !== "running" || run.testBranchSha) return;
+      if (!effect.baseSha) {
+        // The queue never learned its base: learn it; the engine restarts the run on it.
+        const head = await codeHost.getBranchHead(repo, queue.branch);
+        if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
+        return;
+      }
+      const started = await codeHost.startTestRun(repo, { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack });
+      if (started.kind === "conflict") {
+        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
+        return;
+      }
+      await db.transaction((tx) => tx.testRun.update({ where: { id: run.id }, data: { testBranch: started.testBranch, testBranchSha: started.sha } }));
+      return;
+    }
+    case "cancel_run": {
+      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
+      if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch);
+      return;
+    }
+    case "merge": {
+      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
+      if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
+      const expectedHead = queue.targetHead ?? queue.baseSha;
+      if (!expectedHead) throw new Error("the queue does not know its target head");
+      const result = await codeHost.mergeTestedRun(repo, {
+        targetBranch: queue.branch,
+        expectedHead,
+        prNumbers: effect.prNumbers,
+        testBranch: run.testBranch,
+        testBranchSha: run.testBranchSha,
+        method: queue.mergeMethod as "merge_commit" | "squash" | "rebase",
+      });
+      if (result.kind === "merged") {
+        await db.transaction((tx) => tx.queue.update({ where: { id: queue.id }, data: { targetHead: result.head, version: { increment: 1 } } }));
+        await codeHost.cancelTestRun(repo, run.testBranch);
+        return;
+      }
+      await applyQueueEvent(services, queue.id, { kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head }, async (tx) => {
+        await tx.queue.update({ where: { id: queue.id }, data: { targetHead: result.head } });
+        return true;
+      });
+      return;
+    }
+    case "schedule_timer":
+      return;
+  }
+}

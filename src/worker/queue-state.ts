@@ -1,0 +1,159 @@
+import type { Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
+import type { Decision, EngineEntry, EngineQueue, EngineRun } from "../domain/engine/types.js";
+import { isInLine } from "../domain/engine/order.js";
+import type { PrState, QueueMode, QueueState } from "../domain/states.js";
+import { settingsOf } from "../app/records.js";
+import type { Tx } from "../store/database.js";
+
+/** Loaded rows, kept to write back only what the engine changed. */
+export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
+
+const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
+
+function toEngineEntry(row: QueueEntry): EngineEntry {
+  return {
+    prNumber: row.prNumber,
+    state: row.state as PrState,
+    stateChangedAt: row.stateChangedAt.getTime(),
+    priority: row.priorityValue,
+    submittedAt: row.submittedAt.getTime(),
+    noBatch: row.noBatch,
+    ready: row.ready,
+    bisectionGroupLimit: row.bisectionGroupLimit,
+    reason: row.stateReason,
+  };
+}
+
+function toEngineRun(row: TestRun): EngineRun {
+  return {
+    id: row.runId,
+    kind: row.kind as EngineRun["kind"],
+    baseSha: row.baseSha,
+    stack: JSON.parse(row.stack) as number[],
+    tested: JSON.parse(row.tested) as number[],
+    status: row.status as EngineRun["status"],
+    startedAt: row.startedAt.getTime(),
+    finishedAt: row.finishedAt?.getTime() ?? null,
+    failure: row.failure as EngineRun["failure"],
+  };
+}
+
+/**
+ * The engine's view of a queue: its settings, the PRs that are not done (and any others the
+ * event names), and the runs not yet archived.
+ */
+export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = []): Promise<Loaded> {
+  const entries = await tx.queueEntry.findMany({
+    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: alsoPrs } }] },
+  });
+  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
+  const settings = settingsOf(queue);
+  return {
+    queue,
+    entries: new Map(entries.map((e) => [e.prNumber, e])),
+    runs: new Map(runs.map((r) => [r.runId, r])),
+    engine: {
+      state: queue.state as QueueState,
+      mode: queue.mode as QueueMode,
+      pendingMode: queue.pendingMode as QueueMode | null,
+      settings: {
+        mode: settings.mode,
+        concurrency: settings.concurrency,
+        bisectionConcurrency: settings.bisectionConcurrency,
+        testingTimeoutMinutes: settings.testingTimeoutMinutes,
+        pendingFailureDepth: settings.pendingFailureDepth,
+        canOptimisticallyMerge: settings.canOptimisticallyMerge,
+        batch: settings.batch,
+        batchingMaxWaitTimeMinutes: settings.batchingMaxWaitTimeMinutes,
+        batchingMinSize: settings.batchingMinSize,
+        optimizationMode: settings.optimizationMode,
+      },
+      baseSha: queue.baseSha ?? "",
+      merged: JSON.parse(queue.mergedPrs) as number[],
+      entries: entries.map(toEngineEntry),
+      runs: runs.map(toEngineRun),
+      nextRunNumber: queue.nextRunNumber,
+    },
+  };
+}
+
+/**
+ * Writes the engine's decision back: changed entries with their transitions, new and changed
+ * runs, the effects to execute (the outbox), the queue's own fields. All in the caller's
+ * transaction, so the state, its reasons and its effects commit together or not at all.
+ */
+export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string } }): Promise<void> {
+  const { queue } = loaded;
+  const { now, newId } = context;
+  const next = decision.queue;
+
+  for (const entry of next.entries) {
+    const row = loaded.entries.get(entry.prNumber);
+    if (!row) continue;
+    const changed = row.state !== entry.state || row.stateReason !== entry.reason || row.bisectionGroupLimit !== entry.bisectionGroupLimit || row.ready !== entry.ready;
+    if (!changed) continue;
+    await tx.queueEntry.update({
+      where: { id: row.id },
+      data: {
+        state: entry.state,
+        stateReason: entry.reason,
+        stateChangedAt: new Date(entry.stateChangedAt),
+        bisectionGroupLimit: entry.bisectionGroupLimit,
+        ready: entry.ready,
+        ...(entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled" ? { isCurrentlySubmitted: false } : {}),
+      },
+    });
+  }
+  if (decision.transitions.length > 0) {
+    await tx.transition.createMany({
+      data: decision.transitions.map((t) => ({
+        id: newId(),
+        entryId: loaded.entries.get(t.prNumber)!.id,
+        queueId: queue.id,
+        fromState: t.from,
+        toState: t.to,
+        reason: t.reason,
+        at: now,
+      })),
+    });
+  }
+
+  // A run is archived once no PR it tested is in line: the engine will never look at it again.
+  const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
+  for (const run of next.runs) {
+    const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
+    const row = loaded.runs.get(run.id);
+    const data = { status: run.status, failure: run.failure, finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt), archived };
+    if (!row) {
+      await tx.testRun.create({
+        data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
+      });
+    } else if (row.status !== run.status || row.failure !== run.failure || row.archived !== archived) {
+      await tx.testRun.update({ where: { id: row.id }, data });
+    }
+  }
+
+  const effects = decision.effects.filter((e) => e.kind !== "schedule_timer");
+  if (effects.length > 0) {
+    const last = await tx.effect.findFirst({ where: { queueId: queue.id }, orderBy: { seq: "desc" }, select: { seq: true } });
+    let seq = last?.seq ?? 0;
+    await tx.effect.createMany({
+      data: effects.map((effect) => ({ id: newId(), queueId: queue.id, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: now })),
+    });
+  }
+  const timer = decision.effects.find((e) => e.kind === "schedule_timer");
+  await tx.queue.update({
+    where: { id: queue.id },
+    data: {
+      state: next.state,
+      mode: next.mode,
+      pendingMode: next.pendingMode,
+      baseSha: next.baseSha || null,
+      mergedPrs: JSON.stringify(next.merged),
+      nextRunNumber: next.nextRunNumber,
+      timerAt: timer ? new Date(timer.at) : null,
+      version: { increment: 1 },
+    },
+  });
+  await tx.queueEvent.create({ data: { id: newId(), queueId: queue.id, kind: context.event.kind, payload: JSON.stringify(context.event), at: now } });
+}

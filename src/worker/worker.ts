@@ -1,0 +1,102 @@
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import type { SandboxCodeHost } from "../codehost/sandbox.js";
+import type { Logger } from "../log.js";
+import { applyQueueEvent } from "./apply-event.js";
+import { runEffects } from "./effects.js";
+
+export type WorkerOptions = {
+  intervalMs: number;
+  /** How long a process holds a queue's effects before another may take over. */
+  leaseMs: number;
+  log: Logger;
+  /** The sandbox, when it is the code host: its simulated CI reports through the worker. */
+  sandbox: SandboxCodeHost | null;
+};
+
+/**
+ * The queue worker: delivers CI results, fires due timers, notices the target branch moving
+ * outside the queue (sandbox), and executes effects. Everything it does reads the database,
+ * so any number of processes can run one, and a restarted process carries on.
+ */
+export class Worker {
+  readonly owner = `worker-${randomUUID()}`;
+  #interval: NodeJS.Timeout | null = null;
+  #ticking: Promise<number> | null = null;
+
+  constructor(
+    private readonly services: Services,
+    private readonly options: WorkerOptions,
+  ) {}
+
+  start(): void {
+    this.#interval ??= setInterval(() => {
+      if (!this.#ticking) this.tick().catch((error: unknown) => this.options.log.error({ err: error }, "worker tick failed"));
+    }, this.options.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#interval) clearInterval(this.#interval);
+    this.#interval = null;
+    await this.#ticking?.catch(() => undefined);
+  }
+
+  /** One round of work; answers how many things it did. */
+  tick(): Promise<number> {
+    this.#ticking ??= this.#tick().finally(() => (this.#ticking = null));
+    return this.#ticking;
+  }
+
+  /** Ticks until there is nothing left to do now (tests, with an injected clock). */
+  async drain(maxRounds = 10_000): Promise<void> {
+    for (let i = 0; i < maxRounds; i++) if ((await this.tick()) === 0) return;
+    throw new Error("the worker did not settle");
+  }
+
+  async #tick(): Promise<number> {
+    const { services } = this;
+    let work = 0;
+    const sandbox = this.options.sandbox;
+    if (sandbox) {
+      for (const job of await sandbox.dueCiResults(services.now())) {
+        const applied = await applyQueueEvent(services, job.queueId, { kind: "run_finished", runId: job.runId, outcome: job.outcome }, (tx) =>
+          sandbox.markDelivered(tx, job.id, services.now()),
+        );
+        if (applied) work++;
+        else await services.db.transaction((tx) => sandbox.markDelivered(tx, job.id, services.now()));
+      }
+      work += await this.#noticeBaseMoves(sandbox);
+    }
+    const due = await services.db.read((tx) => tx.queue.findMany({ where: { timerAt: { lte: services.now() } }, select: { id: true } }));
+    for (const { id } of due) {
+      const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
+      if (applied) work++;
+    }
+    const withEffects = await services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } }));
+    for (const { queueId } of withEffects) work += await runEffects(services, queueId, this.owner, this.options.leaseMs);
+    return work;
+  }
+
+  /** The sandbox has no webhooks: compare each busy queue's target head with what the queue left. */
+  async #noticeBaseMoves(sandbox: SandboxCodeHost): Promise<number> {
+    const { services } = this;
+    const queues = await services.db.read((tx) =>
+      tx.queue.findMany({ where: { OR: [{ targetHead: { not: null } }, { baseSha: { not: null } }] }, include: { repository: true } }),
+    );
+    let work = 0;
+    for (const queue of queues) {
+      const known = queue.targetHead ?? queue.baseSha;
+      const head = await sandbox.getBranchHead(queue.repository, queue.branch);
+      if (head === known) continue;
+      const pendingMerge = await services.db.read((tx) => tx.effect.count({ where: { queueId: queue.id, doneAt: null, kind: "merge" } }));
+      if (pendingMerge > 0) continue;
+      const applied = await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head }, async (tx, fresh) => {
+        if ((fresh.targetHead ?? fresh.baseSha) === head) return false;
+        await tx.queue.update({ where: { id: queue.id }, data: { targetHead: head } });
+        return true;
+      });
+      if (applied) work++;
+    }
+    return work;
+  }
+}
