@@ -154,6 +154,36 @@ export class SandboxCodeHost implements CodeHost {
     });
   }
 
+  /**
+   * Opens a pull request that changes `files` on top of `targetBranch` (tests and demos); a
+   * broken PR fails every run that holds it.
+   */
+  async openPullRequest(repo: RepoRef, pr: { number: number; targetBranch: string; files: Tree; broken?: boolean; title?: string }): Promise<string> {
+    const key = repoKeyOf(repo);
+    return this.db.transaction(async (tx) => {
+      const baseSha = await this.#ensureBranch(tx, key, pr.targetBranch);
+      const headSha = await this.#commit(tx, key, baseSha, { ...(await this.#tree(tx, baseSha)), ...pr.files }, `Pull request #${pr.number}`);
+      const data = {
+        title: pr.title ?? `Sandbox pull request #${pr.number}`,
+        author: "sandbox-author",
+        baseBranch: pr.targetBranch,
+        baseSha,
+        headSha,
+        patch: JSON.stringify(pr.files),
+        state: "open",
+        broken: pr.broken ?? false,
+      };
+      await tx.sandboxPullRequest.upsert({ where: { repoKey_number: { repoKey: key, number: pr.number } }, create: { repoKey: key, number: pr.number, ...data }, update: data });
+      return headSha;
+    });
+  }
+
+  /** The files on a branch. */
+  async branchFiles(repo: RepoRef, branch: string): Promise<Tree> {
+    const key = repoKeyOf(repo);
+    return this.db.transaction(async (tx) => this.#tree(tx, await this.#ensureBranch(tx, key, branch)));
+  }
+
   /** Pushes a commit to a branch outside the queue (tests and demos). */
   async pushToBranch(repo: RepoRef, branch: string, files: Tree): Promise<string> {
     const key = repoKeyOf(repo);

@@ -1,0 +1,145 @@
+import { BACKENDS } from "../support/backends.js";
+import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+
+const CI_MS = 60_000;
+
+describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
+  let server: TestServer;
+  const clock = new TestClock();
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { now: clock.now, sandbox: { ciMs: CI_MS } });
+  });
+  afterAll(() => server?.close());
+
+  const sandbox = () => server.greenline.sandbox!;
+  const worker = () => server.greenline.worker;
+  /** Lets simulated CI finish and the worker act on everything due. */
+  async function ciFinishes(): Promise<void> {
+    await worker().drain();
+    clock.advance(CI_MS);
+    await worker().drain();
+  }
+  const state = async (n: number, name: string) => (await server.api.ok("getSubmittedPullRequest", prOf(n, name))).state;
+  async function noFailedEffects(): Promise<void> {
+    const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
+    expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
+  }
+
+  test("PRs are tested on top of each other and merged; the target holds exactly what was tested", async () => {
+    await server.api.ok("createQueue", { ...queueOf("chain"), concurrency: 3 });
+    for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "chain"));
+    await worker().drain();
+    const details = await server.api.ok("getMergeQueueTestingDetails", prOf(3, "chain"));
+    expect(details).toMatchObject({
+      status: "in_progress",
+      testBranch: expect.stringMatching(/^greenline\/main\/run-3$/),
+      testBranchSha: expect.stringMatching(/^[0-9a-f]{40}$/),
+      testedPullRequests: [{ prNumber: 3, title: "Sandbox pull request #3" }],
+      dependentPrs: [1, 2],
+      statusChecks: [{ context: "greenline/sandbox-ci", state: "pending" }],
+    });
+    await ciFinishes();
+    for (const n of [1, 2, 3]) expect(await state(n, "chain")).toBe("merged");
+    const files = await sandbox().branchFiles(repo("chain"), "main");
+    expect(Object.keys(files).sort()).toEqual(["README.md", "changes/pr-1.txt", "changes/pr-2.txt", "changes/pr-3.txt"]);
+    expect(await server.api.ok("getMergeQueueTestingDetails", prOf(3, "chain"))).toMatchObject({ status: "succeeded" });
+    expect((await server.api.ok("getQueue", queueOf("chain"))).enqueuedPullRequests).toEqual([]);
+    await noFailedEffects();
+  });
+
+  test("a broken PR fails and never lands; the PRs behind it are retested without it and merge", async () => {
+    await server.api.ok("createQueue", { ...queueOf("broken"), concurrency: 3 });
+    await sandbox().openPullRequest(repo("broken"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
+    for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "broken"));
+    await ciFinishes();
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "broken"))).toMatchObject({ state: "failed", stateReason: "tests_failed" });
+    expect(await state(1, "broken")).toBe("merged");
+    expect(await state(3, "broken")).toBe("testing");
+    await ciFinishes();
+    expect(await state(3, "broken")).toBe("merged");
+    const files = await sandbox().branchFiles(repo("broken"), "main");
+    expect(files["src/bad.ts"]).toBeUndefined();
+    expect(files["changes/pr-3.txt"]).toBeDefined();
+    await noFailedEffects();
+  });
+
+  test("a PR that conflicts with the PRs ahead fails with merge_conflict", async () => {
+    await server.api.ok("createQueue", { ...queueOf("conflict"), concurrency: 2 });
+    await sandbox().openPullRequest(repo("conflict"), { number: 1, targetBranch: "main", files: { "config.yml": "a: 1" } });
+    await sandbox().openPullRequest(repo("conflict"), { number: 2, targetBranch: "main", files: { "config.yml": "a: 2" } });
+    await server.api.ok("submitPullRequest", prOf(1, "conflict"));
+    await server.api.ok("submitPullRequest", prOf(2, "conflict"));
+    await ciFinishes();
+    expect(await state(1, "conflict")).toBe("merged");
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "conflict"))).toMatchObject({ state: "failed", stateReason: "merge_conflict" });
+    expect((await sandbox().branchFiles(repo("conflict"), "main"))["config.yml"]).toBe("a: 1");
+  });
+
+  test("a push to the target outside the queue restarts the runs on the new base", async () => {
+    await server.api.ok("createQueue", queueOf("moved"));
+    await server.api.ok("submitPullRequest", prOf(1, "moved"));
+    await worker().drain();
+    const before = await server.api.ok("getMergeQueueTestingDetails", prOf(1, "moved"));
+    await sandbox().pushToBranch(repo("moved"), "main", { "hotfix.txt": "pushed by hand" });
+    await worker().drain();
+    const after = await server.api.ok("getMergeQueueTestingDetails", prOf(1, "moved"));
+    expect(after.testRunId).not.toBe(before.testRunId);
+    expect(after.status).toBe("in_progress");
+    await ciFinishes();
+    expect(await state(1, "moved")).toBe("merged");
+    const files = await sandbox().branchFiles(repo("moved"), "main");
+    expect(files["hotfix.txt"]).toBe("pushed by hand");
+    expect(files["changes/pr-1.txt"]).toBeDefined();
+    await noFailedEffects();
+  });
+
+  test("an overdue run fails with reason timeout", async () => {
+    // CI here takes 10 minutes; the queue allows 2.
+    const slowClock = new TestClock();
+    const slow = await startTestServer(backend, { now: slowClock.now, sandbox: { ciMs: 10 * 60_000 } });
+    try {
+      await slow.api.ok("createQueue", { ...queueOf("slow"), testingTimeoutMinutes: 2 });
+      await slow.api.ok("submitPullRequest", prOf(1, "slow"));
+      await slow.greenline.worker.drain();
+      slowClock.advance(119_000);
+      await slow.greenline.worker.drain();
+      expect((await slow.api.ok("getSubmittedPullRequest", prOf(1, "slow"))).state).toBe("testing");
+      slowClock.advance(1_000);
+      await slow.greenline.worker.drain();
+      expect(await slow.api.ok("getSubmittedPullRequest", prOf(1, "slow"))).toMatchObject({ state: "failed", stateReason: "timeout" });
+      expect(await slow.api.ok("getMergeQueueTestingDetails", prOf(1, "slow"))).toMatchObject({ status: "failed", failureReason: "timeout" });
+    } finally {
+      await slow.close();
+    }
+  });
+
+  test("restartTestsOnPullRequest re-runs the PR; pausing holds merges until resumed", async () => {
+    await server.api.ok("createQueue", queueOf("restart"));
+    await server.api.ok("submitPullRequest", prOf(1, "restart"));
+    await worker().drain();
+    const first = (await server.api.ok("getMergeQueueTestingDetails", prOf(1, "restart"))).testRunId;
+    await server.api.ok("restartTestsOnPullRequest", prOf(1, "restart"));
+    await worker().drain();
+    const second = await server.api.ok("getMergeQueueTestingDetails", prOf(1, "restart"));
+    expect(second.testRunId).not.toBe(first);
+    await server.api.ok("updateQueue", { ...queueOf("restart"), state: "paused" });
+    await ciFinishes();
+    expect(await state(1, "restart")).toBe("tests_passed");
+    await server.api.ok("updateQueue", { ...queueOf("restart"), state: "running" });
+    await worker().drain();
+    expect(await state(1, "restart")).toBe("merged");
+  });
+
+  test("batches merge as separate PRs; a failed batch is bisected to its culprit", async () => {
+    await server.api.ok("createQueue", { ...queueOf("batches"), batch: true, batchingMinSize: 4, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" });
+    await sandbox().openPullRequest(repo("batches"), { number: 3, targetBranch: "main", files: { "src/three.ts": "broken" }, broken: true });
+    for (const n of [1, 2, 3, 4]) await server.api.ok("submitPullRequest", prOf(n, "batches"));
+    for (let i = 0; i < 4; i++) await ciFinishes();
+    const states = await Promise.all([1, 2, 3, 4].map((n) => state(n, "batches")));
+    expect(states).toEqual(["merged", "merged", "failed", "merged"]);
+    const details = await server.api.ok("getMergeQueueTestingDetails", prOf(4, "batches"));
+    expect(details.isBisection).toBe(true);
+    await noFailedEffects();
+  });
+});
