@@ -5,7 +5,7 @@ import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
-import { applyEvent } from "../worker/apply-event.js";
+import { applyEvent } from "./queue-events.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";

@@ -4,7 +4,7 @@ import type { Queue } from "../generated/sqlite/client.js";
 import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { isTerminal, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
-import { applyEvent } from "../worker/apply-event.js";
+import { applyEvent } from "./queue-events.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { claimRepository, repositoryKey } from "./repositories.js";

@@ -52,8 +52,11 @@ export class SandboxCodeHost implements CodeHost {
       const base = await this.#tree(tx, baseSha);
       const patch: Tree = { [`changes/pr-${number}.txt`]: `Change made by pull request #${number}\n` };
       const headSha = await this.#commit(tx, key, baseSha, { ...base, ...patch }, `Pull request #${number}`);
-      return tx.sandboxPullRequest.create({
-        data: {
+      // upsert: two replicas may reference a new PR at once.
+      return tx.sandboxPullRequest.upsert({
+        where: { repoKey_number: { repoKey: key, number } },
+        update: {},
+        create: {
           repoKey: key,
           number,
           title: `Sandbox pull request #${number}`,

@@ -2,7 +2,7 @@ import type { Effect as EffectRow, Queue, Repository } from "../generated/sqlite
 import type { Effect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
 import type { RepoRef } from "../codehost/code-host.js";
-import { applyQueueEvent } from "./apply-event.js";
+import { applyQueueEvent } from "../app/queue-events.js";
 
 const MAX_ATTEMPTS_BEFORE_BACKOFF = 5;
 

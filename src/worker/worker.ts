@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import type { SandboxCodeHost } from "../codehost/sandbox.js";
 import type { Logger } from "../log.js";
-import { applyQueueEvent } from "./apply-event.js";
+import { applyQueueEvent } from "../app/queue-events.js";
 import { runEffects } from "./effects.js";
 
 export type WorkerOptions = {

@@ -2,7 +2,7 @@ import type { Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import type { PrState, QueueMode, QueueState } from "../domain/states.js";
-import { settingsOf } from "../app/records.js";
+import { settingsOf } from "./records.js";
 import type { Tx } from "../store/database.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */

@@ -1,7 +1,7 @@
 import type { Queue } from "../generated/sqlite/client.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent } from "../domain/engine/types.js";
-import type { Services } from "../app/services.js";
+import type { Services } from "./services.js";
 import type { Tx } from "../store/database.js";
 import { loadQueueState, saveDecision } from "./queue-state.js";
 
