@@ -21,6 +21,7 @@ function toEngineEntry(row: QueueEntry): EngineEntry {
     ready: row.ready,
     bisectionGroupLimit: row.bisectionGroupLimit,
     reason: row.stateReason,
+    position: row.linePosition === null ? null : Number(row.linePosition),
   };
 }
 
@@ -90,7 +91,13 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
   for (const entry of next.entries) {
     const row = loaded.entries.get(entry.prNumber);
     if (!row) continue;
-    const changed = row.state !== entry.state || row.stateReason !== entry.reason || row.bisectionGroupLimit !== entry.bisectionGroupLimit || row.ready !== entry.ready;
+    const position = entry.position === null ? null : BigInt(entry.position);
+    const changed =
+      row.state !== entry.state ||
+      row.stateReason !== entry.reason ||
+      row.bisectionGroupLimit !== entry.bisectionGroupLimit ||
+      row.ready !== entry.ready ||
+      row.linePosition !== position;
     if (!changed) continue;
     await tx.queueEntry.update({
       where: { id: row.id },
@@ -100,6 +107,7 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
         stateChangedAt: new Date(entry.stateChangedAt),
         bisectionGroupLimit: entry.bisectionGroupLimit,
         ready: entry.ready,
+        linePosition: position,
         ...(entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled" ? { isCurrentlySubmitted: false } : {}),
       },
     });

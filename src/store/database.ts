@@ -46,6 +46,7 @@ export class Database {
     private readonly reader: Client,
     /** Prepared lookups for the per-request hot path (see lookups.ts). */
     readonly lookups: Lookups,
+    private readonly pool: pg.Pool | null = null,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
@@ -101,6 +102,7 @@ export class Database {
       },
       client,
       postgresLookups(pool),
+      pool,
     );
   }
 
@@ -113,6 +115,38 @@ export class Database {
   /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     return fn(this.reader as unknown as Tx);
+  }
+
+  readonly #held = new Set<string>();
+
+  /**
+   * Runs `fn` holding an exclusive lock named `name`, or answers null at once when another
+   * holder has it. On PostgreSQL it is a session advisory lock, held by a connection of its
+   * own: if the process dies, PostgreSQL releases it with the connection, so no lease has to
+   * expire before another replica takes over. SQLite serves one process; the lock is local.
+   */
+  async tryWithLock<T>(name: string, fn: () => Promise<T>): Promise<T | null> {
+    if (!this.pool) {
+      if (this.#held.has(name)) return null;
+      this.#held.add(name);
+      try {
+        return await fn();
+      } finally {
+        this.#held.delete(name);
+      }
+    }
+    const connection = await this.pool.connect();
+    try {
+      const { rows } = await connection.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [name]);
+      if (!rows[0]?.locked) return null;
+      try {
+        return await fn();
+      } finally {
+        await connection.query("SELECT pg_advisory_unlock(hashtext($1))", [name]);
+      }
+    } finally {
+      connection.release();
+    }
   }
 
   close(): Promise<void> {

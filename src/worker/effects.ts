@@ -7,21 +7,13 @@ import { applyQueueEvent } from "../app/queue-events.js";
 const MAX_ATTEMPTS_BEFORE_BACKOFF = 5;
 
 /**
- * Executes a queue's pending effects in order, holding the queue's lease so that one process
+ * Executes a queue's pending effects in order, holding the queue's lock so that one process
  * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
  * from the first effect not marked done.
  */
-export async function runEffects(services: Services, queueId: string, owner: string, leaseMs: number): Promise<number> {
-  const now = services.now();
-  const claimed = await services.db.transaction((tx) =>
-    tx.queue.updateMany({
-      where: { id: queueId, OR: [{ leaseOwner: null }, { leaseOwner: owner }, { leaseUntil: { lt: now } }] },
-      data: { leaseOwner: owner, leaseUntil: new Date(now.getTime() + leaseMs) },
-    }),
-  );
-  if (claimed.count === 0) return 0;
-  let done = 0;
-  try {
+export async function runEffects(services: Services, queueId: string): Promise<number> {
+  const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
+    let count = 0;
     for (;;) {
       const row = await services.db.read((tx) => tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } }));
       if (!row) break;
@@ -29,17 +21,16 @@ export async function runEffects(services: Services, queueId: string, owner: str
       if (!queue) break;
       try {
         await execute(services, queue, JSON.parse(row.payload) as Effect);
-        await services.db.transaction((tx) => tx.effect.update({ where: { id: row.id }, data: { doneAt: services.now() } }));
-        done++;
+        await services.db.transaction((tx) => tx.effect.updateMany({ where: { id: row.id, doneAt: null }, data: { doneAt: services.now() } }));
+        count++;
       } catch (error) {
         await recordFailure(services, row, error);
         break;
       }
     }
-  } finally {
-    await services.db.transaction((tx) => tx.queue.updateMany({ where: { id: queueId, leaseOwner: owner }, data: { leaseOwner: null, leaseUntil: null } }));
-  }
-  return done;
+    return count;
+  });
+  return done ?? 0;
 }
 
 async function recordFailure(services: Services, row: EffectRow, error: unknown): Promise<void> {
@@ -56,7 +47,9 @@ async function execute(services: Services, queue: Queue & { repository: Reposito
   switch (effect.kind) {
     case "start_run": {
       const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
-      if (!run || run.status !== "running" || run.testBranchSha) return;
+      // A run may have passed already: its CI reported while a crash kept this effect from
+      // being marked done. Its testing branch must still be recorded, or it cannot merge.
+      if (!run || run.testBranchSha || (run.status !== "running" && run.status !== "passed")) return;
       if (!effect.baseSha) {
         // The queue never learned its base: learn it; the engine restarts the run on it.
         const head = await codeHost.getBranchHead(repo, queue.branch);

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import type { SandboxCodeHost } from "../codehost/sandbox.js";
 import type { Logger } from "../log.js";
@@ -7,8 +6,6 @@ import { runEffects } from "./effects.js";
 
 export type WorkerOptions = {
   intervalMs: number;
-  /** How long a process holds a queue's effects before another may take over. */
-  leaseMs: number;
   log: Logger;
   /** The sandbox, when it is the code host: its simulated CI reports through the worker. */
   sandbox: SandboxCodeHost | null;
@@ -20,7 +17,6 @@ export type WorkerOptions = {
  * so any number of processes can run one, and a restarted process carries on.
  */
 export class Worker {
-  readonly owner = `worker-${randomUUID()}`;
   #interval: NodeJS.Timeout | null = null;
   #ticking: Promise<number> | null = null;
 
@@ -73,7 +69,7 @@ export class Worker {
       if (applied) work++;
     }
     const withEffects = await services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } }));
-    for (const { queueId } of withEffects) work += await runEffects(services, queueId, this.owner, this.options.leaseMs);
+    for (const { queueId } of withEffects) work += await runEffects(services, queueId);
     return work;
   }
 

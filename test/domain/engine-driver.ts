@@ -52,6 +52,7 @@ export class EngineDriver {
       ready: true,
       bisectionGroupLimit: null,
       reason: "submitted",
+      position: null,
       ...overrides,
     });
     this.now += 1000;

@@ -165,7 +165,7 @@ describe("engine properties", () => {
           if (sim.bad.has(entry.prNumber)) expect(entry.state).not.toBe("merged");
         }
       }),
-      { numRuns: 400, seed: 42 },
+      { numRuns: 1500, seed: 42 },
     );
   });
 });

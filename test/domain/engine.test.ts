@@ -222,10 +222,11 @@ describe("the queue engine, single mode", () => {
   });
 
   test("the ordering comparator's tie-breaks", () => {
-    const e = (prNumber: number, priority: number, submittedAt: number, state = "pending") =>
-      ({ prNumber, priority, submittedAt, state }) as Parameters<typeof compareEntries>[0];
-    const sorted = [e(5, 100, 5), e(4, 100, 1), e(3, 0, 9), e(2, 200, 0, "testing"), e(1, 10, 3), e(6, 100, 1)].sort(compareEntries);
-    expect(sorted.map((x) => x.prNumber)).toEqual([3, 2, 1, 4, 6, 5]);
+    const e = (prNumber: number, priority: number, submittedAt: number, state = "pending", position: number | null = null) =>
+      ({ prNumber, priority, submittedAt, state, position }) as Parameters<typeof compareEntries>[0];
+    const sorted = [e(5, 100, 5), e(4, 100, 1), e(3, 0, 9), e(2, 200, 0, "testing", 2), e(7, 10, 0, "testing", 3), e(1, 10, 3), e(6, 100, 1)].sort(compareEntries);
+    // urgent, then in flight by start order (whatever their priority), then pending by priority and time
+    expect(sorted.map((x) => x.prNumber)).toEqual([3, 2, 7, 1, 4, 6, 5]);
   });
 });
 
@@ -298,5 +299,29 @@ describe("batching and bisection", () => {
     expect(q.merges()).toEqual([[1, 2], [4]]);
     // One run fewer than without the optimization.
     expect(q.effects.filter((e) => e.kind === "start_run").length - started).toBe(1);
+  });
+});
+
+describe("regressions", () => {
+  test("a PR going back to pending reorders the line: the runs that relied on it restart too", () => {
+    // Found by the crash-safety test: #5 fails while batch [6,7] and then [8,9] test behind it.
+    const q = new EngineDriver({ concurrency: 2, batch: true, batchingMinSize: 2 });
+    q.submit(5, { noBatch: true });
+    [6, 7, 8, 9].forEach((n) => q.submit(n));
+    expect(q.running()).toEqual([
+      [[5], [5]],
+      [[5, 6, 7], [6, 7]],
+    ]);
+    q.fail(5);
+    expect(q.state(5)).toBe("failed");
+    // No run was started on the line as it was before #5 left: the four wait no more and
+    // form one batch on the new line.
+    expect(q.q.runs.map((r) => [r.stack, r.status])).toEqual([
+      [[5], "failed"],
+      [[5, 6, 7], "cancelled"],
+      [[6, 7, 8, 9], "running"],
+    ]);
+    q.pass(8);
+    expect(q.merges()).toEqual([[6, 7, 8, 9]]);
   });
 });

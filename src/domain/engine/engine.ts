@@ -32,6 +32,7 @@ function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
 function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string): void {
   if (entry.state === to && entry.reason === reason) return;
   if (entry.state !== to) ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason });
+  if (!isInFlight(to)) entry.position = null;
   entry.state = to;
   entry.reason = reason;
   entry.stateChangedAt = ctx.now;
@@ -110,9 +111,13 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
 
 function reconcile(ctx: Context): void {
   // Each pass may enable another (a merge lets a failed PR be evicted, which frees capacity…);
-  // repeat until nothing changes. The bound only guards against a bug looping forever.
-  for (let round = 0; round < 1000; round++) {
-    const before = ctx.transitions.length + ctx.effects.length;
+  // repeat until nothing changes. The bound turns a bug that would loop forever into an error.
+  // New runs start only once everything else has settled, so none is built on a line that is
+  // about to change.
+  const changes = () => ctx.transitions.length + ctx.effects.length;
+  for (let round = 0; ; round++) {
+    if (round === 200) throw new Error("the queue engine did not settle (a bug): it kept changing its own decisions");
+    const before = changes();
     applyReadiness(ctx);
     expireRuns(ctx);
     requeueStale(ctx);
@@ -120,8 +125,9 @@ function reconcile(ctx: Context): void {
     mergePassed(ctx);
     evictFailed(ctx);
     finishModeSwitch(ctx);
+    if (changes() !== before) continue;
     startRuns(ctx);
-    if (ctx.transitions.length + ctx.effects.length === before) break;
+    if (changes() === before) break;
   }
   scheduleTimer(ctx);
 }
@@ -167,17 +173,21 @@ function currentRunOf(q: EngineQueue, line: EngineEntry[], prNumber: number): En
   return undefined;
 }
 
-/** Cancels runs whose stack no longer matches the line; their PRs go back to pending. */
+/**
+ * Sends PRs whose run no longer matches the line back to pending, and cancels such runs.
+ * One PR going back to pending reorders the line (in-flight PRs go first), which can make
+ * the runs behind it stale in turn: repeat until no PR moves.
+ */
 function requeueStale(ctx: Context): void {
   const { q } = ctx;
-  const line = lineOf(q.entries);
-  for (const run of q.runs) {
-    if (run.status === "running" && !isCurrent(q, line, run)) cancelRun(ctx, run);
-  }
-  for (const entry of line) {
-    if (isInFlight(entry.state) && !currentRunOf(q, line, entry.prNumber)) {
-      move(ctx, entry, "pending", "restarted_prs_ahead_changed");
+  for (;;) {
+    const line = lineOf(q.entries);
+    const stale = line.find((entry) => isInFlight(entry.state) && !currentRunOf(q, line, entry.prNumber));
+    if (!stale) {
+      for (const run of q.runs) if (run.status === "running" && !isCurrent(q, line, run)) cancelRun(ctx, run);
+      return;
     }
+    move(ctx, stale, "pending", "restarted_prs_ahead_changed");
   }
 }
 
@@ -186,8 +196,8 @@ function applyResults(ctx: Context): void {
   const { q } = ctx;
   const line = lineOf(q.entries);
   for (const entry of line) {
-    if (!isInFlight(entry.state)) continue;
-    const run = currentRunOf(q, line, entry.prNumber)!;
+    const run = isInFlight(entry.state) ? currentRunOf(q, line, entry.prNumber) : undefined;
+    if (!run) continue;
     if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
     else if (run.status === "failed" && run.tested.length > 1) {
       // A failed batch: test it again in halves, in the bisection pool.
@@ -246,7 +256,9 @@ function evictFailed(ctx: Context): void {
     return run?.status === "running" && run.stack.includes(head.prNumber);
   });
   if (waitingOnSuccessor) return;
-  const run = currentRunOf(q, line, head.prNumber)!;
+  const run = currentRunOf(q, line, head.prNumber);
+  // Without a current run the PR is about to be retested (requeueStale, next round).
+  if (!run || run.status !== "failed") return;
   head.bisectionGroupLimit = null;
   move(ctx, head, "failed", run.failure ?? "tests_failed");
 }
@@ -285,13 +297,12 @@ function startRuns(ctx: Context): void {
       // Wait to fill the batch; everything behind would only join it.
       if (ctx.now - oldest < q.settings.batchingMaxWaitTimeMinutes * MINUTE) return;
     }
-    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) {
-      i += group.length;
-      continue;
-    }
+    // Groups start in line order: a later group's stack would hold this one, still pending.
+    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) return;
     const stack = [...q.merged, ...line.slice(0, i + group.length).map((e) => e.prNumber)];
     const tested = group.map((e) => e.prNumber);
-    const run: EngineRun = { id: `run-${q.nextRunNumber++}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+    const runNumber = q.nextRunNumber++;
+    const run: EngineRun = { id: `run-${runNumber}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
     const known = q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
     if (known) {
       // This exact tree already failed during this bisection: reuse the result, run nothing.
@@ -302,7 +313,10 @@ function startRuns(ctx: Context): void {
       else bisectionSlots--;
     }
     q.runs.push(run);
-    for (const member of group) move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection");
+    group.forEach((member, index) => {
+      move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection");
+      member.position = runNumber * 1_000_000 + index;
+    });
     i += group.length;
   }
 }

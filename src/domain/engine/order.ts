@@ -11,7 +11,8 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
 /**
  * The order of the line, as one comparison with numbered tie-breaks:
  * 1. urgent PRs first (only urgent skips the line, displacing what is in flight);
- * 2. PRs already in flight before pending ones (other priorities never interrupt testing);
+ * 2. PRs already in flight before pending ones (other priorities never interrupt testing),
+ *    in the order they started testing;
  * 3. priority value, lower first;
  * 4. submission time, earlier first;
  * 5. PR number.
@@ -19,7 +20,15 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
 export function compareEntries(a: EngineEntry, b: EngineEntry): number {
   const urgent = (e: EngineEntry) => (e.priority === PRIORITY_NAMES.urgent ? 0 : 1);
   const flight = (e: EngineEntry) => (isInFlight(e.state) ? 0 : 1);
-  return urgent(a) - urgent(b) || flight(a) - flight(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;
+  const position = (e: EngineEntry) => (isInFlight(e.state) ? (e.position ?? 0) : 0);
+  return (
+    urgent(a) - urgent(b) ||
+    flight(a) - flight(b) ||
+    position(a) - position(b) ||
+    a.priority - b.priority ||
+    a.submittedAt - b.submittedAt ||
+    a.prNumber - b.prNumber
+  );
 }
 
 /** The PRs in line (pending or in flight), in queue order. */

@@ -37,6 +37,11 @@ export type EngineEntry = {
   bisectionGroupLimit: number | null;
   /** Why the PR is in its state (the last transition's reason). */
   reason: string;
+  /**
+   * While in flight: its place in the line, fixed when it started testing, so that PRs in flight
+   * keep their order whatever their priorities (only urgent PRs go ahead of them).
+   */
+  position: number | null;
 };
 
 export type RunFailure = "tests_failed" | "timeout" | "merge_conflict";

@@ -1,7 +1,5 @@
 -- AlterTable
 ALTER TABLE "Queue" ADD COLUMN     "baseSha" TEXT,
-ADD COLUMN     "leaseOwner" TEXT,
-ADD COLUMN     "leaseUntil" TIMESTAMP(3),
 ADD COLUMN     "mergedPrs" TEXT NOT NULL DEFAULT '[]',
 ADD COLUMN     "nextRunNumber" INTEGER NOT NULL DEFAULT 1,
 ADD COLUMN     "targetHead" TEXT,
@@ -9,6 +7,7 @@ ADD COLUMN     "timerAt" TIMESTAMP(3);
 
 -- AlterTable
 ALTER TABLE "QueueEntry" ADD COLUMN     "bisectionGroupLimit" INTEGER,
+ADD COLUMN     "linePosition" BIGINT,
 ADD COLUMN     "ready" BOOLEAN NOT NULL DEFAULT true;
 
 -- CreateTable

@@ -119,8 +119,6 @@ CREATE TABLE "new_Queue" (
     "nextRunNumber" INTEGER NOT NULL DEFAULT 1,
     "targetHead" TEXT,
     "timerAt" DATETIME,
-    "leaseOwner" TEXT,
-    "leaseUntil" DATETIME,
     "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" DATETIME NOT NULL,
     CONSTRAINT "Queue_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository" ("id") ON DELETE CASCADE ON UPDATE CASCADE
@@ -149,6 +147,7 @@ CREATE TABLE "new_QueueEntry" (
     "mergeability" TEXT NOT NULL,
     "ready" BOOLEAN NOT NULL DEFAULT true,
     "bisectionGroupLimit" INTEGER,
+    "linePosition" BIGINT,
     "submittedAt" DATETIME NOT NULL,
     CONSTRAINT "QueueEntry_queueId_fkey" FOREIGN KEY ("queueId") REFERENCES "Queue" ("id") ON DELETE CASCADE ON UPDATE CASCADE
 );

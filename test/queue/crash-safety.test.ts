@@ -1,0 +1,137 @@
+import { ApiClient, repo } from "../support/harness.js";
+import { BACKENDS } from "../support/backends.js";
+import { Database } from "../../src/store/database.js";
+import { freePort, ServiceProcess } from "../support/service-process.js";
+
+/**
+ * Kills the service with SIGKILL at random instants while it processes 120 PRs on the
+ * sandbox (simulated CI with real failures and flakes), restarting it each time on the same
+ * database. Afterwards every PR has reached a terminal state with a reason, none merged twice,
+ * no broken PR landed, and the target branch holds exactly the merged PRs' changes.
+ */
+
+const TOKEN = "crash-test-token-0123456789";
+const PRS_PER_QUEUE = 60;
+const QUEUES = [
+  { name: "chain", settings: { concurrency: 4, canOptimisticallyMerge: true, pendingFailureDepth: 1 } },
+  { name: "batches", settings: { concurrency: 2, batch: true, batchingMinSize: 1, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" } },
+];
+const TERMINAL = ["merged", "failed", "cancelled"];
+
+// A seeded generator: the kill schedule is random but repeatable.
+function seeded(seed: number) {
+  return () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+}
+
+describe.each(BACKENDS)("crash safety on $name", (backend) => {
+  test("SIGKILL at random points loses nothing and breaks no invariant", async () => {
+    const database = await backend.createDatabase();
+    const service = new ServiceProcess(await freePort(), {
+      DATABASE_URL: database.url,
+      GREENLINE_API_TOKEN: TOKEN,
+      GREENLINE_ORG: "acme",
+      GREENLINE_SANDBOX_CI_MS: "150",
+      GREENLINE_SANDBOX_FAILURE_RATE: "0.05",
+      GREENLINE_SANDBOX_FLAKE_RATE: "0.05",
+      GREENLINE_WORKER_INTERVAL_MS: "20",
+    });
+    const random = seeded(backend.name === "sqlite" ? 7 : 11);
+    const api = new ApiClient(service.url, TOKEN);
+    /** Calls until the service answers (it may be down, or die mid-request). */
+    const call = async (op: string, body: unknown) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await api.call(op, body);
+        } catch (error) {
+          if (attempt > 400) throw error;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      }
+    };
+    let kills = 0;
+    let stopKilling = false;
+    const killer = (async () => {
+      while (!stopKilling) {
+        await new Promise((r) => setTimeout(r, 200 + random() * 1200));
+        if (stopKilling) break;
+        await service.kill();
+        kills++;
+        await service.start();
+      }
+    })();
+
+    try {
+      await service.start();
+      for (const q of QUEUES) {
+        const created = await call("createQueue", { repo: repo(q.name), targetBranch: "main", ...q.settings });
+        expect([200, 409]).toContain(created.status);
+      }
+      for (let n = 1; n <= PRS_PER_QUEUE; n++) {
+        for (const q of QUEUES) {
+          const address = { repo: repo(q.name), targetBranch: "main", pr: { number: n } };
+          // A submission whose answer was lost may have happened: submit only if it did not.
+          for (;;) {
+            const existing = await call("getSubmittedPullRequest", address);
+            if (existing.status === 200) break;
+            const submitted = await call("submitPullRequest", address);
+            if (submitted.status === 200) break;
+          }
+        }
+      }
+      // Keep killing for a while after the last submission, then let it finish.
+      await new Promise((r) => setTimeout(r, 3000));
+      stopKilling = true;
+      await killer;
+
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        const queues = await Promise.all(QUEUES.map((q) => call("getQueue", { repo: repo(q.name), targetBranch: "main" })));
+        if (queues.every((r) => r.status === 200 && r.body.enqueuedPullRequests.length === 0)) break;
+        if (Date.now() > deadline) throw new Error(`the queues did not drain: ${JSON.stringify(queues.map((r) => r.body.enqueuedPullRequests?.map((p: { prNumber: number; state: string }) => [p.prNumber, p.state])))}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(kills).toBeGreaterThanOrEqual(3);
+    } finally {
+      stopKilling = true;
+      await killer.catch(() => undefined);
+      await service.stop();
+    }
+
+    const db = await Database.open(database.url, { migrate: false });
+    try {
+      for (const q of QUEUES) {
+        const repository = await db.read((tx) => tx.repository.findFirstOrThrow({ where: { name: q.name } }));
+        const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { repositoryId: repository.id } }));
+        const entries = await db.read((tx) => tx.queueEntry.findMany({ where: { queueId: queue.id }, include: { transitions: true } }));
+        expect(entries).toHaveLength(PRS_PER_QUEUE);
+        const pulls = await db.read((tx) => tx.sandboxPullRequest.findMany({ where: { repoKey: repository.key } }));
+        const broken = new Set(pulls.filter((p) => p.broken).map((p) => p.number));
+        for (const entry of entries) {
+          expect(TERMINAL).toContain(entry.state);
+          expect(entry.stateReason).not.toBe("");
+          const merges = entry.transitions.filter((t) => t.toState === "merged");
+          expect(merges.length).toBeLessThanOrEqual(1);
+          if (broken.has(entry.prNumber)) expect(entry.state).not.toBe("merged");
+        }
+        const merged = entries.filter((e) => e.state === "merged").map((e) => e.prNumber).sort((a, b) => a - b);
+        // Most PRs are good: a run that merged nothing would pass the checks above vacuously.
+        expect(merged.length).toBeGreaterThan(PRS_PER_QUEUE / 2);
+        // The target holds exactly the merged PRs' changes, each applied once.
+        const ref = await db.read((tx) => tx.sandboxRef.findUniqueOrThrow({ where: { repoKey_name: { repoKey: repository.key, name: "main" } } }));
+        const head = await db.read((tx) => tx.sandboxCommit.findUniqueOrThrow({ where: { sha: ref.sha } }));
+        const files = Object.keys(JSON.parse(head.tree) as Record<string, string>).filter((f) => f.startsWith("changes/"));
+        expect(files.map((f) => Number(/pr-(\d+)/.exec(f)![1])).sort((a, b) => a - b)).toEqual(merged);
+        let commits = 0;
+        for (let sha: string | null = ref.sha; sha; commits++) {
+          sha = (await db.read((tx) => tx.sandboxCommit.findUniqueOrThrow({ where: { sha: sha! } }))).parentSha;
+        }
+        expect(commits).toBe(merged.length + 1);
+        const violations = await db.read((tx) => tx.effect.findMany({ where: { queueId: queue.id, lastError: { contains: "sandbox:" } } }));
+        expect(violations).toEqual([]);
+      }
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  }, 240_000);
+});

@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
+import { join } from "node:path";
+
+const root = join(import.meta.dirname, "../..");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The real service in a process of its own (`src/main.ts`, as `npm start` runs it), which a
+ * test can kill with SIGKILL at any instant and start again on the same database.
+ */
+export class ServiceProcess {
+  #child: ChildProcess | null = null;
+  output = "";
+  readonly url: string;
+
+  constructor(
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: root,
+      env: { ...process.env, LOG_LEVEL: "warn", ...this.env, PORT: String(this.port), HOST: "127.0.0.1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout!.on("data", (d) => (this.output = (this.output + d).slice(-20_000)));
+    child.stderr!.on("data", (d) => (this.output = (this.output + d).slice(-20_000)));
+    this.#child = child;
+    for (let i = 0; i < 300; i++) {
+      if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${this.output}`);
+      const ok = await fetch(`${this.url}/healthz`).then((r) => r.ok, () => false);
+      if (ok) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`service did not become healthy:\n${this.output}`);
+  }
+
+  /** SIGKILL: no shutdown handler runs, nothing is flushed. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    this.#child = null;
+  }
+
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
