@@ -27,14 +27,11 @@ export async function authenticate(db: Database, token: string): Promise<Princip
   return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id };
 }
 
+/** The organization `slug`, created if needed. Replicas starting together may race: the insert is a no-op for the loser. */
 export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: string; slug: string }> {
   const normalized = slug.toLowerCase();
-  return tx.organization.upsert({
-    where: { slug: normalized },
-    create: { id: randomUUID(), slug: normalized },
-    update: {},
-    select: { id: true, slug: true },
-  });
+  await tx.$executeRaw`INSERT INTO "Organization" ("id", "slug", "createdAt") VALUES (${randomUUID()}, ${normalized}, ${new Date()}) ON CONFLICT ("slug") DO NOTHING`;
+  return tx.organization.findUniqueOrThrow({ where: { slug: normalized }, select: { id: true, slug: true } });
 }
 
 /** Registers `token` for the organization `slug`, creating it if needed. Idempotent. */
@@ -49,8 +46,11 @@ export async function registerToken(db: Database, slug: string, token: string, n
       return { id: existing.id, created: false };
     }
     const id = randomUUID();
-    await tx.apiToken.create({ data: { id, organizationId: org.id, name, tokenHash: hash } });
-    return { id, created: true };
+    await tx.$executeRaw`INSERT INTO "ApiToken" ("id", "organizationId", "name", "tokenHash", "createdAt")
+      VALUES (${id}, ${org.id}, ${name}, ${hash}, ${new Date()}) ON CONFLICT ("tokenHash") DO NOTHING`;
+    const row = await tx.apiToken.findUniqueOrThrow({ where: { tokenHash: hash } });
+    if (row.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
+    return { id: row.id, created: row.id === id };
   });
 }
 

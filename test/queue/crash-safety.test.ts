@@ -1,6 +1,7 @@
 import { ApiClient, repo } from "../support/harness.js";
 import { BACKENDS } from "../support/backends.js";
 import { Database } from "../../src/store/database.js";
+import { expectQueueInvariants } from "../support/invariants.js";
 import { freePort, ServiceProcess } from "../support/service-process.js";
 
 /**
@@ -16,7 +17,6 @@ const QUEUES = [
   { name: "chain", settings: { concurrency: 4, canOptimisticallyMerge: true, pendingFailureDepth: 1 } },
   { name: "batches", settings: { concurrency: 2, batch: true, batchingMinSize: 1, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" } },
 ];
-const TERMINAL = ["merged", "failed", "cancelled"];
 
 // A seeded generator: the kill schedule is random but repeatable.
 function seeded(seed: number) {
@@ -99,36 +99,7 @@ describe.each(BACKENDS)("crash safety on $name", (backend) => {
 
     const db = await Database.open(database.url, { migrate: false });
     try {
-      for (const q of QUEUES) {
-        const repository = await db.read((tx) => tx.repository.findFirstOrThrow({ where: { name: q.name } }));
-        const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { repositoryId: repository.id } }));
-        const entries = await db.read((tx) => tx.queueEntry.findMany({ where: { queueId: queue.id }, include: { transitions: true } }));
-        expect(entries).toHaveLength(PRS_PER_QUEUE);
-        const pulls = await db.read((tx) => tx.sandboxPullRequest.findMany({ where: { repoKey: repository.key } }));
-        const broken = new Set(pulls.filter((p) => p.broken).map((p) => p.number));
-        for (const entry of entries) {
-          expect(TERMINAL).toContain(entry.state);
-          expect(entry.stateReason).not.toBe("");
-          const merges = entry.transitions.filter((t) => t.toState === "merged");
-          expect(merges.length).toBeLessThanOrEqual(1);
-          if (broken.has(entry.prNumber)) expect(entry.state).not.toBe("merged");
-        }
-        const merged = entries.filter((e) => e.state === "merged").map((e) => e.prNumber).sort((a, b) => a - b);
-        // Most PRs are good: a run that merged nothing would pass the checks above vacuously.
-        expect(merged.length).toBeGreaterThan(PRS_PER_QUEUE / 2);
-        // The target holds exactly the merged PRs' changes, each applied once.
-        const ref = await db.read((tx) => tx.sandboxRef.findUniqueOrThrow({ where: { repoKey_name: { repoKey: repository.key, name: "main" } } }));
-        const head = await db.read((tx) => tx.sandboxCommit.findUniqueOrThrow({ where: { sha: ref.sha } }));
-        const files = Object.keys(JSON.parse(head.tree) as Record<string, string>).filter((f) => f.startsWith("changes/"));
-        expect(files.map((f) => Number(/pr-(\d+)/.exec(f)![1])).sort((a, b) => a - b)).toEqual(merged);
-        let commits = 0;
-        for (let sha: string | null = ref.sha; sha; commits++) {
-          sha = (await db.read((tx) => tx.sandboxCommit.findUniqueOrThrow({ where: { sha: sha! } }))).parentSha;
-        }
-        expect(commits).toBe(merged.length + 1);
-        const violations = await db.read((tx) => tx.effect.findMany({ where: { queueId: queue.id, lastError: { contains: "sandbox:" } } }));
-        expect(violations).toEqual([]);
-      }
+      for (const q of QUEUES) await expectQueueInvariants(db, q.name, PRS_PER_QUEUE);
     } finally {
       await db.close();
       await database.drop();
