@@ -1,19 +1,9 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import autocannon from "autocannon";
 import pg from "pg";
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+export { findFreePort as freePort } from "../src/net.js";
 
 export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

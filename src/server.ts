@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import { Probot, Server } from "probot";
 import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
@@ -11,6 +11,7 @@ import type { Config } from "./config.js";
 import { createGitHubApp } from "./github/app.js";
 import { GitHubCodeHost } from "./github/code-host.js";
 import type { Logger } from "./log.js";
+import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
 import { Worker } from "./worker/worker.js";
 import { orderedId } from "./store/ids.js";
@@ -51,6 +52,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       ? Probot.defaults({ appId: config.githubApp.appId, privateKey: config.githubApp.privateKey, secret: config.githubApp.webhookSecret, baseUrl: config.githubApp.apiUrl, log })
       : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
         Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
+    // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
     const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
     const now = options.now ?? (() => new Date());
@@ -90,16 +92,4 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     await db.close();
     throw error;
   }
-}
-
-/** Probot's Server treats port 0 as "use 3000"; port 0 here means "any free port". */
-function findFreePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }

@@ -1,19 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+export { findFreePort as freePort } from "../../src/net.js";
 
 /**
  * The real service in a process of its own (`src/main.ts`, as `npm start` runs it), which a
