@@ -73,11 +73,14 @@ export class Worker {
     return work;
   }
 
-  /** The sandbox has no webhooks: compare each busy queue's target head with what the queue left. */
+  /**
+   * The sandbox has no webhooks: compare the target head of each queue with runs in flight
+   * (the only ones a move can make stale) with what the queue left.
+   */
   async #noticeBaseMoves(sandbox: SandboxCodeHost): Promise<number> {
     const { services } = this;
     const queues = await services.db.read((tx) =>
-      tx.queue.findMany({ where: { OR: [{ targetHead: { not: null } }, { baseSha: { not: null } }] }, include: { repository: true } }),
+      tx.queue.findMany({ where: { runs: { some: { status: "running" } } }, include: { repository: true } }),
     );
     let work = 0;
     for (const queue of queues) {
