@@ -91,7 +91,8 @@ export class Database {
         await connection.end();
       }
     }
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+    // A bounded wait for a connection: an exhausted pool fails requests instead of hanging them.
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: 10_000 });
     const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
     return new Database(
       "postgres",
