@@ -102,7 +102,11 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     if (t.fromState === "testing" && t.toState === "pending") restarts.inc(labels, 1);
   }
   const byEntry = new Map<string, Transition[]>();
-  for (const t of data.histories) byEntry.set(t.entryId, [...(byEntry.get(t.entryId) ?? []), t]);
+  for (const t of data.histories) {
+    const history = byEntry.get(t.entryId);
+    if (history) history.push(t);
+    else byEntry.set(t.entryId, [t]);
+  }
   for (const history of byEntry.values()) {
     const labels = labelsOf.get(history[0]!.queueId)!;
     const d = measureEntry(history, windowStart);

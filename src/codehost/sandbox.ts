@@ -82,7 +82,10 @@ export class SandboxCodeHost implements CodeHost {
   }
 
   async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
-    return this.db.transaction((tx) => this.#ensureBranch(tx, repoKeyOf(repo), branch));
+    // The worker asks this every tick: a plain read, and a write transaction only to create the branch.
+    const key = repoKeyOf(repo);
+    const ref = await this.db.read((tx) => tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: branch } } }));
+    return ref?.sha ?? this.db.transaction((tx) => this.#ensureBranch(tx, key, branch));
   }
 
   async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {

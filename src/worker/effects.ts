@@ -4,7 +4,8 @@ import type { Services } from "../app/services.js";
 import type { RepoRef } from "../codehost/code-host.js";
 import { applyQueueEvent } from "../app/queue-events.js";
 
-const MAX_ATTEMPTS_BEFORE_BACKOFF = 5;
+/** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
+const WARN_AFTER_ATTEMPTS = 5;
 
 /**
  * Executes a queue's pending effects in order, holding the queue's lock so that one process
@@ -36,7 +37,7 @@ export async function runEffects(services: Services, queueId: string): Promise<n
 async function recordFailure(services: Services, row: EffectRow, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
   await services.db.transaction((tx) => tx.effect.update({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } }));
-  if (row.attempts + 1 >= MAX_ATTEMPTS_BEFORE_BACKOFF) services.log?.warn({ effect: row.kind, queueId: row.queueId, attempts: row.attempts + 1, error: message }, "effect keeps failing");
+  if (row.attempts + 1 >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: row.kind, queueId: row.queueId, attempts: row.attempts + 1, error: message }, "effect keeps failing");
 }
 
 const repoOf = (repository: Repository): RepoRef => ({ host: repository.host, owner: repository.owner, name: repository.name });
