@@ -58,6 +58,7 @@ export async function submitPullRequest(services: Services, principal: Principal
       prBaseBranch: pr.baseBranch,
       prAuthor: pr.author,
       mergeability: pr.mergeability,
+      directMergeBase: pr.greenBaseSha,
       priorityValue: priority.value,
       priorityName: priority.name,
       usedDefaultPriorityName: priority.usedDefaultName,
@@ -169,7 +170,9 @@ export async function setImpactedTargets(services: Services, principal: Principa
     const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } } });
     if (entry && !isTerminal(entry.state as PrState)) {
       const ready = isReady(await readinessOf(tx, queue, entry));
-      if (ready !== entry.ready) await applyEvent(services, tx, queue, { kind: "readiness_changed", prNumber: entry.prNumber, ready });
+      // New targets may change the PR's lane even when its readiness stays the same.
+      const event = ready !== entry.ready ? ({ kind: "readiness_changed", prNumber: entry.prNumber, ready } as const) : ({ kind: "targets_changed", prNumber: entry.prNumber } as const);
+      await applyEvent(services, tx, queue, event);
     }
   });
 }

@@ -1,5 +1,5 @@
-import type { Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
-import type { Decision, EngineEntry, EngineQueue, EngineRun } from "../domain/engine/types.js";
+import type { ImpactedTargets, Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
+import type { Decision, EngineEntry, EngineQueue, EngineRun, Targets } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import type { PrState, QueueMode, QueueState } from "../domain/states.js";
 import { settingsOf } from "./records.js";
@@ -10,7 +10,13 @@ export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map
 
 const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
 
-function toEngineEntry(row: QueueEntry): EngineEntry {
+/** The targets uploaded for the PR's current head; null when none are. */
+function targetsOf(row: QueueEntry, uploaded: ImpactedTargets | undefined): Targets | null {
+  if (!uploaded || uploaded.sha !== row.prSha) return null;
+  return uploaded.kind === "all" ? "ALL" : (JSON.parse(uploaded.targets) as string[]);
+}
+
+function toEngineEntry(row: QueueEntry, uploaded: ImpactedTargets | undefined): EngineEntry {
   return {
     prNumber: row.prNumber,
     state: row.state as PrState,
@@ -22,6 +28,8 @@ function toEngineEntry(row: QueueEntry): EngineEntry {
     bisectionGroupLimit: row.bisectionGroupLimit,
     reason: row.stateReason,
     position: row.linePosition === null ? null : Number(row.linePosition),
+    targets: targetsOf(row, uploaded),
+    directMergeBase: row.directMergeBase,
   };
 }
 
@@ -44,9 +52,15 @@ function toEngineRun(row: TestRun): EngineRun {
  * event names), and the runs not yet archived.
  */
 export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = []): Promise<Loaded> {
+  // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges).
+  const merged = JSON.parse(queue.mergedPrs) as number[];
   const entries = await tx.queueEntry.findMany({
-    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: alsoPrs } }] },
+    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: [...alsoPrs, ...merged] } }] },
   });
+  const uploaded =
+    queue.mode === "parallel" || queue.pendingMode === "parallel"
+      ? new Map((await tx.impactedTargets.findMany({ where: { queueId: queue.id, prNumber: { in: entries.map((e) => e.prNumber) } } })).map((t) => [t.prNumber, t]))
+      : new Map<number, ImpactedTargets>();
   const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
   const settings = settingsOf(queue);
   return {
@@ -68,10 +82,11 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
         batchingMaxWaitTimeMinutes: settings.batchingMaxWaitTimeMinutes,
         batchingMinSize: settings.batchingMinSize,
         optimizationMode: settings.optimizationMode,
+        directMergeMode: settings.directMergeMode,
       },
       baseSha: queue.baseSha ?? "",
-      merged: JSON.parse(queue.mergedPrs) as number[],
-      entries: entries.map(toEngineEntry),
+      merged,
+      entries: entries.map((row) => toEngineEntry(row, uploaded.get(row.prNumber))),
       runs: runs.map(toEngineRun),
       nextRunNumber: queue.nextRunNumber,
     },
@@ -136,8 +151,13 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
       await tx.testRun.create({
         data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
       });
-    } else if (row.status !== run.status || row.failure !== run.failure || row.archived !== archived) {
-      await tx.testRun.update({ where: { id: row.id }, data });
+    } else {
+      // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
+      const stack = JSON.stringify(run.stack);
+      const rebased = row.baseSha !== run.baseSha || row.stack !== stack;
+      if (rebased || row.status !== run.status || row.failure !== run.failure || row.archived !== archived) {
+        await tx.testRun.update({ where: { id: row.id }, data: { ...data, ...(rebased ? { baseSha: run.baseSha, stack } : {}) } });
+      }
     }
   }
 

@@ -10,6 +10,11 @@ export type PullRequestInfo = {
   baseBranch: string;
   state: "open" | "closed" | "merged";
   mergeability: Mergeability;
+  /**
+   * The target commit the PR's head is up to date with, when its own checks are green (what
+   * a direct merge needs); null when it is behind the target or its checks are not green.
+   */
+  greenBaseSha: string | null;
 };
 
 export type TestRunRequest = {
@@ -28,8 +33,15 @@ export type MergeRequest = {
   /** The head the target must still have: the run's base plus the PRs merged since. */
   expectedHead: string;
   prNumbers: number[];
-  testBranch: string;
-  testBranchSha: string;
+  /** The testing branch that tested these PRs; null for a direct merge (no queue run). */
+  tested: { branch: string; sha: string } | null;
+  /**
+   * true: the target must end with exactly the tested tree (single mode; the target is
+   * fast-forwarded to the tested commit where the merge method allows). false: other lanes'
+   * PRs may have merged since the run started (parallel mode), or nothing was tested (direct
+   * merge): each PR is merged on its own.
+   */
+  exactTree: boolean;
   method: "merge_commit" | "squash" | "rebase";
 };
 

@@ -78,6 +78,8 @@ export class SandboxCodeHost implements CodeHost {
       baseBranch: pr.baseBranch,
       state: pr.state as PullRequestInfo["state"],
       mergeability: "mergeable",
+      // A broken PR's own checks are red; a sound one is green on the commit it was opened on.
+      greenBaseSha: pr.broken ? null : pr.baseSha,
     };
   }
 
@@ -141,6 +143,8 @@ export class SandboxCodeHost implements CodeHost {
       // Repeating a merge that already happened changes nothing.
       if (pending.length === 0) return { kind: "merged", head };
       if (head !== request.expectedHead) return { kind: "target_moved", head };
+      // A direct merge needs the PR up to date with the target: the tree it was checked on.
+      if (!request.tested && pending.some((pr) => pr.baseSha !== head || pr.broken)) return { kind: "target_moved", head };
       let sha = head;
       let tree = await this.#tree(tx, head);
       for (const pr of pending) {
@@ -149,10 +153,15 @@ export class SandboxCodeHost implements CodeHost {
         tree = applied;
         sha = await this.#commit(tx, key, sha, tree, `${pr.title} (#${pr.number})`);
       }
-      // The invariant, checked where it matters: the target now holds the tree that was tested.
-      const tested = await this.#tree(tx, request.testBranchSha);
-      if (JSON.stringify(sortTree(tree)) !== JSON.stringify(sortTree(tested))) {
-        throw new Error(`sandbox: merging ${request.prNumbers.join(", ")} would not produce the tree run ${request.testBranch} tested`);
+      // The invariant, checked where it matters: the target now holds the tree that was tested
+      // (whole, or in parallel mode every file the merged PRs touch).
+      if (request.tested) {
+        const tested = await this.#tree(tx, request.tested.sha);
+        const files = request.exactTree ? null : new Set(pending.flatMap((pr) => Object.keys(JSON.parse(pr.patch) as Tree)));
+        const pick = (t: Tree) => JSON.stringify(sortTree(files ? Object.fromEntries(Object.entries(t).filter(([f]) => files.has(f))) : t));
+        if (pick(tree) !== pick(tested)) {
+          throw new Error(`sandbox: merging ${request.prNumbers.join(", ")} would not produce the tree run ${request.tested.branch} tested`);
+        }
       }
       await tx.sandboxRef.update({ where: { repoKey_name: { repoKey: key, name: request.targetBranch } }, data: { sha } });
       await tx.sandboxPullRequest.updateMany({ where: { repoKey: key, number: { in: pending.map((p) => p.number) } }, data: { state: "merged" } });

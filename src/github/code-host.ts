@@ -62,11 +62,21 @@ export class GitHubCodeHost implements CodeHost {
         baseBranch: data.base.ref,
         state: data.merged ? "merged" : data.state === "open" ? "open" : "closed",
         mergeability: mergeabilityOf(data),
+        greenBaseSha: data.mergeable_state === "clean" ? await this.#upToDateBase(octokit, repo, data.base.ref, data.head.sha) : null,
       };
     } catch (error) {
       if ((error as OctokitError).status === 404) return null;
       throw error;
     }
+  }
+
+  /** The target's head when the PR's head contains it (the PR is up to date), else null. */
+  async #upToDateBase(octokit: Awaited<ReturnType<Probot["auth"]>>, repo: RepoRef, base: string, head: string): Promise<string | null> {
+    const [{ data: comparison }, { data: branch }] = await Promise.all([
+      octokit.rest.repos.compareCommitsWithBasehead({ owner: repo.owner, repo: repo.name, basehead: `${base}...${head}` }),
+      octokit.rest.repos.getBranch({ owner: repo.owner, repo: repo.name, branch: base }),
+    ]);
+    return comparison.behind_by === 0 && comparison.merge_base_commit.sha === branch.commit.sha ? branch.commit.sha : null;
   }
 
   async #octokit(repo: RepoRef) {
@@ -127,22 +137,33 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   /**
-   * With merge commits the target is fast-forwarded to the tested commit itself. With squash or
-   * rebase each PR is merged through GitHub, pinned to the head sha that was tested.
+   * With merge commits and an exact tree the target is fast-forwarded to the tested commit
+   * itself. Otherwise each PR is merged through GitHub, pinned to the head sha that was tested.
    */
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.#octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
+    const prs = [];
+    for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
     const head = await this.getBranchHead(repo, request.targetBranch);
+    // Repeating a merge that already happened changes nothing.
+    if (prs.every((pr) => pr.merged)) return { kind: "merged", head: head ?? "" };
     if (head !== request.expectedHead) return { kind: "target_moved", head: head ?? "" };
-    if (request.method === "merge_commit") {
-      await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.testBranchSha, force: false });
-      return { kind: "merged", head: request.testBranchSha };
+    if (request.method === "merge_commit" && request.exactTree && request.tested) {
+      await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
+      return { kind: "merged", head: request.tested.sha };
     }
-    for (const number of request.prNumbers) {
-      const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
+    const method = request.method === "merge_commit" ? "merge" : request.method;
+    for (const pr of prs) {
       if (pr.merged) continue;
-      await octokit.rest.pulls.merge({ ...params, pull_number: number, sha: pr.head.sha, merge_method: request.method });
+      try {
+        await octokit.rest.pulls.merge({ ...params, pull_number: pr.number, sha: pr.head.sha, merge_method: method });
+      } catch (error) {
+        // 405 not mergeable / 409 head moved: the target or the PR changed under us.
+        const status = (error as OctokitError).status;
+        if (status === 405 || status === 409) return { kind: "target_moved", head: (await this.getBranchHead(repo, request.targetBranch)) ?? "" };
+        throw error;
+      }
     }
     return { kind: "merged", head: (await this.getBranchHead(repo, request.targetBranch)) ?? "" };
   }

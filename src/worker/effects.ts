@@ -71,27 +71,32 @@ async function execute(services: Services, queue: Queue & { repository: Reposito
       return;
     }
     case "merge": {
-      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
-      if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
+      // A merge decided before an earlier one failed is void: its PRs are back in line. The
+      // merges still to land are the queue's merged list, in order; this one must be next.
+      const merged = JSON.parse(queue.mergedPrs) as number[];
+      if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return;
+      let tested: { branch: string; sha: string } | null = null;
+      if (effect.runId !== null) {
+        const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId! } } }));
+        if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
+        tested = { branch: run.testBranch, sha: run.testBranchSha };
+      }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");
       const result = await codeHost.mergeTestedRun(repo, {
         targetBranch: queue.branch,
         expectedHead,
         prNumbers: effect.prNumbers,
-        testBranch: run.testBranch,
-        testBranchSha: run.testBranchSha,
+        tested,
+        exactTree: effect.exactTree,
         method: queue.mergeMethod as "merge_commit" | "squash" | "rebase",
       });
-      if (result.kind === "merged") {
-        await db.transaction((tx) => tx.queue.update({ where: { id: queue.id }, data: { targetHead: result.head, version: { increment: 1 } } }));
-        await codeHost.cancelTestRun(repo, run.testBranch);
-        return;
-      }
-      await applyQueueEvent(services, queue.id, { kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head }, async (tx) => {
+      const event = result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
+      await applyQueueEvent(services, queue.id, event, async (tx) => {
         await tx.queue.update({ where: { id: queue.id }, data: { targetHead: result.head } });
         return true;
       });
+      if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);
       return;
     }
     case "schedule_timer":

@@ -15,6 +15,7 @@ export function settings(overrides: Partial<EngineSettings> = {}): EngineSetting
     batchingMaxWaitTimeMinutes: 5,
     batchingMinSize: 2,
     optimizationMode: "off",
+    directMergeMode: "off",
     ...overrides,
   };
 }
@@ -30,7 +31,8 @@ export class EngineDriver {
   transitions: Transition[] = [];
 
   constructor(overrides: Partial<EngineSettings> = {}, queue: Partial<EngineQueue> = {}) {
-    this.q = { state: "running", mode: "single", pendingMode: null, settings: settings(overrides), baseSha: "base-0", merged: [], entries: [], runs: [], nextRunNumber: 1, ...queue };
+    const s = settings(overrides);
+    this.q = { state: "running", mode: s.mode, pendingMode: null, settings: s, baseSha: "base-0", merged: [], entries: [], runs: [], nextRunNumber: 1, ...queue };
   }
 
   send(event: EngineEvent): Effect[] {
@@ -53,6 +55,8 @@ export class EngineDriver {
       bisectionGroupLimit: null,
       reason: "submitted",
       position: null,
+      targets: null,
+      directMergeBase: null,
       ...overrides,
     });
     this.now += 1000;

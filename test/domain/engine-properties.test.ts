@@ -1,11 +1,16 @@
 import fc from "fast-check";
-import type { Effect, EngineSettings } from "../../src/domain/engine/types.js";
+import { overlaps } from "../../src/domain/engine/line.js";
+import type { Effect, EngineSettings, Targets } from "../../src/domain/engine/types.js";
 import { EngineDriver } from "./engine-driver.js";
 
 /**
- * Random workloads against the pure engine, checking after every step:
- * - every merge is of a run that passed, on the current base, whose stack is exactly the
- *   merged PRs plus the PRs merged now (the target then holds the tree that was tested);
+ * Random workloads against the pure engine, with a model of the code host (the target
+ * branch's content as the list of changes on it; merges land when the model says so),
+ * checking after every step:
+ * - every merge is of a run that passed on the current base; when it lands the target holds
+ *   the tree that run tested: exactly (single mode), or, in parallel mode, every change that
+ *   touches the merged PRs' targets, in the same order (other lanes are independent);
+ * - a direct merge lands only a PR up to date with the target and green on its own;
  * - a PR whose changes really fail never merges (runs fail flakily, but never pass flakily);
  * - no PR merges twice, every terminal state has a reason;
  * - the queue never stalls: while it runs and PRs wait, something runs or a timer is set.
@@ -13,27 +18,48 @@ import { EngineDriver } from "./engine-driver.js";
  */
 
 type Action =
-  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean }
+  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean }
   | { kind: "finish"; pick: number; flaky: boolean }
+  | { kind: "land" }
   | { kind: "cancel"; pick: number }
   | { kind: "restart"; pick: number }
   | { kind: "ready"; pick: number; ready: boolean }
+  | { kind: "retarget"; pick: number; targets: Targets }
   | { kind: "base_moved" }
   | { kind: "advance"; minutes: number }
   | { kind: "state"; state: "running" | "paused" | "draining" };
 
+const targetsArb: fc.Arbitrary<Targets> = fc.oneof(
+  { weight: 6, arbitrary: fc.subarray(["api", "web", "db", "docs"], { minLength: 1, maxLength: 2 }) },
+  { weight: 1, arbitrary: fc.constant("ALL" as const) },
+  { weight: 1, arbitrary: fc.constant([] as string[]) },
+);
+
 const action: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("submit" as const), priority: fc.constantFrom(0, 10, 100, 100, 100, 200), bad: fc.integer({ min: 0, max: 99 }).map((n) => n < 15), noBatch: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("submit" as const),
+      priority: fc.constantFrom(0, 10, 100, 100, 100, 200),
+      bad: fc.integer({ min: 0, max: 99 }).map((n) => n < 15),
+      noBatch: fc.boolean(),
+      targets: targetsArb,
+      direct: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
+    }),
+  },
   { weight: 6, arbitrary: fc.record({ kind: fc.constant("finish" as const), pick: fc.nat(), flaky: fc.boolean() }) },
+  { weight: 4, arbitrary: fc.constant({ kind: "land" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("restart" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("ready" as const), pick: fc.nat(), ready: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("retarget" as const), pick: fc.nat(), targets: targetsArb }) },
   { weight: 1, arbitrary: fc.constant({ kind: "base_moved" as const }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("advance" as const), minutes: fc.integer({ min: 1, max: 90 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("state" as const), state: fc.constantFrom("running" as const, "paused" as const, "draining" as const) }) },
 );
 
 const settingsArb: fc.Arbitrary<Partial<EngineSettings>> = fc.record({
+  mode: fc.constantFrom("single" as const, "parallel" as const),
   concurrency: fc.integer({ min: 1, max: 5 }),
   bisectionConcurrency: fc.integer({ min: 1, max: 4 }),
   testingTimeoutMinutes: fc.integer({ min: 20, max: 120 }),
@@ -43,35 +69,48 @@ const settingsArb: fc.Arbitrary<Partial<EngineSettings>> = fc.record({
   batchingMaxWaitTimeMinutes: fc.integer({ min: 1, max: 10 }),
   batchingMinSize: fc.integer({ min: 1, max: 5 }),
   optimizationMode: fc.constantFrom("off" as const, "bisection_skip_redundant_tests" as const),
+  directMergeMode: fc.constantFrom("off" as const, "always" as const),
 });
+
+/** A change on a branch: a PR, or a push made outside the queue (it touches everything). */
+type Change = number | string;
+type PendingMerge = Extract<Effect, { kind: "merge" }>;
 
 class Checked extends EngineDriver {
   bad = new Set<number>();
+  /** PRs whose merge landed on the target. */
   mergedOnce = new Set<number>();
   next = 1;
+  /** The code host: what each known commit holds, and the target's head. */
+  contents = new Map<string, Change[]>([["base-0", []]]);
+  target = "base-0";
+  pendingMerges: PendingMerge[] = [];
+  /** The content of each testing branch, as built. */
+  built = new Map<string, Change[]>();
+  commits = 0;
 
   /** What CI would say of a run: red if any PR in it is bad; a flaky run may also be red. */
   truth(stack: number[]): "passed" | "failed" {
     return stack.some((pr) => this.bad.has(pr)) ? "failed" : "passed";
   }
 
+  targetsOf(change: Change): Targets | null {
+    return typeof change === "string" ? "ALL" : (this.q.entries.find((e) => e.prNumber === change)?.targets ?? null);
+  }
+
   override send(event: Parameters<EngineDriver["send"]>[0]): Effect[] {
-    const before = structuredClone(this.q);
     const effects = super.send(event);
-    let merged = [...before.merged];
-    if (event.kind === "base_moved") merged = [];
     for (const effect of effects) {
+      // What the testing branch holds is fixed when it is built, whatever the engine says later.
+      if (effect.kind === "start_run") this.built.set(effect.runId, [...this.contents.get(effect.baseSha)!, ...effect.stack]);
       if (effect.kind !== "merge") continue;
-      const run = this.q.runs.find((r) => r.id === effect.runId)!;
-      expect(run.status).toBe("passed");
-      expect(run.baseSha).toBe(this.q.baseSha);
-      expect(run.stack).toEqual([...merged, ...effect.prNumbers]);
-      for (const pr of effect.prNumbers) {
-        expect(this.bad.has(pr)).toBe(false);
-        expect(this.mergedOnce.has(pr)).toBe(false);
-        this.mergedOnce.add(pr);
+      if (effect.runId !== null) {
+        const run = this.q.runs.find((r) => r.id === effect.runId)!;
+        expect(run.status).toBe("passed");
+        expect(run.baseSha).toBe(this.q.baseSha);
       }
-      merged.push(...effect.prNumbers);
+      for (const pr of effect.prNumbers) expect(this.bad.has(pr)).toBe(false);
+      this.pendingMerges.push(effect);
     }
     for (const entry of this.q.entries) {
       if (["merged", "failed", "cancelled"].includes(entry.state)) expect(entry.reason).not.toBe("");
@@ -80,12 +119,53 @@ class Checked extends EngineDriver {
     return effects;
   }
 
+  /** The code host carries out the oldest merge not yet done, as the effect runner would. */
+  land(): void {
+    const merge = this.pendingMerges.shift();
+    if (!merge) return;
+    for (const pr of merge.prNumbers) {
+      expect(this.mergedOnce.has(pr)).toBe(false);
+      this.mergedOnce.add(pr);
+    }
+    const now = this.contents.get(this.target)!;
+    const after = [...now, ...merge.prNumbers];
+    if (merge.runId === null) {
+      const entry = this.q.entries.find((e) => e.prNumber === merge.prNumbers[0])!;
+      // A direct merge: the PR's head was checked green on exactly the target as it is.
+      expect(entry.directMergeBase).toBe(this.target);
+    } else {
+      const tested = this.built.get(merge.runId)!;
+      if (merge.exactTree) expect(after).toEqual(tested);
+      else {
+        // The lane: the merged PRs and every earlier change they depend on, directly or
+        // through another change (a PR's patch was built on the ones it overlaps).
+        const lane = new Set<Change>(merge.prNumbers);
+        for (const change of [...after].reverse()) {
+          if ([...lane].some((member) => member !== change && overlaps(this.targetsOf(change), this.targetsOf(member)))) lane.add(change);
+        }
+        // Same changes, and any two that overlap in the same order (independent ones commute).
+        const a = tested.filter((c) => lane.has(c));
+        const b = after.filter((c) => lane.has(c));
+        expect([...a].sort()).toEqual([...b].sort());
+        for (const [i, x] of a.entries()) {
+          for (const y of a.slice(i + 1)) {
+            if (overlaps(this.targetsOf(x), this.targetsOf(y))) expect([x, y, b.indexOf(x) < b.indexOf(y)]).toEqual([x, y, true]);
+          }
+        }
+      }
+    }
+    this.target = `head-${++this.commits}`;
+    this.contents.set(this.target, after);
+    this.send({ kind: "merge_landed", prNumbers: merge.prNumbers, headSha: this.target });
+  }
+
   checkNoStall(effects: Effect[]): void {
     if (this.q.state === "paused" || this.q.state === "switching_modes") return;
     const waiting = this.q.entries.some((e) => e.state === "pending");
     const running = this.q.runs.some((r) => r.status === "running");
     const timer = effects.some((e) => e.kind === "schedule_timer");
-    if (waiting && !running && !timer) throw new Error(`stalled: ${JSON.stringify(this.states())}`);
+    const merging = this.pendingMerges.length > 0 || effects.some((e) => e.kind === "merge");
+    if (waiting && !running && !timer && !merging) throw new Error(`stalled: ${JSON.stringify(this.states())}`);
   }
 
   apply(a: Action): void {
@@ -95,7 +175,7 @@ class Checked extends EngineDriver {
       case "submit": {
         const pr = this.next++;
         if (a.bad) this.bad.add(pr);
-        this.submit(pr, { priority: a.priority, noBatch: a.noBatch });
+        this.submit(pr, { priority: a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null });
         return;
       }
       case "finish": {
@@ -105,6 +185,9 @@ class Checked extends EngineDriver {
         this.send({ kind: "run_finished", runId: run.id, outcome });
         return;
       }
+      case "land":
+        this.land();
+        return;
       case "cancel": {
         const entry = pick(live, a.pick);
         if (entry) this.send({ kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
@@ -120,9 +203,25 @@ class Checked extends EngineDriver {
         if (entry) this.send({ kind: "readiness_changed", prNumber: entry.prNumber, ready: a.ready });
         return;
       }
-      case "base_moved":
-        this.send({ kind: "base_moved", sha: `base-${this.now}` });
+      case "retarget": {
+        const entry = pick(live, a.pick);
+        if (!entry) return;
+        entry.targets = a.targets;
+        this.send({ kind: "targets_changed", prNumber: entry.prNumber });
         return;
+      }
+      case "base_moved": {
+        // Someone pushes to the target. A merge not yet done then finds the target moved.
+        const before = this.contents.get(this.target)!;
+        this.target = `outside-${++this.commits}`;
+        this.contents.set(this.target, [...before, this.target]);
+        if (this.pendingMerges.length > 0) {
+          const failed = this.pendingMerges[0]!;
+          this.pendingMerges = [];
+          this.send({ kind: "merge_failed", prNumbers: failed.prNumbers, headSha: this.target });
+        } else this.send({ kind: "base_moved", sha: this.target });
+        return;
+      }
       case "advance":
         this.advance(a.minutes);
         return;
@@ -133,14 +232,15 @@ class Checked extends EngineDriver {
     }
   }
 
-  /** CI answers truthfully, every PR is ready and the queue runs, until nothing is left. */
+  /** CI answers truthfully, merges land, every PR is ready and the queue runs, until nothing is left. */
   drain(): void {
     this.q.state = "running";
     this.send({ kind: "config_changed" });
     for (const entry of this.q.entries) if (!entry.ready) this.send({ kind: "readiness_changed", prNumber: entry.prNumber, ready: true });
     for (let i = 0; i < 5000; i++) {
       const run = this.q.runs.find((r) => r.status === "running");
-      if (run) this.send({ kind: "run_finished", runId: run.id, outcome: this.truth(run.stack) });
+      if (this.pendingMerges.length > 0) this.land();
+      else if (run) this.send({ kind: "run_finished", runId: run.id, outcome: this.truth(run.stack) });
       else if (this.q.entries.some((e) => e.state === "pending")) this.advance(60);
       else return;
     }

@@ -9,7 +9,7 @@ describe("the queue engine, single mode", () => {
       { kind: "schedule_timer", at: q.now + 60 * 60_000 },
     ]);
     expect(q.state(1)).toBe("testing");
-    expect(q.pass(1)).toEqual([{ kind: "merge", prNumbers: [1], runId: "run-1" }]);
+    expect(q.pass(1)).toEqual([{ kind: "merge", prNumbers: [1], runId: "run-1", exactTree: true }]);
     expect(q.states()).toEqual({ 1: "merged" });
     expect(q.q.merged).toEqual([1]);
   });
@@ -323,5 +323,159 @@ describe("regressions", () => {
     ]);
     q.pass(8);
     expect(q.merges()).toEqual([[6, 7, 8, 9]]);
+  });
+});
+
+describe("parallel mode: lanes from impacted targets", () => {
+  const parallel = (overrides = {}) => new EngineDriver({ mode: "parallel", concurrency: 5, ...overrides });
+
+  test("PRs with disjoint targets test side by side on the target; a PR waits only for those it overlaps", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"] });
+    q.submit(3, { targets: ["api", "docs"] });
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[2], [2]],
+      [[1, 3], [3]],
+    ]);
+    // #2 merges first although it came second: nothing it overlaps is ahead of it.
+    q.pass(2);
+    expect(q.merges()).toEqual([[2]]);
+    expect(q.merges()[0]).toEqual([2]);
+    expect(q.effects.find((e) => e.kind === "merge")).toMatchObject({ exactTree: false });
+    q.pass(3);
+    expect(q.states()).toMatchObject({ 1: "testing", 3: "tests_passed" });
+    q.pass(1);
+    expect(q.merges()).toEqual([[2], [1], [3]]);
+  });
+
+  test("lanes are transitive: a PR holds what the PRs under it depend on", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["api", "web"] });
+    q.submit(3, { targets: ["web"] });
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+      [[1, 2, 3], [3]],
+    ]);
+  });
+
+  test('"ALL" depends on everything ahead and everything behind depends on it; an empty list depends on nothing', () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: "ALL" });
+    q.submit(3, { targets: ["web"] });
+    q.submit(4, { targets: [] });
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+      [[1, 2, 3], [3]],
+      [[4], [4]],
+    ]);
+  });
+
+  test("a failure stays in its lane: the other lanes merge, the PRs behind it in its lane retest without it", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"] });
+    q.submit(3, { targets: ["api"] });
+    q.fail(1);
+    expect(q.state(1)).toBe("failed");
+    expect(q.running()).toEqual([
+      [[2], [2]],
+      [[3], [3]],
+    ]);
+    q.pass(2);
+    q.pass(3);
+    expect(q.merges()).toEqual([[2], [3]]);
+  });
+
+  test("new targets for a PR in flight move it to the lane they put it in", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"] });
+    q.q.entries.find((e) => e.prNumber === 2)!.targets = ["api"];
+    q.send({ kind: "targets_changed", prNumber: 2 });
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+    ]);
+  });
+
+  test("a run stays valid while other lanes merge, and is re-described from the new base when they land", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"] });
+    q.pass(1);
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "head-1" });
+    expect(q.q).toMatchObject({ baseSha: "head-1", merged: [] });
+    expect(q.runOf(2)).toMatchObject({ baseSha: "head-1", stack: [2] });
+    q.pass(2);
+    expect(q.merges()).toEqual([[1], [2]]);
+  });
+});
+
+describe("merges landing", () => {
+  test("a landed merge folds into the base: stacks stay short, runs stay valid, a repeat changes nothing", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.pass(1);
+    expect(q.runOf(3).stack).toEqual([1, 2, 3]);
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "head-1" });
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "head-1" });
+    expect(q.q).toMatchObject({ baseSha: "head-1", merged: [] });
+    expect(q.running()).toEqual([
+      [[2], [2]],
+      [[2, 3], [3]],
+    ]);
+    q.pass(2);
+    q.pass(3);
+    expect(q.merges()).toEqual([[1], [2], [3]]);
+  });
+
+  test("a merge the code host refused voids it and every merge decided after it: those PRs go back in line", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    [1, 2].forEach((n) => q.submit(n));
+    q.pass(1);
+    q.pass(2);
+    expect(q.q.merged).toEqual([1, 2]);
+    q.send({ kind: "merge_failed", prNumbers: [1], headSha: "outside" });
+    expect(q.states()).toEqual({ 1: "testing", 2: "testing" });
+    expect(q.reason(1)).toBe("testing");
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[1, 2], [2]],
+    ]);
+    expect(q.runOf(1).baseSha).toBe("outside");
+  });
+});
+
+describe("direct merge", () => {
+  test("a PR up to date with the target and green merges without a queue run when nothing is ahead of it", () => {
+    const q = new EngineDriver({ directMergeMode: "always" });
+    q.submit(1, { directMergeBase: "base-0" });
+    expect(q.effects).toEqual([{ kind: "merge", prNumbers: [1], runId: null, exactTree: false }]);
+    expect(q.reason(1)).toBe("direct_merge");
+  });
+
+  test("not when the PR is behind the target, has red checks, or PRs are ahead of it; not when the mode is off", () => {
+    const q = new EngineDriver({ directMergeMode: "always" });
+    q.submit(1, { directMergeBase: "older" });
+    q.submit(2, { directMergeBase: null });
+    q.submit(3, { directMergeBase: "base-0" });
+    expect(q.merges()).toEqual([]);
+    expect(q.state(1)).toBe("testing");
+    const off = new EngineDriver();
+    off.submit(1, { directMergeBase: "base-0" });
+    expect(off.state(1)).toBe("testing");
+  });
+
+  test("in parallel mode, a PR alone in its lane merges directly while other lanes test", () => {
+    const q = new EngineDriver({ mode: "parallel", directMergeMode: "always", concurrency: 2 });
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"], directMergeBase: "base-0" });
+    expect(q.states()).toEqual({ 1: "testing", 2: "merged" });
   });
 });

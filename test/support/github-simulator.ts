@@ -19,6 +19,8 @@ type PullRequest = {
   merged: boolean;
   draft: boolean;
   mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable";
+  /** Commits of the base branch the head lacks (0: up to date). */
+  behindBy: number;
 };
 
 export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
@@ -30,6 +32,7 @@ export class GitHubSimulator {
   readonly #publicKey;
   readonly #installations = new Map<number, { account: string }>();
   readonly #pulls = new Map<string, PullRequest>();
+  readonly #branches = new Map<string, string>();
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
   url = "";
@@ -67,10 +70,18 @@ export class GitHubSimulator {
       merged: false,
       draft: false,
       mergeableState: "clean",
+      behindBy: 0,
       ...pr,
     };
     this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
     return full;
+  }
+
+  /** The head commit of a branch (created on first use). */
+  branchHead(repo: string, branch: string): string {
+    const key = `${repo.toLowerCase()}:${branch}`;
+    if (!this.#branches.has(key)) this.#branches.set(key, createHmac("sha1", "sha").update(key).digest("hex"));
+    return this.#branches.get(key)!;
   }
 
   closePr(repo: string, number: number): void {
@@ -116,9 +127,23 @@ export class GitHubSimulator {
       if (!this.#installations.has(Number(match[1]))) return notFound();
       return send(201, { token: `ghs_installation_${match[1]}`, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: {}, repository_selection: "all" });
     }
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
-      const installation = this.#installationFor(match[1]!);
+    const repoMatch = /^\/repos\/([^/]+)\/([^/]+)\//.exec(path);
+    if (repoMatch) {
+      const installation = this.#installationFor(repoMatch[1]!);
       if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return send(401, { message: "Bad credentials" });
+    }
+    const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)$/.exec(path)) && req.method === "GET") {
+      return send(200, { name: match[1], commit: { sha: this.branchHead(repoName, decodeURIComponent(match[1]!)) } });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/compare\/(.+)\.\.\.(.+)$/.exec(path)) && req.method === "GET") {
+      const base = decodeURIComponent(match[1]!);
+      const pr = [...this.#pulls.entries()].find(([key, p]) => key.startsWith(`${repoName}#`) && p.headSha === match![2])?.[1];
+      if (!pr) return notFound();
+      const head = this.branchHead(repoName, base);
+      return send(200, { behind_by: pr.behindBy, ahead_by: 1, merge_base_commit: { sha: pr.behindBy === 0 ? head : `${head.slice(0, 30)}behind0000` } });
+    }
+    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
       const pr = this.#pulls.get(`${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}#${match[3]}`);
       if (!pr) return notFound();
       return send(200, {

@@ -1,5 +1,6 @@
 import type { PrState } from "../states.js";
-import { isInFlight, lineOf } from "./order.js";
+import { Line, overlaps } from "./line.js";
+import { isInFlight } from "./order.js";
 import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition } from "./types.js";
 
 /**
@@ -12,7 +13,9 @@ import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun
  *
  * The guarantee: a merge only ever happens for a run that passed and whose stack is exactly
  * the queue's merged PRs plus the PRs being merged, on the current base. After the merge the
- * target branch holds the very tree that run tested.
+ * target branch holds the very tree that run tested. In parallel mode the same holds for the
+ * PRs of the run's lane (the PRs whose impacted targets overlap): other lanes' PRs, declared
+ * independent, may merge in between.
  */
 export function decide(input: EngineQueue, event: EngineEvent, now: number): Decision {
   const ctx: Context = { q: structuredClone(input), now, effects: [], transitions: [] };
@@ -21,7 +24,14 @@ export function decide(input: EngineQueue, event: EngineEvent, now: number): Dec
   return { queue: ctx.q, effects: ctx.effects, transitions: ctx.transitions };
 }
 
-type Context = { q: EngineQueue; now: number; effects: Effect[]; transitions: Transition[] };
+type Context = {
+  q: EngineQueue;
+  now: number;
+  effects: Effect[];
+  transitions: Transition[];
+  /** When the batch waiting to fill must start anyway (set by startRuns). */
+  batchDeadline?: number;
+};
 
 const MINUTE = 60_000;
 
@@ -56,6 +66,7 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
     case "submitted":
     case "timer_fired":
     case "config_changed":
+    case "targets_changed":
       return;
     case "readiness_changed": {
       const entry = entryOf(q, event.prNumber);
@@ -88,23 +99,46 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       return;
     }
     case "merge_failed": {
-      // The PRs did not land: they go back in line, and the target is where the code host says.
-      for (const prNumber of event.prNumbers) {
-        const entry = entryOf(q, prNumber);
-        if (entry?.state === "merged") move(ctx, entry, "pending", "merge_failed_target_moved");
-      }
-      q.baseSha = event.headSha;
-      q.merged = [];
+      // The PRs did not land, nor did any merge decided after them (they were to go on top):
+      // all go back in line, and the target is where the code host says.
+      voidUnlandedMerges(ctx, event.headSha);
       return;
     }
     case "base_moved": {
       if (event.sha === q.baseSha) return;
       // Someone pushed to the target outside the queue: every run was built on a stale base.
-      q.baseSha = event.sha;
-      q.merged = [];
+      voidUnlandedMerges(ctx, event.sha);
+      return;
+    }
+    case "merge_landed": {
+      // Fold the landed PRs into the base, so stacks stay short however many PRs merge. Only
+      // runs valid now are carried over (their tree is the same, described from the new base);
+      // the others keep the old base and so stay stale.
+      const n = event.prNumbers.length;
+      if (n === 0 || !sameList(q.merged.slice(0, n), event.prNumbers)) return;
+      const line = new Line(q);
+      const landed = new Set(event.prNumbers);
+      for (const run of q.runs) {
+        if (run.status === "cancelled" || !isCurrent(q, line, run)) continue;
+        run.baseSha = event.headSha;
+        run.stack = run.stack.filter((pr) => !landed.has(pr));
+      }
+      q.baseSha = event.headSha;
+      q.merged = q.merged.slice(n);
       return;
     }
   }
+}
+
+/** The target is at `headSha` without the merges not yet confirmed: their PRs go back in line. */
+function voidUnlandedMerges(ctx: Context, headSha: string): void {
+  const { q } = ctx;
+  for (const prNumber of q.merged) {
+    const entry = entryOf(q, prNumber);
+    if (entry?.state === "merged") move(ctx, entry, "pending", "merge_failed_target_moved");
+  }
+  q.baseSha = headSha;
+  q.merged = [];
 }
 
 // ---------------------------------------------------------------- reconcile
@@ -151,21 +185,30 @@ function expireRuns(ctx: Context): void {
   }
 }
 
-/** The stack a run for the line's PRs up to `lastPr` must have to be valid now. */
-function expectedStack(q: EngineQueue, line: EngineEntry[], lastPr: number): number[] | null {
-  const index = line.findIndex((e) => e.prNumber === lastPr);
-  if (index < 0) return null;
-  return [...q.merged, ...line.slice(0, index + 1).map((e) => e.prNumber)];
-}
-
-function isCurrent(q: EngineQueue, line: EngineEntry[], run: EngineRun): boolean {
+/**
+ * Whether a run still decides for its PRs: built on the current base, and holding exactly the
+ * PRs the line now puts under them. In single mode that is the merged PRs plus the line up to
+ * the run's last PR. In parallel mode it is their lane; PRs merged from other lanes may be
+ * missing from the run, but only if independent of every PR of the lane.
+ */
+function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
   if (run.status === "cancelled" || run.baseSha !== q.baseSha) return false;
-  const expected = expectedStack(q, line, run.tested.at(-1)!);
-  return expected !== null && sameList(expected, run.stack);
+  const lane = line.lane(run.tested);
+  if (lane === null) return false;
+  if (q.mode !== "parallel") return sameList(run.stack, [...q.merged, ...lane]);
+  if (!sameList(run.stack.filter((pr) => line.has(pr)), lane)) return false;
+  const merged = new Set(q.merged);
+  if (!run.stack.every((pr) => line.has(pr) || merged.has(pr))) return false;
+  const inStack = new Set(run.stack);
+  return q.merged.every((pr) => {
+    if (inStack.has(pr)) return true;
+    const other = entryOf(q, pr);
+    return other !== undefined && lane.every((member) => !overlaps(other.targets, entryOf(q, member)!.targets));
+  });
 }
 
 /** The run that currently decides for a PR: the latest valid run that tests it. */
-function currentRunOf(q: EngineQueue, line: EngineEntry[], prNumber: number): EngineRun | undefined {
+function currentRunOf(q: EngineQueue, line: Line, prNumber: number): EngineRun | undefined {
   for (let i = q.runs.length - 1; i >= 0; i--) {
     const run = q.runs[i]!;
     if (run.tested.includes(prNumber) && isCurrent(q, line, run)) return run;
@@ -181,8 +224,8 @@ function currentRunOf(q: EngineQueue, line: EngineEntry[], prNumber: number): En
 function requeueStale(ctx: Context): void {
   const { q } = ctx;
   for (;;) {
-    const line = lineOf(q.entries);
-    const stale = line.find((entry) => isInFlight(entry.state) && !currentRunOf(q, line, entry.prNumber));
+    const line = new Line(q);
+    const stale = line.entries.find((entry) => isInFlight(entry.state) && !currentRunOf(q, line, entry.prNumber));
     if (!stale) {
       for (const run of q.runs) if (run.status === "running" && !isCurrent(q, line, run)) cancelRun(ctx, run);
       return;
@@ -194,8 +237,8 @@ function requeueStale(ctx: Context): void {
 /** Moves in-flight PRs to the state their current run's result calls for. */
 function applyResults(ctx: Context): void {
   const { q } = ctx;
-  const line = lineOf(q.entries);
-  for (const entry of line) {
+  const line = new Line(q);
+  for (const entry of line.entries) {
     const run = isInFlight(entry.state) ? currentRunOf(q, line, entry.prNumber) : undefined;
     if (!run) continue;
     if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
@@ -215,28 +258,27 @@ function mergePassed(ctx: Context): void {
   const { q } = ctx;
   if (q.state === "paused") return;
   for (;;) {
-    const line = lineOf(q.entries);
-    const head = line[0];
-    if (!head) return;
-    // Without optimistic merging a run merges only the PRs it decides for, once everything
-    // ahead of them has merged. With it, a passing run also merges the PRs ahead of it: its
-    // tree holds them, so it proves them green together.
+    const line = new Line(q);
+    // Without optimistic merging a run merges only the PRs it decides for, once every PR
+    // under them has merged. With it, a passing run also merges the PRs under it: its tree
+    // holds them, so it proves them green together. The run merging the most goes first.
     let best: EngineRun | undefined;
-    let bestEnd = -1;
+    let bestPrs: number[] = [];
     for (const run of q.runs) {
       if (run.status !== "passed" || !isCurrent(q, line, run)) continue;
-      if (!q.settings.canOptimisticallyMerge && run.tested[0] !== head.prNumber) continue;
-      const end = line.findIndex((e) => e.prNumber === run.tested.at(-1));
-      if (end > bestEnd) [best, bestEnd] = [run, end];
+      const lane = line.lane(run.tested)!;
+      if (!q.settings.canOptimisticallyMerge && lane.length !== run.tested.length) continue;
+      if (!lane.every((pr) => isInFlight(entryOf(q, pr)!.state))) continue;
+      if (lane.length > bestPrs.length) [best, bestPrs] = [run, lane];
     }
     if (!best) return;
-    const prs = line.slice(0, bestEnd + 1);
-    ctx.effects.push({ kind: "merge", prNumbers: prs.map((e) => e.prNumber), runId: best.id });
-    for (const entry of prs) {
+    ctx.effects.push({ kind: "merge", prNumbers: bestPrs, runId: best.id, exactTree: q.mode !== "parallel" });
+    for (const pr of bestPrs) {
+      const entry = entryOf(q, pr)!;
       entry.bisectionGroupLimit = null;
-      move(ctx, entry, "merged", best.tested.includes(entry.prNumber) ? "merged" : "merged_by_later_run");
+      move(ctx, entry, "merged", best.tested.includes(pr) ? "merged" : "merged_by_later_run");
     }
-    q.merged.push(...prs.map((e) => e.prNumber));
+    q.merged.push(...bestPrs);
   }
 }
 
@@ -247,20 +289,21 @@ function mergePassed(ctx: Context): void {
  */
 function evictFailed(ctx: Context): void {
   const { q } = ctx;
-  const line = lineOf(q.entries);
-  const head = line[0];
-  if (!head || head.state !== "pending_failure") return;
-  const successors = line.slice(1, 1 + q.settings.pendingFailureDepth);
-  const waitingOnSuccessor = successors.some((e) => {
-    const run = currentRunOf(q, line, e.prNumber);
-    return run?.status === "running" && run.stack.includes(head.prNumber);
-  });
-  if (waitingOnSuccessor) return;
-  const run = currentRunOf(q, line, head.prNumber);
-  // Without a current run the PR is about to be retested (requeueStale, next round).
-  if (!run || run.status !== "failed") return;
-  head.bisectionGroupLimit = null;
-  move(ctx, head, "failed", run.failure ?? "tests_failed");
+  const line = new Line(q);
+  for (const entry of line.entries) {
+    if (entry.state !== "pending_failure" || line.depsOf(entry.prNumber).length > 0) continue;
+    const successors = line.entries.filter((e) => line.dependsOn(e.prNumber, entry.prNumber)).slice(0, q.settings.pendingFailureDepth);
+    const waitingOnSuccessor = successors.some((e) => {
+      const run = currentRunOf(q, line, e.prNumber);
+      return run?.status === "running" && run.stack.includes(entry.prNumber);
+    });
+    if (waitingOnSuccessor) continue;
+    const run = currentRunOf(q, line, entry.prNumber);
+    // Without a current run the PR is about to be retested (requeueStale, next round).
+    if (!run || run.status !== "failed") continue;
+    entry.bisectionGroupLimit = null;
+    move(ctx, entry, "failed", run.failure ?? "tests_failed");
+  }
 }
 
 function finishModeSwitch(ctx: Context): void {
@@ -278,29 +321,38 @@ export function maxBatchSize(settings: EngineQueue["settings"]): number {
 
 function startRuns(ctx: Context): void {
   const { q } = ctx;
+  ctx.batchDeadline = undefined;
   if (q.state === "paused" || q.state === "switching_modes") return;
-  const line = lineOf(q.entries);
+  const line = new Line(q);
   const running = (kind: EngineRun["kind"]) => q.runs.filter((r) => r.status === "running" && r.kind === kind).length;
   let mainSlots = q.settings.concurrency - running("main");
   let bisectionSlots = q.settings.bisectionConcurrency - running("bisection");
 
-  for (let i = 0; i < line.length; ) {
-    const entry = line[i]!;
-    if (entry.state !== "pending") {
+  for (let i = 0; i < line.entries.length; ) {
+    const entry = line.entries[i]!;
+    // A PR starts on top of the PRs it depends on, once they are in flight.
+    if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber)) {
+      i++;
+      continue;
+    }
+    if (mergeDirectly(ctx, line, entry)) {
       i++;
       continue;
     }
     const group = groupFrom(q, line, i);
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
     if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {
-      const oldest = Math.min(...group.map((e) => e.stateChangedAt));
+      const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE;
       // Wait to fill the batch; everything behind would only join it.
-      if (ctx.now - oldest < q.settings.batchingMaxWaitTimeMinutes * MINUTE) return;
+      if (ctx.now < deadline) {
+        ctx.batchDeadline = deadline;
+        return;
+      }
     }
-    // Groups start in line order: a later group's stack would hold this one, still pending.
+    // Groups start in line order: a later group's stack may hold this one, still pending.
     if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) return;
-    const stack = [...q.merged, ...line.slice(0, i + group.length).map((e) => e.prNumber)];
     const tested = group.map((e) => e.prNumber);
+    const stack = [...q.merged, ...line.lane(tested)!];
     const runNumber = q.nextRunNumber++;
     const run: EngineRun = { id: `run-${runNumber}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
     const known = q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
@@ -321,16 +373,39 @@ function startRuns(ctx: Context): void {
   }
 }
 
+/**
+ * directMergeMode "always": a PR whose head is up to date with the target and green on its
+ * own checks, with nothing ahead of it in its line or lane and every queue merge landed,
+ * merges as it is, without a queue run: the tree it was checked on is the tree that lands.
+ */
+function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
+  const { q } = ctx;
+  if (q.settings.directMergeMode !== "always" || entry.bisectionGroupLimit !== null) return false;
+  if (entry.directMergeBase === null || entry.directMergeBase !== q.baseSha || q.merged.length > 0) return false;
+  if (line.depsOf(entry.prNumber).length > 0) return false;
+  if (q.mode !== "parallel" && q.runs.some((r) => r.status === "running")) return false;
+  ctx.effects.push({ kind: "merge", prNumbers: [entry.prNumber], runId: null, exactTree: false });
+  move(ctx, entry, "merged", "direct_merge");
+  q.merged.push(entry.prNumber);
+  return true;
+}
+
 /** The PRs that start testing together from line[i]: one PR, a batch, or a bisection group. */
-function groupFrom(q: EngineQueue, line: EngineEntry[], i: number): EngineEntry[] {
-  const first = line[i]!;
+function groupFrom(q: EngineQueue, line: Line, i: number): EngineEntry[] {
+  const first = line.entries[i]!;
   const limit = first.bisectionGroupLimit ?? (q.settings.batch && !first.noBatch ? maxBatchSize(q.settings) : 1);
   const group = [first];
-  for (let j = i + 1; j < line.length && group.length < limit; j++) {
-    const next = line[j]!;
-    const fits = next.state === "pending" && !next.noBatch && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null);
+  const members = new Set([first.prNumber]);
+  for (let j = i + 1; j < line.entries.length && group.length < limit; j++) {
+    const next = line.entries[j]!;
+    const fits =
+      next.state === "pending" &&
+      !next.noBatch &&
+      (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) &&
+      line.depsInFlight(next.prNumber, members);
     if (!fits) break;
     group.push(next);
+    members.add(next.prNumber);
   }
   return group;
 }
@@ -345,10 +420,7 @@ function scheduleTimer(ctx: Context): void {
   for (const run of q.runs) {
     if (run.status === "running") deadlines.push(run.startedAt + q.settings.testingTimeoutMinutes * MINUTE);
   }
-  if (q.settings.batch && q.state !== "paused") {
-    const waiting = lineOf(q.entries).filter((e) => e.state === "pending" && !e.noBatch && e.bisectionGroupLimit === null);
-    if (waiting.length > 0) deadlines.push(Math.min(...waiting.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE);
-  }
+  if (ctx.batchDeadline !== undefined) deadlines.push(ctx.batchDeadline);
   const next = Math.min(...deadlines.filter((d) => d > ctx.now));
   if (Number.isFinite(next)) ctx.effects.push({ kind: "schedule_timer", at: next });
 }

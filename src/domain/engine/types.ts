@@ -17,7 +17,11 @@ export type EngineSettings = Pick<
   | "batchingMaxWaitTimeMinutes"
   | "batchingMinSize"
   | "optimizationMode"
+  | "directMergeMode"
 >;
+
+/** A PR's impacted targets: "ALL", or a list (empty = impacts nothing). */
+export type Targets = "ALL" | readonly string[];
 
 export type EngineEntry = {
   prNumber: number;
@@ -42,6 +46,13 @@ export type EngineEntry = {
    * keep their order whatever their priorities (only urgent PRs go ahead of them).
    */
   position: number | null;
+  /** Impacted targets for the PR's current head (parallel mode builds lanes from them). */
+  targets: Targets | null;
+  /**
+   * For direct merges: the target commit the PR's head is up to date with while its own checks
+   * are green; null when it is behind the target or its checks are not green.
+   */
+  directMergeBase: string | null;
 };
 
 export type RunFailure = "tests_failed" | "timeout" | "merge_conflict";
@@ -70,7 +81,10 @@ export type EngineQueue = {
   settings: EngineSettings;
   /** Head of the target branch as last seen, not counting the queue's own merges since. */
   baseSha: string;
-  /** PRs the queue merged on top of baseSha, in order. */
+  /**
+   * PRs the queue decided to merge on top of baseSha, in order, until the code host confirms
+   * them (merge_landed), which folds them into baseSha.
+   */
   merged: number[];
   entries: EngineEntry[];
   runs: EngineRun[];
@@ -89,6 +103,10 @@ export type EngineEvent =
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   | { kind: "base_moved"; sha: string }
+  /** The code host merged these PRs (the first ones of `merged`); the target head is now headSha. */
+  | { kind: "merge_landed"; prNumbers: number[]; headSha: string }
+  /** New impacted targets were stored for a PR (parallel mode lanes may change). */
+  | { kind: "targets_changed"; prNumber: number }
   | { kind: "timer_fired" }
   | { kind: "config_changed" };
 
@@ -96,8 +114,14 @@ export type Effect =
   /** Build a testing branch of baseSha plus the stack's PRs, in order, and run CI on it. */
   | { kind: "start_run"; runId: string; baseSha: string; stack: number[]; tested: number[] }
   | { kind: "cancel_run"; runId: string }
-  /** Merge these PRs, in order; together they make the tree that run `runId` tested green. */
-  | { kind: "merge"; prNumbers: number[]; runId: string }
+  /**
+   * Merge these PRs, in order; together they make the tree that run `runId` tested green.
+   * A direct merge (runId null) lands one PR whose head is up to date with the target and
+   * green on its own checks. `exactTree`: the target must end with the very tree that was
+   * tested (single mode); in parallel mode other lanes may have merged in between, and only
+   * the files of the lane must match.
+   */
+  | { kind: "merge"; prNumbers: number[]; runId: string | null; exactTree: boolean }
   | { kind: "schedule_timer"; at: number };
 
 export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string };

@@ -1,0 +1,89 @@
+import type { EngineEntry, EngineQueue, Targets } from "./types.js";
+import { isInFlight, lineOf } from "./order.js";
+
+/**
+ * Whether two PRs' changes can interact, by their impacted targets: "ALL" overlaps every
+ * non-empty list, an empty list overlaps nothing (nothing depends on it), and two lists
+ * overlap when they share a target. Unknown targets (null) are assumed to overlap.
+ */
+export function overlaps(a: Targets | null, b: Targets | null): boolean {
+  if (a === null || b === null) return true;
+  if ((a !== "ALL" && a.length === 0) || (b !== "ALL" && b.length === 0)) return false;
+  if (a === "ALL" || b === "ALL") return true;
+  const set = new Set(a);
+  return b.some((target) => set.has(target));
+}
+
+/**
+ * The line in order, and which PRs ahead each PR depends on. In single mode a PR depends on
+ * every PR ahead of it. In parallel mode it depends on the PRs ahead whose impacted targets
+ * overlap its own, and on what those depend on (their changes are under it on its testing
+ * branch): the PRs of its lane.
+ */
+export class Line {
+  readonly entries: EngineEntry[];
+  readonly #index = new Map<number, number>();
+  readonly #deps: Set<number>[] | null;
+
+  constructor(q: EngineQueue) {
+    this.entries = lineOf(q.entries);
+    this.entries.forEach((entry, i) => this.#index.set(entry.prNumber, i));
+    if (q.mode !== "parallel") {
+      this.#deps = null;
+      return;
+    }
+    this.#deps = [];
+    for (let i = 0; i < this.entries.length; i++) {
+      const deps = new Set<number>();
+      for (let j = 0; j < i; j++) {
+        if (!overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
+        deps.add(this.entries[j]!.prNumber);
+        for (const pr of this.#deps[j]!) deps.add(pr);
+      }
+      this.#deps.push(deps);
+    }
+  }
+
+  has(prNumber: number): boolean {
+    return this.#index.has(prNumber);
+  }
+
+  indexOf(prNumber: number): number {
+    return this.#index.get(prNumber) ?? -1;
+  }
+
+  /** Whether `behind` depends on `ahead` (both in line). */
+  dependsOn(behind: number, ahead: number): boolean {
+    const b = this.indexOf(behind);
+    const a = this.indexOf(ahead);
+    if (b < 0 || a < 0 || a >= b) return false;
+    return this.#deps === null || this.#deps[b]!.has(ahead);
+  }
+
+  /** The PRs ahead of this one that it depends on, in line order. */
+  depsOf(prNumber: number): EngineEntry[] {
+    const i = this.indexOf(prNumber);
+    if (i < 0) return [];
+    if (this.#deps === null) return this.entries.slice(0, i);
+    const deps = this.#deps[i]!;
+    return this.entries.slice(0, i).filter((e) => deps.has(e.prNumber));
+  }
+
+  /**
+   * The line's PRs a testing branch for `prs` must hold, in line order: the PRs themselves and
+   * everything they depend on. Null when one of them is not in line.
+   */
+  lane(prs: readonly number[]): number[] | null {
+    const indices = prs.map((pr) => this.indexOf(pr));
+    if (indices.some((i) => i < 0)) return null;
+    if (this.#deps === null) return this.entries.slice(0, Math.max(...indices) + 1).map((e) => e.prNumber);
+    const members = new Set(prs);
+    for (const i of indices) for (const pr of this.#deps[i]!) members.add(pr);
+    return this.entries.filter((e) => members.has(e.prNumber)).map((e) => e.prNumber);
+  }
+
+  /** Whether every PR this one depends on is in flight (so it can start testing on them). */
+  depsInFlight(prNumber: number, alsoStarting: ReadonlySet<number> = new Set()): boolean {
+    return this.depsOf(prNumber).every((e) => isInFlight(e.state) || alsoStarting.has(e.prNumber));
+  }
+}
