@@ -142,4 +142,50 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     expect(details.isBisection).toBe(true);
     await noFailedEffects();
   });
+
+  test("parallel mode: PRs in disjoint lanes test and merge independently; overlapping ones stack", async () => {
+    await server.api.ok("createQueue", { ...queueOf("lanes"), mode: "parallel", concurrency: 5 });
+    await sandbox().openPullRequest(repo("lanes"), { number: 1, targetBranch: "main", files: { "api/a.ts": "1", "api/broken.ts": "x" }, broken: true });
+    await sandbox().openPullRequest(repo("lanes"), { number: 2, targetBranch: "main", files: { "web/b.ts": "2" } });
+    await sandbox().openPullRequest(repo("lanes"), { number: 3, targetBranch: "main", files: { "api/c.ts": "3" } });
+    const targets: Record<number, string[]> = { 1: ["//api"], 2: ["//web"], 3: ["//api"] };
+    for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "lanes"));
+    // Without impacted targets for their head, PRs wait in not_ready.
+    await worker().drain();
+    expect(await state(2, "lanes")).toBe("not_ready");
+    for (const n of [1, 2, 3]) await server.api.ok("setImpactedTargets", { ...prOf(n, "lanes"), impactedTargets: targets[n] });
+    await worker().drain();
+    expect(await server.api.ok("getMergeQueueTestingDetails", prOf(2, "lanes"))).toMatchObject({ dependentPrs: [], impactedTargets: ["//web"] });
+    expect(await server.api.ok("getMergeQueueTestingDetails", prOf(3, "lanes"))).toMatchObject({ dependentPrs: [1] });
+    await ciFinishes();
+    // #1 is broken: it fails; #2 merged from its own lane meanwhile; #3 is retested without #1.
+    expect([await state(1, "lanes"), await state(2, "lanes"), await state(3, "lanes")]).toEqual(["failed", "merged", "testing"]);
+    await ciFinishes();
+    expect(await state(3, "lanes")).toBe("merged");
+    const files = await sandbox().branchFiles(repo("lanes"), "main");
+    expect(Object.keys(files).sort()).toEqual(["README.md", "api/c.ts", "web/b.ts"]);
+    // Landed merges folded into the base: nothing is left unconfirmed.
+    const queue = await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "main", repository: { name: "lanes" } } }));
+    expect(JSON.parse(queue.mergedPrs)).toEqual([]);
+    await noFailedEffects();
+  });
+
+  test("directMergeMode always: an up-to-date green PR with an empty queue merges without a queue run; one behind is tested", async () => {
+    await server.api.ok("createQueue", { ...queueOf("direct"), directMergeMode: "always" });
+    await sandbox().openPullRequest(repo("direct"), { number: 1, targetBranch: "main", files: { "docs/one.md": "1" } });
+    await sandbox().openPullRequest(repo("direct"), { number: 2, targetBranch: "main", files: { "docs/two.md": "2" } });
+    await server.api.ok("submitPullRequest", prOf(1, "direct"));
+    await worker().drain();
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(1, "direct"))).toMatchObject({ state: "merged", stateReason: "direct_merge" });
+    expect(await server.api.call("getMergeQueueTestingDetails", prOf(1, "direct"))).toMatchObject({ status: 404 });
+    // #2 was opened before #1 landed: it is behind the target, so it goes through a queue run.
+    await server.api.ok("submitPullRequest", prOf(2, "direct"));
+    await worker().drain();
+    expect(await state(2, "direct")).toBe("testing");
+    await ciFinishes();
+    expect(await state(2, "direct")).toBe("merged");
+    const files = await sandbox().branchFiles(repo("direct"), "main");
+    expect([files["docs/one.md"], files["docs/two.md"]]).toEqual(["1", "2"]);
+    await noFailedEffects();
+  });
 });
