@@ -52,16 +52,18 @@ function toEngineRun(row: TestRun): EngineRun {
  * event names), and the runs not yet archived.
  */
 export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = []): Promise<Loaded> {
-  // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges).
+  // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges),
+  // and so does every PR a loaded run holds (a bisection run is judged by what became of them).
   const merged = JSON.parse(queue.mergedPrs) as number[];
+  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
+  const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => JSON.parse(r.stack) as number[]);
   const entries = await tx.queueEntry.findMany({
-    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: [...alsoPrs, ...merged] } }] },
+    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: [...new Set([...alsoPrs, ...merged, ...inRuns])] } }] },
   });
   const uploaded =
     queue.mode === "parallel" || queue.pendingMode === "parallel"
       ? new Map((await tx.impactedTargets.findMany({ where: { queueId: queue.id, prNumber: { in: entries.map((e) => e.prNumber) } } })).map((t) => [t.prNumber, t]))
       : new Map<number, ImpactedTargets>();
-  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
   const settings = settingsOf(queue);
   return {
     queue,

@@ -259,21 +259,22 @@ describe("batching and bisection", () => {
     expect(q.running()).toEqual([[[1], [1]]]);
   });
 
-  test("a failed batch is bisected in its own pool until the culprit is found; the rest merge", () => {
+  test("a failed batch is bisected in its own pool, each half on its own, until the culprit is found; the rest merge", () => {
     const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
     [1, 2, 3, 4].forEach((n) => q.submit(n));
     q.fail(1);
+    // Each half is tested without the other, so one half's culprit cannot fail the other.
     expect(q.running()).toEqual([
       [[1, 2], [1, 2]],
-      [[1, 2, 3, 4], [3, 4]],
+      [[3, 4], [3, 4]],
     ]);
     expect(q.q.runs.filter((r) => r.status === "running").every((r) => r.kind === "bisection")).toBe(true);
-    q.pass(1); // [1, 2] is green: both merge
+    q.pass(1); // [1, 2] is green on exactly the target: both merge
     expect(q.merges()).toEqual([[1, 2]]);
-    q.fail(3); // [3, 4] fails again: split once more
+    q.fail(3); // [3, 4] fails again: split once more, on top of what merged
     expect(q.running()).toEqual([
       [[1, 2, 3], [3]],
-      [[1, 2, 3, 4], [4]],
+      [[1, 2, 4], [4]],
     ]);
     q.fail(3);
     expect(q.state(3)).toBe("failed");
@@ -282,23 +283,47 @@ describe("batching and bisection", () => {
     expect(q.merges()).toEqual([[1, 2], [4]]);
   });
 
-  test("bisection_skip_redundant_tests reuses a result already known instead of running the same tree again", () => {
-    const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" });
+  test("the main line goes on while a failed batch is bisected; PRs proven innocent on a moved line rejoin it first", () => {
+    const q = new EngineDriver({ concurrency: 2, batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
     [1, 2, 3, 4].forEach((n) => q.submit(n));
-    q.fail(1);
-    // [1,2,3,4] is known to fail, so [3,4] on top of [1,2] is not run: it splits at once.
     expect(q.running()).toEqual([
       [[1, 2], [1, 2]],
-      [[1, 2, 3], [3]],
+      [[1, 2, 3, 4], [3, 4]],
     ]);
+    q.fail(1);
+    // The halves are bisected, and [3, 4] restarts without the failed batch beside them.
+    expect(q.running()).toEqual([
+      [[1], [1]],
+      [[2], [2]],
+      [[3, 4], [3, 4]],
+    ]);
+    q.pass(3);
+    expect(q.merges()).toEqual([[3, 4]]);
+    q.pass(1); // #1 passed, but on a target without #3 and #4: it is innocent, and rejoins the line
+    expect([q.state(1), q.reason(1)]).toEqual(["pending", "bisection_passed"]);
+    q.advance(5); // the batch wait runs out: #1 goes alone
+    expect(q.runOf(1)).toMatchObject({ kind: "main", stack: [3, 4, 1] });
+    q.fail(2); // #2 fails alone on top of what it was tested on, all merged: it is the culprit
+    expect(q.state(2)).toBe("failed");
+    q.pass(1);
+    expect(q.merges()).toEqual([[3, 4], [1]]);
+  });
+
+  test("bisection_skip_redundant_tests reuses a result already known instead of running the same tree again", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 1, optimizationMode: "bisection_skip_redundant_tests" });
+    [1, 2, 3, 4].forEach((n) => q.submit(n));
+    q.fail(1);
+    expect(q.running()).toEqual([[[1, 2], [1, 2]]]);
     const started = q.effects.filter((e) => e.kind === "start_run").length;
     q.pass(1);
+    // [3, 4] on top of the merged [1, 2] is the very tree that failed: it splits at once.
+    expect(q.running()).toEqual([[[1, 2, 3], [3]]]);
     q.fail(3);
     expect(q.states()).toMatchObject({ 1: "merged", 2: "merged", 3: "failed" });
     q.pass(4);
     expect(q.merges()).toEqual([[1, 2], [4]]);
     // One run fewer than without the optimization.
-    expect(q.effects.filter((e) => e.kind === "start_run").length - started).toBe(1);
+    expect(q.effects.filter((e) => e.kind === "start_run").length - started).toBe(2);
   });
 });
 

@@ -112,14 +112,14 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
     }
     case "merge_landed": {
       // Fold the landed PRs into the base, so stacks stay short however many PRs merge. Only
-      // runs valid now are carried over (their tree is the same, described from the new base);
-      // the others keep the old base and so stay stale.
+      // runs exact now are carried over (their tree is the same, described from the new base);
+      // the others keep the old base, so they can never count as exact again.
       const n = event.prNumbers.length;
       if (n === 0 || !sameList(q.merged.slice(0, n), event.prNumbers)) return;
       const line = new Line(q);
       const landed = new Set(event.prNumbers);
       for (const run of q.runs) {
-        if (run.status === "cancelled" || !isCurrent(q, line, run)) continue;
+        if (run.status === "cancelled" || !isExact(q, line, run)) continue;
         run.baseSha = event.headSha;
         run.stack = run.stack.filter((pr) => !landed.has(pr));
       }
@@ -186,12 +186,13 @@ function expireRuns(ctx: Context): void {
 }
 
 /**
- * Whether a run still decides for its PRs: built on the current base, and holding exactly the
- * PRs the line now puts under them. In single mode that is the merged PRs plus the line up to
- * the run's last PR. In parallel mode it is their lane; PRs merged from other lanes may be
- * missing from the run, but only if independent of every PR of the lane.
+ * Whether a run tested exactly the tree its PRs would land as now: built on the current base,
+ * and holding exactly the PRs the line now puts under them. In single mode that is the merged
+ * PRs plus the PRs ahead of it. In parallel mode it is their lane; PRs merged from other lanes
+ * may be missing from the run, but only if independent of every PR of the lane. Only such a
+ * run can merge.
  */
-function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
+function isExact(q: EngineQueue, line: Line, run: EngineRun): boolean {
   if (run.status === "cancelled" || run.baseSha !== q.baseSha) return false;
   const lane = line.lane(run.tested);
   if (lane === null) return false;
@@ -204,6 +205,23 @@ function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
     if (inStack.has(pr)) return true;
     const other = entryOf(q, pr);
     return other !== undefined && lane.every((member) => !overlaps(other.targets, entryOf(q, member)!.targets));
+  });
+}
+
+/**
+ * Whether a run still decides for its PRs. A main run must be exact. A bisection run only
+ * tells which PRs of a failed batch are broken: it stays meaningful while its PRs are still
+ * being bisected and nothing under them has failed or left the queue, whatever merged since.
+ */
+function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
+  if (run.kind === "main") return isExact(q, line, run);
+  if (run.status === "cancelled") return false;
+  const tested = new Set(run.tested);
+  return run.stack.every((pr) => {
+    const entry = entryOf(q, pr);
+    if (!entry) return false;
+    if (tested.has(pr)) return line.has(pr) && entry.bisectionGroupLimit !== null;
+    return entry.state === "merged" || (line.has(pr) && entry.bisectionGroupLimit === null);
   });
 }
 
@@ -241,10 +259,24 @@ function applyResults(ctx: Context): void {
   for (const entry of line.entries) {
     const run = isInFlight(entry.state) ? currentRunOf(q, line, entry.prNumber) : undefined;
     if (!run) continue;
-    if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
+    if (run.status === "passed" && run.kind === "bisection" && !isExact(q, line, run)) {
+      // Proven innocent, but on a line that has moved since: back to the main line, where
+      // they go first among the PRs waiting (they are older). The whole group at once.
+      for (const pr of run.tested) {
+        const member = entryOf(q, pr)!;
+        member.bisectionGroupLimit = null;
+        move(ctx, member, "pending", "bisection_passed");
+      }
+    } else if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
     else if (run.status === "failed" && run.tested.length > 1) {
-      // A failed batch: test it again in halves, in the bisection pool.
-      const limit = Math.ceil(run.tested.length / 2);
+      // A failed batch: its PRs leave the main line (the PRs behind go on without them) and
+      // are tested again in smaller groups in the bisection pool: as many groups as the pool
+      // runs at once (at least halves), so the culprit is found in as few rounds as it allows.
+      const limit = Math.ceil(run.tested.length / Math.max(2, q.settings.bisectionConcurrency));
+      if (run.kind === "main") {
+        // Results of an earlier bisection of these PRs say nothing about this one.
+        for (const old of q.runs) if (old.kind === "bisection" && old.status !== "running" && old.tested.some((pr) => run.tested.includes(pr))) old.status = "cancelled";
+      }
       for (const pr of run.tested) {
         const member = entryOf(q, pr)!;
         member.bisectionGroupLimit = limit;
@@ -265,7 +297,7 @@ function mergePassed(ctx: Context): void {
     let best: EngineRun | undefined;
     let bestPrs: number[] = [];
     for (const run of q.runs) {
-      if (run.status !== "passed" || !isCurrent(q, line, run)) continue;
+      if (run.status !== "passed" || !isExact(q, line, run)) continue;
       const lane = line.lane(run.tested)!;
       if (!q.settings.canOptimisticallyMerge && lane.length !== run.tested.length) continue;
       if (!lane.every((pr) => isInFlight(entryOf(q, pr)!.state))) continue;
@@ -291,16 +323,22 @@ function evictFailed(ctx: Context): void {
   const { q } = ctx;
   const line = new Line(q);
   for (const entry of line.entries) {
-    if (entry.state !== "pending_failure" || line.depsOf(entry.prNumber).length > 0) continue;
-    const successors = line.entries.filter((e) => line.dependsOn(e.prNumber, entry.prNumber)).slice(0, q.settings.pendingFailureDepth);
-    const waitingOnSuccessor = successors.some((e) => {
-      const run = currentRunOf(q, line, e.prNumber);
-      return run?.status === "running" && run.stack.includes(entry.prNumber);
-    });
-    if (waitingOnSuccessor) continue;
+    if (entry.state !== "pending_failure") continue;
     const run = currentRunOf(q, line, entry.prNumber);
     // Without a current run the PR is about to be retested (requeueStale, next round).
     if (!run || run.status !== "failed") continue;
+    if (run.kind === "bisection") {
+      // The culprit of a failed batch, once everything it was tested on has merged.
+      if (!run.stack.every((pr) => pr === entry.prNumber || entryOf(q, pr)?.state === "merged")) continue;
+    } else {
+      if (line.depsOf(entry.prNumber).length > 0) continue;
+      const successors = line.entries.filter((e) => line.dependsOn(e.prNumber, entry.prNumber)).slice(0, q.settings.pendingFailureDepth);
+      const waitingOnSuccessor = successors.some((e) => {
+        const next = currentRunOf(q, line, e.prNumber);
+        return next?.status === "running" && next.stack.includes(entry.prNumber);
+      });
+      if (waitingOnSuccessor) continue;
+    }
     entry.bisectionGroupLimit = null;
     move(ctx, entry, "failed", run.failure ?? "tests_failed");
   }
@@ -328,6 +366,8 @@ function startRuns(ctx: Context): void {
   let mainSlots = q.settings.concurrency - running("main");
   let bisectionSlots = q.settings.bisectionConcurrency - running("bisection");
 
+  // Every PR is considered in line order; one that cannot start yet holds back only the PRs
+  // that depend on it (they would need it in flight under them).
   for (let i = 0; i < line.entries.length; ) {
     const entry = line.entries[i]!;
     // A PR starts on top of the PRs it depends on, once they are in flight.
@@ -343,14 +383,17 @@ function startRuns(ctx: Context): void {
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
     if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {
       const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE;
-      // Wait to fill the batch; everything behind would only join it.
+      // Wait to fill the batch; the main PRs behind would only join it.
       if (ctx.now < deadline) {
-        ctx.batchDeadline = deadline;
-        return;
+        ctx.batchDeadline = Math.min(ctx.batchDeadline ?? Infinity, deadline);
+        i += group.length;
+        continue;
       }
     }
-    // Groups start in line order: a later group's stack may hold this one, still pending.
-    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) return;
+    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) {
+      i += group.length;
+      continue;
+    }
     const tested = group.map((e) => e.prNumber);
     const stack = [...q.merged, ...line.lane(tested)!];
     const runNumber = q.nextRunNumber++;

@@ -19,7 +19,13 @@ export function overlaps(a: Targets | null, b: Targets | null): boolean {
  * every PR ahead of it. In parallel mode it depends on the PRs ahead whose impacted targets
  * overlap its own, and on what those depend on (their changes are under it on its testing
  * branch): the PRs of its lane.
+ *
+ * PRs being bisected (their batch failed) are nobody's dependency: the line goes on without
+ * them while the bisection pool finds the culprit, and each bisection group is tested on the
+ * line ahead of it alone, not on the other groups.
  */
+const isBisecting = (entry: EngineEntry) => entry.bisectionGroupLimit !== null;
+
 export class Line {
   readonly entries: EngineEntry[];
   readonly #index = new Map<number, number>();
@@ -28,15 +34,18 @@ export class Line {
   constructor(q: EngineQueue) {
     this.entries = lineOf(q.entries);
     this.entries.forEach((entry, i) => this.#index.set(entry.prNumber, i));
-    if (q.mode !== "parallel") {
+    const bisecting = this.entries.some(isBisecting);
+    if (q.mode !== "parallel" && !bisecting) {
       this.#deps = null;
       return;
     }
+    const parallel = q.mode === "parallel";
     this.#deps = [];
     for (let i = 0; i < this.entries.length; i++) {
       const deps = new Set<number>();
       for (let j = 0; j < i; j++) {
-        if (!overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
+        if (isBisecting(this.entries[j]!)) continue;
+        if (parallel && !overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
         deps.add(this.entries[j]!.prNumber);
         for (const pr of this.#deps[j]!) deps.add(pr);
       }

@@ -1,0 +1,309 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ReadCache } from "../src/app/read-cache.js";
+import { createQueue } from "../src/app/queues.js";
+import { setImpactedTargets, submitPullRequest } from "../src/app/pull-requests.js";
+import { applyQueueEvent } from "../src/app/queue-events.js";
+import type { Services } from "../src/app/services.js";
+import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
+import type { Principal } from "../src/auth/tokens.js";
+import { ensureOrganization } from "../src/auth/tokens.js";
+import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../src/codehost/code-host.js";
+import { Database } from "../src/store/database.js";
+import { orderedId } from "../src/store/ids.js";
+import { runEffects } from "../src/worker/effects.js";
+import { withAdmin } from "./support.js";
+
+/**
+ * A discrete-event simulation of one merge queue on virtual time. PRs arrive (Poisson), the
+ * real application code submits them, the real engine decides, the real store keeps state and
+ * the outbox, the real effect runner executes effects — against a simulated code host whose CI
+ * takes a given time and fails runs holding a broken PR, or flakes.
+ */
+
+export type Workload = {
+  name: string;
+  /** PR arrivals per hour. */
+  arrivalsPerHour: number;
+  /** CI duration, minutes. */
+  ciMinutes: number;
+  /** Share of PRs whose changes really fail. */
+  realFailureRate: number;
+  /** Probability that a run fails although nothing in it is broken. */
+  flakeRate: number;
+  /** Monorepo: each PR impacts 1–2 of this many targets (null: no targets, one line). */
+  targets: number | null;
+  /** How long PRs arrive, hours. */
+  hours: number;
+  seed: number;
+};
+
+export type Strategy = { name: string; settings: QueueSettingsUpdate; parallel?: boolean; description: string };
+
+export type SimResult = {
+  strategy: string;
+  workload: string;
+  arrivals: number;
+  arrivalsPerHour: number;
+  merged: number;
+  throughputPerHour: number;
+  meanTimeInQueueMinutes: number;
+  p95TimeInQueueMinutes: number;
+  /** PRs still in the queue when the simulation stopped (their time is counted up to then). */
+  unfinished: number;
+  ciRuns: number;
+  ciRunsPerMerge: number;
+  flakeEjections: number;
+  badMerges: number;
+  boundPerHour: number;
+  ratioToBound: number;
+  /** Engine + store cost of the whole simulation. */
+  wallMs: number;
+  cpuMs: number;
+  events: number;
+};
+
+/** A seeded PRNG (mulberry32): the same seed gives the same workload for every strategy. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type SimPr = { number: number; broken: boolean; targets: string[]; arrivedAt: number; doneAt: number | null; outcome: "merged" | "failed" | null };
+type SimRun = { runId: string; queueId: string; content: string[]; dueAt: number; outcome: "passed" | "failed" };
+
+const MINUTE = 60_000;
+
+/** The simulated code host: a target branch as a list of changes, CI as timed results. */
+class SimCodeHost implements CodeHost {
+  readonly kind = "sandbox" as const;
+  head = "h0";
+  readonly contents = new Map<string, string[]>([["h0", []]]);
+  readonly running = new Map<string, SimRun>();
+  readonly built = new Map<string, string[]>();
+  commits = 0;
+  ciRuns = 0;
+  badMerges = 0;
+  readonly mergedAt = new Map<number, number>();
+
+  constructor(
+    readonly prs: Map<number, SimPr>,
+    readonly workload: Workload,
+    readonly random: () => number,
+    readonly now: () => number,
+  ) {}
+
+  async getPullRequest(_repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
+    const pr = this.prs.get(number);
+    if (!pr) return null;
+    return { number, title: `PR ${number}`, author: "sim", headSha: `pr-${number}`, baseBranch: "main", state: pr.outcome === "merged" ? "merged" : "open", mergeability: "mergeable", greenBaseSha: null };
+  }
+
+  async getBranchHead(): Promise<string> {
+    return this.head;
+  }
+
+  async startTestRun(_repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
+    const testBranch = `greenline/main/${request.runId}`;
+    if (!this.built.has(testBranch)) {
+      const content = [...(this.contents.get(request.baseSha) ?? []), ...request.stack.map(String)];
+      this.built.set(testBranch, content);
+      const broken = request.stack.some((n) => this.prs.get(n)?.broken);
+      const outcome = broken || this.random() < this.workload.flakeRate ? "failed" : "passed";
+      // CI time varies by ±10% around its mean.
+      const dueAt = this.now() + this.workload.ciMinutes * MINUTE * (0.9 + 0.2 * this.random());
+      this.running.set(testBranch, { runId: request.runId, queueId: request.queueId, content, dueAt, outcome });
+      this.ciRuns++;
+    }
+    return { kind: "started", testBranch, sha: testBranch };
+  }
+
+  async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
+    this.running.delete(testBranch);
+  }
+
+  async mergeTestedRun(_repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
+    if (request.prNumbers.every((n) => this.mergedAt.has(n))) return { kind: "merged", head: this.head };
+    if (this.head !== request.expectedHead) return { kind: "target_moved", head: this.head };
+    const after = [...this.contents.get(this.head)!, ...request.prNumbers.map(String)];
+    for (const n of request.prNumbers) {
+      if (this.prs.get(n)?.broken) this.badMerges++;
+      this.mergedAt.set(n, this.now());
+    }
+    // In one line the target must end with the tree that was tested, exactly.
+    if (request.tested && request.exactTree && JSON.stringify(this.built.get(request.tested.branch)) !== JSON.stringify(after)) this.badMerges++;
+    this.head = `h${++this.commits}`;
+    this.contents.set(this.head, after);
+    return { kind: "merged", head: this.head };
+  }
+}
+
+/** Where the simulation keeps its database: a fresh SQLite file or PostgreSQL database. */
+export type StoreKind = { kind: "sqlite" } | { kind: "postgres"; adminUrl: string };
+
+async function openStore(store: StoreKind): Promise<{ url: string; drop(): Promise<void> }> {
+  if (store.kind === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), "greenline-sim-"));
+    return { url: `file:${join(dir, "sim.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `greenline_sim_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  await withAdmin(store.adminUrl, (c) => c.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(store.adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => withAdmin(store.adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
+}
+
+/** The workload's PRs, fixed by its seed: every strategy sees the same arrivals. */
+export function generatePrs(workload: Workload, limit = Infinity): SimPr[] {
+  const random = rng(workload.seed);
+  const prs: SimPr[] = [];
+  let t = 0;
+  for (let n = 1; prs.length < limit; n++) {
+    t += (-Math.log(1 - random()) / workload.arrivalsPerHour) * 60 * MINUTE;
+    if (t > workload.hours * 60 * MINUTE && limit === Infinity) break;
+    const broken = random() < workload.realFailureRate;
+    const targets: string[] = [];
+    if (workload.targets !== null) {
+      const count = random() < 0.7 ? 1 : 2;
+      while (targets.length < count) {
+        const target = `//t${Math.floor(random() * workload.targets)}`;
+        if (!targets.includes(target)) targets.push(target);
+      }
+    }
+    prs.push({ number: n, broken, targets, arrivedAt: t, doneAt: null, outcome: null });
+  }
+  return prs;
+}
+
+/** First-order throughput bound of a strategy (research/peers.md §4), PRs per hour. */
+export function theoreticalBound(strategy: Strategy, workload: Workload): number {
+  const T = workload.ciMinutes / 60;
+  const p = 1 - (1 - workload.realFailureRate) * (1 - workload.flakeRate);
+  const s = strategy.settings;
+  const N = s.concurrency ?? 1;
+  let mu: number;
+  if (s.batch) {
+    const B = (s.batchingMinSize ?? 4) * 2;
+    mu = (N * B * (1 - p) ** B) / T;
+  } else mu = ((1 - p) * (1 - (1 - p) ** N)) / p / T;
+  if (strategy.parallel && workload.targets !== null) mu *= workload.targets / 1.3;
+  return Math.min(workload.arrivalsPerHour * (1 - workload.realFailureRate), mu);
+}
+
+const percentile = (values: number[], p: number) => {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+
+export async function simulate(strategy: Strategy, workload: Workload, store: StoreKind, options: { prs?: number; warmupHours?: number; drainHours?: number } = {}): Promise<SimResult> {
+  const list = generatePrs(workload, options.prs);
+  const prs = new Map(list.map((pr) => [pr.number, pr]));
+  const random = rng(workload.seed ^ 0x9e3779b9);
+  const start = Date.parse("2026-11-23T00:00:00Z");
+  let clock = start;
+  const codeHost = new SimCodeHost(prs, workload, random, () => clock - start);
+  const { url, drop } = await openStore(store);
+  const db = await Database.open(url);
+  const services: Services = { db, codeHost, now: () => new Date(clock), newId: () => orderedId(), readCache: new ReadCache(), log: undefined as never };
+  const wall0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let events = 0;
+  try {
+    const org = await db.transaction((tx) => ensureOrganization(tx, "sim"));
+    const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim" };
+    const address = { repo: { host: "github.com", owner: "sim", name: "repo" }, targetBranch: "main" };
+    await createQueue(services, principal, { ...address, ...strategy.settings, mode: strategy.parallel ? "parallel" : "single" });
+    const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "main" } }));
+    const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
+    const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
+    let nextArrival = 0;
+    const settle = async () => {
+      await runEffects(services, queue.id);
+    };
+    for (;;) {
+      const due = [...codeHost.running.values()].reduce((m, r) => Math.min(m, r.dueAt), Infinity);
+      const timer = (await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: queue.id }, select: { timerAt: true } }))).timerAt;
+      const timerAt = timer ? timer.getTime() - start : Infinity;
+      const arrival = nextArrival < list.length ? list[nextArrival]!.arrivedAt : Infinity;
+      const next = Math.min(due, timerAt, arrival);
+      if (!Number.isFinite(next) || next > stopAt) break;
+      clock = start + Math.max(next, clock - start);
+      if (arrival === next) {
+        const pr = list[nextArrival++]!;
+        const input = { ...address, prNumber: pr.number };
+        if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
+        await submitPullRequest(services, principal, input);
+      } else if (due === next) {
+        const [branch, run] = [...codeHost.running.entries()].find(([, r]) => r.dueAt === due)!;
+        codeHost.running.delete(branch);
+        await applyQueueEvent(services, run.queueId, { kind: "run_finished", runId: run.runId, outcome: run.outcome });
+      } else {
+        await applyQueueEvent(services, queue.id, { kind: "timer_fired" });
+      }
+      events++;
+      await settle();
+    }
+    const wallMs = performance.now() - wall0;
+    if (process.env.SIM_DEBUG) {
+      const runs = await db.read((tx) => tx.testRun.findMany({ where: { queueId: queue.id }, orderBy: { startedAt: "asc" } }));
+      for (const r of runs) console.log(((r.startedAt.getTime() - start) / MINUTE).toFixed(0), r.runId, r.kind, r.status, r.failure, r.tested, "stack", JSON.parse(r.stack).length, r.finishedAt ? ((r.finishedAt.getTime() - start) / MINUTE).toFixed(0) : "-");
+    }
+    const cpu = process.cpuUsage(cpu0);
+    // Outcomes, from the store.
+    const entries = await db.read((tx) => tx.queueEntry.findMany({ where: { queueId: queue.id }, select: { prNumber: true, state: true, stateReason: true } }));
+    const endTime = clock - start;
+    for (const entry of entries) {
+      const pr = prs.get(entry.prNumber)!;
+      if (entry.state === "merged") {
+        pr.outcome = "merged";
+        pr.doneAt = codeHost.mergedAt.get(pr.number) ?? endTime;
+      } else if (entry.state === "failed") pr.outcome = "failed";
+    }
+    const flakeEjections = entries.filter((e) => e.state === "failed" && !prs.get(e.prNumber)!.broken).length;
+    // Steady state: merges after the warm-up and before arrivals stop, per hour.
+    const warmup = (options.warmupHours ?? 2) * 60 * MINUTE;
+    const window = Math.max(arrivalEnd - warmup, MINUTE);
+    const mergedInWindow = [...codeHost.mergedAt.values()].filter((t) => t >= warmup && t <= arrivalEnd).length;
+    const arrivedInWindow = list.filter((p) => p.arrivedAt >= warmup && p.arrivedAt <= arrivalEnd).length;
+    const submitted = list.filter((p) => p.arrivedAt <= arrivalEnd);
+    // Time in queue of every good PR that arrived (still queued at the end: counted until then).
+    const good = submitted.filter((p) => !p.broken && p.outcome !== "failed");
+    const times = good.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
+    const merged = [...codeHost.mergedAt.keys()].length;
+    const throughputPerHour = (mergedInWindow / window) * 60 * MINUTE;
+    const bound = theoreticalBound(strategy, workload);
+    return {
+      strategy: strategy.name,
+      workload: workload.name,
+      arrivals: submitted.length,
+      arrivalsPerHour: round((arrivedInWindow / window) * 60 * MINUTE, 1),
+      merged,
+      throughputPerHour: round(throughputPerHour, 1),
+      meanTimeInQueueMinutes: round(times.reduce((a, b) => a + b, 0) / Math.max(times.length, 1), 1),
+      p95TimeInQueueMinutes: round(percentile(times, 95), 1),
+      unfinished: good.filter((p) => p.outcome !== "merged").length,
+      ciRuns: codeHost.ciRuns,
+      ciRunsPerMerge: round(codeHost.ciRuns / Math.max(merged, 1), 2),
+      flakeEjections,
+      badMerges: codeHost.badMerges,
+      boundPerHour: round(bound, 1),
+      ratioToBound: round(throughputPerHour / bound, 2),
+      wallMs: Math.round(wallMs),
+      cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      events,
+    };
+  } finally {
+    await db.close();
+    await drop();
+  }
+}
+
+const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;

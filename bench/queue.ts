@@ -1,0 +1,220 @@
+import { performance } from "node:perf_hooks";
+import { decide } from "../src/domain/engine/engine.js";
+import type { EngineQueue } from "../src/domain/engine/types.js";
+import { machine, postgresReachable } from "./support.js";
+import { generatePrs, rng, simulate, type SimResult, type Strategy, type Workload } from "./queue-sim.js";
+
+/**
+ * npm run bench:queue [-- --quick]
+ *
+ * Strategies side by side on the same workloads (same seeds, same arrivals, same broken PRs),
+ * each simulated on virtual time through the real application code, engine and store
+ * (bench/queue-sim.ts). Then the engine's own cost: 10,000 PRs through one queue on SQLite
+ * and PostgreSQL, next to the pure engine deciding the same workload without a store.
+ * The last line is one JSON object keyed by strategy (the goal workload).
+ */
+
+const quick = process.argv.includes("--quick");
+const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+const T = 30;
+/** Greenline's batching configuration: batches of min..2×min PRs, `concurrency` in flight. */
+function BATCH(min: number, concurrency: number) {
+  return {
+    concurrency,
+    batch: true,
+    batchingMinSize: min,
+    batchingMaxWaitTimeMinutes: 5,
+    bisectionConcurrency: 6,
+    optimizationMode: "bisection_skip_redundant_tests" as const,
+    canOptimisticallyMerge: true,
+    pendingFailureDepth: 1,
+  };
+}
+const STRATEGIES: Strategy[] = [
+  { name: "serial", description: "one PR at a time, each tested on the target", settings: { concurrency: 1 } },
+  {
+    name: "github-like",
+    description: "speculative chain of 5, failing entry ejected, no batching, no bisection, no anti-flake (GitHub merge queue model)",
+    settings: { concurrency: 5 },
+  },
+  {
+    name: "greenline-optimistic",
+    description: "single line, 8 runs in flight, optimistic merge + pending-failure depth 2",
+    settings: { concurrency: 8, canOptimisticallyMerge: true, pendingFailureDepth: 2 },
+  },
+  {
+    name: "greenline-batch",
+    description: "batches (min 4, max 8, wait 5 min), 4 in flight, bisection pool 6 skipping known failures, optimistic + depth 1",
+    settings: BATCH(4, 4),
+  },
+  {
+    name: "greenline-parallel",
+    description: "parallel lanes from impacted targets, 8 runs in flight, optimistic + depth 2",
+    parallel: true,
+    settings: { concurrency: 8, canOptimisticallyMerge: true, pendingFailureDepth: 2 },
+  },
+];
+
+const workload = (arrivalsPerHour: number, flakeRate: number, targets: number | null = null): Workload => ({
+  name: `${arrivalsPerHour}/h, ${Math.round(flakeRate * 100)}% flaky${targets ? `, monorepo (${targets} targets)` : ""}`,
+  arrivalsPerHour,
+  ciMinutes: T,
+  realFailureRate: 0.03,
+  flakeRate,
+  targets,
+  hours: quick ? 8 : 16,
+  seed: 1000 + arrivalsPerHour * 7 + Math.round(flakeRate * 100),
+});
+
+const GOAL = workload(30, 0.05);
+const workloads: Workload[] = quick
+  ? [GOAL]
+  : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL, workload(30, 0.1), workload(30, 0.05, 40)];
+
+console.log(`# bench:queue — ${machine()}${quick ? " (quick)" : ""}`);
+console.log(`CI time T = ${T} min, 3% of PRs really broken; steady-state window from hour 2 to the end of arrivals.\n`);
+const results: SimResult[] = [];
+for (const w of workloads) {
+  console.log(`## ${w.name}`);
+  console.log("| strategy | arrivals/h | merged/h | bound/h | ratio | mean min | p95 min | CI runs/merge | flake ejections | bad merges | unfinished |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const strategy of STRATEGIES) {
+    // Parallel lanes need impacted targets: only the monorepo workload has them.
+    if (strategy.parallel && w.targets === null) continue;
+    const r = await simulate(strategy, w, { kind: "sqlite" });
+    results.push(r);
+    console.log(
+      `| ${r.strategy} | ${r.arrivalsPerHour} | ${r.throughputPerHour} | ${r.boundPerHour} | ${r.ratioToBound} | ${r.meanTimeInQueueMinutes} | ${r.p95TimeInQueueMinutes} | ${r.ciRunsPerMerge} | ${r.flakeEjections} | ${r.badMerges} | ${r.unfinished} |`,
+    );
+  }
+  console.log("");
+}
+
+// The batch-size policy: the largest batch is 2 × batchingMinSize. Sweep it at the goal workload.
+if (!quick) {
+  console.log("## Batch size sweep (goal workload; largest batch = 2 × batchingMinSize)");
+  console.log("| batchingMinSize | concurrency | merged/h | p95 min | CI runs/merge | flake ejections |");
+  console.log("|---|---|---|---|---|---|");
+  for (const [min, concurrency] of [[1, 8], [2, 6], [3, 5], [4, 4], [6, 3], [8, 2]] as const) {
+    const r = await simulate({ name: `batch-${min}`, description: "", settings: BATCH(min, concurrency) }, GOAL, { kind: "sqlite" });
+    console.log(`| ${min} (max ${min * 2}) | ${concurrency} | ${r.throughputPerHour} | ${r.p95TimeInQueueMinutes} | ${r.ciRunsPerMerge} | ${r.flakeEjections} |`);
+  }
+  console.log("");
+}
+
+// Goals at 30/h with 5% flaky runs.
+const goal = results.filter((r) => r.workload === GOAL.name);
+console.log("## Goal (30 PRs/h, 5% flaky): keeps up (≥ 95% of arrivals), p95 ≤ 3T, ≤ 1.5 CI runs per merge");
+for (const r of goal) {
+  const keepsUp = r.throughputPerHour >= 0.95 * r.arrivalsPerHour;
+  const ok = keepsUp && r.p95TimeInQueueMinutes <= 3 * T && r.ciRunsPerMerge <= 1.5 && r.badMerges === 0;
+  console.log(`- ${r.strategy}: ${(r.throughputPerHour / r.arrivalsPerHour * 100).toFixed(1)}% of arrivals, p95 ${r.p95TimeInQueueMinutes} min, ${r.ciRunsPerMerge} runs/merge → ${ok ? "meets" : "misses"} the goal`);
+}
+console.log("");
+
+// Engine cost.
+const costPrs = quick ? 300 : 10_000;
+const costStrategy = STRATEGIES.find((s) => s.name === "greenline-batch")!;
+const costWorkload: Workload = { ...workload(30, 0.05), name: `${costPrs} PRs, 30/h, 5% flaky` };
+console.log(`## Engine cost: ${costPrs} PRs through one queue (${costStrategy.name})`);
+const pure = pureEngineCost(costWorkload, costPrs, costStrategy);
+console.log("| store | wall s | CPU s (this process) | events | ms per event | ms per PR | × pure engine |");
+console.log("|---|---|---|---|---|---|---|");
+console.log(`| none (pure engine, same workload) | ${(pure.wallMs / 1000).toFixed(2)} | ${(pure.cpuMs / 1000).toFixed(2)} | ${pure.events} | ${(pure.wallMs / pure.events).toFixed(3)} | ${(pure.wallMs / costPrs).toFixed(3)} | 1 |`);
+const stores: { name: string; kind: Parameters<typeof simulate>[2] }[] = [{ name: "SQLite", kind: { kind: "sqlite" } }];
+if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
+else console.log("(PostgreSQL not reachable: skipped)");
+for (const store of stores) {
+  const r = await simulate(costStrategy, costWorkload, store.kind, { prs: costPrs, drainHours: 24 });
+  console.log(
+    `| ${store.name} | ${(r.wallMs / 1000).toFixed(1)} | ${(r.cpuMs / 1000).toFixed(1)} | ${r.events} | ${(r.wallMs / r.events).toFixed(2)} | ${(r.wallMs / costPrs).toFixed(2)} | ${(r.wallMs / pure.wallMs).toFixed(0)} |`,
+  );
+  if (r.badMerges > 0 || r.merged < costPrs * 0.9) throw new Error(`engine cost run on ${store.name} went wrong: ${JSON.stringify(r)}`);
+}
+console.log("");
+
+const summary = Object.fromEntries(
+  goal.map((r) => [r.strategy, { throughputPerHour: r.throughputPerHour, p95TimeInQueueMinutes: r.p95TimeInQueueMinutes, ciRunsPerMerge: r.ciRunsPerMerge, flakeEjections: r.flakeEjections, badMerges: r.badMerges }]),
+);
+console.log(JSON.stringify(summary));
+
+/**
+ * The pure engine alone on the same kind of workload: the same decisions with no store and
+ * no runner, CI answering after T — the floor the store's cost is compared with.
+ */
+function pureEngineCost(w: Workload, count: number, strategy: Strategy): { wallMs: number; cpuMs: number; events: number } {
+  const list = generatePrs(w, count);
+  const random = rng(w.seed ^ 0x9e3779b9);
+  const s = strategy.settings;
+  let q: EngineQueue = {
+    state: "running",
+    mode: "single",
+    pendingMode: null,
+    settings: {
+      mode: "single",
+      concurrency: s.concurrency ?? 1,
+      bisectionConcurrency: s.bisectionConcurrency ?? 1,
+      testingTimeoutMinutes: 300,
+      pendingFailureDepth: s.pendingFailureDepth ?? 0,
+      canOptimisticallyMerge: s.canOptimisticallyMerge ?? false,
+      batch: s.batch ?? false,
+      batchingMaxWaitTimeMinutes: s.batchingMaxWaitTimeMinutes ?? 5,
+      batchingMinSize: s.batchingMinSize ?? 4,
+      optimizationMode: s.optimizationMode ?? "off",
+      directMergeMode: "off",
+    },
+    baseSha: "h0",
+    merged: [],
+    entries: [],
+    runs: [],
+    nextRunNumber: 1,
+  };
+  const due = new Map<string, { at: number; outcome: "passed" | "failed" }>();
+  const broken = new Set(list.filter((p) => p.broken).map((p) => p.number));
+  let heads = 0;
+  let events = 0;
+  let next = 0;
+  const wall0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let now = 0;
+  const apply = (event: Parameters<typeof decide>[1]) => {
+    const d = decide(q, event, now);
+    q = d.queue;
+    events++;
+    for (const e of d.effects) {
+      if (e.kind === "start_run") due.set(e.runId, { at: now + T * 60_000 * (0.9 + 0.2 * random()), outcome: e.stack.some((n) => broken.has(n)) || random() < w.flakeRate ? "failed" : "passed" });
+      else if (e.kind === "cancel_run") due.delete(e.runId);
+      else if (e.kind === "merge") pending.push(e.prNumbers);
+      else if (e.kind === "schedule_timer") timerAt = e.at;
+    }
+    // Archive what the store would archive, so the queue stays as small as it does there.
+    q.entries = q.entries.filter((en) => !["merged", "failed", "cancelled"].includes(en.state) || q.merged.includes(en.prNumber));
+    const live = new Set(q.entries.map((en) => en.prNumber));
+    q.runs = q.runs.filter((r) => r.status === "running" || r.tested.some((n) => live.has(n)));
+  };
+  const pending: number[][] = [];
+  let timerAt = Infinity;
+  for (;;) {
+    while (pending.length > 0) apply({ kind: "merge_landed", prNumbers: pending.shift()!, headSha: `h${++heads}` });
+    const [runId, run] = [...due.entries()].reduce<[string, { at: number; outcome: "passed" | "failed" }] | [null, null]>((m, e) => (m[1] === null || e[1].at < m[1].at ? e : m), [null, null]);
+    const arrival = next < list.length ? list[next]!.arrivedAt : Infinity;
+    if (runId === null && arrival === Infinity && timerAt === Infinity) break;
+    if (timerAt <= Math.min(arrival, run?.at ?? Infinity)) {
+      now = Math.max(now, timerAt);
+      timerAt = Infinity;
+      apply({ kind: "timer_fired" });
+    } else if (arrival <= (run?.at ?? Infinity)) {
+      now = arrival;
+      const pr = list[next++]!;
+      q.entries.push({ prNumber: pr.number, state: "pending", stateChangedAt: now, priority: 100, submittedAt: now, noBatch: false, ready: true, bisectionGroupLimit: null, reason: "submitted", position: null, targets: null, directMergeBase: null });
+      apply({ kind: "submitted", prNumber: pr.number });
+    } else {
+      now = run!.at;
+      due.delete(runId!);
+      apply({ kind: "run_finished", runId: runId!, outcome: run!.outcome });
+    }
+  }
+  const cpu = process.cpuUsage(cpu0);
+  return { wallMs: performance.now() - wall0, cpuMs: (cpu.user + cpu.system) / 1000, events };
+}
