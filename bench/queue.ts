@@ -63,7 +63,7 @@ const workload = (arrivalsPerHour: number, flakeRate: number, targets: number | 
   realFailureRate: 0.03,
   flakeRate,
   targets,
-  hours: quick ? 8 : 16,
+  hours: quick ? 8 : 24,
   seed: 1000 + arrivalsPerHour * 7 + Math.round(flakeRate * 100),
 });
 
@@ -114,7 +114,7 @@ for (const r of goal) {
 console.log("");
 
 // Engine cost.
-const costPrs = quick ? 300 : 10_000;
+const costPrs = quick ? 150 : 10_000;
 const costStrategy = STRATEGIES.find((s) => s.name === "greenline-batch")!;
 const costWorkload: Workload = { ...workload(30, 0.05), name: `${costPrs} PRs, 30/h, 5% flaky` };
 console.log(`## Engine cost: ${costPrs} PRs through one queue (${costStrategy.name})`);

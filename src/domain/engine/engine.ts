@@ -268,21 +268,27 @@ function applyResults(ctx: Context): void {
         move(ctx, member, "pending", "bisection_passed");
       }
     } else if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
-    else if (run.status === "failed" && run.tested.length > 1) {
-      // A failed batch: its PRs leave the main line (the PRs behind go on without them) and
-      // are tested again in smaller groups in the bisection pool: as many groups as the pool
-      // runs at once (at least halves), so the culprit is found in as few rounds as it allows.
-      const limit = Math.ceil(run.tested.length / Math.max(2, q.settings.bisectionConcurrency));
-      if (run.kind === "main") {
-        // Results of an earlier bisection of these PRs say nothing about this one.
-        for (const old of q.runs) if (old.kind === "bisection" && old.status !== "running" && old.tested.some((pr) => run.tested.includes(pr))) old.status = "cancelled";
-      }
-      for (const pr of run.tested) {
-        const member = entryOf(q, pr)!;
-        member.bisectionGroupLimit = limit;
-        move(ctx, member, "pending", "bisecting_failed_batch");
-      }
-    } else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed");
+    else if (run.status === "failed" && run.tested.length > 1 && run.kind === "bisection") bisect(ctx, run);
+    else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed");
+  }
+}
+
+/**
+ * A failed batch: its PRs leave the main line (the PRs behind go on without them) and are
+ * tested again in smaller groups in the bisection pool: as many groups as the pool runs at
+ * once (at least halves), so the culprit is found in as few rounds as the pool allows.
+ */
+function bisect(ctx: Context, run: EngineRun): void {
+  const { q } = ctx;
+  const limit = Math.ceil(run.tested.length / Math.max(2, q.settings.bisectionConcurrency));
+  if (run.kind === "main") {
+    // Results of an earlier bisection of these PRs say nothing about this one.
+    for (const old of q.runs) if (old.kind === "bisection" && old.status !== "running" && old.tested.some((pr) => run.tested.includes(pr))) old.status = "cancelled";
+  }
+  for (const pr of run.tested) {
+    const member = entryOf(q, pr)!;
+    member.bisectionGroupLimit = limit;
+    move(ctx, member, "pending", "bisecting_failed_batch");
   }
 }
 
@@ -317,7 +323,9 @@ function mergePassed(ctx: Context): void {
 /**
  * A PR whose own run failed fails once every PR ahead of it has merged (the failure is then
  * its own) and no successor within pendingFailureDepth is still testing a tree that holds it
- * (a passing successor, with optimistic merging, would clear it).
+ * (a passing successor, with optimistic merging, would clear it). A batch in that position is
+ * bisected instead. A PR whose bisection run failed alone fails once what it was tested on
+ * has merged.
  */
 function evictFailed(ctx: Context): void {
   const { q } = ctx;
@@ -338,6 +346,11 @@ function evictFailed(ctx: Context): void {
         return next?.status === "running" && next.stack.includes(entry.prNumber);
       });
       if (waitingOnSuccessor) continue;
+    }
+    // A batch that failed on its own is bisected; a single PR fails.
+    if (run.kind === "main" && run.tested.length > 1) {
+      bisect(ctx, run);
+      continue;
     }
     entry.bisectionGroupLimit = null;
     move(ctx, entry, "failed", run.failure ?? "tests_failed");
