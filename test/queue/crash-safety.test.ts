@@ -5,7 +5,7 @@ import { expectQueueInvariants } from "../support/invariants.js";
 import { freePort, ServiceProcess } from "../support/service-process.js";
 
 /**
- * Kills the service with SIGKILL at random instants while it processes 120 PRs on the
+ * Kills the service with SIGKILL at random instants while it processes 180 PRs on the
  * sandbox (simulated CI with real failures and flakes), restarting it each time on the same
  * database. Afterwards every PR has reached a terminal state with a reason, none merged twice,
  * no broken PR landed, and the target branch holds exactly the merged PRs' changes.
@@ -16,7 +16,10 @@ const PRS_PER_QUEUE = 60;
 const QUEUES = [
   { name: "chain", settings: { concurrency: 4, canOptimisticallyMerge: true, pendingFailureDepth: 1 } },
   { name: "batches", settings: { concurrency: 2, batch: true, batchingMinSize: 1, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" } },
+  { name: "lanes", settings: { mode: "parallel", concurrency: 4, batch: true, batchingMinSize: 1, bisectionConcurrency: 2, canOptimisticallyMerge: true, pendingFailureDepth: 1 } },
 ];
+/** Parallel mode: each PR impacts one or two of five targets (lanes overlap now and then). */
+const targetsOf = (n: number) => (n % 3 === 0 ? [`//t${n % 5}`, `//t${(n + 1) % 5}`] : [`//t${n % 5}`]);
 
 // A seeded generator: the kill schedule is random but repeatable.
 function seeded(seed: number) {
@@ -69,6 +72,9 @@ describe.each(BACKENDS)("crash safety on $name", (backend) => {
       for (let n = 1; n <= PRS_PER_QUEUE; n++) {
         for (const q of QUEUES) {
           const address = { repo: repo(q.name), targetBranch: "main", pr: { number: n } };
+          if (q.settings.mode === "parallel") {
+            for (;;) if ((await call("setImpactedTargets", { ...address, impactedTargets: targetsOf(n) })).status === 200) break;
+          }
           // A submission whose answer was lost may have happened: submit only if it did not.
           for (;;) {
             const existing = await call("getSubmittedPullRequest", address);
