@@ -5,7 +5,9 @@ import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
-import { applyEvent } from "./queue-events.js";
+import { applyEvent, applyQueueEvent } from "./queue-events.js";
+import type { CancelReason } from "../domain/engine/types.js";
+import type { RepoRef } from "../codehost/code-host.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
@@ -231,4 +233,25 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       finishedAt: run.row.finishedAt?.toISOString() ?? null,
     };
   });
+}
+
+/**
+ * The code host says a PR changed under the queue (new commits, closed, base branch changed):
+ * it leaves every queue of the repository where it is in play. A redelivered event changes
+ * nothing: a PR already terminal stays as it is, and new commits cancel only a PR queued at an
+ * older head. Answers how many queues it left.
+ */
+export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string): Promise<number> {
+  const key = `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+  const queues = await services.db.read((tx) => tx.queue.findMany({ where: { repository: { key } }, select: { id: true } }));
+  let cancelled = 0;
+  for (const { id } of queues) {
+    const applied = await applyQueueEvent(services, id, { kind: "cancelled", prNumber, reason }, async (tx) => {
+      const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: id, prNumber } } });
+      if (!entry || isTerminal(entry.state as PrState)) return false;
+      return reason !== "pr_updated" || headSha === undefined || entry.prSha !== headSha;
+    });
+    if (applied) cancelled++;
+  }
+  return cancelled;
 }

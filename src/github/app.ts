@@ -1,13 +1,30 @@
 import type { Probot } from "probot";
+import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
+import type { Services } from "../app/services.js";
 import { ensureOrganization } from "../auth/tokens.js";
+import type { CancelReason } from "../domain/engine/types.js";
 import type { Database } from "../store/database.js";
 
 /**
  * The Probot app: webhooks from GitHub. An installation makes its account an organization of
- * Greenline (slug = account login), owning that account's repositories.
+ * Greenline (slug = account login), owning that account's repositories. A queued PR that gets
+ * new commits, is closed (or merged outside the queue) or moves to another base branch leaves
+ * its queues, cancelled with that reason. `services` is read when a delivery arrives (the
+ * services are built after the Probot app is loaded).
  */
-export function createGitHubApp(db: Database) {
+export function createGitHubApp(db: Database, services: () => Services) {
   return (app: Probot) => {
+    app.on(["pull_request.synchronize", "pull_request.closed", "pull_request.edited"], async (context) => {
+      const { pull_request: pr, repository } = context.payload;
+      let reason: CancelReason | null = null;
+      if (context.payload.action === "synchronize") reason = "pr_updated";
+      else if (context.payload.action === "closed") reason = "pr_closed";
+      else if (context.payload.action === "edited" && "changes" in context.payload && context.payload.changes.base) reason = "base_branch_changed";
+      if (!reason) return;
+      const host = new URL(repository.html_url).host;
+      const cancelled = await cancelOnPullRequestEvent(services(), { host, owner: repository.owner.login, name: repository.name }, pr.number, reason, pr.head.sha);
+      if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
+    });
     app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);

@@ -108,6 +108,40 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
     expect(closed.body.error.message).toContain("closed");
   });
 
+  test("a queued PR that gets new commits, is closed or changes base leaves the queue with that reason", async () => {
+    const address = (n: number) => ({ ...queue("octo-org"), pr: { number: n } });
+    const event = (action: string, n: number, extra: object = {}) => ({
+      action,
+      number: n,
+      pull_request: { number: n, head: { sha: `new-head-${n}`, ref: `feature-${n}` }, base: { ref: "main" }, state: action === "closed" ? "closed" : "open", merged: false },
+      repository: { name: "app", full_name: "octo-org/app", html_url: "https://github.com/octo-org/app", owner: { login: "octo-org" } },
+      installation: { id: 42 },
+      sender: { login: "hubot", id: 2, type: "User" },
+      ...extra,
+    });
+    for (const n of [20, 21, 22, 23]) {
+      gh.openPr("octo-org/app", { number: n });
+      await octo.ok("submitPullRequest", address(n));
+    }
+    expect((await deliver("pull_request", event("synchronize", 20))).status).toBe(200);
+    expect((await deliver("pull_request", event("closed", 21))).status).toBe(200);
+    expect((await deliver("pull_request", event("edited", 22, { changes: { base: { ref: { from: "main" }, sha: { from: "x" } } } }))).status).toBe(200);
+    // An edit of the title only changes nothing.
+    expect((await deliver("pull_request", event("edited", 23, { changes: { title: { from: "old" } } }))).status).toBe(200);
+    const states = await Promise.all([20, 21, 22, 23].map(async (n) => (await octo.ok("getSubmittedPullRequest", address(n))) as { state: string; stateReason: string }));
+    expect(states.map((s) => [s.state, s.stateReason])).toEqual([
+      ["cancelled", "pr_updated"],
+      ["cancelled", "pr_closed"],
+      ["cancelled", "base_branch_changed"],
+      [expect.not.stringMatching(/^cancelled$/), expect.anything()],
+    ]);
+    // A redelivery changes nothing; a forged one is refused.
+    const before = await server.greenline.services.db.read((tx) => tx.transition.count());
+    expect((await deliver("pull_request", event("synchronize", 20))).status).toBe(200);
+    expect((await deliver("pull_request", event("closed", 23), gh.sign("{}", "wrong-secret"))).status).toBeGreaterThanOrEqual(400);
+    expect(await server.greenline.services.db.read((tx) => tx.transition.count())).toBe(before);
+  });
+
   test("webhook secrets and the private key never reach the logs", () => {
     const logs = server.logs.join("");
     expect(logs).not.toContain(gh.webhookSecret);
