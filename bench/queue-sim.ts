@@ -125,6 +125,10 @@ class SimCodeHost implements CodeHost {
     return { kind: "started", testBranch, sha: testBranch };
   }
 
+  async requiredStatuses(): Promise<string[]> {
+    return ["sim-ci"];
+  }
+
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
     this.running.delete(testBranch);
   }

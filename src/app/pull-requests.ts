@@ -8,6 +8,8 @@ import type { Tx } from "../store/database.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import type { RepoRef } from "../codehost/code-host.js";
+import { SANDBOX_CI_CONTEXT } from "../codehost/sandbox.js";
+import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
@@ -225,7 +227,10 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       isBisection: run.row.kind === "bisection",
       requiredStatuses: required,
       requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
-      statusChecks: services.codeHost.kind === "sandbox" ? [{ context: "greenline/sandbox-ci", state: checkState }] : [],
+      statusChecks:
+        services.codeHost.kind === "sandbox"
+          ? [{ context: SANDBOX_CI_CONTEXT, state: checkState }]
+          : Object.entries(JSON.parse(run.row.statusChecks) as Record<string, CheckState>).map(([context, state]) => ({ context, state })),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.find((t) => t.prNumber === n)?.prTitle ?? "" })),
       impactedTargets: !targets ? [] : targets.kind === "all" ? "ALL" : (JSON.parse(targets.targets) as string[]).slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),

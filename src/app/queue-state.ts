@@ -1,5 +1,5 @@
 import type { ImpactedTargets, Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
-import type { Decision, EngineEntry, EngineQueue, EngineRun, Targets } from "../domain/engine/types.js";
+import type { Decision, Effect, EngineEntry, EngineQueue, EngineRun, Targets } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import type { PrState, QueueMode, QueueState } from "../domain/states.js";
 import { settingsOf } from "./records.js";
@@ -143,8 +143,10 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
     });
   }
 
-  // A run is archived once no PR it tested is in line: the engine will never look at it again.
+  // A run is archived once no PR it tested is in line: the engine will never look at it again,
+  // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
   const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
+  const cleanups: Effect[] = [];
   for (const run of next.runs) {
     const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
     const row = loaded.runs.get(run.id);
@@ -154,6 +156,7 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
         data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
       });
     } else {
+      if (archived && !row.archived && row.testBranch && run.status !== "running") cleanups.push({ kind: "cancel_run", runId: run.id });
       // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
       const stack = JSON.stringify(run.stack);
       const rebased = row.baseSha !== run.baseSha || row.stack !== stack;
@@ -163,7 +166,7 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
     }
   }
 
-  const effects = decision.effects.filter((e) => e.kind !== "schedule_timer");
+  const effects = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups.filter((c) => !decision.effects.some((e) => e.kind === "cancel_run" && c.kind === "cancel_run" && e.runId === c.runId))];
   if (effects.length > 0) {
     const last = await tx.effect.findFirst({ where: { queueId: queue.id }, orderBy: { seq: "desc" }, select: { seq: true } });
     let seq = last?.seq ?? 0;

@@ -62,6 +62,11 @@ export interface CodeHost {
   startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart>;
   /** Stops CI on a testing branch and deletes it. */
   cancelTestRun(repo: RepoRef, testBranch: string): Promise<void>;
+  /**
+   * The statuses a testing branch for `branch` must report green, from the code host's branch
+   * protection (used when the queue sets no requiredStatuses of its own).
+   */
+  requiredStatuses(repo: RepoRef, branch: string): Promise<string[]>;
   /** Lands the PRs whose combined tree the testing branch tested. */
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
 }

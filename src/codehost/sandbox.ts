@@ -16,6 +16,9 @@ export type SandboxOptions = {
 
 type Tree = Record<string, string>;
 
+/** The status context simulated CI reports on testing branches. */
+export const SANDBOX_CI_CONTEXT = "greenline/sandbox-ci";
+
 const repoKeyOf = (repo: RepoRef) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 function shaOf(...parts: string[]): string {
@@ -129,6 +132,10 @@ export class SandboxCodeHost implements CodeHost {
       await tx.sandboxRef.delete({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
       await tx.sandboxCiJob.updateMany({ where: { sha: ref.sha, deliveredAt: null }, data: { deliveredAt: this.options.now(), outcome: "cancelled" } });
     });
+  }
+
+  async requiredStatuses(): Promise<string[]> {
+    return [SANDBOX_CI_CONTEXT];
   }
 
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {

@@ -1,5 +1,7 @@
 import type { Probot } from "probot";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
+import { reportStatus } from "../app/status-checks.js";
+import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import { ensureOrganization } from "../auth/tokens.js";
 import type { CancelReason } from "../domain/engine/types.js";
@@ -12,8 +14,23 @@ import type { Database } from "../store/database.js";
  * its queues, cancelled with that reason. `services` is read when a delivery arrives (the
  * services are built after the Probot app is loaded).
  */
+const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
+  host: new URL(repository.html_url).host,
+  owner: repository.owner.login,
+  name: repository.name,
+});
+
 export function createGitHubApp(db: Database, services: () => Services) {
   return (app: Probot) => {
+    // CI results on testing branches: commit statuses and check runs.
+    app.on("status", async (context) => {
+      const { sha, context: name, state, repository } = context.payload;
+      await reportStatus(services(), repoOf(repository), sha, name, state as CheckState);
+    });
+    app.on(["check_run.created", "check_run.completed", "check_run.rerequested"], async (context) => {
+      const { check_run: run, repository } = context.payload;
+      await reportStatus(services(), repoOf(repository), run.head_sha, run.name, checkRunState(run.status, run.conclusion));
+    });
     app.on(["pull_request.synchronize", "pull_request.closed", "pull_request.edited"], async (context) => {
       const { pull_request: pr, repository } = context.payload;
       let reason: CancelReason | null = null;
@@ -21,8 +38,7 @@ export function createGitHubApp(db: Database, services: () => Services) {
       else if (context.payload.action === "closed") reason = "pr_closed";
       else if (context.payload.action === "edited" && "changes" in context.payload && context.payload.changes.base) reason = "base_branch_changed";
       if (!reason) return;
-      const host = new URL(repository.html_url).host;
-      const cancelled = await cancelOnPullRequestEvent(services(), { host, owner: repository.owner.login, name: repository.name }, pr.number, reason, pr.head.sha);
+      const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha);
       if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
     });
     app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {

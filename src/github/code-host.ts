@@ -136,9 +136,23 @@ export class GitHubCodeHost implements CodeHost {
     }
   }
 
+  async requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
+    const octokit = await this.#octokit(repo);
+    try {
+      const { data } = await octokit.rest.repos.getStatusChecksProtection({ owner: repo.owner, repo: repo.name, branch });
+      return [...new Set([...(data.contexts ?? []), ...(data.checks ?? []).map((c) => c.context)])];
+    } catch (error) {
+      // 404: the branch is not protected, or requires no status checks.
+      if ((error as OctokitError).status === 404) return [];
+      throw error;
+    }
+  }
+
   /**
    * With merge commits and an exact tree the target is fast-forwarded to the tested commit
-   * itself. Otherwise each PR is merged through GitHub, pinned to the head sha that was tested.
+   * itself when it descends from the target's head. Otherwise each PR is merged through GitHub,
+   * in order, pinned to the head sha that was tested: the same changes applied in the same
+   * order on the same tree give the tree that was tested.
    */
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.#octokit(repo);
@@ -149,9 +163,14 @@ export class GitHubCodeHost implements CodeHost {
     // Repeating a merge that already happened changes nothing.
     if (prs.every((pr) => pr.merged)) return { kind: "merged", head: head ?? "" };
     if (head !== request.expectedHead) return { kind: "target_moved", head: head ?? "" };
-    if (request.method === "merge_commit" && request.exactTree && request.tested) {
-      await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
-      return { kind: "merged", head: request.tested.sha };
+    if (request.method === "merge_commit" && request.exactTree && request.tested && head) {
+      // The tested commit itself lands when it was built on the target's very head commit (a
+      // run further down a chain was built on an equal tree, but other commits): fast-forward.
+      const { data: comparison } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${head}...${request.tested.sha}` });
+      if (comparison.behind_by === 0) {
+        await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
+        return { kind: "merged", head: request.tested.sha };
+      }
     }
     const method = request.method === "merge_commit" ? "merge" : request.method;
     for (const pr of prs) {

@@ -1,12 +1,18 @@
-import { createHmac, createPublicKey, generateKeyPairSync, verify } from "node:crypto";
+import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
  * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it.
- * It keeps a small model — App installations, pull requests — and speaks in domain verbs
- * (`installApp`, `openPr`, `closePr`). It grows with what Greenline asks of GitHub.
+ * It keeps a small model — App installations; repositories as commit graphs with whole trees
+ * and branches; pull requests (one commit on top of the base they were opened on); branch
+ * protection — and speaks in domain verbs (`installApp`, `openPr`, `closePr`, `files`).
+ * Merges apply a PR's changes and refuse conflicts; a ref update refuses what is not a
+ * fast-forward; a PR whose head lands on its base branch becomes merged, as on GitHub.
  */
+
+type Tree = Record<string, string>;
+type Commit = { sha: string; parents: string[]; tree: Tree; message: string };
 
 type PullRequest = {
   number: number;
@@ -19,8 +25,9 @@ type PullRequest = {
   merged: boolean;
   draft: boolean;
   mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable";
-  /** Commits of the base branch the head lacks (0: up to date). */
-  behindBy: number;
+  /** The commit of the base branch the PR was opened on (its head's parent). */
+  baseSha: string;
+  files: Tree;
 };
 
 export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
@@ -32,7 +39,10 @@ export class GitHubSimulator {
   readonly #publicKey;
   readonly #installations = new Map<number, { account: string }>();
   readonly #pulls = new Map<string, PullRequest>();
-  readonly #branches = new Map<string, string>();
+  readonly #refs = new Map<string, string>();
+  readonly #commits = new Map<string, Commit>();
+  readonly #protection = new Map<string, string[]>();
+  #counter = 0;
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
   url = "";
@@ -44,7 +54,14 @@ export class GitHubSimulator {
   }
 
   async start(): Promise<this> {
-    this.#server = createServer((req, res) => this.#handle(req, res));
+    this.#server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const text = Buffer.concat(chunks).toString();
+        this.#handle(req, res, text ? (JSON.parse(text) as Record<string, unknown>) : {});
+      });
+    });
     await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
     this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
     return this;
@@ -59,29 +76,113 @@ export class GitHubSimulator {
     return { id, account };
   }
 
-  openPr(repo: string, pr: Partial<PullRequest> & { number: number }): PullRequest {
+  /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
+  openPr(repo: string, pr: Partial<Omit<PullRequest, "headSha" | "baseSha">> & { number: number }): PullRequest {
+    const base = pr.base ?? "main";
+    const baseSha = this.branchHead(repo, base);
+    const files = pr.files ?? { [`changes/pr-${pr.number}.txt`]: `change of #${pr.number}\n` };
+    const headSha = this.#commit([baseSha], { ...this.#commits.get(baseSha)!.tree, ...files }, `PR #${pr.number}`);
     const full: PullRequest = {
       title: `PR #${pr.number}`,
       author: "octocat",
-      headSha: createHmac("sha1", "sha").update(`${repo}#${pr.number}`).digest("hex"),
       headRef: `feature-${pr.number}`,
-      base: "main",
+      base,
       state: "open",
       merged: false,
       draft: false,
       mergeableState: "clean",
-      behindBy: 0,
       ...pr,
+      files,
+      baseSha,
+      headSha,
     };
     this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
     return full;
   }
 
-  /** The head commit of a branch (created on first use). */
+  pr(repo: string, number: number): PullRequest | undefined {
+    return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+  }
+
+  /** The head commit of a branch; a branch other than a testing branch is created on first use. */
   branchHead(repo: string, branch: string): string {
     const key = `${repo.toLowerCase()}:${branch}`;
-    if (!this.#branches.has(key)) this.#branches.set(key, createHmac("sha1", "sha").update(key).digest("hex"));
-    return this.#branches.get(key)!;
+    if (!this.#refs.has(key)) this.#refs.set(key, this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit"));
+    return this.#refs.get(key)!;
+  }
+
+  /** The files on a branch. */
+  files(repo: string, branch: string): Tree {
+    return this.#commits.get(this.branchHead(repo, branch))!.tree;
+  }
+
+  /** Branches whose name starts with `prefix`, with their heads. */
+  branches(repo: string, prefix: string): { name: string; sha: string }[] {
+    const start = `${repo.toLowerCase()}:`;
+    return [...this.#refs].filter(([k]) => k.startsWith(start + prefix)).map(([k, sha]) => ({ name: k.slice(start.length), sha }));
+  }
+
+  /** Commits from a branch's head back to the first, first parents only. */
+  history(repo: string, branch: string): Commit[] {
+    const out: Commit[] = [];
+    for (let c = this.#commits.get(this.branchHead(repo, branch)); c; c = this.#commits.get(c.parents[0] ?? "")) out.push(c);
+    return out;
+  }
+
+  /** Branch protection: the statuses a branch requires. */
+  protect(repo: string, branch: string, contexts: string[]): void {
+    this.#protection.set(`${repo.toLowerCase()}:${branch}`, contexts);
+  }
+
+  /** Pushes a commit to a branch directly (outside any PR). */
+  push(repo: string, branch: string, files: Tree): string {
+    const head = this.branchHead(repo, branch);
+    const sha = this.#commit([head], { ...this.#commits.get(head)!.tree, ...files }, "Direct push");
+    this.#setRef(repo, branch, sha);
+    return sha;
+  }
+
+  #commit(parents: string[], tree: Tree, message: string): string {
+    const sha = createHash("sha1").update(JSON.stringify([parents, tree, message, ++this.#counter])).digest("hex");
+    this.#commits.set(sha, { sha, parents, tree, message });
+    return sha;
+  }
+
+  #isAncestor(ancestor: string, of: string): boolean {
+    const seen = new Set<string>();
+    const todo = [of];
+    while (todo.length > 0) {
+      const sha = todo.pop()!;
+      if (sha === ancestor) return true;
+      if (seen.has(sha)) continue;
+      seen.add(sha);
+      todo.push(...(this.#commits.get(sha)?.parents ?? []));
+    }
+    return false;
+  }
+
+  #setRef(repo: string, branch: string, sha: string): void {
+    this.#refs.set(`${repo.toLowerCase()}:${branch}`, sha);
+    // As on GitHub: a PR whose head is now on its base branch is merged.
+    for (const [key, pr] of this.#pulls) {
+      if (key.startsWith(`${repo.toLowerCase()}#`) && pr.base === branch && pr.state === "open" && this.#isAncestor(pr.headSha, sha)) {
+        pr.merged = true;
+        pr.state = "closed";
+      }
+    }
+  }
+
+  /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
+  #applyChanges(baseSha: string, headSha: string): Tree | null {
+    const head = this.#commits.get(headSha)!;
+    const from = this.#commits.get(head.parents[0] ?? "")?.tree ?? {};
+    const tree = { ...this.#commits.get(baseSha)!.tree };
+    for (const [file, content] of Object.entries(head.tree)) {
+      if (from[file] === content) continue;
+      if (tree[file] !== undefined && tree[file] !== from[file] && tree[file] !== content) return null;
+      tree[file] = content;
+    }
+    return tree;
   }
 
   closePr(repo: string, number: number): void {
@@ -108,8 +209,9 @@ export class GitHubSimulator {
     return undefined;
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse): void {
-    const path = new URL(req.url ?? "/", "http://x").pathname;
+  #handle(req: IncomingMessage, res: ServerResponse, body: Record<string, any>): void {
+    // Octokit escapes the slashes of a ref ("heads%2Fgreenline%2F…"), as GitHub accepts.
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
     this.requests.push({ method: req.method ?? "GET", path, authorization: req.headers.authorization });
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -133,15 +235,75 @@ export class GitHubSimulator {
       if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return send(401, { message: "Bad credentials" });
     }
     const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
+    const refKey = (branch: string) => `${repoName}:${branch}`;
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
+      const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
+      return contexts ? send(200, { strict: false, contexts, checks: contexts.map((context) => ({ context, app_id: null })) }) : notFound();
+    }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)$/.exec(path)) && req.method === "GET") {
-      return send(200, { name: match[1], commit: { sha: this.branchHead(repoName, decodeURIComponent(match[1]!)) } });
+      const branch = decodeURIComponent(match[1]!);
+      if (branch.startsWith("greenline/") && !this.#refs.has(refKey(branch))) return notFound();
+      return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) } });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/compare\/(.+)\.\.\.(.+)$/.exec(path)) && req.method === "GET") {
-      const base = decodeURIComponent(match[1]!);
-      const pr = [...this.#pulls.entries()].find(([key, p]) => key.startsWith(`${repoName}#`) && p.headSha === match![2])?.[1];
+      const base = match[1]!;
+      const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);
+      const head = decodeURIComponent(match[2]!);
+      if (!this.#commits.has(head)) return notFound();
+      const behind = !this.#isAncestor(baseHead, head);
+      return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
+    }
+    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs$/.test(path) && req.method === "POST") {
+      const branch = String(body.ref).replace(/^refs\/heads\//, "");
+      if (this.#refs.has(refKey(branch))) return send(422, { message: "Reference already exists" });
+      if (!this.#commits.has(String(body.sha))) return send(422, { message: "Object does not exist" });
+      this.#refs.set(refKey(branch), String(body.sha));
+      return send(201, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/(.+)$/.exec(path)) && (req.method === "PATCH" || req.method === "DELETE")) {
+      const branch = decodeURIComponent(match[1]!);
+      const current = this.#refs.get(refKey(branch));
+      if (current === undefined) return send(422, { message: "Reference does not exist" });
+      if (req.method === "DELETE") {
+        this.#refs.delete(refKey(branch));
+        res.writeHead(204).end();
+        return;
+      }
+      if (!body.force && !this.#isAncestor(current, String(body.sha))) return send(422, { message: "Update is not a fast forward" });
+      this.#setRef(repoName, branch, String(body.sha));
+      return send(200, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
+    }
+    if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && req.method === "POST") {
+      const branch = String(body.base);
+      const baseSha = this.#refs.get(refKey(branch));
+      const head = String(body.head);
+      if (baseSha === undefined || !this.#commits.has(head)) return notFound();
+      if (this.#isAncestor(head, baseSha)) {
+        res.writeHead(204).end();
+        return;
+      }
+      const tree = this.#applyChanges(baseSha, head);
+      if (!tree) return send(409, { message: "Merge conflict" });
+      const sha = this.#commit([baseSha, head], tree, String(body.commit_message ?? "Merge"));
+      this.#setRef(repoName, branch, sha);
+      return send(201, { sha });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)\/merge$/.exec(path)) && req.method === "PUT") {
+      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
       if (!pr) return notFound();
-      const head = this.branchHead(repoName, base);
-      return send(200, { behind_by: pr.behindBy, ahead_by: 1, merge_base_commit: { sha: pr.behindBy === 0 ? head : `${head.slice(0, 30)}behind0000` } });
+      if (pr.merged || pr.state !== "open") return send(405, { message: "Pull Request is not mergeable" });
+      if (body.sha && body.sha !== pr.headSha) return send(409, { message: "Head branch was modified. Review and try the merge again." });
+      const baseSha = this.branchHead(repoName, pr.base);
+      const tree = this.#applyChanges(baseSha, pr.headSha);
+      if (!tree) return send(405, { message: "Pull Request is not mergeable" });
+      const sha =
+        body.merge_method === "merge"
+          ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`)
+          : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
+      this.#setRef(repoName, pr.base, sha);
+      pr.merged = true;
+      pr.state = "closed";
+      return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
     }
     if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
       const pr = this.#pulls.get(`${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}#${match[3]}`);
@@ -151,7 +313,7 @@ export class GitHubSimulator {
         title: pr.title,
         user: { login: pr.author },
         head: { sha: pr.headSha, ref: pr.headRef },
-        base: { ref: pr.base },
+        base: { ref: pr.base, sha: pr.baseSha },
         state: pr.state,
         merged: pr.merged,
         draft: pr.draft,

@@ -1,0 +1,126 @@
+import { randomUUID } from "node:crypto";
+import { BACKENDS } from "../support/backends.js";
+import { GitHubSimulator } from "../support/github-simulator.js";
+import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+
+/**
+ * The merge queue as a GitHub App, end to end: the real Octokit (through Probot) builds testing
+ * branches, reads CI results from signed `status` and `check_run` webhooks, and merges through a
+ * simulated GitHub served over HTTP. The simulator's CI fails a testing branch holding a file
+ * named BROKEN, and the invariant is checked on GitHub's side: the target ends with exactly the
+ * merged PRs' changes.
+ */
+describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let api: ApiClient;
+  const OWNER = "octo-q";
+
+  async function deliver(event: string, payload: object) {
+    const body = JSON.stringify(payload);
+    const response = await fetch(`${server.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
+      body,
+    });
+    expect(response.status).toBe(200);
+  }
+  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
+  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
+  const reported = new Set<string>();
+
+  /** Simulated CI: reports on every testing branch not yet reported, the way `kind` says. */
+  async function ciReports(name: string, kind: "status" | "check_run") {
+    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
+      if (reported.has(branch.sha)) continue;
+      reported.add(branch.sha);
+      const broken = gh.files(`${OWNER}/${name}`, branch.name).BROKEN !== undefined;
+      if (kind === "status") {
+        // A status that is not required first: it decides nothing.
+        await deliver("status", { sha: branch.sha, context: "lint", state: "success", repository: repository(name), installation: { id: 77 } });
+        await deliver("status", { sha: branch.sha, context: "ci/test", state: broken ? "failure" : "success", repository: repository(name), installation: { id: 77 } });
+      } else {
+        const checkRun = (status: string, conclusion: string | null) => ({
+          action: status === "completed" ? "completed" : "created",
+          check_run: { id: 1, name: "build", head_sha: branch.sha, status, conclusion },
+          repository: repository(name),
+          installation: { id: 77 },
+        });
+        await deliver("check_run", checkRun("in_progress", null));
+        await deliver("check_run", checkRun("completed", broken ? "failure" : "success"));
+      }
+    }
+  }
+
+  async function runUntilDrained(name: string, kind: "status" | "check_run") {
+    for (let round = 0; round < 30; round++) {
+      await server.greenline.worker.drain();
+      await ciReports(name, kind);
+      await server.greenline.worker.drain();
+      const { enqueuedPullRequests } = await api.ok("getQueue", queue(name));
+      const effects = await server.greenline.services.db.read((tx) => tx.effect.count({ where: { doneAt: null } }));
+      if (enqueuedPullRequests.length === 0 && effects === 0) return;
+    }
+    throw new Error("the queue did not drain");
+  }
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url } });
+    gh.installApp(77, OWNER);
+    await deliver("installation", { action: "created", installation: { id: 77, account: { login: OWNER, id: 770, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    api = await server.clientFor(OWNER);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("single mode: PRs are tested together on testing branches, merged by fast-forward; a broken PR never lands", async () => {
+    await api.ok("createQueue", { ...queue("app"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(`${OWNER}/app`, { number: 1, files: { "src/a.ts": "a" } });
+    gh.openPr(`${OWNER}/app`, { number: 2, files: { "src/b.ts": "b", BROKEN: "yes" } });
+    gh.openPr(`${OWNER}/app`, { number: 3, files: { "src/c.ts": "c" } });
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", { ...queue("app"), pr: { number: n } });
+    await runUntilDrained("app", "status");
+
+    const states = await Promise.all([1, 2, 3].map(async (n) => (await api.ok("getSubmittedPullRequest", { ...queue("app"), pr: { number: n } })).state));
+    expect(states).toEqual(["merged", "failed", "merged"]);
+    const files = gh.files(`${OWNER}/app`, "main");
+    expect(Object.keys(files).sort()).toEqual(["README.md", "src/a.ts", "src/c.ts"]);
+    // The first merge fast-forwarded the target to the tested commit.
+    expect(gh.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/git/refs/heads/main")).length).toBeGreaterThan(0);
+    // GitHub agrees: the merged PRs are merged, the failed one is still open.
+    expect([gh.pr(`${OWNER}/app`, 1)!.merged, gh.pr(`${OWNER}/app`, 2)!.merged, gh.pr(`${OWNER}/app`, 3)!.merged]).toEqual([true, false, true]);
+    // Testing branches are deleted once done.
+    expect(gh.branches(`${OWNER}/app`, "greenline/")).toEqual([]);
+    const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 3 } });
+    expect(details).toMatchObject({ status: "succeeded", statusChecks: expect.arrayContaining([{ context: "ci/test", state: "success" }, { context: "lint", state: "success" }]) });
+    const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
+    expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
+  });
+
+  test("parallel mode with squash merges and branch protection's required checks: each PR lands as one commit", async () => {
+    gh.protect(`${OWNER}/mono`, "main", ["build"]);
+    await api.ok("createQueue", { ...queue("mono"), mode: "parallel", concurrency: 4, mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/mono`, { number: 1, files: { "api/x.ts": "1" } });
+    gh.openPr(`${OWNER}/mono`, { number: 2, files: { "web/y.ts": "2" } });
+    gh.openPr(`${OWNER}/mono`, { number: 3, files: { "api/z.ts": "3" } });
+    const targets: Record<number, string[]> = { 1: ["//api"], 2: ["//web"], 3: ["//api"] };
+    for (const n of [1, 2, 3]) {
+      await api.ok("setImpactedTargets", { ...queue("mono"), pr: { number: n }, impactedTargets: targets[n] });
+      await api.ok("submitPullRequest", { ...queue("mono"), pr: { number: n } });
+    }
+    await server.greenline.worker.drain();
+    // #2 is alone in its lane; #3 is tested on top of #1.
+    expect(await api.ok("getMergeQueueTestingDetails", { ...queue("mono"), pr: { number: 2 } })).toMatchObject({ dependentPrs: [] });
+    expect(await api.ok("getMergeQueueTestingDetails", { ...queue("mono"), pr: { number: 3 } })).toMatchObject({ dependentPrs: [1] });
+    await runUntilDrained("mono", "check_run");
+    const files = gh.files(`${OWNER}/mono`, "main");
+    expect(Object.keys(files).sort()).toEqual(["README.md", "api/x.ts", "api/z.ts", "web/y.ts"]);
+    // Squash: one commit per PR on the target, each with a single parent.
+    const history = gh.history(`${OWNER}/mono`, "main");
+    expect(history).toHaveLength(4);
+    expect(history.slice(0, 3).every((c) => c.parents.length === 1)).toBe(true);
+  });
+});
