@@ -125,6 +125,10 @@ class SimCodeHost implements CodeHost {
     return { kind: "started", testBranch, sha: testBranch };
   }
 
+  async setPullRequestStatus(): Promise<void> {}
+
+  async commentOnPullRequest(): Promise<void> {}
+
   async requiredStatuses(): Promise<string[]> {
     return ["sim-ci"];
   }

@@ -1,5 +1,5 @@
 import type { ImpactedTargets, Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
-import type { Decision, Effect, EngineEntry, EngineQueue, EngineRun, Targets } from "../domain/engine/types.js";
+import type { Decision, EngineEntry, EngineQueue, EngineRun, NotifyEffect, OutboxEffect, Targets, Transition } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import type { PrState, QueueMode, QueueState } from "../domain/states.js";
 import { settingsOf } from "./records.js";
@@ -100,7 +100,46 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
  * runs, the effects to execute (the outbox), the queue's own fields. All in the caller's
  * transaction, so the state, its reasons and its effects commit together or not at all.
  */
-export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string } }): Promise<void> {
+const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {
+  not_ready: "pending",
+  pending: "pending",
+  testing: "pending",
+  tests_passed: "pending",
+  pending_failure: "pending",
+  merged: "success",
+  failed: "failure",
+  cancelled: "error",
+};
+const DESCRIPTION_OF: Record<PrState, string> = {
+  not_ready: "Not ready",
+  pending: "Queued",
+  testing: "Testing",
+  tests_passed: "Passed, merging",
+  pending_failure: "Failed, waiting for the PRs ahead",
+  merged: "Merged",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+/** The status and comment a transition shows on the PR, per the queue's settings. */
+function notificationsOf(queue: Queue, row: QueueEntry, t: Transition): NotifyEffect[] {
+  const out: NotifyEffect[] = [];
+  if (queue.statusCheckEnabled) {
+    const description = t.to === "merged" || t.to === "pending" || t.to === "testing" ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${t.reason.replaceAll("_", " ")}`;
+    out.push({ kind: "pr_status", prNumber: t.prNumber, sha: row.prSha, state: STATUS_OF[t.to], description });
+  }
+  if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).` });
+  }
+  return out;
+}
+
+export async function saveDecision(
+  tx: Tx,
+  loaded: Loaded,
+  decision: Decision,
+  context: { now: Date; newId: () => string; event: { kind: string }; notify: boolean },
+): Promise<void> {
   const { queue } = loaded;
   const { now, newId } = context;
   const next = decision.queue;
@@ -146,7 +185,7 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
   // A run is archived once no PR it tested is in line: the engine will never look at it again,
   // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
   const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
-  const cleanups: Effect[] = [];
+  const cleanups: OutboxEffect[] = [];
   for (const run of next.runs) {
     const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
     const row = loaded.runs.get(run.id);
@@ -166,7 +205,12 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
     }
   }
 
-  const effects = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups.filter((c) => !decision.effects.some((e) => e.kind === "cancel_run" && c.kind === "cancel_run" && e.runId === c.runId))];
+  const notifications = context.notify ? decision.transitions.flatMap((t) => notificationsOf(queue, loaded.entries.get(t.prNumber)!, t)) : [];
+  const effects: OutboxEffect[] = [
+    ...decision.effects.filter((e) => e.kind !== "schedule_timer"),
+    ...cleanups.filter((c) => !decision.effects.some((e) => e.kind === "cancel_run" && c.kind === "cancel_run" && e.runId === c.runId)),
+    ...notifications,
+  ];
   if (effects.length > 0) {
     const last = await tx.effect.findFirst({ where: { queueId: queue.id }, orderBy: { seq: "desc" }, select: { seq: true } });
     let seq = last?.seq ?? 0;

@@ -67,6 +67,10 @@ export interface CodeHost {
    * protection (used when the queue sets no requiredStatuses of its own).
    */
   requiredStatuses(repo: RepoRef, branch: string): Promise<string[]>;
+  /** Sets the merge queue's status on a PR's head commit (context `greenline/merge-queue`). */
+  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void>;
+  /** Comments on a PR. */
+  commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void>;
   /** Lands the PRs whose combined tree the testing branch tested. */
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
 }

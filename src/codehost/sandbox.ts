@@ -134,6 +134,11 @@ export class SandboxCodeHost implements CodeHost {
     });
   }
 
+  /** The sandbox shows PR states through the API only: nothing to do. */
+  async setPullRequestStatus(): Promise<void> {}
+
+  async commentOnPullRequest(): Promise<void> {}
+
   async requiredStatuses(): Promise<string[]> {
     return [SANDBOX_CI_CONTEXT];
   }

@@ -4,6 +4,9 @@ import type { Mergeability } from "../domain/states.js";
 
 type OctokitError = { status?: number };
 
+/** The commit status context Greenline sets on queued PRs. */
+export const PR_STATUS_CONTEXT = "greenline/merge-queue";
+
 /**
  * GitHub's mergeable_state, as it bears on the queue. "behind" is fine: the queue tests the PR
  * on top of the target anyway. "blocked" (failing required checks or missing reviews) and
@@ -134,6 +137,16 @@ export class GitHubCodeHost implements CodeHost {
     } catch (error) {
       if ((error as OctokitError).status !== 404 && (error as OctokitError).status !== 422) throw error;
     }
+  }
+
+  async setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
+    const octokit = await this.#octokit(repo);
+    await octokit.rest.repos.createCommitStatus({ owner: repo.owner, repo: repo.name, sha, state: status.state, context: PR_STATUS_CONTEXT, description: status.description.slice(0, 140) });
+  }
+
+  async commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
+    const octokit = await this.#octokit(repo);
+    await octokit.rest.issues.createComment({ owner: repo.owner, repo: repo.name, issue_number: number, body });
   }
 
   async requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {

@@ -1,5 +1,5 @@
 import type { Effect as EffectRow, Queue, Repository } from "../generated/sqlite/client.js";
-import type { Effect } from "../domain/engine/types.js";
+import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
 import type { RepoRef } from "../codehost/code-host.js";
 import { applyQueueEvent } from "../app/queue-events.js";
@@ -21,7 +21,7 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       const queue = await services.db.read((tx) => tx.queue.findUnique({ where: { id: queueId }, include: { repository: true } }));
       if (!queue) break;
       try {
-        await execute(services, queue, JSON.parse(row.payload) as Effect);
+        await execute(services, queue, JSON.parse(row.payload) as OutboxEffect);
         await services.db.transaction((tx) => tx.effect.updateMany({ where: { id: row.id, doneAt: null }, data: { doneAt: services.now() } }));
         count++;
       } catch (error) {
@@ -42,7 +42,7 @@ async function recordFailure(services: Services, row: EffectRow, error: unknown)
 
 const repoOf = (repository: Repository): RepoRef => ({ host: repository.host, owner: repository.owner, name: repository.name });
 
-async function execute(services: Services, queue: Queue & { repository: Repository }, effect: Effect): Promise<void> {
+async function execute(services: Services, queue: Queue & { repository: Repository }, effect: OutboxEffect): Promise<void> {
   const repo = repoOf(queue.repository);
   const { codeHost, db } = services;
   switch (effect.kind) {
@@ -99,6 +99,12 @@ async function execute(services: Services, queue: Queue & { repository: Reposito
       if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);
       return;
     }
+    case "pr_status":
+      await codeHost.setPullRequestStatus(repo, effect.sha, { state: effect.state, description: effect.description });
+      return;
+    case "pr_comment":
+      await codeHost.commentOnPullRequest(repo, effect.prNumber, effect.body);
+      return;
     case "schedule_timer":
       return;
   }

@@ -94,6 +94,12 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect([gh.pr(`${OWNER}/app`, 1)!.merged, gh.pr(`${OWNER}/app`, 2)!.merged, gh.pr(`${OWNER}/app`, 3)!.merged]).toEqual([true, false, true]);
     // Testing branches are deleted once done.
     expect(gh.branches(`${OWNER}/app`, "greenline/")).toEqual([]);
+    // Each PR's head carries the queue's status; the failed PR was told why in a comment.
+    const lastStatus = (n: number) => gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, n)!.headSha && st.context === "greenline/merge-queue").at(-1);
+    expect(lastStatus(1)).toMatchObject({ state: "success", description: "Merged" });
+    expect(lastStatus(2)).toMatchObject({ state: "failure", description: "Failed: tests failed" });
+    expect(gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, 3)!.headSha).map((st) => st.state)).toContain("pending");
+    expect(gh.comments.map((c) => [c.number, c.body])).toEqual([[2, expect.stringContaining("**failed** (tests failed)")]]);
     const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 3 } });
     expect(details).toMatchObject({ status: "succeeded", statusChecks: expect.arrayContaining([{ context: "ci/test", state: "success" }, { context: "lint", state: "success" }]) });
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));

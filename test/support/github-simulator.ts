@@ -42,6 +42,9 @@ export class GitHubSimulator {
   readonly #refs = new Map<string, string>();
   readonly #commits = new Map<string, Commit>();
   readonly #protection = new Map<string, string[]>();
+  /** Commit statuses and PR comments Greenline posted, in order. */
+  readonly statuses: { repo: string; sha: string; context: string; state: string; description: string }[] = [];
+  readonly comments: { repo: string; number: number; body: string }[] = [];
   #counter = 0;
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
@@ -252,6 +255,16 @@ export class GitHubSimulator {
       if (!this.#commits.has(head)) return notFound();
       const behind = !this.#isAncestor(baseHead, head);
       return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/statuses\/([0-9a-f]+)$/.exec(path)) && req.method === "POST") {
+      if (!this.#commits.has(match[1]!)) return send(422, { message: "No commit found for SHA" });
+      this.statuses.push({ repo: repoName, sha: match[1]!, context: String(body.context), state: String(body.state), description: String(body.description ?? "") });
+      return send(201, { id: this.statuses.length, state: body.state, context: body.context });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(path)) && req.method === "POST") {
+      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
+      this.comments.push({ repo: repoName, number: Number(match[1]), body: String(body.body) });
+      return send(201, { id: this.comments.length, body: body.body });
     }
     if (/^\/repos\/[^/]+\/[^/]+\/git\/refs$/.test(path) && req.method === "POST") {
       const branch = String(body.ref).replace(/^refs\/heads\//, "");
