@@ -201,7 +201,8 @@ export function theoreticalBound(strategy: Strategy, workload: Workload): number
     const B = (s.batchingMinSize ?? 4) * 2;
     mu = (N * B * (1 - p) ** B) / T;
   } else mu = ((1 - p) * (1 - (1 - p) ** N)) / p / T;
-  if (strategy.parallel && workload.targets !== null) mu *= workload.targets / 1.3;
+  // Lanes: a failure holds back only its own lane, so each slot merges a PR per T when it passes.
+  if (strategy.parallel && workload.targets !== null) mu = (N * (1 - p)) / T;
   return Math.min(workload.arrivalsPerHour * (1 - workload.realFailureRate), mu);
 }
 

@@ -50,9 +50,9 @@ const STRATEGIES: Strategy[] = [
   },
   {
     name: "greenline-parallel",
-    description: "parallel lanes from impacted targets, 8 runs in flight, optimistic + depth 2",
+    description: "parallel lanes from impacted targets, 24 runs in flight, optimistic + depth 2",
     parallel: true,
-    settings: { concurrency: 8, canOptimisticallyMerge: true, pendingFailureDepth: 2 },
+    settings: { concurrency: 24, canOptimisticallyMerge: true, pendingFailureDepth: 2 },
   },
 ];
 
@@ -63,14 +63,16 @@ const workload = (arrivalsPerHour: number, flakeRate: number, targets: number | 
   realFailureRate: 0.03,
   flakeRate,
   targets,
-  hours: quick ? 8 : 24,
+  hours: quick ? 6 : 24,
   seed: 1000 + arrivalsPerHour * 7 + Math.round(flakeRate * 100),
 });
 
-const GOAL = workload(30, 0.05);
+// The goal workloads: 30 PRs/h with 5% flaky runs, one line and a monorepo with impacted targets.
+const GOAL_LINE = workload(30, 0.05);
+const GOAL = workload(30, 0.05, 40);
 const workloads: Workload[] = quick
   ? [GOAL]
-  : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL, workload(30, 0.1), workload(30, 0.05, 40)];
+  : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL_LINE, workload(30, 0.1), GOAL];
 
 console.log(`# bench:queue — ${machine()}${quick ? " (quick)" : ""}`);
 console.log(`CI time T = ${T} min, 3% of PRs really broken; steady-state window from hour 2 to the end of arrivals.\n`);
@@ -93,28 +95,30 @@ for (const w of workloads) {
 
 // The batch-size policy: the largest batch is 2 × batchingMinSize. Sweep it at the goal workload.
 if (!quick) {
-  console.log("## Batch size sweep (goal workload; largest batch = 2 × batchingMinSize)");
+  console.log(`## Batch size sweep (${GOAL_LINE.name}; largest batch = 2 × batchingMinSize)`);
   console.log("| batchingMinSize | concurrency | merged/h | p95 min | CI runs/merge | flake ejections |");
   console.log("|---|---|---|---|---|---|");
   for (const [min, concurrency] of [[1, 8], [2, 6], [3, 5], [4, 4], [6, 3], [8, 2]] as const) {
-    const r = await simulate({ name: `batch-${min}`, description: "", settings: BATCH(min, concurrency) }, GOAL, { kind: "sqlite" });
+    const r = await simulate({ name: `batch-${min}`, description: "", settings: BATCH(min, concurrency) }, GOAL_LINE, { kind: "sqlite" });
     console.log(`| ${min} (max ${min * 2}) | ${concurrency} | ${r.throughputPerHour} | ${r.p95TimeInQueueMinutes} | ${r.ciRunsPerMerge} | ${r.flakeEjections} |`);
   }
   console.log("");
 }
 
 // Goals at 30/h with 5% flaky runs.
-const goal = results.filter((r) => r.workload === GOAL.name);
-console.log("## Goal (30 PRs/h, 5% flaky): keeps up (≥ 95% of arrivals), p95 ≤ 3T, ≤ 1.5 CI runs per merge");
-for (const r of goal) {
-  const keepsUp = r.throughputPerHour >= 0.95 * r.arrivalsPerHour;
-  const ok = keepsUp && r.p95TimeInQueueMinutes <= 3 * T && r.ciRunsPerMerge <= 1.5 && r.badMerges === 0;
-  console.log(`- ${r.strategy}: ${(r.throughputPerHour / r.arrivalsPerHour * 100).toFixed(1)}% of arrivals, p95 ${r.p95TimeInQueueMinutes} min, ${r.ciRunsPerMerge} runs/merge → ${ok ? "meets" : "misses"} the goal`);
+for (const w of quick ? [GOAL] : [GOAL_LINE, GOAL]) {
+  console.log(`## Goal (${w.name}): keeps up (≥ 95% of arrivals), p95 ≤ 3T, ≤ 1.5 CI runs per merge`);
+  for (const r of results.filter((x) => x.workload === w.name)) {
+    const keepsUp = r.throughputPerHour >= 0.95 * r.arrivalsPerHour;
+    const ok = keepsUp && r.p95TimeInQueueMinutes <= 3 * T && r.ciRunsPerMerge <= 1.5 && r.badMerges === 0;
+    console.log(`- ${r.strategy}: ${((r.throughputPerHour / r.arrivalsPerHour) * 100).toFixed(1)}% of arrivals, p95 ${r.p95TimeInQueueMinutes} min, ${r.ciRunsPerMerge} runs/merge → ${ok ? "meets" : "misses"} the goal`);
+  }
+  console.log("");
 }
-console.log("");
+const goal = results.filter((r) => r.workload === GOAL.name);
 
 // Engine cost.
-const costPrs = quick ? 150 : 10_000;
+const costPrs = quick ? 120 : 10_000;
 const costStrategy = STRATEGIES.find((s) => s.name === "greenline-batch")!;
 const costWorkload: Workload = { ...workload(30, 0.05), name: `${costPrs} PRs, 30/h, 5% flaky` };
 console.log(`## Engine cost: ${costPrs} PRs through one queue (${costStrategy.name})`);

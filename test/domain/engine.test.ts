@@ -230,6 +230,37 @@ describe("the queue engine, single mode", () => {
   });
 });
 
+describe("anti-flake retry", () => {
+  test("a PR with nothing on top of it gets one more run before it fails; a real failure fails twice", () => {
+    const q = new EngineDriver();
+    q.submit(1);
+    q.fail(1);
+    expect([q.state(1), q.reason(1)]).toEqual(["testing", "testing"]);
+    expect(q.transitions.map((t) => t.reason)).toContain("retrying_failed_run");
+    q.fail(1);
+    expect([q.state(1), q.reason(1)]).toEqual(["failed", "tests_failed"]);
+    // A flaky failure: the retry passes and the PR merges.
+    q.submit(2);
+    q.fail(2);
+    q.pass(2);
+    expect(q.merges()).toEqual([[2]]);
+  });
+
+  test("no retry while a PR behind it tests on top of it (its result decides), nor after a timeout", () => {
+    const q = new EngineDriver({ concurrency: 2, testingTimeoutMinutes: 30 });
+    q.submit(1);
+    q.submit(2);
+    q.fail(1);
+    q.pass(2);
+    // #2's run held #1 and passed, but without optimistic merging it cannot clear #1: #1 fails.
+    expect(q.states()).toMatchObject({ 1: "failed" });
+    const t = new EngineDriver({ testingTimeoutMinutes: 30 });
+    t.submit(1);
+    t.advance(31);
+    expect([t.state(1), t.reason(1)]).toEqual(["failed", "timeout"]);
+  });
+});
+
 describe("batching and bisection", () => {
   test("pending PRs are tested together once the batch reaches its minimum size, and merge as separate PRs", () => {
     const q = new EngineDriver({ batch: true, batchingMinSize: 3 });

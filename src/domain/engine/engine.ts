@@ -352,9 +352,26 @@ function evictFailed(ctx: Context): void {
       bisect(ctx, run);
       continue;
     }
+    if (run.kind === "main" && shouldRetry(q, line, entry.prNumber, run)) {
+      move(ctx, entry, "pending", "retrying_failed_run");
+      continue;
+    }
     entry.bisectionGroupLimit = null;
     move(ctx, entry, "failed", run.failure ?? "tests_failed");
   }
+}
+
+/**
+ * Anti-flake for a PR with nothing behind it to clear it: a PR whose own test run failed, with
+ * no PR in flight on top of it (no successor whose passing run would prove it green), gets one
+ * more run before it fails. A real failure fails twice; a flaky one rarely does. Timeouts and
+ * conflicts are not retried.
+ */
+function shouldRetry(q: EngineQueue, line: Line, prNumber: number, run: EngineRun): boolean {
+  if (run.failure !== "tests_failed") return false;
+  if (line.entries.some((e) => isInFlight(e.state) && line.dependsOn(e.prNumber, prNumber))) return false;
+  const failures = q.runs.filter((r) => r.kind === "main" && r.status === "failed" && r.failure === "tests_failed" && r.tested.length === 1 && r.tested[0] === prNumber);
+  return failures.length < 2;
 }
 
 function finishModeSwitch(ctx: Context): void {
@@ -411,7 +428,8 @@ function startRuns(ctx: Context): void {
     const stack = [...q.merged, ...line.lane(tested)!];
     const runNumber = q.nextRunNumber++;
     const run: EngineRun = { id: `run-${runNumber}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
-    const known = q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
+    // Only during a bisection: a retry of a main run is meant to run again (it may have flaked).
+    const known = kind === "bisection" && q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
     if (known) {
       // This exact tree already failed during this bisection: reuse the result, run nothing.
       Object.assign(run, { status: "failed", failure: known.failure, finishedAt: ctx.now });
