@@ -49,7 +49,17 @@ const ZEnvironment = z
     }
   });
 
-export type GitHubAppConfig = { appId: string; privateKey: string; webhookSecret: string; apiUrl: string | undefined };
+export type GitHubAppConfig = {
+  appId: string;
+  privateKey: string;
+  webhookSecret: string;
+  apiUrl: string | undefined;
+  /**
+   * Octokit's throttling (at least a second between writes, as GitHub asks of integrations).
+   * On by default; tests against the GitHub simulator turn it off.
+   */
+  throttle?: boolean;
+};
 
 export type Config = {
   port: number;

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { Probot, Server } from "probot";
+import { Probot, ProbotOctokit, Server } from "probot";
 import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
@@ -49,7 +49,16 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
     }
     const ProbotWithConfig = config.githubApp
-      ? Probot.defaults({ appId: config.githubApp.appId, privateKey: config.githubApp.privateKey, secret: config.githubApp.webhookSecret, baseUrl: config.githubApp.apiUrl, log })
+      ? Probot.defaults({
+          appId: config.githubApp.appId,
+          privateKey: config.githubApp.privateKey,
+          secret: config.githubApp.webhookSecret,
+          baseUrl: config.githubApp.apiUrl,
+          log,
+          ...(config.githubApp.throttle === false
+            ? { Octokit: ProbotOctokit.defaults((options: Record<string, any>) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
+            : {}),
+        })
       : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
         Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
     // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.

@@ -49,7 +49,7 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url },
+      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
     });
   });
   afterAll(async () => {

@@ -66,7 +66,7 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
 
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url } });
+    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(77, OWNER);
     await deliver("installation", { action: "created", installation: { id: 77, account: { login: OWNER, id: 770, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
     api = await server.clientFor(OWNER);
