@@ -36,3 +36,21 @@ export async function applyQueueEvent(
     return applyEvent(services, tx, queue, event);
   });
 }
+
+/**
+ * The code host says the target branch is at `head`. If that is not where the queue left it,
+ * someone pushed outside the queue: its runs were built on a stale base. A merge of the
+ * queue's own still under way explains a new head, so nothing is concluded then (if the push
+ * was someone else's, that merge finds the target moved and says so). Answers whether the
+ * queue took note.
+ */
+export async function noticeTargetHead(services: Services, queueId: string, head: string): Promise<boolean> {
+  const pendingMerge = await services.db.read((tx) => tx.effect.count({ where: { queueId, doneAt: null, kind: "merge" } }));
+  if (pendingMerge > 0) return false;
+  const applied = await applyQueueEvent(services, queueId, { kind: "base_moved", sha: head }, async (tx, fresh) => {
+    if ((fresh.targetHead ?? fresh.baseSha) === head) return false;
+    await tx.queue.update({ where: { id: queueId }, data: { targetHead: head } });
+    return true;
+  });
+  return applied !== null;
+}

@@ -1,6 +1,7 @@
 import type { Probot } from "probot";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
 import { reportStatus } from "../app/status-checks.js";
+import { noticeTargetHead } from "../app/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import { ensureOrganization } from "../auth/tokens.js";
@@ -22,6 +23,16 @@ const repoOf = (repository: { html_url: string; name: string; owner: { login: st
 
 export function createGitHubApp(db: Database, services: () => Services) {
   return (app: Probot) => {
+    // A push to a queue's target branch (the queue's own merges are recognized as such).
+    app.on("push", async (context) => {
+      const { ref, after, deleted, repository } = context.payload;
+      if (deleted || !ref.startsWith("refs/heads/")) return;
+      const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
+      const key = `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+      const svc = services();
+      const queues = await svc.db.read((tx) => tx.queue.findMany({ where: { branch: ref.slice("refs/heads/".length), repository: { key } }, select: { id: true } }));
+      for (const { id } of queues) await noticeTargetHead(svc, id, after);
+    });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
       const { sha, context: name, state, repository } = context.payload;

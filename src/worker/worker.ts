@@ -1,7 +1,7 @@
 import type { Services } from "../app/services.js";
 import type { SandboxCodeHost } from "../codehost/sandbox.js";
 import type { Logger } from "../log.js";
-import { applyQueueEvent } from "../app/queue-events.js";
+import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { runEffects } from "./effects.js";
 
 export type WorkerOptions = {
@@ -84,17 +84,9 @@ export class Worker {
     );
     let work = 0;
     for (const queue of queues) {
-      const known = queue.targetHead ?? queue.baseSha;
       const head = await sandbox.getBranchHead(queue.repository, queue.branch);
-      if (head === known) continue;
-      const pendingMerge = await services.db.read((tx) => tx.effect.count({ where: { queueId: queue.id, doneAt: null, kind: "merge" } }));
-      if (pendingMerge > 0) continue;
-      const applied = await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head }, async (tx, fresh) => {
-        if ((fresh.targetHead ?? fresh.baseSha) === head) return false;
-        await tx.queue.update({ where: { id: queue.id }, data: { targetHead: head } });
-        return true;
-      });
-      if (applied) work++;
+      if (head === (queue.targetHead ?? queue.baseSha)) continue;
+      if (await noticeTargetHead(services, queue.id, head)) work++;
     }
     return work;
   }

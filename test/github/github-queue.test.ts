@@ -129,4 +129,26 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect(history).toHaveLength(4);
     expect(history.slice(0, 3).every((c) => c.parents.length === 1)).toBe(true);
   });
+
+  test("a push to the target outside the queue restarts the runs on the new head; the queue's own merges are not mistaken for one", async () => {
+    await api.ok("createQueue", { ...queue("moved"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(`${OWNER}/moved`, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", { ...queue("moved"), pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    const first = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });
+    const pushed = gh.push(`${OWNER}/moved`, "main", { "docs/hotfix.md": "outside" });
+    const push = (after: string) => deliver("push", { ref: "refs/heads/main", before: "0".repeat(40), after, deleted: false, repository: { ...repository("moved"), owner: { login: OWNER, name: OWNER } }, installation: { id: 77 } });
+    await push(pushed);
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });
+    expect(second.testRunId).not.toBe(first.testRunId);
+    expect(gh.files(`${OWNER}/moved`, second.testBranch)["docs/hotfix.md"]).toBe("outside");
+    await runUntilDrained("moved", "status");
+    expect(Object.keys(gh.files(`${OWNER}/moved`, "main")).sort()).toEqual(["README.md", "docs/hotfix.md", "src/one.ts"]);
+    // GitHub also sends a push for the queue's own merge: it changes nothing.
+    const transitions = await server.greenline.services.db.read((tx) => tx.transition.count());
+    await push(gh.branchHead(`${OWNER}/moved`, "main"));
+    await server.greenline.worker.drain();
+    expect(await server.greenline.services.db.read((tx) => tx.transition.count())).toBe(transitions);
+  });
 });
