@@ -1,4 +1,5 @@
 import { Gauge, Histogram, Registry } from "prom-client";
+import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Principal } from "../auth/tokens.js";
 import type { Transition } from "../generated/sqlite/client.js";
 import { isTerminal, type PrState } from "../domain/states.js";
@@ -61,7 +62,7 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     const ids = queues.map((q) => q.id);
     const counts = await tx.queueEntry.groupBy({
       by: ["queueId", "state"],
-      where: { queueId: { in: ids }, state: { notIn: ["merged", "failed", "cancelled"] } },
+      where: { queueId: { in: ids }, state: { in: LIVE_PR_STATES } },
       _count: { _all: true },
     });
     const recent = await tx.transition.findMany({ where: { queueId: { in: ids }, at: { gte: windowStart } } });

@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
+import { repositoryKey } from "./repositories.js";
 import type { PullRequestInfo } from "../codehost/code-host.js";
 import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
@@ -247,7 +248,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
  * older head. Answers how many queues it left.
  */
 export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string): Promise<number> {
-  const key = `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+  const key = repositoryKey(repo);
   const queues = await services.db.read((tx) => tx.queue.findMany({ where: { repository: { key } }, select: { id: true } }));
   let cancelled = 0;
   for (const { id } of queues) {

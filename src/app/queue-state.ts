@@ -1,4 +1,5 @@
 import type { ImpactedTargets, Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
+import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, NotifyEffect, OutboxEffect, Targets, Transition } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import type { PrState, QueueMode, QueueState } from "../domain/states.js";
@@ -58,7 +59,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
   const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => JSON.parse(r.stack) as number[]);
   const entries = await tx.queueEntry.findMany({
-    where: { queueId: queue.id, OR: [{ state: { notIn: ["merged", "failed", "cancelled"] } }, { prNumber: { in: [...new Set([...alsoPrs, ...merged, ...inRuns])] } }] },
+    where: { queueId: queue.id, OR: [{ state: { in: LIVE_PR_STATES } }, { prNumber: { in: [...new Set([...alsoPrs, ...merged, ...inRuns])] } }] },
   });
   const uploaded =
     queue.mode === "parallel" || queue.pendingMode === "parallel"

@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
+import { LIVE_PR_STATES } from "../domain/states.js";
 import type { RepoRef } from "../codehost/code-host.js";
 import type { Queue } from "../generated/sqlite/client.js";
 import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate } from "../domain/queue-settings.js";
@@ -104,7 +105,7 @@ export async function getQueueJson(services: Services, principal: Principal, add
   return services.db.read(async (tx) => {
     const queue = await tx.queue.findUniqueOrThrow({ where: { id } });
     const entries = await tx.queueEntry.findMany({
-      where: { queueId: queue.id, state: { notIn: ["merged", "failed", "cancelled"] } },
+      where: { queueId: queue.id, state: { in: LIVE_PR_STATES } },
       orderBy: [{ priorityValue: "asc" }, { submittedAt: "asc" }, { prNumber: "asc" }],
     });
     const json = JSON.stringify({ ...toQueueRecord(queue), enqueuedPullRequests: entries.map(toMergeItemRecord) } satisfies QueueWithEntries);
@@ -139,7 +140,7 @@ export async function deleteQueue(services: Services, principal: Principal, addr
   await services.db.transaction(async (tx) => {
     const queue = await lockQueue(tx, principal, address);
     const active = await tx.queueEntry.findMany({
-      where: { queueId: queue.id, state: { notIn: ["merged", "failed", "cancelled"] } },
+      where: { queueId: queue.id, state: { in: LIVE_PR_STATES } },
       select: { prNumber: true, state: true },
       take: 5,
     });

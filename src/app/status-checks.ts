@@ -1,4 +1,5 @@
 import type { RepoRef } from "../codehost/code-host.js";
+import { repositoryKey } from "./repositories.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { verdictOf, type CheckState } from "../domain/status-checks.js";
 import { applyQueueEvent } from "./queue-events.js";
@@ -11,7 +12,7 @@ import type { Services } from "./services.js";
  * repeated or late report changes nothing. Answers how many runs it decided.
  */
 export async function reportStatus(services: Services, repo: RepoRef, sha: string, context: string, state: CheckState): Promise<number> {
-  const key = `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+  const key = repositoryKey(repo);
   const runs = await services.db.read((tx) =>
     tx.testRun.findMany({ where: { testBranchSha: sha, status: "running", queue: { repository: { key } } }, include: { queue: true } }),
   );

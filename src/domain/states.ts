@@ -14,6 +14,13 @@ export type PrState = (typeof PR_STATES)[number];
 /** A PR in one of these states has left the queue for good (until it is submitted again). */
 export const TERMINAL_PR_STATES: ReadonlySet<PrState> = new Set(["merged", "failed", "cancelled"]);
 
+/**
+ * The states of a PR still in play. Queries list them (`state IN (…)`) rather than excluding
+ * the terminal ones: an IN list uses the (queueId, state) index, a NOT IN scans every PR the
+ * queue ever had.
+ */
+export const LIVE_PR_STATES: PrState[] = PR_STATES.filter((s) => !TERMINAL_PR_STATES.has(s));
+
 export function isTerminal(state: PrState): boolean {
   return TERMINAL_PR_STATES.has(state);
 }

@@ -1,4 +1,5 @@
 import type { Probot } from "probot";
+import { repositoryKey } from "../app/repositories.js";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
 import { reportStatus } from "../app/status-checks.js";
 import { noticeTargetHead } from "../app/queue-events.js";
@@ -28,7 +29,7 @@ export function createGitHubApp(db: Database, services: () => Services) {
       const { ref, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      const key = `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+      const key = repositoryKey(repo);
       const svc = services();
       const queues = await svc.db.read((tx) => tx.queue.findMany({ where: { branch: ref.slice("refs/heads/".length), repository: { key } }, select: { id: true } }));
       for (const { id } of queues) await noticeTargetHead(svc, id, after);
