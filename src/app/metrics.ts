@@ -1,8 +1,7 @@
 import { Gauge, Histogram, Registry } from "prom-client";
-import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Principal } from "../auth/tokens.js";
 import type { Transition } from "../generated/sqlite/client.js";
-import { isTerminal, type PrState } from "../domain/states.js";
+import { isTerminal, LIVE_PR_STATES, type PrState } from "../domain/states.js";
 import { invalidArgument } from "./errors.js";
 import { repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";

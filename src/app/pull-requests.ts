@@ -1,6 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey } from "./repositories.js";
-import type { PullRequestInfo } from "../codehost/code-host.js";
+import { repositoryKey, type PullRequestInfo, type RepoRef } from "../codehost/code-host.js";
 import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
@@ -8,7 +7,6 @@ import { isTerminal, type Mergeability, type PrState, type QueueMode, type Trans
 import type { Tx } from "../store/database.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import type { RepoRef } from "../codehost/code-host.js";
 import { SANDBOX_CI_CONTEXT } from "../codehost/sandbox.js";
 import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";

@@ -1,4 +1,5 @@
 import type { Queue } from "../generated/sqlite/client.js";
+import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent } from "../domain/engine/types.js";
 import type { Services } from "./services.js";
@@ -53,4 +54,11 @@ export async function noticeTargetHead(services: Services, queueId: string, head
     return true;
   });
   return applied !== null;
+}
+
+/** The code host says a branch of a repository is at `head`: every queue of that target takes note. */
+export async function noticeBranchHead(services: Services, repo: RepoRef, branch: string, head: string): Promise<void> {
+  const key = repositoryKey(repo);
+  const queues = await services.db.read((tx) => tx.queue.findMany({ where: { branch, repository: { key } }, select: { id: true } }));
+  for (const { id } of queues) await noticeTargetHead(services, id, head);
 }

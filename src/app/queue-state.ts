@@ -1,8 +1,7 @@
 import type { ImpactedTargets, Queue, QueueEntry, TestRun } from "../generated/sqlite/client.js";
-import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, NotifyEffect, OutboxEffect, Targets, Transition } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
-import type { PrState, QueueMode, QueueState } from "../domain/states.js";
+import { LIVE_PR_STATES, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import { settingsOf } from "./records.js";
 import type { Tx } from "../store/database.js";
 
@@ -96,11 +95,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   };
 }
 
-/**
- * Writes the engine's decision back: changed entries with their transitions, new and changed
- * runs, the effects to execute (the outbox), the queue's own fields. All in the caller's
- * transaction, so the state, its reasons and its effects commit together or not at all.
- */
+/** The commit status and description each PR state shows on the code host. */
 const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {
   not_ready: "pending",
   pending: "pending",
@@ -135,6 +130,11 @@ function notificationsOf(queue: Queue, row: QueueEntry, t: Transition): NotifyEf
   return out;
 }
 
+/**
+ * Writes the engine's decision back: changed entries with their transitions, new and changed
+ * runs, the effects to execute (the outbox), the queue's own fields. All in the caller's
+ * transaction, so the state, its reasons and its effects commit together or not at all.
+ */
 export async function saveDecision(
   tx: Tx,
   loaded: Loaded,
@@ -187,6 +187,7 @@ export async function saveDecision(
   // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
   const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
   const cleanups: OutboxEffect[] = [];
+  const cancelling = new Set(decision.effects.flatMap((e) => (e.kind === "cancel_run" ? [e.runId] : [])));
   for (const run of next.runs) {
     const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
     const row = loaded.runs.get(run.id);
@@ -196,7 +197,7 @@ export async function saveDecision(
         data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
       });
     } else {
-      if (archived && !row.archived && row.testBranch && run.status !== "running") cleanups.push({ kind: "cancel_run", runId: run.id });
+      if (archived && !row.archived && row.testBranch && !cancelling.has(run.id)) cleanups.push({ kind: "cancel_run", runId: run.id });
       // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
       const stack = JSON.stringify(run.stack);
       const rebased = row.baseSha !== run.baseSha || row.stack !== stack;
@@ -209,7 +210,7 @@ export async function saveDecision(
   const notifications = context.notify ? decision.transitions.flatMap((t) => notificationsOf(queue, loaded.entries.get(t.prNumber)!, t)) : [];
   const effects: OutboxEffect[] = [
     ...decision.effects.filter((e) => e.kind !== "schedule_timer"),
-    ...cleanups.filter((c) => !decision.effects.some((e) => e.kind === "cancel_run" && c.kind === "cancel_run" && e.runId === c.runId)),
+    ...cleanups,
     ...notifications,
   ];
   if (effects.length > 0) {

@@ -1,14 +1,12 @@
 import type { Principal } from "../auth/tokens.js";
-import type { RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
 import type { Tx } from "../store/database.js";
 import { notFound } from "./errors.js";
 import type { Services } from "./services.js";
 
 export type RepositoryRow = { id: string; organizationId: string; host: string; owner: string; name: string };
 
-export function repositoryKey(repo: RepoRef): string {
-  return `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
-}
+export { repositoryKey };
 
 export function repoNotFound(repo: RepoRef) {
   return notFound(`repository ${repo.host}/${repo.owner}/${repo.name} not found`);

@@ -1,5 +1,4 @@
-import type { RepoRef } from "../codehost/code-host.js";
-import { repositoryKey } from "./repositories.js";
+import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { verdictOf, type CheckState } from "../domain/status-checks.js";
 import { applyQueueEvent } from "./queue-events.js";

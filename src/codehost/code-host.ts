@@ -2,6 +2,11 @@ import type { Mergeability } from "../domain/states.js";
 
 export type RepoRef = { host: string; owner: string; name: string };
 
+/** A repository's key: lower-case "host/owner/name" (GitHub names are case-insensitive). */
+export function repositoryKey(repo: RepoRef): string {
+  return `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+}
+
 export type PullRequestInfo = {
   number: number;
   title: string;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Database, Tx } from "../store/database.js";
-import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "./code-host.js";
+import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "./code-host.js";
 
 export type SandboxOptions = {
   /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
@@ -19,7 +19,6 @@ type Tree = Record<string, string>;
 /** The status context simulated CI reports on testing branches. */
 export const SANDBOX_CI_CONTEXT = "greenline/sandbox-ci";
 
-const repoKeyOf = (repo: RepoRef) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 function shaOf(...parts: string[]): string {
   return createHash("sha1").update(parts.join("\0")).digest("hex");
@@ -47,7 +46,7 @@ export class SandboxCodeHost implements CodeHost {
   ) {}
 
   async getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     const pr = await this.db.transaction(async (tx) => {
       const existing = await tx.sandboxPullRequest.findUnique({ where: { repoKey_number: { repoKey: key, number } } });
       if (existing) return existing;
@@ -88,13 +87,13 @@ export class SandboxCodeHost implements CodeHost {
 
   async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
     // The worker asks this every tick: a plain read, and a write transaction only to create the branch.
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     const ref = await this.db.read((tx) => tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: branch } } }));
     return ref?.sha ?? this.db.transaction((tx) => this.#ensureBranch(tx, key, branch));
   }
 
   async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     const testBranch = `greenline/${request.targetBranch}/${request.runId}`;
     return this.db.transaction(async (tx) => {
       const jobId = `${request.queueId}:${request.runId}`;
@@ -125,7 +124,7 @@ export class SandboxCodeHost implements CodeHost {
   }
 
   async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     await this.db.transaction(async (tx) => {
       const ref = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
       if (!ref) return;
@@ -144,7 +143,7 @@ export class SandboxCodeHost implements CodeHost {
   }
 
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     return this.db.transaction(async (tx) => {
       const head = await this.#ensureBranch(tx, key, request.targetBranch);
       const pending = [];
@@ -186,7 +185,7 @@ export class SandboxCodeHost implements CodeHost {
    * broken PR fails every run that holds it.
    */
   async openPullRequest(repo: RepoRef, pr: { number: number; targetBranch: string; files: Tree; broken?: boolean; title?: string }): Promise<string> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     return this.db.transaction(async (tx) => {
       const baseSha = await this.#ensureBranch(tx, key, pr.targetBranch);
       const headSha = await this.#commit(tx, key, baseSha, { ...(await this.#tree(tx, baseSha)), ...pr.files }, `Pull request #${pr.number}`);
@@ -207,13 +206,13 @@ export class SandboxCodeHost implements CodeHost {
 
   /** The files on a branch. */
   async branchFiles(repo: RepoRef, branch: string): Promise<Tree> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     return this.db.transaction(async (tx) => this.#tree(tx, await this.#ensureBranch(tx, key, branch)));
   }
 
   /** Pushes a commit to a branch outside the queue (tests and demos). */
   async pushToBranch(repo: RepoRef, branch: string, files: Tree): Promise<string> {
-    const key = repoKeyOf(repo);
+    const key = repositoryKey(repo);
     return this.db.transaction(async (tx) => {
       const head = await this.#ensureBranch(tx, key, branch);
       const sha = await this.#commit(tx, key, head, { ...(await this.#tree(tx, head)), ...files }, "Pushed outside the queue");

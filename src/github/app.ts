@@ -1,27 +1,28 @@
 import type { Probot } from "probot";
-import { repositoryKey } from "../app/repositories.js";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
 import { reportStatus } from "../app/status-checks.js";
-import { noticeTargetHead } from "../app/queue-events.js";
+import { noticeBranchHead } from "../app/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import { ensureOrganization } from "../auth/tokens.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import type { Database } from "../store/database.js";
 
-/**
- * The Probot app: webhooks from GitHub. An installation makes its account an organization of
- * Greenline (slug = account login), owning that account's repositories. A queued PR that gets
- * new commits, is closed (or merged outside the queue) or moves to another base branch leaves
- * its queues, cancelled with that reason. `services` is read when a delivery arrives (the
- * services are built after the Probot app is loaded).
- */
+/** The repository a webhook payload is about. */
 const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
   host: new URL(repository.html_url).host,
   owner: repository.owner.login,
   name: repository.name,
 });
 
+/**
+ * The Probot app: webhooks from GitHub. An installation makes its account an organization of
+ * Greenline (slug = account login), owning that account's repositories. CI results on testing
+ * branches decide runs; a push to a target outside the queue restarts stale runs; a queued PR
+ * that gets new commits, is closed (or merged outside the queue) or moves to another base
+ * branch leaves its queues, cancelled with that reason. `services` is read when a delivery
+ * arrives (the services are built after the Probot app is loaded).
+ */
 export function createGitHubApp(db: Database, services: () => Services) {
   return (app: Probot) => {
     // A push to a queue's target branch (the queue's own merges are recognized as such).
@@ -29,10 +30,7 @@ export function createGitHubApp(db: Database, services: () => Services) {
       const { ref, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      const key = repositoryKey(repo);
-      const svc = services();
-      const queues = await svc.db.read((tx) => tx.queue.findMany({ where: { branch: ref.slice("refs/heads/".length), repository: { key } }, select: { id: true } }));
-      for (const { id } of queues) await noticeTargetHead(svc, id, after);
+      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
