@@ -246,6 +246,15 @@ describe("anti-flake retry", () => {
     expect(q.merges()).toEqual([[2]]);
   });
 
+  test("the retry really runs again, even when known failures are reused during bisections", () => {
+    const q = new EngineDriver({ optimizationMode: "bisection_skip_redundant_tests" });
+    q.submit(1);
+    q.fail(1);
+    expect(q.running()).toEqual([[[1], [1]]]);
+    q.pass(1);
+    expect(q.merges()).toEqual([[1]]);
+  });
+
   test("no retry while a PR behind it tests on top of it (its result decides), nor after a timeout", () => {
     const q = new EngineDriver({ concurrency: 2, testingTimeoutMinutes: 30 });
     q.submit(1);
