@@ -129,6 +129,10 @@ class SimCodeHost implements CodeHost {
 
   async commentOnPullRequest(): Promise<void> {}
 
+  async readFile(): Promise<string | null> {
+    return null;
+  }
+
   async requiredStatuses(): Promise<string[]> {
     return ["sim-ci"];
   }

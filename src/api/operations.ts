@@ -1,7 +1,17 @@
 import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
-import { getTestDetails, listFailingTests, listQuarantinedTests } from "../app/flaky-tests.js";
+import { uploadTestResults } from "../app/flaky-ingest.js";
+import {
+  checkQuarantine,
+  getFlakySettings,
+  getTestDetails,
+  linkTicket,
+  listFailingTests,
+  listQuarantinedTests,
+  setQuarantineSetting,
+  updateFlakySettings,
+} from "../app/flaky-tests.js";
 import {
   cancelPullRequest,
   getMergeQueueTestingDetails,
@@ -190,5 +200,59 @@ export const OPERATIONS: Operation[] = [
     request: s.ZGetTestDetailsRequest,
     response: s.ZGetTestDetailsResponse,
     handle: ({ services, principal }, input) => getTestDetails(services, principal, input),
+  }),
+  operation({
+    operationId: "uploadTestResults",
+    method: "post",
+    path: "/flaky-tests/upload",
+    summary: "Upload JUnit XML results of one CI job (atomic: all stored, or nothing)",
+    request: s.ZUploadTestResultsRequest,
+    response: s.ZUploadTestResultsResponse,
+    handle: ({ services, principal }, input) => uploadTestResults(services, principal, input),
+  }),
+  operation({
+    operationId: "checkQuarantine",
+    method: "post",
+    path: "/flaky-tests/check-quarantine",
+    summary: "Which of the given tests are quarantined (for CI deciding whether failures may pass)",
+    request: s.ZCheckQuarantineRequest,
+    response: s.ZCheckQuarantineResponse,
+    handle: ({ services, principal }, input) => checkQuarantine(services, principal, input),
+  }),
+  operation({
+    operationId: "setQuarantineSetting",
+    method: "post",
+    path: "/flaky-tests/set-quarantine-setting",
+    summary: "Always or never quarantine a test, or return it to automatic quarantine",
+    request: s.ZSetQuarantineSettingRequest,
+    response: s.ZGetTestDetailsResponse,
+    handle: ({ services, principal }, input) => setQuarantineSetting(services, principal, input),
+  }),
+  operation({
+    operationId: "linkTicketToTestCase",
+    method: "post",
+    path: "/flaky-tests/link-ticket-to-test-case",
+    summary: "Link a ticket to a test case (null unlinks)",
+    request: s.ZLinkTicketRequest,
+    response: s.ZGetTestDetailsResponse,
+    handle: ({ services, principal }, input) => linkTicket(services, principal, input),
+  }),
+  operation({
+    operationId: "getFlakySettings",
+    method: "post",
+    path: "/flaky-tests/get-settings",
+    summary: "Read a repository's detection and quarantine settings",
+    request: s.ZFlakySettingsRequest,
+    response: s.ZFlakySettingsResponse,
+    handle: ({ services, principal }, input) => getFlakySettings(services, principal, input),
+  }),
+  operation({
+    operationId: "updateFlakySettings",
+    method: "post",
+    path: "/flaky-tests/update-settings",
+    summary: "Change a repository's detection and quarantine settings; tests are re-judged",
+    request: s.ZUpdateFlakySettingsRequest,
+    response: s.ZFlakySettingsResponse,
+    handle: ({ services, principal }, input) => updateFlakySettings(services, principal, input),
   }),
 ];

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
 import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES } from "../domain/queue-settings.js";
+import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 
 /**
@@ -110,6 +111,69 @@ export const ZListFailingTestsRequest = z.object({
 export const ZListQuarantinedTestsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, page_query: ZPageQuery });
 export const ZGetTestDetailsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, test_id: z.uuid() });
 
+const MAX_REPORTS = 1000;
+export const ZUploadTestResultsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  commit_sha: ZSha,
+  branch: ZName,
+  pr_number: ZPrNumber.optional(),
+  job_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  variant: z.string().trim().max(255).optional(),
+  junit_xml: z
+    .array(z.string().min(1, "must not be empty"))
+    .min(1)
+    .max(MAX_REPORTS)
+    .describe("JUnit XML reports, one string each"),
+  codeowners: z.string().max(1024 * 1024).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
+});
+export const ZUploadTestResultsResponse = z.object({
+  upload_id: z.string(),
+  test_cases: z.number().int().describe("distinct tests in the upload"),
+  failures: z.number().int().describe("distinct tests that failed"),
+});
+
+const ZTestScope = { repo: ZRepo, org_url_slug: ZName };
+export const ZSetQuarantineSettingRequest = z.object({
+  ...ZTestScope,
+  test_id: z.uuid(),
+  setting: z
+    .enum(["always", "never", "auto", "ALWAYS", "NEVER", "AUTO", "ALWAYS_QUARANTINE", "NEVER_QUARANTINE", "AUTO_QUARANTINE"])
+    .transform((v) => v.toLowerCase().replace("_quarantine", "") as "always" | "never" | "auto")
+    .describe("always or never quarantine this test, or auto (quarantined while flaky)"),
+});
+export const ZLinkTicketRequest = z.object({
+  ...ZTestScope,
+  test_case_id: z.uuid(),
+  ticket_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().describe("the ticket's link; null unlinks"),
+});
+export const ZCheckQuarantineRequest = z
+  .object({
+    ...ZTestScope,
+    variant: z.string().trim().max(255).default(""),
+    test_ids: z.array(z.uuid()).max(10_000).default([]),
+    tests: z
+      .array(
+        z.object({
+          name: z.string().max(4096),
+          classname: z.string().max(4096).default(""),
+          file: z.string().max(4096).default(""),
+          parent: z.string().max(4096).default(""),
+          id: z.string().max(255).optional(),
+        }),
+      )
+      .max(10_000)
+      .default([]),
+  })
+  .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
+export const ZCheckQuarantineResponse = z.object({
+  quarantining_enabled: z.boolean(),
+  quarantined_test_ids: z.array(z.uuid()),
+});
+export const ZFlakySettingsRequest = z.object(ZTestScope);
+export const ZUpdateFlakySettingsRequest = z.object({ ...ZTestScope, settings: z.object(FLAKY_SETTING_FIELDS).partial().strict() });
+export const ZFlakySettingsResponse = z.object({ settings: z.object(FLAKY_SETTING_FIELDS) });
+
 // Responses (documentation and tests; handlers build them from app/records.ts types).
 
 export const ZEmptyResponse = z.object({}).strict();
@@ -188,6 +252,7 @@ const ZTestCase = z.object({
   codeowners: z.array(z.string()),
   pull_requests_impacted_last_7d: z.number().int(),
   quarantined: z.boolean(),
+  quarantine_setting: z.enum(["auto", "always", "never"]),
   file_path: z.string(),
   parent: z.string(),
   classname: z.string(),
@@ -202,7 +267,9 @@ export const ZListQuarantinedTestsResponse = z.object({
       parent: z.string(),
       file: z.string(),
       classname: z.string(),
+      status: z.enum(["HEALTHY", "FLAKY", "BROKEN"]),
       codeowners: z.array(z.string()),
+      quarantine_setting: z.enum(["ALWAYS_QUARANTINE", "AUTO_QUARANTINE"]),
       quarantined_at: z.iso.datetime(),
       status_last_updated_at: z.iso.datetime(),
       test_case_id: z.uuid(),

@@ -78,4 +78,6 @@ export interface CodeHost {
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void>;
   /** Lands the PRs whose combined tree the testing branch tested. */
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
+  /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */
+  readFile(repo: RepoRef, path: string, ref: string): Promise<string | null>;
 }

@@ -204,6 +204,16 @@ export class SandboxCodeHost implements CodeHost {
     });
   }
 
+  async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+    const key = repositoryKey(repo);
+    return this.db.read(async (tx) => {
+      const byRef = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: ref } }, select: { sha: true } });
+      const commit = await tx.sandboxCommit.findUnique({ where: { sha: byRef?.sha ?? ref }, select: { tree: true, repoKey: true } });
+      if (!commit || commit.repoKey !== key) return null;
+      return (JSON.parse(commit.tree) as Tree)[path] ?? null;
+    });
+  }
+
   /** The files on a branch. */
   async branchFiles(repo: RepoRef, branch: string): Promise<Tree> {
     const key = repositoryKey(repo);

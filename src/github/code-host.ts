@@ -149,6 +149,20 @@ export class GitHubCodeHost implements CodeHost {
     await octokit.rest.issues.createComment({ owner: repo.owner, repo: repo.name, issue_number: number, body });
   }
 
+  async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+    const installation = await this.#installationFor(repo);
+    if (installation === null) return null;
+    const octokit = await this.probot.auth(installation);
+    try {
+      const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path, ref });
+      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
+      return Buffer.from(data.content, "base64").toString("utf8");
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return null;
+      throw error;
+    }
+  }
+
   async requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
     const octokit = await this.#octokit(repo);
     try {

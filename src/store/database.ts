@@ -9,6 +9,7 @@ import { PrismaClient as PostgresClient } from "../generated/postgres/client.js"
 import { postgresLookups, sqliteLookups, type Lookups } from "./lookups.js";
 import { migratePostgres, migrateSqlite } from "./migrate.js";
 import { Mutex } from "./mutex.js";
+import { postgresSql, sqliteSql, type Sql } from "./sql.js";
 
 export type DatabaseKind = "sqlite" | "postgres";
 
@@ -46,7 +47,11 @@ export class Database {
     private readonly reader: Client,
     /** Prepared lookups for the per-request hot path (see lookups.ts). */
     readonly lookups: Lookups,
-    private readonly pool: pg.Pool | null = null,
+    private readonly pool: pg.Pool | null,
+    /** SQLite: the file, for the bulk writer's connection (opened on first use). */
+    private readonly sqliteFile: string | null,
+    /** SQLite: the read-only driver connection the lookups use. */
+    private readonly sqliteReader: BetterSqlite3.Database | null,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
@@ -70,17 +75,23 @@ export class Database {
       await client.$executeRawUnsafe("PRAGMA synchronous = FULL");
       const reader = new SqliteClient({ adapter: new PrismaBetterSQLite3({ url: `file:${path}`, readonly: true, timeout: 10_000 }) });
       const lookupConnection = new BetterSqlite3(path, { readonly: true, timeout: 10_000 });
-      return new Database(
+      let database: Database | null = null;
+      database = new Database(
         "sqlite",
         client,
         async () => {
+          database?.closeBulkWriter();
           lookupConnection.close();
           await reader.$disconnect();
           await client.$disconnect();
         },
         reader,
         sqliteLookups(lookupConnection),
+        null,
+        path,
+        lookupConnection,
       );
+      return database;
     }
     if (migrate) {
       const connection = new pg.Client({ connectionString: url });
@@ -104,6 +115,8 @@ export class Database {
       client,
       postgresLookups(pool),
       pool,
+      null,
+      null,
     );
   }
 
@@ -116,6 +129,64 @@ export class Database {
   /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     return fn(this.reader as unknown as Tx);
+  }
+
+  #bulkWriter: BetterSqlite3.Database | null = null;
+  #writerSql: Sql | null = null;
+  #readerSql: Sql | null = null;
+
+  /**
+   * Runs `fn` in one transaction of plain SQL on the driver (see sql.ts): all of its writes
+   * happen, or none. On SQLite it holds the same mutex as `transaction`, on a connection of its
+   * own with the same settings.
+   */
+  async sqlTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    if (this.pool) {
+      const connection = await this.pool.connect();
+      try {
+        await connection.query("BEGIN");
+        try {
+          const result = await fn(postgresSql(connection));
+          await connection.query("COMMIT");
+          return result;
+        } catch (error) {
+          await connection.query("ROLLBACK");
+          throw error;
+        }
+      } finally {
+        connection.release();
+      }
+    }
+    return this.#serialize!.run(async () => {
+      if (!this.#bulkWriter) {
+        const writer = new BetterSqlite3(this.sqliteFile!, { timeout: 10_000 });
+        writer.pragma("foreign_keys = ON");
+        writer.pragma("synchronous = FULL");
+        this.#bulkWriter = writer;
+        this.#writerSql = sqliteSql(writer);
+      }
+      const writer = this.#bulkWriter;
+      writer.exec("BEGIN IMMEDIATE");
+      try {
+        const result = await fn(this.#writerSql!);
+        writer.exec("COMMIT");
+        return result;
+      } catch (error) {
+        if (writer.inTransaction) writer.exec("ROLLBACK");
+        throw error;
+      }
+    });
+  }
+
+  private closeBulkWriter(): void {
+    this.#bulkWriter?.close();
+    this.#bulkWriter = null;
+  }
+
+  /** Runs read-only plain SQL on the last committed state. */
+  sqlRead<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    this.#readerSql ??= this.pool ? postgresSql(this.pool) : sqliteSql(this.sqliteReader!);
+    return fn(this.#readerSql);
   }
 
   readonly #held = new Set<string>();

@@ -2,7 +2,11 @@ import type { Services } from "../app/services.js";
 import type { SandboxCodeHost } from "../codehost/sandbox.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
+import { refreshStatuses } from "../app/flaky-status.js";
 import { runEffects } from "./effects.js";
+
+/** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
+export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
 
 export type WorkerOptions = {
   intervalMs: number;
@@ -19,6 +23,7 @@ export type WorkerOptions = {
 export class Worker {
   #interval: NodeJS.Timeout | null = null;
   #ticking: Promise<number> | null = null;
+  #flakyRefreshedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly services: Services,
@@ -70,6 +75,11 @@ export class Worker {
     }
     const withEffects = await services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } }));
     for (const { queueId } of withEffects) work += await runEffects(services, queueId);
+    if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
+      this.#flakyRefreshedAt = services.now().getTime();
+      const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));
+      work += changed ?? 0;
+    }
     return work;
   }
 

@@ -248,6 +248,14 @@ export class GitHubSimulator {
       if (branch.startsWith("greenline/") && !this.#refs.has(refKey(branch))) return notFound();
       return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) } });
     }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/contents\/(.+)$/.exec(path)) && req.method === "GET") {
+      // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
+      const ref = new URL(req.url ?? "/", "http://x").searchParams.get("ref") ?? "main";
+      const sha = this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref));
+      const content = sha === undefined ? undefined : this.#commits.get(sha)?.tree[match[1]!];
+      if (content === undefined) return notFound();
+      return send(200, { type: "file", encoding: "base64", path: match[1], content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n") });
+    }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/compare\/(.+)\.\.\.(.+)$/.exec(path)) && req.method === "GET") {
       const base = match[1]!;
       const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);

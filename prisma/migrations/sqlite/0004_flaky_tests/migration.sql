@@ -1,0 +1,107 @@
+-- CreateTable
+CREATE TABLE "FlakySettings" (
+    "repositoryId" TEXT NOT NULL PRIMARY KEY,
+    "settings" TEXT NOT NULL,
+    "updatedAt" DATETIME NOT NULL,
+    CONSTRAINT "FlakySettings_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository" ("id") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "TestUpload" (
+    "key" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    "id" TEXT NOT NULL,
+    "repositoryId" TEXT NOT NULL,
+    "commitSha" TEXT NOT NULL,
+    "branch" TEXT NOT NULL,
+    "prNumber" INTEGER,
+    "jobUrl" TEXT,
+    "variant" TEXT NOT NULL,
+    "createdAt" DATETIME NOT NULL,
+    "testCases" INTEGER NOT NULL,
+    "failures" INTEGER NOT NULL,
+    CONSTRAINT "TestUpload_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository" ("id") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "TestCase" (
+    "key" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    "id" TEXT NOT NULL,
+    "repositoryId" TEXT NOT NULL,
+    "name" TEXT NOT NULL,
+    "file" TEXT NOT NULL,
+    "classname" TEXT NOT NULL,
+    "parent" TEXT NOT NULL,
+    "variant" TEXT NOT NULL,
+    "codeowners" TEXT NOT NULL DEFAULT '[]',
+    "status" TEXT NOT NULL DEFAULT 'healthy',
+    "statusReason" TEXT NOT NULL,
+    "statusAt" DATETIME NOT NULL,
+    "flakeAt" BIGINT,
+    "flakeReason" TEXT,
+    "quarantineSetting" TEXT NOT NULL DEFAULT 'auto',
+    "quarantined" BOOLEAN NOT NULL DEFAULT false,
+    "quarantinedAt" DATETIME,
+    "ticketUrl" TEXT,
+    "createdAt" DATETIME NOT NULL,
+    CONSTRAINT "TestCase_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository" ("id") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "TestResult" (
+    "testCaseKey" INTEGER NOT NULL,
+    "at" BIGINT NOT NULL,
+    "uploadKey" INTEGER NOT NULL,
+    "failed" BOOLEAN NOT NULL,
+    "passed" BOOLEAN NOT NULL,
+
+    PRIMARY KEY ("testCaseKey", "at", "uploadKey"),
+    CONSTRAINT "TestResult_testCaseKey_fkey" FOREIGN KEY ("testCaseKey") REFERENCES "TestCase" ("key") ON DELETE CASCADE ON UPDATE CASCADE,
+    CONSTRAINT "TestResult_uploadKey_fkey" FOREIGN KEY ("uploadKey") REFERENCES "TestUpload" ("key") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "TestFailure" (
+    "repositoryId" TEXT NOT NULL,
+    "at" BIGINT NOT NULL,
+    "testCaseKey" INTEGER NOT NULL,
+    "uploadKey" INTEGER NOT NULL,
+    "prNumber" INTEGER,
+    "signature" TEXT NOT NULL,
+
+    PRIMARY KEY ("repositoryId", "at", "testCaseKey", "uploadKey"),
+    CONSTRAINT "TestFailure_testCaseKey_fkey" FOREIGN KEY ("testCaseKey") REFERENCES "TestCase" ("key") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "FailureSignature" (
+    "testCaseKey" INTEGER NOT NULL,
+    "signature" TEXT NOT NULL,
+    "summary" TEXT NOT NULL,
+    "count" INTEGER NOT NULL,
+    "lastAt" BIGINT NOT NULL,
+
+    PRIMARY KEY ("testCaseKey", "signature"),
+    CONSTRAINT "FailureSignature_testCaseKey_fkey" FOREIGN KEY ("testCaseKey") REFERENCES "TestCase" ("key") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "TestUpload_id_key" ON "TestUpload"("id");
+
+-- CreateIndex
+CREATE INDEX "TestUpload_repositoryId_commitSha_idx" ON "TestUpload"("repositoryId", "commitSha");
+
+-- CreateIndex
+CREATE INDEX "TestCase_repositoryId_quarantined_idx" ON "TestCase"("repositoryId", "quarantined");
+
+-- CreateIndex
+CREATE INDEX "TestCase_repositoryId_status_idx" ON "TestCase"("repositoryId", "status");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "TestCase_repositoryId_id_key" ON "TestCase"("repositoryId", "id");
+
+-- CreateIndex
+CREATE INDEX "TestFailure_testCaseKey_at_idx" ON "TestFailure"("testCaseKey", "at");
+
+-- CreateIndex
+CREATE INDEX "TestFailure_uploadKey_idx" ON "TestFailure"("uploadKey");
+

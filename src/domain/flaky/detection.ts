@@ -1,0 +1,73 @@
+import { z } from "zod";
+
+export type TestStatus = "healthy" | "flaky" | "broken";
+export type QuarantineSetting = "auto" | "always" | "never";
+
+/** Per-repository detection and quarantine settings, each with its rule. */
+export const FLAKY_SETTING_FIELDS = {
+  /** Quarantine tests found flaky (never broken ones). */
+  autoQuarantine: z.boolean(),
+  /** The failure-rate rule's window, in days. */
+  windowDays: z.number().int().min(1).max(30),
+  /** The fewest runs in the window before the failure-rate rule judges a test. */
+  minSamples: z.number().int().min(1).max(10_000),
+  /** Failure rate at or above which a test is flaky … */
+  flakyRate: z.number().gt(0).max(1),
+  /** … and at or above which it is broken (failing most of the time, not flaky). */
+  brokenRate: z.number().gt(0).max(1),
+  /** Days without new pass-on-retry evidence after which a flaky test recovers. */
+  recoveryDays: z.number().int().min(1).max(90),
+};
+export const DEFAULT_FLAKY_SETTINGS = { autoQuarantine: true, windowDays: 7, minSamples: 10, flakyRate: 0.3, brokenRate: 0.8, recoveryDays: 7 };
+/** Stored settings: fields missing (added in later versions) take their defaults. */
+export const ZFlakySettings = z.object({
+  autoQuarantine: FLAKY_SETTING_FIELDS.autoQuarantine.default(DEFAULT_FLAKY_SETTINGS.autoQuarantine),
+  windowDays: FLAKY_SETTING_FIELDS.windowDays.default(DEFAULT_FLAKY_SETTINGS.windowDays),
+  minSamples: FLAKY_SETTING_FIELDS.minSamples.default(DEFAULT_FLAKY_SETTINGS.minSamples),
+  flakyRate: FLAKY_SETTING_FIELDS.flakyRate.default(DEFAULT_FLAKY_SETTINGS.flakyRate),
+  brokenRate: FLAKY_SETTING_FIELDS.brokenRate.default(DEFAULT_FLAKY_SETTINGS.brokenRate),
+  recoveryDays: FLAKY_SETTING_FIELDS.recoveryDays.default(DEFAULT_FLAKY_SETTINGS.recoveryDays),
+});
+export type FlakySettings = z.output<typeof ZFlakySettings>;
+
+/** What detection knows of one test. */
+export type Evidence = {
+  /** Runs and failed runs in the last `windowDays`. */
+  runs: number;
+  failures: number;
+  /** The latest pass-on-retry evidence: a failure and a pass on one commit, or within one run. */
+  flakeAt: Date | null;
+  flakeReason: string | null;
+};
+
+export type Verdict = { status: TestStatus; reason: string };
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
+
+/**
+ * A test's status from its evidence, the most severe rule deciding: broken when it failed at
+ * least `brokenRate` of at least `minSamples` runs in the window; flaky when it failed and
+ * passed on the same code within `recoveryDays`, or failed at least `flakyRate` of at least
+ * `minSamples` runs; healthy otherwise. The reason names the rule and its figures.
+ */
+export function classify(evidence: Evidence, settings: FlakySettings, now: Date): Verdict {
+  const { runs, failures } = evidence;
+  const rate = runs === 0 ? 0 : failures / runs;
+  const window = `the last ${settings.windowDays} days`;
+  const figures = `failed ${failures} of ${runs} runs in ${window}`;
+  const sampled = runs >= settings.minSamples;
+  if (sampled && rate >= settings.brokenRate) return { status: "broken", reason: `${figures} (${percent(rate)}, broken at ≥ ${percent(settings.brokenRate)})` };
+  if (evidence.flakeAt && now.getTime() - evidence.flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
+    return { status: "flaky", reason: evidence.flakeReason ?? "failed and passed on the same commit" };
+  }
+  if (sampled && rate >= settings.flakyRate) return { status: "flaky", reason: `${figures} (${percent(rate)}, flaky at ≥ ${percent(settings.flakyRate)})` };
+  const quiet = evidence.flakeAt ? `no pass-on-retry for ${settings.recoveryDays} days; ` : "";
+  return { status: "healthy", reason: `${quiet}${figures}` };
+}
+
+/** Whether a test is quarantined: by its override, else automatically when flaky. */
+export function isQuarantined(status: TestStatus, setting: QuarantineSetting, settings: FlakySettings): boolean {
+  if (setting !== "auto") return setting === "always";
+  return settings.autoQuarantine && status === "flaky";
+}

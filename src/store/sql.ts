@@ -1,0 +1,103 @@
+import type BetterSqlite3 from "better-sqlite3";
+import type pg from "pg";
+import type { DatabaseKind } from "./database.js";
+
+/**
+ * Plain SQL on the database driver, for the bulk paths where Prisma's per-row cost would
+ * dominate (ingesting test results, aggregating them). Placeholders are `?` on both backends.
+ * Dates are written in the representation Prisma uses for DateTime columns, so rows written
+ * here read back through Prisma; integers come back as numbers on SQLite and may come back as
+ * strings (bigint, count) on PostgreSQL, so callers wrap them in Number().
+ */
+export interface Sql {
+  readonly kind: DatabaseKind;
+  all<T>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs a statement; answers the number of rows it changed. */
+  run(text: string, params?: readonly unknown[]): Promise<number>;
+  /** Inserts rows in as few statements as the driver allows; `suffix` follows VALUES (e.g. ON CONFLICT …). */
+  insert(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix?: string): Promise<void>;
+  /** `column IN values` as one parameter: `anyOf('"id"', ids)` gives the SQL and its parameter. */
+  anyOf(column: string, values: readonly (string | number)[]): [string, unknown];
+}
+
+const quote = (name: string) => `"${name}"`;
+
+function sqliteValue(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString().replace("Z", "+00:00");
+  if (typeof value === "boolean") return value ? 1 : 0;
+  return value === undefined ? null : value;
+}
+
+export function sqliteSql(db: BetterSqlite3.Database): Sql {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (text: string) => {
+    let statement = statements.get(text);
+    if (!statement) {
+      statement = db.prepare(text);
+      statements.set(text, statement);
+    }
+    return statement;
+  };
+  return {
+    kind: "sqlite",
+    async all<T>(text: string, params: readonly unknown[] = []) {
+      return prepare(text).all(...params.map(sqliteValue)) as T[];
+    },
+    async run(text, params = []) {
+      return prepare(text).run(...params.map(sqliteValue)).changes;
+    },
+    async insert(table, columns, rows, suffix = "") {
+      // One prepared statement per row is SQLite's fastest way in: no parsing, no round trip.
+      const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${suffix}`);
+      for (const row of rows) statement.run(...row.map(sqliteValue));
+    },
+    anyOf: (column, values) => [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(values)],
+  };
+}
+
+function postgresValue(value: unknown): unknown {
+  // TIMESTAMP(3) columns hold UTC without a zone, as Prisma writes them.
+  if (value instanceof Date) return value.toISOString().replace("T", " ").replace("Z", "");
+  return value === undefined ? null : value;
+}
+
+function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/** PostgreSQL allows 65,535 parameters per statement. */
+const MAX_PARAMS = 65_000;
+
+export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
+  return {
+    kind: "postgres",
+    async all<T>(text: string, params: readonly unknown[] = []) {
+      const result = await client.query(numbered(text), params.map(postgresValue));
+      return result.rows as T[];
+    },
+    async run(text, params = []) {
+      const result = await client.query(numbered(text), params.map(postgresValue));
+      return result.rowCount ?? 0;
+    },
+    async insert(table, columns, rows, suffix = "") {
+      const perStatement = Math.max(1, Math.min(5000, Math.floor(MAX_PARAMS / columns.length)));
+      const head = `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES `;
+      for (let start = 0; start < rows.length; start += perStatement) {
+        const chunk = rows.slice(start, start + perStatement);
+        const values: unknown[] = [];
+        const tuples: string[] = [];
+        for (const row of chunk) {
+          const slots: string[] = [];
+          for (const value of row) {
+            values.push(postgresValue(value));
+            slots.push(`$${values.length}`);
+          }
+          tuples.push(`(${slots.join(", ")})`);
+        }
+        await client.query(`${head}${tuples.join(", ")} ${suffix}`, values);
+      }
+    },
+    anyOf: (column, values) => [`${column} = ANY(?)`, values],
+  };
+}
