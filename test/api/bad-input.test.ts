@@ -26,6 +26,12 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   },
   "flaky-tests/list-quarantined-tests": { repo: queueOf().repo, org_url_slug: "acme", page_query: { page_size: 10, page_token: "" } },
   "flaky-tests/get-test-details": { repo: queueOf().repo, org_url_slug: "acme", test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8" },
+  "flaky-tests/upload": { repo: queueOf().repo, org_url_slug: "acme", commit_sha: "abcdef0", branch: "main", pr_number: 5, junit_xml: ["<testsuite/>"] },
+  "flaky-tests/check-quarantine": { repo: queueOf().repo, org_url_slug: "acme", test_ids: ["6ba7b810-9dad-51d1-80b4-00c04fd430c8"] },
+  "flaky-tests/set-quarantine-setting": { repo: queueOf().repo, org_url_slug: "acme", test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", setting: "always" },
+  "flaky-tests/link-ticket-to-test-case": { repo: queueOf().repo, org_url_slug: "acme", test_case_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", ticket_url: "https://tickets.example/T-1" },
+  "flaky-tests/get-settings": { repo: queueOf().repo, org_url_slug: "acme" },
+  "flaky-tests/update-settings": { repo: queueOf().repo, org_url_slug: "acme", settings: { minSamples: 5 } },
 };
 
 /** Values of a type no field accepts where a valid body has `value`. */
@@ -60,10 +66,10 @@ function setAt(body: Record<string, unknown>, path: string[], value: unknown, re
 }
 
 /** Fields where null is a valid value (priority: null means the default). */
-const NULLABLE = new Set(["priority"]);
+const NULLABLE = new Set(["priority", "ticket_url"]);
 
 /** Optional fields: removing them leaves a valid body. */
-const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token"]);
+const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token", "pr_number", "test_ids", "minSamples"]);
 
 function brokenBody(operation: string): fc.Arbitrary<unknown> {
   const valid = VALID_BODIES[operation]!;

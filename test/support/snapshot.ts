@@ -10,6 +10,12 @@ export async function snapshotState(db: Database): Promise<string> {
     entries: await tx.queueEntry.findMany({ orderBy: { id: "asc" } }),
     targets: await tx.impactedTargets.findMany({ orderBy: [{ queueId: "asc" }, { prNumber: "asc" }] }),
     transitions: await tx.transition.findMany({ orderBy: { id: "asc" } }),
+    flakySettings: await tx.flakySettings.findMany({ orderBy: { repositoryId: "asc" } }),
+    uploads: await tx.testUpload.findMany({ orderBy: { key: "asc" } }),
+    testCases: await tx.testCase.findMany({ orderBy: { key: "asc" } }),
+    results: await tx.testResult.findMany({ orderBy: [{ testCaseKey: "asc" }, { at: "asc" }, { uploadKey: "asc" }] }),
+    failures: await tx.testFailure.findMany({ orderBy: [{ repositoryId: "asc" }, { at: "asc" }, { testCaseKey: "asc" }, { uploadKey: "asc" }] }),
+    signatures: await tx.failureSignature.findMany({ orderBy: [{ testCaseKey: "asc" }, { signature: "asc" }] }),
   }));
   return JSON.stringify(state, (_key, value) => (typeof value === "bigint" ? value.toString() : value));
 }
