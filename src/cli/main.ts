@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { createToken, listTokens, revokeToken } from "../auth/tokens.js";
 import { DEFAULT_DATABASE_URL } from "../config.js";
 import { Database } from "../store/database.js";
+import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 
 const USAGE = `Usage: greenline <command>
 
@@ -10,9 +11,19 @@ const USAGE = `Usage: greenline <command>
   token revoke <id>                            revoke a token
   db migrate                                   apply database migrations
 
-The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+  test upload --junit <glob> [...]             upload JUnit reports to Greenline (exit 70 if that fails)
+  test run --junit <glob> [...] -- <command>   run the tests, upload their reports, and exit 0 when
+                                               every failure is a quarantined test
+  test quarantine <test-id> --always|--never|--auto
+                                               override a test's quarantine
+    options of test commands: --url (GREENLINE_URL), --token (GREENLINE_API_TOKEN),
+    --org (GREENLINE_ORG), --repo owner/name (GITHUB_REPOSITORY), --host (github.com),
+    --commit (GITHUB_SHA / git), --branch (GITHUB_REF_NAME / git), --pr (from GITHUB_REF),
+    --variant, --codeowners <path> (default: read from the repository)
 
-class UsageError extends Error {}
+The database (token and db commands) is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+
+class UsageError extends CliUsageError {}
 
 async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   const db = await Database.open(process.env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL);
@@ -23,7 +34,7 @@ async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
-function option(values: Record<string, string | boolean | undefined>, name: string): string {
+function option(values: Record<string, string | boolean | string[] | undefined>, name: string): string {
   const value = values[name];
   if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} is required`);
   return value.trim();
@@ -32,7 +43,24 @@ function option(values: Record<string, string | boolean | undefined>, name: stri
 export async function run(argv: string[], out: (line: string) => void): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { org: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      org: { type: "string" },
+      name: { type: "string" },
+      help: { type: "boolean", short: "h" },
+      url: { type: "string" },
+      token: { type: "string" },
+      repo: { type: "string" },
+      host: { type: "string" },
+      commit: { type: "string" },
+      branch: { type: "string" },
+      pr: { type: "string" },
+      variant: { type: "string" },
+      codeowners: { type: "string" },
+      junit: { type: "string", multiple: true },
+      always: { type: "boolean" },
+      never: { type: "boolean" },
+      auto: { type: "boolean" },
+    },
     allowPositionals: true,
   });
   const [group, command, ...rest] = positionals;
@@ -67,6 +95,15 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       out(`revoked ${id}`);
       return 0;
     }
+    case "test upload":
+      return testUpload(values as TestOptions, out);
+    case "test run":
+      return testRun(values as TestOptions, rest, out);
+    case "test quarantine": {
+      const chosen = (["always", "never", "auto"] as const).filter((s) => values[s]);
+      if (chosen.length !== 1) throw new UsageError("test quarantine needs exactly one of --always, --never, --auto");
+      return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
+    }
     case "db migrate": {
       await withDatabase(async () => undefined);
       out("database is up to date");
@@ -80,7 +117,7 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
 run(process.argv.slice(2), (line) => console.log(line)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       console.error(`greenline: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(2);
     }
