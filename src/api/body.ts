@@ -40,7 +40,10 @@ export function jsonBody(limit: number) {
       req.off("end", onEnd);
       req.off("error", onError);
       if (error) return refuse(error);
-      const text = Buffer.concat(chunks, size).toString("utf8");
+      // The chunks go as soon as they are joined: large bodies (JUnit uploads) are held once, not twice.
+      const joined = Buffer.concat(chunks, size);
+      chunks.length = 0;
+      const text = joined.toString("utf8");
       try {
         req.body = JSON.parse(text);
       } catch (parseError) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../codehost/code-host.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
@@ -24,7 +25,11 @@ export type UploadInput = {
 
 /** One test's outcome in an upload, its repeats (reruns) merged. */
 type Outcome = {
+  /** What the id is derived from (the identity cache's key). */
+  identity: string;
   id: string;
+  /** The test case's key, when the identity cache knows it. */
+  key: number | undefined;
   name: string;
   classname: string;
   file: string;
@@ -42,28 +47,36 @@ const CODEOWNERS_PATHS = [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"]
  * Reads every report of the upload into one outcome per test. Malformed XML is refused naming
  * the file's index and the line and column; nothing has been written at that point.
  */
-function readReports(input: UploadInput, orgSlug: string, repoFullName: string, now: Date): { outcomes: Map<string, Outcome> } {
+function readReports(input: UploadInput, orgSlug: string, repoFullName: string, now: Date, known: Map<string, KnownTest>): Map<string, Outcome> {
   const outcomes = new Map<string, Outcome>();
   const variant = input.variant ?? "";
   input.junit_xml.forEach((xml, index) => {
     try {
       parseJUnit(xml, (c) => {
-        const id = testCaseId(orgSlug, repoFullName, c, variant, c.explicitId);
-        // A run's time is its suite's timestamp, else the upload's; never in the future.
-        const at = Math.min(c.at ?? now.getTime(), now.getTime());
-        const seen = outcomes.get(id);
+        const identity = `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.name}\u0000${c.explicitId}\u0000${variant}`;
+        const seen = outcomes.get(identity);
         if (seen) {
+          // A rerun of a test already in this upload (gotestsum writes every attempt).
           seen.failed ||= c.failed;
           seen.passed ||= c.passed;
           seen.message ??= c.message;
           return;
         }
-        if (!c.failed && !c.passed) {
-          // Skipped: the test exists, but the run says nothing of it.
-          outcomes.set(id, { id, name: c.name, classname: c.classname, file: c.file, parent: c.parent, at, failed: false, passed: false, message: null });
-          return;
-        }
-        outcomes.set(id, { id, name: c.name, classname: c.classname, file: c.file, parent: c.parent, at, failed: c.failed, passed: c.passed, message: c.message });
+        const cached = known.get(identity);
+        outcomes.set(identity, {
+          identity,
+          id: cached?.id ?? testCaseId(orgSlug, repoFullName, c, variant, c.explicitId),
+          key: cached?.key,
+          name: c.name,
+          classname: c.classname,
+          file: c.file,
+          parent: c.parent,
+          // A run's time is its suite's timestamp, else the upload's; never in the future.
+          at: Math.min(c.at ?? now.getTime(), now.getTime()),
+          failed: c.failed,
+          passed: c.passed,
+          message: c.message,
+        });
       });
     } catch (error) {
       if (error instanceof JUnitError) {
@@ -72,7 +85,18 @@ function readReports(input: UploadInput, orgSlug: string, repoFullName: string, 
       throw error;
     }
   });
-  return { outcomes };
+  // Two identities can name one id (an explicit id attribute); keep one outcome per id.
+  const byId = new Map<string, Outcome>();
+  for (const o of outcomes.values()) {
+    const seen = byId.get(o.id);
+    if (!seen) byId.set(o.id, o);
+    else {
+      seen.failed ||= o.failed;
+      seen.passed ||= o.passed;
+      seen.message ??= o.message;
+    }
+  }
+  return byId;
 }
 
 async function readCodeOwners(services: Services, repo: RepoRef, sha: string): Promise<CodeOwners | null> {
@@ -102,20 +126,50 @@ export async function uploadTestResults(services: Services, principal: Principal
     return owned;
   });
   const name = known ?? input.repo;
-  const { outcomes } = readReports(input, principal.organizationSlug, `${name.host}/${name.owner}/${name.name}`, now);
   const repository = known ?? (await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo)));
+  const cache = knownTestsOf(services.db, repository.id);
+  const outcomes = readReports(input, principal.organizationSlug, `${name.host}/${name.owner}/${name.name}`, now, cache);
   const owners = input.codeowners !== undefined ? new CodeOwners(input.codeowners) : await readCodeOwners(services, input.repo, input.commit_sha);
 
   const uploadId = services.newId();
-  const stored = await services.db.sqlTransaction((sql) =>
-    storeUpload(sql, { repositoryId: repository.id, uploadId, input, outcomes: [...outcomes.values()], owners, now }),
-  );
+  const list = [...outcomes.values()];
+  const stored = await services.db.sqlTransaction((sql) => storeUpload(sql, { repositoryId: repository.id, uploadId, input, outcomes: list, owners, now }));
+  // Keys are remembered only once their rows are committed.
+  forgetIfFull(services.db, list.length);
+  for (const o of list) cache.set(o.identity, { id: o.id, key: stored.keys.get(o.id)! });
   return { upload_id: uploadId, test_cases: outcomes.size, failures: stored.failures };
+}
+
+type KnownTest = { id: string; key: number };
+
+/**
+ * Tests already stored, by repository and identity: a test's id and key never change once
+ * assigned (rows go only with their repository), so each process remembers the tests it has
+ * stored, and a repeated upload of known tests neither hashes their ids nor looks up their keys.
+ * Bounded: past the limit (all repositories together) the memory starts over.
+ */
+const KNOWN_TESTS_LIMIT = 200_000;
+const knownTests = new WeakMap<object, Map<string, Map<string, KnownTest>>>();
+function forgetIfFull(db: object, adding: number): void {
+  const byRepository = knownTests.get(db);
+  let size = adding;
+  for (const known of byRepository?.values() ?? []) size += known.size;
+  if (size > KNOWN_TESTS_LIMIT) for (const known of byRepository?.values() ?? []) known.clear();
+}
+
+function knownTestsOf(db: object, repositoryId: string): Map<string, KnownTest> {
+  let byRepository = knownTests.get(db);
+  if (!byRepository) knownTests.set(db, (byRepository = new Map()));
+  let known = byRepository.get(repositoryId);
+  if (!known) byRepository.set(repositoryId, (known = new Map()));
+  return known;
 }
 
 type Store = { repositoryId: string; uploadId: string; input: UploadInput; outcomes: Outcome[]; owners: CodeOwners | null; now: Date };
 
-async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number }> {
+const TEST_CASE_COLUMNS = ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"];
+
+async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number; keys: Map<string, number> }> {
   const { repositoryId, input, outcomes, now } = s;
   const failed = outcomes.filter((o) => o.failed);
   const [upload] = await sql.all<{ key: unknown }>(
@@ -125,35 +179,37 @@ async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number }> {
   );
   const uploadKey = Number(upload!.key);
 
-  // Test cases: existing ones by id, new ones inserted; owners refreshed when CODEOWNERS says otherwise.
-  const ids = outcomes.map((o) => o.id);
-  const [inIds, idsParam] = sql.anyOf(`"id"`, ids);
-  const existing = new Map<string, Record<string, unknown>>();
-  for (const row of await sql.all<Record<string, unknown>>(`SELECT "id", "codeowners", ${STATUS_COLUMNS} FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [repositoryId, idsParam])) {
-    existing.set(row.id as string, row);
-  }
-  const ownersOf = (o: Outcome) => JSON.stringify(s.owners?.ownersOf(o.file) ?? []);
-  const fresh = outcomes.filter((o) => !existing.has(o.id));
-  await sql.insert(
-    "TestCase",
-    ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"],
-    fresh.map((o) => [o.id, repositoryId, o.name, o.file, o.classname, o.parent, input.variant ?? "", ownersOf(o), "healthy", "first seen", now, "auto", false, now]),
-  );
-  if (s.owners) {
-    for (const o of outcomes) {
-      const row = existing.get(o.id);
-      const owners = ownersOf(o);
-      if (row && row.codeowners !== owners) await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [owners, Number(row.key)]);
-    }
-  }
+  // Test case keys: remembered, else looked up, else the test is new and inserted.
   const keys = new Map<string, number>();
-  for (const [id, row] of existing) keys.set(id, Number(row.key));
-  if (fresh.length > 0) {
-    const [inFresh, freshParam] = sql.anyOf(`"id"`, fresh.map((o) => o.id));
-    for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inFresh}`, [repositoryId, freshParam])) {
+  const unknown: string[] = [];
+  for (const o of outcomes) {
+    if (o.key === undefined) unknown.push(o.id);
+    else keys.set(o.id, o.key);
+  }
+  if (unknown.length > 0) {
+    const [inIds, idsParam] = sql.anyOf(`"id"`, unknown);
+    for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [repositoryId, idsParam])) {
       keys.set(row.id, Number(row.key));
     }
   }
+  const ownersOf = (o: Outcome) => JSON.stringify(s.owners?.ownersOf(o.file) ?? []);
+  const fresh = outcomes.filter((o) => !keys.has(o.id));
+  const inserted = await sql.insertReturning<{ id: string; key: unknown }>(
+    "TestCase",
+    TEST_CASE_COLUMNS,
+    fresh.map((o) => [o.id, repositoryId, o.name, o.file, o.classname, o.parent, input.variant ?? "", ownersOf(o), "healthy", "first seen", now, "auto", false, now]),
+    `ON CONFLICT ("repositoryId", "id") DO NOTHING`,
+    `"id", "key"`,
+  );
+  for (const row of inserted) keys.set(row.id, Number(row.key));
+  if (inserted.length < fresh.length) {
+    // Inserted meanwhile by a concurrent upload (PostgreSQL): read their keys.
+    const [inLate, lateParam] = sql.anyOf(`"id"`, fresh.filter((o) => !keys.has(o.id)).map((o) => o.id));
+    for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inLate}`, [repositoryId, lateParam])) {
+      keys.set(row.id, Number(row.key));
+    }
+  }
+  if (s.owners) await refreshOwners(sql, s, outcomes, keys, new Set(inserted.map((r) => r.id)));
 
   // Results (skipped tests have none), failures, and failure signatures.
   const ran = outcomes.filter((o) => o.failed || o.passed);
@@ -185,21 +241,46 @@ async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number }> {
        "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END`,
   );
 
-  // Detection, for the tests this upload can have changed: those that failed, those already
-  // flaky or broken, and those with new pass-on-retry evidence.
+  // Detection, for the tests this upload can have changed: those that failed, those with new
+  // pass-on-retry evidence, and those already flaky, broken or quarantined.
   const flakes = await findFlakes(sql, s, uploadKey, ran, keys);
-  const candidates = new Set<number>([...failed.map((o) => keys.get(o.id)!), ...flakes.keys()]);
-  const rows = ran
-    .map((o) => {
-      const row = existing.get(o.id);
+  const ranKeys = new Set(ran.map((o) => keys.get(o.id)!));
+  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" <> 'healthy' OR "quarantined" = ?)`, [repositoryId, true]);
+  const candidates = [...new Set([...failed.map((o) => keys.get(o.id)!), ...flakes.keys(), ...watched.map((r) => Number(r.key)).filter((k) => ranKeys.has(k))])];
+  if (candidates.length > 0) {
+    const [inKeys, keysParam] = sql.anyOf(`"key"`, candidates);
+    const rows = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
+    await applyDetection(sql, await loadFlakySettings(sql, repositoryId), rows.map(statusRow), flakes, now);
+  }
+  return { failures: failed.length, keys };
+}
+
+/**
+ * Owners of new tests come with their insert. When the repository's CODEOWNERS differs from the
+ * one owners were last computed from, every test in the upload is brought up to date.
+ */
+async function refreshOwners(sql: Sql, s: Store, outcomes: Outcome[], keys: Map<string, number>, inserted: Set<string>): Promise<void> {
+  const hash = createHash("sha256").update(s.owners!.text).digest("hex");
+  const [known] = await sql.all<{ hash: string }>(`SELECT "hash" FROM "CodeOwnersVersion" WHERE "repositoryId" = ?`, [s.repositoryId]);
+  if (known?.hash === hash) return;
+  const existing = outcomes.filter((o) => !inserted.has(o.id));
+  if (existing.length > 0) {
+    const [inKeys, keysParam] = sql.anyOf(`"key"`, existing.map((o) => keys.get(o.id)!));
+    const current = new Map<number, string>();
+    for (const row of await sql.all<{ key: unknown; codeowners: string }>(`SELECT "key", "codeowners" FROM "TestCase" WHERE ${inKeys}`, [keysParam])) {
+      current.set(Number(row.key), row.codeowners);
+    }
+    for (const o of existing) {
       const key = keys.get(o.id)!;
-      if (!row) return candidates.has(key) ? statusRow({ key, status: "healthy", flakeAt: null, flakeReason: null, quarantineSetting: "auto", quarantined: false }) : null;
-      const status = statusRow(row);
-      return candidates.has(key) || status.status !== "healthy" || status.quarantined ? status : null;
-    })
-    .filter((r) => r !== null);
-  await applyDetection(sql, await loadFlakySettings(sql, repositoryId), rows, flakes, now);
-  return { failures: failed.length };
+      const owners = JSON.stringify(s.owners!.ownersOf(o.file));
+      if (current.get(key) !== owners) await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [owners, key]);
+    }
+  }
+  await sql.run(
+    `INSERT INTO "CodeOwnersVersion" ("repositoryId", "hash", "updatedAt") VALUES (?, ?, ?)
+       ON CONFLICT ("repositoryId") DO UPDATE SET "hash" = excluded."hash", "updatedAt" = excluded."updatedAt"`,
+    [s.repositoryId, hash, s.now],
+  );
 }
 
 /**

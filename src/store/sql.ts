@@ -16,6 +16,11 @@ export interface Sql {
   run(text: string, params?: readonly unknown[]): Promise<number>;
   /** Inserts rows in as few statements as the driver allows; `suffix` follows VALUES (e.g. ON CONFLICT …). */
   insert(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix?: string): Promise<void>;
+  /**
+   * Inserts rows and answers the `returning` columns of those actually inserted (rows a
+   * conflict skipped answer nothing); `suffix` is typically ON CONFLICT … DO NOTHING.
+   */
+  insertReturning<T>(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix: string, returning: string): Promise<T[]>;
   /** `column IN values` as one parameter: `anyOf('"id"', ids)` gives the SQL and its parameter. */
   anyOf(column: string, values: readonly (string | number)[]): [string, unknown];
 }
@@ -49,7 +54,22 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
     async insert(table, columns, rows, suffix = "") {
       // One prepared statement per row is SQLite's fastest way in: no parsing, no round trip.
       const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${suffix}`);
-      for (const row of rows) statement.run(...row.map(sqliteValue));
+      const values = new Array<unknown>(columns.length);
+      for (const row of rows) {
+        for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
+        statement.run(values);
+      }
+    },
+    async insertReturning<T>(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix: string, returning: string) {
+      const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${suffix} RETURNING ${returning}`);
+      const values = new Array<unknown>(columns.length);
+      const out: T[] = [];
+      for (const row of rows) {
+        for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
+        const inserted = statement.get(values) as T | undefined;
+        if (inserted) out.push(inserted);
+      }
+      return out;
     },
     anyOf: (column, values) => [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(values)],
   };
@@ -81,6 +101,10 @@ export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
       return result.rowCount ?? 0;
     },
     async insert(table, columns, rows, suffix = "") {
+      await this.insertReturning(table, columns, rows, suffix, "");
+    },
+    async insertReturning<T>(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix: string, returning: string) {
+      const out: T[] = [];
       const perStatement = Math.max(1, Math.min(5000, Math.floor(MAX_PARAMS / columns.length)));
       const head = `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES `;
       for (let start = 0; start < rows.length; start += perStatement) {
@@ -95,8 +119,10 @@ export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
           }
           tuples.push(`(${slots.join(", ")})`);
         }
-        await client.query(`${head}${tuples.join(", ")} ${suffix}`, values);
+        const result = await client.query(`${head}${tuples.join(", ")} ${suffix}${returning ? ` RETURNING ${returning}` : ""}`, values);
+        if (returning) out.push(...(result.rows as T[]));
       }
+      return out;
     },
     anyOf: (column, values) => [`${column} = ANY(?)`, values],
   };

@@ -11,7 +11,7 @@ export class CodeOwners {
   readonly #rules: Rule[] = [];
   readonly #cache = new Map<string, string[]>();
 
-  constructor(text: string) {
+  constructor(readonly text: string) {
     for (const raw of text.split(/\r?\n/)) {
       const line = raw.replace(/(^|\s)#.*$/, "").trim();
       if (!line || /^\^?\[.*\](\[\d+\])?(\s|$)/.test(line)) continue;

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** RFC 4122's namespace for URLs, the namespace Trunk's test ids are derived in. */
 const NAMESPACE_URL = Buffer.from("6ba7b8119dad11d180b400c04fd430c8", "hex");
@@ -6,10 +6,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-([0-9a-f])[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f
 
 /** A name-based (SHA-1, version 5) UUID of `name` in the URL namespace. */
 export function uuidV5(name: string): string {
-  const hash = createHash("sha1").update(NAMESPACE_URL).update(name, "utf8").digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString("hex");
+  const digest = hash("sha1", Buffer.concat([NAMESPACE_URL, Buffer.from(name, "utf8")]), "buffer");
+  digest[6] = (digest[6]! & 0x0f) | 0x50;
+  digest[8] = (digest[8]! & 0x3f) | 0x80;
+  const hex = digest.subarray(0, 16).toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 

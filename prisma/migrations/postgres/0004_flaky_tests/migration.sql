@@ -8,6 +8,15 @@ CREATE TABLE "FlakySettings" (
 );
 
 -- CreateTable
+CREATE TABLE "CodeOwnersVersion" (
+    "repositoryId" TEXT NOT NULL,
+    "hash" TEXT NOT NULL,
+    "updatedAt" TIMESTAMP(3) NOT NULL,
+
+    CONSTRAINT "CodeOwnersVersion_pkey" PRIMARY KEY ("repositoryId")
+);
+
+-- CreateTable
 CREATE TABLE "TestUpload" (
     "key" SERIAL NOT NULL,
     "id" TEXT NOT NULL,
@@ -106,6 +115,9 @@ CREATE INDEX "TestFailure_uploadKey_idx" ON "TestFailure"("uploadKey");
 
 -- AddForeignKey
 ALTER TABLE "FlakySettings" ADD CONSTRAINT "FlakySettings_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "CodeOwnersVersion" ADD CONSTRAINT "CodeOwnersVersion_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "TestUpload" ADD CONSTRAINT "TestUpload_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository"("id") ON DELETE CASCADE ON UPDATE CASCADE;

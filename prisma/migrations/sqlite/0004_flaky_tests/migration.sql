@@ -7,6 +7,14 @@ CREATE TABLE "FlakySettings" (
 );
 
 -- CreateTable
+CREATE TABLE "CodeOwnersVersion" (
+    "repositoryId" TEXT NOT NULL PRIMARY KEY,
+    "hash" TEXT NOT NULL,
+    "updatedAt" DATETIME NOT NULL,
+    CONSTRAINT "CodeOwnersVersion_repositoryId_fkey" FOREIGN KEY ("repositoryId") REFERENCES "Repository" ("id") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- CreateTable
 CREATE TABLE "TestUpload" (
     "key" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
     "id" TEXT NOT NULL,
