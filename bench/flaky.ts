@@ -22,6 +22,7 @@ import { failureSignature, normalizeFailure } from "../src/domain/flaky/failures
 import { testCaseId } from "../src/domain/flaky/identity.js";
 import { Database } from "../src/store/database.js";
 import type { Sql } from "../src/store/sql.js";
+import { rng as random } from "./random.js";
 import { freePort, machine, postgresReachable, startProcess, withAdmin } from "./support.js";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false }, "ingest-only": { type: "boolean", default: false } } });
@@ -40,18 +41,6 @@ const TOKEN = "bench-token-0123456789abcdef";
 const ORG = "bench";
 const repo = { host: "github.com", owner: "bench", name: "web" };
 const headers = { "content-type": "application/json", "x-api-token": TOKEN };
-
-/** A deterministic pseudo-random stream (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type ReportCase = { suite: number; classname: string; name: string; file: string; failed: boolean; message: string };
 

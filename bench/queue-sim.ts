@@ -13,6 +13,7 @@ import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, Tes
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
 import { runEffects } from "../src/worker/effects.js";
+import { rng } from "./random.js";
 import { withAdmin } from "./support.js";
 
 /**
@@ -64,17 +65,8 @@ export type SimResult = {
   events: number;
 };
 
-/** A seeded PRNG (mulberry32): the same seed gives the same workload for every strategy. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The same seed gives the same workload for every strategy. */
+export { rng };
 
 type SimPr = { number: number; broken: boolean; targets: string[]; arrivedAt: number; doneAt: number | null; outcome: "merged" | "failed" | null };
 type SimRun = { runId: string; queueId: string; content: string[]; dueAt: number; outcome: "passed" | "failed" };

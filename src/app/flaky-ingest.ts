@@ -6,9 +6,10 @@ import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js"
 import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, parseJUnit } from "../domain/flaky/junit.js";
 import type { Sql } from "../store/sql.js";
-import { invalidArgument, notFound } from "./errors.js";
+import { invalidArgument } from "./errors.js";
 import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow, type Flake } from "./flaky-status.js";
-import { claimRepository, findRepository, repoNotFound, repositoryKey } from "./repositories.js";
+import { repositoryInScope } from "./flaky-tests.js";
+import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 
 export type UploadInput = {
@@ -117,18 +118,14 @@ async function readCodeOwners(services: Services, repo: RepoRef, sha: string): P
  * report is parsed before anything is written, and everything is written in one transaction.
  */
 export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput) {
-  if (input.org_url_slug.toLowerCase() !== principal.organizationSlug) throw notFound(`organization "${input.org_url_slug}" not found`);
   const now = services.now();
   // Ids hash the repository's name as first registered, so a client's casing cannot split a test.
-  const known = await services.db.read(async (tx) => {
-    const owned = await findRepository(tx, principal, input.repo);
-    if (!owned && (await tx.repository.findUnique({ where: { key: repositoryKey(input.repo) }, select: { id: true } }))) throw repoNotFound(input.repo);
-    return owned;
-  });
+  const known = await repositoryInScope(services, principal, input);
   const name = known ?? input.repo;
+  // Every report is read before anything is written (a new repository is registered only then).
+  const outcomes = readReports(input, principal.organizationSlug, `${name.host}/${name.owner}/${name.name}`, now, known ? knownTestsOf(services.db, known.id) : new Map());
   const repository = known ?? (await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo)));
   const cache = knownTestsOf(services.db, repository.id);
-  const outcomes = readReports(input, principal.organizationSlug, `${name.host}/${name.owner}/${name.name}`, now, cache);
   const owners = input.codeowners !== undefined ? new CodeOwners(input.codeowners) : await readCodeOwners(services, input.repo, input.commit_sha);
 
   const uploadId = services.newId();

@@ -32,7 +32,7 @@ const MOST_COMMON = 5;
  * name yet (nothing uploaded: empty answers). A slug other than the token's organization, or
  * another organization's repository, answers not_found.
  */
-async function repositoryInScope(services: Services, principal: Principal, input: Scope): Promise<RepositoryRow | null> {
+export async function repositoryInScope(services: Services, principal: Principal, input: Scope): Promise<RepositoryRow | null> {
   if (input.org_url_slug.toLowerCase() !== principal.organizationSlug) throw notFound(`organization "${input.org_url_slug}" not found`);
   return services.db.read(async (tx) => {
     const owned = await findRepository(tx, principal, input.repo);

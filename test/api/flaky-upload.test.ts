@@ -84,6 +84,8 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0].path).toBe("junit_xml[1]");
+    const unseen = await server.api.call("flaky-tests/upload", { repo: repo("never-seen"), org_url_slug: "acme", commit_sha: nextSha(), branch: "main", junit_xml: ["<testsuite><testcase name='x'>"] });
+    expect(unseen.status).toBe(400); // and the repository is not registered (the snapshot below)
     expect(bad.body.error.message).toMatch(/line 4, column \d+/);
     const elsewhere = await server.api.call("flaky-tests/upload", { ...web, org_url_slug: "other", commit_sha: nextSha(), branch: "main", junit_xml: [report(clock.now(), [{ name: "fresh_failure", outcome: "fail" }])] });
     expect(elsewhere.status).toBe(404);
