@@ -93,6 +93,26 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
     expect(calls.every((r) => r.authorization === "token ghs_installation_42")).toBe(true);
   });
 
+  test("flaky-test uploads read CODEOWNERS from the repository at the commit through the App", async () => {
+    const sha = gh.push("octo-org/app", "main", { ".github/CODEOWNERS": "/lib/ @octo-org/core\n*.md @octo-org/docs\n" });
+    const report = `<testsuite name="unit"><testcase classname="Cache" name="evicts" file="lib/cache.test.js"><failure message="stale entry"/></testcase></testsuite>`;
+    const scope = { repo: queue("octo-org").repo, org_url_slug: "octo-org" };
+    expect(await octo.ok("flaky-tests/upload", { ...scope, commit_sha: sha, branch: "main", junit_xml: [report] })).toMatchObject({ test_cases: 1, failures: 1 });
+    const listed = await octo.ok("flaky-tests/list-failing-tests", {
+      ...scope,
+      start_time: new Date(Date.now() - 3600_000).toISOString(),
+      end_time: new Date(Date.now() + 60_000).toISOString(),
+      page_query: { page_size: 10 },
+    });
+    expect(listed.tests.map((t: any) => [t.name, t.codeowners])).toEqual([["evicts", ["@octo-org/core"]]]);
+    const reads = gh.requests.filter((r) => r.path === "/repos/octo-org/app/contents/.github/CODEOWNERS");
+    expect(reads.length).toBe(1);
+    expect(reads[0]!.authorization).toBe("token ghs_installation_42");
+    // Another organization cannot upload to the App's repositories.
+    const other = await server.api.call("flaky-tests/upload", { ...scope, org_url_slug: "acme", commit_sha: sha, branch: "main", junit_xml: [report] });
+    expect(other.status).toBe(404);
+  });
+
   test("readiness follows GitHub: wrong base, conflicts; a missing or closed PR is refused", async () => {
     gh.openPr("octo-org/app", { number: 6, base: "develop" });
     gh.openPr("octo-org/app", { number: 7, mergeableState: "dirty" });
