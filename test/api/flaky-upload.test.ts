@@ -195,6 +195,10 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     await upload([report(clock.now(), [{ name: "test_owned", classname: "tests.owned", file: "tests/test_owned.py", outcome: "fail" }])], { commit_sha: commit });
     const test = (await failing(1)).tests.find((t: any) => t.name === "test_owned");
     expect(test.codeowners).toEqual(["@acme/python"]);
+    // CODEOWNERS changes: the known test's owners follow at its next upload.
+    const next = await sandbox.pushToBranch(repo("web"), "main", { ".github/CODEOWNERS": "*.py @acme/python\ntests/ @acme/qa\n" });
+    await upload([report(clock.now(), [{ name: "test_owned", classname: "tests.owned", file: "tests/test_owned.py", outcome: "pass" }])], { commit_sha: next });
+    expect((await details(test.id)).codeowners).toEqual(["@acme/qa"]);
   });
 
   test("pages are stable while new failures arrive; prev and last tokens; tokens are checked", async () => {
