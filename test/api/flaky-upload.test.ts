@@ -133,6 +133,18 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     expect(unknown.status).toBe(404);
   });
 
+  test("a rerun more than a megabyte after the failed attempt (another batch) still makes one flaky result", async () => {
+    const filler = Array.from({ length: 15_000 }, (_, i) => ({ name: `filler_${i}_${"x".repeat(60)}`, outcome: "pass" as const }));
+    const xml = report(clock.now(), [{ name: "test_far_rerun", outcome: "fail", message: "flaked" }, ...filler, { name: "test_far_rerun", outcome: "pass" }]);
+    expect(xml.length).toBeGreaterThan(1.2 * 1024 * 1024);
+    expect(await upload([xml])).toMatchObject({ test_cases: 15_001, failures: 1 });
+    const id = (await idOf("test_far_rerun")).quarantined_test_ids[0];
+    expect(await details(id)).toMatchObject({ status: { value: "flaky" }, failure_rate_last_24h: 1, most_common_failures: [{ summary: "flaked", occurrence_count: 1 }] });
+    // One result row for the test in this upload, holding both attempts.
+    const rows = await server.greenline.services.db.read((tx) => tx.testResult.findMany({ where: { testCase: { id } } }));
+    expect(rows.map((r) => [r.failed, r.passed])).toEqual([[true, true]]);
+  });
+
   test("a test failing almost every run is broken, with its figures, and never quarantined automatically", async () => {
     for (let i = 0; i < 10; i++) {
       await upload([report(new Date(clock.ms - i * HOUR), [{ name: "test_db_schema", outcome: i === 0 ? "pass" : "fail", message: `relation "users_${i}" does not exist` }])]);
