@@ -56,13 +56,8 @@ function readReports(input: UploadInput, orgSlug: string, repoFullName: string, 
       parseJUnit(xml, (c) => {
         const identity = `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.name}\u0000${c.explicitId}\u0000${variant}`;
         const seen = outcomes.get(identity);
-        if (seen) {
-          // A rerun of a test already in this upload (gotestsum writes every attempt).
-          seen.failed ||= c.failed;
-          seen.passed ||= c.passed;
-          seen.message ??= c.message;
-          return;
-        }
+        // A rerun of a test already in this upload (gotestsum writes every attempt).
+        if (seen) return mergeAttempts(seen, c);
         const cached = known.get(identity);
         outcomes.set(identity, {
           identity,
@@ -90,14 +85,17 @@ function readReports(input: UploadInput, orgSlug: string, repoFullName: string, 
   const byId = new Map<string, Outcome>();
   for (const o of outcomes.values()) {
     const seen = byId.get(o.id);
-    if (!seen) byId.set(o.id, o);
-    else {
-      seen.failed ||= o.failed;
-      seen.passed ||= o.passed;
-      seen.message ??= o.message;
-    }
+    if (seen) mergeAttempts(seen, o);
+    else byId.set(o.id, o);
   }
   return byId;
+}
+
+/** Folds another attempt of a test into its outcome: it failed if any attempt did, passed if any did. */
+function mergeAttempts(outcome: Outcome, attempt: Pick<Outcome, "failed" | "passed" | "message">): void {
+  outcome.failed ||= attempt.failed;
+  outcome.passed ||= attempt.passed;
+  outcome.message ??= attempt.message;
 }
 
 async function readCodeOwners(services: Services, repo: RepoRef, sha: string): Promise<CodeOwners | null> {

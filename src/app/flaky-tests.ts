@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../codehost/code-host.js";
-import { ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import { DEFAULT_FLAKY_SETTINGS, ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import type { TestCase } from "../generated/sqlite/client.js";
 import type { Sql } from "../store/sql.js";
@@ -296,7 +296,7 @@ export async function checkQuarantine(
 
 export async function getFlakySettings(services: Services, principal: Principal, input: Scope): Promise<{ settings: FlakySettings }> {
   const repo = await repositoryInScope(services, principal, input);
-  if (!repo) return { settings: ZFlakySettings.parse({}) };
+  if (!repo) return { settings: DEFAULT_FLAKY_SETTINGS };
   return { settings: await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id)) };
 }
 

@@ -78,7 +78,8 @@ async function post(ctx: ReturnType<typeof context>, operation: string, body: ob
   return JSON.parse(text);
 }
 
-async function upload(ctx: ReturnType<typeof context>, files: string[], codeowners: string | undefined, out: Out) {
+/** Uploads reports already read (their texts, in the order of `files`). */
+async function upload(ctx: ReturnType<typeof context>, reports: string[], codeowners: string | undefined, out: Out) {
   const answer = await post(ctx, "upload", {
     commit_sha: ctx.commit,
     branch: ctx.branch,
@@ -86,9 +87,9 @@ async function upload(ctx: ReturnType<typeof context>, files: string[], codeowne
     ...(ctx.jobUrl ? { job_url: ctx.jobUrl } : {}),
     ...(ctx.variant ? { variant: ctx.variant } : {}),
     ...(codeowners ? { codeowners: readFileSync(codeowners, "utf8") } : {}),
-    junit_xml: files.map((f) => readFileSync(f, "utf8")),
+    junit_xml: reports,
   });
-  out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${files.length} report(s) as ${answer.upload_id}`);
+  out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
 }
 
 /** `greenline test upload --junit <glob>`: uploads the reports; 70 when that fails. */
@@ -100,7 +101,7 @@ export async function testUpload(options: TestOptions, out: Out): Promise<number
     return UPLOAD_FAILED;
   }
   try {
-    await upload(ctx, files, options.codeowners, out);
+    await upload(ctx, files.map((f) => readFileSync(f, "utf8")), options.codeowners, out);
     return 0;
   } catch (error) {
     out(`greenline: upload failed: ${(error as Error).message}`);
@@ -132,8 +133,9 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   // Tests that failed and never passed in this run, by identity.
   const failing = new Map<string, { name: string; classname: string; file: string; parent: string; id?: string }>();
   const passed = new Set<string>();
-  for (const file of files) {
-    parseJUnit(readFileSync(file, "utf8"), (c) => {
+  const reports = files.map((f) => readFileSync(f, "utf8"));
+  for (const report of reports) {
+    parseJUnit(report, (c) => {
       const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
       if (c.passed) passed.add(key);
       else if (c.failed) failing.set(key, { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) });
@@ -141,7 +143,7 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   }
   for (const key of passed) failing.delete(key);
   try {
-    await upload(ctx, files, options.codeowners, out);
+    await upload(ctx, reports, options.codeowners, out);
     if (code === 0 || failing.size === 0) return code;
     const tests = [...failing.values()];
     const check = await post(ctx, "check-quarantine", { variant: ctx.variant, tests });

@@ -61,31 +61,19 @@ type Open = {
   text: string;
 };
 
-/** Calls `onCase` for each testcase of a report (see readJUnit). */
-export function parseJUnit(xml: string, onCase: (testCase: JUnitCase) => void): { testCases: number } {
-  let count = 0;
-  for (const batch of readJUnit(xml)) {
-    for (const testCase of batch) onCase(testCase);
-    count += batch.length;
-  }
-  return { testCases: count };
-}
-
 /**
- * Reads a JUnit XML report as a stream of SAX events, yielding the testcases read from each
- * megabyte of it, so a large report is never held as a document tree nor as one list of cases.
- * Accepts `<testsuites>` or `<testsuite>` at the root, suites nested to any depth, and the
- * dialects of jest-junit, pytest, Maven Surefire, go-junit-report and gotestsum (whose reruns
- * repeat a testcase; callers merge repeats). Malformed XML throws a JUnitError with the 1-based
- * line and column — possibly after earlier batches were yielded.
+ * Reads a JUnit XML report as a stream of SAX events and calls `onCase` for each testcase, so a
+ * large report is never held as a document tree. Accepts `<testsuites>` or `<testsuite>` at the
+ * root, suites nested to any depth, and the dialects of jest-junit, pytest, Maven Surefire,
+ * go-junit-report and gotestsum (whose reruns repeat a testcase; callers merge repeats).
+ * Malformed XML throws a JUnitError with the 1-based line and column.
  */
-export function* readJUnit(xml: string): Generator<JUnitCase[], void, undefined> {
-  let batch: JUnitCase[] = [];
-  const onCase = (testCase: JUnitCase) => batch.push(testCase);
+export function parseJUnit(xml: string, onCase: (testCase: JUnitCase) => void): { testCases: number } {
   const parser = new SaxesParser<{ position: true; xmlns: false }>({ position: true, xmlns: false });
   const suites: Suite[] = [];
   let current: Open | null = null;
   let depth = 0;
+  let count = 0;
   let failure: Error | null = null;
   const fail = (message: string) => new JUnitError(message, parser.line, parser.column + 1);
 
@@ -140,6 +128,7 @@ export function* readJUnit(xml: string): Generator<JUnitCase[], void, undefined>
       current = null;
       const suite = suites.at(-1);
       const failed = open.failed || open.flaky;
+      count++;
       onCase({
         name: open.attrs.name ?? "",
         classname: open.attrs.classname ?? "",
@@ -158,18 +147,11 @@ export function* readJUnit(xml: string): Generator<JUnitCase[], void, undefined>
     }
   });
 
-  for (let offset = 0; offset < xml.length; offset += CHUNK) {
-    parser.write(xml.slice(offset, offset + CHUNK));
-    if (failure) throw failure;
-    if (batch.length > 0) {
-      yield batch;
-      batch = [];
-    }
-  }
-  parser.close();
+  for (let offset = 0; offset < xml.length && !failure; offset += CHUNK) parser.write(xml.slice(offset, offset + CHUNK));
+  if (!failure) parser.close();
   if (failure) throw failure;
   if (depth !== 0) throw fail("unexpected end of document");
-  if (batch.length > 0) yield batch;
+  return { testCases: count };
 }
 
 function firstLine(text: string): string | null {
