@@ -4,7 +4,7 @@ import type { RepoRef } from "../codehost/code-host.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
 import { testCaseId } from "../domain/flaky/identity.js";
-import { JUnitError, parseJUnit } from "../domain/flaky/junit.js";
+import { JUnitError, JUnitReader, type JUnitCase } from "../domain/flaky/junit.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument } from "./errors.js";
 import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow, type Flake } from "./flaky-status.js";
@@ -24,78 +24,33 @@ export type UploadInput = {
   codeowners?: string | undefined;
 };
 
-/** One test's outcome in an upload, its repeats (reruns) merged. */
-type Outcome = {
-  /** What the id is derived from (the identity cache's key). */
-  identity: string;
-  id: string;
-  /** The test case's key, when the identity cache knows it. */
-  key: number | undefined;
-  name: string;
-  classname: string;
-  file: string;
-  parent: string;
-  at: number;
-  failed: boolean;
-  passed: boolean;
-  message: string | null;
-};
-
 /** Where GitHub looks for CODEOWNERS, in its order. */
 const CODEOWNERS_PATHS = [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
 
-/**
- * Reads every report of the upload into one outcome per test. Malformed XML is refused naming
- * the file's index and the line and column; nothing has been written at that point.
- */
-function readReports(input: UploadInput, orgSlug: string, repoFullName: string, now: Date, known: Map<string, KnownTest>): Map<string, Outcome> {
-  const outcomes = new Map<string, Outcome>();
-  const variant = input.variant ?? "";
-  input.junit_xml.forEach((xml, index) => {
-    try {
-      parseJUnit(xml, (c) => {
-        const identity = `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.name}\u0000${c.explicitId}\u0000${variant}`;
-        const seen = outcomes.get(identity);
-        // A rerun of a test already in this upload (gotestsum writes every attempt).
-        if (seen) return mergeAttempts(seen, c);
-        const cached = known.get(identity);
-        outcomes.set(identity, {
-          identity,
-          id: cached?.id ?? testCaseId(orgSlug, repoFullName, c, variant, c.explicitId),
-          key: cached?.key,
-          name: c.name,
-          classname: c.classname,
-          file: c.file,
-          parent: c.parent,
-          // A run's time is its suite's timestamp, else the upload's; never in the future.
-          at: Math.min(c.at ?? now.getTime(), now.getTime()),
-          failed: c.failed,
-          passed: c.passed,
-          message: c.message,
-        });
-      });
-    } catch (error) {
-      if (error instanceof JUnitError) {
-        throw invalidArgument(`junit_xml[${index}]`, `is not a JUnit report: line ${error.line}, column ${error.column}: ${error.message}`);
-      }
-      throw error;
-    }
-  });
-  // Two identities can name one id (an explicit id attribute); keep one outcome per id.
-  const byId = new Map<string, Outcome>();
-  for (const o of outcomes.values()) {
-    const seen = byId.get(o.id);
-    if (seen) mergeAttempts(seen, o);
-    else byId.set(o.id, o);
-  }
-  return byId;
-}
+/** Testcases identified and written together. */
+const BATCH = 4096;
 
-/** Folds another attempt of a test into its outcome: it failed if any attempt did, passed if any did. */
-function mergeAttempts(outcome: Outcome, attempt: Pick<Outcome, "failed" | "passed" | "message">): void {
-  outcome.failed ||= attempt.failed;
-  outcome.passed ||= attempt.passed;
-  outcome.message ??= attempt.message;
+/**
+ * The testcases of every report of the upload, a batch at a time. Malformed XML is refused
+ * naming the file's index and the line and column.
+ */
+function* reportBatches(input: UploadInput): Generator<JUnitCase[]> {
+  for (const [index, xml] of input.junit_xml.entries()) {
+    const reader = new JUnitReader(xml);
+    for (;;) {
+      let batch: JUnitCase[];
+      try {
+        batch = reader.read(BATCH);
+      } catch (error) {
+        if (error instanceof JUnitError) {
+          throw invalidArgument(`junit_xml[${index}]`, `is not a JUnit report: line ${error.line}, column ${error.column}: ${error.message}`);
+        }
+        throw error;
+      }
+      if (batch.length === 0) break;
+      yield batch;
+    }
+  }
 }
 
 async function readCodeOwners(services: Services, repo: RepoRef, sha: string): Promise<CodeOwners | null> {
@@ -112,39 +67,48 @@ async function readCodeOwners(services: Services, repo: RepoRef, sha: string): P
 }
 
 /**
- * Stores an upload of JUnit results atomically and re-judges the tests it touched: every
- * report is parsed before anything is written, and everything is written in one transaction.
+ * Stores an upload of JUnit results atomically and re-judges the tests it touched. The reports
+ * are read as a stream and written a batch at a time, all in one transaction: a malformed
+ * report rolls everything back, and what is held is a batch of testcases and a few bytes per
+ * test, not the upload's test cases.
  */
 export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput) {
   const now = services.now();
-  // Ids hash the repository's name as first registered, so a client's casing cannot split a test.
-  const known = await repositoryInScope(services, principal, input);
-  const name = known ?? input.repo;
-  // Every report is read before anything is written (a new repository is registered only then).
-  const outcomes = readReports(input, principal.organizationSlug, `${name.host}/${name.owner}/${name.name}`, now, known ? knownTestsOf(services.db, known.id) : new Map());
-  const repository = known ?? (await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo)));
-  const cache = knownTestsOf(services.db, repository.id);
+  let repository = await repositoryInScope(services, principal, input);
+  if (!repository) {
+    // A repository is registered only for a well-formed upload: every report is read once first.
+    for (const _batch of reportBatches(input));
+    repository = await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo));
+  }
   const owners = input.codeowners !== undefined ? new CodeOwners(input.codeowners) : await readCodeOwners(services, input.repo, input.commit_sha);
-
-  const uploadId = services.newId();
-  const list = [...outcomes.values()];
-  const stored = await services.db.sqlTransaction((sql) => storeUpload(sql, { repositoryId: repository.id, uploadId, input, outcomes: list, owners, now }));
-  // Keys are remembered only once their rows are committed.
-  forgetIfFull(services.db, list.length);
-  for (const o of list) cache.set(o.identity, { id: o.id, key: stored.keys.get(o.id)! });
-  return { upload_id: uploadId, test_cases: outcomes.size, failures: stored.failures };
+  const known = knownTestsOf(services.db, repository.id);
+  const upload: Upload = {
+    repositoryId: repository.id,
+    // Ids hash the repository's name as first registered, so a client's casing cannot split a test.
+    repoFullName: `${repository.host}/${repository.owner}/${repository.name}`,
+    orgSlug: principal.organizationSlug,
+    uploadId: services.newId(),
+    input,
+    owners,
+    now,
+    known,
+  };
+  const stored = await services.db.sqlTransaction((sql) => ingest(sql, upload));
+  // Tests are remembered only once their rows are committed.
+  forgetIfFull(services.db, stored.learned.size);
+  for (const [identity, key] of stored.learned) known.set(identity, key);
+  return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures };
 }
 
-type KnownTest = { id: string; key: number };
-
 /**
- * Tests already stored, by repository and identity: a test's id and key never change once
- * assigned (rows go only with their repository), so each process remembers the tests it has
- * stored, and a repeated upload of known tests neither hashes their ids nor looks up their keys.
- * Bounded: past the limit (all repositories together) the memory starts over.
+ * Tests already stored, by repository: identity → test case key. A test's key never changes
+ * once assigned (rows go only with their repository), so each process remembers the tests it
+ * has stored, and a repeated upload of known tests neither hashes their ids nor looks up their
+ * keys. Bounded: past the limit (all repositories together) the memory starts over.
  */
 const KNOWN_TESTS_LIMIT = 200_000;
-const knownTests = new WeakMap<object, Map<string, Map<string, KnownTest>>>();
+const knownTests = new WeakMap<object, Map<string, Map<string, number>>>();
+
 function forgetIfFull(db: object, adding: number): void {
   const byRepository = knownTests.get(db);
   let size = adding;
@@ -152,7 +116,7 @@ function forgetIfFull(db: object, adding: number): void {
   if (size > KNOWN_TESTS_LIMIT) for (const known of byRepository?.values() ?? []) known.clear();
 }
 
-function knownTestsOf(db: object, repositoryId: string): Map<string, KnownTest> {
+function knownTestsOf(db: object, repositoryId: string): Map<string, number> {
   let byRepository = knownTests.get(db);
   if (!byRepository) knownTests.set(db, (byRepository = new Map()));
   let known = byRepository.get(repositoryId);
@@ -160,74 +124,127 @@ function knownTestsOf(db: object, repositoryId: string): Map<string, KnownTest> 
   return known;
 }
 
-type Store = { repositoryId: string; uploadId: string; input: UploadInput; outcomes: Outcome[]; owners: CodeOwners | null; now: Date };
+type Upload = {
+  repositoryId: string;
+  repoFullName: string;
+  orgSlug: string;
+  uploadId: string;
+  input: UploadInput;
+  owners: CodeOwners | null;
+  now: Date;
+  known: Map<string, number>;
+};
+
+const FAILED = 1;
+const PASSED = 2;
+
+/**
+ * What the upload did to each test so far, its reruns merged (gotestsum writes every attempt;
+ * two ids attributes can name one test): a slot per test, in typed arrays, so that holding an
+ * upload's 100,000 tests costs a megabyte or two and no objects.
+ */
+class Runs {
+  readonly slots = new Map<number, number>();
+  keys = new Float64Array(1024);
+  at = new Float64Array(1024);
+  flags = new Uint8Array(1024);
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** The test's slot, and whether it is new to this upload. */
+  slotOf(key: number, at: number): [number, boolean] {
+    const slot = this.slots.get(key);
+    if (slot !== undefined) return [slot, false];
+    const added = this.slots.size;
+    if (added === this.keys.length) {
+      const grow = <T extends Float64Array | Uint8Array>(a: T): T => {
+        const bigger = new (a.constructor as new (n: number) => T)(a.length * 2);
+        bigger.set(a);
+        return bigger;
+      };
+      this.keys = grow(this.keys);
+      this.at = grow(this.at);
+      this.flags = grow(this.flags);
+    }
+    this.slots.set(key, added);
+    this.keys[added] = key;
+    this.at[added] = at;
+    return [added, true];
+  }
+}
 
 const TEST_CASE_COLUMNS = ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"];
 
-async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number; keys: Map<string, number> }> {
-  const { repositoryId, input, outcomes, now } = s;
-  const failed = outcomes.filter((o) => o.failed);
-  const [upload] = await sql.all<{ key: unknown }>(
+const RESULT_COLUMNS = ["testCaseKey", "at", "uploadKey", "failed", "passed"];
+
+type Signature = { key: number; signature: string; summary: string; count: number; lastAt: number };
+
+async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; learned: Map<string, number> }> {
+  const { repositoryId, input, now } = u;
+  const [row] = await sql.all<{ key: unknown }>(
     `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING "key"`,
-    [s.uploadId, repositoryId, input.commit_sha, input.branch, input.pr_number ?? null, input.job_url ?? null, input.variant ?? "", now, outcomes.length, failed.length],
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0) RETURNING "key"`,
+    [u.uploadId, repositoryId, input.commit_sha, input.branch, input.pr_number ?? null, input.job_url ?? null, input.variant ?? "", now],
   );
-  const uploadKey = Number(upload!.key);
+  const uploadKey = Number(row!.key);
+  const ownersChanged = u.owners !== null && (await codeOwnersChanged(sql, u));
+  const runs = new Runs();
+  const signatures = new Map<string, Signature>();
+  const learned = new Map<string, number>();
+  let failures = 0;
 
-  // Test case keys: remembered, else looked up, else the test is new and inserted.
-  const keys = new Map<string, number>();
-  const unknown: string[] = [];
-  for (const o of outcomes) {
-    if (o.key === undefined) unknown.push(o.id);
-    else keys.set(o.id, o.key);
-  }
-  if (unknown.length > 0) {
-    const [inIds, idsParam] = sql.anyOf(`"id"`, unknown);
-    for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [repositoryId, idsParam])) {
-      keys.set(row.id, Number(row.key));
+  for (const batch of reportBatches(input)) {
+    const keys = await identify(sql, u, batch, learned, ownersChanged);
+    const results: unknown[][] = [];
+    const updates: [number, number][] = [];
+    const failureRows: unknown[][] = [];
+    batch.forEach((c, i) => {
+      const key = keys[i]!;
+      // A run's time is its suite's timestamp, else the upload's; never in the future.
+      const [slot, first] = runs.slotOf(key, Math.min(c.at ?? now.getTime(), now.getTime()));
+      const before = runs.flags[slot]!;
+      const after = before | (c.failed ? FAILED : 0) | (c.passed ? PASSED : 0);
+      runs.flags[slot] = after;
+      const at = runs.at[slot]!;
+      if (first && after !== 0) results.push([key, at, uploadKey, c.failed, c.passed]);
+      else if (!first && after !== before) updates.push([slot, before]);
+      if (c.failed && !(before & FAILED)) {
+        failures++;
+        const summary = normalizeFailure(c.message ?? "") || "(no failure message)";
+        const signature = failureSignature(summary);
+        const group = signatures.get(`${key} ${signature}`);
+        if (group) {
+          group.count++;
+          group.lastAt = Math.max(group.lastAt, at);
+        } else {
+          signatures.set(`${key} ${signature}`, { key, signature, summary, count: 1, lastAt: at });
+        }
+        failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
+      }
+    });
+    // Skipped tests have no result; a rerun changes its test's result (inserted before, or in this batch).
+    await sql.insert("TestResult", RESULT_COLUMNS, results);
+    const changed = new Map<number, number>();
+    for (const [slot, before] of updates) if (!changed.has(slot)) changed.set(slot, before);
+    for (const [slot, before] of changed) {
+      const flags = runs.flags[slot]!;
+      const [key, at] = [runs.keys[slot]!, runs.at[slot]!];
+      if (before === 0) {
+        await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, (flags & FAILED) !== 0, (flags & PASSED) !== 0]]);
+        continue;
+      }
+      await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [
+        (flags & FAILED) !== 0,
+        (flags & PASSED) !== 0,
+        key,
+        at,
+        uploadKey,
+      ]);
     }
+    await sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], failureRows);
   }
-  const ownersOf = (o: Outcome) => JSON.stringify(s.owners?.ownersOf(o.file) ?? []);
-  const fresh = outcomes.filter((o) => !keys.has(o.id));
-  const inserted = await sql.insertReturning<{ id: string; key: unknown }>(
-    "TestCase",
-    TEST_CASE_COLUMNS,
-    fresh.map((o) => [o.id, repositoryId, o.name, o.file, o.classname, o.parent, input.variant ?? "", ownersOf(o), "healthy", "first seen", now, "auto", false, now]),
-    `ON CONFLICT ("repositoryId", "id") DO NOTHING`,
-    `"id", "key"`,
-  );
-  for (const row of inserted) keys.set(row.id, Number(row.key));
-  if (inserted.length < fresh.length) {
-    // Inserted meanwhile by a concurrent upload (PostgreSQL): read their keys.
-    const [inLate, lateParam] = sql.anyOf(`"id"`, fresh.filter((o) => !keys.has(o.id)).map((o) => o.id));
-    for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inLate}`, [repositoryId, lateParam])) {
-      keys.set(row.id, Number(row.key));
-    }
-  }
-  if (s.owners) await refreshOwners(sql, s, outcomes, keys, new Set(inserted.map((r) => r.id)));
-
-  // Results (skipped tests have none), failures, and failure signatures.
-  const ran = outcomes.filter((o) => o.failed || o.passed);
-  await sql.insert(
-    "TestResult",
-    ["testCaseKey", "at", "uploadKey", "failed", "passed"],
-    ran.map((o) => [keys.get(o.id)!, o.at, uploadKey, o.failed, o.passed]),
-  );
-  const signatures = new Map<string, { key: number; signature: string; summary: string; count: number; lastAt: number }>();
-  const failureRows = failed.map((o) => {
-    const key = keys.get(o.id)!;
-    const summary = normalizeFailure(o.message ?? "") || "(no failure message)";
-    const signature = failureSignature(summary);
-    const group = signatures.get(`${key} ${signature}`);
-    if (group) {
-      group.count++;
-      group.lastAt = Math.max(group.lastAt, o.at);
-    } else {
-      signatures.set(`${key} ${signature}`, { key, signature, summary, count: 1, lastAt: o.at });
-    }
-    return [repositoryId, o.at, key, uploadKey, input.pr_number ?? null, signature];
-  });
-  await sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], failureRows);
   await sql.insert(
     "FailureSignature",
     ["testCaseKey", "signature", "summary", "count", "lastAt"],
@@ -235,77 +252,136 @@ async function storeUpload(sql: Sql, s: Store): Promise<{ failures: number; keys
     `ON CONFLICT ("testCaseKey", "signature") DO UPDATE SET "count" = "FailureSignature"."count" + excluded."count",
        "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END`,
   );
-
-  // Detection, for the tests this upload can have changed: those that failed, those with new
-  // pass-on-retry evidence, and those already flaky, broken or quarantined.
-  const flakes = await findFlakes(sql, s, uploadKey, ran, keys);
-  const ranKeys = new Set(ran.map((o) => keys.get(o.id)!));
-  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" <> 'healthy' OR "quarantined" = ?)`, [repositoryId, true]);
-  const candidates = [...new Set([...failed.map((o) => keys.get(o.id)!), ...flakes.keys(), ...watched.map((r) => Number(r.key)).filter((k) => ranKeys.has(k))])];
-  if (candidates.length > 0) {
-    const [inKeys, keysParam] = sql.anyOf(`"key"`, candidates);
-    const rows = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
-    await applyDetection(sql, await loadFlakySettings(sql, repositoryId), rows.map(statusRow), flakes, now);
-  }
-  return { failures: failed.length, keys };
+  await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [runs.size, failures, uploadKey]);
+  await detect(sql, u, uploadKey, runs);
+  return { testCases: runs.size, failures, learned };
 }
 
 /**
- * Owners of new tests come with their insert. When the repository's CODEOWNERS differs from the
- * one owners were last computed from, every test in the upload is brought up to date.
+ * The test case key of each testcase of a batch: remembered (the identity cache, or earlier in
+ * this upload), else looked up, else the test is new and inserted with its owners. When the
+ * repository's CODEOWNERS changed, existing tests' owners are brought up to date.
  */
-async function refreshOwners(sql: Sql, s: Store, outcomes: Outcome[], keys: Map<string, number>, inserted: Set<string>): Promise<void> {
-  const hash = createHash("sha256").update(s.owners!.text).digest("hex");
-  const [known] = await sql.all<{ hash: string }>(`SELECT "hash" FROM "CodeOwnersVersion" WHERE "repositoryId" = ?`, [s.repositoryId]);
-  if (known?.hash === hash) return;
-  const existing = outcomes.filter((o) => !inserted.has(o.id));
-  if (existing.length > 0) {
-    const [inKeys, keysParam] = sql.anyOf(`"key"`, existing.map((o) => keys.get(o.id)!));
-    const current = new Map<number, string>();
-    for (const row of await sql.all<{ key: unknown; codeowners: string }>(`SELECT "key", "codeowners" FROM "TestCase" WHERE ${inKeys}`, [keysParam])) {
-      current.set(Number(row.key), row.codeowners);
+async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: Map<string, number>, ownersChanged: boolean): Promise<number[]> {
+  const variant = u.input.variant ?? "";
+  const keys = new Array<number>(batch.length);
+  const unknown = new Map<string, { id: string; identity: string; cases: number[]; test: JUnitCase }>();
+  batch.forEach((c, i) => {
+    const identity = `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.name}\u0000${c.explicitId}\u0000${variant}`;
+    const key = u.known.get(identity) ?? learned.get(identity);
+    if (key !== undefined) {
+      keys[i] = key;
+      return;
     }
-    for (const o of existing) {
-      const key = keys.get(o.id)!;
-      const owners = JSON.stringify(s.owners!.ownersOf(o.file));
-      if (current.get(key) !== owners) await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [owners, key]);
+    const id = testCaseId(u.orgSlug, u.repoFullName, c, variant, c.explicitId);
+    const seen = unknown.get(id);
+    if (seen) seen.cases.push(i);
+    else unknown.set(id, { id, identity, cases: [i], test: c });
+  });
+  const inserted = new Set<number>();
+  if (unknown.size > 0) {
+    const found = new Map<string, number>();
+    const lookUp = async (ids: string[]) => {
+      const [inIds, idsParam] = sql.anyOf(`"id"`, ids);
+      for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [u.repositoryId, idsParam])) {
+        found.set(row.id, Number(row.key));
+      }
+    };
+    await lookUp([...unknown.keys()]);
+    const fresh = [...unknown.values()].filter((t) => !found.has(t.id));
+    const newKeys = await sql.insertKeys(
+      "TestCase",
+      TEST_CASE_COLUMNS,
+      fresh.map(({ id, test: c }) => [id, u.repositoryId, c.name, c.file, c.classname, c.parent, variant, JSON.stringify(u.owners?.ownersOf(c.file) ?? []), "healthy", "first seen", u.now, "auto", false, u.now]),
+      ["repositoryId", "id"],
+      "id",
+    );
+    fresh.forEach((t, i) => {
+      const key = newKeys[i];
+      if (key === undefined) return;
+      found.set(t.id, key);
+      inserted.add(key);
+    });
+    // Inserted meanwhile by a concurrent upload (PostgreSQL): read their keys.
+    const late = fresh.filter((t) => !found.has(t.id)).map((t) => t.id);
+    if (late.length > 0) await lookUp(late);
+    for (const t of unknown.values()) {
+      const key = found.get(t.id)!;
+      for (const i of t.cases) keys[i] = key;
+      learned.set(t.identity, key);
     }
   }
+  if (ownersChanged) await refreshOwners(sql, u, batch, keys, inserted);
+  return keys;
+}
+
+/** Whether the repository's CODEOWNERS differs from the one owners were last computed from (recording the new one). */
+async function codeOwnersChanged(sql: Sql, u: Upload): Promise<boolean> {
+  const hash = createHash("sha256").update(u.owners!.text).digest("hex");
+  const [known] = await sql.all<{ hash: string }>(`SELECT "hash" FROM "CodeOwnersVersion" WHERE "repositoryId" = ?`, [u.repositoryId]);
+  if (known?.hash === hash) return false;
   await sql.run(
     `INSERT INTO "CodeOwnersVersion" ("repositoryId", "hash", "updatedAt") VALUES (?, ?, ?)
        ON CONFLICT ("repositoryId") DO UPDATE SET "hash" = excluded."hash", "updatedAt" = excluded."updatedAt"`,
-    [s.repositoryId, hash, s.now],
+    [u.repositoryId, hash, u.now],
   );
+  return true;
 }
 
 /**
- * Pass-on-retry evidence in this upload: a test that failed and passed within the run (its
- * retries), or that failed here and passed in another upload of the same commit, or the reverse.
+ * Owners of new tests come with their insert; the batch's other tests get the current
+ * CODEOWNERS' owners where theirs differ.
  */
-async function findFlakes(sql: Sql, s: Store, uploadKey: number, ran: Outcome[], keys: Map<string, number>): Promise<Map<number, Flake>> {
-  const sha = s.input.commit_sha.slice(0, 12);
+async function refreshOwners(sql: Sql, u: Upload, batch: JUnitCase[], keys: number[], inserted: Set<number>): Promise<void> {
+  const files = new Map<number, string>();
+  batch.forEach((c, i) => inserted.has(keys[i]!) || files.set(keys[i]!, c.file));
+  if (files.size === 0) return;
+  const [inKeys, keysParam] = sql.anyOf(`"key"`, [...files.keys()]);
+  for (const row of await sql.all<{ key: unknown; codeowners: string }>(`SELECT "key", "codeowners" FROM "TestCase" WHERE ${inKeys}`, [keysParam])) {
+    const key = Number(row.key);
+    const owners = JSON.stringify(u.owners!.ownersOf(files.get(key)!));
+    if (row.codeowners !== owners) await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [owners, key]);
+  }
+}
+
+/**
+ * Re-judges the tests this upload can have changed: those that failed, those with new
+ * pass-on-retry evidence (within the run, or against other uploads of the same commit), and
+ * those already flaky, broken or quarantined.
+ */
+async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promise<void> {
+  const sha = u.input.commit_sha.slice(0, 12);
   const flakes = new Map<number, Flake>();
-  for (const o of ran) {
-    if (o.failed && o.passed) flakes.set(keys.get(o.id)!, { at: o.at, reason: `failed, then passed on a retry within one run on commit ${sha}` });
+  const candidates = new Set<number>();
+  const flagsOf = (key: number) => {
+    const slot = runs.slots.get(key);
+    return slot === undefined ? 0 : runs.flags[slot]!;
+  };
+  const failedOnly: number[] = [];
+  for (let slot = 0; slot < runs.size; slot++) {
+    const flags = runs.flags[slot]!;
+    const key = runs.keys[slot]!;
+    if (flags & FAILED) candidates.add(key);
+    if (flags === (FAILED | PASSED)) flakes.set(key, { at: runs.at[slot]!, reason: `failed, then passed on a retry within one run on commit ${sha}` });
+    else if (flags === FAILED) failedOnly.push(key);
   }
-  const others = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ?`, [
-    s.repositoryId,
-    s.input.commit_sha,
-    uploadKey,
-  ]);
-  if (others.length === 0) return flakes;
-  const [inUploads, uploadsParam] = sql.anyOf(`"uploadKey"`, others.map((u) => Number(u.key)));
-  const failedHere = ran.filter((o) => o.failed && !o.passed).map((o) => keys.get(o.id)!);
-  if (failedHere.length > 0) {
-    const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, failedHere);
-    const passedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestResult" WHERE ${inKeys} AND ${inUploads} AND "passed" = ?`, [keysParam, uploadsParam, true]);
-    for (const row of passedThere) flakes.set(Number(row.k), { at: s.now.getTime(), reason: `failed and passed on the same commit ${sha}` });
+  const others = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ?`, [u.repositoryId, u.input.commit_sha, uploadKey]);
+  if (others.length > 0) {
+    const sameCommit = { at: u.now.getTime(), reason: `failed and passed on the same commit ${sha}` };
+    const [inUploads, uploadsParam] = sql.anyOf(`"uploadKey"`, others.map((o) => Number(o.key)));
+    if (failedOnly.length > 0) {
+      const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, failedOnly);
+      const passedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestResult" WHERE ${inKeys} AND ${inUploads} AND "passed" = ?`, [keysParam, uploadsParam, true]);
+      for (const r of passedThere) flakes.set(Number(r.k), sameCommit);
+    }
+    const failedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE ${inUploads}`, [uploadsParam]);
+    for (const r of failedThere) if (flagsOf(Number(r.k)) === PASSED) flakes.set(Number(r.k), sameCommit);
   }
-  const passedHere = new Set(ran.filter((o) => o.passed && !o.failed).map((o) => keys.get(o.id)!));
-  const failedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE ${inUploads}`, [uploadsParam]);
-  for (const row of failedThere) {
-    const key = Number(row.k);
-    if (passedHere.has(key)) flakes.set(key, { at: s.now.getTime(), reason: `failed and passed on the same commit ${sha}` });
-  }
-  return flakes;
+  for (const key of flakes.keys()) candidates.add(key);
+  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" <> 'healthy' OR "quarantined" = ?)`, [u.repositoryId, true]);
+  for (const r of watched) if (flagsOf(Number(r.key)) !== 0) candidates.add(Number(r.key));
+  if (candidates.size === 0) return;
+  const [inKeys, keysParam] = sql.anyOf(`"key"`, [...candidates]);
+  const rows = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
+  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), rows.map(statusRow), flakes, u.now);
 }

@@ -21,14 +21,32 @@ export interface Sql {
    * conflict skipped answer nothing); `suffix` is typically ON CONFLICT … DO NOTHING.
    */
   insertReturning<T>(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix: string, returning: string): Promise<T[]>;
+  /**
+   * Inserts rows into a table whose integer primary key `key` the database assigns, skipping
+   * rows a unique constraint rejects (`ON CONFLICT (conflict) DO NOTHING`), and answers each
+   * row's new key in row order (undefined for a skipped row). `idColumn` names a column unique
+   * among the rows, which PostgreSQL's RETURNING is matched back by.
+   */
+  insertKeys(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], conflict: readonly string[], idColumn: string): Promise<(number | undefined)[]>;
   /** `column IN values` as one parameter: `anyOf('"id"', ids)` gives the SQL and its parameter. */
   anyOf(column: string, values: readonly (string | number)[]): [string, unknown];
 }
 
 const quote = (name: string) => `"${name}"`;
 
+let lastTime = NaN;
+let lastDateText = "";
+
 function sqliteValue(value: unknown): unknown {
-  if (value instanceof Date) return value.toISOString().replace("Z", "+00:00");
+  if (value instanceof Date) {
+    // Bulk rows repeat one timestamp (an upload's); it is formatted once.
+    const time = value.getTime();
+    if (time !== lastTime) {
+      lastDateText = value.toISOString().replace("Z", "+00:00");
+      lastTime = time;
+    }
+    return lastDateText;
+  }
   if (typeof value === "boolean") return value ? 1 : 0;
   return value === undefined ? null : value;
 }
@@ -70,6 +88,16 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
         if (inserted) out.push(inserted);
       }
       return out;
+    },
+    async insertKeys(table, columns, rows, conflict) {
+      // `key` is the rowid: an insert's lastInsertRowid, with no RETURNING row to build.
+      const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ON CONFLICT (${conflict.map(quote).join(", ")}) DO NOTHING`);
+      const values = new Array<unknown>(columns.length);
+      return rows.map((row) => {
+        for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
+        const result = statement.run(values);
+        return result.changes === 1 ? Number(result.lastInsertRowid) : undefined;
+      });
     },
     anyOf: (column, values) => [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(values)],
   };
@@ -123,6 +151,12 @@ export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
         if (returning) out.push(...(result.rows as T[]));
       }
       return out;
+    },
+    async insertKeys(table, columns, rows, conflict, idColumn) {
+      const id = columns.indexOf(idColumn);
+      const inserted = await this.insertReturning<{ id: unknown; key: unknown }>(table, columns, rows, `ON CONFLICT (${conflict.map(quote).join(", ")}) DO NOTHING`, `${quote(idColumn)} AS id, "key"`);
+      const keys = new Map(inserted.map((row) => [row.id, Number(row.key)]));
+      return rows.map((row) => keys.get(row[id]));
     },
     anyOf: (column, values) => [`${column} = ANY(?)`, values],
   };

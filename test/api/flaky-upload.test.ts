@@ -133,7 +133,7 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     expect(unknown.status).toBe(404);
   });
 
-  test("a rerun more than a megabyte after the failed attempt (another batch) still makes one flaky result", async () => {
+  test("a rerun thousands of testcases after the failed attempt (another batch) still makes one flaky result", async () => {
     const filler = Array.from({ length: 15_000 }, (_, i) => ({ name: `filler_${i}_${"x".repeat(60)}`, outcome: "pass" as const }));
     const xml = report(clock.now(), [{ name: "test_far_rerun", outcome: "fail", message: "flaked" }, ...filler, { name: "test_far_rerun", outcome: "pass" }]);
     expect(xml.length).toBeGreaterThan(1.2 * 1024 * 1024);
@@ -143,6 +143,12 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     // One result row for the test in this upload, holding both attempts.
     const rows = await server.greenline.services.db.read((tx) => tx.testResult.findMany({ where: { testCase: { id } } }));
     expect(rows.map((r) => [r.failed, r.passed])).toEqual([[true, true]]);
+
+    // Skipped first, run (and failed) thousands of testcases later: one result, one failure.
+    const later = report(clock.now(), [{ name: "test_skipped_then_run", outcome: "skip" }, ...filler, { name: "test_skipped_then_run", outcome: "fail", message: "late" }]);
+    expect(await upload([later])).toMatchObject({ test_cases: 15_001, failures: 1 });
+    const skippedThenRun = await server.greenline.services.db.read((tx) => tx.testResult.findMany({ where: { testCase: { name: "test_skipped_then_run" } } }));
+    expect(skippedThenRun.map((r) => [r.failed, r.passed])).toEqual([[true, false]]);
   });
 
   test("a test failing almost every run is broken, with its figures, and never quarantined automatically", async () => {

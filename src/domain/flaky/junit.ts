@@ -1,5 +1,3 @@
-import { SaxesParser } from "saxes";
-
 /** One `<testcase>` of a JUnit report, with what its attempts did. */
 export type JUnitCase = {
   name: string;
@@ -31,11 +29,8 @@ export class JUnitError extends Error {
   }
 }
 
-const FAILURE_TAGS = new Set(["failure", "error", "rerunFailure", "rerunError"]);
-const FLAKY_TAGS = new Set(["flakyFailure", "flakyError"]);
 /** Longest failure message kept; the rest (stack traces, logs) is not read into memory. */
 const MAX_MESSAGE = 2000;
-const CHUNK = 1 << 20;
 
 /**
  * A suite timestamp as ms since the epoch. Reporters write local time without a zone
@@ -49,109 +44,464 @@ export function parseTimestamp(value: string | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-type Suite = { name: string; file: string; at: number | null };
-type Open = {
-  attrs: Record<string, string>;
-  failed: boolean;
-  flaky: boolean;
-  skipped: boolean;
-  message: string | null;
-  /** Collecting the text of the first failure element when it has no message attribute. */
-  collecting: boolean;
-  text: string;
-};
-
 /**
- * Reads a JUnit XML report as a stream of SAX events and calls `onCase` for each testcase, so a
- * large report is never held as a document tree. Accepts `<testsuites>` or `<testsuite>` at the
- * root, suites nested to any depth, and the dialects of jest-junit, pytest, Maven Surefire,
- * go-junit-report and gotestsum (whose reruns repeat a testcase; callers merge repeats).
- * Malformed XML throws a JUnitError with the 1-based line and column.
+ * Reads a JUnit XML report in one pass and calls `onCase` for each testcase, so a large report
+ * is never held as a document tree. Accepts `<testsuites>` or `<testsuite>` at the root, suites
+ * nested to any depth, and the dialects of jest-junit, pytest, Maven Surefire, go-junit-report
+ * and gotestsum (whose reruns repeat a testcase; callers merge repeats). Malformed XML throws a
+ * JUnitError with the 1-based line and column.
  */
 export function parseJUnit(xml: string, onCase: (testCase: JUnitCase) => void): { testCases: number } {
-  const parser = new SaxesParser<{ position: true; xmlns: false }>({ position: true, xmlns: false });
-  const suites: Suite[] = [];
-  let current: Open | null = null;
-  let depth = 0;
-  let count = 0;
-  let failure: Error | null = null;
-  const fail = (message: string) => new JUnitError(message, parser.line, parser.column + 1);
+  const reader = new JUnitReader(xml);
+  let testCases = 0;
+  for (let batch = reader.read(1024); batch.length > 0; batch = reader.read(1024)) {
+    testCases += batch.length;
+    batch.forEach(onCase);
+  }
+  return { testCases };
+}
 
-  parser.on("error", (error) => {
-    // saxes prefixes its messages with the position; the position is reported separately.
-    failure ??= fail(error.message.replace(/^\d+:\d+: /, ""));
-  });
-  parser.on("opentag", (tag) => {
-    depth++;
-    const name = tag.name;
-    const attrs = tag.attributes as Record<string, string>;
-    if (depth === 1 && name !== "testsuites" && name !== "testsuite") {
-      failure ??= fail(`root element is <${name}>, expected <testsuites> or <testsuite>`);
+/**
+ * parseJUnit as a pull reader: `read(max)` answers the next testcases, at most `max` of them,
+ * and an empty list at the end of the report (having checked that the report is complete), so
+ * a caller can do asynchronous work between batches and hold only a batch at a time.
+ */
+export class JUnitReader {
+  readonly #scanner: JUnitScanner;
+  #batch: JUnitCase[] = [];
+
+  constructor(xml: string) {
+    this.#scanner = new JUnitScanner(xml, (c) => this.#batch.push(c));
+  }
+
+  read(max: number): JUnitCase[] {
+    this.#batch = [];
+    this.#scanner.scan(() => this.#batch.length >= max);
+    return this.#batch;
+  }
+}
+
+// What an element is to a JUnit reader.
+const OTHER = 0;
+const SUITE = 1;
+const CASE = 2;
+/** `failure`, `error`, Surefire's `rerunFailure` / `rerunError`: an attempt failed. */
+const FAILURE = 3;
+/** Surefire's `flakyFailure` / `flakyError`: an attempt failed, and a rerun passed. */
+const FLAKY = 4;
+const SKIPPED = 5;
+
+const KINDS = new Map([
+  ["testsuite", SUITE],
+  ["testcase", CASE],
+  ["failure", FAILURE],
+  ["error", FAILURE],
+  ["rerunFailure", FAILURE],
+  ["rerunError", FAILURE],
+  ["flakyFailure", FLAKY],
+  ["flakyError", FLAKY],
+  ["skipped", SKIPPED],
+]);
+
+// The attributes a test case is made of (slots of JUnitScanner.attrs).
+const NONE = 0;
+const NAME = 1;
+const CLASSNAME = 2;
+const FILE = 3;
+const FILEPATH = 4;
+const ID = 5;
+const MESSAGE = 6;
+const TIMESTAMP = 7;
+const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp"];
+
+// Characters the scanner looks ahead for (JUnitScanner.next).
+const SOUGHT = ["&", "<", "\n", "\t", "\r"];
+const AMP = 0;
+const LT = 1;
+const LF = 2;
+const TAB = 3;
+const CR = 4;
+
+const ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
+
+type Suite = { name: string; file: string; at: number | null };
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
+/** XML name characters, leniently: every non-ASCII character is allowed. */
+const isNameStart = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || c === 0x3a || c >= 0xc0;
+const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2e || c === 0xb7;
+
+/**
+ * A single-pass reader of the XML a JUnit report is made of: elements, attributes, text,
+ * entity and character references, CDATA, comments, processing instructions and a DOCTYPE.
+ * It checks well-formedness (names, quoting, nesting, one root, duplicate attributes, known
+ * entities), and reads only what a test case needs: attributes it does not use are checked but
+ * never copied, and text is looked at only inside a failure without a message. Control
+ * characters that XML 1.0 forbids are let through: reporters copy test output verbatim, and a
+ * report is not refused for an escape sequence in a log line.
+ */
+class JUnitScanner {
+  private pos = 0;
+  /** Names of the open elements, outermost first. */
+  private readonly open: string[] = [];
+  private readonly suites: Suite[] = [];
+  private rootClosed = false;
+  private count = 0;
+  /**
+   * Where the next `&`, `<`, tab, line feed and carriage return are (xml.length when none), so
+   * that text and attribute values are checked with the native string search, each character
+   * looked at once, rather than character by character.
+   */
+  private readonly next = new Int32Array(SOUGHT.length).fill(-1);
+  /** Offsets of the current tag's attribute names, for the duplicate check. */
+  private readonly attrNames: number[] = [];
+
+  // The testcase being read, if any.
+  private inCase = false;
+  private name = "";
+  private classname = "";
+  private file: string | undefined;
+  private explicitId = "";
+  private failed = false;
+  private flaky = false;
+  private skipped = false;
+  private message: string | null = null;
+  /** Collecting the text of the first failure element when it has no message attribute. */
+  private collecting = false;
+  private text = "";
+
+  /** The attributes of the tag being read that a test case needs, by slot (see `slotOf`). */
+  private readonly attrs: (string | undefined)[] = new Array(TIMESTAMP + 1).fill(undefined);
+
+  constructor(
+    private readonly xml: string,
+    private readonly onCase: (testCase: JUnitCase) => void,
+  ) {}
+
+  private finished = false;
+
+  /** Reads on until `enough()` holds after a testcase, or to the end of the document. */
+  scan(enough: () => boolean): void {
+    const xml = this.xml;
+    if (this.finished) return;
+    if (this.pos === 0 && xml.charCodeAt(0) === 0xfeff) this.pos = 1;
+    const count = this.count;
+    for (;;) {
+      if (this.count !== count && enough()) return;
+      const lt = xml.indexOf("<", this.pos);
+      const textEnd = lt === -1 ? xml.length : lt;
+      if (textEnd > this.pos) this.readText(this.pos, textEnd);
+      if (lt === -1) break;
+      this.pos = lt;
+      const next = xml.charCodeAt(lt + 1);
+      if (next === 0x2f /* / */) this.readCloseTag();
+      else if (next === 0x21 /* ! */) this.readDeclaration();
+      else if (next === 0x3f /* ? */) this.readInstruction();
+      else this.readOpenTag();
+    }
+    if (this.open.length > 0) throw this.error(`unexpected end of document: <${this.open.at(-1)}> is not closed`, xml.length);
+    if (!this.rootClosed) throw this.error("no root element: expected <testsuites> or <testsuite>", xml.length);
+    this.finished = true;
+  }
+
+  private error(message: string, at = this.pos): JUnitError {
+    let line = 1;
+    let lineStart = 0;
+    for (let nl = this.xml.indexOf("\n"); nl !== -1 && nl < at; nl = this.xml.indexOf("\n", nl + 1)) {
+      line++;
+      lineStart = nl + 1;
+    }
+    return new JUnitError(message, line, at - lineStart + 1);
+  }
+
+  private readText(start: number, end: number): void {
+    const xml = this.xml;
+    if (this.open.length === 0) {
+      for (let i = start; i < end; i++) {
+        if (!isSpace(xml.charCodeAt(i))) throw this.error(this.rootClosed ? "text after the root element" : "text before the root element", i);
+      }
       return;
     }
-    if (name === "testsuite") {
-      const outer = suites.at(-1);
-      suites.push({
-        name: attrs.name ?? "",
-        file: attrs.file ?? attrs.filepath ?? outer?.file ?? "",
-        at: parseTimestamp(attrs.timestamp) ?? outer?.at ?? null,
-      });
-    } else if (name === "testcase") {
-      current = { attrs, failed: false, flaky: false, skipped: false, message: null, collecting: false, text: "" };
-    } else if (current) {
-      const failing = FAILURE_TAGS.has(name);
-      if (failing || FLAKY_TAGS.has(name)) {
-        if (failing) current.failed = true;
-        else current.flaky = true;
-        if (current.message === null && !current.collecting) {
-          const message = attrs.message?.trim();
-          if (message) current.message = message.slice(0, MAX_MESSAGE);
-          else current.collecting = true;
-        }
-      } else if (name === "skipped") {
-        current.skipped = true;
+    for (let amp = this.nextOf(AMP, start); amp < end; amp = this.nextOf(AMP, this.entityEnd(amp)));
+    if (this.collecting) this.collect(start, end, true);
+  }
+
+  /** The first SOUGHT[which] at or after `from`, or xml.length. */
+  private nextOf(which: number, from: number): number {
+    const known = this.next[which]!;
+    if (known >= from) return known;
+    const at = this.xml.indexOf(SOUGHT[which]!, from);
+    return (this.next[which] = at === -1 ? this.xml.length : at);
+  }
+
+  /** Checks the entity or character reference at `amp` and answers where it ends. */
+  private entityEnd(amp: number): number {
+    const semicolon = this.xml.indexOf(";", amp + 1);
+    if (semicolon === -1 || semicolon - amp > 32) throw this.error("& must start an entity reference (write &amp; for a literal &)", amp);
+    this.entity(amp, semicolon);
+    return semicolon + 1;
+  }
+
+  /** The text of the reference `&…;` spanning [amp, semicolon]. */
+  private entity(amp: number, semicolon: number): string {
+    const body = this.xml.slice(amp + 1, semicolon);
+    if (!/^(#x?[0-9a-fA-F]+|[A-Za-z_][\w.-]*)$/.test(body)) throw this.error("& must start an entity reference (write &amp; for a literal &)", amp);
+    if (body.charCodeAt(0) === 0x23 /* # */) {
+      const hex = body.charCodeAt(1) === 0x78; /* x */
+      const digits = body.slice(hex ? 2 : 1);
+      const code = (hex ? /^[0-9a-fA-F]+$/ : /^[0-9]+$/).test(digits) ? parseInt(digits, hex ? 16 : 10) : NaN;
+      if (!(code > 0 && code <= 0x10ffff) || (code >= 0xd800 && code <= 0xdfff)) throw this.error(`&${body}; is not a valid character reference`, amp);
+      return String.fromCodePoint(code);
+    }
+    const text = ENTITIES[body];
+    if (text === undefined) throw this.error(`unknown entity &${body};`, amp);
+    return text;
+  }
+
+  /**
+   * Text with its references replaced, up to `limit` characters, line ends normalized as XML
+   * does; in attribute values, literal tabs and line ends become spaces (character references
+   * are kept as written).
+   */
+  private decode(start: number, end: number, limit: number, attribute: boolean): string {
+    const xml = this.xml;
+    let out = "";
+    for (let i = start; i < end && out.length < limit; ) {
+      let amp = xml.indexOf("&", i);
+      if (amp === -1 || amp > end) amp = end;
+      const stop = Math.min(amp, i + (limit - out.length));
+      const raw = xml.slice(i, stop);
+      out += attribute ? raw.replace(/\r\n?|[\t\n]/g, " ") : raw.replace(/\r\n?/g, "\n");
+      if (stop < amp || amp === end) break;
+      const semicolon = xml.indexOf(";", amp);
+      out += this.entity(amp, semicolon);
+      i = semicolon + 1;
+    }
+    return out;
+  }
+
+  private collect(start: number, end: number, references: boolean): void {
+    const room = MAX_MESSAGE - this.text.length;
+    if (room <= 0) return;
+    this.text += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
+  }
+
+  /** The end of the XML name starting at `start` (`start` itself when there is none). */
+  private nameEnd(start: number): number {
+    const xml = this.xml;
+    if (!isNameStart(xml.charCodeAt(start))) return start;
+    let i = start + 1;
+    while (isNameChar(xml.charCodeAt(i))) i++;
+    return i;
+  }
+
+  private skipSpace(i: number): number {
+    while (isSpace(this.xml.charCodeAt(i))) i++;
+    return i;
+  }
+
+  private readOpenTag(): void {
+    const xml = this.xml;
+    const nameStart = this.pos + 1;
+    const nameEnd = this.nameEnd(nameStart);
+    if (nameEnd === nameStart) throw this.error("< must start a tag (write &lt; for a literal <)");
+    const name = xml.slice(nameStart, nameEnd);
+    if (this.open.length === 0) {
+      if (this.rootClosed) throw this.error(`a second root element <${name}>`);
+      if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
+    }
+    const kind = KINDS.get(name) ?? OTHER;
+    if (kind !== OTHER) this.attrs.fill(undefined);
+    this.attrNames.length = 0;
+
+    let i = nameEnd;
+    let selfClosing = false;
+    for (;;) {
+      const afterSpace = this.skipSpace(i);
+      const c = xml.charCodeAt(afterSpace);
+      if (c === 0x3e /* > */) {
+        i = afterSpace + 1;
+        break;
+      }
+      if (c === 0x2f /* / */ && xml.charCodeAt(afterSpace + 1) === 0x3e) {
+        i = afterSpace + 2;
+        selfClosing = true;
+        break;
+      }
+      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${name}>`, afterSpace);
+      const attrEnd = this.nameEnd(afterSpace);
+      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${name}>`, afterSpace);
+      if (afterSpace === i) throw this.error(`attributes of <${name}> must be separated by whitespace`, afterSpace);
+      i = this.readAttribute(kind, name, afterSpace, attrEnd);
+    }
+    this.pos = i;
+    if (!selfClosing) this.open.push(name);
+    this.openElement(kind);
+    if (selfClosing) this.closeElement(kind);
+  }
+
+  /** Reads the attribute whose name spans [start, end), keeping its value if a test case needs it; answers where it ends. */
+  private readAttribute(kind: number, tag: string, start: number, end: number): number {
+    const xml = this.xml;
+    const length = end - start;
+    const names = this.attrNames;
+    for (let k = 0; k < names.length; k += 2) {
+      if (names[k + 1]! - names[k]! === length && this.sameAt(start, names[k]!, length)) {
+        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${tag}>`, start);
       }
     }
-  });
-  const onText = (text: string) => {
-    if (current?.collecting && current.text.length < MAX_MESSAGE) current.text += text.slice(0, MAX_MESSAGE - current.text.length);
-  };
-  parser.on("text", onText);
-  parser.on("cdata", onText);
-  parser.on("closetag", (tag) => {
-    depth--;
-    const name = tag.name;
-    if (name === "testsuite") {
-      suites.pop();
-    } else if (name === "testcase" && current) {
-      const open: Open = current;
-      current = null;
-      const suite = suites.at(-1);
-      const failed = open.failed || open.flaky;
-      count++;
-      onCase({
-        name: open.attrs.name ?? "",
-        classname: open.attrs.classname ?? "",
-        file: open.attrs.file ?? open.attrs.filepath ?? suite?.file ?? "",
-        parent: suites[0]?.name ?? "",
-        explicitId: open.attrs.id ?? "",
+    names.push(start, end);
+    let i = this.skipSpace(end);
+    if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${tag}> has no value (expected =)`, i);
+    i = this.skipSpace(i + 1);
+    const quote = xml.charCodeAt(i);
+    if (quote !== 0x22 && quote !== 0x27) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${tag}> must be quoted`, i);
+    const valueStart = i + 1;
+    const valueEnd = xml.indexOf(quote === 0x22 ? '"' : "'", valueStart);
+    if (valueEnd === -1) throw this.error(`unexpected end of document in the value of the attribute ${xml.slice(start, end)}`, xml.length);
+    const lt = this.nextOf(LT, valueStart);
+    if (lt < valueEnd) throw this.error(`< is not allowed in an attribute value (write &lt;)`, lt);
+    let plain = true;
+    for (let amp = this.nextOf(AMP, valueStart); amp < valueEnd; amp = this.nextOf(AMP, this.entityEnd(amp))) plain = false;
+    if (plain) plain = this.nextOf(LF, valueStart) > valueEnd && this.nextOf(TAB, valueStart) > valueEnd && this.nextOf(CR, valueStart) > valueEnd;
+    const slot = kind === OTHER ? NONE : this.slotOf(kind, start, length);
+    if (slot !== NONE) this.attrs[slot] = plain ? xml.slice(valueStart, valueEnd) : this.decode(valueStart, valueEnd, Infinity, true);
+    return valueEnd + 1;
+  }
+
+  /** Which of the attributes a test case needs the one at `start` is, for an element of `kind`. */
+  private slotOf(kind: number, start: number, length: number): number {
+    // Told apart by length and first letter; the name is compared only then.
+    const first = this.xml.charCodeAt(start);
+    let slot = NONE;
+    if (kind === CASE || kind === SUITE) {
+      if (length === 4) slot = first === 0x6e /* n */ ? NAME : first === 0x66 /* f */ ? FILE : NONE;
+      else if (length === 8 && first === 0x66) slot = FILEPATH;
+      else if (kind === CASE && length === 9 && first === 0x63 /* c */) slot = CLASSNAME;
+      else if (kind === CASE && length === 2 && first === 0x69 /* i */) slot = ID;
+      else if (kind === SUITE && length === 9 && first === 0x74 /* t */) slot = TIMESTAMP;
+    } else if ((kind === FAILURE || kind === FLAKY) && length === 7 && first === 0x6d /* m */) {
+      slot = MESSAGE;
+    }
+    return slot !== NONE && this.isAt(SLOT_NAMES[slot]!, start) ? slot : NONE;
+  }
+
+  // String comparisons in place (startsWith costs more than these for the short names compared).
+  private sameAt(a: number, b: number, length: number): boolean {
+    for (let k = 0; k < length; k++) if (this.xml.charCodeAt(a + k) !== this.xml.charCodeAt(b + k)) return false;
+    return true;
+  }
+
+  private isAt(word: string, at: number): boolean {
+    for (let k = 0; k < word.length; k++) if (this.xml.charCodeAt(at + k) !== word.charCodeAt(k)) return false;
+    return true;
+  }
+
+  private openElement(kind: number): void {
+    if (kind === SUITE) {
+      const outer = this.suites.at(-1);
+      const a = this.attrs;
+      this.suites.push({ name: a[NAME] ?? "", file: a[FILE] ?? a[FILEPATH] ?? outer?.file ?? "", at: parseTimestamp(a[TIMESTAMP]) ?? outer?.at ?? null });
+    } else if (kind === CASE) {
+      this.inCase = true;
+      const a = this.attrs;
+      this.name = a[NAME] ?? "";
+      this.classname = a[CLASSNAME] ?? "";
+      this.file = a[FILE] ?? a[FILEPATH];
+      this.explicitId = a[ID] ?? "";
+      this.failed = this.flaky = this.skipped = this.collecting = false;
+      this.message = null;
+      this.text = "";
+    } else if (this.inCase && (kind === FAILURE || kind === FLAKY)) {
+      if (kind === FAILURE) this.failed = true;
+      else this.flaky = true;
+      if (this.message === null && !this.collecting) {
+        const message = this.attrs[MESSAGE]?.trim();
+        if (message) this.message = message.slice(0, MAX_MESSAGE);
+        else this.collecting = true;
+      }
+    } else if (this.inCase && kind === SKIPPED) {
+      this.skipped = true;
+    }
+  }
+
+  private closeElement(kind: number): void {
+    if (this.open.length === 0) this.rootClosed = true;
+    if (kind === SUITE) {
+      this.suites.pop();
+    } else if (kind === CASE && this.inCase) {
+      this.inCase = false;
+      const suite = this.suites.at(-1);
+      const failed = this.failed || this.flaky;
+      this.count++;
+      this.onCase({
+        name: this.name,
+        classname: this.classname,
+        file: this.file ?? suite?.file ?? "",
+        parent: this.suites[0]?.name ?? "",
+        explicitId: this.explicitId,
         at: suite?.at ?? null,
         failed,
-        passed: !open.failed && !(open.skipped && !open.flaky),
-        skipped: open.skipped && !failed,
-        message: failed ? (open.message ?? firstLine(open.text)) : null,
+        passed: !this.failed && !(this.skipped && !this.flaky),
+        skipped: this.skipped && !failed,
+        message: failed ? (this.message ?? firstLine(this.text)) : null,
       });
-    } else if (current?.collecting && (FAILURE_TAGS.has(name) || FLAKY_TAGS.has(name))) {
-      current.collecting = false;
-      current.message = firstLine(current.text);
+    } else if (this.collecting && (kind === FAILURE || kind === FLAKY)) {
+      this.collecting = false;
+      this.message = firstLine(this.text);
     }
-  });
+  }
 
-  for (let offset = 0; offset < xml.length && !failure; offset += CHUNK) parser.write(xml.slice(offset, offset + CHUNK));
-  if (!failure) parser.close();
-  if (failure) throw failure;
-  if (depth !== 0) throw fail("unexpected end of document");
-  return { testCases: count };
+  private readCloseTag(): void {
+    const xml = this.xml;
+    const nameStart = this.pos + 2;
+    const nameEnd = this.nameEnd(nameStart);
+    const name = xml.slice(nameStart, nameEnd);
+    const expected = this.open.at(-1);
+    if (expected === undefined) throw this.error(`</${name}> closes no open element`);
+    if (name !== expected) throw this.error(`</${name}> where </${expected}> was expected`);
+    const end = this.skipSpace(nameEnd);
+    if (xml.charCodeAt(end) !== 0x3e) throw this.error(`expected > to end </${name}`, end);
+    this.pos = end + 1;
+    this.open.pop();
+    this.closeElement(KINDS.get(name) ?? OTHER);
+  }
+
+  /** `<!--…-->`, `<![CDATA[…]]>` or `<!DOCTYPE …>`. */
+  private readDeclaration(): void {
+    const xml = this.xml;
+    const at = this.pos;
+    if (xml.startsWith("<!--", at)) {
+      const end = xml.indexOf("-->", at + 4);
+      if (end === -1) throw this.error("unterminated comment");
+      this.pos = end + 3;
+    } else if (xml.startsWith("<![CDATA[", at)) {
+      if (this.open.length === 0) throw this.error("CDATA outside the root element");
+      const end = xml.indexOf("]]>", at + 9);
+      if (end === -1) throw this.error("unterminated CDATA section");
+      if (this.collecting) this.collect(at + 9, end, false);
+      this.pos = end + 3;
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed) {
+      // Skipped, internal subset included; entities it declares stay unknown.
+      const bracket = xml.indexOf("[", at);
+      const close = xml.indexOf(">", at);
+      const subsetEnd = bracket !== -1 && bracket < close ? xml.indexOf("]", bracket) : at;
+      const end = subsetEnd === -1 ? -1 : xml.indexOf(">", subsetEnd);
+      if (end === -1) throw this.error("unterminated DOCTYPE");
+      this.pos = end + 1;
+    } else {
+      throw this.error("<! must start a comment, a CDATA section or the DOCTYPE");
+    }
+  }
+
+  /** `<?target …?>`, the XML declaration included. */
+  private readInstruction(): void {
+    const nameStart = this.pos + 2;
+    if (this.nameEnd(nameStart) === nameStart) throw this.error("<? must start a processing instruction");
+    const end = this.xml.indexOf("?>", nameStart);
+    if (end === -1) throw this.error("unterminated processing instruction");
+    this.pos = end + 2;
+  }
 }
 
 function firstLine(text: string): string | null {
