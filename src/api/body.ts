@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../app/errors.js";
+import { parseJsonBody } from "./json.js";
 
 /**
  * Reads a JSON request body of at most `limit` bytes. An oversized body is refused as soon as
@@ -30,6 +31,9 @@ export function jsonBody(limit: number) {
     const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
     if (encoding !== "identity") return refuse(new AppError("unsupported_media_type", `Content-Encoding ${encoding} is not supported`));
 
+    // With a declared length, chunks are copied into one buffer as they come, so the body is
+    // held once (its pages become resident only as bytes arrive); otherwise they are joined.
+    const into = declared > 0 ? Buffer.allocUnsafe(declared) : null;
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
@@ -40,12 +44,10 @@ export function jsonBody(limit: number) {
       req.off("end", onEnd);
       req.off("error", onError);
       if (error) return refuse(error);
-      // The chunks go as soon as they are joined: large bodies (JUnit uploads) are held once, not twice.
-      const joined = Buffer.concat(chunks, size);
+      const joined = into && chunks.length === 0 ? into.subarray(0, size) : Buffer.concat(chunks, size);
       chunks.length = 0;
-      const text = joined.toString("utf8");
       try {
-        req.body = JSON.parse(text);
+        req.body = parseJsonBody(joined);
       } catch (parseError) {
         return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: "is not valid JSON" }]));
       }
@@ -57,6 +59,12 @@ export function jsonBody(limit: number) {
         req.pause();
         return finish(tooLarge(limit));
       }
+      if (into && size <= into.length) {
+        chunk.copy(into, size - chunk.length);
+        return;
+      }
+      // More than was declared (Node's parser prevents it): what was copied goes first.
+      if (into && chunks.length === 0) chunks.push(into.subarray(0, size - chunk.length));
       chunks.push(chunk);
     };
     const onEnd = () => finish();

@@ -75,6 +75,7 @@ async function readCodeOwners(services: Services, repo: RepoRef, sha: string): P
 export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput) {
   const now = services.now();
   let repository = await repositoryInScope(services, principal, input);
+  const newRepository = !repository;
   if (!repository) {
     // A repository is registered only for a well-formed upload: every report is read once first.
     for (const _batch of reportBatches(input));
@@ -92,22 +93,83 @@ export async function uploadTestResults(services: Services, principal: Principal
     owners,
     now,
     known,
+    newRepository,
   };
   const stored = await services.db.sqlTransaction((sql) => ingest(sql, upload));
   // Tests are remembered only once their rows are committed.
   forgetIfFull(services.db, stored.learned.size);
-  for (const [identity, key] of stored.learned) known.set(identity, key);
+  known.absorb(stored.learned);
   return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures };
 }
 
+/** What a test's identity is made of besides its name (and the upload's variant); a suite's testcases share it. */
+type Group = Pick<JUnitCase, "file" | "classname" | "parent" | "explicitId">;
+
+const groupKey = (c: Group, variant: string) => `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.explicitId}\u0000${variant}`;
+
+/** A copy of `text` that shares no memory with the string it was cut from (a report). */
+const detach = (text: string) => ` ${text}`.slice(1);
+
 /**
- * Tests already stored, by repository: identity → test case key. A test's key never changes
- * once assigned (rows go only with their repository), so each process remembers the tests it
- * has stored, and a repeated upload of known tests neither hashes their ids nor looks up their
- * keys. Bounded: past the limit (all repositories together) the memory starts over.
+ * Test case keys by identity, held as groups of names: consecutive testcases of a report share
+ * their group, so a lookup is mostly a comparison with the previous testcase's group and one
+ * lookup by name, and each remembered test costs about its name.
+ */
+class TestKeys {
+  readonly #groups = new Map<string, Map<string, number>>();
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  clear(): void {
+    this.#groups.clear();
+    this.#size = 0;
+  }
+
+  /** Looks testcases up, remembering the last one's group (a batch's lookup, dropped with it). */
+  lookup(variant: string): (c: JUnitCase) => number | undefined {
+    let last: Group | null = null;
+    let names: Map<string, number> | undefined;
+    return (c) => {
+      if (last === null || c.file !== last.file || c.classname !== last.classname || c.parent !== last.parent || c.explicitId !== last.explicitId) {
+        names = this.#groups.get(groupKey(c, variant));
+        last = c;
+      }
+      return names?.get(c.name);
+    };
+  }
+
+  set(c: Group & { name: string }, variant: string, key: number): void {
+    const group = groupKey(c, variant);
+    let names = this.#groups.get(group);
+    if (!names) this.#groups.set(group, (names = new Map()));
+    const name = detach(c.name);
+    if (!names.has(name)) this.#size++;
+    names.set(name, key);
+  }
+
+  absorb(other: TestKeys): void {
+    for (const [group, names] of other.#groups) {
+      let mine = this.#groups.get(group);
+      if (!mine) this.#groups.set(group, (mine = new Map()));
+      for (const [name, key] of names) {
+        if (!mine.has(name)) this.#size++;
+        mine.set(name, key);
+      }
+    }
+  }
+}
+
+/**
+ * Tests already stored, by repository: a test's key never changes once assigned (rows go only
+ * with their repository), so each process remembers the tests it has stored, and a repeated
+ * upload of known tests neither hashes their ids nor looks up their keys. Bounded: past the
+ * limit (all repositories together) the memory starts over.
  */
 const KNOWN_TESTS_LIMIT = 200_000;
-const knownTests = new WeakMap<object, Map<string, Map<string, number>>>();
+const knownTests = new WeakMap<object, Map<string, TestKeys>>();
 
 function forgetIfFull(db: object, adding: number): void {
   const byRepository = knownTests.get(db);
@@ -116,11 +178,11 @@ function forgetIfFull(db: object, adding: number): void {
   if (size > KNOWN_TESTS_LIMIT) for (const known of byRepository?.values() ?? []) known.clear();
 }
 
-function knownTestsOf(db: object, repositoryId: string): Map<string, number> {
+function knownTestsOf(db: object, repositoryId: string): TestKeys {
   let byRepository = knownTests.get(db);
   if (!byRepository) knownTests.set(db, (byRepository = new Map()));
   let known = byRepository.get(repositoryId);
-  if (!known) byRepository.set(repositoryId, (known = new Map()));
+  if (!known) byRepository.set(repositoryId, (known = new TestKeys()));
   return known;
 }
 
@@ -132,7 +194,9 @@ type Upload = {
   input: UploadInput;
   owners: CodeOwners | null;
   now: Date;
-  known: Map<string, number>;
+  known: TestKeys;
+  /** The repository was registered by this upload: none of its tests can be stored yet. */
+  newRepository: boolean;
 };
 
 const FAILED = 1;
@@ -181,7 +245,7 @@ const RESULT_COLUMNS = ["testCaseKey", "at", "uploadKey", "failed", "passed"];
 
 type Signature = { key: number; signature: string; summary: string; count: number; lastAt: number };
 
-async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; learned: Map<string, number> }> {
+async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; learned: TestKeys }> {
   const { repositoryId, input, now } = u;
   const [row] = await sql.all<{ key: unknown }>(
     `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
@@ -192,7 +256,7 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
   const ownersChanged = u.owners !== null && (await codeOwnersChanged(sql, u));
   const runs = new Runs();
   const signatures = new Map<string, Signature>();
-  const learned = new Map<string, number>();
+  const learned = new TestKeys();
   let failures = 0;
 
   for (const batch of reportBatches(input)) {
@@ -262,13 +326,14 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
  * this upload), else looked up, else the test is new and inserted with its owners. When the
  * repository's CODEOWNERS changed, existing tests' owners are brought up to date.
  */
-async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: Map<string, number>, ownersChanged: boolean): Promise<number[]> {
+async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: TestKeys, ownersChanged: boolean): Promise<number[]> {
   const variant = u.input.variant ?? "";
   const keys = new Array<number>(batch.length);
-  const unknown = new Map<string, { id: string; identity: string; cases: number[]; test: JUnitCase }>();
+  const unknown = new Map<string, { id: string; cases: number[]; test: JUnitCase }>();
+  const known = u.known.lookup(variant);
+  const learnedEarlier = learned.lookup(variant);
   batch.forEach((c, i) => {
-    const identity = `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.name}\u0000${c.explicitId}\u0000${variant}`;
-    const key = u.known.get(identity) ?? learned.get(identity);
+    const key = known(c) ?? learnedEarlier(c);
     if (key !== undefined) {
       keys[i] = key;
       return;
@@ -276,7 +341,7 @@ async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: Map<st
     const id = testCaseId(u.orgSlug, u.repoFullName, c, variant, c.explicitId);
     const seen = unknown.get(id);
     if (seen) seen.cases.push(i);
-    else unknown.set(id, { id, identity, cases: [i], test: c });
+    else unknown.set(id, { id, cases: [i], test: c });
   });
   const inserted = new Set<number>();
   if (unknown.size > 0) {
@@ -287,7 +352,7 @@ async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: Map<st
         found.set(row.id, Number(row.key));
       }
     };
-    await lookUp([...unknown.keys()]);
+    if (!u.newRepository) await lookUp([...unknown.keys()]);
     const fresh = [...unknown.values()].filter((t) => !found.has(t.id));
     const newKeys = await sql.insertKeys(
       "TestCase",
@@ -307,8 +372,10 @@ async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: Map<st
     if (late.length > 0) await lookUp(late);
     for (const t of unknown.values()) {
       const key = found.get(t.id)!;
-      for (const i of t.cases) keys[i] = key;
-      learned.set(t.identity, key);
+      for (const i of t.cases) {
+        keys[i] = key;
+        learned.set(batch[i]!, variant, key);
+      }
     }
   }
   if (ownersChanged) await refreshOwners(sql, u, batch, keys, inserted);
@@ -378,7 +445,8 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
     for (const r of failedThere) if (flagsOf(Number(r.k)) === PASSED) flakes.set(Number(r.k), sameCommit);
   }
   for (const key of flakes.keys()) candidates.add(key);
-  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" <> 'healthy' OR "quarantined" = ?)`, [u.repositoryId, true]);
+  // (IN rather than <> 'healthy', so the (repositoryId, status) index serves it.)
+  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" IN ('flaky', 'broken') OR "quarantined" = ?)`, [u.repositoryId, true]);
   for (const r of watched) if (flagsOf(Number(r.key)) !== 0) candidates.add(Number(r.key));
   if (candidates.size === 0) return;
   const [inKeys, keysParam] = sql.anyOf(`"key"`, [...candidates]);

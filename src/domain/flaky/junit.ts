@@ -115,12 +115,15 @@ const TIMESTAMP = 7;
 const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp"];
 
 // Characters the scanner looks ahead for (JUnitScanner.next).
-const SOUGHT = ["&", "<", "\n", "\t", "\r"];
+const SOUGHT = ["&", "<", "\n", "\t", "\r", "]]>"];
 const AMP = 0;
 const LT = 1;
 const LF = 2;
 const TAB = 3;
 const CR = 4;
+const CDATA_END = 5;
+
+const XML_DECLARATION = /^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*\?>$/;
 
 const ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
 
@@ -223,6 +226,8 @@ class JUnitScanner {
       return;
     }
     for (let amp = this.nextOf(AMP, start); amp < end; amp = this.nextOf(AMP, this.entityEnd(amp)));
+    const cdataEnd = this.nextOf(CDATA_END, start);
+    if (cdataEnd < end) throw this.error("]]> is not allowed in text", cdataEnd);
     if (this.collecting) this.collect(start, end, true);
   }
 
@@ -474,6 +479,8 @@ class JUnitScanner {
     if (xml.startsWith("<!--", at)) {
       const end = xml.indexOf("-->", at + 4);
       if (end === -1) throw this.error("unterminated comment");
+      const dashes = xml.indexOf("--", at + 4);
+      if (dashes < end) throw this.error("-- is not allowed in a comment", dashes);
       this.pos = end + 3;
     } else if (xml.startsWith("<![CDATA[", at)) {
       if (this.open.length === 0) throw this.error("CDATA outside the root element");
@@ -497,9 +504,16 @@ class JUnitScanner {
   /** `<?target …?>`, the XML declaration included. */
   private readInstruction(): void {
     const nameStart = this.pos + 2;
-    if (this.nameEnd(nameStart) === nameStart) throw this.error("<? must start a processing instruction");
+    const nameEnd = this.nameEnd(nameStart);
+    if (nameEnd === nameStart) throw this.error("<? must start a processing instruction");
     const end = this.xml.indexOf("?>", nameStart);
     if (end === -1) throw this.error("unterminated processing instruction");
+    if (nameEnd - nameStart === 3 && this.xml.slice(nameStart, nameEnd).toLowerCase() === "xml") {
+      if (this.pos > (this.xml.charCodeAt(0) === 0xfeff ? 1 : 0)) throw this.error("the XML declaration is allowed only at the start of the document");
+      if (!XML_DECLARATION.test(this.xml.slice(this.pos, end + 2))) throw this.error('malformed XML declaration (expected <?xml version="1.x" encoding="…"?>)');
+    } else if (nameEnd < end && !isSpace(this.xml.charCodeAt(nameEnd))) {
+      throw this.error("a processing instruction's target must be followed by whitespace", nameEnd);
+    }
     this.pos = end + 2;
   }
 }
