@@ -46,7 +46,13 @@ export function parseJsonBody(body: Buffer): unknown {
   return restore(parsed);
 }
 
-const ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
+/** What each simple escape (`\n`, `\"`, …) stands for, by the byte after the backslash; 0 for none. */
+const ESCAPES = new Uint8Array(256);
+for (const [escape, byte] of [["\"", 0x22], ["\\", 0x5c], ["/", 0x2f], ["b", 0x08], ["f", 0x0c], ["n", 0x0a], ["r", 0x0d], ["t", 0x09]] as const) {
+  ESCAPES[escape.charCodeAt(0)] = byte;
+}
+/** Bytes that stand for themselves inside a string: not a quote, a backslash or a control character. */
+const PLAIN = new Uint8Array(256).map((_, byte) => (byte >= 0x20 && byte !== 0x22 && byte !== 0x5c ? 1 : 0));
 
 /**
  * Unescapes the JSON string whose content starts at `start` into the same bytes (an escape is
@@ -56,23 +62,20 @@ const ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x
 function unescapeInPlace(buffer: Buffer, start: number): { end: number; written: number } {
   // A plain Uint8Array view: element access on it is what V8 optimizes best.
   const body = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
-  const length = body.length;
   let w = start;
   let r = start;
   for (;;) {
-    if (r >= length) throw new JsonError("Unterminated string in JSON");
-    const b = body[r]!;
-    if (b === 0x22) return { end: r + 1, written: w };
-    if (b >= 0x20 && b !== 0x5c) {
-      if (w !== r) body[w] = b;
-      w++;
-      r++;
-      continue;
+    let b = body[r]!;
+    while (PLAIN[b] === 1) {
+      body[w++] = b;
+      b = body[++r]!;
     }
+    if (r >= body.length) throw new JsonError("Unterminated string in JSON");
+    if (b === 0x22) return { end: r + 1, written: w };
     if (b < 0x20) throw new JsonError(`Bad control character in string literal in JSON at position ${r}`);
     const e = body[r + 1]!;
-    const simple = ESCAPES[e];
-    if (simple !== undefined) {
+    const simple = ESCAPES[e]!;
+    if (simple !== 0) {
       body[w++] = simple;
       r += 2;
       continue;

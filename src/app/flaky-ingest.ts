@@ -217,10 +217,10 @@ class Runs {
     return this.slots.size;
   }
 
-  /** The test's slot, and whether it is new to this upload. */
-  slotOf(key: number, at: number): [number, boolean] {
+  /** The test's slot (a new one, the next, if the test is new to this upload). */
+  slotOf(key: number, at: number): number {
     const slot = this.slots.get(key);
-    if (slot !== undefined) return [slot, false];
+    if (slot !== undefined) return slot;
     const added = this.slots.size;
     if (added === this.keys.length) {
       const grow = <T extends Float64Array | Uint8Array>(a: T): T => {
@@ -235,7 +235,7 @@ class Runs {
     this.slots.set(key, added);
     this.keys[added] = key;
     this.at[added] = at;
-    return [added, true];
+    return added;
   }
 }
 
@@ -267,7 +267,9 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
     batch.forEach((c, i) => {
       const key = keys[i]!;
       // A run's time is its suite's timestamp, else the upload's; never in the future.
-      const [slot, first] = runs.slotOf(key, Math.min(c.at ?? now.getTime(), now.getTime()));
+      const known = runs.size;
+      const slot = runs.slotOf(key, Math.min(c.at ?? now.getTime(), now.getTime()));
+      const first = runs.size > known;
       const before = runs.flags[slot]!;
       const after = before | (c.failed ? FAILED : 0) | (c.passed ? PASSED : 0);
       runs.flags[slot] = after;
@@ -445,8 +447,12 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
     for (const r of failedThere) if (flagsOf(Number(r.k)) === PASSED) flakes.set(Number(r.k), sameCommit);
   }
   for (const key of flakes.keys()) candidates.add(key);
-  // (IN rather than <> 'healthy', so the (repositoryId, status) index serves it.)
-  const watched = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND ("status" IN ('flaky', 'broken') OR "quarantined" = ?)`, [u.repositoryId, true]);
+  // A union, so each half is served by its index (an OR reads every test of the repository).
+  const watched = await sql.all<{ key: unknown }>(
+    `SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND "status" IN ('flaky', 'broken')
+     UNION SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND "quarantined" = ?`,
+    [u.repositoryId, u.repositoryId, true],
+  );
   for (const r of watched) if (flagsOf(Number(r.key)) !== 0) candidates.add(Number(r.key));
   if (candidates.size === 0) return;
   const [inKeys, keysParam] = sql.anyOf(`"key"`, [...candidates]);

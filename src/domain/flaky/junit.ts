@@ -91,17 +91,26 @@ const FAILURE = 3;
 const FLAKY = 4;
 const SKIPPED = 5;
 
-const KINDS = new Map([
-  ["testsuite", SUITE],
-  ["testcase", CASE],
-  ["failure", FAILURE],
-  ["error", FAILURE],
-  ["rerunFailure", FAILURE],
-  ["rerunError", FAILURE],
-  ["flakyFailure", FLAKY],
-  ["flakyError", FLAKY],
-  ["skipped", SKIPPED],
-]);
+/** The kind of the element whose name is the `length` characters at `start`. */
+function kindAt(xml: string, start: number, length: number): number {
+  const is = (word: string) => xml.startsWith(word, start);
+  switch (length) {
+    case 5:
+      return is("error") ? FAILURE : OTHER;
+    case 7:
+      return is("failure") ? FAILURE : is("skipped") ? SKIPPED : OTHER;
+    case 8:
+      return is("testcase") ? CASE : OTHER;
+    case 9:
+      return is("testsuite") ? SUITE : OTHER;
+    case 10:
+      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : OTHER;
+    case 12:
+      return is("rerunFailure") ? FAILURE : is("flakyFailure") ? FLAKY : OTHER;
+    default:
+      return OTHER;
+  }
+}
 
 // The attributes a test case is made of (slots of JUnitScanner.attrs).
 const NONE = 0;
@@ -145,8 +154,8 @@ const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || 
  */
 class JUnitScanner {
   private pos = 0;
-  /** Names of the open elements, outermost first. */
-  private readonly open: string[] = [];
+  /** The open elements, outermost first: where each one's name starts, its length, and the element's kind. */
+  private readonly open: number[] = [];
   private readonly suites: Suite[] = [];
   private rootClosed = false;
   private count = 0;
@@ -202,7 +211,7 @@ class JUnitScanner {
       else if (next === 0x3f /* ? */) this.readInstruction();
       else this.readOpenTag();
     }
-    if (this.open.length > 0) throw this.error(`unexpected end of document: <${this.open.at(-1)}> is not closed`, xml.length);
+    if (this.open.length > 0) throw this.error(`unexpected end of document: <${this.openName()}> is not closed`, xml.length);
     if (!this.rootClosed) throw this.error("no root element: expected <testsuites> or <testsuite>", xml.length);
     this.finished = true;
   }
@@ -310,13 +319,13 @@ class JUnitScanner {
     const nameStart = this.pos + 1;
     const nameEnd = this.nameEnd(nameStart);
     if (nameEnd === nameStart) throw this.error("< must start a tag (write &lt; for a literal <)");
-    const name = xml.slice(nameStart, nameEnd);
     if (this.open.length === 0) {
+      const name = xml.slice(nameStart, nameEnd);
       if (this.rootClosed) throw this.error(`a second root element <${name}>`);
       if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
     }
-    const kind = KINDS.get(name) ?? OTHER;
-    if (kind !== OTHER) this.attrs.fill(undefined);
+    const kind = kindAt(xml, nameStart, nameEnd - nameStart);
+    if (kind !== OTHER) for (let k = NAME; k <= TIMESTAMP; k++) this.attrs[k] = undefined;
     this.attrNames.length = 0;
 
     let i = nameEnd;
@@ -333,34 +342,36 @@ class JUnitScanner {
         selfClosing = true;
         break;
       }
-      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${name}>`, afterSpace);
+      const name = () => xml.slice(nameStart, nameEnd);
+      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${name()}>`, afterSpace);
       const attrEnd = this.nameEnd(afterSpace);
-      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${name}>`, afterSpace);
-      if (afterSpace === i) throw this.error(`attributes of <${name}> must be separated by whitespace`, afterSpace);
-      i = this.readAttribute(kind, name, afterSpace, attrEnd);
+      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${name()}>`, afterSpace);
+      if (afterSpace === i) throw this.error(`attributes of <${name()}> must be separated by whitespace`, afterSpace);
+      i = this.readAttribute(kind, nameStart, nameEnd, afterSpace, attrEnd);
     }
     this.pos = i;
-    if (!selfClosing) this.open.push(name);
+    if (!selfClosing) this.open.push(nameStart, nameEnd - nameStart, kind);
     this.openElement(kind);
     if (selfClosing) this.closeElement(kind);
   }
 
   /** Reads the attribute whose name spans [start, end), keeping its value if a test case needs it; answers where it ends. */
-  private readAttribute(kind: number, tag: string, start: number, end: number): number {
+  private readAttribute(kind: number, tagStart: number, tagEnd: number, start: number, end: number): number {
     const xml = this.xml;
+    const tag = () => xml.slice(tagStart, tagEnd);
     const length = end - start;
     const names = this.attrNames;
     for (let k = 0; k < names.length; k += 2) {
       if (names[k + 1]! - names[k]! === length && this.sameAt(start, names[k]!, length)) {
-        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${tag}>`, start);
+        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${tag()}>`, start);
       }
     }
     names.push(start, end);
     let i = this.skipSpace(end);
-    if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${tag}> has no value (expected =)`, i);
+    if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${tag()}> has no value (expected =)`, i);
     i = this.skipSpace(i + 1);
     const quote = xml.charCodeAt(i);
-    if (quote !== 0x22 && quote !== 0x27) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${tag}> must be quoted`, i);
+    if (quote !== 0x22 && quote !== 0x27) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${tag()}> must be quoted`, i);
     const valueStart = i + 1;
     const valueEnd = xml.indexOf(quote === 0x22 ? '"' : "'", valueStart);
     if (valueEnd === -1) throw this.error(`unexpected end of document in the value of the attribute ${xml.slice(start, end)}`, xml.length);
@@ -461,15 +472,23 @@ class JUnitScanner {
     const xml = this.xml;
     const nameStart = this.pos + 2;
     const nameEnd = this.nameEnd(nameStart);
-    const name = xml.slice(nameStart, nameEnd);
-    const expected = this.open.at(-1);
-    if (expected === undefined) throw this.error(`</${name}> closes no open element`);
-    if (name !== expected) throw this.error(`</${name}> where </${expected}> was expected`);
+    const open = this.open;
+    if (open.length === 0) throw this.error(`</${xml.slice(nameStart, nameEnd)}> closes no open element`);
+    const [openStart, openLength, kind] = [open[open.length - 3]!, open[open.length - 2]!, open[open.length - 1]!];
+    if (nameEnd - nameStart !== openLength || !this.sameAt(nameStart, openStart, openLength)) {
+      throw this.error(`</${xml.slice(nameStart, nameEnd)}> where </${this.openName()}> was expected`);
+    }
     const end = this.skipSpace(nameEnd);
-    if (xml.charCodeAt(end) !== 0x3e) throw this.error(`expected > to end </${name}`, end);
+    if (xml.charCodeAt(end) !== 0x3e) throw this.error(`expected > to end </${xml.slice(nameStart, nameEnd)}`, end);
     this.pos = end + 1;
-    this.open.pop();
-    this.closeElement(KINDS.get(name) ?? OTHER);
+    open.length -= 3;
+    this.closeElement(kind);
+  }
+
+  /** The name of the innermost open element. */
+  private openName(): string {
+    const start = this.open[this.open.length - 3]!;
+    return this.xml.slice(start, start + this.open[this.open.length - 2]!);
   }
 
   /** `<!--…-->`, `<![CDATA[…]]>` or `<!DOCTYPE …>`. */
