@@ -80,6 +80,12 @@ describe("the service process", () => {
     expect(output).toContain("Invalid configuration");
   });
 
+  test("a heap growth that is not a percentage stops the start naming the variable", async () => {
+    const { code, output } = await startService({ GREENLINE_HEAP_GROWTH_PERCENT: "lots" }).done;
+    expect(code).toBe(78);
+    expect(output).toContain("GREENLINE_HEAP_GROWTH_PERCENT must be an integer from 0 to 1000, not lots");
+  });
+
   test("starts on the embedded default, answers /healthz, and stops cleanly on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "greenline-start-"));
     const port = String(20000 + Math.floor(Math.random() * 20000));

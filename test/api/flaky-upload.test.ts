@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { SandboxCodeHost } from "../../src/codehost/sandbox.js";
 import { projectRoot } from "../../src/paths.js";
@@ -70,6 +71,29 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     });
     // Test cases failing in the window: suites ran on 2026-11-20, so a 7-day window holds all 9.
     expect((await failing()).page.total_rows).toBe(9);
+  });
+
+  test("a large upload sent without a Content-Length (chunked) reads as one sent with it", async () => {
+    const cases = Array.from({ length: 3000 }, (_, i) => ({ name: `chunked_${i} ünïcode`, outcome: (i % 100 === 0 ? "fail" : "pass") as "fail" | "pass" }));
+    const body = JSON.stringify({ ...web, commit_sha: nextSha(), branch: "main", junit_xml: [report(clock.now(), cases, "chunked")] });
+    expect(body.length).toBeGreaterThan(200_000);
+    const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = request(`${server.url}/v1/flaky-tests/upload`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-token": server.api.token, "transfer-encoding": "chunked" },
+      });
+      req.on("response", (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      });
+      req.on("error", reject);
+      for (let at = 0; at < body.length; at += 10_000) req.write(body.slice(at, at + 10_000));
+      req.end();
+    });
+    expect(answer).toMatchObject({ status: 200, body: { test_cases: 3000, failures: 30 } });
+    const names = (await failing()).tests.map((t: any) => t.name);
+    expect(names).toContain("chunked_0 ünïcode");
   });
 
   test("an upload is atomic: a malformed report (400 naming file, line, column), a wrong org or an oversize body store nothing", async () => {
