@@ -7,7 +7,7 @@ import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../domain/flaky/junit.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument } from "./errors.js";
-import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow, type Flake } from "./flaky-status.js";
+import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./flaky-status.js";
 import { repositoryInScope } from "./flaky-tests.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
@@ -468,13 +468,7 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
     for (const r of failedThere) if (flagsOf(Number(r.k)) === PASSED) flakes.set(Number(r.k), sameCommit);
   }
   for (const key of flakes.keys()) candidates.add(key);
-  // A union, so each half is served by its index (an OR reads every test of the repository).
-  const watched = await sql.all<{ key: unknown }>(
-    `SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND "status" IN ('flaky', 'broken')
-     UNION SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND "quarantined" = ?`,
-    [u.repositoryId, u.repositoryId, true],
-  );
-  for (const r of watched) if (flagsOf(Number(r.key)) !== 0) candidates.add(Number(r.key));
+  for (const { key } of await watchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);
   if (candidates.size === 0) return;
   const [inKeys, keysParam] = sql.anyOf(`"key"`, [...candidates]);
   const rows = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
