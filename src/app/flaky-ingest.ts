@@ -53,17 +53,38 @@ function* reportBatches(input: UploadInput): Generator<JUnitCase[]> {
   }
 }
 
+/**
+ * CODEOWNERS at a commit, read through the code host. A commit's files never change, so what
+ * was read (or found missing) is remembered per code host for the latest commits: a CI run's
+ * many jobs uploading for one commit cost one read, not one per job. A failed read is not
+ * remembered.
+ */
 async function readCodeOwners(services: Services, repo: RepoRef, sha: string): Promise<CodeOwners | null> {
+  let read = codeOwnersRead.get(services.codeHost);
+  if (!read) codeOwnersRead.set(services.codeHost, (read = new Map()));
+  const key = `${repositoryKey(repo)}@${sha}`;
+  const known = read.get(key);
+  if (known !== undefined) return known;
   for (const path of CODEOWNERS_PATHS) {
+    let text: string | null;
     try {
-      const text = await services.codeHost.readFile(repo, path, sha);
-      if (text !== null) return new CodeOwners(text);
+      text = await services.codeHost.readFile(repo, path, sha);
     } catch (error) {
       services.log?.warn({ err: error, repo: repositoryKey(repo), path }, "could not read CODEOWNERS; tests get no owners from it");
       return null;
     }
+    if (text !== null) return remember(read, key, new CodeOwners(text));
   }
-  return null;
+  return remember(read, key, null);
+}
+
+const CODEOWNERS_COMMITS_REMEMBERED = 256;
+const codeOwnersRead = new WeakMap<object, Map<string, CodeOwners | null>>();
+
+function remember(read: Map<string, CodeOwners | null>, key: string, owners: CodeOwners | null): CodeOwners | null {
+  if (read.size >= CODEOWNERS_COMMITS_REMEMBERED) read.delete(read.keys().next().value!);
+  read.set(key, owners);
+  return owners;
 }
 
 /**

@@ -105,6 +105,8 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
       page_query: { page_size: 10 },
     });
     expect(listed.tests.map((t: any) => [t.name, t.codeowners])).toEqual([["evicts", ["@octo-org/core"]]]);
+    // Another job of the same commit: CODEOWNERS at a commit never changes, so it is not read again.
+    expect(await octo.ok("flaky-tests/upload", { ...scope, commit_sha: sha, branch: "main", junit_xml: [report] })).toMatchObject({ test_cases: 1 });
     const reads = gh.requests.filter((r) => r.path === "/repos/octo-org/app/contents/.github/CODEOWNERS");
     expect(reads.length).toBe(1);
     expect(reads[0]!.authorization).toBe("token ghs_installation_42");
