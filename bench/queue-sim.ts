@@ -121,6 +121,10 @@ class SimCodeHost implements CodeHost {
 
   async commentOnPullRequest(): Promise<void> {}
 
+  async permissionOf(): Promise<"write"> {
+    return "write";
+  }
+
   async readFile(): Promise<string | null> {
     return null;
   }

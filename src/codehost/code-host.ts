@@ -57,6 +57,8 @@ export type MergeResult = { kind: "merged"; head: string } | { kind: "target_mov
  * implement it. Every method is safe to call again with the same arguments (effects are
  * retried after a crash).
  */
+export type Permission = "admin" | "write" | "read" | "none";
+
 export interface CodeHost {
   readonly kind: "sandbox" | "github";
   /** The PR, or null when the repository has no such PR. */
@@ -76,6 +78,8 @@ export interface CodeHost {
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void>;
   /** Comments on a PR. */
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void>;
+  /** What a user may do in the repository, as GitHub answers it ("none" for a stranger). */
+  permissionOf(repo: RepoRef, user: string): Promise<Permission>;
   /** Lands the PRs whose combined tree the testing branch tested. */
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
   /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */

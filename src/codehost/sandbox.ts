@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Database, Tx } from "../store/database.js";
-import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "./code-host.js";
+import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "./code-host.js";
 
 export type SandboxOptions = {
   /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
@@ -137,6 +137,11 @@ export class SandboxCodeHost implements CodeHost {
   async setPullRequestStatus(): Promise<void> {}
 
   async commentOnPullRequest(): Promise<void> {}
+
+  /** The sandbox has no users to tell apart: whoever reaches it may write. */
+  async permissionOf(): Promise<Permission> {
+    return "write";
+  }
 
   async requiredStatuses(): Promise<string[]> {
     return [SANDBOX_CI_CONTEXT];

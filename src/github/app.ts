@@ -1,4 +1,5 @@
 import type { Probot } from "probot";
+import { handlePullRequestComment } from "../app/comment-commands.js";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
 import { reportStatus } from "../app/status-checks.js";
 import { noticeBranchHead } from "../app/queue-events.js";
@@ -20,7 +21,8 @@ const repoOf = (repository: { html_url: string; name: string; owner: { login: st
  * Greenline (slug = account login), owning that account's repositories. CI results on testing
  * branches decide runs; a push to a target outside the queue restarts stale runs; a queued PR
  * that gets new commits, is closed (or merged outside the queue) or moves to another base
- * branch leaves its queues, cancelled with that reason. `services` is read when a delivery
+ * branch leaves its queues, cancelled with that reason; `/greenline …` comments on pull requests
+ * are commands. `services` is read when a delivery
  * arrives (the services are built after the Probot app is loaded).
  */
 export function createGitHubApp(db: Database, services: () => Services) {
@@ -50,6 +52,12 @@ export function createGitHubApp(db: Database, services: () => Services) {
       if (!reason) return;
       const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha);
       if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
+    });
+    // `/greenline merge` and the other comment commands, on pull requests (bots are not heard).
+    app.on("issue_comment.created", async (context) => {
+      const { issue, comment, repository } = context.payload;
+      if (!issue.pull_request || comment.user?.type === "Bot") return;
+      await handlePullRequestComment(services(), { repo: repoOf(repository), prNumber: issue.number, author: comment.user?.login ?? "", body: comment.body });
     });
     app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {
       const { id, account } = context.payload.installation;

@@ -1,5 +1,5 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../codehost/code-host.js";
+import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../codehost/code-host.js";
 import type { Mergeability } from "../domain/states.js";
 
 type OctokitError = { status?: number };
@@ -147,6 +147,18 @@ export class GitHubCodeHost implements CodeHost {
   async commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
     const octokit = await this.#octokit(repo);
     await octokit.rest.issues.createComment({ owner: repo.owner, repo: repo.name, issue_number: number, body });
+  }
+
+  async permissionOf(repo: RepoRef, user: string): Promise<Permission> {
+    const octokit = await this.#octokit(repo);
+    try {
+      // `permission` folds GitHub's roles into admin / write (maintain too) / read (triage too) / none.
+      const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner: repo.owner, repo: repo.name, username: user });
+      return (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return "none";
+      throw error;
+    }
   }
 
   async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {

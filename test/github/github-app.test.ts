@@ -164,6 +164,52 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
     expect(await server.greenline.services.db.read((tx) => tx.transition.count())).toBe(before);
   });
 
+  test("comment commands: /greenline merge queues a pull request for whoever may push, answers on it, and cancel takes it out", async () => {
+    const address = (n: number) => ({ ...queue("octo-org"), pr: { number: n } });
+    const commented = (n: number, user: string, body: string, type = "User") => ({
+      action: "created",
+      issue: { number: n, pull_request: { url: `https://api.github.com/repos/octo-org/app/pulls/${n}` } },
+      comment: { id: n * 100, body, user: { login: user, id: 7, type } },
+      repository: { name: "app", full_name: "octo-org/app", html_url: "https://github.com/octo-org/app", owner: { login: "octo-org" } },
+      installation: { id: 42 },
+      sender: { login: user, id: 7, type },
+    });
+    const replies = (n: number) => gh.comments.filter((c) => c.repo === "octo-org/app" && c.number === n).map((c) => c.body);
+    gh.openPr("octo-org/app", { number: 30 });
+    gh.openPr("octo-org/app", { number: 31 });
+    gh.grant("octo-org/app", "maintainer", "write");
+
+    // Someone who may only read is told so, and nothing is queued.
+    expect((await deliver("issue_comment", commented(30, "passer-by", "/greenline merge"))).status).toBe(200);
+    expect(replies(30).at(-1)).toBe("@passer-by only people who can push to octo-org/app can use the merge queue (your access: read).");
+    expect((await octo.call("getSubmittedPullRequest", address(30))).status).toBe(404);
+
+    // A collaborator with write access queues it, with options; the answer says how.
+    expect((await deliver("issue_comment", commented(30, "maintainer", "Looks good.\n/greenline merge --priority high --no-batch"))).status).toBe(200);
+    expect(await octo.ok("getSubmittedPullRequest", address(30))).toMatchObject({ priorityValue: 10, priorityName: "high", noBatch: true });
+    expect(replies(30).at(-1)).toMatch(/^@maintainer queued for `main` at priority high, tested on its own\./);
+
+    // Cancel takes it out; a malformed command is answered with what is wrong and the usage.
+    expect((await deliver("issue_comment", commented(30, "maintainer", "/greenline cancel"))).status).toBe(200);
+    expect(await octo.ok("getSubmittedPullRequest", address(30))).toMatchObject({ state: "cancelled" });
+    expect(replies(30).at(-1)).toBe("@maintainer taken out of the queue for `main`.");
+    expect((await deliver("issue_comment", commented(31, "maintainer", "/greenline merge --priority soon"))).status).toBe(200);
+    expect(replies(31).at(-1)).toContain("`--priority` must be urgent, high, medium, low or a number from 0 to 255, not `soon`");
+    expect(replies(31).at(-1)).toContain("`/greenline merge`");
+    // A queue that does not exist is an answer, not a failed delivery.
+    expect((await deliver("issue_comment", commented(31, "maintainer", "/greenline merge --branch release"))).status).toBe(200);
+    expect(replies(31).at(-1)).toMatch(/^@maintainer could not queue this pull request: .*release/);
+
+    // Ordinary comments, bots (Greenline's own answers among them) and comments on issues are not commands.
+    const answered = gh.comments.length;
+    expect((await deliver("issue_comment", commented(31, "maintainer", "I will /greenline merge this later"))).status).toBe(200);
+    expect((await deliver("issue_comment", commented(31, "greenline[bot]", "/greenline merge", "Bot"))).status).toBe(200);
+    const onIssue = { ...commented(31, "maintainer", "/greenline merge"), issue: { number: 31 } };
+    expect((await deliver("issue_comment", onIssue)).status).toBe(200);
+    expect(gh.comments.length).toBe(answered);
+    expect((await octo.call("getSubmittedPullRequest", address(31))).status).toBe(404);
+  });
+
   test("webhook secrets and the private key never reach the logs", () => {
     const logs = server.logs.join("");
     expect(logs).not.toContain(gh.webhookSecret);

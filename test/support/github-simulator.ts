@@ -45,6 +45,8 @@ export class GitHubSimulator {
   /** Commit statuses and PR comments Greenline posted, in order. */
   readonly statuses: { repo: string; sha: string; context: string; state: string; description: string }[] = [];
   readonly comments: { repo: string; number: number; body: string }[] = [];
+  /** What users may do, by "owner/name:user" (lower-case); anyone else may only read. */
+  readonly #permissions = new Map<string, "admin" | "write" | "read" | "none">();
   #counter = 0;
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
@@ -193,6 +195,10 @@ export class GitHubSimulator {
     if (pr) pr.state = "closed";
   }
 
+  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
+    this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
+  }
+
   /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
   sign(body: string, secret = this.webhookSecret): string {
     return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
@@ -268,6 +274,10 @@ export class GitHubSimulator {
       if (!this.#commits.has(match[1]!)) return send(422, { message: "No commit found for SHA" });
       this.statuses.push({ repo: repoName, sha: match[1]!, context: String(body.context), state: String(body.state), description: String(body.description ?? "") });
       return send(201, { id: this.statuses.length, state: body.state, context: body.context });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(path)) && req.method === "GET") {
+      const permission = this.#permissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
+      return send(200, { permission, role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read", user: { login: match[1] } });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(path)) && req.method === "POST") {
       if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();

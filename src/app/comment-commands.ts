@@ -1,0 +1,56 @@
+import type { Principal } from "../auth/tokens.js";
+import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
+import { resolvePriority } from "../domain/priority.js";
+import { AppError } from "./errors.js";
+import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
+import type { Services } from "./services.js";
+
+export type PullRequestComment = { repo: RepoRef; prNumber: number; author: string; body: string };
+
+/** What a commenter must be allowed to do in the repository to move its pull requests through the queue. */
+const MAY_COMMAND = new Set(["admin", "write"]);
+
+/**
+ * Carries out a `/greenline …` comment on a pull request and answers on the pull request. The
+ * command acts for the organization that owns the repository in Greenline, and only for people
+ * who may push to the repository (GitHub's answer, asked each time). Comments without a
+ * command are ignored; a repository Greenline does not know gets no answer.
+ */
+export async function handlePullRequestComment(services: Services, comment: PullRequestComment): Promise<void> {
+  const command = parseCommentCommand(comment.body);
+  if (command === null) return;
+  const { repo, prNumber, author } = comment;
+  const principal = await principalOf(services, repo);
+  if (!principal) return;
+  const reply = (text: string) => services.codeHost.commentOnPullRequest(repo, prNumber, text);
+  if (command instanceof Error) return reply(`@${author} Greenline did not understand that: ${command.message}.\n\n${COMMENT_USAGE}`);
+  if (command.kind === "help") return reply(COMMENT_USAGE);
+
+  const permission = await services.codeHost.permissionOf(repo, author);
+  if (!MAY_COMMAND.has(permission)) {
+    return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
+  }
+  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "" }))?.baseBranch;
+  if (targetBranch === undefined) return;
+  const address = { repo, targetBranch, prNumber };
+  try {
+    if (command.kind === "merge") {
+      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch });
+      const priority = resolvePriority(command.priority).name;
+      await reply(`@${author} queued for \`${targetBranch}\` at priority ${priority}${command.noBatch ? ", tested on its own" : ""}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`);
+    } else {
+      await cancelPullRequest(services, principal, address);
+      await reply(`@${author} taken out of the queue for \`${targetBranch}\`.`);
+    }
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    await reply(`@${author} could not ${command.kind === "merge" ? "queue" : "cancel"} this pull request: ${error.message}.`);
+  }
+}
+
+/** The organization that owns the repository in Greenline, acting through a comment. */
+async function principalOf(services: Services, repo: RepoRef): Promise<Principal | null> {
+  const row = await services.db.read((tx) => tx.repository.findUnique({ where: { key: repositoryKey(repo) }, include: { organization: true } }));
+  return row ? { organizationId: row.organizationId, organizationSlug: row.organization.slug, tokenId: "" } : null;
+}
