@@ -304,7 +304,8 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
   for (const batch of reportBatches(input)) {
     const keys = await identify(sql, u, batch, learned, ownersChanged);
     const results: unknown[][] = [];
-    const updates: [number, number][] = [];
+    /** Tests of earlier testcases whose result this batch's reruns change: slot → flags before this batch. */
+    const rerun = new Map<number, number>();
     const failureRows: unknown[][] = [];
     batch.forEach((c, i) => {
       const key = keys[i]!;
@@ -317,7 +318,7 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
       runs.flags[slot] = after;
       const at = runs.at[slot]!;
       if (first && after !== 0) results.push([key, at, uploadKey, c.failed, c.passed]);
-      else if (!first && after !== before) updates.push([slot, before]);
+      else if (!first && after !== before && !rerun.has(slot)) rerun.set(slot, before);
       if (c.failed && !(before & FAILED)) {
         failures++;
         const summary = normalizeFailure(c.message ?? "") || "(no failure message)";
@@ -334,23 +335,7 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
     });
     // Skipped tests have no result; a rerun changes its test's result (inserted before, or in this batch).
     await sql.insert("TestResult", RESULT_COLUMNS, results);
-    const changed = new Map<number, number>();
-    for (const [slot, before] of updates) if (!changed.has(slot)) changed.set(slot, before);
-    for (const [slot, before] of changed) {
-      const flags = runs.flags[slot]!;
-      const [key, at] = [runs.keys[slot]!, runs.at[slot]!];
-      if (before === 0) {
-        await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, (flags & FAILED) !== 0, (flags & PASSED) !== 0]]);
-        continue;
-      }
-      await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [
-        (flags & FAILED) !== 0,
-        (flags & PASSED) !== 0,
-        key,
-        at,
-        uploadKey,
-      ]);
-    }
+    await writeReruns(sql, runs, rerun, uploadKey);
     await sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], failureRows);
   }
   await sql.insert(
@@ -363,6 +348,16 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
   await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [runs.size, failures, uploadKey]);
   await detect(sql, u, uploadKey, runs);
   return { testCases: runs.size, failures, learned };
+}
+
+/** Writes the results that reruns changed: inserted if every earlier attempt was skipped, else updated. */
+async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {
+  for (const [slot, before] of rerun) {
+    const flags = runs.flags[slot]!;
+    const [key, at, failed, passed] = [runs.keys[slot]!, runs.at[slot]!, (flags & FAILED) !== 0, (flags & PASSED) !== 0];
+    if (before === 0) await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, failed, passed]]);
+    else await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [failed, passed, key, at, uploadKey]);
+  }
 }
 
 /**

@@ -342,11 +342,10 @@ class JUnitScanner {
         selfClosing = true;
         break;
       }
-      const name = () => xml.slice(nameStart, nameEnd);
-      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${name()}>`, afterSpace);
+      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${xml.slice(nameStart, nameEnd)}>`, afterSpace);
       const attrEnd = this.nameEnd(afterSpace);
-      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${name()}>`, afterSpace);
-      if (afterSpace === i) throw this.error(`attributes of <${name()}> must be separated by whitespace`, afterSpace);
+      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${xml.slice(nameStart, nameEnd)}>`, afterSpace);
+      if (afterSpace === i) throw this.error(`attributes of <${xml.slice(nameStart, nameEnd)}> must be separated by whitespace`, afterSpace);
       i = this.readAttribute(kind, nameStart, nameEnd, afterSpace, attrEnd);
     }
     this.pos = i;
@@ -358,20 +357,19 @@ class JUnitScanner {
   /** Reads the attribute whose name spans [start, end), keeping its value if a test case needs it; answers where it ends. */
   private readAttribute(kind: number, tagStart: number, tagEnd: number, start: number, end: number): number {
     const xml = this.xml;
-    const tag = () => xml.slice(tagStart, tagEnd);
     const length = end - start;
     const names = this.attrNames;
     for (let k = 0; k < names.length; k += 2) {
       if (names[k + 1]! - names[k]! === length && this.sameAt(start, names[k]!, length)) {
-        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${tag()}>`, start);
+        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
       }
     }
     names.push(start, end);
     let i = this.skipSpace(end);
-    if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${tag()}> has no value (expected =)`, i);
+    if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> has no value (expected =)`, i);
     i = this.skipSpace(i + 1);
     const quote = xml.charCodeAt(i);
-    if (quote !== 0x22 && quote !== 0x27) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${tag()}> must be quoted`, i);
+    if (quote !== 0x22 && quote !== 0x27) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> must be quoted`, i);
     const valueStart = i + 1;
     const valueEnd = xml.indexOf(quote === 0x22 ? '"' : "'", valueStart);
     if (valueEnd === -1) throw this.error(`unexpected end of document in the value of the attribute ${xml.slice(start, end)}`, xml.length);
