@@ -131,6 +131,7 @@ export const ZUploadTestResultsResponse = z.object({
   upload_id: z.string(),
   test_cases: z.number().int().describe("distinct tests in the upload"),
   failures: z.number().int().describe("distinct tests that failed"),
+  unnamed_test_cases: z.number().int().describe("testcases with neither name nor classname: not stored, as no test can be followed by them"),
 });
 
 const ZTestScope = { repo: ZRepo, org_url_slug: ZName };

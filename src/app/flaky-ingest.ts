@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../codehost/code-host.js";
+import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
 import { testCaseId } from "../domain/flaky/identity.js";
@@ -120,8 +121,14 @@ export async function uploadTestResults(services: Services, principal: Principal
   // Tests are remembered only once their rows are committed.
   forgetIfFull(services.db, stored.learned.size);
   known.absorb(stored.learned);
-  return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures };
+  return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures, unnamed_test_cases: stored.unnamed };
 }
+
+/**
+ * A testcase with neither a name nor a classname names no test that could be followed from run
+ * to run (reporters write them for failed hooks and setup): it is not stored, only counted.
+ */
+const isUnnamed = (c: JUnitCase) => c.name === "" && c.classname === "";
 
 /** What a test's identity is made of besides its name (and the upload's variant); a suite's testcases share it. */
 type Group = Pick<JUnitCase, "file" | "classname" | "parent" | "explicitId">;
@@ -220,12 +227,9 @@ type Upload = {
   newRepository: boolean;
 };
 
-const FAILED = 1;
-const PASSED = 2;
-
 /**
- * What the upload did to each test so far, its reruns merged (gotestsum writes every attempt;
- * two ids attributes can name one test): a slot per test, in typed arrays, so that holding an
+ * What the upload did to each test so far, its testcases merged (attempts.ts: retries and
+ * variants; two ids attributes can name one test): a slot per test, in typed arrays, so that holding an
  * upload's 100,000 tests costs a megabyte or two and no objects.
  */
 class Runs {
@@ -287,7 +291,7 @@ const RESULT_COLUMNS = ["testCaseKey", "at", "uploadKey", "failed", "passed"];
 
 type Signature = { key: number; signature: string; summary: string; count: number; lastAt: number };
 
-async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; learned: TestKeys }> {
+async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {
   const { repositoryId, input, now } = u;
   const [row] = await sql.all<{ key: unknown }>(
     `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
@@ -300,11 +304,17 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
   const signatures = new Map<string, Signature>();
   const learned = new TestKeys();
   let failures = 0;
+  let unnamed = 0;
 
-  for (const batch of reportBatches(input)) {
+  for (let batch of reportBatches(input)) {
+    if (batch.some(isUnnamed)) {
+      const named = batch.filter((c) => !isUnnamed(c));
+      unnamed += batch.length - named.length;
+      batch = named;
+    }
     const keys = await identify(sql, u, batch, learned, ownersChanged);
     const results: unknown[][] = [];
-    /** Tests of earlier testcases whose result this batch's reruns change: slot → flags before this batch. */
+    /** Tests of earlier testcases whose result this batch's repeats change: slot → flags before this batch. */
     const rerun = new Map<number, number>();
     const failureRows: unknown[][] = [];
     batch.forEach((c, i) => {
@@ -314,11 +324,11 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
       const slot = runs.slotOf(key, Math.min(c.at ?? now.getTime(), now.getTime()));
       const first = runs.size > known;
       const before = runs.flags[slot]!;
-      const after = before | (c.failed ? FAILED : 0) | (c.passed ? PASSED : 0);
+      const after = addTestCase(before, c);
       runs.flags[slot] = after;
       const at = runs.at[slot]!;
-      if (first && after !== 0) results.push([key, at, uploadKey, c.failed, c.passed]);
-      else if (!first && after !== before && !rerun.has(slot)) rerun.set(slot, before);
+      if (first && after !== 0) results.push([key, at, uploadKey, (after & FAILED) !== 0, (after & PASSED) !== 0]);
+      else if (!first && (after & RESULT) !== (before & RESULT) && !rerun.has(slot)) rerun.set(slot, before);
       if (c.failed && !(before & FAILED)) {
         failures++;
         const summary = normalizeFailure(c.message ?? "") || "(no failure message)";
@@ -333,7 +343,7 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
         failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
       }
     });
-    // Skipped tests have no result; a rerun changes its test's result (inserted before, or in this batch).
+    // Skipped tests have no result; a repeat can change its test's result (inserted before, or in this batch).
     await sql.insert("TestResult", RESULT_COLUMNS, results);
     await writeReruns(sql, runs, rerun, uploadKey);
     await sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], failureRows);
@@ -347,15 +357,15 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
   );
   await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [runs.size, failures, uploadKey]);
   await detect(sql, u, uploadKey, runs);
-  return { testCases: runs.size, failures, learned };
+  return { testCases: runs.size, failures, unnamed, learned };
 }
 
-/** Writes the results that reruns changed: inserted if every earlier attempt was skipped, else updated. */
+/** Writes the results that repeats changed: inserted if every earlier testcase was skipped, else updated. */
 async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {
   for (const [slot, before] of rerun) {
     const flags = runs.flags[slot]!;
     const [key, at, failed, passed] = [runs.keys[slot]!, runs.at[slot]!, (flags & FAILED) !== 0, (flags & PASSED) !== 0];
-    if (before === 0) await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, failed, passed]]);
+    if ((before & RESULT) === 0) await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, failed, passed]]);
     else await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [failed, passed, key, at, uploadKey]);
   }
 }
@@ -461,11 +471,11 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
   const candidates = new Set<number>();
   const flagsOf = (key: number) => {
     const slot = runs.find(key);
-    return slot === -1 ? 0 : runs.flags[slot]!;
+    return slot === -1 ? 0 : runs.flags[slot]! & RESULT;
   };
   const failedOnly: number[] = [];
   for (let slot = 0; slot < runs.size; slot++) {
-    const flags = runs.flags[slot]!;
+    const flags = runs.flags[slot]! & RESULT;
     const key = runs.keys[slot]!;
     if (flags & FAILED) candidates.add(key);
     if (flags === (FAILED | PASSED)) flakes.set(key, { at: runs.at[slot]!, reason: `failed, then passed on a retry within one run on commit ${sha}` });

@@ -2,6 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { glob } from "tinyglobby";
+import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { parseJUnit } from "../domain/flaky/junit.js";
 
 /**
@@ -90,6 +91,7 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
     junit_xml: reports,
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
+  if (answer.unnamed_test_cases > 0) out(`greenline: ${answer.unnamed_test_cases} testcase(s) with neither name nor classname were not stored`);
 }
 
 /** `greenline test upload --junit <glob>`: uploads the reports; 70 when that fails. */
@@ -130,22 +132,22 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
     out(`greenline: no JUnit reports match ${options.junit!.join(", ")}; exit code ${code} stands`);
     return code;
   }
-  // Tests that failed and never passed in this run, by identity.
-  const failing = new Map<string, { name: string; classname: string; file: string; parent: string; id?: string }>();
-  const passed = new Set<string>();
+  // Each test's testcases merged as the upload merges them: a test failed the run unless a
+  // retry passed it or every variant passed.
+  const runs = new Map<string, { test: { name: string; classname: string; file: string; parent: string; id?: string }; flags: number }>();
   const reports = files.map((f) => readFileSync(f, "utf8"));
   for (const report of reports) {
     parseJUnit(report, (c) => {
       const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
-      if (c.passed) passed.add(key);
-      else if (c.failed) failing.set(key, { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) });
+      const run = runs.get(key);
+      if (run) run.flags = addTestCase(run.flags, c);
+      else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) }, flags: addTestCase(0, c) });
     });
   }
-  for (const key of passed) failing.delete(key);
+  const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
     await upload(ctx, reports, options.codeowners, out);
-    if (code === 0 || failing.size === 0) return code;
-    const tests = [...failing.values()];
+    if (code === 0 || tests.length === 0) return code;
     const check = await post(ctx, "check-quarantine", { variant: ctx.variant, tests });
     const quarantined = new Set<string>(check.quarantined_test_ids);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);

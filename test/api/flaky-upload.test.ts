@@ -16,8 +16,8 @@ type Case = { name: string; outcome: "pass" | "fail" | "skip"; message?: string;
 
 const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 
-/** A JUnit report of one suite run at `at`. */
-function report(at: Date, cases: Case[], suite = "suite"): string {
+/** A JUnit report of one suite run at `at`; `go` makes it a Go report (whose repeated testcases are reruns). */
+function report(at: Date, cases: Case[], suite = "suite", go = false): string {
   const body = cases
     .map((c) => {
       const attrs = `classname="${c.classname ?? "pkg.Tests"}" name="${c.name}"${c.file ? ` file="${c.file}"` : ""}`;
@@ -26,7 +26,8 @@ function report(at: Date, cases: Case[], suite = "suite"): string {
       return `<testcase ${attrs}><failure message="${escape(c.message ?? "boom")}">trace</failure></testcase>`;
     })
     .join("\n");
-  return `<?xml version="1.0"?>\n<testsuites><testsuite name="${suite}" timestamp="${at.toISOString()}">\n${body}\n</testsuite></testsuites>`;
+  const properties = go ? `<properties><property name="go.version" value="go1.23.2 linux/amd64"/></properties>\n` : "";
+  return `<?xml version="1.0"?>\n<testsuites><testsuite name="${suite}" timestamp="${at.toISOString()}">\n${properties}${body}\n</testsuite></testsuites>`;
 }
 
 describe.each(BACKENDS)("flaky tests on $name", (backend) => {
@@ -159,7 +160,7 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
 
   test("a rerun thousands of testcases after the failed attempt (another batch) still makes one flaky result", async () => {
     const filler = Array.from({ length: 15_000 }, (_, i) => ({ name: `filler_${i}_${"x".repeat(60)}`, outcome: "pass" as const }));
-    const xml = report(clock.now(), [{ name: "test_far_rerun", outcome: "fail", message: "flaked" }, ...filler, { name: "test_far_rerun", outcome: "pass" }]);
+    const xml = report(clock.now(), [{ name: "test_far_rerun", outcome: "fail", message: "flaked" }, ...filler, { name: "test_far_rerun", outcome: "pass" }], "suite", true);
     expect(xml.length).toBeGreaterThan(1.2 * 1024 * 1024);
     expect(await upload([xml])).toMatchObject({ test_cases: 15_001, failures: 1 });
     const id = (await idOf("test_far_rerun")).quarantined_test_ids[0];
@@ -167,6 +168,13 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     // One result row for the test in this upload, holding both attempts.
     const rows = await server.greenline.services.db.read((tx) => tx.testResult.findMany({ where: { testCase: { id } } }));
     expect(rows.map((r) => [r.failed, r.passed])).toEqual([[true, true]]);
+
+    // Outside a Go report a repeat is a variant: one failing thousands of testcases after a passing one fails the run.
+    const variants = report(clock.now(), [{ name: "test_far_variant", outcome: "pass" }, ...filler, { name: "test_far_variant", outcome: "fail" }]);
+    expect(await upload([variants])).toMatchObject({ test_cases: 15_001, failures: 1 });
+    const variantRows = await server.greenline.services.db.read((tx) => tx.testResult.findMany({ where: { testCase: { name: "test_far_variant" } } }));
+    expect(variantRows.map((r) => [r.failed, r.passed])).toEqual([[true, false]]);
+    expect((await idOf("test_far_variant")).quarantined_test_ids).toEqual([]);
 
     // Skipped first, run (and failed) thousands of testcases later: one result, one failure.
     const later = report(clock.now(), [{ name: "test_skipped_then_run", outcome: "skip" }, ...filler, { name: "test_skipped_then_run", outcome: "fail", message: "late" }]);

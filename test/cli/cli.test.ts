@@ -113,6 +113,12 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     expect(real.code).toBe(3);
     expect(real.stdout).toContain("2 failing test(s), 1 quarantined");
 
+    // A test.each row failing after a passing one is a failing variant, not a pass on retry: it is not masked.
+    report("a.xml", [["test_flaky", "fail"], ["test_each", "pass"], ["test_each", "fail"]]);
+    const variant = await withServer("run", "--commit", "c0ffee5", "--", process.execPath, "-e", "process.exit(3)");
+    expect(variant.code).toBe(3);
+    expect(variant.stdout).toContain("2 failing test(s), 1 quarantined");
+
     // Unreachable: the command's code stands.
     report("a.xml", [["test_flaky", "fail"]]);
     const offline = await cli("run", "--commit", "c0ffee3", "--url", "http://127.0.0.1:9", "--token", "x", "--", process.execPath, "-e", "process.exit(4)");

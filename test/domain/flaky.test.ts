@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { rng } from "../../bench/random.js";
+import { addTestCase, FAILED, PASSED, RESULT } from "../../src/domain/flaky/attempts.js";
 import { CodeOwners } from "../../src/domain/flaky/codeowners.js";
 import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined } from "../../src/domain/flaky/detection.js";
 import { failureSignature, normalizeFailure } from "../../src/domain/flaky/failures.js";
@@ -51,6 +53,33 @@ describe("JUnit dialects", () => {
   test("gotestsum --rerun-fails: the failed and the passing attempt are both in the report", () => {
     const cases = parse(fixture("gotestsum-rerun.xml"));
     expect(cases.map(brief)).toEqual(["TestEnqueueP", "TestDrainTimeoutF", "TestDrainTimeoutP", "TestDequeueP"]);
+  });
+
+  test("gotestsum --rerun-fails in later suites: a Go report (go.version property) writes reruns as repeats", () => {
+    const cases = parse(fixture("gotestsum-rerun-suites.xml"));
+    expect(cases.map(brief)).toEqual(["TestEvictP", "TestExpiryF", "TestWarmupF", "TestDialF", "TestExpiryP", "TestWarmupF", "TestDialF", "TestWarmupF", "TestDialP"]);
+    expect(cases.every((c) => c.repeatIsRetry)).toBe(true);
+    expect(parse(fixture("go-junit-report.xml")).every((c) => c.repeatIsRetry)).toBe(true);
+  });
+
+  test.each(["jest-test-each.xml", "testng-data-provider.xml", "xunit-theory.xml", "pytest-rerunfailures.xml", "surefire.xml", "jest-junit.xml", "pytest.xml", "nested.xml"])(
+    "%s: repeats are variants, not reruns",
+    (file) => {
+      expect(parse(fixture(file)).some((c) => c.repeatIsRetry)).toBe(false);
+    },
+  );
+
+  test("a go.version property of a testcase (pytest's record_property, jest-junit) says nothing of the report", () => {
+    const cases = parse(`<testsuite name="s"><testcase name="t"><properties><property name="go.version" value="x"/></properties></testcase><testcase name="u"/></testsuite>`);
+    expect(cases.map((c) => c.repeatIsRetry)).toEqual([false, false]);
+  });
+
+  test('a testcase whose status is "disabled", "skipped" or "notrun" (any case) is skipped without <skipped/>; a failure still counts', () => {
+    const cases = parse(
+      `<testsuite name="ctest"><testcase name="a" status="disabled"/><testcase name="b" status="NotRun"/><testcase name="c" status="skipped"></testcase>` +
+        `<testcase name="d" status="run"/><testcase name="e" status="fail"><failure message="x"/></testcase><testcase name="f" status="disabled"><error/></testcase></testsuite>`,
+    );
+    expect(cases.map(brief)).toEqual(["aS", "bS", "cS", "dP", "eF", "fF"]);
   });
 
   test("nested suites: the outermost suite is the parent, the nearest timestamp and file apply", () => {
@@ -163,5 +192,50 @@ describe("classification", () => {
     expect(isQuarantined("flaky", "auto", { ...settings, autoQuarantine: false })).toBe(false);
     expect(isQuarantined("healthy", "always", settings)).toBe(true);
     expect(isQuarantined("flaky", "never", settings)).toBe(false);
+  });
+});
+
+describe("a test's testcases in one upload: retries and variants", () => {
+  // F failed, P passed, R failed then passed on a rerun it marks (Surefire's flakyFailure), S skipped.
+  const testcase = (kind: string, go: boolean) => ({ failed: kind === "F" || kind === "R", passed: kind === "P" || kind === "R", repeatIsRetry: go });
+  const merge = (kinds: string[], go: boolean) => kinds.reduce((flags, kind) => addTestCase(flags, testcase(kind, go)), 0) & RESULT;
+  const result = (flags: number) => (flags === 0 ? "no result" : flags === RESULT ? "failed, then passed" : flags === FAILED ? "failed" : "passed");
+
+  test.each([
+    ["F P", true, "failed, then passed"],
+    ["F F P", true, "failed, then passed"],
+    ["F S P", true, "failed, then passed"],
+    ["F F F", true, "failed"],
+    ["P F", true, "failed"],
+    ["F P P", true, "failed"],
+    ["F P F P", true, "failed"],
+    ["F P", false, "failed"],
+    ["P F P", false, "failed"],
+    ["F F F", false, "failed"],
+    ["P P", false, "passed"],
+    ["R", false, "failed, then passed"],
+    ["R P", false, "failed, then passed"],
+    ["P R F", false, "failed"],
+    ["S S", false, "no result"],
+    ["S F", false, "failed"],
+  ])("%s (Go report: %s): %s", (sequence, go, expected) => {
+    expect(result(merge(sequence.split(" "), go))).toBe(expected);
+  });
+
+  test("on 20,000 random sequences: a failing variant always fails the run; a Go report passes it only in the retry shape", () => {
+    const next = rng(7);
+    const kinds = ["F", "P", "R", "S"];
+    for (let i = 0; i < 20_000; i++) {
+      const go = next() < 0.5;
+      const sequence = Array.from({ length: 1 + Math.floor(next() * 6) }, () => kinds[Math.floor(next() * 4)]!);
+      const ran = sequence.filter((k) => k !== "S");
+      const failed = ran.some((k) => k === "F" || k === "R");
+      const retryShape = ran.length > 0 && ran.slice(0, -1).every((k) => k === "F") && ran.at(-1) !== "F";
+      const passed = ran.length > 0 && (!ran.includes("F") || (go && retryShape));
+      const flags = merge(sequence, go);
+      expect([sequence.join(" "), go, flags]).toEqual([sequence.join(" "), go, (failed ? FAILED : 0) | (passed ? PASSED : 0)]);
+      // The invariant: a failing variant, wherever it is, leaves no pass-on-retry evidence.
+      if (!go && ran.includes("F")) expect(flags).toBe(FAILED);
+    }
   });
 });

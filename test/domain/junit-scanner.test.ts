@@ -47,7 +47,9 @@ function generator(seed: number) {
     if (chance(0.3)) pairs.push([chance(0.5) ? "file" : "filepath", `src/${pick(["a", "b"])}.ts`]);
     if (chance(0.1)) pairs.push(["id", pick(["a6e84936-3ee9-57d5-b041-ae124896f654", "trunk:x", ""])]);
     if (chance(0.5)) pairs.push(["time", "0.01"]);
+    if (chance(0.15)) pairs.push(["status", pick(["disabled", "notrun", "Skipped", "run", "fail"])]);
     const children: string[] = [];
+    if (chance(0.05)) children.push(`<properties><property name="go.version" value="go1.23"/></properties>`);
     for (let i = Math.floor(next() * 3); i > 0; i--) {
       const tag = pick(["failure", "error", "skipped", "flakyFailure", "flakyError", "rerunFailure", "system-out", "properties"]);
       const withMessage = chance(0.5) ? attr("message", text()) : "";
@@ -64,7 +66,8 @@ function generator(seed: number) {
     if (chance(0.3)) pairs.push(["file", "spec/x_spec.rb"]);
     if (chance(0.5)) pairs.push(["tests", "3"]);
     const children = Array.from({ length: Math.floor(next() * 4) }, () => (depth < 3 && chance(0.2) ? suite(depth + 1) : testcase()));
-    return `<testsuite${attrs(pairs)}>${space()}${children.map((c) => c + misc()).join("")}</testsuite>`;
+    const properties = chance(0.3) ? `<properties>${space()}<property${attrs([["name", pick(["go.version", "java.version"])], ["value", "1"]])}/></properties>${space()}` : "";
+    return `<testsuite${attrs(pairs)}>${space()}${properties}${children.map((c) => c + misc()).join("")}</testsuite>`;
   };
 
   return (): string => {
@@ -103,6 +106,9 @@ test("on 5,000 randomly broken reports the scanner refuses exactly what a confor
     const actual = read(parseJUnit, mutated);
     // The one leniency: character references to control characters (reporters escape ANSI colours so).
     if ("error" in expected && /malformed character entity/.test(expected.error.message) && /&#x?0*(1?[0-9a-fA-F]|[0-2]?[0-9]|3[01]);/.test(mutated) && !("error" in actual)) continue;
+    // Where saxes is the lenient one: a processing instruction's target followed by "?" but not "?>"
+    // (`<?x?ml …?>`), which XML 1.0 (production 16) refuses and the scanner does too.
+    if ("error" in actual && !("error" in expected) && /target must be followed by whitespace/.test(actual.error.message) && /<\?[^\s?]+\?(?!>)/.test(mutated)) continue;
     expect(["error" in actual, mutated]).toEqual(["error" in expected, mutated]);
     if ("error" in actual) {
       refused++;

@@ -12,6 +12,7 @@ const MAX_MESSAGE = 2000;
 const CHUNK = 1 << 20;
 
 type Suite = { name: string; file: string; at: number | null };
+const NOT_RUN_STATUSES = new Set(["disabled", "skipped", "notrun"]);
 type Open = {
   attrs: Record<string, string>;
   failed: boolean;
@@ -36,6 +37,7 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
   let current: Open | null = null;
   let depth = 0;
   let count = 0;
+  let goReport = false;
   let failure: Error | null = null;
   const fail = (message: string) => new JUnitError(message, parser.line, parser.column + 1);
 
@@ -59,7 +61,10 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
         at: parseTimestamp(attrs.timestamp) ?? outer?.at ?? null,
       });
     } else if (name === "testcase") {
-      current = { attrs, failed: false, flaky: false, skipped: false, message: null, collecting: false, text: "" };
+      const skipped = attrs.status !== undefined && NOT_RUN_STATUSES.has(attrs.status.toLowerCase());
+      current = { attrs, failed: false, flaky: false, skipped, message: null, collecting: false, text: "" };
+    } else if (name === "property" && !current) {
+      if (attrs.name === "go.version" && suites.length > 0) goReport = true;
     } else if (current) {
       const failing = FAILURE_TAGS.has(name);
       if (failing || FLAKY_TAGS.has(name)) {
@@ -101,6 +106,7 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
         failed,
         passed: !open.failed && !(open.skipped && !open.flaky),
         skipped: open.skipped && !failed,
+        repeatIsRetry: goReport,
         message: failed ? (open.message ?? firstLine(open.text)) : null,
       });
     } else if (current?.collecting && (FAILURE_TAGS.has(name) || FLAKY_TAGS.has(name))) {

@@ -14,7 +14,16 @@ export type JUnitCase = {
   failed: boolean;
   /** Some attempt passed (no failure, or Surefire's `flakyFailure`: failed, then passed on rerun). */
   passed: boolean;
+  /** `<skipped>`, or a `status` of `disabled`, `skipped` or `notrun` (CTest, GoogleTest), and no failure. */
   skipped: boolean;
+  /**
+   * The report writes a rerun as the testcase again, so a repeat of this testcase can be a
+   * retry: a Go report (its suite has the `go.version` property, as gotestsum and
+   * go-junit-report write it), where Go makes test names unique within a run. In other
+   * reports a repeat is a variant (data-provider rows, theories, `test.each`). Set from the
+   * first such property on.
+   */
+  repeatIsRetry: boolean;
   /** The first failure's message (its `message` attribute, else its first line of text). */
   message: string | null;
 };
@@ -48,8 +57,8 @@ export function parseTimestamp(value: string | undefined): number | null {
  * Reads a JUnit XML report in one pass and calls `onCase` for each testcase, so a large report
  * is never held as a document tree. Accepts `<testsuites>` or `<testsuite>` at the root, suites
  * nested to any depth, and the dialects of jest-junit, pytest, Maven Surefire, go-junit-report
- * and gotestsum (whose reruns repeat a testcase; callers merge repeats). Malformed XML throws a
- * JUnitError with the 1-based line and column.
+ * and gotestsum (whose reruns repeat a testcase; callers merge repeats, see attempts.ts).
+ * Malformed XML throws a JUnitError with the 1-based line and column.
  */
 export function parseJUnit(xml: string, onCase: (testCase: JUnitCase) => void): { testCases: number } {
   const reader = new JUnitReader(xml);
@@ -90,6 +99,8 @@ const FAILURE = 3;
 /** Surefire's `flakyFailure` / `flakyError`: an attempt failed, and a rerun passed. */
 const FLAKY = 4;
 const SKIPPED = 5;
+/** `<property>`: a Go report is known by its suite's `go.version` property. */
+const PROPERTY = 6;
 
 /** The kind of the element whose name is the `length` characters at `start`. */
 function kindAt(xml: string, start: number, length: number): number {
@@ -100,7 +111,7 @@ function kindAt(xml: string, start: number, length: number): number {
     case 7:
       return is("failure") ? FAILURE : is("skipped") ? SKIPPED : OTHER;
     case 8:
-      return is("testcase") ? CASE : OTHER;
+      return is("testcase") ? CASE : is("property") ? PROPERTY : OTHER;
     case 9:
       return is("testsuite") ? SUITE : OTHER;
     case 10:
@@ -121,7 +132,11 @@ const FILEPATH = 4;
 const ID = 5;
 const MESSAGE = 6;
 const TIMESTAMP = 7;
-const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp"];
+const STATUS = 8;
+const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status"];
+
+/** Values of a testcase's `status` attribute that mean it did not run (compared lower-cased). */
+const NOT_RUN_STATUSES = new Set(["disabled", "skipped", "notrun"]);
 
 // Characters the scanner looks ahead for (JUnitScanner.next).
 const SOUGHT = ["&", "<", "\n", "\t", "\r", "]]>"];
@@ -159,6 +174,8 @@ class JUnitScanner {
   private readonly suites: Suite[] = [];
   private rootClosed = false;
   private count = 0;
+  /** A suite had the `go.version` property: a Go report, from there on (Go reports are Go throughout). */
+  private goReport = false;
   /**
    * Where the next `&`, `<`, tab, line feed and carriage return are (xml.length when none), so
    * that text and attribute values are checked with the native string search, each character
@@ -183,7 +200,7 @@ class JUnitScanner {
   private text = "";
 
   /** The attributes of the tag being read that a test case needs, by slot (see `slotOf`). */
-  private readonly attrs: (string | undefined)[] = new Array(TIMESTAMP + 1).fill(undefined);
+  private readonly attrs: (string | undefined)[] = new Array(STATUS + 1).fill(undefined);
 
   constructor(
     private readonly xml: string,
@@ -325,7 +342,7 @@ class JUnitScanner {
       if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
     }
     const kind = kindAt(xml, nameStart, nameEnd - nameStart);
-    if (kind !== OTHER) for (let k = NAME; k <= TIMESTAMP; k++) this.attrs[k] = undefined;
+    if (kind !== OTHER) for (let k = NAME; k <= STATUS; k++) this.attrs[k] = undefined;
     this.attrNames.length = 0;
 
     let i = nameEnd;
@@ -393,7 +410,10 @@ class JUnitScanner {
       else if (length === 8 && first === 0x66) slot = FILEPATH;
       else if (kind === CASE && length === 9 && first === 0x63 /* c */) slot = CLASSNAME;
       else if (kind === CASE && length === 2 && first === 0x69 /* i */) slot = ID;
+      else if (kind === CASE && length === 6 && first === 0x73 /* s */) slot = STATUS;
       else if (kind === SUITE && length === 9 && first === 0x74 /* t */) slot = TIMESTAMP;
+    } else if (kind === PROPERTY) {
+      if (length === 4 && first === 0x6e /* n */) slot = NAME;
     } else if ((kind === FAILURE || kind === FLAKY) && length === 7 && first === 0x6d /* m */) {
       slot = MESSAGE;
     }
@@ -415,7 +435,11 @@ class JUnitScanner {
     if (kind === SUITE) {
       const outer = this.suites.at(-1);
       const a = this.attrs;
-      this.suites.push({ name: a[NAME] ?? "", file: a[FILE] ?? a[FILEPATH] ?? outer?.file ?? "", at: parseTimestamp(a[TIMESTAMP]) ?? outer?.at ?? null });
+      this.suites.push({
+        name: a[NAME] ?? "",
+        file: a[FILE] ?? a[FILEPATH] ?? outer?.file ?? "",
+        at: parseTimestamp(a[TIMESTAMP]) ?? outer?.at ?? null,
+      });
     } else if (kind === CASE) {
       this.inCase = true;
       const a = this.attrs;
@@ -423,7 +447,8 @@ class JUnitScanner {
       this.classname = a[CLASSNAME] ?? "";
       this.file = a[FILE] ?? a[FILEPATH];
       this.explicitId = a[ID] ?? "";
-      this.failed = this.flaky = this.skipped = this.collecting = false;
+      this.failed = this.flaky = this.collecting = false;
+      this.skipped = a[STATUS] !== undefined && NOT_RUN_STATUSES.has(a[STATUS].toLowerCase());
       this.message = null;
       this.text = "";
     } else if (this.inCase && (kind === FAILURE || kind === FLAKY)) {
@@ -436,6 +461,8 @@ class JUnitScanner {
       }
     } else if (this.inCase && kind === SKIPPED) {
       this.skipped = true;
+    } else if (kind === PROPERTY && !this.inCase && this.suites.length > 0 && this.attrs[NAME] === "go.version") {
+      this.goReport = true;
     }
   }
 
@@ -458,6 +485,7 @@ class JUnitScanner {
         failed,
         passed: !this.failed && !(this.skipped && !this.flaky),
         skipped: this.skipped && !failed,
+        repeatIsRetry: this.goReport,
         message: failed ? (this.message ?? firstLine(this.text)) : null,
       });
     } else if (this.collecting && (kind === FAILURE || kind === FLAKY)) {
