@@ -56,7 +56,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
           baseUrl: config.githubApp.apiUrl,
           log,
           ...(config.githubApp.throttle === false
-            ? { Octokit: ProbotOctokit.defaults((options: Record<string, any>) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
+            ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
             : {}),
         })
       : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.

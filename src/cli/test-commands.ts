@@ -67,7 +67,8 @@ async function reportFiles(patterns: string[] | undefined): Promise<string[]> {
   return (await glob(patterns.flatMap((p) => p.split(",")).map((p) => p.trim()).filter(Boolean), { absolute: true, onlyFiles: true })).sort();
 }
 
-async function post(ctx: ReturnType<typeof context>, operation: string, body: object): Promise<any> {
+/** POSTs to a flaky-tests operation; `Answer` is the fields of its answer the caller reads. */
+async function post<Answer>(ctx: ReturnType<typeof context>, operation: string, body: object): Promise<Answer> {
   const response = await fetch(`${ctx.url}/v1/flaky-tests/${operation}`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-token": ctx.token },
@@ -76,12 +77,12 @@ async function post(ctx: ReturnType<typeof context>, operation: string, body: ob
   });
   const text = await response.text();
   if (!response.ok) throw new Error(`${operation} answered ${response.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text);
+  return JSON.parse(text) as Answer;
 }
 
 /** Uploads reports already read (their texts, in the order of `files`). */
 async function upload(ctx: ReturnType<typeof context>, reports: string[], codeowners: string | undefined, out: Out) {
-  const answer = await post(ctx, "upload", {
+  const answer = await post<{ test_cases: number; failures: number; upload_id: string; unnamed_test_cases: number }>(ctx, "upload", {
     commit_sha: ctx.commit,
     branch: ctx.branch,
     ...(ctx.pr ? { pr_number: ctx.pr } : {}),
@@ -148,7 +149,7 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   try {
     await upload(ctx, reports, options.codeowners, out);
     if (code === 0 || tests.length === 0) return code;
-    const check = await post(ctx, "check-quarantine", { variant: ctx.variant, tests });
+    const check = await post<{ quarantined_test_ids: string[] }>(ctx, "check-quarantine", { variant: ctx.variant, tests });
     const quarantined = new Set<string>(check.quarantined_test_ids);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
     if (quarantined.size > 0 && quarantined.size >= tests.length) {
@@ -166,7 +167,7 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
 export async function testQuarantine(options: TestOptions, testId: string | undefined, setting: "always" | "never" | "auto", out: Out): Promise<number> {
   if (!testId) throw new CliUsageError("test quarantine needs a test id");
   const ctx = context({ commit: "-", branch: "-", ...options });
-  const answer = await post(ctx, "set-quarantine-setting", { test_id: testId, setting });
+  const answer = await post<{ test: { id: string; name: string; quarantined: boolean } }>(ctx, "set-quarantine-setting", { test_id: testId, setting });
   out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
   return 0;
 }

@@ -9,7 +9,7 @@ import { testCaseId } from "../../src/domain/flaky/identity.js";
 import { JUnitError, parseJUnit, type JUnitCase } from "../../src/domain/flaky/junit.js";
 import { projectRoot } from "../../src/paths.js";
 
-export const fixture = (name: string) => readFileSync(join(projectRoot, "test/fixtures/junit", name), "utf8");
+const fixture = (name: string) => readFileSync(join(projectRoot, "test/fixtures/junit", name), "utf8");
 
 function parse(xml: string): JUnitCase[] {
   const cases: JUnitCase[] = [];

@@ -11,6 +11,7 @@ const MAX_SUMMARY = 200;
 export function normalizeFailure(message: string): string {
   const line =
     message
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC (\x1b) starts the colour codes removed here
       .replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")
       .split("\n")
       .map((l) => l.trim())

@@ -1,0 +1,124 @@
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { projectRoot } from "../src/paths.js";
+
+/**
+ * The import boundaries live in biome.jsonc (`npm run lint`). The real code passing them proves
+ * only that nothing crosses them today; these probes prove that each rule refuses a crossing,
+ * and that no folder of src/ is left without a rule.
+ */
+type Probe = {
+  /** A folder ("src/app/"): the probe is a new file in it; or a file ("src/log.ts"): the probe is that file. */
+  at: string;
+  source: string;
+  allowed: boolean;
+};
+
+const allowed = (at: string, source: string): Probe => ({ at, source, allowed: true });
+const refused = (at: string, source: string): Probe => ({ at, source, allowed: false });
+
+const PROBES: Probe[] = [
+  allowed("src/domain/", `import "./states.js";`),
+  allowed("src/domain/", `import { z } from "zod"; export { z };`),
+  allowed("src/domain/", `export { createHash } from "node:crypto";`),
+  allowed("src/domain/engine/", `import "../priority.js";`),
+  allowed("src/domain/engine/", `import "../flaky/identity.js";`),
+  refused("src/domain/", `import "../store/database.js";`),
+  refused("src/domain/", `import type { Services } from "../app/services.js"; export type { Services };`),
+  refused("src/domain/", `import "@prisma/client";`),
+  refused("src/domain/", `import "node:fs";`),
+  refused("src/domain/", `export { randomUUID } from "node:crypto";`),
+  refused("src/domain/engine/", `import "../../store/database.js";`),
+  refused("src/domain/flaky/", `import "probot";`),
+
+  allowed("src/store/", `import "../domain/states.js";`),
+  refused("src/store/", `import "../app/services.js";`),
+  refused("src/store/", `import "../codehost/code-host.js";`),
+  refused("src/store/", `import "express";`),
+
+  allowed("src/auth/", `import "../store/database.js";`),
+  refused("src/auth/", `import "../app/services.js";`),
+
+  allowed("src/codehost/", `import "../store/database.js";`),
+  refused("src/codehost/", `import "../app/services.js";`),
+  refused("src/codehost/", `import "../worker/worker.js";`),
+
+  allowed("src/app/", `import "../store/database.js";`),
+  allowed("src/app/", `import "../codehost/code-host.js";`),
+  allowed("src/app/nested/", `import "../../domain/engine/engine.js";`),
+  refused("src/app/", `import "../api/app.js";`),
+  refused("src/app/", `import "../github/app.js";`),
+  refused("src/app/", `import "../worker/worker.js";`),
+  refused("src/app/nested/", `import "../../cli/main.js";`),
+  refused("src/app/", `import "express";`),
+
+  allowed("src/api/", `import "../app/services.js";`),
+  refused("src/api/", `import "../store/database.js";`),
+  refused("src/api/", `import "../generated/sqlite/client.js";`),
+  refused("src/api/", `import "../github/app.js";`),
+
+  allowed("src/github/", `import "../app/queue-events.js";`),
+  refused("src/github/", `import "../api/app.js";`),
+  refused("src/github/", `import "../worker/worker.js";`),
+
+  allowed("src/worker/", `import "../app/queue-events.js";`),
+  refused("src/worker/", `import "../api/app.js";`),
+  refused("src/worker/", `import "probot";`),
+
+  allowed("src/cli/", `import "../store/database.js";`),
+  refused("src/cli/", `import "../server.js";`),
+
+  allowed("src/log.ts", `import "./domain/states.js";`),
+  refused("src/paths.ts", `import "./app/services.js";`),
+  refused("src/config.ts", `import "./server.js";`),
+
+  // Nothing imports the wiring: a folder of src/ without a rule lets this through.
+  ...srcFolders().map((folder) => refused(`src/${folder}/`, `import "../main.js";`)),
+  ...srcFolders("domain").map((folder) => refused(`src/domain/${folder}/`, `import "../../main.js";`)),
+];
+
+function srcFolders(under = ""): string[] {
+  return readdirSync(join(projectRoot, "src", under), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && entry.name !== "generated")
+    .map((entry) => entry.name);
+}
+
+/** Lints each probe as a file of its own at its path, with the project's biome.jsonc; the probes whose import was refused. */
+function refusedProbes(probes: Probe[]): Set<Probe> {
+  const dir = mkdtempSync(join(tmpdir(), "greenline-boundaries-"));
+  try {
+    copyFileSync(join(projectRoot, "biome.jsonc"), join(dir, "biome.jsonc"));
+    const byFile = new Map<string, Probe>();
+    probes.forEach((probe, i) => {
+      const file = probe.at.endsWith("/") ? `${probe.at}probe-${i}.ts` : probe.at;
+      if (byFile.has(file)) throw new Error(`two probes in ${file}: use another file`);
+      byFile.set(file, probe);
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), `${probe.source}\n`);
+    });
+    const biome = join(projectRoot, "node_modules/@biomejs/biome/bin/biome");
+    const run = spawnSync(process.execPath, [biome, "lint", "--vcs-enabled=false", "--reporter=github", "--max-diagnostics=none", "."], { cwd: dir, encoding: "utf8" });
+    if (run.error) throw run.error;
+    const refused = new Set<Probe>();
+    for (const [, rule, path] of run.stdout.matchAll(/^::error title=([^,]+),file=([^,]+),/gm)) {
+      if (rule !== "lint/style/noRestrictedImports") throw new Error(`a probe broke another rule (${rule} in ${path}): keep probes to the import`);
+      const probe = [...byFile].find(([file]) => path!.endsWith(`/${file}`));
+      if (!probe) throw new Error(`biome reported a file that is no probe: ${path}`);
+      refused.add(probe[1]);
+    }
+    if (run.status !== 0 && refused.size === 0) throw new Error(`biome failed: ${run.stderr}`);
+    return refused;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("import boundaries (biome.jsonc)", () => {
+  test("each rule refuses the imports that cross it and lets the others through", () => {
+    const refused = refusedProbes(PROBES);
+    const verdicts = PROBES.map((probe) => `${probe.at} ${probe.source} → ${refused.has(probe) ? "refused" : "allowed"}`);
+    expect(verdicts).toEqual(PROBES.map((probe) => `${probe.at} ${probe.source} → ${probe.allowed ? "allowed" : "refused"}`));
+  });
+});
