@@ -1,6 +1,6 @@
 import type { Response } from "express";
 import type { z } from "zod";
-import { AppError, type ErrorCode, type ErrorDetail } from "../app/errors.js";
+import { AppError, isUniqueViolation, type ErrorCode, type ErrorDetail } from "../app/errors.js";
 import type { Logger } from "../log.js";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -37,9 +37,8 @@ export function validationError(issues: z.core.$ZodIssue[], prefix?: string): Ap
  */
 export function toAppError(error: unknown, log: Logger): AppError {
   if (error instanceof AppError) return error;
-  const e = error as { code?: string };
   // Prisma: unique constraint violated by a concurrent request.
-  if (e?.code === "P2002") return new AppError("conflict", "a concurrent request changed the same record; retry");
+  if (isUniqueViolation(error)) return new AppError("conflict", "a concurrent request changed the same record; retry");
   log.error({ err: error }, "unhandled error while serving a request");
   return new AppError("internal", "internal error");
 }

@@ -30,3 +30,8 @@ export const conflict = (message: string) => new AppError("conflict", message);
 export const failedPrecondition = (message: string) => new AppError("failed_precondition", message);
 export const invalidArgument = (path: string, message: string) =>
   new AppError("invalid_argument", `${path}: ${message}`, [{ path, message }]);
+
+/** Prisma's error for an insert or update that a unique constraint refused (a concurrent writer won). */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "P2002";
+}

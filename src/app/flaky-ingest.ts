@@ -8,7 +8,7 @@ import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../domain/flaky/junit.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument } from "./errors.js";
-import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./flaky-status.js";
+import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./flaky-status.js";
 import { repositoryInScope } from "./flaky-tests.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
@@ -293,6 +293,8 @@ type Signature = { key: number; signature: string; summary: string; count: numbe
 
 async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {
   const { repositoryId, input, now } = u;
+  // Before any read: what this upload judges must not interleave with another judgment.
+  await lockRepositoryTests(sql, repositoryId);
   const [row] = await sql.all<{ key: unknown }>(
     `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0) RETURNING "key"`,

@@ -27,6 +27,18 @@ export function statusRow(raw: Record<string, unknown>): StatusRow {
   };
 }
 
+/**
+ * Serializes, for the rest of the caller's transaction, the writes that judge a repository's
+ * tests (settings changes, quarantine overrides, uploads, the periodic refresh). Each reads the
+ * settings and test rows and writes back what it concluded from them, so two at once would
+ * overwrite each other's settings or evidence. PostgreSQL: a lock on the repository's row, FOR
+ * NO KEY UPDATE, which inserts referencing the repository (their foreign-key checks take FOR KEY
+ * SHARE) do not wait for. SQLite runs one write transaction at a time already.
+ */
+export async function lockRepositoryTests(sql: Sql, repositoryId: string): Promise<void> {
+  if (sql.kind === "postgres") await sql.all(`SELECT 1 FROM "Repository" WHERE "id" = ? FOR NO KEY UPDATE`, [repositoryId]);
+}
+
 export async function loadFlakySettings(sql: Sql, repositoryId: string): Promise<FlakySettings> {
   const rows = await sql.all<{ settings: string }>(`SELECT "settings" FROM "FlakySettings" WHERE "repositoryId" = ?`, [repositoryId]);
   return rows[0] ? ZFlakySettings.parse(JSON.parse(rows[0].settings)) : DEFAULT_FLAKY_SETTINGS;
@@ -87,6 +99,7 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, rows: St
 export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
   let changed = 0;
   for (const { id } of await sql.all<{ id: string }>(`SELECT "id" FROM "Repository"`)) {
+    await lockRepositoryTests(sql, id);
     const rows = await watchedTests(sql, id);
     if (rows.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), rows, new Map(), now);
   }

@@ -5,7 +5,7 @@ import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import type { TestCase } from "../generated/sqlite/client.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument, notFound } from "./errors.js";
-import { applyDetection, loadFlakySettings, STATUS_COLUMNS, statusRow } from "./flaky-status.js";
+import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow } from "./flaky-status.js";
 import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "./repositories.js";
 import type { Services } from "./services.js";
 
@@ -259,6 +259,7 @@ export async function getTestDetails(services: Services, principal: Principal, i
 export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting }) {
   const { repo, test } = await findTestCase(services, principal, input, input.test_id);
   await services.db.sqlTransaction(async (sql) => {
+    await lockRepositoryTests(sql, repo.id);
     await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ? WHERE "key" = ?`, [input.setting, test.key]);
     const [row] = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE "key" = ?`, [test.key]);
     await applyDetection(sql, await loadFlakySettings(sql, repo.id), [statusRow(row!)], new Map(), services.now());
@@ -306,6 +307,8 @@ export async function updateFlakySettings(services: Services, principal: Princip
   if (!repo) throw repoNotFound(input.repo);
   const now = services.now();
   return services.db.sqlTransaction(async (sql) => {
+    // Read, merge, write: under the lock, or concurrent changes of other fields would be lost.
+    await lockRepositoryTests(sql, repo.id);
     const merged = { ...(await loadFlakySettings(sql, repo.id)), ...input.settings };
     if (merged.flakyRate > merged.brokenRate) throw invalidArgument("settings.flakyRate", "must not exceed brokenRate");
     const settings = ZFlakySettings.parse(merged);

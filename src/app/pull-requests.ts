@@ -55,6 +55,9 @@ export async function submitPullRequest(services: Services, principal: Principal
       throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
     }
     const existing = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: pr.number } } });
+    // The code host said "open" before the lock; the queue may have merged the PR since (its
+    // merge decided, or landed). A merged PR stays merged: restarting it would merge it twice.
+    if (existing?.state === "merged") throw failedPrecondition(`pull request #${pr.number} is already merged by this queue`);
     const facts = {
       prTitle: pr.title,
       prSha: pr.headSha,

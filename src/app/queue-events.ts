@@ -4,7 +4,7 @@ import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent } from "../domain/engine/types.js";
 import type { Services } from "./services.js";
 import type { Tx } from "../store/database.js";
-import { loadQueueState, saveDecision } from "./queue-state.js";
+import { loadQueueState, lockQueueRow, saveDecision } from "./queue-state.js";
 
 /**
  * Feeds one event to the engine inside the caller's transaction (which holds the queue's
@@ -30,9 +30,8 @@ export async function applyQueueEvent(
   guard?: (tx: Tx, queue: Queue) => Promise<boolean>,
 ): Promise<Decision | null> {
   return services.db.transaction(async (tx) => {
-    const locked = await tx.queue.updateMany({ where: { id: queueId }, data: { version: { increment: 1 } } });
-    if (locked.count === 0) return null;
-    const queue = await tx.queue.findUniqueOrThrow({ where: { id: queueId } });
+    const queue = await lockQueueRow(tx, queueId);
+    if (!queue) return null;
     if (guard && !(await guard(tx, queue))) return null;
     return applyEvent(services, tx, queue, event);
   });

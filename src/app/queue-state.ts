@@ -95,6 +95,18 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   };
 }
 
+/**
+ * Locks the queue `id` for the caller's transaction, or answers null when it no longer exists.
+ * The lock is an update (the version bump the ReadCache relies on): on PostgreSQL it holds the
+ * row until the transaction ends, and a writer that waited on a transaction that deleted the
+ * queue finds no row, which is not an error but an answer. The row is read after the lock, so
+ * it is the latest committed one. (SQLite runs one transaction at a time.)
+ */
+export async function lockQueueRow(tx: Tx, id: string): Promise<Queue | null> {
+  const locked = await tx.queue.updateMany({ where: { id }, data: { version: { increment: 1 } } });
+  return locked.count === 0 ? null : tx.queue.findUniqueOrThrow({ where: { id } });
+}
+
 /** The commit status and description each PR state shows on the code host. */
 const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {
   not_ready: "pending",

@@ -6,7 +6,8 @@ import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate 
 import { isTerminal, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
 import { applyEvent } from "./queue-events.js";
-import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
+import { lockQueueRow } from "./queue-state.js";
+import { conflict, failedPrecondition, invalidArgument, isUniqueViolation, notFound } from "./errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
@@ -38,13 +39,15 @@ export async function findQueueVersion(services: Services, principal: Principal,
 }
 
 /**
- * Like findQueue, and marks the queue changed. Every write to a queue or its entries goes
- * through here: the version it bumps is what keeps the ReadCache right. On PostgreSQL the update also locks the queue
- * row until the transaction ends, so writes to one queue are serialized.
+ * Like findQueue, and locks the queue (lockQueueRow). Every write to a queue or its entries goes
+ * through here or lockQueueRow: the version it bumps is what keeps the ReadCache right, and the
+ * lock serializes writes to one queue. A queue deleted while this waited is not_found.
  */
 export async function lockQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
-  const queue = await findQueue(tx, principal, address);
-  return tx.queue.update({ where: { id: queue.id }, data: { version: { increment: 1 } } });
+  const { id } = await findQueue(tx, principal, address);
+  const queue = await lockQueueRow(tx, id);
+  if (!queue) throw queueNotFound(address);
+  return queue;
 }
 
 const IN_FLIGHT_STATES: PrState[] = ["testing", "tests_passed", "pending_failure"];
@@ -67,6 +70,8 @@ function checkUpdate(update: QueueSettingsUpdate) {
   }
 }
 
+const queueExists = (branch: string) => conflict(`A merge queue already exists for branch "${branch}" in this repository`);
+
 export async function createQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
   checkUpdate(input);
   const { repo, targetBranch, ...update } = input;
@@ -75,7 +80,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
     const existing = await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId: repository.id, branch: targetBranch } } });
-    if (existing) throw conflict(`A merge queue already exists for branch "${targetBranch}" in this repository`);
+    if (existing) throw queueExists(targetBranch);
     const defaults = settingsData({ ...DEFAULT_QUEUE_SETTINGS, requiredStatuses: undefined });
     const row = await tx.queue.create({
       data: {
@@ -90,6 +95,9 @@ export async function createQueue(services: Services, principal: Principal, inpu
         baseSha: head,
         targetHead: head,
       } as Parameters<Tx["queue"]["create"]>[0]["data"],
+    }).catch((error: unknown) => {
+      // PostgreSQL: a concurrent createQueue inserted the branch after the check above.
+      throw isUniqueViolation(error) ? queueExists(targetBranch) : error;
     });
     return toQueueRecord(row);
   });

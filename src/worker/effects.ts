@@ -36,7 +36,8 @@ export async function runEffects(services: Services, queueId: string): Promise<n
 
 async function recordFailure(services: Services, row: EffectRow, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  await services.db.transaction((tx) => tx.effect.update({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } }));
+  // updateMany: the queue, and its effects with it, may have been deleted meanwhile.
+  await services.db.transaction((tx) => tx.effect.updateMany({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } }));
   if (row.attempts + 1 >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: row.kind, queueId: row.queueId, attempts: row.attempts + 1, error: message }, "effect keeps failing");
 }
 
