@@ -20,13 +20,13 @@ export function parseJsonBody(body: Buffer): unknown {
   const marker = `\u0000${randomBytes(8).toString("hex")}:`;
   let copied = 0;
   for (let open = body.indexOf(0x22); open !== -1; open = body.indexOf(0x22, copied)) {
-    const { end, written } = unescapeInPlace(body, open + 1);
+    const { end, written, lone } = unescapeInPlace(body, open + 1);
     if (written - open - 1 >= LARGE_STRING) {
       skeleton.push(body.subarray(copied, open), Buffer.from(JSON.stringify(`${marker}${large.length}`)));
-      large.push(body.toString("utf8", open + 1, written));
+      large.push(decode(body, open + 1, written, lone));
     } else if (written !== end - 1) {
       // A small string with escapes, now unescaped: written back as JSON.
-      skeleton.push(body.subarray(copied, open), Buffer.from(JSON.stringify(body.toString("utf8", open + 1, written))));
+      skeleton.push(body.subarray(copied, open), Buffer.from(JSON.stringify(decode(body, open + 1, written, lone))));
     } else {
       skeleton.push(body.subarray(copied, end));
     }
@@ -55,15 +55,33 @@ for (const [escape, byte] of [["\"", 0x22], ["\\", 0x5c], ["/", 0x2f], ["b", 0x0
 const PLAIN = new Uint8Array(256).map((_, byte) => (byte >= 0x20 && byte !== 0x22 && byte !== 0x5c ? 1 : 0));
 
 /**
- * Unescapes the JSON string whose content starts at `start` into the same bytes (an escape is
- * never shorter than what it stands for): answers where the token ends (past its closing quote)
- * and where the unescaped content ends.
+ * The unescaped content [start, end) as a string, with the lone surrogates `unescapeInPlace`
+ * found put back where they were: JSON.parse keeps `"\ud800"` as that one code unit, which
+ * UTF-8 cannot carry, so the bytes hold the text around them and `lone` holds them (pairs of
+ * byte offset and code unit).
  */
-function unescapeInPlace(buffer: Buffer, start: number): { end: number; written: number } {
+function decode(body: Buffer, start: number, end: number, lone: number[] | null): string {
+  if (lone === null) return body.toString("utf8", start, end);
+  let text = "";
+  let from = start;
+  for (let i = 0; i < lone.length; i += 2) {
+    text += body.toString("utf8", from, lone[i]) + String.fromCharCode(lone[i + 1]!);
+    from = lone[i]!;
+  }
+  return text + body.toString("utf8", from, end);
+}
+
+/**
+ * Unescapes the JSON string whose content starts at `start` into the same bytes (an escape is
+ * never shorter than what it stands for): answers where the token ends (past its closing quote),
+ * where the unescaped content ends, and the lone surrogates it skipped (see `decode`), if any.
+ */
+function unescapeInPlace(buffer: Buffer, start: number): { end: number; written: number; lone: number[] | null } {
   // A plain Uint8Array view: element access on it is what V8 optimizes best.
   const body = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
   let w = start;
   let r = start;
+  let lone: number[] | null = null;
   for (;;) {
     let b = body[r]!;
     while (PLAIN[b] === 1) {
@@ -71,7 +89,7 @@ function unescapeInPlace(buffer: Buffer, start: number): { end: number; written:
       b = body[++r]!;
     }
     if (r >= body.length) throw new JsonError("Unterminated string in JSON");
-    if (b === 0x22) return { end: r + 1, written: w };
+    if (b === 0x22) return { end: r + 1, written: w, lone };
     if (b < 0x20) throw new JsonError(`Bad control character in string literal in JSON at position ${r}`);
     const e = body[r + 1]!;
     const simple = ESCAPES[e]!;
@@ -90,7 +108,8 @@ function unescapeInPlace(buffer: Buffer, start: number): { end: number; written:
         r += 6;
       }
     }
-    w += buffer.write(String.fromCodePoint(code), w, "utf8");
+    if (code >= 0xd800 && code <= 0xdfff) (lone ??= []).push(w, code);
+    else w += buffer.write(String.fromCodePoint(code), w, "utf8");
   }
 }
 

@@ -3,6 +3,7 @@ import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
 import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES } from "../domain/queue-settings.js";
 import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
+import { unstorableCharacter } from "../domain/text.js";
 
 /**
  * Request and response schemas of the /v1 API. The same schemas validate requests and
@@ -15,9 +16,21 @@ function caseInsensitiveEnum<const T extends readonly [string, ...string[]]>(val
   return z.enum(accepted).transform((v) => v.toLowerCase() as T[number]);
 }
 
+/**
+ * The rule of every free-text request field: no NUL (PostgreSQL text refuses it) and no lone
+ * surrogate (not Unicode), so what validation accepts every store can hold. JUnit reports are
+ * held to it by their scanner, which names the line and column.
+ */
+export const storableText = z.superRefine<string>((value, ctx) => {
+  const found = unstorableCharacter(value);
+  if (!found) return;
+  const message = found.kind === "nul" ? `must not contain NUL characters (NUL at index ${found.index})` : `must be valid Unicode (lone surrogate at index ${found.index})`;
+  ctx.addIssue({ code: "custom", message, input: value });
+});
+
 const MAX_UINT32 = 4294967295;
 const ZUint32 = z.number().int().min(1).max(MAX_UINT32);
-const ZName = z.string().trim().min(1).max(255);
+const ZName = z.string().trim().min(1).max(255).check(storableText);
 
 export const ZRepo = z.object({
   host: ZName.describe("repository host name, e.g. github.com"),
@@ -53,7 +66,7 @@ export const ZQueueSettings = z.object({
   optimizationMode: caseInsensitiveEnum(OPTIMIZATION_MODES).optional(),
   mergeMethod: caseInsensitiveEnum(MERGE_METHODS).optional(),
   statusCheckEnabled: z.boolean().optional(),
-  requiredStatuses: z.array(z.string().min(1).max(255)).max(100).optional(),
+  requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),
   deleteRequiredStatuses: z.boolean().optional(),
   state: caseInsensitiveEnum(REQUESTABLE_QUEUE_STATES).optional(),
 });
@@ -79,7 +92,7 @@ export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
 export const ZImpactedTargets = z
   .union([
     z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const),
-    z.array(z.string().max(4096)).max(5_000_000),
+    z.array(z.string().max(4096).check(storableText)).max(5_000_000),
   ])
   .describe('the targets the PR changes, or "ALL" (it impacts every target)');
 
@@ -91,13 +104,13 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
 export const ZTestingDetailsRequest = ZPullRequestAddress;
 
 export const ZMetricsQuery = z.object({
-  repo: z.string().min(3).max(512).optional().describe("owner/name; requires repoHost"),
-  repoHost: z.string().min(1).max(255).optional(),
+  repo: z.string().min(3).max(512).check(storableText).optional().describe("owner/name; requires repoHost"),
+  repoHost: z.string().min(1).max(255).check(storableText).optional(),
 });
 
 const ZPageQuery = z.object({
   page_size: z.number().int().min(1).max(100),
-  page_token: z.string().max(1024).default(""),
+  page_token: z.string().max(1024).check(storableText).default(""),
 });
 const ZDateTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
@@ -118,14 +131,14 @@ export const ZUploadTestResultsRequest = z.object({
   commit_sha: ZSha,
   branch: ZName,
   pr_number: ZPrNumber.optional(),
-  job_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
-  variant: z.string().trim().max(255).optional(),
+  job_url: z.url({ protocol: /^https?$/ }).max(2048).check(storableText).optional(),
+  variant: z.string().trim().max(255).check(storableText).optional(),
   junit_xml: z
     .array(z.string().min(1, "must not be empty"))
     .min(1)
     .max(MAX_REPORTS)
     .describe("JUnit XML reports, one string each"),
-  codeowners: z.string().max(1024 * 1024).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
+  codeowners: z.string().max(1024 * 1024).check(storableText).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
 });
 export const ZUploadTestResultsResponse = z.object({
   upload_id: z.string(),
@@ -146,21 +159,21 @@ export const ZSetQuarantineSettingRequest = z.object({
 export const ZLinkTicketRequest = z.object({
   ...ZTestScope,
   test_case_id: z.uuid(),
-  ticket_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().describe("the ticket's link; null unlinks"),
+  ticket_url: z.url({ protocol: /^https?$/ }).max(2048).check(storableText).nullable().describe("the ticket's link; null unlinks"),
 });
 export const ZCheckQuarantineRequest = z
   .object({
     ...ZTestScope,
-    variant: z.string().trim().max(255).default(""),
+    variant: z.string().trim().max(255).check(storableText).default(""),
     test_ids: z.array(z.uuid()).max(10_000).default([]),
     tests: z
       .array(
         z.object({
-          name: z.string().max(4096),
-          classname: z.string().max(4096).default(""),
-          file: z.string().max(4096).default(""),
-          parent: z.string().max(4096).default(""),
-          id: z.string().max(255).optional(),
+          name: z.string().max(4096).check(storableText),
+          classname: z.string().max(4096).check(storableText).default(""),
+          file: z.string().max(4096).check(storableText).default(""),
+          parent: z.string().max(4096).check(storableText).default(""),
+          id: z.string().max(255).check(storableText).optional(),
         }),
       )
       .max(10_000)

@@ -34,13 +34,23 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "flaky-tests/update-settings": { repo: queueOf().repo, org_url_slug: "acme", settings: { minSamples: 5 } },
 };
 
+/** Characters JSON carries and no store holds: NUL (PostgreSQL refuses it) and lone surrogates. */
+const UNSTORABLE = ["\u0000", "\ud800", "\udbff", "\udc00", "\udfff"];
+const unstorable = fc.constantFrom(...UNSTORABLE);
+/** `text` with an unstorable character put in at `at` (so only that character is wrong). */
+const spoil = (text: string, at: number, character: string) => text.slice(0, at % (text.length + 1)) + character + text.slice(at % (text.length + 1));
+
 /** Values of a type no field accepts where a valid body has `value`. */
 function wrongValues(value: unknown, nullable: boolean, emptyOk: boolean): fc.Arbitrary<unknown> {
   const others: fc.Arbitrary<unknown>[] = [...(nullable ? [] : [fc.constant(null)]), fc.array(fc.boolean(), { maxLength: 3 }).map((a) => ({ unexpected: a }))];
-  if (typeof value === "string") others.push(fc.integer(), fc.boolean(), ...(emptyOk ? [] : [fc.constant(""), fc.constant(" ")]), fc.string({ minLength: 300, maxLength: 400 }));
+  if (typeof value === "string") {
+    others.push(fc.integer(), fc.boolean(), ...(emptyOk ? [] : [fc.constant(""), fc.constant(" ")]), fc.string({ minLength: 300, maxLength: 400 }));
+    others.push(fc.tuple(fc.nat(), unstorable).map(([at, c]) => spoil(value, at, c)), fc.tuple(fc.string(), unstorable, fc.string()).map((parts) => parts.join("")));
+  }
   if (typeof value === "number") others.push(fc.constantFrom(-1, 0.5, 4294967296, 1e308, -0.0001), fc.string({ minLength: 1 }).filter((s) => !/^\d+$/.test(s)));
   if (typeof value === "boolean") others.push(fc.integer(), fc.constantFrom("true", "yes", "1"));
   if (Array.isArray(value)) others.push(fc.integer(), fc.array(fc.integer(), { minLength: 1, maxLength: 3 }));
+  if (Array.isArray(value) && typeof value[0] === "string") others.push(fc.tuple(fc.nat(), unstorable).map(([at, c]) => [spoil(value[0], at, c), ...value.slice(1)]));
   if (value && typeof value === "object" && !Array.isArray(value)) others.push(fc.integer(), fc.string(), fc.constant([]));
   return fc.oneof(...others);
 }
@@ -68,6 +78,11 @@ function setAt(body: Record<string, unknown>, path: string[], value: unknown, re
 /** Fields where null is a valid value (priority: null means the default). */
 const NULLABLE = new Set(["priority", "ticket_url"]);
 
+/** Fields of free text, held to the storable-text rule itself (others have a shape: enums, hex, uuids, dates, URLs). */
+const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slug", "branch", "requiredStatuses", "impactedTargets", "page_token", "variant", "codeowners", "classname", "file", "parent", "id"]);
+
+const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
 /** Optional fields: removing them leaves a valid body. */
 const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token", "pr_number", "test_ids", "minSamples"]);
 
@@ -84,6 +99,29 @@ function brokenBody(operation: string): fc.Arbitrary<unknown> {
   const random = fc.oneof(fc.anything({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 3 }));
   return fc.oneof({ weight: 3, arbitrary: mutated }, { weight: 1, arbitrary: random });
 }
+
+/** Paths of every string in a body, inside arrays too. */
+function stringPaths(body: unknown, prefix: (string | number)[] = []): (string | number)[][] {
+  if (typeof body === "string") return [prefix];
+  if (Array.isArray(body)) return body.flatMap((v, i) => stringPaths(v, [...prefix, i]));
+  if (body && typeof body === "object") return Object.entries(body).flatMap(([k, v]) => stringPaths(v, [...prefix, k]));
+  return [];
+}
+
+function spoilAt(body: Record<string, unknown>, path: (string | number)[], character: string): Record<string, unknown> {
+  const copy = structuredClone(body);
+  let node = copy as Record<string | number, unknown>;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
+  const last = path.at(-1)!;
+  node[last] = spoil(node[last] as string, Math.floor((node[last] as string).length / 2), character);
+  return copy;
+}
+
+/** Valid bodies with the optional string fields the samples above leave out. */
+const MORE_STRING_FIELDS: [string, Record<string, unknown>][] = [
+  ["flaky-tests/upload", { ...VALID_BODIES["flaky-tests/upload"], variant: "linux", job_url: "https://ci.example/jobs/1", codeowners: "* @acme/web\n" }],
+  ["flaky-tests/check-quarantine", { ...VALID_BODIES["flaky-tests/check-quarantine"], variant: "linux", tests: [{ name: "t", classname: "c", file: "f.ts", parent: "p", id: "x" }] }],
+];
 
 describe.each(BACKENDS)("bad input on $name", (backend) => {
   let server: TestServer;
@@ -117,6 +155,59 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     }
     expect(requests).toBeGreaterThanOrEqual(1500);
     expect(await snapshotState(server.greenline.services.db)).toBe(before);
+  });
+
+  test("a NUL or a lone surrogate in any string field is a 400 naming the field (and the rule, for free text); nothing stored changes", async () => {
+    const before = await snapshotState(server.greenline.services.db);
+    const cases = [...Object.entries(VALID_BODIES), ...MORE_STRING_FIELDS].flatMap(([operation, body]) => stringPaths(body).map((path) => [operation, body, path] as const));
+    expect(cases.length).toBeGreaterThan(60);
+    for (const [operation, body, path] of cases) {
+      for (const character of UNSTORABLE) {
+        const response = await server.api.call(operation, spoilAt(body, path, character));
+        // JUnit reports are refused by their scanner, which names the report as the ingest does.
+        const field = path[0] === "junit_xml" ? `junit_xml[${path[1]}]` : path.join(".");
+        const detail = response.status === 400 ? response.body.error.details.find((d: { path: string }) => d.path === field) : undefined;
+        expect([operation, field, escape(character), response.status, detail?.path]).toEqual([operation, field, escape(character), 400, field]);
+        const rule = character === "\u0000" ? /NUL characters/ : /lone surrogate/;
+        if (FREE_TEXT.has(String(path.findLast((k) => typeof k === "string")))) expect([field, detail.message]).toEqual([field, expect.stringMatching(rule)]);
+      }
+    }
+    expect(await snapshotState(server.greenline.services.db)).toBe(before);
+  });
+
+  test("a NUL in a metrics query is a 400 naming the parameter", async () => {
+    const bad = await server.api.get("getMergeQueueMetrics?repo=acme/w%00eb&repoHost=github.com");
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text).error.details).toEqual([{ path: "repo", message: "must not contain NUL characters (NUL at index 6)" }]);
+  });
+
+  test("numeric settings anywhere in their documented range, maxima included: the queue keeps answering through submissions and the worker", async () => {
+    const MAX = 4294967295;
+    const edge = fc.oneof(fc.constantFrom(1, 2, 4_190_000_000, 4_200_000_000, MAX - 1, MAX), fc.integer({ min: 1, max: MAX }));
+    const settings = fc.record(
+      { concurrency: edge, bisectionConcurrency: edge, testingTimeoutMinutes: edge, pendingFailureDepth: edge, batchingMaxWaitTimeMinutes: edge, batchingMinSize: edge, batch: fc.boolean(), canOptimisticallyMerge: fc.boolean() },
+      { requiredKeys: [] },
+    );
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(settings, async (values) => {
+        const name = `edge-${round++}`;
+        const answers: [string, number][] = [];
+        const call = async (operation: string, body: unknown) => answers.push([operation, (await server.api.call(operation, body)).status]);
+        await call("createQueue", { ...queueOf(name), ...values });
+        for (const n of [1, 2, 3]) await call("submitPullRequest", prOf(n, name));
+        await server.greenline.worker.drain();
+        await call("submitPullRequest", prOf(4, name));
+        await call("updateQueue", { ...queueOf(name), ...values, testingTimeoutMinutes: MAX, batchingMaxWaitTimeMinutes: MAX });
+        await server.greenline.worker.drain();
+        for (const n of [1, 4]) await call("getSubmittedPullRequest", prOf(n, name));
+        await call("getQueue", queueOf(name));
+        expect(answers.filter(([, status]) => status !== 200)).toEqual([]);
+        const failed = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } }, select: { kind: true, lastError: true } }));
+        expect(failed).toEqual([]);
+      }),
+      { numRuns: 12, seed: 20261124 },
+    );
   });
 
   test("garbage that is not JSON is a 400 that says so", async () => {

@@ -97,6 +97,23 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     expect(names).toContain("chunked_0 ünïcode");
   });
 
+  test("a report over 64 KiB holding a NUL or a lone surrogate is refused naming it, line and column; other control characters and look-alike text are stored as sent", async () => {
+    const filler = Array.from({ length: 1500 }, (_, i) => ({ name: `filler_${i}`, outcome: "pass" as const }));
+    const before = await snapshotState(server.greenline.services.db);
+    for (const bad of ["\u0000", "\ud800", "\udfff"]) {
+      const xml = report(clock.now(), [...filler, { name: `odd${bad}name`, outcome: "fail" }]);
+      expect(xml.length).toBeGreaterThan(64 * 1024);
+      const refused = await server.api.call("flaky-tests/upload", { ...web, commit_sha: nextSha(), branch: "main", junit_xml: [report(clock.now(), filler.slice(0, 1)), xml] });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.details).toEqual([{ path: "junit_xml[1]", message: expect.stringMatching(/^is not a JUnit report: line 1503, column 42: (NUL characters are not allowed in XML|a lone surrogate \(U\+D[8F]\w\w\) is not a character)$/) }]);
+    }
+    expect(await snapshotState(server.greenline.services.db)).toBe(before);
+    // What looks like an escape in the report's text (a backslash, u, four digits) is text.
+    const odd = "ctrl\u0001 é 😀 \\u0000 \\ud800";
+    await upload([report(clock.now(), [...filler, { name: `${odd}&#1;`, outcome: "fail" }])]);
+    expect((await failing()).tests.map((t: any) => t.name)).toContain(`${odd}\u0001`);
+  });
+
   test("an upload is atomic: a malformed report (400 naming file, line, column), a wrong org or an oversize body store nothing", async () => {
     const other = await server.clientFor("intruder");
     const before = await failing();

@@ -140,3 +140,26 @@ test("what the scanner lets through that XML 1.0 does not: control characters co
   const cases = read(parseJUnit, `<testsuite><testcase name="t"><failure>\u001b[31mred\u001b[0m</failure></testcase></testsuite>`);
   expect(cases).toMatchObject({ cases: [{ name: "t", failed: true, message: "\u001b[31mred\u001b[0m" }] });
 });
+
+test("NUL and lone surrogates are refused with their position, raw or as references: XML cannot hold them, nor can PostgreSQL", () => {
+  const refusals = [
+    [`<testsuite><testcase name="a\u0000b"/></testsuite>`, /NUL/],
+    [`<testsuite>\n<testcase name="t"><failure>out\u0000put</failure></testcase></testsuite>`, /NUL/],
+    [`<testsuite><!-- \u0000 --><testcase name="t"/></testsuite>`, /NUL/],
+    [`<testsuite><testcase name="a&#0;b"/></testsuite>`, /not a valid character reference/],
+    [`<testsuite><testcase name="t">\n<failure>&#x000;</failure></testcase></testsuite>`, /not a valid character reference/],
+    [`<testsuite><testcase name="a\ud800b"/></testsuite>`, /lone surrogate \(U\+D800\)/],
+    [`<testsuite><testcase name="t" classname="\udfff"/></testsuite>`, /lone surrogate \(U\+DFFF\)/],
+    [`<testsuite><testcase name="t"><failure>\ude00\ud83d</failure></testcase></testsuite>`, /lone surrogate \(U\+DE00\)/],
+    [`<testsuite><testcase name="a&#xD800;"/></testsuite>`, /not a valid character reference/],
+  ] as const;
+  for (const [xml, message] of refusals) {
+    const at = xml.search(/\u0000|&#|[\ud800-\udfff]/);
+    const line = xml.slice(0, at).split("\n").length;
+    const column = at - xml.lastIndexOf("\n", at - 1);
+    const outcome = read(parseJUnit, xml);
+    expect([xml, "error" in outcome && { line: outcome.error.line, column: outcome.error.column, message: outcome.error.message }]).toEqual([xml, { line, column, message: expect.stringMatching(message) }]);
+  }
+  // A surrogate pair is one character, and other control characters keep their leniency.
+  expect(read(parseJUnit, `<testsuite><testcase name="\ud83d\ude00 &#1;\u0001"/></testsuite>`)).toMatchObject({ cases: [{ name: "\ud83d\ude00 \u0001\u0001" }] });
+});

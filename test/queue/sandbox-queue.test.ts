@@ -114,6 +114,28 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     }
   });
 
+  test("timeouts and batch waits at the documented maximum (4294967295 minutes): the queue waits, tests and merges, answering 200 throughout", async () => {
+    const MAX = 4294967295;
+    const queue = queueOf("patient");
+    await server.api.ok("createQueue", { ...queue, concurrency: 2, batch: true, batchingMinSize: 2, batchingMaxWaitTimeMinutes: MAX, testingTimeoutMinutes: MAX });
+    await server.api.ok("submitPullRequest", prOf(1, "patient"));
+    await worker().drain();
+    // Alone, the PR waits for a second one: the deadline of that wait (past year 9999) is never.
+    expect(await state(1, "patient")).toBe("pending");
+    clock.advance(365 * 24 * 60 * 60_000);
+    await worker().drain();
+    expect(await state(1, "patient")).toBe("pending");
+    await server.api.ok("submitPullRequest", prOf(2, "patient"));
+    await worker().drain();
+    expect([await state(1, "patient"), await state(2, "patient")]).toEqual(["testing", "testing"]);
+    await server.api.ok("updateQueue", { ...queue, testingTimeoutMinutes: MAX - 1, batchingMaxWaitTimeMinutes: MAX - 1 });
+    await server.api.ok("submitPullRequest", prOf(3, "patient"));
+    await ciFinishes();
+    expect([await state(1, "patient"), await state(2, "patient")]).toEqual(["merged", "merged"]);
+    expect(await server.api.ok("getQueue", queue)).toMatchObject({ testingTimeoutMinutes: MAX - 1, batchingMaxWaitTimeMinutes: MAX - 1 });
+    await noFailedEffects();
+  });
+
   test("restartTestsOnPullRequest re-runs the PR; pausing holds merges until resumed", async () => {
     await server.api.ok("createQueue", queueOf("restart"));
     await server.api.ok("submitPullRequest", prOf(1, "restart"));

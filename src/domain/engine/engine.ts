@@ -34,6 +34,11 @@ type Context = {
 };
 
 const MINUTE = 60_000;
+/**
+ * The latest moment a timer is set for. Settings in minutes reach past it (4294967295 minutes
+ * is some 8,000 years), and no database stores a later date; a deadline past it is never.
+ */
+const LATEST_TIMER = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
   return q.entries.find((e) => e.prNumber === prNumber);
@@ -495,6 +500,6 @@ function scheduleTimer(ctx: Context): void {
     if (run.status === "running") deadlines.push(run.startedAt + q.settings.testingTimeoutMinutes * MINUTE);
   }
   if (ctx.batchDeadline !== undefined) deadlines.push(ctx.batchDeadline);
-  const next = Math.min(...deadlines.filter((d) => d > ctx.now));
+  const next = Math.min(...deadlines.filter((d) => d > ctx.now && d <= LATEST_TIMER));
   if (Number.isFinite(next)) ctx.effects.push({ kind: "schedule_timer", at: next });
 }

@@ -1,3 +1,5 @@
+import { unstorableCharacter } from "../text.js";
+
 /** One `<testcase>` of a JUnit report, with what its attempts did. */
 export type JUnitCase = {
   name: string;
@@ -165,7 +167,8 @@ const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || 
  * entities), and reads only what a test case needs: attributes it does not use are checked but
  * never copied, and text is looked at only inside a failure without a message. Control
  * characters that XML 1.0 forbids are let through: reporters copy test output verbatim, and a
- * report is not refused for an escape sequence in a log line.
+ * report is not refused for an escape sequence in a log line. NUL is not, raw or as `&#0;`,
+ * nor is a lone surrogate: no store holds them (see domain/text.ts).
  */
 class JUnitScanner {
   private pos = 0;
@@ -213,6 +216,7 @@ class JUnitScanner {
   scan(enough: () => boolean): void {
     const xml = this.xml;
     if (this.finished) return;
+    if (this.pos === 0) this.refuseUnstorable();
     if (this.pos === 0 && xml.charCodeAt(0) === 0xfeff) this.pos = 1;
     const count = this.count;
     for (;;) {
@@ -231,6 +235,13 @@ class JUnitScanner {
     if (this.open.length > 0) throw this.error(`unexpected end of document: <${this.openName()}> is not closed`, xml.length);
     if (!this.rootClosed) throw this.error("no root element: expected <testsuites> or <testsuite>", xml.length);
     this.finished = true;
+  }
+
+  /** NUL and lone surrogates, which a JSON string can hold and XML cannot, anywhere in the report. */
+  private refuseUnstorable(): void {
+    const found = unstorableCharacter(this.xml);
+    if (found?.kind === "nul") throw this.error("NUL characters are not allowed in XML", found.index);
+    if (found) throw this.error(`a lone surrogate (U+${this.xml.charCodeAt(found.index).toString(16).toUpperCase()}) is not a character`, found.index);
   }
 
   private error(message: string, at = this.pos): JUnitError {
