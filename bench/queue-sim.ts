@@ -9,7 +9,7 @@ import type { Services } from "../src/app/services.js";
 import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
 import type { Principal } from "../src/auth/tokens.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
-import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../src/codehost/code-host.js";
+import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../src/ports/code-host.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
 import { runEffects } from "../src/worker/effects.js";

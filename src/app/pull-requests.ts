@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type PullRequestInfo, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
@@ -7,7 +7,7 @@ import { isTerminal, type Mergeability, type PrState, type QueueMode, type Trans
 import type { Tx } from "../store/database.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { SANDBOX_CI_CONTEXT } from "../codehost/sandbox.js";
+import { SANDBOX_CI_CONTEXT } from "../adapters/sandbox/code-host.js";
 import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";

@@ -1,5 +1,5 @@
 import type { Queue } from "../generated/sqlite/client.js";
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent } from "../domain/engine/types.js";
 import type { Services } from "./services.js";

@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { Tx } from "../store/database.js";
 import { notFound } from "./errors.js";
 import type { Services } from "./services.js";

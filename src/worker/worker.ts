@@ -1,5 +1,5 @@
 import type { Services } from "../app/services.js";
-import type { SandboxCodeHost } from "../codehost/sandbox.js";
+import type { SandboxCodeHost } from "../adapters/sandbox/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { refreshStatuses } from "../app/flaky-status.js";

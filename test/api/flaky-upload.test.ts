@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { SandboxCodeHost } from "../../src/codehost/sandbox.js";
+import { SandboxCodeHost } from "../../src/adapters/sandbox/code-host.js";
 import { projectRoot } from "../../src/paths.js";
 import { BACKENDS } from "../support/backends.js";
 import { snapshotState } from "../support/snapshot.js";

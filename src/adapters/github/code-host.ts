@@ -1,6 +1,6 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../codehost/code-host.js";
-import type { Mergeability } from "../domain/states.js";
+import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { Mergeability } from "../../domain/states.js";
 
 type OctokitError = { status?: number };
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import type { Database, Tx } from "../store/database.js";
-import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "./code-host.js";
+import type { Database, Tx } from "../../store/database.js";
+import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "../../ports/code-host.js";
 
 export type SandboxOptions = {
   /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
