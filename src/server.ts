@@ -76,7 +76,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
-    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, sandbox: codeHost === sandbox ? sandbox : null });
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

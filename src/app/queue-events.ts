@@ -15,7 +15,7 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : []);
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
-  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notify: services.codeHost.kind === "github" });
+  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notify: services.codeHost.notifiesPullRequests });
   return decision;
 }
 
