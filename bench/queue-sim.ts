@@ -111,9 +111,10 @@ class SimCodeHost implements CodeHost, PolledEvents {
 
   /** Runs whose CI is done at `now`, soonest first; a run's id is its testing branch. */
   async dueCiResults(now: Date): Promise<PolledCiResult[]> {
+    // A Date holds whole milliseconds: a run is due from the millisecond it ends in.
     const at = now.getTime() - this.epoch;
     return [...this.running.entries()]
-      .filter(([, run]) => run.dueAt <= at)
+      .filter(([, run]) => Math.floor(run.dueAt) <= at)
       .sort(([, a], [, b]) => a.dueAt - b.dueAt)
       .map(([branch, run]) => ({ id: branch, queueId: run.queueId, runId: run.runId, outcome: run.outcome }));
   }
@@ -282,6 +283,8 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         await submitPullRequest(services, principal, input);
       } else if (due === next) {
         await deliverPolledCiResults(services, codeHost);
+        // Virtual time only moves on through events: a result left undelivered would stall it.
+        if ([...codeHost.running.values()].some((r) => r.dueAt === due)) throw new Error("simulation: a due CI result was not delivered");
       } else {
         await applyQueueEvent(services, queue.id, { kind: "timer_fired" });
       }
