@@ -9,10 +9,12 @@ import type { Services } from "../src/app/services.js";
 import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
 import type { Principal } from "../src/auth/tokens.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
-import type { CodeHost, MergeRequest, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../src/codehost/code-host.js";
+import type { CodeHost, MergeRequest, MergeResult, PolledCiResult, PolledEvents, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../src/ports/code-host.js";
+import type { CheckState } from "../src/domain/status-checks.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
 import { runEffects } from "../src/worker/effects.js";
+import { deliverPolledCiResults } from "../src/worker/worker.js";
 import { rng } from "./random.js";
 import { withAdmin } from "./support.js";
 
@@ -73,9 +75,14 @@ type SimRun = { runId: string; queueId: string; content: string[]; dueAt: number
 
 const MINUTE = 60_000;
 
-/** The simulated code host: a target branch as a list of changes, CI as timed results. */
-class SimCodeHost implements CodeHost {
-  readonly kind = "sandbox" as const;
+/**
+ * The simulated code host: a target branch as a list of changes, CI as timed results that the
+ * simulation delivers the way the worker does for a host without webhooks (it polls them).
+ */
+class SimCodeHost implements CodeHost, PolledEvents {
+  readonly name = "simulation";
+  readonly notifiesPullRequests = false;
+  readonly polling: PolledEvents = this;
   head = "h0";
   readonly contents = new Map<string, string[]>([["h0", []]]);
   readonly running = new Map<string, SimRun>();
@@ -89,8 +96,32 @@ class SimCodeHost implements CodeHost {
     readonly prs: Map<number, SimPr>,
     readonly workload: Workload,
     readonly random: () => number,
+    /** Virtual time: ms since `epoch`. */
     readonly now: () => number,
+    readonly epoch: number,
   ) {}
+
+  async mayOwnRepository(): Promise<boolean> {
+    return true;
+  }
+
+  statusChecksOf(run: { state: CheckState }): StatusCheck[] {
+    return [{ context: "sim-ci", state: run.state }];
+  }
+
+  /** Runs whose CI is done at `now`, soonest first; a run's id is its testing branch. */
+  async dueCiResults(now: Date): Promise<PolledCiResult[]> {
+    // A Date holds whole milliseconds: a run is due from the millisecond it ends in.
+    const at = now.getTime() - this.epoch;
+    return [...this.running.entries()]
+      .filter(([, run]) => Math.floor(run.dueAt) <= at)
+      .sort(([, a], [, b]) => a.dueAt - b.dueAt)
+      .map(([branch, run]) => ({ id: branch, queueId: run.queueId, runId: run.runId, outcome: run.outcome }));
+  }
+
+  async markDelivered(_tx: unknown, id: string): Promise<boolean> {
+    return this.running.delete(id);
+  }
 
   async getPullRequest(_repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
     const pr = this.prs.get(number);
@@ -218,7 +249,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
   const random = rng(workload.seed ^ 0x9e3779b9);
   const start = Date.parse("2026-11-23T00:00:00Z");
   let clock = start;
-  const codeHost = new SimCodeHost(prs, workload, random, () => clock - start);
+  const codeHost = new SimCodeHost(prs, workload, random, () => clock - start, start);
   const { url, drop } = await openStore(store);
   const db = await Database.open(url);
   const services: Services = { db, codeHost, now: () => new Date(clock), newId: () => orderedId(), readCache: new ReadCache(), log: undefined as never };
@@ -251,9 +282,9 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
         await submitPullRequest(services, principal, input);
       } else if (due === next) {
-        const [branch, run] = [...codeHost.running.entries()].find(([, r]) => r.dueAt === due)!;
-        codeHost.running.delete(branch);
-        await applyQueueEvent(services, run.queueId, { kind: "run_finished", runId: run.runId, outcome: run.outcome });
+        await deliverPolledCiResults(services, codeHost);
+        // Virtual time only moves on through events: a result left undelivered would stall it.
+        if ([...codeHost.running.values()].some((r) => r.dueAt === due)) throw new Error("simulation: a due CI result was not delivered");
       } else {
         await applyQueueEvent(services, queue.id, { kind: "timer_fired" });
       }

@@ -5,11 +5,11 @@ import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
 import { registerToken } from "./auth/tokens.js";
-import type { CodeHost } from "./codehost/code-host.js";
-import { SandboxCodeHost } from "./codehost/sandbox.js";
+import type { CodeHost } from "./ports/code-host.js";
+import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
 import type { Config } from "./config.js";
-import { createGitHubApp } from "./github/app.js";
-import { GitHubCodeHost } from "./github/code-host.js";
+import { createGitHubApp } from "./webhooks/github.js";
+import { GitHubCodeHost } from "./adapters/github/code-host.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -76,7 +76,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
-    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, sandbox: codeHost === sandbox ? sandbox : null });
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

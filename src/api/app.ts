@@ -48,7 +48,7 @@ export function createApiApp(services: Services, log: Logger): express.Express {
   app.get("/healthz", async (_req, res) => {
     try {
       await services.db.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
-      res.json({ status: "ok", codeHost: services.codeHost.kind });
+      res.json({ status: "ok", codeHost: services.codeHost.name });
     } catch {
       res.status(503).json({ status: "unavailable" });
     }

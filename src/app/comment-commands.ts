@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
 import { resolvePriority } from "../domain/priority.js";
 import { AppError } from "./errors.js";

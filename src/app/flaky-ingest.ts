@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/tokens.js";
-import type { RepoRef } from "../codehost/code-host.js";
+import type { RepoRef } from "../ports/code-host.js";
 import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";

@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import type { RepoRef } from "../codehost/code-host.js";
+import type { RepoRef } from "../ports/code-host.js";
 import { DEFAULT_FLAKY_SETTINGS, ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import type { TestCase } from "../generated/sqlite/client.js";

@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type PullRequestInfo, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
@@ -7,7 +7,6 @@ import { isTerminal, type Mergeability, type PrState, type QueueMode, type Trans
 import type { Tx } from "../store/database.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { SANDBOX_CI_CONTEXT } from "../codehost/sandbox.js";
 import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
@@ -229,10 +228,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       isBisection: run.row.kind === "bisection",
       requiredStatuses: required,
       requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
-      statusChecks:
-        services.codeHost.kind === "sandbox"
-          ? [{ context: SANDBOX_CI_CONTEXT, state: checkState }]
-          : Object.entries(JSON.parse(run.row.statusChecks) as Record<string, CheckState>).map(([context, state]) => ({ context, state })),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: JSON.parse(run.row.statusChecks) as Record<string, CheckState> }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.find((t) => t.prNumber === n)?.prTitle ?? "" })),
       impactedTargets: !targets ? [] : targets.kind === "all" ? "ALL" : (JSON.parse(targets.targets) as string[]).slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),

@@ -1,5 +1,5 @@
 import type { Queue } from "../generated/sqlite/client.js";
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent } from "../domain/engine/types.js";
 import type { Services } from "./services.js";
@@ -15,7 +15,7 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : []);
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
-  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notify: services.codeHost.kind === "github" });
+  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notify: services.codeHost.notifiesPullRequests });
   return decision;
 }
 

@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/tokens.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
-import type { RepoRef } from "../codehost/code-host.js";
+import type { RepoRef } from "../ports/code-host.js";
 import type { Queue } from "../generated/sqlite/client.js";
 import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { isTerminal, type PrState, type QueueMode, type QueueState } from "../domain/states.js";

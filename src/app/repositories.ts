@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { Tx } from "../store/database.js";
 import { notFound } from "./errors.js";
 import type { Services } from "./services.js";
@@ -22,9 +22,9 @@ export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef
 }
 
 /**
- * Finds the principal's repository, registering it on first use when the organization may own
- * it: in sandbox mode the first organization to reference a repository owns it; with GitHub,
- * an organization owns the repositories of the accounts where the App is installed for it.
+ * Finds the principal's repository, registering it on first use when the code host lets the
+ * organization own it (anyone, in the sandbox; with GitHub, the organizations the App is
+ * installed for on the repository's account): the first to claim it owns it.
  */
 export async function claimRepository(services: Services, tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow> {
   const key = repositoryKey(repo);
@@ -33,10 +33,7 @@ export async function claimRepository(services: Services, tx: Tx, principal: Pri
     if (existing.organizationId !== principal.organizationId) throw repoNotFound(repo);
     return existing;
   }
-  if (services.codeHost.kind === "github") {
-    const installations = await tx.installation.findMany({ where: { organizationId: principal.organizationId } });
-    if (!installations.some((i) => i.accountLogin.toLowerCase() === repo.owner.toLowerCase())) throw repoNotFound(repo);
-  }
+  if (!(await services.codeHost.mayOwnRepository(tx, principal.organizationId, repo))) throw repoNotFound(repo);
   // Two first uses may race: the insert does nothing for the loser, who then reads the winner's row.
   await tx.$executeRaw`INSERT INTO "Repository" ("id", "organizationId", "host", "owner", "name", "key", "createdAt")
     VALUES (${services.newId()}, ${principal.organizationId}, ${repo.host}, ${repo.owner}, ${repo.name}, ${key}, ${services.now()})

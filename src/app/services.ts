@@ -1,4 +1,4 @@
-import type { CodeHost } from "../codehost/code-host.js";
+import type { CodeHost } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import type { Database } from "../store/database.js";
 import type { ReadCache } from "./read-cache.js";

@@ -1,4 +1,4 @@
-import { repositoryKey, type RepoRef } from "../codehost/code-host.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { verdictOf, type CheckState } from "../domain/status-checks.js";
 import { applyQueueEvent } from "./queue-events.js";

@@ -1,7 +1,7 @@
 import type { Effect as EffectRow, Queue, Repository } from "../generated/sqlite/client.js";
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
-import type { RepoRef } from "../codehost/code-host.js";
+import type { RepoRef } from "../ports/code-host.js";
 import { applyQueueEvent } from "../app/queue-events.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */

@@ -1,5 +1,5 @@
 import type { Services } from "../app/services.js";
-import type { SandboxCodeHost } from "../codehost/sandbox.js";
+import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { refreshStatuses } from "../app/flaky-status.js";
@@ -11,14 +11,30 @@ export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
 export type WorkerOptions = {
   intervalMs: number;
   log: Logger;
-  /** The sandbox, when it is the code host: its simulated CI reports through the worker. */
-  sandbox: SandboxCodeHost | null;
 };
 
 /**
- * The queue worker: delivers CI results, fires due timers, notices the target branch moving
- * outside the queue (sandbox), and executes effects. Everything it does reads the database,
- * so any number of processes can run one, and a restarted process carries on.
+ * Applies the CI results a polled code host has due, each marked delivered in the transaction
+ * that applies it (a result whose queue is gone is marked delivered all the same, so it is not
+ * polled again). Answers how many were applied.
+ */
+export async function deliverPolledCiResults(services: Services, polling: PolledEvents): Promise<number> {
+  let applied = 0;
+  for (const result of await polling.dueCiResults(services.now())) {
+    const decision = await applyQueueEvent(services, result.queueId, { kind: "run_finished", runId: result.runId, outcome: result.outcome }, (tx) =>
+      polling.markDelivered(tx, result.id, services.now()),
+    );
+    if (decision) applied++;
+    else await services.db.transaction((tx) => polling.markDelivered(tx, result.id, services.now()));
+  }
+  return applied;
+}
+
+/**
+ * The queue worker: delivers CI results a code host without webhooks holds, fires due timers,
+ * notices the target branch moving outside the queue (on such a host), and executes effects.
+ * Everything it does reads the database, so any number of processes can run one, and a
+ * restarted process carries on.
  */
 export class Worker {
   #interval: NodeJS.Timeout | null = null;
@@ -57,16 +73,10 @@ export class Worker {
   async #tick(): Promise<number> {
     const { services } = this;
     let work = 0;
-    const sandbox = this.options.sandbox;
-    if (sandbox) {
-      for (const job of await sandbox.dueCiResults(services.now())) {
-        const applied = await applyQueueEvent(services, job.queueId, { kind: "run_finished", runId: job.runId, outcome: job.outcome }, (tx) =>
-          sandbox.markDelivered(tx, job.id, services.now()),
-        );
-        if (applied) work++;
-        else await services.db.transaction((tx) => sandbox.markDelivered(tx, job.id, services.now()));
-      }
-      work += await this.#noticeBaseMoves(sandbox);
+    const polling = services.codeHost.polling;
+    if (polling) {
+      work += await deliverPolledCiResults(services, polling);
+      work += await this.#noticeBaseMoves();
     }
     const due = await services.db.read((tx) => tx.queue.findMany({ where: { timerAt: { lte: services.now() } }, select: { id: true } }));
     for (const { id } of due) {
@@ -84,18 +94,19 @@ export class Worker {
   }
 
   /**
-   * The sandbox has no webhooks: compare the target head of each queue with runs in flight
-   * (the only ones a move can make stale) with what the queue left.
+   * No webhook tells of pushes: compare the target head of each queue with runs in flight (the
+   * only ones a move can make stale) with what the queue left.
    */
-  async #noticeBaseMoves(sandbox: SandboxCodeHost): Promise<number> {
+  async #noticeBaseMoves(): Promise<number> {
     const { services } = this;
     const queues = await services.db.read((tx) =>
       tx.queue.findMany({ where: { runs: { some: { status: "running" } } }, include: { repository: true } }),
     );
     let work = 0;
     for (const queue of queues) {
-      const head = await sandbox.getBranchHead(queue.repository, queue.branch);
-      if (head === (queue.targetHead ?? queue.baseSha)) continue;
+      const head = await services.codeHost.getBranchHead(queue.repository, queue.branch);
+      // A branch that is gone (null) is not a move to a new base.
+      if (head === null || head === (queue.targetHead ?? queue.baseSha)) continue;
       if (await noticeTargetHead(services, queue.id, head)) work++;
     }
     return work;

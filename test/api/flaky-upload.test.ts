@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { SandboxCodeHost } from "../../src/codehost/sandbox.js";
 import { projectRoot } from "../../src/paths.js";
 import { BACKENDS } from "../support/backends.js";
 import { snapshotState } from "../support/snapshot.js";
@@ -257,7 +256,7 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
   });
 
   test("owners come from the repository's CODEOWNERS through the code host when the upload has none", async () => {
-    const sandbox = server.greenline.services.codeHost as SandboxCodeHost;
+    const sandbox = server.greenline.sandbox!;
     const commit = await sandbox.pushToBranch(repo("web"), "main", { ".github/CODEOWNERS": "*.py @acme/python\n" });
     await upload([report(clock.now(), [{ name: "test_owned", classname: "tests.owned", file: "tests/test_owned.py", outcome: "fail" }])], { commit_sha: commit });
     const test = (await failing(1)).tests.find((t: any) => t.name === "test_owned");

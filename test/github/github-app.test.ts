@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mergeabilityOf } from "../../src/github/code-host.js";
+import { mergeabilityOf } from "../../src/adapters/github/code-host.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { createToken, registerToken } from "../../src/auth/tokens.js";
-import type { CodeHost } from "../../src/codehost/code-host.js";
+import type { CodeHost } from "../../src/ports/code-host.js";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
 import { startGreenline, type Greenline } from "../../src/server.js";

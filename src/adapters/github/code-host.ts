@@ -1,6 +1,8 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, RepoRef, TestRunRequest, TestRunStart } from "../codehost/code-host.js";
-import type { Mergeability } from "../domain/states.js";
+import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { Mergeability } from "../../domain/states.js";
+import type { CheckState } from "../../domain/status-checks.js";
+import type { Tx } from "../../store/database.js";
 
 type OctokitError = { status?: number };
 
@@ -31,10 +33,25 @@ export function mergeabilityOf(pr: { mergeable: boolean | null; mergeable_state?
 
 /** The code host port over GitHub's REST API, through Probot's authenticated Octokit. */
 export class GitHubCodeHost implements CodeHost {
-  readonly kind = "github" as const;
+  readonly name = "github";
+  readonly notifiesPullRequests = true;
   readonly #installations = new Map<string, number>();
 
   constructor(private readonly probot: Probot) {}
+
+  /**
+   * An organization owns the repositories of the accounts where the App is installed for it
+   * (the installation webhooks record them).
+   */
+  async mayOwnRepository(tx: Tx, organizationId: string, repo: RepoRef): Promise<boolean> {
+    const installations = await tx.installation.findMany({ where: { organizationId } });
+    return installations.some((i) => i.accountLogin.toLowerCase() === repo.owner.toLowerCase());
+  }
+
+  /** CI reports through commit statuses and check runs, each stored as it arrives. */
+  statusChecksOf(run: { reported: Readonly<Record<string, CheckState>> }): StatusCheck[] {
+    return Object.entries(run.reported).map(([context, state]) => ({ context, state }));
+  }
 
   async #installationFor(repo: RepoRef): Promise<number | null> {
     const key = `${repo.owner}/${repo.name}`.toLowerCase();

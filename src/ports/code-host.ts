@@ -1,4 +1,6 @@
 import type { Mergeability } from "../domain/states.js";
+import type { CheckState } from "../domain/status-checks.js";
+import type { Tx } from "../store/database.js";
 
 export type RepoRef = { host: string; owner: string; name: string };
 
@@ -52,15 +54,58 @@ export type MergeRequest = {
 
 export type MergeResult = { kind: "merged"; head: string } | { kind: "target_moved"; head: string };
 
+export type Permission = "admin" | "write" | "read" | "none";
+
+/** A testing run's status checks as the API shows them. */
+export type StatusCheck = { context: string; state: CheckState };
+
+/** A CI result a polled host holds until Greenline has applied it. */
+export type PolledCiResult = { id: string; queueId: string; runId: string; outcome: "passed" | "failed" };
+
+/**
+ * What a code host without webhooks offers instead: the worker asks it for the CI results that
+ * are due, and compares the target branch heads of queues with runs in flight itself.
+ */
+export interface PolledEvents {
+  /** CI results due at `now` and not yet delivered, oldest first. */
+  dueCiResults(now: Date): Promise<PolledCiResult[]>;
+  /**
+   * Marks a CI result delivered inside the transaction that applies it, so a result is applied
+   * once however many workers poll; answers false when it already was.
+   */
+  markDelivered(tx: Tx, id: string, at: Date): Promise<boolean>;
+}
+
 /**
  * Everything Greenline asks of the code host. GitHub (through Octokit) and the sandbox
  * implement it. Every method is safe to call again with the same arguments (effects are
- * retried after a crash).
+ * retried after a crash). Where hosts differ, the port says what this one does; nothing above
+ * it asks which host it is.
  */
-export type Permission = "admin" | "write" | "read" | "none";
-
 export interface CodeHost {
-  readonly kind: "sandbox" | "github";
+  /** A name to show (health check, logs), never to branch on. */
+  readonly name: string;
+  /**
+   * true: people see PRs on the host, so the queue sets its status on queued PRs and comments
+   * on them; false: the host shows nothing to people, the API alone tells PR states.
+   */
+  readonly notifiesPullRequests: boolean;
+  /**
+   * Present when the host sends no webhooks: CI results and target branch moves are polled by
+   * the worker.
+   */
+  readonly polling?: PolledEvents;
+  /**
+   * Whether an organization may own a repository no organization owns yet (it references it
+   * for the first time); the first to claim it then owns it.
+   */
+  mayOwnRepository(tx: Tx, organizationId: string, repo: RepoRef): Promise<boolean>;
+  /**
+   * The status checks to show for a testing run, from what CI reported on its branch per
+   * context and the run's state: hosts whose CI reports a run's outcome as a whole show it
+   * under their own CI context.
+   */
+  statusChecksOf(run: { state: CheckState; reported: Readonly<Record<string, CheckState>> }): StatusCheck[];
   /** The PR, or null when the repository has no such PR. */
   getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo | null>;
   /** The head commit of a branch, or null when it does not exist. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Database, Tx } from "../store/database.js";
-import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PullRequestInfo, type RepoRef, type TestRunRequest, type TestRunStart } from "./code-host.js";
+import type { Database, Tx } from "../../store/database.js";
+import type { CheckState } from "../../domain/status-checks.js";
+import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PolledCiResult, type PolledEvents, type PullRequestInfo, type RepoRef, type StatusCheck, type TestRunRequest, type TestRunStart } from "../../ports/code-host.js";
 
 export type SandboxOptions = {
   /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
@@ -37,13 +38,27 @@ function unitHash(text: string): number {
  * that the result is the very tree that was tested; CI reports after `ciMs`, failing runs that
  * hold a broken PR and flaking at `flakeRate`.
  */
-export class SandboxCodeHost implements CodeHost {
-  readonly kind = "sandbox" as const;
+export class SandboxCodeHost implements CodeHost, PolledEvents {
+  readonly name = "sandbox";
+  /** The sandbox shows PR states through the API only. */
+  readonly notifiesPullRequests = false;
+  /** No webhooks: the worker polls simulated CI and the target branches. */
+  readonly polling: PolledEvents = this;
 
   constructor(
     private readonly db: Database,
     private readonly options: SandboxOptions,
   ) {}
+
+  /** Anyone may: a repository belongs to the first organization that references it. */
+  async mayOwnRepository(): Promise<boolean> {
+    return true;
+  }
+
+  /** Simulated CI reports a run's outcome as a whole, under one context. */
+  statusChecksOf(run: { state: CheckState }): StatusCheck[] {
+    return [{ context: SANDBOX_CI_CONTEXT, state: run.state }];
+  }
 
   async getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo> {
     const key = repositoryKey(repo);
@@ -133,7 +148,7 @@ export class SandboxCodeHost implements CodeHost {
     });
   }
 
-  /** The sandbox shows PR states through the API only: nothing to do. */
+  /** Never asked (notifiesPullRequests is false). */
   async setPullRequestStatus(): Promise<void> {}
 
   async commentOnPullRequest(): Promise<void> {}
@@ -237,7 +252,7 @@ export class SandboxCodeHost implements CodeHost {
   }
 
   /** Simulated CI results that are due, oldest first. */
-  async dueCiResults(now: Date): Promise<{ id: string; queueId: string; runId: string; outcome: "passed" | "failed" }[]> {
+  async dueCiResults(now: Date): Promise<PolledCiResult[]> {
     const jobs = await this.db.read((tx) =>
       tx.sandboxCiJob.findMany({ where: { deliveredAt: null, dueAt: { lte: now } }, orderBy: { dueAt: "asc" }, take: 100 }),
     );
