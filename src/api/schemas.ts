@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
-import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES } from "../domain/queue-settings.js";
+import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
 import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 
@@ -127,7 +127,7 @@ export const ZUploadTestResultsRequest = z.object({
     .describe("JUnit XML reports, one string each"),
   codeowners: z.string().max(1024 * 1024).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
 });
-export const ZUploadTestResultsResponse = z.object({
+export const ZUploadTestResultsResponse = z.strictObject({
   upload_id: z.string(),
   test_cases: z.number().int().describe("distinct tests in the upload"),
   failures: z.number().int().describe("distinct tests that failed"),
@@ -166,19 +166,19 @@ export const ZCheckQuarantineRequest = z
       .default([]),
   })
   .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
-export const ZCheckQuarantineResponse = z.object({
+export const ZCheckQuarantineResponse = z.strictObject({
   quarantining_enabled: z.boolean(),
   quarantined_test_ids: z.array(z.uuid()),
 });
 export const ZFlakySettingsRequest = z.object(ZTestScope);
 export const ZUpdateFlakySettingsRequest = z.object({ ...ZTestScope, settings: z.object(FLAKY_SETTING_FIELDS).partial().strict() });
-export const ZFlakySettingsResponse = z.object({ settings: z.object(FLAKY_SETTING_FIELDS) });
+export const ZFlakySettingsResponse = z.strictObject({ settings: z.strictObject(FLAKY_SETTING_FIELDS) });
 
 // Responses (documentation and tests; handlers build them from app/records.ts types).
 
-export const ZEmptyResponse = z.object({}).strict();
+export const ZEmptyResponse = z.strictObject({}).strict();
 
-export const ZQueueRecord = z.object({
+export const ZQueueRecord = z.strictObject({
   state: z.enum(QUEUE_STATES),
   branch: z.string(),
   mode: z.enum(QUEUE_MODES),
@@ -194,20 +194,23 @@ export const ZQueueRecord = z.object({
   commandsEnabled: z.boolean(),
   createPrsForTestingBranches: z.boolean(),
   statusCheckEnabled: z.boolean(),
-  requiredStatuses: z.array(z.string()).nullable().describe("null: no override; statuses come from branch protection"),
+  requiredStatuses: z.array(z.string()).describe("the statuses set on the queue; empty when none is set"),
+  requiredStatusesSource: z
+    .enum(REQUIRED_STATUSES_SOURCES)
+    .describe("merge_instance: testing requires the queue's requiredStatuses; repo_provider_branch_protection: none is set, the target branch's protection decides"),
   directMergeMode: z.enum(DIRECT_MERGE_MODES),
   optimizationMode: z.enum(OPTIMIZATION_MODES),
   mergeMethod: z.enum(MERGE_METHODS),
 });
 
-export const ZMergeItem = z.object({
+export const ZMergeItem = z.strictObject({
   id: z.string(),
   state: z.enum(PR_STATES),
   stateChangedAt: z.iso.datetime(),
   stateReason: z.string(),
   priorityValue: z.number().int(),
   priorityName: z.string(),
-  usedDefaultPriorityName: z.string().nullable(),
+  usedDefaultPriorityName: z.string().optional().describe("the default priority applied because the submission named none; absent otherwise"),
   skipTheLine: z.boolean(),
   noBatch: z.boolean(),
   prNumber: z.number().int(),
@@ -220,7 +223,7 @@ export const ZMergeItem = z.object({
 export const ZSubmittedPullRequest = ZMergeItem.extend({
   forceEnqueued: z.boolean(),
   isCurrentlySubmittedToQueue: z.boolean(),
-  readiness: z.object({
+  readiness: z.strictObject({
     requiresImpactedTargets: z.boolean(),
     doesBaseBranchMatch: z.boolean(),
     hasImpactedTargets: z.boolean(),
@@ -230,7 +233,7 @@ export const ZSubmittedPullRequest = ZMergeItem.extend({
 
 export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZMergeItem) });
 
-const ZPageInfo = z.object({
+const ZPageInfo = z.strictObject({
   total_rows: z.number().int(),
   total_pages: z.number().int(),
   next_page_token: z.string(),
@@ -239,14 +242,14 @@ const ZPageInfo = z.object({
   page_index: z.number().int(),
 });
 
-const ZTestCase = z.object({
+const ZTestCase = z.strictObject({
   id: z.uuid(),
-  repository: z.object({ html_url: z.string() }),
+  repository: z.strictObject({ html_url: z.string() }),
   html_url: z.string(),
   name: z.string(),
   variant: z.string(),
-  status: z.object({ value: z.string(), reason: z.string(), timestamp: z.iso.datetime() }),
-  most_common_failures: z.array(z.object({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
+  status: z.strictObject({ value: z.string(), reason: z.string(), timestamp: z.iso.datetime() }),
+  most_common_failures: z.array(z.strictObject({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
   failure_rate_last_7d: z.number(),
   failure_rate_last_24h: z.number(),
   codeowners: z.array(z.string()),
@@ -256,13 +259,13 @@ const ZTestCase = z.object({
   file_path: z.string(),
   parent: z.string(),
   classname: z.string(),
-  ticket: z.object({ html_url: z.string() }).nullable(),
+  ticket: z.strictObject({ html_url: z.string() }).nullable(),
 });
 
-export const ZListFailingTestsResponse = z.object({ tests: z.array(ZTestCase), page: ZPageInfo });
-export const ZListQuarantinedTestsResponse = z.object({
+export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
+export const ZListQuarantinedTestsResponse = z.strictObject({
   quarantined_tests: z.array(
-    z.object({
+    z.strictObject({
       name: z.string(),
       parent: z.string(),
       file: z.string(),
@@ -278,18 +281,18 @@ export const ZListQuarantinedTestsResponse = z.object({
   ),
   page: ZPageInfo,
 });
-export const ZGetTestDetailsResponse = z.object({ test: ZTestCase });
+export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
 
-export const ZErrorResponse = z.object({
-  error: z.object({
+export const ZErrorResponse = z.strictObject({
+  error: z.strictObject({
     code: z.string(),
     message: z.string(),
-    details: z.array(z.object({ path: z.string(), message: z.string() })),
+    details: z.array(z.strictObject({ path: z.string(), message: z.string() })),
   }),
 });
 export type TRepo = z.output<typeof ZRepo>;
 
-export const ZTestingDetails = z.object({
+export const ZTestingDetails = z.strictObject({
   testRunId: z.string(),
   testBranch: z.string().nullable(),
   testBranchSha: z.string().nullable(),
@@ -297,9 +300,9 @@ export const ZTestingDetails = z.object({
   failureReason: z.string().nullable(),
   isBisection: z.boolean(),
   requiredStatuses: z.array(z.string()),
-  requiredStatusesSource: z.enum(["merge_instance", "repo_provider_branch_protection"]),
-  statusChecks: z.array(z.object({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
-  testedPullRequests: z.array(z.object({ prNumber: z.number().int(), title: z.string() })),
+  requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
+  statusChecks: z.array(z.strictObject({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),

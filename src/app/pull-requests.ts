@@ -11,7 +11,7 @@ import { SANDBOX_CI_CONTEXT } from "../codehost/sandbox.js";
 import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
-import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
+import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
@@ -180,15 +180,13 @@ export async function setImpactedTargets(services: Services, principal: Principa
   });
 }
 
-export type TestingDetails = {
+export type TestingDetails = RequiredStatuses & {
   testRunId: string;
   testBranch: string | null;
   testBranchSha: string | null;
   status: "in_progress" | "failed" | "cancelled" | "succeeded";
   failureReason: string | null;
   isBisection: boolean;
-  requiredStatuses: string[];
-  requiredStatusesSource: "merge_instance" | "repo_provider_branch_protection";
   statusChecks: { context: string; state: "pending" | "success" | "failure" | "error" }[];
   testedPullRequests: { prNumber: number; title: string }[];
   impactedTargets: string[] | "ALL";
@@ -214,7 +212,6 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
     const titles = await tx.queueEntry.findMany({ where: { queueId: queue.id, prNumber: { in: run.tested } }, select: { prNumber: true, prTitle: true } });
     const targets = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
     const merged = JSON.parse(queue.mergedPrs) as number[];
-    const required = queue.requiredStatuses ? (JSON.parse(queue.requiredStatuses) as string[]) : [];
     const status = RUN_STATUS[run.row.status as keyof typeof RUN_STATUS];
     const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
     return {
@@ -224,8 +221,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       status,
       failureReason: run.row.failure,
       isBisection: run.row.kind === "bisection",
-      requiredStatuses: required,
-      requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
+      ...requiredStatusesOf(queue),
       statusChecks:
         services.codeHost.kind === "sandbox"
           ? [{ context: SANDBOX_CI_CONTEXT, state: checkState }]
