@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ERROR_CODES } from "../app/errors.js";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
 import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
 import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
@@ -248,7 +249,7 @@ const ZTestCase = z.strictObject({
   html_url: z.string(),
   name: z.string(),
   variant: z.string(),
-  status: z.strictObject({ value: z.string(), reason: z.string(), timestamp: z.iso.datetime() }),
+  status: z.strictObject({ value: z.enum(["healthy", "flaky", "broken"]), reason: z.string(), timestamp: z.iso.datetime() }),
   most_common_failures: z.array(z.strictObject({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
   failure_rate_last_7d: z.number(),
   failure_rate_last_24h: z.number(),
@@ -285,7 +286,7 @@ export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
 
 export const ZErrorResponse = z.strictObject({
   error: z.strictObject({
-    code: z.string(),
+    code: z.enum(ERROR_CODES),
     message: z.string(),
     details: z.array(z.strictObject({ path: z.string(), message: z.string() })),
   }),
