@@ -18,21 +18,29 @@ function caseInsensitiveEnum<const T extends readonly [string, ...string[]]>(val
 
 const MAX_UINT32 = 4294967295;
 const ZUint32 = z.number().int().min(1).max(MAX_UINT32);
-const ZName = z.string().trim().min(1).max(255);
+/**
+ * Lengths are checked before surrounding whitespace is trimmed, so the document's maxLength and
+ * pattern say exactly what is accepted; trimming is stated in each name's description.
+ */
+const TRIMMED = "surrounding whitespace is trimmed";
+const ZName = z.string().max(255).regex(/\S/, "must not be blank").trim().describe(`not blank; ${TRIMMED}`);
 
 export const ZRepo = z.object({
-  host: ZName.describe("repository host name, e.g. github.com"),
-  owner: ZName.describe("repository owner or organization"),
-  name: ZName.describe("repository name"),
+  host: ZName.describe(`repository host name, e.g. github.com; ${TRIMMED}`),
+  owner: ZName.describe(`repository owner or organization; ${TRIMMED}`),
+  name: ZName.describe(`repository name; ${TRIMMED}`),
 });
 
-/** PR numbers come as integers or, from some CI scripts, as numeric strings. */
+/** PR numbers come as integers or, from some CI scripts, as numeric strings: both bounded alike. */
+const ZPrNumberValue = z.number().int().min(1).max(2147483647);
 const ZPrNumber = z
-  .union([z.number(), z.string().regex(/^\d{1,10}$/, "must be a positive integer").transform(Number)])
-  .pipe(z.number().int().min(1).max(2147483647));
+  .union([ZPrNumberValue, z.string().regex(/^\d{1,10}$/).transform(Number).pipe(ZPrNumberValue)], {
+    error: "must be an integer from 1 to 2147483647, or its digits as a string",
+  })
+  .describe("an integer from 1 to 2147483647, or its decimal digits as a string (the same bounds)");
 
 const ZPr = z.object({ number: ZPrNumber });
-const ZSha = z.string().regex(/^[0-9a-f]{7,64}$/i, "must be a commit sha (hex)");
+const ZSha = z.string().regex(/^[0-9a-fA-F]{7,64}$/, "must be a commit sha (hex)");
 
 export const ZQueueAddress = z.object({ repo: ZRepo, targetBranch: ZName });
 export const ZPullRequestAddress = ZQueueAddress.extend({ pr: ZPr });
@@ -81,7 +89,7 @@ export const ZImpactedTargets = z
   .union([
     z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const),
     z.array(z.string().max(4096)).max(5_000_000),
-  ])
+  ], { error: 'must be "ALL" or a list of target names' })
   .describe('the targets the PR changes, or "ALL" (it impacts every target)');
 
 export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
@@ -92,14 +100,22 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
 export const ZTestingDetailsRequest = ZPullRequestAddress;
 
 export const ZMetricsQuery = z.object({
-  repo: z.string().min(3).max(512).optional().describe("owner/name; requires repoHost"),
-  repoHost: z.string().min(1).max(255).optional(),
+  repo: z
+    .string()
+    .min(3)
+    .max(512)
+    .regex(/^[^/]+\/[^/]+$/, "must have the form owner/name")
+    .optional()
+    .describe("owner/name; requires repoHost"),
+  repoHost: z.string().min(1).max(255).optional().describe("the repository's host; requires repo"),
 });
 
 const ZPageQuery = z.object({
   page_size: z.number().int().min(1).max(100),
-  page_token: z.string().max(1024).default(""),
+  page_token: z.string().max(1024).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
 });
+/** The length is checked before the URL parser trims surrounding whitespace, as the document's maxLength says. */
+const ZLink = z.string().max(2048).url({ protocol: /^https?$/ });
 const ZDateTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 export const ZListFailingTestsRequest = z.object({
@@ -119,10 +135,10 @@ export const ZUploadTestResultsRequest = z.object({
   commit_sha: ZSha,
   branch: ZName,
   pr_number: ZPrNumber.optional(),
-  job_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
-  variant: z.string().trim().max(255).optional(),
+  job_url: ZLink.optional().describe("the CI job's http(s) link"),
+  variant: z.string().max(255).trim().optional().describe(TRIMMED),
   junit_xml: z
-    .array(z.string().min(1, "must not be empty"))
+    .array(z.string().min(1, "must not be empty").describe("one JUnit XML report"))
     .min(1)
     .max(MAX_REPORTS)
     .describe("JUnit XML reports, one string each"),
@@ -146,12 +162,12 @@ export const ZSetQuarantineSettingRequest = z.object({
 export const ZLinkTicketRequest = z.object({
   ...ZTestScope,
   test_case_id: z.uuid(),
-  ticket_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().describe("the ticket's link; null unlinks"),
+  ticket_url: ZLink.nullable().describe("the ticket's http(s) link; null unlinks"),
 });
 export const ZCheckQuarantineRequest = z
   .object({
     ...ZTestScope,
-    variant: z.string().trim().max(255).default(""),
+    variant: z.string().max(255).trim().default("").describe(TRIMMED),
     test_ids: z.array(z.uuid()).max(10_000).default([]),
     tests: z
       .array(
