@@ -23,9 +23,7 @@ export function jsonBody(limit: number) {
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > limit) return refuse(tooLarge(limit, declared));
     const type = req.headers["content-type"];
-    if (!type || !req.is("application/json")) {
-      return refuse(new AppError("unsupported_media_type", `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`));
-    }
+    if (!type || !req.is("application/json")) return refuse(notJson(type));
     const charset = /charset=([^;]+)/i.exec(type)?.[1]?.trim().replace(/"/g, "").toLowerCase();
     if (charset && charset !== "utf-8" && charset !== "utf8") return refuse(new AppError("unsupported_media_type", `charset must be utf-8, not ${charset}`));
     const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
@@ -75,6 +73,12 @@ export function jsonBody(limit: number) {
     req.on("end", onEnd);
     req.on("error", onError);
   };
+}
+
+/** Names the media type sent, when there is one: a header of only parameters (`; charset=utf-8`) has none. */
+function notJson(contentType: string | undefined): AppError {
+  const mediaType = contentType?.split(";")[0]!.trim();
+  return new AppError("unsupported_media_type", `Content-Type must be application/json${mediaType ? `, not ${mediaType}` : ""}`);
 }
 
 function tooLarge(limit: number, declared?: number): AppError {

@@ -242,6 +242,12 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     expect(((await response.json()) as any).error.code).toBe("unsupported_media_type");
   });
 
+  test.each([[""], ["; charset=utf-8"], [" ;"]])("an empty media type (Content-Type %p) is 415 with a complete message", async (type) => {
+    const response = await server.api.call("getQueue", queueOf(), { headers: { "content-type": type } });
+    expect(response.status).toBe(415);
+    expect(response.body.error.message).toBe("Content-Type must be application/json");
+  });
+
   test("application/json with a charset is accepted", async () => {
     const response = await server.api.call("getQueue", queueOf(), { headers: { "content-type": "application/json; charset=utf-8" } });
     expect(response.status).toBe(200);
