@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
 import { createApiApp } from "./api/app.js";
@@ -34,7 +35,35 @@ export type StartOptions = {
   random?: () => number;
   /** false: the worker does not run on its own; tests call worker.tick()/drain(). */
   startWorker?: boolean;
+  /** Replaces some of HTTP_TIMEOUTS (tests). */
+  httpTimeouts?: Partial<HttpTimeouts>;
 };
+
+export type HttpTimeouts = {
+  /** To receive a request's headers. */
+  headersMs: number;
+  /** To receive a whole request, body included. */
+  requestMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveMs: number;
+  /** A connection that neither sends nor receives a byte for this long is closed. */
+  idleMs: number;
+};
+
+/**
+ * How long a connection may hold the server. A 20 MiB upload must arrive within the request
+ * timeout, at 23 KB/s or more; the idle timeout cuts only a connection that stalls, however
+ * slowly it sends (docs/decisions.md).
+ */
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 5_000, idleMs: 60_000 };
+
+function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
+  http.headersTimeout = timeouts.headersMs;
+  http.requestTimeout = timeouts.requestMs;
+  http.keepAliveTimeout = timeouts.keepAliveMs;
+  // Node checks the two above only every 30 seconds; the idle timeout is each socket's own timer.
+  http.timeout = timeouts.idleMs;
+}
 
 /**
  * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
@@ -83,6 +112,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       return true;
     });
     const http = await server.start();
+    limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;

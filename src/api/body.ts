@@ -1,6 +1,7 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../app/errors.js";
-import { parseJsonBody } from "./json.js";
+import { NotUtf8Error, parseJsonBody } from "./json.js";
 
 /**
  * Reads a JSON request body of at most `limit` bytes. An oversized body is refused as soon as
@@ -11,13 +12,7 @@ import { parseJsonBody } from "./json.js";
 export function jsonBody(limit: number) {
   return (req: Request, res: Response, next: NextFunction) => {
     const refuse = (error: AppError) => {
-      // The answer goes out at once. Closing a socket with unread data makes TCP reset it, and
-      // the reset can overtake the answer, so what still arrives is discarded for at most two
-      // seconds (a lingering close, as nginx does) before the connection is closed.
-      res.on("finish", () => {
-        req.resume();
-        setTimeout(() => req.socket.destroy(), 2000).unref();
-      });
+      closeAfterAnswer(req, res);
       next(error);
     };
     const declared = Number(req.headers["content-length"] ?? 0);
@@ -49,7 +44,8 @@ export function jsonBody(limit: number) {
       try {
         req.body = parseJsonBody(joined);
       } catch (parseError) {
-        return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: "is not valid JSON" }]));
+        const rule = parseError instanceof NotUtf8Error ? "is not valid UTF-8" : "is not valid JSON";
+        return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: rule }]));
       }
       next();
     };
@@ -74,6 +70,28 @@ export function jsonBody(limit: number) {
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onError);
+  };
+}
+
+/** How long what a client still sends after a refusal is read and discarded before the connection is closed. */
+const LINGER_MS = 2000;
+
+/**
+ * Makes the answer to a request whose body is left unread the connection's last: it says
+ * `Connection: close`, so the client sends its next request on a new connection. Node destroys
+ * such a connection as soon as the answer is written, but closing a socket with unread data
+ * makes TCP reset it, and the reset can overtake the answer; so instead the server closes its
+ * side once the answer is out, discards what still arrives for at most LINGER_MS, and only then
+ * destroys the socket (a lingering close, as nginx does).
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader("Connection", "close");
+  const socket = req.socket;
+  // Node calls destroySoon on the socket of an answer sent with Connection: close.
+  socket.destroySoon = () => {
+    socket.end();
+    req.resume();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   };
 }
 

@@ -4,7 +4,7 @@ import { createToken, registerToken } from "../../src/auth/tokens.js";
 import type { CodeHost } from "../../src/codehost/code-host.js";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
-import { startGreenline, type Greenline } from "../../src/server.js";
+import { startGreenline, type Greenline, type StartOptions } from "../../src/server.js";
 import type { Backend } from "./backends.js";
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
@@ -66,6 +66,7 @@ export type TestServerOptions = {
   random?: () => number;
   /** Let the worker run on its own timer (default: tests drive it with worker.tick/drain). */
   startWorker?: boolean;
+  httpTimeouts?: StartOptions["httpTimeouts"];
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -95,6 +96,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     now: options.now,
     random: options.random,
     startWorker: options.startWorker ?? false,
+    httpTimeouts: options.httpTimeouts,
   });
   return {
     greenline,
