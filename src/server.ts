@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
+import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
@@ -11,6 +12,7 @@ import { SandboxCodeHost } from "./codehost/sandbox.js";
 import type { Config } from "./config.js";
 import { createGitHubApp } from "./github/app.js";
 import { GitHubCodeHost } from "./github/code-host.js";
+import { webhookRoute } from "./github/webhook-route.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -77,22 +79,31 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
       log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
     }
+    // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
+    const webhookSecret = config.githubApp?.webhookSecret ?? randomBytes(32).toString("hex");
     const ProbotWithConfig = config.githubApp
       ? Probot.defaults({
           appId: config.githubApp.appId,
           privateKey: config.githubApp.privateKey,
-          secret: config.githubApp.webhookSecret,
+          secret: webhookSecret,
           baseUrl: config.githubApp.apiUrl,
           log,
           ...(config.githubApp.throttle === false
             ? { Octokit: ProbotOctokit.defaults((options: Record<string, any>) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
             : {}),
         })
-      : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
-        Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
+      : Probot.defaults({ githubToken: "sandbox", secret: webhookSecret, log });
+    // Probot's Server serves this middleware first: ours bounds the webhook body and verifies it
+    // as it arrives, where Probot's reads any body whole before looking at it.
+    class BoundedProbot extends ProbotWithConfig {
+      override async getNodeMiddleware() {
+        const probot = this as unknown as Probot;
+        return webhookRoute({ secret: webhookSecret, log, receive: (delivery) => probot.receive(delivery as EmitterWebhookEvent) });
+      }
+    }
     // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
-    const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
+    const server = new Server({ Probot: BoundedProbot, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
     const now = options.now ?? (() => new Date());
     const sandbox = config.githubApp ? null : new SandboxCodeHost(db, { ...config.sandbox, random: options.random ?? Math.random, now });
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
