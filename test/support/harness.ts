@@ -4,7 +4,7 @@ import { createToken, registerToken } from "../../src/auth/tokens.js";
 import type { CodeHost } from "../../src/ports/code-host.js";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
-import { startGreenline, type Greenline } from "../../src/server.js";
+import { startGreenline, type Greenline, type StartOptions } from "../../src/server.js";
 import { checkAnswer } from "./answers.js";
 import type { Backend } from "./backends.js";
 
@@ -70,6 +70,7 @@ export type TestServerOptions = {
   random?: () => number;
   /** Let the worker run on its own timer (default: tests drive it with worker.tick/drain). */
   startWorker?: boolean;
+  httpTimeouts?: StartOptions["httpTimeouts"];
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -99,6 +100,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     now: options.now,
     random: options.random,
     startWorker: options.startWorker ?? false,
+    httpTimeouts: options.httpTimeouts,
   });
   return {
     greenline,
