@@ -229,7 +229,8 @@ export class Database {
    * session advisory lock, so replicas exclude each other; if the process dies, PostgreSQL
    * releases it with the connection, so no lease has to expire before another replica takes
    * over. The lock connection is one of its own, outside the pool: a holder never keeps a pool
-   * connection while `fn` waits for others (with the pool busy, that wait could not end).
+   * connection while `fn` waits for others (with the pool busy, that wait ended only in the
+   * pool's timeout, failing the effects it ran).
    */
   tryWithLock<T>(name: string, fn: () => Promise<T>): Promise<T | null> {
     return this.#track(async () => {
