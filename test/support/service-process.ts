@@ -49,6 +49,16 @@ export class ServiceProcess {
     this.#child = null;
   }
 
+  /** Sends SIGTERM and answers the exit code (null when the process was killed by a signal). */
+  async terminate(): Promise<number | null> {
+    const child = this.#child;
+    if (!child) throw new Error("the service is not running");
+    if (child.exitCode !== null) return child.exitCode;
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    child.kill("SIGTERM");
+    return exited;
+  }
+
   async stop(): Promise<void> {
     const child = this.#child;
     if (!child || child.exitCode !== null) return;
