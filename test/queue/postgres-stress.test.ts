@@ -95,7 +95,9 @@ describeOnPostgres("the seeding pattern of bench:api on PostgreSQL, worker runni
       await service.kill();
       await database.drop();
     }
-  });
+    // Generous: starting the service compiles src/ with tsx, slow on a loaded machine. The
+    // assertions are about transactions and answers, never about how long this took.
+  }, 240_000);
 });
 
 /** The exit code, or "still running" when the process has not exited within `limitMs` (a generous bound, not a measurement). */
