@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../app/errors.js";
-import { parseJsonBody } from "./json.js";
+import { parseJsonBody } from "../formats/json.js";
 
 /**
  * Reads a JSON request body of at most `limit` bytes. An oversized body is refused as soon as

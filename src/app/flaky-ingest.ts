@@ -5,7 +5,7 @@ import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
 import { testCaseId } from "../domain/flaky/identity.js";
-import { JUnitError, JUnitReader, type JUnitCase } from "../domain/flaky/junit.js";
+import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument } from "./errors.js";
 import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./flaky-status.js";
