@@ -4,10 +4,10 @@ import { DEFAULT_FLAKY_SETTINGS, ZFlakySettings, type FlakySettings, type Quaran
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import type { TestCase } from "../generated/sqlite/client.js";
 import type { Sql } from "../store/sql.js";
-import { invalidArgument, notFound } from "./errors.js";
-import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow } from "./flaky-status.js";
-import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "./repositories.js";
-import type { Services } from "./services.js";
+import { invalidArgument, notFound } from "../app/errors.js";
+import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow } from "./status.js";
+import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
 
 export type PageQuery = { page_size: number; page_token: string };
 

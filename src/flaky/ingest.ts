@@ -7,11 +7,11 @@ import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js"
 import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
 import type { Sql } from "../store/sql.js";
-import { invalidArgument } from "./errors.js";
-import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./flaky-status.js";
-import { repositoryInScope } from "./flaky-tests.js";
-import { claimRepository, repositoryKey } from "./repositories.js";
-import type { Services } from "./services.js";
+import { invalidArgument } from "../app/errors.js";
+import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./status.js";
+import { repositoryInScope } from "./queries.js";
+import { claimRepository, repositoryKey } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
 
 export type UploadInput = {
   repo: RepoRef;
