@@ -4,12 +4,34 @@ import type { RepoRef } from "../ports/code-host.js";
 import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
-import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
+import {
+  addFailureSignatures,
+  findCodeOwnersHash,
+  findDetectionStates,
+  findOtherUploadsOfCommit,
+  findTestCaseOwners,
+  findTestsFailedIn,
+  findTestsPassedIn,
+  findWatchedTests,
+  insertTestFailures,
+  insertTestResults,
+  insertUpload,
+  lockRepositoryTests,
+  saveCodeOwnersHash,
+  setTestCaseOwners,
+  setUploadTotals,
+  updateTestResult,
+  type FailureRow,
+  type ResultRow,
+  type SignatureCount,
+} from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument } from "../app/errors.js";
-import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow, watchedTests, type Flake } from "./status.js";
+import { forgetIfFull, identify, knownTestsOf, TestKeys, type TestScope } from "./keys.js";
+import { applyDetection, loadFlakySettings, type Flake } from "./status.js";
 import { repositoryInScope } from "./queries.js";
+import { Runs } from "./runs.js";
 import { claimRepository, repositoryKey } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 
@@ -110,6 +132,7 @@ export async function uploadTestResults(services: Services, principal: Principal
     // Ids hash the repository's name as first registered, so a client's casing cannot split a test.
     repoFullName: `${repository.host}/${repository.owner}/${repository.name}`,
     orgSlug: principal.organizationSlug,
+    variant: input.variant ?? "",
     uploadId: services.newId(),
     input,
     owners,
@@ -130,180 +153,26 @@ export async function uploadTestResults(services: Services, principal: Principal
  */
 const isUnnamed = (c: JUnitCase) => c.name === "" && c.classname === "";
 
-/** What a test's identity is made of besides its name (and the upload's variant); a suite's testcases share it. */
-type Group = Pick<JUnitCase, "file" | "classname" | "parent" | "explicitId">;
 
-const groupKey = (c: Group, variant: string) => `${c.file}\u0000${c.classname}\u0000${c.parent}\u0000${c.explicitId}\u0000${variant}`;
-
-/** A copy of `text` that shares no memory with the string it was cut from (a report). */
-const detach = (text: string) => ` ${text}`.slice(1);
-
-/**
- * Test case keys by identity, held as groups of names: consecutive testcases of a report share
- * their group, so a lookup is mostly a comparison with the previous testcase's group and one
- * lookup by name, and each remembered test costs about its name.
- */
-class TestKeys {
-  readonly #groups = new Map<string, Map<string, number>>();
-  #size = 0;
-
-  get size(): number {
-    return this.#size;
-  }
-
-  clear(): void {
-    this.#groups.clear();
-    this.#size = 0;
-  }
-
-  /** Looks testcases up, remembering the last one's group (a batch's lookup, dropped with it). */
-  lookup(variant: string): (c: JUnitCase) => number | undefined {
-    let last: Group | null = null;
-    let names: Map<string, number> | undefined;
-    return (c) => {
-      if (last === null || c.file !== last.file || c.classname !== last.classname || c.parent !== last.parent || c.explicitId !== last.explicitId) {
-        names = this.#groups.get(groupKey(c, variant));
-        last = c;
-      }
-      return names?.get(c.name);
-    };
-  }
-
-  set(c: Group & { name: string }, variant: string, key: number): void {
-    const group = groupKey(c, variant);
-    let names = this.#groups.get(group);
-    if (!names) this.#groups.set(group, (names = new Map()));
-    const name = detach(c.name);
-    if (!names.has(name)) this.#size++;
-    names.set(name, key);
-  }
-
-  absorb(other: TestKeys): void {
-    for (const [group, names] of other.#groups) {
-      let mine = this.#groups.get(group);
-      if (!mine) this.#groups.set(group, (mine = new Map()));
-      for (const [name, key] of names) {
-        if (!mine.has(name)) this.#size++;
-        mine.set(name, key);
-      }
-    }
-  }
-}
-
-/**
- * Tests already stored, by repository: a test's key never changes once assigned (rows go only
- * with their repository), so each process remembers the tests it has stored, and a repeated
- * upload of known tests neither hashes their ids nor looks up their keys. Bounded: past the
- * limit (all repositories together) the memory starts over.
- */
-const KNOWN_TESTS_LIMIT = 200_000;
-const knownTests = new WeakMap<object, Map<string, TestKeys>>();
-
-function forgetIfFull(db: object, adding: number): void {
-  const byRepository = knownTests.get(db);
-  let size = adding;
-  for (const known of byRepository?.values() ?? []) size += known.size;
-  if (size > KNOWN_TESTS_LIMIT) for (const known of byRepository?.values() ?? []) known.clear();
-}
-
-function knownTestsOf(db: object, repositoryId: string): TestKeys {
-  let byRepository = knownTests.get(db);
-  if (!byRepository) knownTests.set(db, (byRepository = new Map()));
-  let known = byRepository.get(repositoryId);
-  if (!known) byRepository.set(repositoryId, (known = new TestKeys()));
-  return known;
-}
-
-type Upload = {
-  repositoryId: string;
-  repoFullName: string;
-  orgSlug: string;
-  uploadId: string;
-  input: UploadInput;
-  owners: CodeOwners | null;
-  now: Date;
-  known: TestKeys;
-  /** The repository was registered by this upload: none of its tests can be stored yet. */
-  newRepository: boolean;
-};
-
-/**
- * What the upload did to each test so far, its testcases merged (attempts.ts: retries and
- * variants; two ids attributes can name one test): a slot per test, in typed arrays, so that holding an
- * upload's 100,000 tests costs a megabyte or two and no objects.
- */
-class Runs {
-  keys = new Float64Array(1024);
-  at = new Float64Array(1024);
-  flags = new Uint8Array(1024);
-  size = 0;
-  /** Slot + 1 by key, open addressing (0 is empty): test case keys are 32-bit integers. */
-  #table = new Int32Array(2048);
-
-  /** The test's slot, or -1 if this upload has not seen it. */
-  find(key: number): number {
-    const table = this.#table;
-    const mask = table.length - 1;
-    for (let i = Math.imul(key, 0x9e3779b1) & mask; table[i] !== 0; i = (i + 1) & mask) {
-      if (this.keys[table[i]! - 1] === key) return table[i]! - 1;
-    }
-    return -1;
-  }
-
-  /** The test's slot (a new one, the next, if the test is new to this upload). */
-  slotOf(key: number, at: number): number {
-    const found = this.find(key);
-    if (found !== -1) return found;
-    const added = this.size++;
-    if (added === this.keys.length) this.#grow();
-    this.keys[added] = key;
-    this.at[added] = at;
-    this.#place(added);
-    return added;
-  }
-
-  #place(slot: number): void {
-    const table = this.#table;
-    const mask = table.length - 1;
-    let i = Math.imul(this.keys[slot]!, 0x9e3779b1) & mask;
-    while (table[i] !== 0) i = (i + 1) & mask;
-    table[i] = slot + 1;
-  }
-
-  /** Twice the room; the table stays at most half full. */
-  #grow(): void {
-    const grow = <T extends Float64Array | Uint8Array>(a: T): T => {
-      const bigger = new (a.constructor as new (n: number) => T)(a.length * 2);
-      bigger.set(a);
-      return bigger;
-    };
-    this.keys = grow(this.keys);
-    this.at = grow(this.at);
-    this.flags = grow(this.flags);
-    this.#table = new Int32Array(this.keys.length * 2);
-    for (let slot = 0; slot < this.size - 1; slot++) this.#place(slot);
-  }
-}
-
-const TEST_CASE_COLUMNS = ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"];
-
-const RESULT_COLUMNS = ["testCaseKey", "at", "uploadKey", "failed", "passed"];
-
-type Signature = { key: number; signature: string; summary: string; count: number; lastAt: number };
+type Upload = TestScope & { uploadId: string; input: UploadInput };
 
 async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {
   const { repositoryId, input, now } = u;
   // Before any read: what this upload judges must not interleave with another judgment.
   await lockRepositoryTests(sql, repositoryId);
-  const [row] = await sql.all<{ key: unknown }>(
-    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0) RETURNING "key"`,
-    [u.uploadId, repositoryId, input.commit_sha, input.branch, input.pr_number ?? null, input.job_url ?? null, input.variant ?? "", now],
-  );
-  const uploadKey = Number(row!.key);
+  const uploadKey = await insertUpload(sql, {
+    id: u.uploadId,
+    repositoryId,
+    commitSha: input.commit_sha,
+    branch: input.branch,
+    prNumber: input.pr_number ?? null,
+    jobUrl: input.job_url ?? null,
+    variant: u.variant,
+    createdAt: now,
+  });
   const ownersChanged = u.owners !== null && (await codeOwnersChanged(sql, u));
   const runs = new Runs();
-  const signatures = new Map<string, Signature>();
+  const signatures = new Map<string, SignatureCount>();
   const learned = new TestKeys();
   let failures = 0;
   let unnamed = 0;
@@ -314,11 +183,12 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
       unnamed += batch.length - named.length;
       batch = named;
     }
-    const keys = await identify(sql, u, batch, learned, ownersChanged);
-    const results: unknown[][] = [];
+    const { keys, inserted } = await identify(sql, u, batch, learned);
+    if (ownersChanged) await refreshOwners(sql, u, batch, keys, inserted);
+    const results: ResultRow[] = [];
     /** Tests of earlier testcases whose result this batch's repeats change: slot → flags before this batch. */
     const rerun = new Map<number, number>();
-    const failureRows: unknown[][] = [];
+    const failureRows: FailureRow[] = [];
     batch.forEach((c, i) => {
       const key = keys[i]!;
       // A run's time is its suite's timestamp, else the upload's; never in the future.
@@ -340,24 +210,18 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
           group.count++;
           group.lastAt = Math.max(group.lastAt, at);
         } else {
-          signatures.set(`${key} ${signature}`, { key, signature, summary, count: 1, lastAt: at });
+          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, summary, count: 1, lastAt: at });
         }
         failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
       }
     });
     // Skipped tests have no result; a repeat can change its test's result (inserted before, or in this batch).
-    await sql.insert("TestResult", RESULT_COLUMNS, results);
+    await insertTestResults(sql, results);
     await writeReruns(sql, runs, rerun, uploadKey);
-    await sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], failureRows);
+    await insertTestFailures(sql, failureRows);
   }
-  await sql.insert(
-    "FailureSignature",
-    ["testCaseKey", "signature", "summary", "count", "lastAt"],
-    [...signatures.values()].map((g) => [g.key, g.signature, g.summary, g.count, g.lastAt]),
-    `ON CONFLICT ("testCaseKey", "signature") DO UPDATE SET "count" = "FailureSignature"."count" + excluded."count",
-       "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END`,
-  );
-  await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [runs.size, failures, uploadKey]);
+  await addFailureSignatures(sql, [...signatures.values()]);
+  await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures });
   await detect(sql, u, uploadKey, runs);
   return { testCases: runs.size, failures, unnamed, learned };
 }
@@ -366,83 +230,17 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
 async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {
   for (const [slot, before] of rerun) {
     const flags = runs.flags[slot]!;
-    const [key, at, failed, passed] = [runs.keys[slot]!, runs.at[slot]!, (flags & FAILED) !== 0, (flags & PASSED) !== 0];
-    if ((before & RESULT) === 0) await sql.insert("TestResult", RESULT_COLUMNS, [[key, at, uploadKey, failed, passed]]);
-    else await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [failed, passed, key, at, uploadKey]);
+    const result: ResultRow = [runs.keys[slot]!, runs.at[slot]!, uploadKey, (flags & FAILED) !== 0, (flags & PASSED) !== 0];
+    if ((before & RESULT) === 0) await insertTestResults(sql, [result]);
+    else await updateTestResult(sql, result);
   }
-}
-
-/**
- * The test case key of each testcase of a batch: remembered (the identity cache, or earlier in
- * this upload), else looked up, else the test is new and inserted with its owners. When the
- * repository's CODEOWNERS changed, existing tests' owners are brought up to date.
- */
-async function identify(sql: Sql, u: Upload, batch: JUnitCase[], learned: TestKeys, ownersChanged: boolean): Promise<number[]> {
-  const variant = u.input.variant ?? "";
-  const keys = new Array<number>(batch.length);
-  const unknown = new Map<string, { id: string; cases: number[]; test: JUnitCase }>();
-  const known = u.known.lookup(variant);
-  const learnedEarlier = learned.lookup(variant);
-  batch.forEach((c, i) => {
-    const key = known(c) ?? learnedEarlier(c);
-    if (key !== undefined) {
-      keys[i] = key;
-      return;
-    }
-    const id = testCaseId(u.orgSlug, u.repoFullName, c, variant, c.explicitId);
-    const seen = unknown.get(id);
-    if (seen) seen.cases.push(i);
-    else unknown.set(id, { id, cases: [i], test: c });
-  });
-  const inserted = new Set<number>();
-  if (unknown.size > 0) {
-    const found = new Map<string, number>();
-    const lookUp = async (ids: string[]) => {
-      const [inIds, idsParam] = sql.anyOf(`"id"`, ids);
-      for (const row of await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [u.repositoryId, idsParam])) {
-        found.set(row.id, Number(row.key));
-      }
-    };
-    if (!u.newRepository) await lookUp([...unknown.keys()]);
-    const fresh = [...unknown.values()].filter((t) => !found.has(t.id));
-    const newKeys = await sql.insertKeys(
-      "TestCase",
-      TEST_CASE_COLUMNS,
-      fresh.map(({ id, test: c }) => [id, u.repositoryId, c.name, c.file, c.classname, c.parent, variant, JSON.stringify(u.owners?.ownersOf(c.file) ?? []), "healthy", "first seen", u.now, "auto", false, u.now]),
-      ["repositoryId", "id"],
-      "id",
-    );
-    fresh.forEach((t, i) => {
-      const key = newKeys[i];
-      if (key === undefined) return;
-      found.set(t.id, key);
-      inserted.add(key);
-    });
-    // Inserted meanwhile by a concurrent upload (PostgreSQL): read their keys.
-    const late = fresh.filter((t) => !found.has(t.id)).map((t) => t.id);
-    if (late.length > 0) await lookUp(late);
-    for (const t of unknown.values()) {
-      const key = found.get(t.id)!;
-      for (const i of t.cases) {
-        keys[i] = key;
-        learned.set(batch[i]!, variant, key);
-      }
-    }
-  }
-  if (ownersChanged) await refreshOwners(sql, u, batch, keys, inserted);
-  return keys;
 }
 
 /** Whether the repository's CODEOWNERS differs from the one owners were last computed from (recording the new one). */
 async function codeOwnersChanged(sql: Sql, u: Upload): Promise<boolean> {
   const hash = createHash("sha256").update(u.owners!.text).digest("hex");
-  const [known] = await sql.all<{ hash: string }>(`SELECT "hash" FROM "CodeOwnersVersion" WHERE "repositoryId" = ?`, [u.repositoryId]);
-  if (known?.hash === hash) return false;
-  await sql.run(
-    `INSERT INTO "CodeOwnersVersion" ("repositoryId", "hash", "updatedAt") VALUES (?, ?, ?)
-       ON CONFLICT ("repositoryId") DO UPDATE SET "hash" = excluded."hash", "updatedAt" = excluded."updatedAt"`,
-    [u.repositoryId, hash, u.now],
-  );
+  if ((await findCodeOwnersHash(sql, u.repositoryId)) === hash) return false;
+  await saveCodeOwnersHash(sql, u.repositoryId, hash, u.now);
   return true;
 }
 
@@ -454,13 +252,13 @@ async function refreshOwners(sql: Sql, u: Upload, batch: JUnitCase[], keys: numb
   const files = new Map<number, string>();
   batch.forEach((c, i) => inserted.has(keys[i]!) || files.set(keys[i]!, c.file));
   if (files.size === 0) return;
-  const [inKeys, keysParam] = sql.anyOf(`"key"`, [...files.keys()]);
-  for (const row of await sql.all<{ key: unknown; codeowners: string }>(`SELECT "key", "codeowners" FROM "TestCase" WHERE ${inKeys}`, [keysParam])) {
-    const key = Number(row.key);
-    const owners = JSON.stringify(u.owners!.ownersOf(files.get(key)!));
-    if (row.codeowners !== owners) await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [owners, key]);
+  for (const test of await findTestCaseOwners(sql, [...files.keys()])) {
+    const owners = u.owners!.ownersOf(files.get(test.key)!);
+    if (!sameList(test.codeowners, owners)) await setTestCaseOwners(sql, test.key, owners);
   }
 }
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((item, i) => item === b[i]);
 
 /**
  * Re-judges the tests this upload can have changed: those that failed, those with new
@@ -483,22 +281,15 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
     if (flags === (FAILED | PASSED)) flakes.set(key, { at: runs.at[slot]!, reason: `failed, then passed on a retry within one run on commit ${sha}` });
     else if (flags === FAILED) failedOnly.push(key);
   }
-  const others = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ?`, [u.repositoryId, u.input.commit_sha, uploadKey]);
+  const others = await findOtherUploadsOfCommit(sql, u.repositoryId, u.input.commit_sha, uploadKey);
   if (others.length > 0) {
     const sameCommit = { at: u.now.getTime(), reason: `failed and passed on the same commit ${sha}` };
-    const [inUploads, uploadsParam] = sql.anyOf(`"uploadKey"`, others.map((o) => Number(o.key)));
-    if (failedOnly.length > 0) {
-      const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, failedOnly);
-      const passedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestResult" WHERE ${inKeys} AND ${inUploads} AND "passed" = ?`, [keysParam, uploadsParam, true]);
-      for (const r of passedThere) flakes.set(Number(r.k), sameCommit);
-    }
-    const failedThere = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE ${inUploads}`, [uploadsParam]);
-    for (const r of failedThere) if (flagsOf(Number(r.k)) === PASSED) flakes.set(Number(r.k), sameCommit);
+    if (failedOnly.length > 0) for (const key of await findTestsPassedIn(sql, failedOnly, others)) flakes.set(key, sameCommit);
+    for (const key of await findTestsFailedIn(sql, others)) if (flagsOf(key) === PASSED) flakes.set(key, sameCommit);
   }
   for (const key of flakes.keys()) candidates.add(key);
-  for (const { key } of await watchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);
+  for (const { key } of await findWatchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);
   if (candidates.size === 0) return;
-  const [inKeys, keysParam] = sql.anyOf(`"key"`, [...candidates]);
-  const rows = await sql.all<Record<string, unknown>>(`SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
-  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), rows.map(statusRow), flakes, u.now);
+  const tests = await findDetectionStates(sql, [...candidates]);
+  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), tests, flakes, u.now);
 }

@@ -1,47 +1,25 @@
-import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../domain/flaky/detection.js";
+import { invalidArgument } from "../app/errors.js";
+import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined, ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import type { DetectionState } from "../domain/flaky/test-case.js";
+import {
+  countRunsSince,
+  findDetectionStates,
+  findFlakySettings,
+  findTestsToRejudge,
+  findWatchedTests,
+  listRepositoryIds,
+  lockRepositoryTests,
+  saveFlakySettings,
+  saveJudgment,
+  saveQuarantineSetting,
+  type Judgment,
+} from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** What detection reads and writes of a test case. */
-export type StatusRow = {
-  key: number;
-  status: TestStatus;
-  flakeAt: number | null;
-  flakeReason: string | null;
-  quarantineSetting: QuarantineSetting;
-  quarantined: boolean;
-};
-
-export const STATUS_COLUMNS = `"key", "status", "flakeAt", "flakeReason", "quarantineSetting", "quarantined"`;
-
-/** Rows as the drivers return them (PostgreSQL: bigint as string; SQLite: booleans as 0/1). */
-export function statusRow(raw: Record<string, unknown>): StatusRow {
-  return {
-    key: Number(raw.key),
-    status: raw.status as TestStatus,
-    flakeAt: raw.flakeAt === null || raw.flakeAt === undefined ? null : Number(raw.flakeAt),
-    flakeReason: (raw.flakeReason as string | null) ?? null,
-    quarantineSetting: raw.quarantineSetting as QuarantineSetting,
-    quarantined: Boolean(raw.quarantined),
-  };
-}
-
-/**
- * Serializes, for the rest of the caller's transaction, the writes that judge a repository's
- * tests (settings changes, quarantine overrides, uploads, the periodic refresh). Each reads the
- * settings and test rows and writes back what it concluded from them, so two at once would
- * overwrite each other's settings or evidence. PostgreSQL: a lock on the repository's row, FOR
- * NO KEY UPDATE, which inserts referencing the repository (their foreign-key checks take FOR KEY
- * SHARE) do not wait for. SQLite runs one write transaction at a time already.
- */
-export async function lockRepositoryTests(sql: Sql, repositoryId: string): Promise<void> {
-  if (sql.kind === "postgres") await sql.all(`SELECT 1 FROM "Repository" WHERE "id" = ? FOR NO KEY UPDATE`, [repositoryId]);
-}
-
 export async function loadFlakySettings(sql: Sql, repositoryId: string): Promise<FlakySettings> {
-  const rows = await sql.all<{ settings: string }>(`SELECT "settings" FROM "FlakySettings" WHERE "repositoryId" = ?`, [repositoryId]);
-  return rows[0] ? ZFlakySettings.parse(JSON.parse(rows[0].settings)) : DEFAULT_FLAKY_SETTINGS;
+  return (await findFlakySettings(sql, repositoryId)) ?? DEFAULT_FLAKY_SETTINGS;
 }
 
 /** New pass-on-retry evidence for a test, found at ingest. */
@@ -52,44 +30,38 @@ export type Flake = { at: number; reason: string };
  * of detection.ts with any new pass-on-retry evidence, and writes what changed — status with
  * its reason and time, the evidence, and quarantine with its time. Answers how many changed.
  */
-export async function applyDetection(sql: Sql, settings: FlakySettings, rows: StatusRow[], flakes: Map<number, Flake>, now: Date): Promise<number> {
-  if (rows.length === 0) return 0;
-  const stats = new Map<number, { runs: number; failures: number }>();
-  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, rows.map((r) => r.key));
-  const counted = await sql.all<{ k: unknown; runs: unknown; failures: unknown }>(
-    `SELECT "testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN "failed" THEN 1 ELSE 0 END) AS failures
-       FROM "TestResult" WHERE ${inKeys} AND "at" >= ? GROUP BY "testCaseKey"`,
-    [keysParam, now.getTime() - settings.windowDays * DAY_MS],
+export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date): Promise<number> {
+  if (tests.length === 0) return 0;
+  const stats = await countRunsSince(
+    sql,
+    tests.map((t) => t.key),
+    now.getTime() - settings.windowDays * DAY_MS,
   );
-  for (const row of counted) stats.set(Number(row.k), { runs: Number(row.runs), failures: Number(row.failures) });
-
   let changed = 0;
-  for (const row of rows) {
-    const flake = flakes.get(row.key);
-    const flakeAt = flake && (row.flakeAt === null || flake.at >= row.flakeAt) ? flake.at : row.flakeAt;
-    const flakeReason = flakeAt === row.flakeAt ? row.flakeReason : flake!.reason;
-    const { runs, failures } = stats.get(row.key) ?? { runs: 0, failures: 0 };
-    const verdict = classify({ runs, failures, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
-    const quarantined = isQuarantined(verdict.status, row.quarantineSetting, settings);
-    const statusChanged = verdict.status !== row.status;
-    if (!statusChanged && flakeAt === row.flakeAt && quarantined === row.quarantined) continue;
+  for (const test of tests) {
+    const judgment = judge(test, flakes.get(test.key), stats.get(test.key) ?? { runs: 0, failures: 0 }, settings, now);
+    if (!judgment) continue;
     changed++;
-    await sql.run(
-      `UPDATE "TestCase" SET "flakeAt" = ?, "flakeReason" = ?, "quarantined" = ?
-         ${statusChanged ? `, "status" = ?, "statusReason" = ?, "statusAt" = ?` : ""}
-         ${quarantined !== row.quarantined ? `, "quarantinedAt" = ?` : ""}
-       WHERE "key" = ?`,
-      [
-        flakeAt,
-        flakeReason,
-        quarantined,
-        ...(statusChanged ? [verdict.status, verdict.reason, now] : []),
-        ...(quarantined !== row.quarantined ? [quarantined ? now : null] : []),
-        row.key,
-      ],
-    );
+    await saveJudgment(sql, test.key, judgment);
   }
   return changed;
+}
+
+/** A test's judgment under the settings, or null when nothing about it changed. */
+function judge(test: DetectionState, flake: Flake | undefined, { runs, failures }: { runs: number; failures: number }, settings: FlakySettings, now: Date): Judgment | null {
+  const flakeAt = flake && (test.flakeAt === null || flake.at >= test.flakeAt) ? flake.at : test.flakeAt;
+  const flakeReason = flakeAt === test.flakeAt ? test.flakeReason : flake!.reason;
+  const verdict = classify({ runs, failures, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
+  const quarantined = isQuarantined(verdict.status, test.quarantineSetting, settings);
+  const statusChanged = verdict.status !== test.status;
+  if (!statusChanged && flakeAt === test.flakeAt && quarantined === test.quarantined) return null;
+  return {
+    flakeAt,
+    flakeReason,
+    quarantined,
+    ...(statusChanged ? { status: { value: verdict.status, reason: verdict.reason, at: now } } : {}),
+    ...(quarantined !== test.quarantined ? { quarantinedAt: quarantined ? now : null } : {}),
+  };
 }
 
 /**
@@ -98,23 +70,31 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, rows: St
  */
 export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
   let changed = 0;
-  for (const { id } of await sql.all<{ id: string }>(`SELECT "id" FROM "Repository"`)) {
+  for (const id of await listRepositoryIds(sql)) {
     await lockRepositoryTests(sql, id);
-    const rows = await watchedTests(sql, id);
-    if (rows.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), rows, new Map(), now);
+    const tests = await findWatchedTests(sql, id);
+    if (tests.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now);
   }
   return changed;
 }
 
-/**
- * A repository's tests that are flaky, broken or quarantined: a union, so each half is served by
- * its index (an OR would read every test of the repository).
- */
-export async function watchedTests(sql: Sql, repositoryId: string): Promise<StatusRow[]> {
-  const rows = await sql.all<Record<string, unknown>>(
-    `SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE "repositoryId" = ? AND "status" IN ('flaky', 'broken')
-     UNION SELECT ${STATUS_COLUMNS} FROM "TestCase" WHERE "repositoryId" = ? AND "quarantined" = ?`,
-    [repositoryId, repositoryId, true],
-  );
-  return rows.map(statusRow);
+/** Sets a test's quarantine override (always / never) or returns it to automatic, and re-judges the test under it. */
+export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, now: Date): Promise<void> {
+  await lockRepositoryTests(sql, repositoryId);
+  await saveQuarantineSetting(sql, key, setting);
+  await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now);
+}
+
+/** Changes some of a repository's detection settings and re-judges its tests under them; answers the settings now in force. */
+export async function changeFlakySettings(sql: Sql, repositoryId: string, changes: Partial<FlakySettings>, now: Date): Promise<FlakySettings> {
+  // Read, merge, write: under the lock, or concurrent changes of other fields would be lost.
+  await lockRepositoryTests(sql, repositoryId);
+  const merged = { ...(await loadFlakySettings(sql, repositoryId)), ...changes };
+  if (merged.flakyRate > merged.brokenRate) throw invalidArgument("settings.flakyRate", "must not exceed brokenRate");
+  const settings = ZFlakySettings.parse(merged);
+  await saveFlakySettings(sql, repositoryId, settings, now);
+  // Every test that has failed or is quarantined may change status under the new thresholds.
+  const tests = await findTestsToRejudge(sql, repositoryId, now.getTime() - settings.windowDays * DAY_MS);
+  await applyDetection(sql, settings, tests, new Map(), now);
+  return settings;
 }
