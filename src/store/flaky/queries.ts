@@ -59,11 +59,7 @@ export async function findQuarantinedTestIds(tx: Tx, repositoryId: string, ids: 
 
 /** The keys of the repository's tests that failed in [start, end), unordered. */
 export async function listFailingTestKeys(sql: Sql, repositoryId: string, start: Date, end: Date): Promise<number[]> {
-  const rows = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE "repositoryId" = ? AND "at" >= ? AND "at" < ?`, [
-    repositoryId,
-    start.getTime(),
-    end.getTime(),
-  ]);
+  const rows = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE "repositoryId" = ? AND "at" >= ? AND "at" < ?`, [repositoryId, start.getTime(), end.getTime()]);
   return rows.map((row) => integer(row.k));
 }
 

@@ -108,14 +108,7 @@ export async function saveJudgment(sql: Sql, key: number, judgment: Judgment): P
        ${status ? `, "status" = ?, "statusReason" = ?, "statusAt" = ?` : ""}
        ${quarantinedAt !== undefined ? `, "quarantinedAt" = ?` : ""}
      WHERE "key" = ?`,
-    [
-      judgment.flakeAt,
-      judgment.flakeReason,
-      judgment.quarantined,
-      ...(status ? [status.value, status.reason, status.at] : []),
-      ...(quarantinedAt !== undefined ? [quarantinedAt] : []),
-      key,
-    ],
+    [judgment.flakeAt, judgment.flakeReason, judgment.quarantined, ...(status ? [status.value, status.reason, status.at] : []), ...(quarantinedAt !== undefined ? [quarantinedAt] : []), key],
   );
 }
 
