@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
+import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
+import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
@@ -10,6 +12,7 @@ import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
 import type { Config } from "./config.js";
 import { createGitHubApp } from "./webhooks/github.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
+import { webhookRoute } from "./webhooks/webhook-route.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -34,7 +37,35 @@ export type StartOptions = {
   random?: () => number;
   /** false: the worker does not run on its own; tests call worker.tick()/drain(). */
   startWorker?: boolean;
+  /** Replaces some of HTTP_TIMEOUTS (tests). */
+  httpTimeouts?: Partial<HttpTimeouts>;
 };
+
+export type HttpTimeouts = {
+  /** To receive a request's headers. */
+  headersMs: number;
+  /** To receive a whole request, body included. */
+  requestMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveMs: number;
+  /** A connection that neither sends nor receives a byte for this long is closed. */
+  idleMs: number;
+};
+
+/**
+ * How long a connection may hold the server. A 20 MiB upload must arrive within the request
+ * timeout, at 23 KB/s or more; the idle timeout cuts only a connection that stalls, however
+ * slowly it sends (docs/decisions.md).
+ */
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 5_000, idleMs: 60_000 };
+
+function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
+  http.headersTimeout = timeouts.headersMs;
+  http.requestTimeout = timeouts.requestMs;
+  http.keepAliveTimeout = timeouts.keepAliveMs;
+  // Node checks the two above only every 30 seconds; the idle timeout is each socket's own timer.
+  http.timeout = timeouts.idleMs;
+}
 
 /**
  * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
@@ -48,22 +79,31 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
       log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
     }
+    // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
+    const webhookSecret = config.githubApp?.webhookSecret ?? randomBytes(32).toString("hex");
     const ProbotWithConfig = config.githubApp
       ? Probot.defaults({
           appId: config.githubApp.appId,
           privateKey: config.githubApp.privateKey,
-          secret: config.githubApp.webhookSecret,
+          secret: webhookSecret,
           baseUrl: config.githubApp.apiUrl,
           log,
           ...(config.githubApp.throttle === false
             ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
             : {}),
         })
-      : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
-        Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
+      : Probot.defaults({ githubToken: "sandbox", secret: webhookSecret, log });
+    // Probot's Server serves this middleware first: ours bounds the webhook body and verifies it
+    // as it arrives, where Probot's reads any body whole before looking at it.
+    class BoundedProbot extends ProbotWithConfig {
+      override async getNodeMiddleware() {
+        const probot = this as unknown as Probot;
+        return webhookRoute({ secret: webhookSecret, log, receive: (delivery) => probot.receive(delivery as EmitterWebhookEvent) });
+      }
+    }
     // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
-    const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
+    const server = new Server({ Probot: BoundedProbot, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
     const now = options.now ?? (() => new Date());
     const sandbox = config.githubApp ? null : new SandboxCodeHost(db, { ...config.sandbox, random: options.random ?? Math.random, now });
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
@@ -83,6 +123,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       return true;
     });
     const http = await server.start();
+    limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;

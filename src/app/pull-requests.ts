@@ -10,7 +10,7 @@ import type { CancelReason } from "../domain/engine/types.js";
 import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
-import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
+import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
@@ -182,15 +182,13 @@ export async function setImpactedTargets(services: Services, principal: Principa
   });
 }
 
-export type TestingDetails = {
+export type TestingDetails = RequiredStatuses & {
   testRunId: string;
   testBranch: string | null;
   testBranchSha: string | null;
   status: "in_progress" | "failed" | "cancelled" | "succeeded";
   failureReason: string | null;
   isBisection: boolean;
-  requiredStatuses: string[];
-  requiredStatusesSource: "merge_instance" | "repo_provider_branch_protection";
   statusChecks: { context: string; state: "pending" | "success" | "failure" | "error" }[];
   testedPullRequests: { prNumber: number; title: string }[];
   impactedTargets: string[] | "ALL";
@@ -216,7 +214,6 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
     const titles = await tx.queueEntry.findMany({ where: { queueId: queue.id, prNumber: { in: run.tested } }, select: { prNumber: true, prTitle: true } });
     const targets = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
     const merged = JSON.parse(queue.mergedPrs) as number[];
-    const required = queue.requiredStatuses ? (JSON.parse(queue.requiredStatuses) as string[]) : [];
     const status = RUN_STATUS[run.row.status as keyof typeof RUN_STATUS];
     const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
     return {
@@ -226,8 +223,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       status,
       failureReason: run.row.failure,
       isBisection: run.row.kind === "bisection",
-      requiredStatuses: required,
-      requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
+      ...requiredStatusesOf(queue),
       statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: JSON.parse(run.row.statusChecks) as Record<string, CheckState> }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.find((t) => t.prNumber === n)?.prTitle ?? "" })),
       impactedTargets: !targets ? [] : targets.kind === "all" ? "ALL" : (JSON.parse(targets.targets) as string[]).slice(0, 1000),

@@ -1,11 +1,19 @@
 import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { skipsTheLine } from "../domain/priority.js";
-import type { QueueSettings } from "../domain/queue-settings.js";
+import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-settings.js";
 import type { Readiness } from "../domain/readiness.js";
 import type { PrState, QueueState } from "../domain/states.js";
 
-/** The queue record of the API (SPEC.md, "Queue"). */
-export type QueueRecord = QueueSettings & { state: QueueState; branch: string };
+/** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
+export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string } & RequiredStatuses;
+
+/** The statuses a queue requires, as the API shows them: a list even when the queue sets none. */
+export type RequiredStatuses = { requiredStatuses: string[]; requiredStatusesSource: RequiredStatusesSource };
+
+export function requiredStatusesOf(row: Pick<Queue, "requiredStatuses">): RequiredStatuses {
+  if (row.requiredStatuses === null) return { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
+  return { requiredStatuses: JSON.parse(row.requiredStatuses) as string[], requiredStatusesSource: "merge_instance" };
+}
 
 export function settingsOf(row: Queue): QueueSettings {
   return {
@@ -30,7 +38,7 @@ export function settingsOf(row: Queue): QueueSettings {
 }
 
 export function toQueueRecord(row: Queue): QueueRecord {
-  return { state: row.state as QueueState, branch: row.branch, ...settingsOf(row) };
+  return { state: row.state as QueueState, branch: row.branch, ...settingsOf(row), ...requiredStatusesOf(row) };
 }
 
 /** A queue entry as getQueue lists it (Trunk's merge-item record without readiness). */
@@ -42,7 +50,8 @@ export type MergeItemRecord = {
   stateReason: string;
   priorityValue: number;
   priorityName: string;
-  usedDefaultPriorityName: string | null;
+  /** Only when the default priority was applied (SPEC.md: a string, not required). */
+  usedDefaultPriorityName?: string;
   skipTheLine: boolean;
   noBatch: boolean;
   prNumber: number;
@@ -67,7 +76,7 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     stateReason: row.stateReason,
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
-    usedDefaultPriorityName: row.usedDefaultPriorityName,
+    ...(row.usedDefaultPriorityName !== null ? { usedDefaultPriorityName: row.usedDefaultPriorityName } : {}),
     skipTheLine: skipsTheLine(row.priorityValue),
     noBatch: row.noBatch,
     prNumber: row.prNumber,

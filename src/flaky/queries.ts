@@ -12,14 +12,13 @@ import {
   listFailingTestKeys,
   listFailureSignatures,
   listQuarantinedTestKeys,
-  repositoryExists,
   setTicketUrl,
 } from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument, notFound } from "../app/errors.js";
 import { checkPageToken, emptyPage, paginate, type PageQuery } from "./pages.js";
 import { changeFlakySettings, loadFlakySettings, overrideQuarantine } from "./status.js";
-import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "../app/repositories.js";
+import { findRepository, repoNotFound, type RepositoryRow } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 
 type Scope = { repo: RepoRef; org_url_slug: string };
@@ -31,16 +30,13 @@ const MOST_COMMON = 5;
 
 /**
  * The repository a flaky-test request is about, or null when the organization has none by that
- * name yet (nothing uploaded: empty answers). A slug other than the token's organization, or
- * another organization's repository, answers not_found.
+ * name (nothing uploaded yet: empty answers). Another organization's repository is answered as
+ * one nobody has: telling them apart would let any token holder learn which repositories other
+ * organizations use. A slug other than the token's organization answers not_found.
  */
 export async function repositoryInScope(services: Services, principal: Principal, input: Scope): Promise<RepositoryRow | null> {
   if (input.org_url_slug.toLowerCase() !== principal.organizationSlug) throw notFound(`organization "${input.org_url_slug}" not found`);
-  return services.db.read(async (tx) => {
-    const owned = await findRepository(tx, principal, input.repo);
-    if (!owned && (await repositoryExists(tx, repositoryKey(input.repo)))) throw repoNotFound(input.repo);
-    return owned;
-  });
+  return services.db.read((tx) => findRepository(tx, principal, input.repo));
 }
 
 // ---- Test case records ------------------------------------------------------------------------

@@ -26,11 +26,6 @@ function testCaseOf(row: TestCaseRow): TestCase {
   };
 }
 
-/** Whether any organization has registered a repository under `key`. */
-export async function repositoryExists(tx: Tx, key: string): Promise<boolean> {
-  return (await tx.repository.findUnique({ where: { key }, select: { id: true } })) !== null;
-}
-
 /** The test cases with the keys, by ascending key (keys of no test are left out). */
 export async function findTestCases(tx: Tx, keys: readonly number[]): Promise<TestCase[]> {
   return (await tx.testCase.findMany({ where: { key: { in: [...keys] } }, orderBy: { key: "asc" } })).map(testCaseOf);
