@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Server as HttpServer } from "node:http";
+import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
 import type { EmitterWebhookEvent } from "@octokit/webhooks";
@@ -25,6 +25,10 @@ export type Greenline = {
   worker: Worker;
   /** The sandbox code host, when no GitHub App is configured. */
   sandbox: SandboxCodeHost | null;
+  /**
+   * Stops taking work, lets work in flight finish within the shutdown timeout, then closes
+   * the database. Rejects when the timeout passed first (the caller should exit then).
+   */
   close(): Promise<void>;
 };
 
@@ -73,7 +77,7 @@ function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
  */
 export async function startGreenline(config: Config, options: StartOptions): Promise<Greenline> {
   const { log } = options;
-  const db = await Database.open(config.databaseUrl);
+  const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts });
   try {
     if (config.bootstrap) {
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
@@ -124,6 +128,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     });
     const http = await server.start();
     limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
+    const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -133,13 +138,60 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       worker,
       sandbox,
       async close() {
-        await worker.stop();
-        await server.stop();
-        await db.close();
+        const deadline = Date.now() + config.shutdownTimeoutMs;
+        const served = await Promise.all([settlesBy(worker.stop(), deadline), stopServing(server, http, responses, deadline)]);
+        // The database waits for every transaction already asked for, including those of
+        // requests whose client went away (their handlers still run).
+        const closed = await settlesBy(db.close(), deadline);
+        if (!served.every(Boolean) || !closed) throw new Error(`work was still in flight ${config.shutdownTimeoutMs} ms after the shutdown began`);
       },
     };
   } catch (error) {
     await db.close();
     throw error;
   }
+}
+
+/** Whether `promise` settles before the time `deadline` (ms since the epoch). */
+async function settlesBy(promise: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The responses being written; once the server stops, each closes its connection when done. */
+type Responses = { inFlight: Set<ServerResponse>; stopping: boolean };
+
+function trackResponses(http: HttpServer): Responses {
+  const responses: Responses = { inFlight: new Set(), stopping: false };
+  http.on("request", (_req, res: ServerResponse) => {
+    if (responses.stopping && !res.headersSent) res.setHeader("connection", "close");
+    responses.inFlight.add(res);
+    res.once("close", () => responses.inFlight.delete(res));
+  });
+  return responses;
+}
+
+/**
+ * Stops listening and ends every connection: idle ones now, busy ones after their response
+ * (a keep-alive client would otherwise go on sending requests), and at the deadline whatever
+ * is left. Answers whether all ended in time.
+ */
+async function stopServing(server: Server, http: HttpServer, responses: Responses, deadline: number): Promise<boolean> {
+  responses.stopping = true;
+  for (const res of responses.inFlight) if (!res.headersSent) res.setHeader("connection", "close");
+  const stopped = server.stop();
+  http.closeIdleConnections();
+  if (await settlesBy(stopped, deadline)) return true;
+  http.closeAllConnections();
+  await stopped.catch(() => undefined);
+  return false;
 }

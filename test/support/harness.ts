@@ -6,6 +6,7 @@ import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
 import { startGreenline, type Greenline, type StartOptions } from "../../src/server.js";
 import { checkAnswer } from "./answers.js";
+import { DEFAULT_POSTGRES_TIMEOUTS } from "../../src/store/database.js";
 import type { Backend } from "./backends.js";
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
@@ -93,6 +94,8 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     bootstrap: { token, org: "acme" },
     sandbox: { ciMs: 60_000, failureRate: 0, flakeRate: 0, ...options.sandbox },
     workerIntervalMs: 20,
+    postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
+    shutdownTimeoutMs: 10_000,
   };
   const greenline = await startGreenline(config, {
     log: createLogger("info", sink),
