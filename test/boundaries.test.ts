@@ -54,7 +54,24 @@ const PROBES: Probe[] = [
   refused("src/app/nested/", `import "../../cli/main.js";`),
   refused("src/app/", `import "express";`),
 
+  refused("src/store/", `import "../flaky/ingest.js";`),
+  refused("src/store/flaky/", `import "../../flaky/status.js";`),
+  allowed("src/store/flaky/", `import "../../domain/flaky/detection.js";`),
+
+  allowed("src/flaky/", `import "../store/flaky-store.js";`),
+  allowed("src/flaky/", `import "../app/services.js";`),
+  allowed("src/flaky/", `import "../formats/junit.js";`),
+  refused("src/flaky/", `import "../api/app.js";`),
+  refused("src/flaky/", `import "../worker/worker.js";`),
+  refused("src/flaky/", `import "../generated/sqlite/client.js";`),
+
+  allowed("src/formats/", `import "../domain/text.js";`),
+  allowed("src/formats/", `export { isUtf8 } from "node:buffer";`),
+  refused("src/formats/", `import "../store/database.js";`),
+  refused("src/formats/", `import "../app/errors.js";`),
+
   allowed("src/api/", `import "../app/services.js";`),
+  allowed("src/api/", `import "../flaky/queries.js";`),
   refused("src/api/", `import "../store/database.js";`),
   refused("src/api/", `import "../generated/sqlite/client.js";`),
   refused("src/api/", `import "../github/app.js";`),

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../app/errors.js";
-import { NotUtf8Error, parseJsonBody } from "./json.js";
+import { NotUtf8Error, parseJsonBody } from "../formats/json.js";
 import { closeAfterAnswer } from "../net.js";
 
 /**

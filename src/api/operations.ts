@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
-import { uploadTestResults } from "../app/flaky-ingest.js";
+import { uploadTestResults } from "../flaky/ingest.js";
 import {
   checkQuarantine,
   getFlakySettings,
@@ -11,7 +11,7 @@ import {
   listQuarantinedTests,
   setQuarantineSetting,
   updateFlakySettings,
-} from "../app/flaky-tests.js";
+} from "../flaky/queries.js";
 import {
   cancelPullRequest,
   getMergeQueueTestingDetails,

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { glob } from "tinyglobby";
 import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
-import { parseJUnit } from "../domain/flaky/junit.js";
+import { parseJUnit } from "../formats/junit.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP

@@ -2,7 +2,7 @@ import type { Services } from "../app/services.js";
 import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
-import { refreshStatuses } from "../app/flaky-status.js";
+import { refreshStatuses } from "../flaky/status.js";
 import { runEffects } from "./effects.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */

@@ -2,7 +2,7 @@ import { request, type Server } from "node:http";
 import express from "express";
 import fc from "fast-check";
 import { jsonBody } from "../../src/api/body.js";
-import { parseJsonBody } from "../../src/api/json.js";
+import { parseJsonBody } from "../../src/formats/json.js";
 
 // Request bodies carrying large strings (JUnit reports) are parsed without turning the whole
 // body into a string: large strings are unescaped in place. JSON.parse is the oracle.

@@ -6,7 +6,7 @@ import { CodeOwners } from "../../src/domain/flaky/codeowners.js";
 import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined } from "../../src/domain/flaky/detection.js";
 import { failureSignature, normalizeFailure } from "../../src/domain/flaky/failures.js";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
-import { JUnitError, parseJUnit, type JUnitCase } from "../../src/domain/flaky/junit.js";
+import { JUnitError, parseJUnit, type JUnitCase } from "../../src/formats/junit.js";
 import { projectRoot } from "../../src/paths.js";
 
 const fixture = (name: string) => readFileSync(join(projectRoot, "test/fixtures/junit", name), "utf8");

@@ -1,5 +1,5 @@
 import { rng } from "../../bench/random.js";
-import { JUnitError, JUnitReader, parseJUnit, type JUnitCase } from "../../src/domain/flaky/junit.js";
+import { JUnitError, JUnitReader, parseJUnit, type JUnitCase } from "../../src/formats/junit.js";
 import { parseJUnitReference } from "../support/junit-reference.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 import { SaxesParser } from "saxes";
-import { JUnitError, parseTimestamp, type JUnitCase } from "../../src/domain/flaky/junit.js";
+import { JUnitError, parseTimestamp, type JUnitCase } from "../../src/formats/junit.js";
 
 // The JUnit reader Greenline had before its own scanner, on saxes (a conformant XML parser),
 // kept as the oracle of test/domain/junit-scanner.test.ts: both must read the same testcases

@@ -1,5 +1,3 @@
-import type { JUnitCase } from "./junit.js";
-
 /**
  * How the testcases of one upload that share a test's identity add up to the test's result for
  * the run, one testcase at a time, in a few bits per test (the upload holds one byte per test).
@@ -32,8 +30,11 @@ const ENDED_FAILING = 16;
 /** The repeats are variants: not in a Go report, or a testcase came after a passing one. */
 const VARIANTS = 32;
 
+/** What the merge reads of a testcase (the JUnit scanner's testcases have these fields; see formats/junit.ts). */
+export type Attempt = { failed: boolean; passed: boolean; repeatIsRetry: boolean };
+
 /** The test's bits after one more of its testcases (0 before the first); a skipped testcase changes nothing. */
-export function addTestCase(flags: number, c: Pick<JUnitCase, "failed" | "passed" | "repeatIsRetry">): number {
+export function addTestCase(flags: number, c: Attempt): number {
   if (!c.failed && !c.passed) return flags;
   let f = flags;
   if (f & RAN && (!c.repeatIsRetry || f & ENDED_PASSING)) f |= VARIANTS;

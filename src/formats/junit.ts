@@ -1,4 +1,4 @@
-import { unstorableCharacter } from "../text.js";
+import { unstorableCharacter } from "../domain/text.js";
 
 /** One `<testcase>` of a JUnit report, with what its attempts did. */
 export type JUnitCase = {

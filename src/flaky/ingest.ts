@@ -1,0 +1,295 @@
+import { createHash } from "node:crypto";
+import type { Principal } from "../auth/tokens.js";
+import type { RepoRef } from "../ports/code-host.js";
+import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
+import { CodeOwners } from "../domain/flaky/codeowners.js";
+import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
+import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
+import {
+  addFailureSignatures,
+  findCodeOwnersHash,
+  findDetectionStates,
+  findOtherUploadsOfCommit,
+  findTestCaseOwners,
+  findTestsFailedIn,
+  findTestsPassedIn,
+  findWatchedTests,
+  insertTestFailures,
+  insertTestResults,
+  insertUpload,
+  lockRepositoryTests,
+  saveCodeOwnersHash,
+  setTestCaseOwners,
+  setUploadTotals,
+  updateTestResult,
+  type FailureRow,
+  type ResultRow,
+  type SignatureCount,
+} from "../store/flaky-store.js";
+import type { Sql } from "../store/sql.js";
+import { invalidArgument } from "../app/errors.js";
+import { forgetIfFull, identify, knownTestsOf, TestKeys, type TestScope } from "./keys.js";
+import { applyDetection, loadFlakySettings, type Flake } from "./status.js";
+import { repositoryInScope } from "./queries.js";
+import { Runs } from "./runs.js";
+import { claimRepository, repositoryKey } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
+
+export type UploadInput = {
+  repo: RepoRef;
+  org_url_slug: string;
+  commit_sha: string;
+  branch: string;
+  pr_number?: number | undefined;
+  job_url?: string | undefined;
+  variant?: string | undefined;
+  junit_xml: string[];
+  codeowners?: string | undefined;
+};
+
+/** Where GitHub looks for CODEOWNERS, in its order. */
+const CODEOWNERS_PATHS = [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
+
+/** Testcases identified and written together. */
+const BATCH = 4096;
+
+/**
+ * The testcases of every report of the upload, a batch at a time. Malformed XML is refused
+ * naming the file's index and the line and column.
+ */
+function* reportBatches(input: UploadInput): Generator<JUnitCase[]> {
+  for (const [index, xml] of input.junit_xml.entries()) {
+    const reader = new JUnitReader(xml);
+    for (;;) {
+      let batch: JUnitCase[];
+      try {
+        batch = reader.read(BATCH);
+      } catch (error) {
+        if (error instanceof JUnitError) {
+          throw invalidArgument(`junit_xml[${index}]`, `is not a JUnit report: line ${error.line}, column ${error.column}: ${error.message}`);
+        }
+        throw error;
+      }
+      if (batch.length === 0) break;
+      yield batch;
+    }
+  }
+}
+
+/**
+ * CODEOWNERS at a commit, read through the code host. A commit's files never change, so what
+ * was read (or found missing) is remembered per code host for the latest commits: a CI run's
+ * many jobs uploading for one commit cost one read, not one per job. A failed read is not
+ * remembered.
+ */
+async function readCodeOwners(services: Services, repo: RepoRef, sha: string): Promise<CodeOwners | null> {
+  let read = codeOwnersRead.get(services.codeHost);
+  if (!read) codeOwnersRead.set(services.codeHost, (read = new Map()));
+  const key = `${repositoryKey(repo)}@${sha}`;
+  const known = read.get(key);
+  if (known !== undefined) return known;
+  for (const path of CODEOWNERS_PATHS) {
+    let text: string | null;
+    try {
+      text = await services.codeHost.readFile(repo, path, sha);
+    } catch (error) {
+      services.log?.warn({ err: error, repo: repositoryKey(repo), path }, "could not read CODEOWNERS; tests get no owners from it");
+      return null;
+    }
+    if (text !== null) return remember(read, key, new CodeOwners(text));
+  }
+  return remember(read, key, null);
+}
+
+const CODEOWNERS_COMMITS_REMEMBERED = 256;
+const codeOwnersRead = new WeakMap<object, Map<string, CodeOwners | null>>();
+
+function remember(read: Map<string, CodeOwners | null>, key: string, owners: CodeOwners | null): CodeOwners | null {
+  if (read.size >= CODEOWNERS_COMMITS_REMEMBERED) read.delete(read.keys().next().value!);
+  read.set(key, owners);
+  return owners;
+}
+
+/**
+ * Stores an upload of JUnit results atomically and re-judges the tests it touched. The reports
+ * are read as a stream and written a batch at a time, all in one transaction: a malformed
+ * report rolls everything back, and what is held is a batch of testcases and a few bytes per
+ * test, not the upload's test cases.
+ */
+export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput) {
+  const now = services.now();
+  let repository = await repositoryInScope(services, principal, input);
+  const newRepository = !repository;
+  if (!repository) {
+    // A repository is registered only for a well-formed upload: every report is read once first.
+    for (const _batch of reportBatches(input));
+    repository = await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo));
+  }
+  const owners = input.codeowners !== undefined ? new CodeOwners(input.codeowners) : await readCodeOwners(services, input.repo, input.commit_sha);
+  const known = knownTestsOf(services.db, repository.id);
+  const upload: Upload = {
+    repositoryId: repository.id,
+    // Ids hash the repository's name as first registered, so a client's casing cannot split a test.
+    repoFullName: `${repository.host}/${repository.owner}/${repository.name}`,
+    orgSlug: principal.organizationSlug,
+    variant: input.variant ?? "",
+    uploadId: services.newId(),
+    input,
+    owners,
+    now,
+    known,
+    newRepository,
+  };
+  const stored = await services.db.sqlTransaction((sql) => ingest(sql, upload));
+  // Tests are remembered only once their rows are committed.
+  forgetIfFull(services.db, stored.learned.size);
+  known.absorb(stored.learned);
+  return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures, unnamed_test_cases: stored.unnamed };
+}
+
+/**
+ * A testcase with neither a name nor a classname names no test that could be followed from run
+ * to run (reporters write them for failed hooks and setup): it is not stored, only counted.
+ */
+const isUnnamed = (c: JUnitCase) => c.name === "" && c.classname === "";
+
+
+type Upload = TestScope & { uploadId: string; input: UploadInput };
+
+async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {
+  const { repositoryId, input, now } = u;
+  // Before any read: what this upload judges must not interleave with another judgment.
+  await lockRepositoryTests(sql, repositoryId);
+  const uploadKey = await insertUpload(sql, {
+    id: u.uploadId,
+    repositoryId,
+    commitSha: input.commit_sha,
+    branch: input.branch,
+    prNumber: input.pr_number ?? null,
+    jobUrl: input.job_url ?? null,
+    variant: u.variant,
+    createdAt: now,
+  });
+  const ownersChanged = u.owners !== null && (await codeOwnersChanged(sql, u));
+  const runs = new Runs();
+  const signatures = new Map<string, SignatureCount>();
+  const learned = new TestKeys();
+  let failures = 0;
+  let unnamed = 0;
+
+  for (let batch of reportBatches(input)) {
+    if (batch.some(isUnnamed)) {
+      const named = batch.filter((c) => !isUnnamed(c));
+      unnamed += batch.length - named.length;
+      batch = named;
+    }
+    const { keys, inserted } = await identify(sql, u, batch, learned);
+    if (ownersChanged) await refreshOwners(sql, u, batch, keys, inserted);
+    const results: ResultRow[] = [];
+    /** Tests of earlier testcases whose result this batch's repeats change: slot → flags before this batch. */
+    const rerun = new Map<number, number>();
+    const failureRows: FailureRow[] = [];
+    batch.forEach((c, i) => {
+      const key = keys[i]!;
+      // A run's time is its suite's timestamp, else the upload's; never in the future.
+      const known = runs.size;
+      const slot = runs.slotOf(key, Math.min(c.at ?? now.getTime(), now.getTime()));
+      const first = runs.size > known;
+      const before = runs.flags[slot]!;
+      const after = addTestCase(before, c);
+      runs.flags[slot] = after;
+      const at = runs.at[slot]!;
+      if (first && after !== 0) results.push([key, at, uploadKey, (after & FAILED) !== 0, (after & PASSED) !== 0]);
+      else if (!first && (after & RESULT) !== (before & RESULT) && !rerun.has(slot)) rerun.set(slot, before);
+      if (c.failed && !(before & FAILED)) {
+        failures++;
+        const summary = normalizeFailure(c.message ?? "") || "(no failure message)";
+        const signature = failureSignature(summary);
+        const group = signatures.get(`${key} ${signature}`);
+        if (group) {
+          group.count++;
+          group.lastAt = Math.max(group.lastAt, at);
+        } else {
+          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, summary, count: 1, lastAt: at });
+        }
+        failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
+      }
+    });
+    // Skipped tests have no result; a repeat can change its test's result (inserted before, or in this batch).
+    await insertTestResults(sql, results);
+    await writeReruns(sql, runs, rerun, uploadKey);
+    await insertTestFailures(sql, failureRows);
+  }
+  await addFailureSignatures(sql, [...signatures.values()]);
+  await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures });
+  await detect(sql, u, uploadKey, runs);
+  return { testCases: runs.size, failures, unnamed, learned };
+}
+
+/** Writes the results that repeats changed: inserted if every earlier testcase was skipped, else updated. */
+async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {
+  for (const [slot, before] of rerun) {
+    const flags = runs.flags[slot]!;
+    const result: ResultRow = [runs.keys[slot]!, runs.at[slot]!, uploadKey, (flags & FAILED) !== 0, (flags & PASSED) !== 0];
+    if ((before & RESULT) === 0) await insertTestResults(sql, [result]);
+    else await updateTestResult(sql, result);
+  }
+}
+
+/** Whether the repository's CODEOWNERS differs from the one owners were last computed from (recording the new one). */
+async function codeOwnersChanged(sql: Sql, u: Upload): Promise<boolean> {
+  const hash = createHash("sha256").update(u.owners!.text).digest("hex");
+  if ((await findCodeOwnersHash(sql, u.repositoryId)) === hash) return false;
+  await saveCodeOwnersHash(sql, u.repositoryId, hash, u.now);
+  return true;
+}
+
+/**
+ * Owners of new tests come with their insert; the batch's other tests get the current
+ * CODEOWNERS' owners where theirs differ.
+ */
+async function refreshOwners(sql: Sql, u: Upload, batch: JUnitCase[], keys: number[], inserted: Set<number>): Promise<void> {
+  const files = new Map<number, string>();
+  batch.forEach((c, i) => inserted.has(keys[i]!) || files.set(keys[i]!, c.file));
+  if (files.size === 0) return;
+  for (const test of await findTestCaseOwners(sql, [...files.keys()])) {
+    const owners = u.owners!.ownersOf(files.get(test.key)!);
+    if (!sameList(test.codeowners, owners)) await setTestCaseOwners(sql, test.key, owners);
+  }
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((item, i) => item === b[i]);
+
+/**
+ * Re-judges the tests this upload can have changed: those that failed, those with new
+ * pass-on-retry evidence (within the run, or against other uploads of the same commit), and
+ * those already flaky, broken or quarantined.
+ */
+async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promise<void> {
+  const sha = u.input.commit_sha.slice(0, 12);
+  const flakes = new Map<number, Flake>();
+  const candidates = new Set<number>();
+  const flagsOf = (key: number) => {
+    const slot = runs.find(key);
+    return slot === -1 ? 0 : runs.flags[slot]! & RESULT;
+  };
+  const failedOnly: number[] = [];
+  for (let slot = 0; slot < runs.size; slot++) {
+    const flags = runs.flags[slot]! & RESULT;
+    const key = runs.keys[slot]!;
+    if (flags & FAILED) candidates.add(key);
+    if (flags === (FAILED | PASSED)) flakes.set(key, { at: runs.at[slot]!, reason: `failed, then passed on a retry within one run on commit ${sha}` });
+    else if (flags === FAILED) failedOnly.push(key);
+  }
+  const others = await findOtherUploadsOfCommit(sql, u.repositoryId, u.input.commit_sha, uploadKey);
+  if (others.length > 0) {
+    const sameCommit = { at: u.now.getTime(), reason: `failed and passed on the same commit ${sha}` };
+    if (failedOnly.length > 0) for (const key of await findTestsPassedIn(sql, failedOnly, others)) flakes.set(key, sameCommit);
+    for (const key of await findTestsFailedIn(sql, others)) if (flagsOf(key) === PASSED) flakes.set(key, sameCommit);
+  }
+  for (const key of flakes.keys()) candidates.add(key);
+  for (const { key } of await findWatchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);
+  if (candidates.size === 0) return;
+  const tests = await findDetectionStates(sql, [...candidates]);
+  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), tests, flakes, u.now);
+}

@@ -1,0 +1,204 @@
+import type { Principal } from "../auth/tokens.js";
+import type { RepoRef } from "../ports/code-host.js";
+import { DEFAULT_FLAKY_SETTINGS, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
+import type { TestCase } from "../domain/flaky/test-case.js";
+import {
+  countPullRequestsImpacted,
+  countRecentRuns,
+  findQuarantinedTestIds,
+  findTestCaseById,
+  findTestCases,
+  listFailingTestKeys,
+  listFailureSignatures,
+  listQuarantinedTestKeys,
+  setTicketUrl,
+} from "../store/flaky-store.js";
+import type { Sql } from "../store/sql.js";
+import { invalidArgument, notFound } from "../app/errors.js";
+import { checkPageToken, emptyPage, paginate, type PageQuery } from "./pages.js";
+import { changeFlakySettings, loadFlakySettings, overrideQuarantine } from "./status.js";
+import { findRepository, repoNotFound, type RepositoryRow } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
+
+type Scope = { repo: RepoRef; org_url_slug: string };
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const MAX_WINDOW_MS = 7 * DAY_MS;
+/** How many failure kinds a test case shows. */
+const MOST_COMMON = 5;
+
+/**
+ * The repository a flaky-test request is about, or null when the organization has none by that
+ * name (nothing uploaded yet: empty answers). Another organization's repository is answered as
+ * one nobody has: telling them apart would let any token holder learn which repositories other
+ * organizations use. A slug other than the token's organization answers not_found.
+ */
+export async function repositoryInScope(services: Services, principal: Principal, input: Scope): Promise<RepositoryRow | null> {
+  if (input.org_url_slug.toLowerCase() !== principal.organizationSlug) throw notFound(`organization "${input.org_url_slug}" not found`);
+  return services.db.read((tx) => findRepository(tx, principal, input.repo));
+}
+
+// ---- Test case records ------------------------------------------------------------------------
+
+type Figures = { runs7: number; fails7: number; runs24: number; fails24: number; prs: number; failures: { summary: string; occurrence_count: number; last_occurrence: string }[] };
+
+/** The computed fields of test cases: failure rates, PRs impacted, most common failures. */
+async function figuresOf(sql: Sql, keys: number[], now: Date): Promise<Map<number, Figures>> {
+  const figures = new Map<number, Figures>(keys.map((k) => [k, { runs7: 0, fails7: 0, runs24: 0, fails24: 0, prs: 0, failures: [] }]));
+  if (keys.length === 0) return figures;
+  const weekAgo = now.getTime() - 7 * DAY_MS;
+  const dayAgo = now.getTime() - DAY_MS;
+  for (const { testCaseKey, ...counts } of await countRecentRuns(sql, keys, { weekAgo, dayAgo, now: now.getTime() })) Object.assign(figures.get(testCaseKey)!, counts);
+  for (const { testCaseKey, pullRequests } of await countPullRequestsImpacted(sql, keys, weekAgo, now.getTime())) figures.get(testCaseKey)!.prs = pullRequests;
+  for (const { testCaseKey, summary, count, lastAt } of await listFailureSignatures(sql, keys)) {
+    const list = figures.get(testCaseKey)!.failures;
+    if (list.length < MOST_COMMON) list.push({ summary, occurrence_count: count, last_occurrence: new Date(lastAt).toISOString() });
+  }
+  return figures;
+}
+
+const rate = (fails: number, runs: number) => (runs === 0 ? 0 : fails / runs);
+
+function repositoryUrl(repo: RepositoryRow): string {
+  return `https://${repo.host}/${repo.owner}/${repo.name}`;
+}
+
+/** Test cases in the shape of SPEC.md, in the order of `keys`. */
+async function testCaseRecords(services: Services, repo: RepositoryRow, keys: number[]) {
+  const now = services.now();
+  const [rows, figures] = await Promise.all([
+    services.db.read((tx) => findTestCases(tx, keys)),
+    services.db.sqlRead((sql) => figuresOf(sql, keys, now)),
+  ]);
+  const byKey = new Map(rows.map((r) => [r.key, r]));
+  return keys.flatMap((key) => {
+    const t = byKey.get(key);
+    if (!t) return [];
+    const f = figures.get(key)!;
+    const repoUrl = repositoryUrl(repo);
+    return [
+      {
+        id: t.id,
+        repository: { html_url: repoUrl },
+        html_url: t.file ? `${repoUrl}/blob/HEAD/${t.file.replace(/^(\.\/|\/)+/, "")}` : repoUrl,
+        name: t.name,
+        variant: t.variant,
+        status: { value: t.status, reason: t.statusReason, timestamp: t.statusAt.toISOString() },
+        most_common_failures: f.failures,
+        failure_rate_last_7d: rate(f.fails7, f.runs7),
+        failure_rate_last_24h: rate(f.fails24, f.runs24),
+        codeowners: t.codeowners,
+        pull_requests_impacted_last_7d: f.prs,
+        quarantined: t.quarantined,
+        quarantine_setting: t.quarantineSetting,
+        file_path: t.file,
+        parent: t.parent,
+        classname: t.classname,
+        ticket: t.ticketUrl ? { html_url: t.ticketUrl } : null,
+      },
+    ];
+  });
+}
+
+// ---- Operations -------------------------------------------------------------------------------
+
+export async function listFailingTests(services: Services, principal: Principal, input: Scope & { start_time: Date; end_time: Date; page_query: PageQuery }) {
+  if (input.start_time > input.end_time) throw invalidArgument("start_time", "must not be after end_time");
+  if (input.end_time.getTime() - input.start_time.getTime() > MAX_WINDOW_MS) throw invalidArgument("end_time", "must be within 7 days of start_time");
+  checkPageToken(input.page_query);
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) return { tests: [], page: emptyPage(input.page_query) };
+  const failing = await services.db.sqlRead((sql) => listFailingTestKeys(sql, repo.id, input.start_time, input.end_time));
+  const keys = failing.sort((a, b) => a - b);
+  const { page, info } = paginate(keys, input.page_query);
+  return { tests: await testCaseRecords(services, repo, page), page: info };
+}
+
+export async function listQuarantinedTests(services: Services, principal: Principal, input: Scope & { page_query: PageQuery }) {
+  checkPageToken(input.page_query);
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) return { quarantined_tests: [], page: emptyPage(input.page_query) };
+  const all = await services.db.read((tx) => listQuarantinedTestKeys(tx, repo.id));
+  const { page, info } = paginate(all, input.page_query);
+  const rows = await services.db.read((tx) => findTestCases(tx, page));
+  return {
+    quarantined_tests: rows.map((t) => ({
+      name: t.name,
+      parent: t.parent,
+      file: t.file,
+      classname: t.classname,
+      status: t.status.toUpperCase(),
+      codeowners: t.codeowners,
+      quarantine_setting: t.quarantineSetting === "always" ? "ALWAYS_QUARANTINE" : "AUTO_QUARANTINE",
+      quarantined_at: (t.quarantinedAt ?? t.statusAt).toISOString(),
+      status_last_updated_at: t.statusAt.toISOString(),
+      test_case_id: t.id,
+      variant: t.variant,
+    })),
+    page: info,
+  };
+}
+
+async function findTestCase(services: Services, principal: Principal, input: Scope, testId: string): Promise<{ repo: RepositoryRow; test: TestCase }> {
+  const repo = await repositoryInScope(services, principal, input);
+  const test = repo && (await services.db.read((tx) => findTestCaseById(tx, repo.id, testId.toLowerCase())));
+  if (!repo || !test) throw notFound(`test case ${testId} not found`);
+  return { repo, test };
+}
+
+export async function getTestDetails(services: Services, principal: Principal, input: Scope & { test_id: string }) {
+  const { repo, test } = await findTestCase(services, principal, input, input.test_id);
+  const [record] = await testCaseRecords(services, repo, [test.key]);
+  return { test: record! };
+}
+
+/** Sets a test's quarantine override (always / never) or returns it to automatic. */
+export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting }) {
+  const { repo, test } = await findTestCase(services, principal, input, input.test_id);
+  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, services.now()));
+  const [record] = await testCaseRecords(services, repo, [test.key]);
+  return { test: record! };
+}
+
+/** Links a ticket to a test case (null unlinks). */
+export async function linkTicket(services: Services, principal: Principal, input: Scope & { test_case_id: string; ticket_url: string | null }) {
+  const { repo, test } = await findTestCase(services, principal, input, input.test_case_id);
+  await services.db.transaction((tx) => setTicketUrl(tx, test.key, input.ticket_url));
+  const [record] = await testCaseRecords(services, repo, [test.key]);
+  return { test: record! };
+}
+
+/**
+ * Which of the given tests are quarantined, for CI deciding whether a failing job may pass.
+ * Tests are named by id or by identity (the id is derived as at upload).
+ */
+export async function checkQuarantine(
+  services: Services,
+  principal: Principal,
+  input: Scope & { test_ids: string[]; tests: (TestIdentity & { id?: string | undefined })[]; variant: string },
+) {
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) return { quarantining_enabled: true, quarantined_test_ids: [] as string[] };
+  const fullName = `${repo.host}/${repo.owner}/${repo.name}`;
+  const ids = [...new Set([...input.test_ids.map((id) => id.toLowerCase()), ...input.tests.map((t) => testCaseId(principal.organizationSlug, fullName, t, input.variant, t.id ?? ""))])];
+  const quarantinedIds = ids.length === 0 ? [] : await services.db.read((tx) => findQuarantinedTestIds(tx, repo.id, ids));
+  const settings = await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id));
+  const quarantined = new Set(quarantinedIds);
+  return { quarantining_enabled: settings.autoQuarantine, quarantined_test_ids: ids.filter((id) => quarantined.has(id)) };
+}
+
+export async function getFlakySettings(services: Services, principal: Principal, input: Scope): Promise<{ settings: FlakySettings }> {
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) return { settings: DEFAULT_FLAKY_SETTINGS };
+  return { settings: await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id)) };
+}
+
+/** Changes a repository's detection settings and re-judges its tests under them. */
+export async function updateFlakySettings(services: Services, principal: Principal, input: Scope & { settings: Partial<FlakySettings> }) {
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) throw repoNotFound(input.repo);
+  const now = services.now();
+  const settings = await services.db.sqlTransaction((sql) => changeFlakySettings(sql, repo.id, input.settings, now));
+  return { settings };
+}

@@ -1,0 +1,100 @@
+import { invalidArgument } from "../app/errors.js";
+import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined, ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import type { DetectionState } from "../domain/flaky/test-case.js";
+import {
+  countRunsSince,
+  findDetectionStates,
+  findFlakySettings,
+  findTestsToRejudge,
+  findWatchedTests,
+  listRepositoryIds,
+  lockRepositoryTests,
+  saveFlakySettings,
+  saveJudgment,
+  saveQuarantineSetting,
+  type Judgment,
+} from "../store/flaky-store.js";
+import type { Sql } from "../store/sql.js";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export async function loadFlakySettings(sql: Sql, repositoryId: string): Promise<FlakySettings> {
+  return (await findFlakySettings(sql, repositoryId)) ?? DEFAULT_FLAKY_SETTINGS;
+}
+
+/** New pass-on-retry evidence for a test, found at ingest. */
+export type Flake = { at: number; reason: string };
+
+/**
+ * Re-judges tests: counts their runs and failures in the settings' window, applies the rules
+ * of detection.ts with any new pass-on-retry evidence, and writes what changed — status with
+ * its reason and time, the evidence, and quarantine with its time. Answers how many changed.
+ */
+export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date): Promise<number> {
+  if (tests.length === 0) return 0;
+  const stats = await countRunsSince(
+    sql,
+    tests.map((t) => t.key),
+    now.getTime() - settings.windowDays * DAY_MS,
+  );
+  let changed = 0;
+  for (const test of tests) {
+    const judgment = judge(test, flakes.get(test.key), stats.get(test.key) ?? { runs: 0, failures: 0 }, settings, now);
+    if (!judgment) continue;
+    changed++;
+    await saveJudgment(sql, test.key, judgment);
+  }
+  return changed;
+}
+
+/** A test's judgment under the settings, or null when nothing about it changed. */
+function judge(test: DetectionState, flake: Flake | undefined, { runs, failures }: { runs: number; failures: number }, settings: FlakySettings, now: Date): Judgment | null {
+  const flakeAt = flake && (test.flakeAt === null || flake.at >= test.flakeAt) ? flake.at : test.flakeAt;
+  const flakeReason = flakeAt === test.flakeAt ? test.flakeReason : flake!.reason;
+  const verdict = classify({ runs, failures, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
+  const quarantined = isQuarantined(verdict.status, test.quarantineSetting, settings);
+  const statusChanged = verdict.status !== test.status;
+  if (!statusChanged && flakeAt === test.flakeAt && quarantined === test.quarantined) return null;
+  return {
+    flakeAt,
+    flakeReason,
+    quarantined,
+    ...(statusChanged ? { status: { value: verdict.status, reason: verdict.reason, at: now } } : {}),
+    ...(quarantined !== test.quarantined ? { quarantinedAt: quarantined ? now : null } : {}),
+  };
+}
+
+/**
+ * Re-judges every test that is not healthy, or is quarantined: evidence ages out of its window
+ * and tests recover without new uploads. The worker runs it periodically.
+ */
+export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
+  let changed = 0;
+  for (const id of await listRepositoryIds(sql)) {
+    await lockRepositoryTests(sql, id);
+    const tests = await findWatchedTests(sql, id);
+    if (tests.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now);
+  }
+  return changed;
+}
+
+/** Sets a test's quarantine override (always / never) or returns it to automatic, and re-judges the test under it. */
+export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, now: Date): Promise<void> {
+  await lockRepositoryTests(sql, repositoryId);
+  await saveQuarantineSetting(sql, key, setting);
+  await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now);
+}
+
+/** Changes some of a repository's detection settings and re-judges its tests under them; answers the settings now in force. */
+export async function changeFlakySettings(sql: Sql, repositoryId: string, changes: Partial<FlakySettings>, now: Date): Promise<FlakySettings> {
+  // Read, merge, write: under the lock, or concurrent changes of other fields would be lost.
+  await lockRepositoryTests(sql, repositoryId);
+  const merged = { ...(await loadFlakySettings(sql, repositoryId)), ...changes };
+  if (merged.flakyRate > merged.brokenRate) throw invalidArgument("settings.flakyRate", "must not exceed brokenRate");
+  const settings = ZFlakySettings.parse(merged);
+  await saveFlakySettings(sql, repositoryId, settings, now);
+  // Every test that has failed or is quarantined may change status under the new thresholds.
+  const tests = await findTestsToRejudge(sql, repositoryId, now.getTime() - settings.windowDays * DAY_MS);
+  await applyDetection(sql, settings, tests, new Map(), now);
+  return settings;
+}

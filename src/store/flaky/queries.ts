@@ -1,0 +1,96 @@
+import type { TestCase } from "../../domain/flaky/test-case.js";
+import type { TestCase as TestCaseRow } from "../../generated/sqlite/client.js";
+import type { Tx } from "../database.js";
+import type { Sql } from "../sql.js";
+import { integer, owners, quarantineSetting, testStatus } from "./rows.js";
+
+/** What the flaky-test API reads: test cases, and the figures computed from their results. */
+
+function testCaseOf(row: TestCaseRow): TestCase {
+  return {
+    key: row.key,
+    id: row.id,
+    name: row.name,
+    file: row.file,
+    classname: row.classname,
+    parent: row.parent,
+    variant: row.variant,
+    codeowners: owners(row.codeowners),
+    status: testStatus(row.status),
+    statusReason: row.statusReason,
+    statusAt: row.statusAt,
+    quarantineSetting: quarantineSetting(row.quarantineSetting),
+    quarantined: row.quarantined,
+    quarantinedAt: row.quarantinedAt,
+    ticketUrl: row.ticketUrl,
+  };
+}
+
+/** The test cases with the keys, by ascending key (keys of no test are left out). */
+export async function findTestCases(tx: Tx, keys: readonly number[]): Promise<TestCase[]> {
+  return (await tx.testCase.findMany({ where: { key: { in: [...keys] } }, orderBy: { key: "asc" } })).map(testCaseOf);
+}
+
+export async function findTestCaseById(tx: Tx, repositoryId: string, id: string): Promise<TestCase | null> {
+  const row = await tx.testCase.findUnique({ where: { repositoryId_id: { repositoryId, id } } });
+  return row && testCaseOf(row);
+}
+
+export async function setTicketUrl(tx: Tx, key: number, ticketUrl: string | null): Promise<void> {
+  await tx.testCase.update({ where: { key }, data: { ticketUrl } });
+}
+
+/** The keys of the repository's quarantined tests, ascending. */
+export async function listQuarantinedTestKeys(tx: Tx, repositoryId: string): Promise<number[]> {
+  const rows = await tx.testCase.findMany({ where: { repositoryId, quarantined: true }, select: { key: true }, orderBy: { key: "asc" } });
+  return rows.map((row) => row.key);
+}
+
+/** Which of the ids name quarantined tests of the repository. */
+export async function findQuarantinedTestIds(tx: Tx, repositoryId: string, ids: readonly string[]): Promise<string[]> {
+  const rows = await tx.testCase.findMany({ where: { repositoryId, id: { in: [...ids] }, quarantined: true }, select: { id: true } });
+  return rows.map((row) => row.id);
+}
+
+/** The keys of the repository's tests that failed in [start, end), unordered. */
+export async function listFailingTestKeys(sql: Sql, repositoryId: string, start: Date, end: Date): Promise<number[]> {
+  const rows = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE "repositoryId" = ? AND "at" >= ? AND "at" < ?`, [repositoryId, start.getTime(), end.getTime()]);
+  return rows.map((row) => integer(row.k));
+}
+
+/** A test's runs and failed runs in the last 7 days and the last 24 hours (runs up to `now`). */
+export type RunCounts = { testCaseKey: number; runs7: number; fails7: number; runs24: number; fails24: number };
+
+/** Run counts of the tests that ran in the week up to `now` (ms); tests without runs are absent. */
+export async function countRecentRuns(sql: Sql, keys: readonly number[], window: { weekAgo: number; dayAgo: number; now: number }): Promise<RunCounts[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
+  const rows = await sql.all<Record<string, unknown>>(
+    `SELECT "testCaseKey" AS k, COUNT(*) AS runs7, SUM(CASE WHEN "failed" THEN 1 ELSE 0 END) AS fails7,
+            SUM(CASE WHEN "at" >= ? THEN 1 ELSE 0 END) AS runs24, SUM(CASE WHEN "at" >= ? AND "failed" THEN 1 ELSE 0 END) AS fails24
+       FROM "TestResult" WHERE ${inKeys} AND "at" >= ? AND "at" <= ? GROUP BY "testCaseKey"`,
+    [window.dayAgo, window.dayAgo, keysParam, window.weekAgo, window.now],
+  );
+  return rows.map((r) => ({ testCaseKey: integer(r.k), runs7: integer(r.runs7), fails7: integer(r.fails7), runs24: integer(r.runs24), fails24: integer(r.fails24) }));
+}
+
+/** How many distinct pull requests each test failed on in [since, until] (ms); tests without any are absent. */
+export async function countPullRequestsImpacted(sql: Sql, keys: readonly number[], since: number, until: number): Promise<{ testCaseKey: number; pullRequests: number }[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
+  const rows = await sql.all<{ k: unknown; n: unknown }>(
+    `SELECT "testCaseKey" AS k, COUNT(DISTINCT "prNumber") AS n FROM "TestFailure"
+       WHERE ${inKeys} AND "at" >= ? AND "at" <= ? AND "prNumber" IS NOT NULL GROUP BY "testCaseKey"`,
+    [keysParam, since, until],
+  );
+  return rows.map((row) => ({ testCaseKey: integer(row.k), pullRequests: integer(row.n) }));
+}
+
+/** Each test's failures grouped by signature, by test, most frequent first, then most recent. */
+export async function listFailureSignatures(sql: Sql, keys: readonly number[]): Promise<{ testCaseKey: number; summary: string; count: number; lastAt: number }[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
+  const rows = await sql.all<{ k: unknown; summary: string; count: unknown; lastAt: unknown }>(
+    `SELECT "testCaseKey" AS k, "summary", "count", "lastAt" FROM "FailureSignature" WHERE ${inKeys}
+       ORDER BY "testCaseKey", "count" DESC, "lastAt" DESC`,
+    [keysParam],
+  );
+  return rows.map((row) => ({ testCaseKey: integer(row.k), summary: row.summary, count: integer(row.count), lastAt: integer(row.lastAt) }));
+}

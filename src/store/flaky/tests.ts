@@ -1,0 +1,117 @@
+import { ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
+import type { DetectionState } from "../../domain/flaky/test-case.js";
+import type { Sql } from "../sql.js";
+import { boolean, integer, integerOrNull, quarantineSetting, testStatus } from "./rows.js";
+
+/** What detection reads and writes of test cases, and the settings it judges them by. */
+
+/**
+ * Serializes, for the rest of the caller's transaction, the writes that judge a repository's
+ * tests (settings changes, quarantine overrides, uploads, the periodic refresh). Each reads the
+ * settings and test rows and writes back what it concluded from them, so two at once would
+ * overwrite each other's settings or evidence. PostgreSQL: a lock on the repository's row, FOR
+ * NO KEY UPDATE, which inserts referencing the repository (their foreign-key checks take FOR KEY
+ * SHARE) do not wait for. SQLite runs one write transaction at a time already.
+ */
+export async function lockRepositoryTests(sql: Sql, repositoryId: string): Promise<void> {
+  if (sql.kind === "postgres") await sql.all(`SELECT 1 FROM "Repository" WHERE "id" = ? FOR NO KEY UPDATE`, [repositoryId]);
+}
+
+/** The repository's detection settings as stored (fields added since take their defaults), or null if never set. */
+export async function findFlakySettings(sql: Sql, repositoryId: string): Promise<FlakySettings | null> {
+  const [row] = await sql.all<{ settings: string }>(`SELECT "settings" FROM "FlakySettings" WHERE "repositoryId" = ?`, [repositoryId]);
+  return row ? ZFlakySettings.parse(JSON.parse(row.settings)) : null;
+}
+
+export async function saveFlakySettings(sql: Sql, repositoryId: string, settings: FlakySettings, now: Date): Promise<void> {
+  await sql.run(
+    `INSERT INTO "FlakySettings" ("repositoryId", "settings", "updatedAt") VALUES (?, ?, ?)
+       ON CONFLICT ("repositoryId") DO UPDATE SET "settings" = excluded."settings", "updatedAt" = excluded."updatedAt"`,
+    [repositoryId, JSON.stringify(settings), now],
+  );
+}
+
+/** The ids of all repositories (the periodic refresh visits each). */
+export async function listRepositoryIds(sql: Sql): Promise<string[]> {
+  return (await sql.all<{ id: string }>(`SELECT "id" FROM "Repository"`)).map((row) => row.id);
+}
+
+const DETECTION_COLUMNS = `"key", "status", "flakeAt", "flakeReason", "quarantineSetting", "quarantined"`;
+
+function detectionState(raw: Record<string, unknown>): DetectionState {
+  return {
+    key: integer(raw.key),
+    status: testStatus(raw.status),
+    flakeAt: integerOrNull(raw.flakeAt),
+    flakeReason: (raw.flakeReason as string | null) ?? null,
+    quarantineSetting: quarantineSetting(raw.quarantineSetting),
+    quarantined: boolean(raw.quarantined),
+  };
+}
+
+export async function findDetectionStates(sql: Sql, keys: readonly number[]): Promise<DetectionState[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"key"`, keys);
+  return (await sql.all<Record<string, unknown>>(`SELECT ${DETECTION_COLUMNS} FROM "TestCase" WHERE ${inKeys}`, [keysParam])).map(detectionState);
+}
+
+/**
+ * A repository's tests that are flaky, broken or quarantined: a union, so each half is served by
+ * its index (an OR would read every test of the repository).
+ */
+export async function findWatchedTests(sql: Sql, repositoryId: string): Promise<DetectionState[]> {
+  const rows = await sql.all<Record<string, unknown>>(
+    `SELECT ${DETECTION_COLUMNS} FROM "TestCase" WHERE "repositoryId" = ? AND "status" IN ('flaky', 'broken')
+     UNION SELECT ${DETECTION_COLUMNS} FROM "TestCase" WHERE "repositoryId" = ? AND "quarantined" = ?`,
+    [repositoryId, repositoryId, true],
+  );
+  return rows.map(detectionState);
+}
+
+/** The repository's tests a change of settings can re-judge: not healthy, quarantined or overridden, or failed since `failedSince` (ms). */
+export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedSince: number): Promise<DetectionState[]> {
+  const rows = await sql.all<Record<string, unknown>>(
+    `SELECT ${DETECTION_COLUMNS} FROM "TestCase" t WHERE t."repositoryId" = ?
+       AND (t."status" <> 'healthy' OR t."quarantined" = ? OR t."quarantineSetting" <> 'auto'
+            OR EXISTS (SELECT 1 FROM "TestFailure" f WHERE f."testCaseKey" = t."key" AND f."at" >= ?))`,
+    [repositoryId, true, failedSince],
+  );
+  return rows.map(detectionState);
+}
+
+/** Runs and failed runs of each of the tests since `since` (ms); tests without runs are absent. */
+export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number }>> {
+  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
+  const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown }>(
+    `SELECT "testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN "failed" THEN 1 ELSE 0 END) AS failures
+       FROM "TestResult" WHERE ${inKeys} AND "at" >= ? GROUP BY "testCaseKey"`,
+    [keysParam, since],
+  );
+  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures) }]));
+}
+
+/**
+ * A test's new judgment: its evidence and quarantine always; its status, with reason and time,
+ * when it changed; the time of quarantine when quarantine changed (null when lifted).
+ */
+export type Judgment = {
+  flakeAt: number | null;
+  flakeReason: string | null;
+  quarantined: boolean;
+  status?: { value: TestStatus; reason: string; at: Date };
+  quarantinedAt?: Date | null;
+};
+
+export async function saveJudgment(sql: Sql, key: number, judgment: Judgment): Promise<void> {
+  const { status, quarantinedAt } = judgment;
+  await sql.run(
+    `UPDATE "TestCase" SET "flakeAt" = ?, "flakeReason" = ?, "quarantined" = ?
+       ${status ? `, "status" = ?, "statusReason" = ?, "statusAt" = ?` : ""}
+       ${quarantinedAt !== undefined ? `, "quarantinedAt" = ?` : ""}
+     WHERE "key" = ?`,
+    [judgment.flakeAt, judgment.flakeReason, judgment.quarantined, ...(status ? [status.value, status.reason, status.at] : []), ...(quarantinedAt !== undefined ? [quarantinedAt] : []), key],
+  );
+}
+
+export async function saveQuarantineSetting(sql: Sql, key: number, setting: QuarantineSetting): Promise<void> {
+  await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ? WHERE "key" = ?`, [setting, key]);
+}

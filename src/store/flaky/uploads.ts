@@ -1,0 +1,131 @@
+import type { NewTestCase } from "../../domain/flaky/test-case.js";
+import type { Sql } from "../sql.js";
+import { integer, owners } from "./rows.js";
+
+/**
+ * What an upload writes: the upload, new test cases, their results, failures and failure
+ * signatures, and the CODEOWNERS version owners were computed from. Rows go in bulk, as
+ * tuples in column order, and each insert is one statement per batch (sql.ts).
+ */
+
+export type NewUpload = {
+  id: string;
+  repositoryId: string;
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  jobUrl: string | null;
+  variant: string;
+  createdAt: Date;
+};
+
+/** Stores an upload with no test cases counted yet; answers its key. */
+export async function insertUpload(sql: Sql, upload: NewUpload): Promise<number> {
+  const [row] = await sql.all<{ key: unknown }>(
+    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0) RETURNING "key"`,
+    [upload.id, upload.repositoryId, upload.commitSha, upload.branch, upload.prNumber, upload.jobUrl, upload.variant, upload.createdAt],
+  );
+  return integer(row!.key);
+}
+
+export async function setUploadTotals(sql: Sql, uploadKey: number, totals: { testCases: number; failures: number }): Promise<void> {
+  await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [totals.testCases, totals.failures, uploadKey]);
+}
+
+/** The keys of the repository's test cases among `ids`, by id. */
+export async function findTestCaseKeys(sql: Sql, repositoryId: string, ids: readonly string[]): Promise<Map<string, number>> {
+  const [inIds, idsParam] = sql.anyOf(`"id"`, ids);
+  const rows = await sql.all<{ id: string; key: unknown }>(`SELECT "id", "key" FROM "TestCase" WHERE "repositoryId" = ? AND ${inIds}`, [repositoryId, idsParam]);
+  return new Map(rows.map((row) => [row.id, integer(row.key)]));
+}
+
+const TEST_CASE_COLUMNS = ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"];
+
+/**
+ * Stores new test cases, healthy and automatically quarantined, first seen `now`; answers each
+ * one's key in order, or undefined for one a concurrent upload stored first.
+ */
+export function insertTestCases(sql: Sql, repositoryId: string, tests: readonly NewTestCase[], now: Date): Promise<(number | undefined)[]> {
+  const rows = tests.map((t) => [t.id, repositoryId, t.name, t.file, t.classname, t.parent, t.variant, JSON.stringify(t.codeowners), "healthy", "first seen", now, "auto", false, now]);
+  return sql.insertKeys("TestCase", TEST_CASE_COLUMNS, rows, ["repositoryId", "id"], "id");
+}
+
+/** One test's result in one upload: some attempt failed, some attempt passed. */
+export type ResultRow = [testCaseKey: number, at: number, uploadKey: number, failed: boolean, passed: boolean];
+
+const RESULT_COLUMNS = ["testCaseKey", "at", "uploadKey", "failed", "passed"];
+
+export function insertTestResults(sql: Sql, rows: readonly ResultRow[]): Promise<void> {
+  return sql.insert("TestResult", RESULT_COLUMNS, rows);
+}
+
+/** Changes the result stored for a test in an upload (a repeated testcase changed it). */
+export async function updateTestResult(sql: Sql, [testCaseKey, at, uploadKey, failed, passed]: ResultRow): Promise<void> {
+  await sql.run(`UPDATE "TestResult" SET "failed" = ?, "passed" = ? WHERE "testCaseKey" = ? AND "at" = ? AND "uploadKey" = ?`, [failed, passed, testCaseKey, at, uploadKey]);
+}
+
+export type FailureRow = [repositoryId: string, at: number, testCaseKey: number, uploadKey: number, prNumber: number | null, signature: string];
+
+export function insertTestFailures(sql: Sql, rows: readonly FailureRow[]): Promise<void> {
+  return sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], rows);
+}
+
+/** Failures of a test with one signature, seen `count` times, the latest at `lastAt` (ms). */
+export type SignatureCount = { testCaseKey: number; signature: string; summary: string; count: number; lastAt: number };
+
+/** Adds failures to their tests' signatures: counts add up, the latest time wins. */
+export function addFailureSignatures(sql: Sql, signatures: readonly SignatureCount[]): Promise<void> {
+  return sql.insert(
+    "FailureSignature",
+    ["testCaseKey", "signature", "summary", "count", "lastAt"],
+    signatures.map((s) => [s.testCaseKey, s.signature, s.summary, s.count, s.lastAt]),
+    `ON CONFLICT ("testCaseKey", "signature") DO UPDATE SET "count" = "FailureSignature"."count" + excluded."count",
+       "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END`,
+  );
+}
+
+/** The hash of the CODEOWNERS file the repository's test owners were last computed from. */
+export async function findCodeOwnersHash(sql: Sql, repositoryId: string): Promise<string | null> {
+  const [row] = await sql.all<{ hash: string }>(`SELECT "hash" FROM "CodeOwnersVersion" WHERE "repositoryId" = ?`, [repositoryId]);
+  return row?.hash ?? null;
+}
+
+export async function saveCodeOwnersHash(sql: Sql, repositoryId: string, hash: string, now: Date): Promise<void> {
+  await sql.run(
+    `INSERT INTO "CodeOwnersVersion" ("repositoryId", "hash", "updatedAt") VALUES (?, ?, ?)
+       ON CONFLICT ("repositoryId") DO UPDATE SET "hash" = excluded."hash", "updatedAt" = excluded."updatedAt"`,
+    [repositoryId, hash, now],
+  );
+}
+
+export async function findTestCaseOwners(sql: Sql, keys: readonly number[]): Promise<{ key: number; codeowners: string[] }[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"key"`, keys);
+  const rows = await sql.all<{ key: unknown; codeowners: string }>(`SELECT "key", "codeowners" FROM "TestCase" WHERE ${inKeys}`, [keysParam]);
+  return rows.map((row) => ({ key: integer(row.key), codeowners: owners(row.codeowners) }));
+}
+
+export async function setTestCaseOwners(sql: Sql, key: number, codeowners: readonly string[]): Promise<void> {
+  await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [JSON.stringify(codeowners), key]);
+}
+
+/** The repository's other uploads for the commit: their keys. */
+export async function findOtherUploadsOfCommit(sql: Sql, repositoryId: string, commitSha: string, uploadKey: number): Promise<number[]> {
+  const rows = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ?`, [repositoryId, commitSha, uploadKey]);
+  return rows.map((row) => integer(row.key));
+}
+
+/** Which of the tests passed in some of the uploads. */
+export async function findTestsPassedIn(sql: Sql, testCaseKeys: readonly number[], uploadKeys: readonly number[]): Promise<number[]> {
+  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, testCaseKeys);
+  const [inUploads, uploadsParam] = sql.anyOf(`"uploadKey"`, uploadKeys);
+  const rows = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestResult" WHERE ${inKeys} AND ${inUploads} AND "passed" = ?`, [keysParam, uploadsParam, true]);
+  return rows.map((row) => integer(row.k));
+}
+
+/** The tests that failed in some of the uploads. */
+export async function findTestsFailedIn(sql: Sql, uploadKeys: readonly number[]): Promise<number[]> {
+  const [inUploads, uploadsParam] = sql.anyOf(`"uploadKey"`, uploadKeys);
+  const rows = await sql.all<{ k: unknown }>(`SELECT DISTINCT "testCaseKey" AS k FROM "TestFailure" WHERE ${inUploads}`, [uploadsParam]);
+  return rows.map((row) => integer(row.k));
+}

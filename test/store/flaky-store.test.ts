@@ -1,0 +1,113 @@
+import { Database } from "../../src/store/database.js";
+import {
+  addFailureSignatures,
+  countPullRequestsImpacted,
+  countRecentRuns,
+  countRunsSince,
+  findDetectionStates,
+  findOtherUploadsOfCommit,
+  findTestCaseById,
+  findTestCaseKeys,
+  findTestCaseOwners,
+  findTestCases,
+  findTestsFailedIn,
+  findTestsPassedIn,
+  insertTestCases,
+  insertTestFailures,
+  insertTestResults,
+  insertUpload,
+  listFailingTestKeys,
+  listFailureSignatures,
+  saveJudgment,
+} from "../../src/store/flaky-store.js";
+import { BACKENDS } from "../support/backends.js";
+
+/**
+ * The flaky store answers the domain's types on both backends: PostgreSQL returns bigint and
+ * COUNT as strings and SQLite booleans as 0/1, and neither may leak past the store; a text
+ * column holding a value the code does not know is refused where it is read.
+ */
+describe.each(BACKENDS)("flaky store on $name", (backend) => {
+  let database: { url: string; drop(): Promise<void> };
+  let db: Database;
+  const now = new Date("2030-01-10T12:00:00.000Z");
+  const at = now.getTime() - 60 * 60 * 1000;
+
+  beforeAll(async () => {
+    database = await backend.createDatabase();
+    db = await Database.open(database.url);
+    await db.transaction(async (tx) => {
+      await tx.organization.create({ data: { id: "org", slug: "acme" } });
+      await tx.repository.create({ data: { id: "repo", organizationId: "org", host: "github.com", owner: "acme", name: "web", key: "github.com/acme/web" } });
+    });
+  });
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  const upload = (id: string, commitSha: string) => db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, variant: "", createdAt: now }));
+  const newTest = (id: string, codeowners: string[]) => ({ id, name: id, file: "src/a.test.ts", classname: "a", parent: "suite", variant: "", codeowners });
+
+  test("what an upload writes reads back as numbers, booleans, lists and dates", async () => {
+    const first = await upload("u1", "abc");
+    const second = await upload("u2", "abc");
+    expect([typeof first, typeof second]).toEqual(["number", "number"]);
+    const [flaky, steady] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-flaky", ["@acme/web"]), newTest("t-steady", [])], now))) as number[];
+    await db.sqlTransaction(async (sql) => {
+      await insertTestResults(sql, [
+        [flaky!, at, first, true, false],
+        [flaky!, at, second, false, true],
+        [steady!, at, first, false, true],
+      ]);
+      await insertTestFailures(sql, [["repo", at, flaky!, first, 7, "sig"]]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, lastAt: at }]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 2, lastAt: at + 1 }]);
+      await saveJudgment(sql, flaky!, { flakeAt: at, flakeReason: "failed and passed on the same commit", quarantined: true, status: { value: "flaky", reason: "retried", at: now }, quarantinedAt: now });
+    });
+
+    const reads = await db.sqlRead(async (sql) => ({
+      keys: Object.fromEntries(await findTestCaseKeys(sql, "repo", ["t-flaky", "t-steady", "t-unknown"])),
+      owners: await findTestCaseOwners(sql, [flaky!]),
+      others: await findOtherUploadsOfCommit(sql, "repo", "abc", second),
+      passed: await findTestsPassedIn(sql, [flaky!, steady!], [second]),
+      failed: await findTestsFailedIn(sql, [first]),
+      states: await findDetectionStates(sql, [flaky!, steady!]),
+      runs: Object.fromEntries(await countRunsSince(sql, [flaky!, steady!], at)),
+      recent: await countRecentRuns(sql, [flaky!], { weekAgo: at - 1, dayAgo: at - 1, now: now.getTime() }),
+      prs: await countPullRequestsImpacted(sql, [flaky!], at, now.getTime()),
+      signatures: await listFailureSignatures(sql, [flaky!]),
+      failing: await listFailingTestKeys(sql, "repo", new Date(at), now),
+    }));
+    expect(reads).toEqual({
+      keys: { "t-flaky": flaky, "t-steady": steady },
+      owners: [{ key: flaky, codeowners: ["@acme/web"] }],
+      others: [first],
+      passed: [flaky],
+      failed: [flaky],
+      states: expect.arrayContaining([
+        { key: flaky, status: "flaky", flakeAt: at, flakeReason: "failed and passed on the same commit", quarantineSetting: "auto", quarantined: true },
+        { key: steady, status: "healthy", flakeAt: null, flakeReason: null, quarantineSetting: "auto", quarantined: false },
+      ]),
+      runs: { [flaky!]: { runs: 2, failures: 1 }, [steady!]: { runs: 1, failures: 0 } },
+      recent: [{ testCaseKey: flaky, runs7: 2, fails7: 1, runs24: 2, fails24: 1 }],
+      prs: [{ testCaseKey: flaky, pullRequests: 1 }],
+      signatures: [{ testCaseKey: flaky, summary: "boom", count: 3, lastAt: at + 1 }],
+      failing: [flaky],
+    });
+
+    const stored = await db.read((tx) => findTestCases(tx, [steady!, flaky!]));
+    expect(stored.map((t) => t.key)).toEqual([flaky, steady]);
+    expect(stored[0]).toMatchObject({ id: "t-flaky", codeowners: ["@acme/web"], status: "flaky", quarantined: true, quarantinedAt: now, statusAt: now, ticketUrl: null });
+    expect(await db.read((tx) => findTestCaseById(tx, "repo", "t-steady"))).toMatchObject({ key: steady, codeowners: [], status: "healthy", quarantinedAt: null });
+  });
+
+  test("a status or quarantine setting the code does not know is refused where it is read, naming the column", async () => {
+    const [odd] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-odd", [])], now))) as number[];
+    await db.sqlTransaction((sql) => sql.run(`UPDATE "TestCase" SET "status" = 'wobbly' WHERE "key" = ?`, [odd]));
+    await expect(db.sqlRead((sql) => findDetectionStates(sql, [odd!]))).rejects.toThrow(/TestCase\.status holds "wobbly", not one of healthy, flaky, broken/);
+    await expect(db.read((tx) => findTestCases(tx, [odd!]))).rejects.toThrow(/TestCase\.status/);
+    await db.sqlTransaction((sql) => sql.run(`UPDATE "TestCase" SET "status" = 'healthy', "quarantineSetting" = 'sometimes' WHERE "key" = ?`, [odd]));
+    await expect(db.sqlRead((sql) => findDetectionStates(sql, [odd!]))).rejects.toThrow(/TestCase\.quarantineSetting holds "sometimes"/);
+  });
+});
