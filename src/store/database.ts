@@ -125,6 +125,10 @@ export class Database {
     const sessionOptions = postgresSessionOptions(options.postgresTimeouts ?? DEFAULT_POSTGRES_TIMEOUTS);
     // A bounded wait for a connection: an exhausted pool fails requests instead of hanging them.
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: 10_000, options: sessionOptions });
+    // An idle pooled connection that the server ends (a restart, a terminated session) is
+    // reported as an "error" on the pool, which would end the process unheard. The pool has
+    // already discarded it; the next query opens another.
+    pool.on("error", () => {});
     const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
     const locks = new AdvisoryLockConnection(() => new pg.Client({ connectionString: url, options: sessionOptions }));
     return new Database(
