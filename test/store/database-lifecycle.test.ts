@@ -123,6 +123,26 @@ describeOnPostgres("PostgreSQL connection limits", () => {
     }
   });
 
+  test("an idle pooled connection that PostgreSQL ends does not end the process, and the next query gets another", async () => {
+    const db = await Database.open(database.url, { poolSize: 2 });
+    try {
+      await db.sqlRead((sql) => sql.all("SELECT 1")); // leaves an idle connection in the pool
+      const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await admin.connect();
+      try {
+        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [databaseName(database.url)]);
+      } finally {
+        await admin.end();
+      }
+      // Unheard, the pool's "error" event would be an uncaught exception failing this suite.
+      await waitUntil(async () => (await sessions(database.url)).length === 0, "the sessions are gone");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await db.sqlRead((sql) => sql.all("SELECT 1 AS one"))).toEqual([{ one: 1 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   test("replicas exclude each other through the advisory lock", async () => {
     const [a, b] = [await Database.open(database.url), await Database.open(database.url, { migrate: false })];
     try {
