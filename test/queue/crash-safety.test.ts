@@ -5,7 +5,7 @@ import { expectQueueInvariants } from "../support/invariants.js";
 import { freePort, ServiceProcess } from "../support/service-process.js";
 
 /**
- * Kills the service with SIGKILL at random instants while it processes 180 PRs on the
+ * Kills the service with SIGKILL at random instants (up to 12 times) while it processes 180 PRs on the
  * sandbox (simulated CI with real failures and flakes), restarting it each time on the same
  * database. Afterwards every PR has reached a terminal state with a reason, none merged twice,
  * no broken PR landed, and the target branch holds exactly the merged PRs' changes.
@@ -13,6 +13,7 @@ import { freePort, ServiceProcess } from "../support/service-process.js";
 
 const TOKEN = "crash-test-token-0123456789";
 const PRS_PER_QUEUE = 60;
+const MAX_KILLS = 12;
 const QUEUES = [
   { name: "chain", settings: { concurrency: 4, canOptimisticallyMerge: true, pendingFailureDepth: 1 } },
   { name: "batches", settings: { concurrency: 2, batch: true, batchingMinSize: 1, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" } },
@@ -56,7 +57,9 @@ describe.each(BACKENDS)("crash safety on $name", (backend) => {
     let kills = 0;
     let stopKilling = false;
     const killer = (async () => {
-      while (!stopKilling) {
+      // A bounded number of kills: each restart costs seconds of start-up, and on a loaded
+      // machine unbounded kills would leave the service too little time to make progress.
+      while (!stopKilling && kills < MAX_KILLS) {
         await new Promise((r) => setTimeout(r, 200 + random() * 1200));
         if (stopKilling) break;
         await service.kill();
