@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "./store/database.js";
 
 const ZOptionalString = z
   .string()
@@ -26,6 +27,11 @@ const ZEnvironment = z
     GREENLINE_SANDBOX_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0),
     GREENLINE_SANDBOX_FLAKE_RATE: z.coerce.number().min(0).max(1).default(0),
     GREENLINE_WORKER_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+    // Above the longest legitimate statement (a 20 MB upload's bulk insert) and above Prisma's
+    // 30 s interactive transaction timeout, which rolls back first (docs/decisions.md).
+    GREENLINE_PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.statementTimeoutMs),
+    GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.idleInTransactionTimeoutMs),
+    GREENLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -72,6 +78,10 @@ export type Config = {
   /** The sandbox code host's simulated CI (used when githubApp is null). */
   sandbox: { ciMs: number; failureRate: number; flakeRate: number };
   workerIntervalMs: number;
+  /** Limits every PostgreSQL connection starts with (unused on SQLite). */
+  postgresTimeouts: PostgresTimeouts;
+  /** On SIGTERM/SIGINT: how long in-flight work may take before the process exits anyway. */
+  shutdownTimeoutMs: number;
 };
 
 export const DEFAULT_DATABASE_URL = "file:./data/greenline.db";
@@ -110,5 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
     sandbox: { ciMs: e.GREENLINE_SANDBOX_CI_MS, failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE, flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE },
     workerIntervalMs: e.GREENLINE_WORKER_INTERVAL_MS,
+    postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },
+    shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
   };
 }

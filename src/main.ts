@@ -38,12 +38,23 @@ async function main(): Promise<void> {
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
-      if (stopping) return;
+      if (stopping) {
+        log.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
       stopping = true;
-      log.info({ signal }, "stopping");
+      log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "stopping");
+      // close() keeps to the timeout; this is the backstop should anything in it not.
+      setTimeout(() => {
+        log.error("shutdown did not finish: exiting");
+        process.exit(1);
+      }, config.shutdownTimeoutMs + 5_000).unref();
       greenline.close().then(
         () => process.exit(0),
-        () => process.exit(1),
+        (error: unknown) => {
+          log.error({ err: error }, "shutdown timed out: exiting");
+          process.exit(1);
+        },
       );
     });
   }

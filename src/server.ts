@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
+import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
+import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import { createApiApp } from "./api/app.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
@@ -10,6 +12,7 @@ import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
 import type { Config } from "./config.js";
 import { createGitHubApp } from "./webhooks/github.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
+import { webhookRoute } from "./webhooks/webhook-route.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -22,6 +25,10 @@ export type Greenline = {
   worker: Worker;
   /** The sandbox code host, when no GitHub App is configured. */
   sandbox: SandboxCodeHost | null;
+  /**
+   * Stops taking work, lets work in flight finish within the shutdown timeout, then closes
+   * the database. Rejects when the timeout passed first (the caller should exit then).
+   */
   close(): Promise<void>;
 };
 
@@ -34,7 +41,35 @@ export type StartOptions = {
   random?: () => number;
   /** false: the worker does not run on its own; tests call worker.tick()/drain(). */
   startWorker?: boolean;
+  /** Replaces some of HTTP_TIMEOUTS (tests). */
+  httpTimeouts?: Partial<HttpTimeouts>;
 };
+
+export type HttpTimeouts = {
+  /** To receive a request's headers. */
+  headersMs: number;
+  /** To receive a whole request, body included. */
+  requestMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveMs: number;
+  /** A connection that neither sends nor receives a byte for this long is closed. */
+  idleMs: number;
+};
+
+/**
+ * How long a connection may hold the server. A 20 MiB upload must arrive within the request
+ * timeout, at 23 KB/s or more; the idle timeout cuts only a connection that stalls, however
+ * slowly it sends (docs/decisions.md).
+ */
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 5_000, idleMs: 60_000 };
+
+function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
+  http.headersTimeout = timeouts.headersMs;
+  http.requestTimeout = timeouts.requestMs;
+  http.keepAliveTimeout = timeouts.keepAliveMs;
+  // Node checks the two above only every 30 seconds; the idle timeout is each socket's own timer.
+  http.timeout = timeouts.idleMs;
+}
 
 /**
  * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
@@ -42,28 +77,37 @@ export type StartOptions = {
  */
 export async function startGreenline(config: Config, options: StartOptions): Promise<Greenline> {
   const { log } = options;
-  const db = await Database.open(config.databaseUrl);
+  const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts });
   try {
     if (config.bootstrap) {
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
       log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
     }
+    // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
+    const webhookSecret = config.githubApp?.webhookSecret ?? randomBytes(32).toString("hex");
     const ProbotWithConfig = config.githubApp
       ? Probot.defaults({
           appId: config.githubApp.appId,
           privateKey: config.githubApp.privateKey,
-          secret: config.githubApp.webhookSecret,
+          secret: webhookSecret,
           baseUrl: config.githubApp.apiUrl,
           log,
           ...(config.githubApp.throttle === false
             ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
             : {}),
         })
-      : // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
-        Probot.defaults({ githubToken: "sandbox", secret: randomBytes(32).toString("hex"), log });
+      : Probot.defaults({ githubToken: "sandbox", secret: webhookSecret, log });
+    // Probot's Server serves this middleware first: ours bounds the webhook body and verifies it
+    // as it arrives, where Probot's reads any body whole before looking at it.
+    class BoundedProbot extends ProbotWithConfig {
+      override async getNodeMiddleware() {
+        const probot = this as unknown as Probot;
+        return webhookRoute({ secret: webhookSecret, log, receive: (delivery) => probot.receive(delivery as EmitterWebhookEvent) });
+      }
+    }
     // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.
     const port = config.port === 0 ? await findFreePort(config.host) : config.port;
-    const server = new Server({ Probot: ProbotWithConfig, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
+    const server = new Server({ Probot: BoundedProbot, port, host: config.host, log, enableStaticFiles: false, enableNotFound: false });
     const now = options.now ?? (() => new Date());
     const sandbox = config.githubApp ? null : new SandboxCodeHost(db, { ...config.sandbox, random: options.random ?? Math.random, now });
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
@@ -83,6 +127,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       return true;
     });
     const http = await server.start();
+    limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
+    const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -92,13 +138,60 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       worker,
       sandbox,
       async close() {
-        await worker.stop();
-        await server.stop();
-        await db.close();
+        const deadline = Date.now() + config.shutdownTimeoutMs;
+        const served = await Promise.all([settlesBy(worker.stop(), deadline), stopServing(server, http, responses, deadline)]);
+        // The database waits for every transaction already asked for, including those of
+        // requests whose client went away (their handlers still run).
+        const closed = await settlesBy(db.close(), deadline);
+        if (!served.every(Boolean) || !closed) throw new Error(`work was still in flight ${config.shutdownTimeoutMs} ms after the shutdown began`);
       },
     };
   } catch (error) {
     await db.close();
     throw error;
   }
+}
+
+/** Whether `promise` settles before the time `deadline` (ms since the epoch). */
+async function settlesBy(promise: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The responses being written; once the server stops, each closes its connection when done. */
+type Responses = { inFlight: Set<ServerResponse>; stopping: boolean };
+
+function trackResponses(http: HttpServer): Responses {
+  const responses: Responses = { inFlight: new Set(), stopping: false };
+  http.on("request", (_req, res: ServerResponse) => {
+    if (responses.stopping && !res.headersSent) res.setHeader("connection", "close");
+    responses.inFlight.add(res);
+    res.once("close", () => responses.inFlight.delete(res));
+  });
+  return responses;
+}
+
+/**
+ * Stops listening and ends every connection: idle ones now, busy ones after their response
+ * (a keep-alive client would otherwise go on sending requests), and at the deadline whatever
+ * is left. Answers whether all ended in time.
+ */
+async function stopServing(server: Server, http: HttpServer, responses: Responses, deadline: number): Promise<boolean> {
+  responses.stopping = true;
+  for (const res of responses.inFlight) if (!res.headersSent) res.setHeader("connection", "close");
+  const stopped = server.stop();
+  http.closeIdleConnections();
+  if (await settlesBy(stopped, deadline)) return true;
+  http.closeAllConnections();
+  await stopped.catch(() => undefined);
+  return false;
 }

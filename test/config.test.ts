@@ -30,6 +30,8 @@ describe("loadConfig", () => {
       bootstrap: null,
       sandbox: { ciMs: 5000, failureRate: 0, flakeRate: 0 },
       workerIntervalMs: 250,
+      postgresTimeouts: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 },
+      shutdownTimeoutMs: 10_000,
     });
   });
 
@@ -44,6 +46,9 @@ describe("loadConfig", () => {
     [{ APP_ID: "123" }, "PRIVATE_KEY"],
     [{ APP_ID: "123", PRIVATE_KEY: "k" }, "WEBHOOK_SECRET"],
     [{ APP_ID: "abc", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s" }, "APP_ID"],
+    [{ GREENLINE_PG_STATEMENT_TIMEOUT_MS: "soon" }, "GREENLINE_PG_STATEMENT_TIMEOUT_MS"],
+    [{ GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0" }, "GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS"],
+    [{ GREENLINE_SHUTDOWN_TIMEOUT_MS: "-1" }, "GREENLINE_SHUTDOWN_TIMEOUT_MS"],
   ])("%p is refused, naming %s", (env, variable) => {
     const problems = problemsOf(env);
     expect(problems.some((p) => p.startsWith(variable))).toBe(true);

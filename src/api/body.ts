@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../app/errors.js";
-import { parseJsonBody } from "./json.js";
+import { NotUtf8Error, parseJsonBody } from "./json.js";
+import { closeAfterAnswer } from "../net.js";
 
 /**
  * Reads a JSON request body of at most `limit` bytes. An oversized body is refused as soon as
@@ -11,21 +12,13 @@ import { parseJsonBody } from "./json.js";
 export function jsonBody(limit: number) {
   return (req: Request, res: Response, next: NextFunction) => {
     const refuse = (error: AppError) => {
-      // The answer goes out at once. Closing a socket with unread data makes TCP reset it, and
-      // the reset can overtake the answer, so what still arrives is discarded for at most two
-      // seconds (a lingering close, as nginx does) before the connection is closed.
-      res.on("finish", () => {
-        req.resume();
-        setTimeout(() => req.socket.destroy(), 2000).unref();
-      });
+      closeAfterAnswer(req, res);
       next(error);
     };
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > limit) return refuse(tooLarge(limit, declared));
     const type = req.headers["content-type"];
-    if (!type || !req.is("application/json")) {
-      return refuse(new AppError("unsupported_media_type", `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`));
-    }
+    if (!type || !req.is("application/json")) return refuse(notJson(type));
     const charset = /charset=([^;]+)/i.exec(type)?.[1]?.trim().replace(/"/g, "").toLowerCase();
     if (charset && charset !== "utf-8" && charset !== "utf8") return refuse(new AppError("unsupported_media_type", `charset must be utf-8, not ${charset}`));
     const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
@@ -49,7 +42,8 @@ export function jsonBody(limit: number) {
       try {
         req.body = parseJsonBody(joined);
       } catch (parseError) {
-        return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: "is not valid JSON" }]));
+        const rule = parseError instanceof NotUtf8Error ? "is not valid UTF-8" : "is not valid JSON";
+        return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: rule }]));
       }
       next();
     };
@@ -75,6 +69,12 @@ export function jsonBody(limit: number) {
     req.on("end", onEnd);
     req.on("error", onError);
   };
+}
+
+/** Names the media type sent, when there is one: a header of only parameters (`; charset=utf-8`) has none. */
+function notJson(contentType: string | undefined): AppError {
+  const mediaType = contentType?.split(";")[0]!.trim();
+  return new AppError("unsupported_media_type", `Content-Type must be application/json${mediaType ? `, not ${mediaType}` : ""}`);
 }
 
 function tooLarge(limit: number, declared?: number): AppError {

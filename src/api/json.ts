@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
 
 /** Strings at least this long (in bytes) are decoded out of the body in place rather than by JSON.parse; smaller bodies go to JSON.parse whole. */
@@ -5,15 +6,25 @@ const LARGE_STRING = 64 * 1024;
 
 export class JsonError extends Error {}
 
+/** A body that is not UTF-8: JSON exchanged between systems must be (RFC 8259). */
+export class NotUtf8Error extends JsonError {
+  constructor() {
+    super("request body is not valid UTF-8");
+  }
+}
+
 /**
  * JSON.parse for a request body that may carry very large strings (JUnit reports of tens of
  * megabytes): the body is never turned into one string. Each large string is unescaped in place
  * in the body's own bytes and decoded once; the rest of the document (its keys, numbers and
  * small strings) is parsed by JSON.parse, with a placeholder for each large string. So a 20 MB
  * report costs the body's bytes and the report's string, not also a string of the whole body.
- * The bytes of large strings are overwritten.
+ * The bytes of large strings are overwritten. Bytes that are not UTF-8 are refused (NotUtf8Error).
  */
 export function parseJsonBody(body: Buffer): unknown {
+  // Decoding would silently turn invalid bytes into replacement characters: a name with one
+  // would then be looked up as some other name.
+  if (!isUtf8(body)) throw new NotUtf8Error();
   if (body.length < LARGE_STRING) return JSON.parse(body.toString("utf8"));
   const skeleton: Buffer[] = [];
   const large: string[] = [];

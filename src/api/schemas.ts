@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { ERROR_CODES } from "../app/errors.js";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
-import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES } from "../domain/queue-settings.js";
+import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
 import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 import { unstorableCharacter } from "../domain/text.js";
@@ -30,21 +31,29 @@ export const storableText = z.superRefine<string>((value, ctx) => {
 
 const MAX_UINT32 = 4294967295;
 const ZUint32 = z.number().int().min(1).max(MAX_UINT32);
-const ZName = z.string().trim().min(1).max(255).check(storableText);
+/**
+ * Lengths are checked before surrounding whitespace is trimmed, so the document's maxLength and
+ * pattern say exactly what is accepted; trimming is stated in each name's description.
+ */
+const TRIMMED = "surrounding whitespace is trimmed";
+const ZName = z.string().max(255).regex(/\S/, "must not be blank").trim().check(storableText).describe(`not blank; ${TRIMMED}`);
 
 export const ZRepo = z.object({
-  host: ZName.describe("repository host name, e.g. github.com"),
-  owner: ZName.describe("repository owner or organization"),
-  name: ZName.describe("repository name"),
+  host: ZName.describe(`repository host name, e.g. github.com; ${TRIMMED}`),
+  owner: ZName.describe(`repository owner or organization; ${TRIMMED}`),
+  name: ZName.describe(`repository name; ${TRIMMED}`),
 });
 
-/** PR numbers come as integers or, from some CI scripts, as numeric strings. */
+/** PR numbers come as integers or, from some CI scripts, as numeric strings: both bounded alike. */
+const ZPrNumberValue = z.number().int().min(1).max(2147483647);
 const ZPrNumber = z
-  .union([z.number(), z.string().regex(/^\d{1,10}$/, "must be a positive integer").transform(Number)])
-  .pipe(z.number().int().min(1).max(2147483647));
+  .union([ZPrNumberValue, z.string().regex(/^\d{1,10}$/).transform(Number).pipe(ZPrNumberValue)], {
+    error: "must be an integer from 1 to 2147483647, or its digits as a string",
+  })
+  .describe("an integer from 1 to 2147483647, or its decimal digits as a string (the same bounds)");
 
 const ZPr = z.object({ number: ZPrNumber });
-const ZSha = z.string().regex(/^[0-9a-f]{7,64}$/i, "must be a commit sha (hex)");
+const ZSha = z.string().regex(/^[0-9a-fA-F]{7,64}$/, "must be a commit sha (hex)");
 
 export const ZQueueAddress = z.object({ repo: ZRepo, targetBranch: ZName });
 export const ZPullRequestAddress = ZQueueAddress.extend({ pr: ZPr });
@@ -93,7 +102,7 @@ export const ZImpactedTargets = z
   .union([
     z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const),
     z.array(z.string().max(4096).check(storableText)).max(5_000_000),
-  ])
+  ], { error: 'must be "ALL" or a list of target names' })
   .describe('the targets the PR changes, or "ALL" (it impacts every target)');
 
 export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
@@ -104,14 +113,23 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
 export const ZTestingDetailsRequest = ZPullRequestAddress;
 
 export const ZMetricsQuery = z.object({
-  repo: z.string().min(3).max(512).check(storableText).optional().describe("owner/name; requires repoHost"),
-  repoHost: z.string().min(1).max(255).check(storableText).optional(),
+  repo: z
+    .string()
+    .min(3)
+    .max(512)
+    .regex(/^[^/]+\/[^/]+$/, "must have the form owner/name")
+    .check(storableText)
+    .optional()
+    .describe("owner/name; requires repoHost"),
+  repoHost: z.string().min(1).max(255).check(storableText).optional().describe("the repository's host; requires repo"),
 });
 
 const ZPageQuery = z.object({
   page_size: z.number().int().min(1).max(100),
-  page_token: z.string().max(1024).check(storableText).default(""),
+  page_token: z.string().max(1024).check(storableText).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
 });
+/** The length is checked before the URL parser trims surrounding whitespace, as the document's maxLength says. */
+const ZLink = z.string().max(2048).url({ protocol: /^https?$/ }).check(storableText);
 const ZDateTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 export const ZListFailingTestsRequest = z.object({
@@ -131,16 +149,16 @@ export const ZUploadTestResultsRequest = z.object({
   commit_sha: ZSha,
   branch: ZName,
   pr_number: ZPrNumber.optional(),
-  job_url: z.url({ protocol: /^https?$/ }).max(2048).check(storableText).optional(),
-  variant: z.string().trim().max(255).check(storableText).optional(),
+  job_url: ZLink.optional().describe("the CI job's http(s) link"),
+  variant: z.string().max(255).trim().check(storableText).optional().describe(TRIMMED),
   junit_xml: z
-    .array(z.string().min(1, "must not be empty"))
+    .array(z.string().min(1, "must not be empty").describe("one JUnit XML report"))
     .min(1)
     .max(MAX_REPORTS)
     .describe("JUnit XML reports, one string each"),
   codeowners: z.string().max(1024 * 1024).check(storableText).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
 });
-export const ZUploadTestResultsResponse = z.object({
+export const ZUploadTestResultsResponse = z.strictObject({
   upload_id: z.string(),
   test_cases: z.number().int().describe("distinct tests in the upload"),
   failures: z.number().int().describe("distinct tests that failed"),
@@ -159,12 +177,12 @@ export const ZSetQuarantineSettingRequest = z.object({
 export const ZLinkTicketRequest = z.object({
   ...ZTestScope,
   test_case_id: z.uuid(),
-  ticket_url: z.url({ protocol: /^https?$/ }).max(2048).check(storableText).nullable().describe("the ticket's link; null unlinks"),
+  ticket_url: ZLink.nullable().describe("the ticket's http(s) link; null unlinks"),
 });
 export const ZCheckQuarantineRequest = z
   .object({
     ...ZTestScope,
-    variant: z.string().trim().max(255).check(storableText).default(""),
+    variant: z.string().max(255).trim().check(storableText).default("").describe(TRIMMED),
     test_ids: z.array(z.uuid()).max(10_000).default([]),
     tests: z
       .array(
@@ -180,19 +198,19 @@ export const ZCheckQuarantineRequest = z
       .default([]),
   })
   .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
-export const ZCheckQuarantineResponse = z.object({
+export const ZCheckQuarantineResponse = z.strictObject({
   quarantining_enabled: z.boolean(),
   quarantined_test_ids: z.array(z.uuid()),
 });
 export const ZFlakySettingsRequest = z.object(ZTestScope);
 export const ZUpdateFlakySettingsRequest = z.object({ ...ZTestScope, settings: z.object(FLAKY_SETTING_FIELDS).partial().strict() });
-export const ZFlakySettingsResponse = z.object({ settings: z.object(FLAKY_SETTING_FIELDS) });
+export const ZFlakySettingsResponse = z.strictObject({ settings: z.strictObject(FLAKY_SETTING_FIELDS) });
 
 // Responses (documentation and tests; handlers build them from app/records.ts types).
 
-export const ZEmptyResponse = z.object({}).strict();
+export const ZEmptyResponse = z.strictObject({}).strict();
 
-export const ZQueueRecord = z.object({
+export const ZQueueRecord = z.strictObject({
   state: z.enum(QUEUE_STATES),
   branch: z.string(),
   mode: z.enum(QUEUE_MODES),
@@ -208,20 +226,23 @@ export const ZQueueRecord = z.object({
   commandsEnabled: z.boolean(),
   createPrsForTestingBranches: z.boolean(),
   statusCheckEnabled: z.boolean(),
-  requiredStatuses: z.array(z.string()).nullable().describe("null: no override; statuses come from branch protection"),
+  requiredStatuses: z.array(z.string()).describe("the statuses set on the queue; empty when none is set"),
+  requiredStatusesSource: z
+    .enum(REQUIRED_STATUSES_SOURCES)
+    .describe("merge_instance: testing requires the queue's requiredStatuses; repo_provider_branch_protection: none is set, the target branch's protection decides"),
   directMergeMode: z.enum(DIRECT_MERGE_MODES),
   optimizationMode: z.enum(OPTIMIZATION_MODES),
   mergeMethod: z.enum(MERGE_METHODS),
 });
 
-export const ZMergeItem = z.object({
+export const ZMergeItem = z.strictObject({
   id: z.string(),
   state: z.enum(PR_STATES),
   stateChangedAt: z.iso.datetime(),
   stateReason: z.string(),
   priorityValue: z.number().int(),
   priorityName: z.string(),
-  usedDefaultPriorityName: z.string().nullable(),
+  usedDefaultPriorityName: z.string().optional().describe("the default priority applied because the submission named none; absent otherwise"),
   skipTheLine: z.boolean(),
   noBatch: z.boolean(),
   prNumber: z.number().int(),
@@ -234,7 +255,7 @@ export const ZMergeItem = z.object({
 export const ZSubmittedPullRequest = ZMergeItem.extend({
   forceEnqueued: z.boolean(),
   isCurrentlySubmittedToQueue: z.boolean(),
-  readiness: z.object({
+  readiness: z.strictObject({
     requiresImpactedTargets: z.boolean(),
     doesBaseBranchMatch: z.boolean(),
     hasImpactedTargets: z.boolean(),
@@ -244,7 +265,7 @@ export const ZSubmittedPullRequest = ZMergeItem.extend({
 
 export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZMergeItem) });
 
-const ZPageInfo = z.object({
+const ZPageInfo = z.strictObject({
   total_rows: z.number().int(),
   total_pages: z.number().int(),
   next_page_token: z.string(),
@@ -253,14 +274,14 @@ const ZPageInfo = z.object({
   page_index: z.number().int(),
 });
 
-const ZTestCase = z.object({
+const ZTestCase = z.strictObject({
   id: z.uuid(),
-  repository: z.object({ html_url: z.string() }),
+  repository: z.strictObject({ html_url: z.string() }),
   html_url: z.string(),
   name: z.string(),
   variant: z.string(),
-  status: z.object({ value: z.string(), reason: z.string(), timestamp: z.iso.datetime() }),
-  most_common_failures: z.array(z.object({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
+  status: z.strictObject({ value: z.enum(["healthy", "flaky", "broken"]), reason: z.string(), timestamp: z.iso.datetime() }),
+  most_common_failures: z.array(z.strictObject({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
   failure_rate_last_7d: z.number(),
   failure_rate_last_24h: z.number(),
   codeowners: z.array(z.string()),
@@ -270,13 +291,13 @@ const ZTestCase = z.object({
   file_path: z.string(),
   parent: z.string(),
   classname: z.string(),
-  ticket: z.object({ html_url: z.string() }).nullable(),
+  ticket: z.strictObject({ html_url: z.string() }).nullable(),
 });
 
-export const ZListFailingTestsResponse = z.object({ tests: z.array(ZTestCase), page: ZPageInfo });
-export const ZListQuarantinedTestsResponse = z.object({
+export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
+export const ZListQuarantinedTestsResponse = z.strictObject({
   quarantined_tests: z.array(
-    z.object({
+    z.strictObject({
       name: z.string(),
       parent: z.string(),
       file: z.string(),
@@ -292,18 +313,18 @@ export const ZListQuarantinedTestsResponse = z.object({
   ),
   page: ZPageInfo,
 });
-export const ZGetTestDetailsResponse = z.object({ test: ZTestCase });
+export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
 
-export const ZErrorResponse = z.object({
-  error: z.object({
-    code: z.string(),
+export const ZErrorResponse = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(ERROR_CODES),
     message: z.string(),
-    details: z.array(z.object({ path: z.string(), message: z.string() })),
+    details: z.array(z.strictObject({ path: z.string(), message: z.string() })),
   }),
 });
 export type TRepo = z.output<typeof ZRepo>;
 
-export const ZTestingDetails = z.object({
+export const ZTestingDetails = z.strictObject({
   testRunId: z.string(),
   testBranch: z.string().nullable(),
   testBranchSha: z.string().nullable(),
@@ -311,9 +332,9 @@ export const ZTestingDetails = z.object({
   failureReason: z.string().nullable(),
   isBisection: z.boolean(),
   requiredStatuses: z.array(z.string()),
-  requiredStatusesSource: z.enum(["merge_instance", "repo_provider_branch_protection"]),
-  statusChecks: z.array(z.object({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
-  testedPullRequests: z.array(z.object({ prNumber: z.number().int(), title: z.string() })),
+  requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
+  statusChecks: z.array(z.strictObject({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),

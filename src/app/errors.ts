@@ -1,15 +1,17 @@
 /** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
-export type ErrorCode =
-  | "invalid_argument"
-  | "unauthenticated"
-  | "not_found"
-  | "method_not_allowed"
-  | "conflict"
-  | "failed_precondition"
-  | "payload_too_large"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "internal";
+export const ERROR_CODES = [
+  "invalid_argument",
+  "unauthenticated",
+  "not_found",
+  "method_not_allowed",
+  "conflict",
+  "failed_precondition",
+  "payload_too_large",
+  "unsupported_media_type",
+  "rate_limited",
+  "internal",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export type ErrorDetail = { path: string; message: string };
 

@@ -6,7 +6,7 @@ import type { TestCase } from "../generated/sqlite/client.js";
 import type { Sql } from "../store/sql.js";
 import { invalidArgument, notFound } from "./errors.js";
 import { applyDetection, loadFlakySettings, lockRepositoryTests, STATUS_COLUMNS, statusRow } from "./flaky-status.js";
-import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "./repositories.js";
+import { findRepository, repoNotFound, type RepositoryRow } from "./repositories.js";
 import type { Services } from "./services.js";
 
 export type PageQuery = { page_size: number; page_token: string };
@@ -29,16 +29,13 @@ const MOST_COMMON = 5;
 
 /**
  * The repository a flaky-test request is about, or null when the organization has none by that
- * name yet (nothing uploaded: empty answers). A slug other than the token's organization, or
- * another organization's repository, answers not_found.
+ * name (nothing uploaded yet: empty answers). Another organization's repository is answered as
+ * one nobody has: telling them apart would let any token holder learn which repositories other
+ * organizations use. A slug other than the token's organization answers not_found.
  */
 export async function repositoryInScope(services: Services, principal: Principal, input: Scope): Promise<RepositoryRow | null> {
   if (input.org_url_slug.toLowerCase() !== principal.organizationSlug) throw notFound(`organization "${input.org_url_slug}" not found`);
-  return services.db.read(async (tx) => {
-    const owned = await findRepository(tx, principal, input.repo);
-    if (!owned && (await tx.repository.findUnique({ where: { key: repositoryKey(input.repo) }, select: { id: true } }))) throw repoNotFound(input.repo);
-    return owned;
-  });
+  return services.db.read((tx) => findRepository(tx, principal, input.repo));
 }
 
 // ---- Pagination -------------------------------------------------------------------------------

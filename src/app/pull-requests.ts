@@ -12,7 +12,7 @@ import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
-import { toMergeItemRecord, type SubmittedPullRequestRecord } from "./records.js";
+import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
@@ -154,15 +154,13 @@ export async function setImpactedTargets(services: Services, principal: Principa
   });
 }
 
-export type TestingDetails = {
+export type TestingDetails = RequiredStatuses & {
   testRunId: string;
   testBranch: string | null;
   testBranchSha: string | null;
   status: "in_progress" | "failed" | "cancelled" | "succeeded";
   failureReason: string | null;
   isBisection: boolean;
-  requiredStatuses: string[];
-  requiredStatusesSource: "merge_instance" | "repo_provider_branch_protection";
   statusChecks: { context: string; state: "pending" | "success" | "failure" | "error" }[];
   testedPullRequests: { prNumber: number; title: string }[];
   impactedTargets: string[] | "ALL";
@@ -194,8 +192,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       status,
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
-      requiredStatuses: queue.requiredStatuses ?? [],
-      requiredStatusesSource: queue.requiredStatuses ? "merge_instance" : "repo_provider_branch_protection",
+      ...requiredStatusesOf(queue),
       statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: run.statusChecks }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),

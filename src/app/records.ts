@@ -1,12 +1,20 @@
 import { skipsTheLine } from "../domain/priority.js";
-import type { QueueSettings } from "../domain/queue-settings.js";
+import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-settings.js";
 import type { Readiness } from "../domain/readiness.js";
 import type { PrState, QueueState } from "../domain/states.js";
 import type { QueueEntry } from "../store/entries.js";
 import type { Queue } from "../store/queues.js";
 
-/** The queue record of the API (SPEC.md, "Queue"). */
-export type QueueRecord = QueueSettings & { state: QueueState; branch: string };
+/** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
+export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string } & RequiredStatuses;
+
+/** The statuses a queue requires, as the API shows them: a list even when the queue sets none. */
+export type RequiredStatuses = { requiredStatuses: string[]; requiredStatusesSource: RequiredStatusesSource };
+
+export function requiredStatusesOf(queue: Pick<Queue, "requiredStatuses">): RequiredStatuses {
+  if (queue.requiredStatuses === null) return { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
+  return { requiredStatuses: queue.requiredStatuses, requiredStatusesSource: "merge_instance" };
+}
 
 /** The queue's settings, in the order the API shows them. */
 export function settingsOf(queue: Queue): QueueSettings {
@@ -32,7 +40,7 @@ export function settingsOf(queue: Queue): QueueSettings {
 }
 
 export function toQueueRecord(queue: Queue): QueueRecord {
-  return { state: queue.state, branch: queue.branch, ...settingsOf(queue) };
+  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue) };
 }
 
 /** A queue entry as getQueue lists it (Trunk's merge-item record without readiness). */
@@ -44,7 +52,8 @@ export type MergeItemRecord = {
   stateReason: string;
   priorityValue: number;
   priorityName: string;
-  usedDefaultPriorityName: string | null;
+  /** Only when the default priority was applied (SPEC.md: a string, not required). */
+  usedDefaultPriorityName?: string;
   skipTheLine: boolean;
   noBatch: boolean;
   prNumber: number;
@@ -69,7 +78,7 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     stateReason: row.stateReason,
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
-    usedDefaultPriorityName: row.usedDefaultPriorityName,
+    ...(row.usedDefaultPriorityName !== null ? { usedDefaultPriorityName: row.usedDefaultPriorityName } : {}),
     skipTheLine: skipsTheLine(row.priorityValue),
     noBatch: row.noBatch,
     prNumber: row.prNumber,

@@ -19,6 +19,24 @@ export type DatabaseKind = "sqlite" | "postgres";
 export type Client = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
+/**
+ * Limits PostgreSQL enforces on every connection of the service (GREENLINE_PG_* settings). A
+ * statement running longer than `statementTimeoutMs` is cancelled; a session left idle inside
+ * a transaction for `idleInTransactionTimeoutMs` is ended, which rolls the transaction back
+ * and frees its locks, whatever the process holding it is doing.
+ */
+export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
+
+export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 };
+
+/** Thrown by a transaction asked for after `close` began. */
+export class DatabaseClosingError extends Error {
+  constructor() {
+    super("the database is closing: no new transaction starts");
+    this.name = "DatabaseClosingError";
+  }
+}
+
 export function databaseKind(url: string): DatabaseKind {
   return url.startsWith("file:") ? "sqlite" : "postgres";
 }
@@ -49,11 +67,13 @@ export class Database {
     private readonly sqliteFile: string | null,
     /** SQLite: the read-only driver connection `lookup` and `sqlRead` use. */
     private readonly sqliteReader: BetterSqlite3.Database | null,
+    /** PostgreSQL: the connection that holds advisory locks, outside the pool. */
+    private readonly locks: AdvisoryLockConnection | null = null,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
 
-  static async open(url: string, options: { migrate?: boolean; poolSize?: number } = {}): Promise<Database> {
+  static async open(url: string, options: { migrate?: boolean; poolSize?: number; postgresTimeouts?: PostgresTimeouts } = {}): Promise<Database> {
     const migrate = options.migrate ?? true;
     if (databaseKind(url) === "sqlite") {
       const path = sqlitePath(url);
@@ -98,27 +118,51 @@ export class Database {
         await connection.end();
       }
     }
+    const sessionOptions = postgresSessionOptions(options.postgresTimeouts ?? DEFAULT_POSTGRES_TIMEOUTS);
     // A bounded wait for a connection: an exhausted pool fails requests instead of hanging them.
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: 10_000 });
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: 10_000, options: sessionOptions });
     const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
+    const locks = new AdvisoryLockConnection(() => new pg.Client({ connectionString: url, options: sessionOptions }));
     return new Database(
       "postgres",
       client,
       async () => {
         await client.$disconnect();
-        await pool.end();
+        await Promise.all([pool.end(), locks.close()]);
       },
       client,
       pool,
       null,
       null,
+      locks,
     );
+  }
+
+  #closing: Promise<void> | null = null;
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  /**
+   * Runs database work that `close` must wait for. Closing the driver under a transaction
+   * that is still starting abandons its connection inside the transaction (Prisma's
+   * disconnect forgets it, the pool then waits for it forever: docs/decisions.md), so close
+   * lets every transaction asked for finish first, and refuses new ones.
+   */
+  #track<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closing) return Promise.reject(new DatabaseClosingError());
+    const result = work();
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inFlight.add(settled);
+    void settled.then(() => this.#inFlight.delete(settled));
+    return result;
   }
 
   /** Runs `fn` in one transaction: all of its writes happen, or none. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const run = () => this.client.$transaction(fn, { maxWait: 10_000, timeout: 30_000 });
-    return this.#serialize ? this.#serialize.run(run) : run();
+    return this.#track(() => (this.#serialize ? this.#serialize.run(run) : run()));
   }
 
   /** Runs read-only queries on the last committed state. */
@@ -162,23 +206,11 @@ export class Database {
    * happen, or none. On SQLite it holds the same mutex as `transaction`, on a connection of its
    * own with the same settings.
    */
-  async sqlTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    if (this.pool) {
-      const connection = await this.pool.connect();
-      try {
-        await connection.query("BEGIN");
-        try {
-          const result = await fn(postgresSql(connection));
-          await connection.query("COMMIT");
-          return result;
-        } catch (error) {
-          await connection.query("ROLLBACK");
-          throw error;
-        }
-      } finally {
-        connection.release();
-      }
-    }
+  sqlTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.#track(() => (this.pool ? postgresTransaction(this.pool, fn) : this.#sqliteTransaction(fn)));
+  }
+
+  #sqliteTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
     return this.#serialize!.run(async () => {
       if (!this.#bulkWriter) {
         const writer = new BetterSqlite3(this.sqliteFile!, { timeout: 10_000 });
@@ -215,35 +247,120 @@ export class Database {
 
   /**
    * Runs `fn` holding an exclusive lock named `name`, or answers null at once when another
-   * holder has it. On PostgreSQL it is a session advisory lock, held by a connection of its
-   * own: if the process dies, PostgreSQL releases it with the connection, so no lease has to
-   * expire before another replica takes over. SQLite serves one process; the lock is local.
+   * holder has it. Within the process the lock is a set of names. On PostgreSQL it is also a
+   * session advisory lock, so replicas exclude each other; if the process dies, PostgreSQL
+   * releases it with the connection, so no lease has to expire before another replica takes
+   * over. The lock connection is one of its own, outside the pool: a holder never keeps a pool
+   * connection while `fn` waits for others (with the pool busy, that wait ended only in the
+   * pool's timeout, failing the effects it ran).
    */
-  async tryWithLock<T>(name: string, fn: () => Promise<T>): Promise<T | null> {
-    if (!this.pool) {
+  tryWithLock<T>(name: string, fn: () => Promise<T>): Promise<T | null> {
+    return this.#track(async () => {
       if (this.#held.has(name)) return null;
       this.#held.add(name);
       try {
-        return await fn();
+        if (!this.locks) return await fn();
+        if (!(await this.locks.tryLock(name))) return null;
+        try {
+          return await fn();
+        } finally {
+          await this.locks.unlock(name);
+        }
       } finally {
         this.#held.delete(name);
       }
-    }
-    const connection = await this.pool.connect();
+    });
+  }
+
+  /**
+   * Refuses new transactions, waits for those already asked for (each is bounded: Prisma's
+   * transaction timeout, the connection timeouts above), then closes the connections.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all(this.#inFlight);
+      await this.closeDriver();
+    })();
+    return this.#closing;
+  }
+}
+
+/** Session settings every PostgreSQL connection of the service starts with. */
+function postgresSessionOptions(timeouts: PostgresTimeouts): string {
+  return `-c statement_timeout=${timeouts.statementTimeoutMs} -c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`;
+}
+
+/**
+ * One transaction of plain SQL on a pooled connection. A connection that failed (PostgreSQL
+ * ended the session, say after the idle-in-transaction timeout) leaves the pool instead of
+ * going back to it, and its error event is handled: unhandled, it would end the process.
+ * (pg-pool also drops a released client whose connection has ended.)
+ */
+async function postgresTransaction<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const connection = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => (broken = error);
+  connection.on("error", onError);
+  try {
+    await connection.query("BEGIN");
     try {
-      const { rows } = await connection.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [name]);
-      if (!rows[0]?.locked) return null;
-      try {
-        return await fn();
-      } finally {
-        await connection.query("SELECT pg_advisory_unlock(hashtext($1))", [name]);
-      }
-    } finally {
-      connection.release();
+      const result = await fn(postgresSql(connection));
+      await connection.query("COMMIT");
+      return result;
+    } catch (error) {
+      await connection.query("ROLLBACK").catch((rollbackError: Error) => (broken ??= rollbackError));
+      throw error;
     }
+  } finally {
+    connection.removeListener("error", onError);
+    connection.release(broken);
+  }
+}
+
+/**
+ * The connection advisory locks are held on, opened on first use and again after it fails
+ * (PostgreSQL released its locks then). Its statements are serialized: one client runs one
+ * query at a time.
+ */
+class AdvisoryLockConnection {
+  #client: pg.Client | null = null;
+  readonly #mutex = new Mutex();
+
+  constructor(private readonly connect: () => pg.Client) {}
+
+  tryLock(name: string): Promise<boolean> {
+    return this.#query(async (client) => {
+      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [name]);
+      return rows[0]?.locked === true;
+    });
+  }
+
+  async unlock(name: string): Promise<void> {
+    // A failed connection has released the lock already.
+    await this.#query((client) => client.query("SELECT pg_advisory_unlock(hashtext($1))", [name])).catch(() => undefined);
   }
 
   close(): Promise<void> {
-    return this.closeDriver();
+    return this.#mutex.run(async () => {
+      const client = this.#client;
+      this.#client = null;
+      await client?.end().catch(() => undefined);
+    });
+  }
+
+  #query<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    return this.#mutex.run(async () => {
+      if (!this.#client) {
+        const client = this.connect();
+        const forget = () => {
+          if (this.#client === client) this.#client = null;
+        };
+        client.on("error", forget);
+        client.on("end", forget);
+        await client.connect();
+        this.#client = client;
+      }
+      return fn(this.#client);
+    });
   }
 }

@@ -221,6 +221,18 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     );
   });
 
+  test.each([
+    ["a small body", ""],
+    ["a body with a string decoded in place", "x".repeat(70_000)],
+  ])("invalid UTF-8 in %s is a 400 naming the body, not read as replacement characters", async (_what, padding) => {
+    const body = Buffer.concat([Buffer.from(`{"padding": "${padding}", "repo": {"host": "github.com", "owner": "acme", "name": "we`), Buffer.from([0xff, 0xfe]), Buffer.from('b"}, "targetBranch": "main"}')]);
+    const response = await fetch(`${server.url}/v1/getQueue`, { method: "POST", headers: { "content-type": "application/json", "x-api-token": server.api.token }, body });
+    expect(response.status).toBe(400);
+    const { error } = (await response.json()) as any;
+    expect(error.code).toBe("invalid_argument");
+    expect(error.details).toEqual([{ path: "(body)", message: "is not valid UTF-8" }]);
+  });
+
   test.each([["[]"], ["null"], ['"text"'], ["42"], ["{}"]])("a body of %s is 400", async (text) => {
     const response = await server.api.call("getQueue", text);
     expect(response.status).toBe(400);
@@ -240,6 +252,12 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     const response = await fetch(`${server.url}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify(queueOf()) });
     expect(response.status).toBe(415);
     expect(((await response.json()) as any).error.code).toBe("unsupported_media_type");
+  });
+
+  test.each([[""], ["; charset=utf-8"], [" ;"]])("an empty media type (Content-Type %p) is 415 with a complete message", async (type) => {
+    const response = await server.api.call("getQueue", queueOf(), { headers: { "content-type": type } });
+    expect(response.status).toBe(415);
+    expect(response.body.error.message).toBe("Content-Type must be application/json");
   });
 
   test("application/json with a charset is accepted", async () => {

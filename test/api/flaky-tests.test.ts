@@ -57,3 +57,39 @@ describe.each(BACKENDS)("flaky-test operations on $name (shapes before any uploa
     expect(response.status).toBe(404);
   });
 });
+
+describe.each(BACKENDS)("flaky-test reads of a repository the organization does not own, on $name", (backend) => {
+  let server: TestServer;
+  const theirs = { host: "github.com", owner: "rival", name: "secret-project" };
+  const unknown = { host: "github.com", owner: "rival", name: "never-seen" };
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    // In the sandbox the first organization to reference a repository owns it.
+    const rival = await server.clientFor("rival");
+    await rival.ok("flaky-tests/upload", {
+      repo: theirs,
+      org_url_slug: "rival",
+      commit_sha: "a".repeat(40),
+      branch: "main",
+      junit_xml: ['<testsuite name="s"><testcase classname="c" name="t"><failure message="boom"/></testcase></testsuite>'],
+    });
+  });
+  afterAll(() => server?.close());
+
+  const READS: [string, Record<string, unknown>][] = [
+    ["flaky-tests/list-failing-tests", { start_time: "2026-11-01T00:00:00Z", end_time: "2026-11-08T00:00:00Z", page_query: { page_size: 25, page_token: "" } }],
+    ["flaky-tests/list-quarantined-tests", { page_query: { page_size: 25, page_token: "" } }],
+    ["flaky-tests/get-test-details", { test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8" }],
+    ["flaky-tests/check-quarantine", { test_ids: ["6ba7b810-9dad-51d1-80b4-00c04fd430c8"] }],
+    ["flaky-tests/get-settings", {}],
+  ];
+
+  // Answering one way for another organization's repository and another for an unknown one
+  // would tell any token holder which repositories other organizations use.
+  test.each(READS)("%s answers another organization's repository exactly as an unknown one", async (operation, input) => {
+    const other = await server.api.call(operation, { ...input, repo: theirs, org_url_slug: "acme" });
+    const none = await server.api.call(operation, { ...input, repo: unknown, org_url_slug: "acme" });
+    expect(other.status).toBeLessThan(500);
+    expect({ status: other.status, text: other.text.replaceAll(theirs.name, "(repo)") }).toEqual({ status: none.status, text: none.text.replaceAll(unknown.name, "(repo)") });
+  });
+});

@@ -70,6 +70,14 @@ describe("OpenAPI document", () => {
     expect(details.required).toEqual(expect.arrayContaining(["state", "stateChangedAt", "readiness", "prSha", "isCurrentlySubmittedToQueue"]));
   });
 
+  test("pr.number's bounds hold for both its forms, and names say they are trimmed (openapi-bounds.test.ts probes every bound)", () => {
+    const submit = document.paths["/submitPullRequest"].post.requestBody.content["application/json"].schema;
+    expect(submit.properties.pr.properties.number.anyOf[0]).toEqual({ type: "integer", minimum: 1, maximum: 2147483647 });
+    expect(submit.properties.pr.properties.number.description).toContain("1 to 2147483647");
+    expect(submit.properties.targetBranch).toMatchObject({ maxLength: 255, pattern: "\\S", description: expect.stringContaining("whitespace is trimmed") });
+    expect(submit.properties.repo.properties.owner.description).toContain("whitespace is trimmed");
+  });
+
   test("every operation needs the x-api-token header", () => {
     expect(document.components.securitySchemes.apiToken).toEqual({ type: "apiKey", in: "header", name: "x-api-token" });
     for (const methods of Object.values(document.paths) as Record<string, any>[]) {

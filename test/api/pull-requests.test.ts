@@ -36,7 +36,11 @@ describe.each(BACKENDS)("pull requests on $name", (backend) => {
 
   test("priority accepts names in either case, numbers and numeric strings; pr.number accepts a numeric string", async () => {
     await server.api.ok("submitPullRequest", { ...prOf(2), pr: { number: "2" }, priority: "URGENT" });
-    expect(await server.api.ok("getSubmittedPullRequest", prOf(2))).toMatchObject({ priorityValue: 0, priorityName: "urgent", skipTheLine: true, usedDefaultPriorityName: null });
+    const urgent = await server.api.ok("getSubmittedPullRequest", prOf(2));
+    expect(urgent).toMatchObject({ priorityValue: 0, priorityName: "urgent", skipTheLine: true });
+    // SPEC.md: a string when the default was applied; never null.
+    expect(urgent).not.toHaveProperty("usedDefaultPriorityName");
+    expect((await server.api.ok("getQueue", queueOf())).enqueuedPullRequests.find((pr: { prNumber: number }) => pr.prNumber === 2)).not.toHaveProperty("usedDefaultPriorityName");
     await server.api.ok("submitPullRequest", { ...prOf(3), priority: 42 });
     expect(await server.api.ok("getSubmittedPullRequest", prOf(3))).toMatchObject({ priorityValue: 42, priorityName: "42", skipTheLine: false });
     await server.api.ok("submitPullRequest", { ...prOf(4), priority: "200" });

@@ -26,7 +26,8 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       commandsEnabled: true,
       createPrsForTestingBranches: false,
       statusCheckEnabled: true,
-      requiredStatuses: null,
+      requiredStatuses: [],
+      requiredStatusesSource: "repo_provider_branch_protection",
       directMergeMode: "off",
       optimizationMode: "off",
       mergeMethod: "squash",
@@ -89,11 +90,15 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     expect(second).toMatchObject({ concurrency: 5, mergeMethod: "rebase", batch: true });
   });
 
-  test("requiredStatuses: an empty list is ignored, deleteRequiredStatuses removes the override", async () => {
-    await server.api.ok("createQueue", queueOf("statuses"));
-    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: ["build", "test"] })).requiredStatuses).toEqual(["build", "test"]);
-    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: [] })).requiredStatuses).toEqual(["build", "test"]);
-    expect((await server.api.ok("updateQueue", { ...queueOf("statuses"), deleteRequiredStatuses: true })).requiredStatuses).toBeNull();
+  test("requiredStatuses: an empty list is ignored, deleteRequiredStatuses removes the override; the record always lists them and says where they come from", async () => {
+    const fromProtection = { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
+    const fromQueue = { requiredStatuses: ["build", "test"], requiredStatusesSource: "merge_instance" };
+    expect(await server.api.ok("createQueue", queueOf("statuses"))).toMatchObject(fromProtection);
+    expect(await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: ["build", "test"] })).toMatchObject(fromQueue);
+    expect(await server.api.ok("updateQueue", { ...queueOf("statuses"), requiredStatuses: [] })).toMatchObject(fromQueue);
+    expect(await server.api.ok("getQueue", queueOf("statuses"))).toMatchObject(fromQueue);
+    expect(await server.api.ok("updateQueue", { ...queueOf("statuses"), deleteRequiredStatuses: true })).toMatchObject(fromProtection);
+    expect(await server.api.ok("getQueue", queueOf("statuses"))).toMatchObject(fromProtection);
     const both = await server.api.call("updateQueue", { ...queueOf("statuses"), requiredStatuses: ["x"], deleteRequiredStatuses: true });
     expect(both.status).toBe(400);
     expect(both.body.error.details[0].path).toBe("deleteRequiredStatuses");

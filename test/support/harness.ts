@@ -4,12 +4,14 @@ import { createToken, registerToken } from "../../src/auth/tokens.js";
 import type { CodeHost } from "../../src/ports/code-host.js";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
-import { startGreenline, type Greenline } from "../../src/server.js";
+import { startGreenline, type Greenline, type StartOptions } from "../../src/server.js";
+import { checkAnswer } from "./answers.js";
+import { DEFAULT_POSTGRES_TIMEOUTS } from "../../src/store/database.js";
 import type { Backend } from "./backends.js";
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
 
-/** A client of the /v1 API holding one organization's token. */
+/** A client of the /v1 API holding one organization's token. Every answer is checked against the documented schemas (answers.ts). */
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
@@ -17,8 +19,9 @@ export class ApiClient {
   ) {}
 
   async call<T = any>(operation: string, body: unknown, init: { headers?: Record<string, string>; method?: string } = {}): Promise<ApiResponse<T>> {
+    const method = init.method ?? "POST";
     const response = await fetch(`${this.baseUrl}/v1/${operation}`, {
-      method: init.method ?? "POST",
+      method,
       headers: { "content-type": "application/json", "x-api-token": this.token, ...init.headers },
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
@@ -29,6 +32,7 @@ export class ApiClient {
     } catch {
       // not JSON (metrics)
     }
+    checkAnswer(operation, method, response.status, response.headers.get("content-type"), parsed);
     return { status: response.status, body: parsed, headers: response.headers, text };
   }
 
@@ -42,6 +46,7 @@ export class ApiClient {
   async get(path: string): Promise<ApiResponse<string>> {
     const response = await fetch(`${this.baseUrl}/v1/${path}`, { headers: { "x-api-token": this.token } });
     const text = await response.text();
+    checkAnswer(path, "GET", response.status, response.headers.get("content-type"), response.ok ? text : JSON.parse(text));
     return { status: response.status, body: text, headers: response.headers, text };
   }
 }
@@ -66,6 +71,7 @@ export type TestServerOptions = {
   random?: () => number;
   /** Let the worker run on its own timer (default: tests drive it with worker.tick/drain). */
   startWorker?: boolean;
+  httpTimeouts?: StartOptions["httpTimeouts"];
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -88,6 +94,8 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     bootstrap: { token, org: "acme" },
     sandbox: { ciMs: 60_000, failureRate: 0, flakeRate: 0, ...options.sandbox },
     workerIntervalMs: 20,
+    postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
+    shutdownTimeoutMs: 10_000,
   };
   const greenline = await startGreenline(config, {
     log: createLogger("info", sink),
@@ -95,6 +103,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     now: options.now,
     random: options.random,
     startWorker: options.startWorker ?? false,
+    httpTimeouts: options.httpTimeouts,
   });
   return {
     greenline,

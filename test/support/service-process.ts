@@ -30,7 +30,10 @@ export class ServiceProcess {
     child.stdout!.on("data", (d) => (this.output = (this.output + d).slice(-20_000)));
     child.stderr!.on("data", (d) => (this.output = (this.output + d).slice(-20_000)));
     this.#child = child;
-    for (let i = 0; i < 300; i++) {
+    // Starting means compiling src/ with tsx: on a loaded machine that alone can take many
+    // seconds, so the bound is generous (a start that fails exits, and is reported at once).
+    const deadline = Date.now() + 90_000;
+    while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${this.output}`);
       const ok = await fetch(`${this.url}/healthz`).then((r) => r.ok, () => false);
       if (ok) return;
@@ -47,6 +50,16 @@ export class ServiceProcess {
     child.kill("SIGKILL");
     await exited;
     this.#child = null;
+  }
+
+  /** Sends SIGTERM and answers the exit code (null when the process was killed by a signal). */
+  async terminate(): Promise<number | null> {
+    const child = this.#child;
+    if (!child) throw new Error("the service is not running");
+    if (child.exitCode !== null) return child.exitCode;
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    child.kill("SIGTERM");
+    return exited;
   }
 
   async stop(): Promise<void> {
