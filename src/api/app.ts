@@ -47,7 +47,7 @@ export function createApiApp(services: Services, log: Logger): express.Express {
 
   app.get("/healthz", async (_req, res) => {
     try {
-      await services.db.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
+      await services.db.ping();
       res.json({ status: "ok", codeHost: services.codeHost.name });
     } catch {
       res.status(503).json({ status: "unavailable" });

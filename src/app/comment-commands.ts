@@ -2,6 +2,7 @@ import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
 import { resolvePriority } from "../domain/priority.js";
+import { repositoryOwnerByKey } from "../store/repositories.js";
 import { AppError } from "./errors.js";
 import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
 import type { Services } from "./services.js";
@@ -51,6 +52,6 @@ export async function handlePullRequestComment(services: Services, comment: Pull
 
 /** The organization that owns the repository in Greenline, acting through a comment. */
 async function principalOf(services: Services, repo: RepoRef): Promise<Principal | null> {
-  const row = await services.db.read((tx) => tx.repository.findUnique({ where: { key: repositoryKey(repo) }, include: { organization: true } }));
-  return row ? { organizationId: row.organizationId, organizationSlug: row.organization.slug, tokenId: "" } : null;
+  const owner = await services.db.read((tx) => repositoryOwnerByKey(tx, repositoryKey(repo)));
+  return owner ? { ...owner, tokenId: "" } : null;
 }

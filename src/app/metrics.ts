@@ -1,7 +1,7 @@
 import { Gauge, Histogram, Registry } from "prom-client";
 import type { Principal } from "../auth/tokens.js";
-import type { Transition } from "../generated/sqlite/client.js";
-import { isTerminal, LIVE_PR_STATES, type PrState } from "../domain/states.js";
+import { isTerminal } from "../domain/states.js";
+import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
 import { invalidArgument } from "./errors.js";
 import { repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
@@ -20,19 +20,19 @@ type Durations = { waits: number[]; tests: number[]; timesInQueue: number[] };
  * waiting to test (pending → testing), time testing, and time in queue (submission to
  * conclusion, not counting time spent not ready).
  */
-export function measureEntry(transitions: Transition[], windowStart: Date): Durations {
+export function measureEntry(transitions: StoredTransition[], windowStart: Date): Durations {
   const out: Durations = { waits: [], tests: [], timesInQueue: [] };
   let enteredPending: Date | null = null;
   let enteredTesting: Date | null = null;
   let queued = 0;
-  let previous: Transition | null = null;
+  let previous: StoredTransition | null = null;
   for (const t of transitions) {
     if (t.reason === "submitted" || t.reason === "resubmitted") queued = 0;
     else if (previous && previous.toState !== "not_ready") queued += t.at.getTime() - previous.at.getTime();
     const inWindow = t.at >= windowStart;
     if (t.toState === "testing" && enteredPending && inWindow) out.waits.push((t.at.getTime() - enteredPending.getTime()) / 1000);
     if (previous?.toState === "testing" && enteredTesting && inWindow) out.tests.push((t.at.getTime() - enteredTesting.getTime()) / 1000);
-    if (isTerminal(t.toState as PrState) && inWindow && previous) out.timesInQueue.push(queued / 1000);
+    if (isTerminal(t.toState) && inWindow && previous) out.timesInQueue.push(queued / 1000);
     if (t.toState === "pending") enteredPending = t.at;
     if (t.toState === "testing") enteredTesting = t.at;
     previous = t;
@@ -53,22 +53,7 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   const now = services.now();
   const windowStart = new Date(now.getTime() - WINDOW_MS);
-  const data = await services.db.read(async (tx) => {
-    const queues = await tx.queue.findMany({
-      where: { repository: { organizationId: principal.organizationId, ...(key ? { key } : {}) } },
-      select: { id: true, branch: true, repository: { select: { owner: true, name: true } } },
-    });
-    const ids = queues.map((q) => q.id);
-    const counts = await tx.queueEntry.groupBy({
-      by: ["queueId", "state"],
-      where: { queueId: { in: ids }, state: { in: LIVE_PR_STATES } },
-      _count: { _all: true },
-    });
-    const recent = await tx.transition.findMany({ where: { queueId: { in: ids }, at: { gte: windowStart } } });
-    const entryIds = [...new Set(recent.map((t) => t.entryId))];
-    const histories = await tx.transition.findMany({ where: { entryId: { in: entryIds } }, orderBy: [{ at: "asc" }, { id: "asc" }] });
-    return { queues, counts, recent, histories };
-  });
+  const data = await services.db.read((tx) => loadMetricsData(tx, principal.organizationId, key, windowStart));
 
   const registry = new Registry();
   const gauge = (name: string, help: string, extra: string[] = []) =>
@@ -92,16 +77,16 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   for (const row of data.counts) {
     const labels = labelsOf.get(row.queueId)!;
-    if (row.state === "not_ready") awaiting.inc(labels, row._count._all);
-    else depth.inc(labels, row._count._all);
-    if (row.state === "testing") testing.inc(labels, row._count._all);
+    if (row.state === "not_ready") awaiting.inc(labels, row.count);
+    else depth.inc(labels, row.count);
+    if (row.state === "testing") testing.inc(labels, row.count);
   }
   for (const t of data.recent) {
     const labels = labelsOf.get(t.queueId)!;
-    if (isTerminal(t.toState as PrState)) conclusions.inc({ ...labels, conclusion: t.toState }, 1);
+    if (isTerminal(t.toState)) conclusions.inc({ ...labels, conclusion: t.toState }, 1);
     if (t.fromState === "testing" && t.toState === "pending") restarts.inc(labels, 1);
   }
-  const byEntry = new Map<string, Transition[]>();
+  const byEntry = new Map<string, StoredTransition[]>();
   for (const t of data.histories) {
     const history = byEntry.get(t.entryId);
     if (history) history.push(t);

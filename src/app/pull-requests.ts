@@ -1,13 +1,15 @@
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
-import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
-import { isTerminal, type Mergeability, type PrState, type QueueMode, type TransitionReason } from "../domain/states.js";
+import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
+import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
+import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
+import { getQueue, queueIdsOfRepository, type Queue } from "../store/queues.js";
+import { runsStartedSince } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import type { CheckState } from "../domain/status-checks.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
@@ -26,17 +28,13 @@ async function fetchPullRequest(services: Services, address: PullRequestAddress)
 }
 
 async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability">): Promise<Readiness> {
-  const targets = await tx.impactedTargets.findUnique({
-    where: { queueId_prNumber: { queueId: queue.id, prNumber: entry.prNumber } },
-    select: { sha: true },
-  });
   return computeReadiness({
-    queueMode: queue.mode as QueueMode,
+    queueMode: queue.mode,
     queueBranch: queue.branch,
     prBaseBranch: entry.prBaseBranch,
     prSha: entry.prSha,
-    mergeability: entry.mergeability as Mergeability,
-    impactedTargetsSha: targets?.sha ?? null,
+    mergeability: entry.mergeability,
+    impactedTargetsSha: await impactedTargetsShaOf(tx, queue.id, entry.prNumber),
   });
 }
 
@@ -53,7 +51,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     if (queue.state === "draining" || queue.state === "switching_modes") {
       throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
     }
-    const existing = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: pr.number } } });
+    const existing = await entryOf(tx, queue.id, pr.number);
     // The code host said "open" before the lock; the queue may have merged the PR since (its
     // merge decided, or landed). A merged PR stays merged: restarting it would merge it twice.
     if (existing?.state === "merged") throw failedPrecondition(`pull request #${pr.number} is already merged by this queue`);
@@ -70,40 +68,22 @@ export async function submitPullRequest(services: Services, principal: Principal
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
-    if (existing && !isTerminal(existing.state as PrState)) {
+    if (existing && !isTerminal(existing.state)) {
       // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
-      await tx.queueEntry.update({ where: { id: existing.id }, data: { ...facts, ready } });
+      await updateEntryFacts(tx, existing.id, { ...facts, ready });
       await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
       return;
     }
     const state: PrState = ready ? "pending" : "not_ready";
     const reason: TransitionReason = existing ? "resubmitted" : "submitted";
-    const now = services.now();
-    const submission = {
-      ...facts,
-      noBatch: input.noBatch ?? false,
-      isCurrentlySubmitted: true,
-      forceEnqueued: false,
-      submittedAt: now,
-      ready,
-      bisectionGroupLimit: null,
-      state,
-      stateReason: reason,
-      stateChangedAt: now,
-    };
-    const entry = existing
-      ? await tx.queueEntry.update({ where: { id: existing.id }, data: submission })
-      : await tx.queueEntry.create({ data: { ...submission, id: services.newId(), queueId: queue.id, prNumber: pr.number } });
-    await tx.transition.create({
-      data: { id: services.newId(), entryId: entry.id, queueId: queue.id, fromState: existing?.state ?? null, toState: state, reason, at: now },
-    });
+    await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at: services.now() }, services.newId);
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
   });
 }
 
 async function lockEntry(tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
   const queue = await lockQueue(tx, principal, address);
-  const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+  const entry = await entryOf(tx, queue.id, address.prNumber);
   if (!entry) throw prNotSubmitted(address);
   return { queue, entry };
 }
@@ -112,7 +92,7 @@ export async function cancelPullRequest(services: Services, principal: Principal
   await services.db.transaction(async (tx) => {
     const { queue, entry } = await lockEntry(tx, principal, address);
     if (entry.state === "cancelled") return;
-    if (isTerminal(entry.state as PrState)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
+    if (isTerminal(entry.state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
     await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
   });
 }
@@ -120,7 +100,7 @@ export async function cancelPullRequest(services: Services, principal: Principal
 export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
   await services.db.transaction(async (tx) => {
     const { queue, entry } = await lockEntry(tx, principal, address);
-    const state = entry.state as PrState;
+    const state = entry.state;
     if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
     // A PR that has not started testing has nothing to restart.
     if (state === "not_ready" || state === "pending") return;
@@ -135,8 +115,8 @@ export async function getSubmittedPullRequestJson(services: Services, principal:
   const cached = services.readCache.get(key, version);
   if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
-    const queue = await tx.queue.findUniqueOrThrow({ where: { id } });
-    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: id, prNumber: address.prNumber } } });
+    const queue = await getQueue(tx, id);
+    const entry = await entryOf(tx, id, address.prNumber);
     if (!entry) throw prNotSubmitted(address);
     const record: SubmittedPullRequestRecord = {
       ...toMergeItemRecord(entry),
@@ -157,23 +137,15 @@ export async function setImpactedTargets(services: Services, principal: Principa
   if (!sha) {
     const known = await services.db.read(async (tx) => {
       const queue = await findQueue(tx, principal, input);
-      return tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } }, select: { prSha: true } });
+      return entryOf(tx, queue.id, input.prNumber);
     });
     sha = known?.prSha ?? (await fetchPullRequest(services, input)).headSha;
   }
-  const all = input.impactedTargets === "ALL";
-  const targets = all ? "[]" : JSON.stringify(input.impactedTargets);
-  const count = all ? 0 : (input.impactedTargets as string[]).length;
   await services.db.transaction(async (tx) => {
     const queue = await lockQueue(tx, principal, input);
-    const data = { sha: sha!, kind: all ? "all" : "list", targets, count };
-    await tx.impactedTargets.upsert({
-      where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } },
-      create: { queueId: queue.id, prNumber: input.prNumber, ...data },
-      update: data,
-    });
-    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: input.prNumber } } });
-    if (entry && !isTerminal(entry.state as PrState)) {
+    await upsertImpactedTargets(tx, queue.id, input.prNumber, sha!, input.impactedTargets);
+    const entry = await entryOf(tx, queue.id, input.prNumber);
+    if (entry && !isTerminal(entry.state)) {
       const ready = isReady(await readinessOf(tx, queue, entry));
       // New targets may change the PR's lane even when its readiness stays the same.
       const event = ready !== entry.ready ? ({ kind: "readiness_changed", prNumber: entry.prNumber, ready } as const) : ({ kind: "targets_changed", prNumber: entry.prNumber } as const);
@@ -203,33 +175,30 @@ const RUN_STATUS = { running: "in_progress", passed: "succeeded", failed: "faile
 export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<TestingDetails> {
   return services.db.read(async (tx) => {
     const queue = await findQueue(tx, principal, address);
-    const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
+    const entry = await entryOf(tx, queue.id, address.prNumber);
     if (!entry) throw prNotSubmitted(address);
-    const recent = await tx.testRun.findMany({ where: { queueId: queue.id, startedAt: { gte: entry.submittedAt } }, orderBy: { startedAt: "desc" }, take: 500 });
-    const run = recent
-      .map((r) => ({ row: r, tested: JSON.parse(r.tested) as number[], stack: JSON.parse(r.stack) as number[] }))
-      .filter((r) => r.tested.includes(address.prNumber))
-      .sort((a, b) => Number(b.row.runId.split("-")[1]) - Number(a.row.runId.split("-")[1]))[0];
+    const recent = await runsStartedSince(tx, queue.id, entry.submittedAt, 500);
+    const run = recent.filter((r) => r.tested.includes(address.prNumber)).sort((a, b) => Number(b.runId.split("-")[1]) - Number(a.runId.split("-")[1]))[0];
     if (!run) throw notFound(`pull request #${address.prNumber} has no test run (it is ${entry.state})`);
-    const titles = await tx.queueEntry.findMany({ where: { queueId: queue.id, prNumber: { in: run.tested } }, select: { prNumber: true, prTitle: true } });
-    const targets = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId: queue.id, prNumber: address.prNumber } } });
-    const merged = JSON.parse(queue.mergedPrs) as number[];
-    const status = RUN_STATUS[run.row.status as keyof typeof RUN_STATUS];
+    const titles = await titlesOf(tx, queue.id, run.tested);
+    const targets = (await impactedTargetsOf(tx, queue.id, address.prNumber))?.targets;
+    const merged = queue.mergedPrs;
+    const status = RUN_STATUS[run.status];
     const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
     return {
-      testRunId: run.row.id,
-      testBranch: run.row.testBranch,
-      testBranchSha: run.row.testBranchSha,
+      testRunId: run.id,
+      testBranch: run.testBranch,
+      testBranchSha: run.testBranchSha,
       status,
-      failureReason: run.row.failure,
-      isBisection: run.row.kind === "bisection",
+      failureReason: run.failure,
+      isBisection: run.kind === "bisection",
       ...requiredStatusesOf(queue),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: JSON.parse(run.row.statusChecks) as Record<string, CheckState> }),
-      testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.find((t) => t.prNumber === n)?.prTitle ?? "" })),
-      impactedTargets: !targets ? [] : targets.kind === "all" ? "ALL" : (JSON.parse(targets.targets) as string[]).slice(0, 1000),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: run.statusChecks }),
+      testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
+      impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),
-      createdAt: run.row.startedAt.toISOString(),
-      finishedAt: run.row.finishedAt?.toISOString() ?? null,
+      createdAt: run.startedAt.toISOString(),
+      finishedAt: run.finishedAt?.toISOString() ?? null,
     };
   });
 }
@@ -242,12 +211,12 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
  */
 export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string): Promise<number> {
   const key = repositoryKey(repo);
-  const queues = await services.db.read((tx) => tx.queue.findMany({ where: { repository: { key } }, select: { id: true } }));
+  const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, key));
   let cancelled = 0;
-  for (const { id } of queues) {
+  for (const id of queueIds) {
     const applied = await applyQueueEvent(services, id, { kind: "cancelled", prNumber, reason }, async (tx) => {
-      const entry = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId: id, prNumber } } });
-      if (!entry || isTerminal(entry.state as PrState)) return false;
+      const entry = await entryOf(tx, id, prNumber);
+      if (!entry || isTerminal(entry.state)) return false;
       return reason !== "pr_updated" || headSha === undefined || entry.prSha !== headSha;
     });
     if (applied) cancelled++;

@@ -1,10 +1,48 @@
-import type { Queue } from "../generated/sqlite/client.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
-import type { Decision, EngineEvent } from "../domain/engine/types.js";
-import type { Services } from "./services.js";
+import type { Decision, EngineEvent, NotifyEffect, Transition } from "../domain/engine/types.js";
+import type { PrState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
-import { loadQueueState, lockQueueRow, saveDecision } from "./queue-state.js";
+import { countPendingMerges } from "../store/effects.js";
+import type { QueueEntry } from "../store/entries.js";
+import { loadQueueState, saveDecision } from "../store/queue-state.js";
+import { lockQueueRow, queueIdsOfRepository, recordTargetHead, type Queue } from "../store/queues.js";
+import type { Services } from "./services.js";
+
+/** The commit status and description each PR state shows on the code host. */
+const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {
+  not_ready: "pending",
+  pending: "pending",
+  testing: "pending",
+  tests_passed: "pending",
+  pending_failure: "pending",
+  merged: "success",
+  failed: "failure",
+  cancelled: "error",
+};
+const DESCRIPTION_OF: Record<PrState, string> = {
+  not_ready: "Not ready",
+  pending: "Queued",
+  testing: "Testing",
+  tests_passed: "Passed, merging",
+  pending_failure: "Failed, waiting for the PRs ahead",
+  merged: "Merged",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+/** The status and comment a transition shows on the PR, per the queue's settings. */
+function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): NotifyEffect[] {
+  const out: NotifyEffect[] = [];
+  if (queue.statusCheckEnabled) {
+    const description = t.to === "merged" || t.to === "pending" || t.to === "testing" ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${t.reason.replaceAll("_", " ")}`;
+    out.push({ kind: "pr_status", prNumber: t.prNumber, sha: entry.prSha, state: STATUS_OF[t.to], description });
+  }
+  if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).` });
+  }
+  return out;
+}
 
 /**
  * Feeds one event to the engine inside the caller's transaction (which holds the queue's
@@ -15,7 +53,8 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : []);
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
-  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notify: services.codeHost.notifiesPullRequests });
+  const notifications = services.codeHost.notifiesPullRequests ? decision.transitions.flatMap((t) => notificationsOf(queue, loaded.entries.get(t.prNumber)!, t)) : [];
+  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notifications });
   return decision;
 }
 
@@ -45,11 +84,11 @@ export async function applyQueueEvent(
  * queue took note.
  */
 export async function noticeTargetHead(services: Services, queueId: string, head: string): Promise<boolean> {
-  const pendingMerge = await services.db.read((tx) => tx.effect.count({ where: { queueId, doneAt: null, kind: "merge" } }));
+  const pendingMerge = await services.db.read((tx) => countPendingMerges(tx, queueId));
   if (pendingMerge > 0) return false;
   const applied = await applyQueueEvent(services, queueId, { kind: "base_moved", sha: head }, async (tx, fresh) => {
     if ((fresh.targetHead ?? fresh.baseSha) === head) return false;
-    await tx.queue.update({ where: { id: queueId }, data: { targetHead: head } });
+    await recordTargetHead(tx, queueId, head);
     return true;
   });
   return applied !== null;
@@ -57,7 +96,6 @@ export async function noticeTargetHead(services: Services, queueId: string, head
 
 /** The code host says a branch of a repository is at `head`: every queue of that target takes note. */
 export async function noticeBranchHead(services: Services, repo: RepoRef, branch: string, head: string): Promise<void> {
-  const key = repositoryKey(repo);
-  const queues = await services.db.read((tx) => tx.queue.findMany({ where: { branch, repository: { key } }, select: { id: true } }));
-  for (const { id } of queues) await noticeTargetHead(services, id, head);
+  const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, repositoryKey(repo), branch));
+  for (const id of queueIds) await noticeTargetHead(services, id, head);
 }

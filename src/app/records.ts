@@ -1,8 +1,9 @@
-import type { Queue, QueueEntry } from "../generated/sqlite/client.js";
 import { skipsTheLine } from "../domain/priority.js";
 import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-settings.js";
 import type { Readiness } from "../domain/readiness.js";
 import type { PrState, QueueState } from "../domain/states.js";
+import type { QueueEntry } from "../store/entries.js";
+import type { Queue } from "../store/queues.js";
 
 /** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
 export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string } & RequiredStatuses;
@@ -10,35 +11,36 @@ export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: Que
 /** The statuses a queue requires, as the API shows them: a list even when the queue sets none. */
 export type RequiredStatuses = { requiredStatuses: string[]; requiredStatusesSource: RequiredStatusesSource };
 
-export function requiredStatusesOf(row: Pick<Queue, "requiredStatuses">): RequiredStatuses {
-  if (row.requiredStatuses === null) return { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
-  return { requiredStatuses: JSON.parse(row.requiredStatuses) as string[], requiredStatusesSource: "merge_instance" };
+export function requiredStatusesOf(queue: Pick<Queue, "requiredStatuses">): RequiredStatuses {
+  if (queue.requiredStatuses === null) return { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
+  return { requiredStatuses: queue.requiredStatuses, requiredStatusesSource: "merge_instance" };
 }
 
-export function settingsOf(row: Queue): QueueSettings {
+/** The queue's settings, in the order the API shows them. */
+export function settingsOf(queue: Queue): QueueSettings {
   return {
-    mode: row.mode as QueueSettings["mode"],
-    concurrency: Number(row.concurrency),
-    bisectionConcurrency: Number(row.bisectionConcurrency),
-    testingTimeoutMinutes: Number(row.testingTimeoutMinutes),
-    pendingFailureDepth: Number(row.pendingFailureDepth),
-    canOptimisticallyMerge: row.canOptimisticallyMerge,
-    batch: row.batch,
-    batchingMaxWaitTimeMinutes: Number(row.batchingMaxWaitTimeMinutes),
-    batchingMinSize: Number(row.batchingMinSize),
-    commentsEnabled: row.commentsEnabled,
-    commandsEnabled: row.commandsEnabled,
-    createPrsForTestingBranches: row.createPrsForTestingBranches,
-    statusCheckEnabled: row.statusCheckEnabled,
-    requiredStatuses: row.requiredStatuses === null ? null : (JSON.parse(row.requiredStatuses) as string[]),
-    directMergeMode: row.directMergeMode as QueueSettings["directMergeMode"],
-    optimizationMode: row.optimizationMode as QueueSettings["optimizationMode"],
-    mergeMethod: row.mergeMethod as QueueSettings["mergeMethod"],
+    mode: queue.mode,
+    concurrency: queue.concurrency,
+    bisectionConcurrency: queue.bisectionConcurrency,
+    testingTimeoutMinutes: queue.testingTimeoutMinutes,
+    pendingFailureDepth: queue.pendingFailureDepth,
+    canOptimisticallyMerge: queue.canOptimisticallyMerge,
+    batch: queue.batch,
+    batchingMaxWaitTimeMinutes: queue.batchingMaxWaitTimeMinutes,
+    batchingMinSize: queue.batchingMinSize,
+    commentsEnabled: queue.commentsEnabled,
+    commandsEnabled: queue.commandsEnabled,
+    createPrsForTestingBranches: queue.createPrsForTestingBranches,
+    statusCheckEnabled: queue.statusCheckEnabled,
+    requiredStatuses: queue.requiredStatuses,
+    directMergeMode: queue.directMergeMode,
+    optimizationMode: queue.optimizationMode,
+    mergeMethod: queue.mergeMethod,
   };
 }
 
-export function toQueueRecord(row: Queue): QueueRecord {
-  return { state: row.state as QueueState, branch: row.branch, ...settingsOf(row), ...requiredStatusesOf(row) };
+export function toQueueRecord(queue: Queue): QueueRecord {
+  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue) };
 }
 
 /** A queue entry as getQueue lists it (Trunk's merge-item record without readiness). */
@@ -71,7 +73,7 @@ export type SubmittedPullRequestRecord = MergeItemRecord & {
 export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
   return {
     id: row.id,
-    state: row.state as PrState,
+    state: row.state,
     stateChangedAt: row.stateChangedAt.toISOString(),
     stateReason: row.stateReason,
     priorityValue: row.priorityValue,

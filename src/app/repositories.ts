@@ -1,6 +1,7 @@
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { Tx } from "../store/database.js";
+import { insertRepository, repositoryByKey } from "../store/repositories.js";
 import { notFound } from "./errors.js";
 import type { Services } from "./services.js";
 
@@ -17,7 +18,7 @@ export function repoNotFound(repo: RepoRef) {
  * repository is answered exactly as a missing one, so nothing leaks across organizations.
  */
 export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow | null> {
-  const row = await tx.repository.findUnique({ where: { key: repositoryKey(repo) } });
+  const row = await repositoryByKey(tx, repositoryKey(repo));
   return row && row.organizationId === principal.organizationId ? row : null;
 }
 
@@ -28,17 +29,13 @@ export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef
  */
 export async function claimRepository(services: Services, tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow> {
   const key = repositoryKey(repo);
-  const existing = await tx.repository.findUnique({ where: { key } });
+  const existing = await repositoryByKey(tx, key);
   if (existing) {
     if (existing.organizationId !== principal.organizationId) throw repoNotFound(repo);
     return existing;
   }
   if (!(await services.codeHost.mayOwnRepository(tx, principal.organizationId, repo))) throw repoNotFound(repo);
-  // Two first uses may race: the insert does nothing for the loser, who then reads the winner's row.
-  await tx.$executeRaw`INSERT INTO "Repository" ("id", "organizationId", "host", "owner", "name", "key", "createdAt")
-    VALUES (${services.newId()}, ${principal.organizationId}, ${repo.host}, ${repo.owner}, ${repo.name}, ${key}, ${services.now()})
-    ON CONFLICT ("key") DO NOTHING`;
-  const row = await tx.repository.findUniqueOrThrow({ where: { key } });
+  const row = await insertRepository(tx, { id: services.newId(), organizationId: principal.organizationId, ...repo, key, createdAt: services.now() });
   if (row.organizationId !== principal.organizationId) throw repoNotFound(repo);
   return row;
 }

@@ -1,6 +1,7 @@
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { verdictOf, type CheckState } from "../domain/status-checks.js";
+import { findRun, recordStatusChecks, runningRunsAt } from "../store/runs.js";
 import { applyQueueEvent } from "./queue-events.js";
 import type { Services } from "./services.js";
 
@@ -12,18 +13,16 @@ import type { Services } from "./services.js";
  */
 export async function reportStatus(services: Services, repo: RepoRef, sha: string, context: string, state: CheckState): Promise<number> {
   const key = repositoryKey(repo);
-  const runs = await services.db.read((tx) =>
-    tx.testRun.findMany({ where: { testBranchSha: sha, status: "running", queue: { repository: { key } } }, include: { queue: true } }),
-  );
+  const runs = await services.db.read((tx) => runningRunsAt(tx, key, sha));
   let decided = 0;
   for (const run of runs) {
-    const required = run.queue.requiredStatuses ? (JSON.parse(run.queue.requiredStatuses) as string[]) : await services.codeHost.requiredStatuses(repo, run.queue.branch);
+    const required = run.queue.requiredStatuses ?? (await services.codeHost.requiredStatuses(repo, run.queue.branch));
     const event: Extract<EngineEvent, { kind: "run_finished" }> = { kind: "run_finished", runId: run.runId, outcome: "passed" };
     const applied = await applyQueueEvent(services, run.queueId, event, async (tx) => {
-      const fresh = await tx.testRun.findUnique({ where: { id: run.id } });
+      const fresh = await findRun(tx, run.id);
       if (!fresh || fresh.status !== "running") return false;
-      const checks = { ...(JSON.parse(fresh.statusChecks) as Record<string, CheckState>), [context]: state };
-      await tx.testRun.update({ where: { id: run.id }, data: { statusChecks: JSON.stringify(checks) } });
+      const checks = { ...fresh.statusChecks, [context]: state };
+      await recordStatusChecks(tx, run.id, checks);
       const verdict = verdictOf(required, checks);
       if (verdict === null) return false;
       event.outcome = verdict;

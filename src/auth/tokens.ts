@@ -1,5 +1,8 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Database, Tx } from "../store/database.js";
+import * as tokenStore from "../store/tokens.js";
+
+export type { TokenSummary } from "../store/tokens.js";
 
 const TOKEN_PREFIX = "glt_";
 
@@ -21,7 +24,7 @@ export type Principal = { organizationId: string; organizationSlug: string; toke
 export async function authenticate(db: Database, token: string): Promise<Principal | null> {
   if (token.length === 0 || token.length > 512) return null;
   const hash = hashToken(token);
-  const row = await db.lookups.tokenByHash(hash);
+  const row = await tokenStore.tokenByHash(db, hash);
   if (!row || row.revoked) return null;
   if (!timingSafeEqual(Buffer.from(row.tokenHash, "hex"), Buffer.from(hash, "hex"))) return null;
   return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id };
@@ -29,9 +32,7 @@ export async function authenticate(db: Database, token: string): Promise<Princip
 
 /** The organization `slug`, created if needed. Replicas starting together may race: the insert is a no-op for the loser. */
 export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: string; slug: string }> {
-  const normalized = slug.toLowerCase();
-  await tx.$executeRaw`INSERT INTO "Organization" ("id", "slug", "createdAt") VALUES (${randomUUID()}, ${normalized}, ${new Date()}) ON CONFLICT ("slug") DO NOTHING`;
-  return tx.organization.findUniqueOrThrow({ where: { slug: normalized }, select: { id: true, slug: true } });
+  return tokenStore.ensureOrganization(tx, slug.toLowerCase());
 }
 
 /** Registers `token` for the organization `slug`, creating it if needed. Idempotent. */
@@ -39,16 +40,14 @@ export async function registerToken(db: Database, slug: string, token: string, n
   const hash = hashToken(token);
   return db.transaction(async (tx) => {
     const org = await ensureOrganization(tx, slug);
-    const existing = await tx.apiToken.findUnique({ where: { tokenHash: hash } });
+    const existing = await tokenStore.findTokenByHash(tx, hash);
     if (existing) {
       if (existing.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
-      if (existing.revokedAt) await tx.apiToken.update({ where: { id: existing.id }, data: { revokedAt: null } });
+      if (existing.revokedAt) await tokenStore.reactivateToken(tx, existing.id);
       return { id: existing.id, created: false };
     }
     const id = randomUUID();
-    await tx.$executeRaw`INSERT INTO "ApiToken" ("id", "organizationId", "name", "tokenHash", "createdAt")
-      VALUES (${id}, ${org.id}, ${name}, ${hash}, ${new Date()}) ON CONFLICT ("tokenHash") DO NOTHING`;
-    const row = await tx.apiToken.findUniqueOrThrow({ where: { tokenHash: hash } });
+    const row = await tokenStore.insertToken(tx, { id, organizationId: org.id, name, hash });
     if (row.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
     return { id: row.id, created: row.id === id };
   });
@@ -60,23 +59,11 @@ export async function createToken(db: Database, slug: string, name: string): Pro
   return { id, token };
 }
 
-export type TokenSummary = { id: string; name: string; createdAt: Date; revokedAt: Date | null };
-
-export async function listTokens(db: Database, slug: string): Promise<TokenSummary[]> {
-  return db.read((tx) =>
-    tx.apiToken.findMany({
-      where: { organization: { slug: slug.toLowerCase() } },
-      select: { id: true, name: true, createdAt: true, revokedAt: true },
-      orderBy: { createdAt: "asc" },
-    }),
-  );
+export async function listTokens(db: Database, slug: string): Promise<tokenStore.TokenSummary[]> {
+  return db.read((tx) => tokenStore.tokensOf(tx, slug.toLowerCase()));
 }
 
 /** Revokes a token by id; false when no such token exists. */
 export async function revokeToken(db: Database, id: string, now: Date): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const result = await tx.apiToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: now } });
-    if (result.count > 0) return true;
-    return (await tx.apiToken.count({ where: { id } })) > 0;
-  });
+  return db.transaction((tx) => tokenStore.revokeTokenById(tx, id, now));
 }

@@ -6,7 +6,6 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
-import { postgresLookups, sqliteLookups, type Lookups } from "./lookups.js";
 import { migratePostgres, migrateSqlite } from "./migrate.js";
 import { Mutex } from "./mutex.js";
 import { postgresSql, sqliteSql, type Sql } from "./sql.js";
@@ -63,12 +62,10 @@ export class Database {
     readonly client: Client,
     private readonly closeDriver: () => Promise<void>,
     private readonly reader: Client,
-    /** Prepared lookups for the per-request hot path (see lookups.ts). */
-    readonly lookups: Lookups,
     private readonly pool: pg.Pool | null,
     /** SQLite: the file, for the bulk writer's connection (opened on first use). */
     private readonly sqliteFile: string | null,
-    /** SQLite: the read-only driver connection the lookups use. */
+    /** SQLite: the read-only driver connection `lookup` and `sqlRead` use. */
     private readonly sqliteReader: BetterSqlite3.Database | null,
     /** PostgreSQL: the connection that holds advisory locks, outside the pool. */
     private readonly locks: AdvisoryLockConnection | null = null,
@@ -106,7 +103,6 @@ export class Database {
           await client.$disconnect();
         },
         reader,
-        sqliteLookups(lookupConnection),
         null,
         path,
         lookupConnection,
@@ -139,7 +135,6 @@ export class Database {
         await Promise.all([pool.end(), locks.close()]);
       },
       client,
-      postgresLookups(pool),
       pool,
       null,
       null,
@@ -177,6 +172,33 @@ export class Database {
   /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     return fn(this.reader as unknown as Tx);
+  }
+
+  /** Answers whether the database answers a query (the health check). */
+  async ping(): Promise<void> {
+    await this.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
+  }
+
+  readonly #lookups = new Map<string, BetterSqlite3.Statement>();
+
+  /**
+   * The first row a prepared statement answers on the last committed state, for the lookups
+   * every API request makes (its token; the version of the queue it reads): through Prisma
+   * each costs ~0.15 ms of client overhead for a ~0.01 ms query (docs/benchmarks.md).
+   * `statement.text` numbers its placeholders ($1, $2…); on PostgreSQL it is prepared once per
+   * connection under `statement.name`.
+   */
+  async lookup<T>(statement: { name: string; text: string }, values: readonly unknown[]): Promise<T | undefined> {
+    if (this.pool) {
+      const { rows } = await this.pool.query({ name: statement.name, text: statement.text, values: [...values] });
+      return rows[0] as T | undefined;
+    }
+    let prepared = this.#lookups.get(statement.name);
+    if (!prepared) {
+      prepared = this.sqliteReader!.prepare(statement.text.replace(/\$\d+/g, "?"));
+      this.#lookups.set(statement.name, prepared);
+    }
+    return prepared.get(...values) as T | undefined;
   }
 
   #bulkWriter: BetterSqlite3.Database | null = null;

@@ -8,6 +8,7 @@ import type { Services } from "../app/services.js";
 import { ensureOrganization } from "../auth/tokens.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import type { Database } from "../store/database.js";
+import { deleteInstallation, saveInstallation } from "../store/repositories.js";
 
 /** The repository a webhook payload is about. */
 const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
@@ -64,17 +65,13 @@ export function createGitHubApp(db: Database, services: () => Services) {
       const login = account && "login" in account ? account.login : String(id);
       await db.transaction(async (tx) => {
         const org = await ensureOrganization(tx, login);
-        await tx.installation.upsert({
-          where: { id: BigInt(id) },
-          create: { id: BigInt(id), organizationId: org.id, accountLogin: login },
-          update: { organizationId: org.id, accountLogin: login },
-        });
+        await saveInstallation(tx, { id, organizationId: org.id, accountLogin: login });
       });
       context.log.info({ installation: id, account: login }, "installation registered");
     });
     app.on("installation.deleted", async (context) => {
-      const id = BigInt(context.payload.installation.id);
-      await db.transaction((tx) => tx.installation.deleteMany({ where: { id } }));
+      const { id } = context.payload.installation;
+      await db.transaction((tx) => deleteInstallation(tx, id));
     });
   };
 }

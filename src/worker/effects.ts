@@ -1,8 +1,9 @@
-import type { Effect as EffectRow, Queue, Repository } from "../generated/sqlite/client.js";
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
-import type { RepoRef } from "../ports/code-host.js";
 import { applyQueueEvent } from "../app/queue-events.js";
+import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
+import { recordTestBranch, runOf } from "../store/runs.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
 const WARN_AFTER_ATTEMPTS = 5;
@@ -16,16 +17,16 @@ export async function runEffects(services: Services, queueId: string): Promise<n
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
     for (;;) {
-      const row = await services.db.read((tx) => tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } }));
-      if (!row) break;
-      const queue = await services.db.read((tx) => tx.queue.findUnique({ where: { id: queueId }, include: { repository: true } }));
+      const pending = await services.db.read((tx) => nextPendingEffect(tx, queueId));
+      if (!pending) break;
+      const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
       if (!queue) break;
       try {
-        await execute(services, queue, JSON.parse(row.payload) as OutboxEffect);
-        await services.db.transaction((tx) => tx.effect.updateMany({ where: { id: row.id, doneAt: null }, data: { doneAt: services.now() } }));
+        await execute(services, queue, pending.effect);
+        await services.db.transaction((tx) => completeEffect(tx, pending.id, services.now()));
         count++;
       } catch (error) {
-        await recordFailure(services, row, error);
+        await recordFailure(services, pending, error);
         break;
       }
     }
@@ -34,21 +35,18 @@ export async function runEffects(services: Services, queueId: string): Promise<n
   return done ?? 0;
 }
 
-async function recordFailure(services: Services, row: EffectRow, error: unknown): Promise<void> {
+async function recordFailure(services: Services, pending: PendingEffect, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  // updateMany: the queue, and its effects with it, may have been deleted meanwhile.
-  await services.db.transaction((tx) => tx.effect.updateMany({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } }));
-  if (row.attempts + 1 >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: row.kind, queueId: row.queueId, attempts: row.attempts + 1, error: message }, "effect keeps failing");
+  await services.db.transaction((tx) => recordEffectFailure(tx, pending.id, message));
+  if (pending.attempts + 1 >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts: pending.attempts + 1, error: message }, "effect keeps failing");
 }
 
-const repoOf = (repository: Repository): RepoRef => ({ host: repository.host, owner: repository.owner, name: repository.name });
-
-async function execute(services: Services, queue: Queue & { repository: Repository }, effect: OutboxEffect): Promise<void> {
-  const repo = repoOf(queue.repository);
+async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<void> {
+  const repo = queue.repository;
   const { codeHost, db } = services;
   switch (effect.kind) {
     case "start_run": {
-      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
+      const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
       // A run may have passed already: its CI reported while a crash kept this effect from
       // being marked done. Its testing branch must still be recorded, or it cannot merge.
       if (!run || run.testBranchSha || (run.status !== "running" && run.status !== "passed")) return;
@@ -63,22 +61,22 @@ async function execute(services: Services, queue: Queue & { repository: Reposito
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;
       }
-      await db.transaction((tx) => tx.testRun.update({ where: { id: run.id }, data: { testBranch: started.testBranch, testBranchSha: started.sha } }));
+      await db.transaction((tx) => recordTestBranch(tx, run.id, started.testBranch, started.sha));
       return;
     }
     case "cancel_run": {
-      const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId } } }));
+      const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
       if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch);
       return;
     }
     case "merge": {
       // A merge decided before an earlier one failed is void: its PRs are back in line. The
       // merges still to land are the queue's merged list, in order; this one must be next.
-      const merged = JSON.parse(queue.mergedPrs) as number[];
+      const merged = queue.mergedPrs;
       if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return;
       let tested: { branch: string; sha: string } | null = null;
       if (effect.runId !== null) {
-        const run = await db.read((tx) => tx.testRun.findUnique({ where: { queueId_runId: { queueId: queue.id, runId: effect.runId! } } }));
+        const run = await db.read((tx) => runOf(tx, queue.id, effect.runId!));
         if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
         tested = { branch: run.testBranch, sha: run.testBranchSha };
       }
@@ -90,11 +88,11 @@ async function execute(services: Services, queue: Queue & { repository: Reposito
         prNumbers: effect.prNumbers,
         tested,
         exactTree: effect.exactTree,
-        method: queue.mergeMethod as "merge_commit" | "squash" | "rebase",
+        method: queue.mergeMethod,
       });
       const event = result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
       await applyQueueEvent(services, queue.id, event, async (tx) => {
-        await tx.queue.update({ where: { id: queue.id }, data: { targetHead: result.head } });
+        await recordTargetHead(tx, queue.id, result.head);
         return true;
       });
       if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);

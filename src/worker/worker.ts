@@ -3,6 +3,8 @@ import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
+import { queuesWithPendingEffects } from "../store/effects.js";
+import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
@@ -78,13 +80,13 @@ export class Worker {
       work += await deliverPolledCiResults(services, polling);
       work += await this.#noticeBaseMoves();
     }
-    const due = await services.db.read((tx) => tx.queue.findMany({ where: { timerAt: { lte: services.now() } }, select: { id: true } }));
-    for (const { id } of due) {
+    const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
+    for (const id of due) {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
       if (applied) work++;
     }
-    const withEffects = await services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } }));
-    for (const { queueId } of withEffects) work += await runEffects(services, queueId);
+    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx));
+    for (const queueId of withEffects) work += await runEffects(services, queueId);
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));
@@ -99,9 +101,7 @@ export class Worker {
    */
   async #noticeBaseMoves(): Promise<number> {
     const { services } = this;
-    const queues = await services.db.read((tx) =>
-      tx.queue.findMany({ where: { runs: { some: { status: "running" } } }, include: { repository: true } }),
-    );
+    const queues = await services.db.read((tx) => queuesWithRunningRuns(tx));
     let work = 0;
     for (const queue of queues) {
       const head = await services.codeHost.getBranchHead(queue.repository, queue.branch);

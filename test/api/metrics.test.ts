@@ -1,5 +1,6 @@
 import { measureEntry } from "../../src/app/metrics.js";
-import type { Transition } from "../../src/generated/sqlite/client.js";
+import type { PrState } from "../../src/domain/states.js";
+import type { StoredTransition as Transition } from "../../src/store/metrics.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -14,7 +15,7 @@ const minutes = (n: number) => new Date(T0 + n * 60_000);
 
 describe("measureEntry", () => {
   let n = 0;
-  const t = (at: number, fromState: string | null, toState: string, reason = "x"): Transition => ({
+  const t = (at: number, fromState: PrState | null, toState: PrState, reason = "x"): Transition => ({
     id: String(n++),
     entryId: "e",
     queueId: "q",

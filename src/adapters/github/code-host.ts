@@ -3,6 +3,7 @@ import type { CodeHost, MergeRequest, Permission, MergeResult, PullRequestInfo, 
 import type { Mergeability } from "../../domain/states.js";
 import type { CheckState } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
+import { installationAccountsOf } from "../../store/repositories.js";
 
 type OctokitError = { status?: number };
 
@@ -44,8 +45,8 @@ export class GitHubCodeHost implements CodeHost {
    * (the installation webhooks record them).
    */
   async mayOwnRepository(tx: Tx, organizationId: string, repo: RepoRef): Promise<boolean> {
-    const installations = await tx.installation.findMany({ where: { organizationId } });
-    return installations.some((i) => i.accountLogin.toLowerCase() === repo.owner.toLowerCase());
+    const accounts = await installationAccountsOf(tx, organizationId);
+    return accounts.some((login) => login.toLowerCase() === repo.owner.toLowerCase());
   }
 
   /** CI reports through commit statuses and check runs, each stored as it arrives. */

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Database, Tx } from "../../store/database.js";
+import * as sandboxStore from "../../store/sandbox-store.js";
 import type { CheckState } from "../../domain/status-checks.js";
 import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PolledCiResult, type PolledEvents, type PullRequestInfo, type RepoRef, type StatusCheck, type TestRunRequest, type TestRunStart } from "../../ports/code-host.js";
 
@@ -15,7 +16,7 @@ export type SandboxOptions = {
   now: () => Date;
 };
 
-type Tree = Record<string, string>;
+type Tree = sandboxStore.SandboxTree;
 
 /** The status context simulated CI reports on testing branches. */
 export const SANDBOX_CI_CONTEXT = "greenline/sandbox-ci";
@@ -63,17 +64,16 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   async getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo> {
     const key = repositoryKey(repo);
     const pr = await this.db.transaction(async (tx) => {
-      const existing = await tx.sandboxPullRequest.findUnique({ where: { repoKey_number: { repoKey: key, number } } });
+      const existing = await sandboxStore.findSandboxPullRequest(tx, key, number);
       if (existing) return existing;
       const baseSha = await this.#ensureBranch(tx, key, hint.targetBranch);
       const base = await this.#tree(tx, baseSha);
       const patch: Tree = { [`changes/pr-${number}.txt`]: `Change made by pull request #${number}\n` };
       const headSha = await this.#commit(tx, key, baseSha, { ...base, ...patch }, `Pull request #${number}`);
-      // upsert: two replicas may reference a new PR at once.
-      return tx.sandboxPullRequest.upsert({
-        where: { repoKey_number: { repoKey: key, number } },
-        update: {},
-        create: {
+      // Two replicas may reference a new PR at once: the first one stored stays.
+      return sandboxStore.saveSandboxPullRequest(
+        tx,
+        {
           repoKey: key,
           number,
           title: `Sandbox pull request #${number}`,
@@ -81,11 +81,12 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
           baseBranch: hint.targetBranch,
           baseSha,
           headSha,
-          patch: JSON.stringify(patch),
+          patch,
           state: "open",
           broken: unitHash(`${key}#${number}`) < this.options.failureRate,
         },
-      });
+        false,
+      );
     });
     return {
       number: pr.number,
@@ -93,7 +94,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
       author: pr.author,
       headSha: pr.headSha,
       baseBranch: pr.baseBranch,
-      state: pr.state as PullRequestInfo["state"],
+      state: pr.state,
       mergeability: "mergeable",
       // A broken PR's own checks are red; a sound one is green on the commit it was opened on.
       greenBaseSha: pr.broken ? null : pr.baseSha,
@@ -103,8 +104,8 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
     // The worker asks this every tick: a plain read, and a write transaction only to create the branch.
     const key = repositoryKey(repo);
-    const ref = await this.db.read((tx) => tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: branch } } }));
-    return ref?.sha ?? this.db.transaction((tx) => this.#ensureBranch(tx, key, branch));
+    const sha = await this.db.read((tx) => sandboxStore.sandboxRefSha(tx, key, branch));
+    return sha ?? this.db.transaction((tx) => this.#ensureBranch(tx, key, branch));
   }
 
   async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
@@ -112,28 +113,24 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     const testBranch = `greenline/${request.targetBranch}/${request.runId}`;
     return this.db.transaction(async (tx) => {
       const jobId = `${request.queueId}:${request.runId}`;
-      const existing = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
-      if (existing) return { kind: "started", testBranch, sha: existing.sha } as const;
+      const existing = await sandboxStore.sandboxRefSha(tx, key, testBranch);
+      if (existing) return { kind: "started", testBranch, sha: existing } as const;
       let sha = request.baseSha;
       let tree = await this.#tree(tx, sha);
       const prs = [];
       for (const number of request.stack) {
-        const pr = await tx.sandboxPullRequest.findUniqueOrThrow({ where: { repoKey_number: { repoKey: key, number } } });
-        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), JSON.parse(pr.patch) as Tree);
+        const pr = await sandboxStore.getSandboxPullRequest(tx, key, number);
+        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), pr.patch);
         if (!applied) return { kind: "conflict", prNumber: number } as const;
         tree = applied;
         sha = await this.#commit(tx, key, sha, tree, `Pull request #${number} (testing ${request.runId})`);
         prs.push(pr);
       }
-      await tx.sandboxRef.create({ data: { repoKey: key, name: testBranch, sha } });
+      await sandboxStore.createSandboxRef(tx, key, testBranch, sha);
       const broken = prs.some((pr) => pr.broken);
       const outcome = broken || this.options.random() < this.options.flakeRate ? "failed" : "passed";
       const dueAt = new Date(this.options.now().getTime() + this.options.ciMs);
-      await tx.sandboxCiJob.upsert({
-        where: { id: jobId },
-        create: { id: jobId, queueId: request.queueId, runId: request.runId, sha, dueAt, outcome },
-        update: {},
-      });
+      await sandboxStore.insertSandboxCiJob(tx, { id: jobId, queueId: request.queueId, runId: request.runId, sha, dueAt, outcome });
       return { kind: "started", testBranch, sha } as const;
     });
   }
@@ -141,10 +138,10 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
     const key = repositoryKey(repo);
     await this.db.transaction(async (tx) => {
-      const ref = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
-      if (!ref) return;
-      await tx.sandboxRef.delete({ where: { repoKey_name: { repoKey: key, name: testBranch } } });
-      await tx.sandboxCiJob.updateMany({ where: { sha: ref.sha, deliveredAt: null }, data: { deliveredAt: this.options.now(), outcome: "cancelled" } });
+      const sha = await sandboxStore.sandboxRefSha(tx, key, testBranch);
+      if (!sha) return;
+      await sandboxStore.deleteSandboxRef(tx, key, testBranch);
+      await sandboxStore.cancelSandboxCiJobs(tx, sha, this.options.now());
     });
   }
 
@@ -168,7 +165,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
       const head = await this.#ensureBranch(tx, key, request.targetBranch);
       const pending = [];
       for (const number of request.prNumbers) {
-        const pr = await tx.sandboxPullRequest.findUniqueOrThrow({ where: { repoKey_number: { repoKey: key, number } } });
+        const pr = await sandboxStore.getSandboxPullRequest(tx, key, number);
         if (pr.state !== "merged") pending.push(pr);
       }
       // Repeating a merge that already happened changes nothing.
@@ -179,7 +176,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
       let sha = head;
       let tree = await this.#tree(tx, head);
       for (const pr of pending) {
-        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), JSON.parse(pr.patch) as Tree);
+        const applied = applyPatch(tree, await this.#tree(tx, pr.baseSha), pr.patch);
         if (!applied) throw new Error(`sandbox: PR #${pr.number} conflicts at merge time, after its run passed`);
         tree = applied;
         sha = await this.#commit(tx, key, sha, tree, `${pr.title} (#${pr.number})`);
@@ -188,14 +185,18 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
       // (whole, or in parallel mode every file the merged PRs touch).
       if (request.tested) {
         const tested = await this.#tree(tx, request.tested.sha);
-        const files = request.exactTree ? null : new Set(pending.flatMap((pr) => Object.keys(JSON.parse(pr.patch) as Tree)));
+        const files = request.exactTree ? null : new Set(pending.flatMap((pr) => Object.keys(pr.patch)));
         const pick = (t: Tree) => JSON.stringify(sortTree(files ? Object.fromEntries(Object.entries(t).filter(([f]) => files.has(f))) : t));
         if (pick(tree) !== pick(tested)) {
           throw new Error(`sandbox: merging ${request.prNumbers.join(", ")} would not produce the tree run ${request.tested.branch} tested`);
         }
       }
-      await tx.sandboxRef.update({ where: { repoKey_name: { repoKey: key, name: request.targetBranch } }, data: { sha } });
-      await tx.sandboxPullRequest.updateMany({ where: { repoKey: key, number: { in: pending.map((p) => p.number) } }, data: { state: "merged" } });
+      await sandboxStore.moveSandboxRef(tx, key, request.targetBranch, sha);
+      await sandboxStore.markSandboxPullRequestsMerged(
+        tx,
+        key,
+        pending.map((p) => p.number),
+      );
       return { kind: "merged", head: sha };
     });
   }
@@ -209,17 +210,22 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     return this.db.transaction(async (tx) => {
       const baseSha = await this.#ensureBranch(tx, key, pr.targetBranch);
       const headSha = await this.#commit(tx, key, baseSha, { ...(await this.#tree(tx, baseSha)), ...pr.files }, `Pull request #${pr.number}`);
-      const data = {
-        title: pr.title ?? `Sandbox pull request #${pr.number}`,
-        author: "sandbox-author",
-        baseBranch: pr.targetBranch,
-        baseSha,
-        headSha,
-        patch: JSON.stringify(pr.files),
-        state: "open",
-        broken: pr.broken ?? false,
-      };
-      await tx.sandboxPullRequest.upsert({ where: { repoKey_number: { repoKey: key, number: pr.number } }, create: { repoKey: key, number: pr.number, ...data }, update: data });
+      await sandboxStore.saveSandboxPullRequest(
+        tx,
+        {
+          repoKey: key,
+          number: pr.number,
+          title: pr.title ?? `Sandbox pull request #${pr.number}`,
+          author: "sandbox-author",
+          baseBranch: pr.targetBranch,
+          baseSha,
+          headSha,
+          patch: pr.files,
+          state: "open",
+          broken: pr.broken ?? false,
+        },
+        true,
+      );
       return headSha;
     });
   }
@@ -227,10 +233,10 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
     const key = repositoryKey(repo);
     return this.db.read(async (tx) => {
-      const byRef = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: ref } }, select: { sha: true } });
-      const commit = await tx.sandboxCommit.findUnique({ where: { sha: byRef?.sha ?? ref }, select: { tree: true, repoKey: true } });
+      const byRef = await sandboxStore.sandboxRefSha(tx, key, ref);
+      const commit = await sandboxStore.findSandboxCommit(tx, byRef ?? ref);
       if (!commit || commit.repoKey !== key) return null;
-      return (JSON.parse(commit.tree) as Tree)[path] ?? null;
+      return commit.tree[path] ?? null;
     });
   }
 
@@ -246,44 +252,38 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     return this.db.transaction(async (tx) => {
       const head = await this.#ensureBranch(tx, key, branch);
       const sha = await this.#commit(tx, key, head, { ...(await this.#tree(tx, head)), ...files }, "Pushed outside the queue");
-      await tx.sandboxRef.update({ where: { repoKey_name: { repoKey: key, name: branch } }, data: { sha } });
+      await sandboxStore.moveSandboxRef(tx, key, branch, sha);
       return sha;
     });
   }
 
   /** Simulated CI results that are due, oldest first. */
   async dueCiResults(now: Date): Promise<PolledCiResult[]> {
-    const jobs = await this.db.read((tx) =>
-      tx.sandboxCiJob.findMany({ where: { deliveredAt: null, dueAt: { lte: now } }, orderBy: { dueAt: "asc" }, take: 100 }),
-    );
-    return jobs.map((j) => ({ id: j.id, queueId: j.queueId, runId: j.runId, outcome: j.outcome as "passed" | "failed" }));
+    return this.db.read((tx) => sandboxStore.dueSandboxCiJobs(tx, now));
   }
 
   /** Marks a CI result delivered, inside the transaction that applied it. */
   async markDelivered(tx: Tx, id: string, at: Date): Promise<boolean> {
-    const result = await tx.sandboxCiJob.updateMany({ where: { id, deliveredAt: null }, data: { deliveredAt: at } });
-    return result.count > 0;
+    return sandboxStore.markSandboxCiJobDelivered(tx, id, at);
   }
 
   async #ensureBranch(tx: Tx, key: string, branch: string): Promise<string> {
-    const ref = await tx.sandboxRef.findUnique({ where: { repoKey_name: { repoKey: key, name: branch } } });
-    if (ref) return ref.sha;
+    const sha = await sandboxStore.sandboxRefSha(tx, key, branch);
+    if (sha) return sha;
     const root = await this.#commit(tx, key, null, { "README.md": `# ${key}\n` }, "Initial commit");
-    await tx.$executeRaw`INSERT INTO "SandboxRef" ("repoKey", "name", "sha") VALUES (${key}, ${branch}, ${root}) ON CONFLICT DO NOTHING`;
-    return (await tx.sandboxRef.findUniqueOrThrow({ where: { repoKey_name: { repoKey: key, name: branch } } })).sha;
+    return sandboxStore.insertSandboxRef(tx, key, branch, root);
   }
 
   async #tree(tx: Tx, sha: string): Promise<Tree> {
-    const commit = await tx.sandboxCommit.findUnique({ where: { sha }, select: { tree: true } });
+    const commit = await sandboxStore.findSandboxCommit(tx, sha);
     if (!commit) throw new Error(`sandbox: no commit ${sha}`);
-    return JSON.parse(commit.tree) as Tree;
+    return commit.tree;
   }
 
   async #commit(tx: Tx, key: string, parent: string | null, tree: Tree, message: string): Promise<string> {
     const body = JSON.stringify(sortTree(tree));
     const sha = shaOf(key, parent ?? "", body, message);
-    await tx.$executeRaw`INSERT INTO "SandboxCommit" ("sha", "repoKey", "parentSha", "tree", "message", "createdAt")
-      VALUES (${sha}, ${key}, ${parent}, ${body}, ${message}, ${this.options.now()}) ON CONFLICT DO NOTHING`;
+    await sandboxStore.insertSandboxCommit(tx, { sha, repoKey: key, parentSha: parent, tree: body, message, createdAt: this.options.now() });
     return sha;
   }
 }

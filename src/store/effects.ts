@@ -1,0 +1,45 @@
+import type { OutboxEffect } from "../domain/engine/types.js";
+import type { Tx } from "./database.js";
+
+/** An effect in a queue's outbox, waiting to be executed. */
+export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; effect: OutboxEffect };
+
+/** Adds effects to the end of the queue's outbox, in order. */
+export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string }): Promise<void> {
+  if (effects.length === 0) return;
+  const last = await tx.effect.findFirst({ where: { queueId }, orderBy: { seq: "desc" }, select: { seq: true } });
+  let seq = last?.seq ?? 0;
+  await tx.effect.createMany({
+    data: effects.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
+  });
+}
+
+/** The first effect of the queue's outbox not yet done, or null. */
+export async function nextPendingEffect(tx: Tx, queueId: string): Promise<PendingEffect | null> {
+  const row = await tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } });
+  if (!row) return null;
+  const effect = JSON.parse(row.payload) as OutboxEffect;
+  return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, effect };
+}
+
+/** Marks an effect done (a no-op when another worker did already, or the queue is gone). */
+export async function completeEffect(tx: Tx, id: string, at: Date): Promise<void> {
+  await tx.effect.updateMany({ where: { id, doneAt: null }, data: { doneAt: at } });
+}
+
+/** Counts a failed attempt at an effect, with its error. */
+export async function recordEffectFailure(tx: Tx, id: string, message: string): Promise<void> {
+  // updateMany: the queue, and its effects with it, may have been deleted meanwhile.
+  await tx.effect.updateMany({ where: { id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } });
+}
+
+/** The ids of the queues with effects not yet done. */
+export async function queuesWithPendingEffects(tx: Tx): Promise<string[]> {
+  const rows = await tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } });
+  return rows.map((row) => row.queueId);
+}
+
+/** How many merges the queue has decided and not yet carried out. */
+export async function countPendingMerges(tx: Tx, queueId: string): Promise<number> {
+  return tx.effect.count({ where: { queueId, doneAt: null, kind: "merge" } });
+}

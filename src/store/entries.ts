@@ -1,0 +1,145 @@
+import type { QueueEntry as EntryRow } from "../generated/sqlite/client.js";
+import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrState } from "../domain/states.js";
+import { oneOf } from "./columns.js";
+import type { Tx } from "./database.js";
+
+/** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
+export type QueueEntry = {
+  id: string;
+  queueId: string;
+  prNumber: number;
+  prTitle: string;
+  prSha: string;
+  prBaseBranch: string;
+  prAuthor: string;
+  state: PrState;
+  stateChangedAt: Date;
+  /** Why the PR is in its state (the last transition's reason). */
+  stateReason: string;
+  priorityValue: number;
+  priorityName: string;
+  usedDefaultPriorityName: string | null;
+  noBatch: boolean;
+  forceEnqueued: boolean;
+  isCurrentlySubmitted: boolean;
+  mergeability: Mergeability;
+  ready: boolean;
+  bisectionGroupLimit: number | null;
+  /** While in flight: its place in the line (see EngineEntry.position). */
+  linePosition: number | null;
+  directMergeBase: string | null;
+  submittedAt: Date;
+};
+
+export function toQueueEntry(row: EntryRow): QueueEntry {
+  return {
+    id: row.id,
+    queueId: row.queueId,
+    prNumber: row.prNumber,
+    prTitle: row.prTitle,
+    prSha: row.prSha,
+    prBaseBranch: row.prBaseBranch,
+    prAuthor: row.prAuthor,
+    state: oneOf(PR_STATES, row.state, "QueueEntry.state"),
+    stateChangedAt: row.stateChangedAt,
+    stateReason: row.stateReason,
+    priorityValue: row.priorityValue,
+    priorityName: row.priorityName,
+    usedDefaultPriorityName: row.usedDefaultPriorityName,
+    noBatch: row.noBatch,
+    forceEnqueued: row.forceEnqueued,
+    isCurrentlySubmitted: row.isCurrentlySubmitted,
+    mergeability: oneOf(MERGEABILITY, row.mergeability, "QueueEntry.mergeability"),
+    ready: row.ready,
+    bisectionGroupLimit: row.bisectionGroupLimit,
+    linePosition: row.linePosition === null ? null : Number(row.linePosition),
+    directMergeBase: row.directMergeBase,
+    submittedAt: row.submittedAt,
+  };
+}
+
+/** The queue's entry for PR `prNumber`, or null when it was never submitted there. */
+export async function entryOf(tx: Tx, queueId: string, prNumber: number): Promise<QueueEntry | null> {
+  const row = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId, prNumber } } });
+  return row && toQueueEntry(row);
+}
+
+/** The PRs still in play, in the order getQueue lists them: priority, then submission, then number. */
+export async function liveEntriesInOrder(tx: Tx, queueId: string): Promise<QueueEntry[]> {
+  const rows = await tx.queueEntry.findMany({
+    where: { queueId, state: { in: LIVE_PR_STATES } },
+    orderBy: [{ priorityValue: "asc" }, { submittedAt: "asc" }, { prNumber: "asc" }],
+  });
+  return rows.map(toQueueEntry);
+}
+
+/** Up to `limit` PRs still in play, with their states (enough to say why a queue is not empty). */
+export async function someLiveEntries(tx: Tx, queueId: string, limit: number): Promise<{ prNumber: number; state: PrState }[]> {
+  const rows = await tx.queueEntry.findMany({ where: { queueId, state: { in: LIVE_PR_STATES } }, select: { prNumber: true, state: true }, take: limit });
+  return rows.map((row) => ({ prNumber: row.prNumber, state: oneOf(PR_STATES, row.state, "QueueEntry.state") }));
+}
+
+/** How many of the queue's PRs are in one of `states`. */
+export async function countEntriesIn(tx: Tx, queueId: string, states: readonly PrState[]): Promise<number> {
+  return tx.queueEntry.count({ where: { queueId, state: { in: [...states] } } });
+}
+
+/** The titles of the queue's PRs `prNumbers`, by number (a PR never submitted has none). */
+export async function titlesOf(tx: Tx, queueId: string, prNumbers: number[]): Promise<Map<number, string>> {
+  const rows = await tx.queueEntry.findMany({ where: { queueId, prNumber: { in: prNumbers } }, select: { prNumber: true, prTitle: true } });
+  return new Map(rows.map((row) => [row.prNumber, row.prTitle]));
+}
+
+/** What a submission learns of a PR from the code host and the request. */
+export type PullRequestFacts = {
+  prTitle: string;
+  prSha: string;
+  prBaseBranch: string;
+  prAuthor: string;
+  mergeability: Mergeability;
+  directMergeBase: string | null;
+  priorityValue: number;
+  priorityName: string;
+  usedDefaultPriorityName: string | null;
+  noBatch?: boolean;
+};
+
+/** A PR submitted again while it is in play: new facts and readiness, the same place in the queue. */
+export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFacts & { ready: boolean }): Promise<void> {
+  await tx.queueEntry.update({ where: { id }, data: facts });
+}
+
+export type Submission = {
+  queueId: string;
+  prNumber: number;
+  /** The entry of an earlier submission (left the queue since), updated in place; null for a first one. */
+  existing: QueueEntry | null;
+  facts: PullRequestFacts;
+  ready: boolean;
+  state: PrState;
+  reason: string;
+  at: Date;
+};
+
+/** Enters a PR in the queue (again), with the transition that says so. */
+export async function saveSubmission(tx: Tx, submission: Submission, newId: () => string): Promise<void> {
+  const { queueId, prNumber, existing, facts, ready, state, reason, at } = submission;
+  const data = {
+    ...facts,
+    noBatch: facts.noBatch ?? false,
+    isCurrentlySubmitted: true,
+    forceEnqueued: false,
+    submittedAt: at,
+    ready,
+    bisectionGroupLimit: null,
+    state,
+    stateReason: reason,
+    stateChangedAt: at,
+  };
+  const entry = existing
+    ? await tx.queueEntry.update({ where: { id: existing.id }, data })
+    : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
+  await tx.transition.create({
+    data: { id: newId(), entryId: entry.id, queueId, fromState: existing?.state ?? null, toState: state, reason, at },
+  });
+}

@@ -1,0 +1,39 @@
+import type { ImpactedTargets as TargetsRow } from "../generated/sqlite/client.js";
+import type { Targets } from "../domain/engine/types.js";
+import { jsonStrings } from "./columns.js";
+import type { Tx } from "./database.js";
+
+/** The targets a PR's head impacts, as uploaded for the commit `sha`. */
+export type ImpactedTargets = { prNumber: number; sha: string; targets: Targets };
+
+export function toImpactedTargets(row: TargetsRow): ImpactedTargets {
+  return { prNumber: row.prNumber, sha: row.sha, targets: row.kind === "all" ? "ALL" : jsonStrings(row.targets, "ImpactedTargets.targets") };
+}
+
+/** The commit the PR's impacted targets were uploaded for, or null when none were. */
+export async function impactedTargetsShaOf(tx: Tx, queueId: string, prNumber: number): Promise<string | null> {
+  const row = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId, prNumber } }, select: { sha: true } });
+  return row?.sha ?? null;
+}
+
+export async function impactedTargetsOf(tx: Tx, queueId: string, prNumber: number): Promise<ImpactedTargets | null> {
+  const row = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId, prNumber } } });
+  return row && toImpactedTargets(row);
+}
+
+/** The impacted targets of the queue's PRs `prNumbers`, by number. */
+export async function impactedTargetsOfPrs(tx: Tx, queueId: string, prNumbers: number[]): Promise<Map<number, ImpactedTargets>> {
+  const rows = await tx.impactedTargets.findMany({ where: { queueId, prNumber: { in: prNumbers } } });
+  return new Map(rows.map((row) => [row.prNumber, toImpactedTargets(row)]));
+}
+
+/** Records the PR's impacted targets for the commit `sha`, replacing earlier ones. */
+export async function upsertImpactedTargets(tx: Tx, queueId: string, prNumber: number, sha: string, targets: Targets): Promise<void> {
+  const all = targets === "ALL";
+  const data = { sha, kind: all ? "all" : "list", targets: all ? "[]" : JSON.stringify(targets), count: all ? 0 : targets.length };
+  await tx.impactedTargets.upsert({
+    where: { queueId_prNumber: { queueId, prNumber } },
+    create: { queueId, prNumber, ...data },
+    update: data,
+  });
+}

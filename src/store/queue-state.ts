@@ -1,0 +1,200 @@
+import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
+import { isInLine } from "../domain/engine/order.js";
+import { LIVE_PR_STATES } from "../domain/states.js";
+import type { Tx } from "./database.js";
+import { appendEffects } from "./effects.js";
+import { toQueueEntry, type QueueEntry } from "./entries.js";
+import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
+import type { Queue } from "./queues.js";
+import { toTestRun, type TestRun } from "./runs.js";
+
+/** Loaded rows, kept to write back only what the engine changed. */
+export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
+
+const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
+
+/** The targets uploaded for the PR's current head; null when none are. */
+function targetsOf(entry: QueueEntry, uploaded: ImpactedTargets | undefined): Targets | null {
+  if (!uploaded || uploaded.sha !== entry.prSha) return null;
+  return uploaded.targets;
+}
+
+function toEngineEntry(entry: QueueEntry, uploaded: ImpactedTargets | undefined): EngineEntry {
+  return {
+    prNumber: entry.prNumber,
+    state: entry.state,
+    stateChangedAt: entry.stateChangedAt.getTime(),
+    priority: entry.priorityValue,
+    submittedAt: entry.submittedAt.getTime(),
+    noBatch: entry.noBatch,
+    ready: entry.ready,
+    bisectionGroupLimit: entry.bisectionGroupLimit,
+    reason: entry.stateReason,
+    position: entry.linePosition,
+    targets: targetsOf(entry, uploaded),
+    directMergeBase: entry.directMergeBase,
+  };
+}
+
+function toEngineRun(run: TestRun): EngineRun {
+  return {
+    id: run.runId,
+    kind: run.kind,
+    baseSha: run.baseSha,
+    stack: run.stack,
+    tested: run.tested,
+    status: run.status,
+    startedAt: run.startedAt.getTime(),
+    finishedAt: run.finishedAt?.getTime() ?? null,
+    failure: run.failure,
+  };
+}
+
+/**
+ * The engine's view of a queue: its settings, the PRs that are not done (and any others the
+ * event names), and the runs not yet archived.
+ */
+export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = []): Promise<Loaded> {
+  // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges),
+  // and so does every PR a loaded run holds (a bisection run is judged by what became of them).
+  const merged = queue.mergedPrs;
+  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).map(toTestRun).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
+  const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
+  const entries = (
+    await tx.queueEntry.findMany({
+      where: { queueId: queue.id, OR: [{ state: { in: LIVE_PR_STATES } }, { prNumber: { in: [...new Set([...alsoPrs, ...merged, ...inRuns])] } }] },
+    })
+  ).map(toQueueEntry);
+  const uploaded =
+    queue.mode === "parallel" || queue.pendingMode === "parallel"
+      ? await impactedTargetsOfPrs(
+          tx,
+          queue.id,
+          entries.map((e) => e.prNumber),
+        )
+      : new Map<number, ImpactedTargets>();
+  return {
+    queue,
+    entries: new Map(entries.map((e) => [e.prNumber, e])),
+    runs: new Map(runs.map((r) => [r.runId, r])),
+    engine: {
+      state: queue.state,
+      mode: queue.mode,
+      pendingMode: queue.pendingMode,
+      settings: {
+        mode: queue.mode,
+        concurrency: queue.concurrency,
+        bisectionConcurrency: queue.bisectionConcurrency,
+        testingTimeoutMinutes: queue.testingTimeoutMinutes,
+        pendingFailureDepth: queue.pendingFailureDepth,
+        canOptimisticallyMerge: queue.canOptimisticallyMerge,
+        batch: queue.batch,
+        batchingMaxWaitTimeMinutes: queue.batchingMaxWaitTimeMinutes,
+        batchingMinSize: queue.batchingMinSize,
+        optimizationMode: queue.optimizationMode,
+        directMergeMode: queue.directMergeMode,
+      },
+      baseSha: queue.baseSha ?? "",
+      merged,
+      entries: entries.map((entry) => toEngineEntry(entry, uploaded.get(entry.prNumber))),
+      runs: runs.map(toEngineRun),
+      nextRunNumber: queue.nextRunNumber,
+    },
+  };
+}
+
+/**
+ * Writes the engine's decision back: changed entries with their transitions, new and changed
+ * runs, the effects to execute (the outbox: the decision's, then the clean-ups of archived
+ * runs, then `notifications`), the queue's own fields, and the event itself. All in the caller's
+ * transaction, so the state, its reasons and its effects commit together or not at all.
+ */
+export async function saveDecision(
+  tx: Tx,
+  loaded: Loaded,
+  decision: Decision,
+  context: { now: Date; newId: () => string; event: { kind: string }; notifications: OutboxEffect[] },
+): Promise<void> {
+  const { queue } = loaded;
+  const { now, newId } = context;
+  const next = decision.queue;
+
+  for (const entry of next.entries) {
+    const row = loaded.entries.get(entry.prNumber);
+    if (!row) continue;
+    const changed =
+      row.state !== entry.state ||
+      row.stateReason !== entry.reason ||
+      row.bisectionGroupLimit !== entry.bisectionGroupLimit ||
+      row.ready !== entry.ready ||
+      row.linePosition !== entry.position;
+    if (!changed) continue;
+    await tx.queueEntry.update({
+      where: { id: row.id },
+      data: {
+        state: entry.state,
+        stateReason: entry.reason,
+        stateChangedAt: new Date(entry.stateChangedAt),
+        bisectionGroupLimit: entry.bisectionGroupLimit,
+        ready: entry.ready,
+        linePosition: entry.position === null ? null : BigInt(entry.position),
+        ...(entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled" ? { isCurrentlySubmitted: false } : {}),
+      },
+    });
+  }
+  if (decision.transitions.length > 0) {
+    await tx.transition.createMany({
+      data: decision.transitions.map((t) => ({
+        id: newId(),
+        entryId: loaded.entries.get(t.prNumber)!.id,
+        queueId: queue.id,
+        fromState: t.from,
+        toState: t.to,
+        reason: t.reason,
+        at: now,
+      })),
+    });
+  }
+
+  // A run is archived once no PR it tested is in line: the engine will never look at it again,
+  // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
+  const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
+  const cleanups: OutboxEffect[] = [];
+  const cancelling = new Set(decision.effects.flatMap((e) => (e.kind === "cancel_run" ? [e.runId] : [])));
+  for (const run of next.runs) {
+    const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
+    const row = loaded.runs.get(run.id);
+    const data = { status: run.status, failure: run.failure, finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt), archived };
+    if (!row) {
+      await tx.testRun.create({
+        data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
+      });
+    } else {
+      if (archived && !row.archived && row.testBranch && !cancelling.has(run.id)) cleanups.push({ kind: "cancel_run", runId: run.id });
+      // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
+      const stack = JSON.stringify(run.stack);
+      const rebased = row.baseSha !== run.baseSha || JSON.stringify(row.stack) !== stack;
+      if (rebased || row.status !== run.status || row.failure !== run.failure || row.archived !== archived) {
+        await tx.testRun.update({ where: { id: row.id }, data: { ...data, ...(rebased ? { baseSha: run.baseSha, stack } : {}) } });
+      }
+    }
+  }
+
+  const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups, ...context.notifications];
+  await appendEffects(tx, queue.id, effects, { now, newId });
+  const timer = decision.effects.find((e) => e.kind === "schedule_timer");
+  await tx.queue.update({
+    where: { id: queue.id },
+    data: {
+      state: next.state,
+      mode: next.mode,
+      pendingMode: next.pendingMode,
+      baseSha: next.baseSha || null,
+      mergedPrs: JSON.stringify(next.merged),
+      nextRunNumber: next.nextRunNumber,
+      timerAt: timer ? new Date(timer.at) : null,
+      version: { increment: 1 },
+    },
+  });
+  await tx.queueEvent.create({ data: { id: newId(), queueId: queue.id, kind: context.event.kind, payload: JSON.stringify(context.event), at: now } });
+}

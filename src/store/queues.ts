@@ -1,0 +1,193 @@
+import type { Queue as QueueRow } from "../generated/sqlite/client.js";
+import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
+import { QUEUE_MODES, QUEUE_STATES, type QueueMode, type QueueState } from "../domain/states.js";
+import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull } from "./columns.js";
+import type { Database, Tx } from "./database.js";
+
+/** A merge queue as stored: its settings, its state, and what the engine keeps between events. */
+export type Queue = QueueSettings & {
+  id: string;
+  repositoryId: string;
+  branch: string;
+  state: QueueState;
+  /** The mode a switching_modes queue switches to once its work in flight clears. */
+  pendingMode: QueueMode | null;
+  baseSha: string | null;
+  /** The target branch head as the queue last saw it (its own merges included). */
+  targetHead: string | null;
+  /** Merges decided and not yet confirmed by the code host, in order. */
+  mergedPrs: number[];
+  nextRunNumber: number;
+  timerAt: Date | null;
+  /** Bumped by every write (lockQueueRow): the ReadCache's key. */
+  version: number;
+};
+
+/** A queue with the repository it belongs to. */
+export type QueueInRepository = Queue & { repository: { host: string; owner: string; name: string } };
+
+export function toQueue(row: QueueRow): Queue {
+  return {
+    id: row.id,
+    repositoryId: row.repositoryId,
+    branch: row.branch,
+    state: oneOf(QUEUE_STATES, row.state, "Queue.state"),
+    mode: oneOf(QUEUE_MODES, row.mode, "Queue.mode"),
+    pendingMode: oneOfOrNull(QUEUE_MODES, row.pendingMode, "Queue.pendingMode"),
+    concurrency: Number(row.concurrency),
+    bisectionConcurrency: Number(row.bisectionConcurrency),
+    testingTimeoutMinutes: Number(row.testingTimeoutMinutes),
+    pendingFailureDepth: Number(row.pendingFailureDepth),
+    canOptimisticallyMerge: row.canOptimisticallyMerge,
+    batch: row.batch,
+    batchingMaxWaitTimeMinutes: Number(row.batchingMaxWaitTimeMinutes),
+    batchingMinSize: Number(row.batchingMinSize),
+    commentsEnabled: row.commentsEnabled,
+    commandsEnabled: row.commandsEnabled,
+    createPrsForTestingBranches: row.createPrsForTestingBranches,
+    statusCheckEnabled: row.statusCheckEnabled,
+    requiredStatuses: row.requiredStatuses === null ? null : jsonStrings(row.requiredStatuses, "Queue.requiredStatuses"),
+    directMergeMode: oneOf(DIRECT_MERGE_MODES, row.directMergeMode, "Queue.directMergeMode"),
+    optimizationMode: oneOf(OPTIMIZATION_MODES, row.optimizationMode, "Queue.optimizationMode"),
+    mergeMethod: oneOf(MERGE_METHODS, row.mergeMethod, "Queue.mergeMethod"),
+    baseSha: row.baseSha,
+    targetHead: row.targetHead,
+    mergedPrs: jsonNumbers(row.mergedPrs, "Queue.mergedPrs"),
+    nextRunNumber: row.nextRunNumber,
+    timerAt: row.timerAt,
+    version: row.version,
+  };
+}
+
+/** The organization's queue for `branch` of the repository `repositoryKey`, or null. */
+export async function findQueue(tx: Tx, organizationId: string, repositoryKey: string, branch: string): Promise<Queue | null> {
+  const row = await tx.queue.findFirst({ where: { branch, repository: { key: repositoryKey, organizationId } } });
+  return row && toQueue(row);
+}
+
+/** The queue of `branch` in the repository, whoever owns it, or null. */
+export async function findQueueOfRepository(tx: Tx, repositoryId: string, branch: string): Promise<Queue | null> {
+  const row = await tx.queue.findUnique({ where: { repositoryId_branch: { repositoryId, branch } } });
+  return row && toQueue(row);
+}
+
+/** The queue `id`, which the caller knows exists (it holds its lock, or has just read its version). */
+export async function getQueue(tx: Tx, id: string): Promise<Queue> {
+  return toQueue(await tx.queue.findUniqueOrThrow({ where: { id } }));
+}
+
+const QUEUE_VERSION = {
+  name: "greenline_queue_version",
+  text: `SELECT q."id", q."version" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId"
+  WHERE r."key" = $1 AND r."organizationId" = $2 AND q."branch" = $3`,
+};
+
+/**
+ * The id and version of the organization's queue for `branch`, in one prepared query on the
+ * last committed state (every read of a queue asks it first: see Database.lookup).
+ */
+export async function queueVersion(db: Database, repositoryKey: string, organizationId: string, branch: string): Promise<{ id: string; version: number } | null> {
+  const row = await db.lookup<{ id: string; version: number | string }>(QUEUE_VERSION, [repositoryKey, organizationId, branch]);
+  return row ? { id: row.id, version: Number(row.version) } : null;
+}
+
+/**
+ * Locks the queue `id` for the caller's transaction, or answers null when it no longer exists.
+ * The lock is an update (the version bump the ReadCache relies on): on PostgreSQL it holds the
+ * row until the transaction ends, and a writer that waited on a transaction that deleted the
+ * queue finds no row, which is not an error but an answer. The row is read after the lock, so
+ * it is the latest committed one. (SQLite runs one transaction at a time.)
+ */
+export async function lockQueueRow(tx: Tx, id: string): Promise<Queue | null> {
+  const locked = await tx.queue.updateMany({ where: { id }, data: { version: { increment: 1 } } });
+  return locked.count === 0 ? null : getQueue(tx, id);
+}
+
+/** The columns a settings update writes; fields it leaves undefined are left as they are. */
+function settingsColumns(update: QueueSettingsUpdate): Record<string, unknown> {
+  const { state: _state, mode: _mode, requiredStatuses, deleteRequiredStatuses, ...rest } = update;
+  const data: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) {
+    if (value !== undefined) data[key] = typeof value === "number" ? BigInt(value) : value;
+  }
+  // As in Trunk's v1 API, an empty list is ignored; deleteRequiredStatuses removes the override.
+  if (requiredStatuses !== undefined && requiredStatuses.length > 0) data.requiredStatuses = JSON.stringify(requiredStatuses);
+  if (deleteRequiredStatuses) data.requiredStatuses = null;
+  return data;
+}
+
+export type NewQueue = {
+  id: string;
+  repositoryId: string;
+  branch: string;
+  /** Every setting: the defaults with the request's own on top. */
+  settings: QueueSettings;
+  state: QueueState;
+  /** The target branch head when the queue was created. */
+  head: string | null;
+};
+
+/** Creates a queue; null when the repository has one for that branch already (a concurrent create won). */
+export async function createQueue(tx: Tx, queue: NewQueue): Promise<Queue | null> {
+  const { requiredStatuses, ...settings } = queue.settings;
+  try {
+    const row = await tx.queue.create({
+      data: {
+        ...settingsColumns(settings),
+        id: queue.id,
+        repositoryId: queue.repositoryId,
+        branch: queue.branch,
+        state: queue.state,
+        mode: settings.mode,
+        requiredStatuses: requiredStatuses?.length ? JSON.stringify(requiredStatuses) : null,
+        baseSha: queue.head,
+        targetHead: queue.head,
+      } as Parameters<Tx["queue"]["create"]>[0]["data"],
+    });
+    return toQueue(row);
+  } catch (error) {
+    // PostgreSQL: a concurrent create inserted the branch after the caller looked.
+    if ((error as { code?: unknown } | null)?.code === "P2002") return null;
+    throw error;
+  }
+}
+
+/** Writes a settings update and the queue state it leads to; answers the queue as written. */
+export async function updateQueueSettings(tx: Tx, id: string, update: QueueSettingsUpdate, next: { state: QueueState; mode: QueueMode; pendingMode: QueueMode | null }): Promise<Queue> {
+  const row = await tx.queue.update({ where: { id }, data: { ...settingsColumns(update), state: next.state, mode: next.mode, pendingMode: next.pendingMode } });
+  return toQueue(row);
+}
+
+/** Deletes the queue with everything it holds (entries, runs, effects: the foreign keys cascade). */
+export async function deleteQueue(tx: Tx, id: string): Promise<void> {
+  await tx.queue.delete({ where: { id } });
+}
+
+/** Records where the code host says the target branch is. */
+export async function recordTargetHead(tx: Tx, id: string, head: string): Promise<void> {
+  await tx.queue.update({ where: { id }, data: { targetHead: head } });
+}
+
+/** The ids of the repository's queues (of one branch, when given). */
+export async function queueIdsOfRepository(tx: Tx, repositoryKey: string, branch?: string): Promise<string[]> {
+  const rows = await tx.queue.findMany({ where: { ...(branch !== undefined ? { branch } : {}), repository: { key: repositoryKey } }, select: { id: true } });
+  return rows.map((row) => row.id);
+}
+
+/** The ids of the queues whose timer is due at `now`. */
+export async function queuesWithDueTimers(tx: Tx, now: Date): Promise<string[]> {
+  const rows = await tx.queue.findMany({ where: { timerAt: { lte: now } }, select: { id: true } });
+  return rows.map((row) => row.id);
+}
+
+/** The queues with a run in flight, with their repositories. */
+export async function queuesWithRunningRuns(tx: Tx): Promise<QueueInRepository[]> {
+  const rows = await tx.queue.findMany({ where: { runs: { some: { status: "running" } } }, include: { repository: true } });
+  return rows.map((row) => ({ ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } }));
+}
+
+/** The queue `id` with its repository, or null when it no longer exists. */
+export async function findQueueInRepository(tx: Tx, id: string): Promise<QueueInRepository | null> {
+  const row = await tx.queue.findUnique({ where: { id }, include: { repository: true } });
+  return row && { ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } };
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from "node:crypto";
+import type { Database, Tx } from "./database.js";
+
+/** An API token as authentication needs it: whose it is, and whether it still counts. */
+export type TokenOwner = { id: string; organizationId: string; tokenHash: string; revoked: boolean; slug: string };
+
+export type TokenSummary = { id: string; name: string; createdAt: Date; revokedAt: Date | null };
+
+const TOKEN_BY_HASH = {
+  name: "greenline_token_by_hash",
+  text: `SELECT t."id", t."organizationId", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug"
+  FROM "ApiToken" t JOIN "Organization" o ON o."id" = t."organizationId" WHERE t."tokenHash" = $1`,
+};
+
+/** The token with the hash `hash` and its organization, in one prepared query (every API request asks it: see Database.lookup). */
+export async function tokenByHash(db: Database, hash: string): Promise<TokenOwner | null> {
+  const row = await db.lookup<Omit<TokenOwner, "revoked"> & { revoked: boolean | number }>(TOKEN_BY_HASH, [hash]);
+  return row ? { ...row, revoked: Boolean(row.revoked) } : null;
+}
+
+/** The organization `slug` (lower-case), created if needed. Replicas starting together may race: the insert is a no-op for the loser. */
+export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: string; slug: string }> {
+  await tx.$executeRaw`INSERT INTO "Organization" ("id", "slug", "createdAt") VALUES (${randomUUID()}, ${slug}, ${new Date()}) ON CONFLICT ("slug") DO NOTHING`;
+  return tx.organization.findUniqueOrThrow({ where: { slug }, select: { id: true, slug: true } });
+}
+
+/** The token with the hash `hash`, revoked or not, or null. */
+export async function findTokenByHash(tx: Tx, hash: string): Promise<{ id: string; organizationId: string; revokedAt: Date | null } | null> {
+  return tx.apiToken.findUnique({ where: { tokenHash: hash }, select: { id: true, organizationId: true, revokedAt: true } });
+}
+
+/** Makes a revoked token count again. */
+export async function reactivateToken(tx: Tx, id: string): Promise<void> {
+  await tx.apiToken.update({ where: { id }, data: { revokedAt: null } });
+}
+
+/**
+ * Stores a token unless one with its hash exists (a concurrent registration may have stored it
+ * first), and answers the stored one.
+ */
+export async function insertToken(tx: Tx, token: { id: string; organizationId: string; name: string; hash: string }): Promise<{ id: string; organizationId: string }> {
+  await tx.$executeRaw`INSERT INTO "ApiToken" ("id", "organizationId", "name", "tokenHash", "createdAt")
+      VALUES (${token.id}, ${token.organizationId}, ${token.name}, ${token.hash}, ${new Date()}) ON CONFLICT ("tokenHash") DO NOTHING`;
+  return tx.apiToken.findUniqueOrThrow({ where: { tokenHash: token.hash }, select: { id: true, organizationId: true } });
+}
+
+/** The organization's tokens, oldest first (never their hashes). */
+export async function tokensOf(tx: Tx, slug: string): Promise<TokenSummary[]> {
+  return tx.apiToken.findMany({
+    where: { organization: { slug } },
+    select: { id: true, name: true, createdAt: true, revokedAt: true },
+    orderBy: { createdAt: "asc" },
+  });
+}
+
+/** Revokes the token `id` if it is not already; answers whether such a token exists. */
+export async function revokeTokenById(tx: Tx, id: string, at: Date): Promise<boolean> {
+  const result = await tx.apiToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: at } });
+  if (result.count > 0) return true;
+  return (await tx.apiToken.count({ where: { id } })) > 0;
+}
