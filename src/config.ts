@@ -1,5 +1,9 @@
 import { z } from "zod";
-import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "./store/database.js";
+
+/** How long PostgreSQL lets a statement run, and a transaction sit idle, before it ends them. */
+export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
+
+export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 };
 
 const ZOptionalString = z
   .string()

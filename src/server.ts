@@ -114,7 +114,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     if (config.githubApp) {
       await server.load((probot) => {
         codeHost = options.codeHost ?? new GitHubCodeHost(probot);
-        return createGitHubApp(db, () => services)(probot);
+        return createGitHubApp(() => services)(probot);
       });
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");

@@ -39,6 +39,7 @@ describe("SQL and Prisma only in src/store", () => {
     ["a model method", `await tx.queueEntry.findMany({ where: { queueId } });`, "a Prisma model method"],
     ["a model method across lines", `tx.testRun\n  .update({ where: { id } })`, "a Prisma model method"],
     ["a raw query", "await tx.$queryRawUnsafe(`SELECT 1`);", "raw SQL through Prisma"],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is source text holding a template.
     ["a raw statement", 'await tx.$executeRaw`INSERT INTO "Repository" ("id") VALUES (${id})`;', "raw SQL through Prisma"],
     ["a generated type", `import type { Queue } from "../generated/sqlite/client.js";`, "a generated Prisma client"],
     ["Prisma's client", `import { Prisma } from "@prisma/client";`, "a generated Prisma client"],

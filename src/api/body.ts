@@ -73,7 +73,7 @@ export function jsonBody(limit: number) {
 
 /** Names the media type sent, when there is one: a header of only parameters (`; charset=utf-8`) has none. */
 function notJson(contentType: string | undefined): AppError {
-  const mediaType = contentType?.split(";")[0]!.trim();
+  const mediaType = (contentType ?? "").split(";")[0]!.trim();
   return new AppError("unsupported_media_type", `Content-Type must be application/json${mediaType ? `, not ${mediaType}` : ""}`);
 }
 

@@ -7,6 +7,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
 import { migratePostgres, migrateSqlite } from "./migrate.js";
+import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "../config.js";
 import { Mutex } from "./mutex.js";
 import { postgresSql, sqliteSql, type Sql } from "./sql.js";
 
@@ -25,9 +26,7 @@ export type Tx = Prisma.TransactionClient;
  * a transaction for `idleInTransactionTimeoutMs` is ended, which rolls the transaction back
  * and frees its locks, whatever the process holding it is doing.
  */
-export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
-
-export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 };
+export { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "../config.js";
 
 /** Thrown by a transaction asked for after `close` began. */
 export class DatabaseClosingError extends Error {

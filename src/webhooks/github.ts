@@ -5,10 +5,8 @@ import { reportStatus } from "../app/status-checks.js";
 import { noticeBranchHead } from "../app/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
-import { ensureOrganization } from "../auth/tokens.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import type { Database } from "../store/database.js";
-import { deleteInstallation, saveInstallation } from "../store/repositories.js";
+import { forgetInstallation, registerInstallation } from "../app/installations.js";
 
 /** The repository a webhook payload is about. */
 const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
@@ -26,7 +24,7 @@ const repoOf = (repository: { html_url: string; name: string; owner: { login: st
  * are commands. `services` is read when a delivery
  * arrives (the services are built after the Probot app is loaded).
  */
-export function createGitHubApp(db: Database, services: () => Services) {
+export function createGitHubApp(services: () => Services) {
   return (app: Probot) => {
     // A push to a queue's target branch (the queue's own merges are recognized as such).
     app.on("push", async (context) => {
@@ -63,15 +61,12 @@ export function createGitHubApp(db: Database, services: () => Services) {
     app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);
-      await db.transaction(async (tx) => {
-        const org = await ensureOrganization(tx, login);
-        await saveInstallation(tx, { id, organizationId: org.id, accountLogin: login });
-      });
+      await registerInstallation(services(), { id, login });
       context.log.info({ installation: id, account: login }, "installation registered");
     });
     app.on("installation.deleted", async (context) => {
       const { id } = context.payload.installation;
-      await db.transaction((tx) => deleteInstallation(tx, id));
+      await forgetInstallation(services(), id);
     });
   };
 }

@@ -1,0 +1,20 @@
+import { ensureOrganization } from "../auth/tokens.js";
+import { deleteInstallation, saveInstallation } from "../store/repositories.js";
+import type { Services } from "./services.js";
+
+/**
+ * The GitHub App was installed on an account (or its permissions accepted, or it was
+ * unsuspended): that account becomes a Greenline organization (slug = its login) owning the
+ * account's repositories. Repeated deliveries change nothing.
+ */
+export async function registerInstallation(services: Services, installation: { id: number; login: string }): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const organization = await ensureOrganization(tx, installation.login);
+    await saveInstallation(tx, { id: installation.id, organizationId: organization.id, accountLogin: installation.login });
+  });
+}
+
+/** The App was uninstalled: its account's repositories can no longer be claimed through it. */
+export async function forgetInstallation(services: Services, id: number): Promise<void> {
+  await services.db.transaction((tx) => deleteInstallation(tx, id));
+}
