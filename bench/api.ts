@@ -47,11 +47,7 @@ async function seed(base: string, prs: number): Promise<void> {
 async function measureBackend(backend: string, databaseUrl: string): Promise<{ rows: Row[]; queueBody: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server = await startProcess(
-    mainScript,
-    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" },
-    `${base}/healthz`,
-  );
+  const server = await startProcess(mainScript, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" }, `${base}/healthz`);
   try {
     await seed(base, 1000);
     const queueBody = await (await fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) })).text();
@@ -136,9 +132,7 @@ console.log(
 console.log("| backend | operation | req/s | p50 ms | p99 ms | vs bare Express (same answer size) | errors / non-2xx |");
 console.log("|---|---|---:|---:|---:|---:|---:|");
 for (const r of rows) {
-  console.log(
-    `| ${r.backend} | ${r.operation} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${(100 * ratioOf(r)).toFixed(1)}% | ${r.errors} / ${r.non2xx} |`,
-  );
+  console.log(`| ${r.backend} | ${r.operation} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${(100 * ratioOf(r)).toFixed(1)}% | ${r.errors} / ${r.non2xx} |`);
 }
 const failures = rows.filter((r) => r.errors > 0 || r.non2xx > 0);
 console.log(JSON.stringify({ smallBaseline: Math.round(smallBaseline), largeBaseline: Math.round(largeBaseline), rows: rows.map((r) => ({ ...r, ratio: ratioOf(r) })) }));

@@ -184,7 +184,11 @@ async function measureIngest(backend: Backend): Promise<IngestFigures> {
           }
           const keys = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? ORDER BY "key"`, [repositoryId]);
           const uploadKey = Number(upload!.key);
-          await sql.insert("TestResult", ["testCaseKey", "at", "uploadKey", "failed", "passed"], cases.map((c, i) => [Number(keys[i]!.key), now.getTime(), uploadKey, c.failed, !c.failed]));
+          await sql.insert(
+            "TestResult",
+            ["testCaseKey", "at", "uploadKey", "failed", "passed"],
+            cases.map((c, i) => [Number(keys[i]!.key), now.getTime(), uploadKey, c.failed, !c.failed]),
+          );
           await sql.insert(
             "TestFailure",
             ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"],
@@ -228,7 +232,17 @@ async function seedHistory(databaseUrl: string, now: number): Promise<{ results:
       await sql.insert(
         "TestUpload",
         ["id", "repositoryId", "commitSha", "branch", "prNumber", "variant", "createdAt", "testCases", "failures"],
-        Array.from({ length: UPLOADS }, (_, u) => [randomUUID(), repository.id, sha(10_000 + u), u % 3 === 0 ? "main" : `feature-${u % 500}`, u % 3 === 0 ? null : 1000 + (u % 500), "", new Date(start + u * spacing), TESTS / SHARDS, 0]),
+        Array.from({ length: UPLOADS }, (_, u) => [
+          randomUUID(),
+          repository.id,
+          sha(10_000 + u),
+          u % 3 === 0 ? "main" : `feature-${u % 500}`,
+          u % 3 === 0 ? null : 1000 + (u % 500),
+          "",
+          new Date(start + u * spacing),
+          TESTS / SHARDS,
+          0,
+        ]),
       );
       const rows = Array.from({ length: TESTS }, (_, i) => [
         testCaseId(ORG, "github.com/bench/web", { file: `src/t${i % 300}.test.ts`, classname: `Suite${i % 300}`, parent: "seed", name: `seeded test ${i}` }),
@@ -246,11 +260,7 @@ async function seedHistory(databaseUrl: string, now: number): Promise<{ results:
         false,
         new Date(start),
       ]);
-      await sql.insert(
-        "TestCase",
-        ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"],
-        rows,
-      );
+      await sql.insert("TestCase", ["id", "repositoryId", "name", "file", "classname", "parent", "variant", "codeowners", "status", "statusReason", "statusAt", "quarantineSetting", "quarantined", "createdAt"], rows);
     });
     const uploads = await database.sqlRead((sql) => sql.all<{ key: unknown; prNumber: unknown }>(`SELECT "key", "prNumber" FROM "TestUpload" WHERE "repositoryId" = ? ORDER BY "key"`, [repository.id]));
     const tests = await database.sqlRead((sql) => sql.all<{ key: unknown }>(`SELECT "key" FROM "TestCase" WHERE "repositoryId" = ? AND "parent" = 'seed' ORDER BY "key"`, [repository.id]));
@@ -380,7 +390,9 @@ try {
     if (values["ingest-only"]) continue;
     const queries = await measureQueries(backend);
     const ms = (xs: number[]) => `p50 ${median(xs).toFixed(1)} ms, p95 ${percentile(xs, 95).toFixed(1)} ms`;
-    console.log(`${backend.name}: queries over ${queries.results.toLocaleString("en-US")} results (${queries.failures.toLocaleString("en-US")} failures) of ${TESTS.toLocaleString("en-US")} tests over 30 days (seeded in ${queries.seedSeconds.toFixed(0)} s)`);
+    console.log(
+      `${backend.name}: queries over ${queries.results.toLocaleString("en-US")} results (${queries.failures.toLocaleString("en-US")} failures) of ${TESTS.toLocaleString("en-US")} tests over 30 days (seeded in ${queries.seedSeconds.toFixed(0)} s)`,
+    );
     console.log(`  list-failing-tests, 7-day window (up to ${queries.failingIn7d.toLocaleString("en-US")} failing tests, page of 100): ${ms(queries.list7d)}`);
     console.log(`  list-failing-tests, 24-hour window: ${ms(queries.list24h)}`);
     console.log(`  get-test-details: ${ms(queries.details)}`);

@@ -294,7 +294,18 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const wallMs = performance.now() - wall0;
     if (process.env.SIM_DEBUG) {
       const runs = await db.read((tx) => tx.testRun.findMany({ where: { queueId: queue.id }, orderBy: { startedAt: "asc" } }));
-      for (const r of runs) console.log(((r.startedAt.getTime() - start) / MINUTE).toFixed(0), r.runId, r.kind, r.status, r.failure, r.tested, "stack", JSON.parse(r.stack).length, r.finishedAt ? ((r.finishedAt.getTime() - start) / MINUTE).toFixed(0) : "-");
+      for (const r of runs)
+        console.log(
+          ((r.startedAt.getTime() - start) / MINUTE).toFixed(0),
+          r.runId,
+          r.kind,
+          r.status,
+          r.failure,
+          r.tested,
+          "stack",
+          JSON.parse(r.stack).length,
+          r.finishedAt ? ((r.finishedAt.getTime() - start) / MINUTE).toFixed(0) : "-",
+        );
     }
     const cpu = process.cpuUsage(cpu0);
     // Outcomes, from the store.

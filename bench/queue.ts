@@ -72,11 +72,7 @@ const workload = (arrivalsPerHour: number, flakeRate: number, targets: number | 
 // The goal workloads: 30 PRs/h with 5% flaky runs, one line and a monorepo with impacted targets.
 const GOAL_LINE = workload(30, 0.05);
 const GOAL = workload(30, 0.05, 40);
-const workloads: Workload[] = costOnly
-  ? []
-  : quick
-  ? [GOAL]
-  : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL_LINE, workload(30, 0.1), GOAL];
+const workloads: Workload[] = costOnly ? [] : quick ? [GOAL] : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL_LINE, workload(30, 0.1), GOAL];
 
 console.log(`# bench:queue — ${machine()}${quick ? " (quick)" : ""}`);
 console.log(`CI time T = ${T} min, 3% of PRs really broken; steady-state window from hour 2 to the end of arrivals.\n`);
@@ -102,7 +98,14 @@ if (!quick && !costOnly) {
   console.log(`## Batch size sweep (${GOAL_LINE.name}; largest batch = 2 × batchingMinSize)`);
   console.log("| batchingMinSize | concurrency | merged/h | p95 min | CI runs/merge | flake ejections |");
   console.log("|---|---|---|---|---|---|");
-  for (const [min, concurrency] of [[1, 8], [2, 6], [3, 5], [4, 4], [6, 3], [8, 2]] as const) {
+  for (const [min, concurrency] of [
+    [1, 8],
+    [2, 6],
+    [3, 5],
+    [4, 4],
+    [6, 3],
+    [8, 2],
+  ] as const) {
     const r = await simulate({ name: `batch-${min}`, description: "", settings: BATCH(min, concurrency) }, GOAL_LINE, { kind: "sqlite" });
     console.log(`| ${min} (max ${min * 2}) | ${concurrency} | ${r.throughputPerHour} | ${r.p95TimeInQueueMinutes} | ${r.ciRunsPerMerge} | ${r.flakeEjections} |`);
   }
@@ -130,7 +133,9 @@ console.log(`## Engine cost: ${costPrs} PRs through one queue (${costStrategy.na
 const pure = pureEngineCost(costWorkload, costPrs, costStrategy);
 console.log("| store | wall s | CPU s (this process) | events | ms per event | ms per PR | × pure engine |");
 console.log("|---|---|---|---|---|---|---|");
-console.log(`| none (pure engine, same workload) | ${(pure.wallMs / 1000).toFixed(2)} | ${(pure.cpuMs / 1000).toFixed(2)} | ${pure.events} | ${(pure.wallMs / pure.events).toFixed(3)} | ${(pure.wallMs / costPrs).toFixed(3)} | 1 |`);
+console.log(
+  `| none (pure engine, same workload) | ${(pure.wallMs / 1000).toFixed(2)} | ${(pure.cpuMs / 1000).toFixed(2)} | ${pure.events} | ${(pure.wallMs / pure.events).toFixed(3)} | ${(pure.wallMs / costPrs).toFixed(3)} | 1 |`,
+);
 const stores: { name: string; kind: Parameters<typeof simulate>[2] }[] = [{ name: "SQLite", kind: { kind: "sqlite" } }];
 if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
 else console.log("(PostgreSQL not reachable: skipped)");
@@ -218,7 +223,20 @@ function pureEngineCost(w: Workload, count: number, strategy: Strategy): { wallM
       now = arrival;
       const pr = list[next++]!;
       const targets = strategy.parallel ? (w.targets === null ? "ALL" : pr.targets) : null;
-      q.entries.push({ prNumber: pr.number, state: "pending", stateChangedAt: now, priority: 100, submittedAt: now, noBatch: false, ready: true, bisectionGroupLimit: null, reason: "submitted", position: null, targets, directMergeBase: null });
+      q.entries.push({
+        prNumber: pr.number,
+        state: "pending",
+        stateChangedAt: now,
+        priority: 100,
+        submittedAt: now,
+        noBatch: false,
+        ready: true,
+        bisectionGroupLimit: null,
+        reason: "submitted",
+        position: null,
+        targets,
+        directMergeBase: null,
+      });
       apply({ kind: "submitted", prNumber: pr.number });
     } else {
       now = run!.at;

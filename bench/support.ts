@@ -8,7 +8,10 @@ export { findFreePort as freePort } from "../src/net.js";
 export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const ok = await fetch(url).then((r) => r.ok, () => false);
+    const ok = await fetch(url).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -19,10 +22,11 @@ export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
 export async function startProcess(script: string, env: Record<string, string>, healthUrl?: string): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
   const child = fork(script, [], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit", "ipc"] });
   if (healthUrl) await waitFor(healthUrl);
-  else await new Promise<void>((resolve, reject) => {
-    child.once("message", () => resolve());
-    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
+  else
+    await new Promise<void>((resolve, reject) => {
+      child.once("message", () => resolve());
+      child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+    });
   return {
     child,
     stop: () =>

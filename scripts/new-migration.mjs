@@ -16,7 +16,9 @@ writeSchemas();
 for (const provider of Object.keys(providers)) {
   const dir = join("prisma/migrations", provider);
   mkdirSync(dir, { recursive: true });
-  const existing = readdirSync(dir).filter((d) => /^\d{4}_/.test(d)).sort();
+  const existing = readdirSync(dir)
+    .filter((d) => /^\d{4}_/.test(d))
+    .sort();
   const last = existing.at(-1);
   const from = last ? ["--from-schema-datamodel", join(dir, last, "schema.prisma")] : ["--from-empty"];
   const sql = prisma(provider, ["migrate", "diff", ...from, "--to-schema-datamodel", `prisma/${provider}/schema.prisma`, "--script"], { capture: true });

@@ -62,11 +62,12 @@ export function writeSchemas() {
 }
 
 export function prisma(name, args, options = {}) {
-  return execFileSync(
-    process.execPath,
-    [join(root, "node_modules/prisma/build/index.js"), ...args, "--config", `prisma/${name}/prisma.config.mjs`],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", options.capture ? "pipe" : "inherit", "inherit"], env: { ...process.env, PRISMA_HIDE_UPDATE_MESSAGE: "1", CHECKPOINT_DISABLE: "1" } },
-  );
+  return execFileSync(process.execPath, [join(root, "node_modules/prisma/build/index.js"), ...args, "--config", `prisma/${name}/prisma.config.mjs`], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", options.capture ? "pipe" : "inherit", "inherit"],
+    env: { ...process.env, PRISMA_HIDE_UPDATE_MESSAGE: "1", CHECKPOINT_DISABLE: "1" },
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -92,9 +92,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
           secret: webhookSecret,
           baseUrl: config.githubApp.apiUrl,
           log,
-          ...(config.githubApp.throttle === false
-            ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) }
-            : {}),
+          ...(config.githubApp.throttle === false ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) } : {}),
         })
       : Probot.defaults({ githubToken: "sandbox", secret: webhookSecret, log });
     // Probot's Server serves this middleware first: ours bounds the webhook body and verifies it

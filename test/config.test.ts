@@ -97,7 +97,10 @@ describe("the service process", () => {
     const service = startService({ PORT: port, HOST: "127.0.0.1", DATABASE_URL: `file:${join(dir, "g.db")}` });
     let status = 0;
     for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
-      status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+      status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
     expect(status).toBe(200);

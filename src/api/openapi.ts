@@ -27,9 +27,7 @@ export function buildOpenApiDocument(operations: Operation[]): JsonSchema {
     const responses: Record<string, unknown> = {
       "200": {
         description: "OK",
-        content: op.responseContentType
-          ? { [op.responseContentType]: { schema: { type: "string" } } }
-          : { "application/json": { schema: schemaOf(op.response, "output") } },
+        content: op.responseContentType ? { [op.responseContentType]: { schema: { type: "string" } } } : { "application/json": { schema: schemaOf(op.response, "output") } },
       },
     };
     for (const [status, description] of Object.entries(ERROR_STATUSES)) {

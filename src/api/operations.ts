@@ -2,24 +2,8 @@ import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
-import {
-  checkQuarantine,
-  getFlakySettings,
-  getTestDetails,
-  linkTicket,
-  listFailingTests,
-  listQuarantinedTests,
-  setQuarantineSetting,
-  updateFlakySettings,
-} from "../flaky/queries.js";
-import {
-  cancelPullRequest,
-  getMergeQueueTestingDetails,
-  getSubmittedPullRequestJson,
-  restartTestsOnPullRequest,
-  setImpactedTargets,
-  submitPullRequest,
-} from "../app/pull-requests.js";
+import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
+import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest } from "../app/pull-requests.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
 import * as s from "./schemas.js";

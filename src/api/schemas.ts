@@ -47,9 +47,19 @@ export const ZRepo = z.object({
 /** PR numbers come as integers or, from some CI scripts, as numeric strings: both bounded alike. */
 const ZPrNumberValue = z.number().int().min(1).max(2147483647);
 const ZPrNumber = z
-  .union([ZPrNumberValue, z.string().regex(/^\d{1,10}$/).transform(Number).pipe(ZPrNumberValue)], {
-    error: "must be an integer from 1 to 2147483647, or its digits as a string",
-  })
+  .union(
+    [
+      ZPrNumberValue,
+      z
+        .string()
+        .regex(/^\d{1,10}$/)
+        .transform(Number)
+        .pipe(ZPrNumberValue),
+    ],
+    {
+      error: "must be an integer from 1 to 2147483647, or its digits as a string",
+    },
+  )
   .describe("an integer from 1 to 2147483647, or its decimal digits as a string (the same bounds)");
 
 const ZPr = z.object({ number: ZPrNumber });
@@ -88,7 +98,11 @@ export const ZPriority = z
   .union([
     z.number().int().min(0).max(255),
     caseInsensitiveEnum(priorityNames),
-    z.string().regex(/^\d{1,3}$/, "must be a priority name or a number from 0 to 255").transform(Number).pipe(z.number().max(255)),
+    z
+      .string()
+      .regex(/^\d{1,3}$/, "must be a priority name or a number from 0 to 255")
+      .transform(Number)
+      .pipe(z.number().max(255)),
   ])
   .nullable()
   .describe("urgent (0), high (10), medium (100, the default), low (200), or any integer from 0 (first) to 255 (last)");
@@ -99,10 +113,7 @@ export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
 });
 
 export const ZImpactedTargets = z
-  .union([
-    z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const),
-    z.array(z.string().max(4096).check(storableText)).max(5_000_000),
-  ], { error: 'must be "ALL" or a list of target names' })
+  .union([z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const), z.array(z.string().max(4096).check(storableText)).max(5_000_000)], { error: 'must be "ALL" or a list of target names' })
   .describe('the targets the PR changes, or "ALL" (it impacts every target)');
 
 export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
@@ -129,7 +140,11 @@ const ZPageQuery = z.object({
   page_token: z.string().max(1024).check(storableText).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
 });
 /** The length is checked before the URL parser trims surrounding whitespace, as the document's maxLength says. */
-const ZLink = z.string().max(2048).url({ protocol: /^https?$/ }).check(storableText);
+const ZLink = z
+  .string()
+  .max(2048)
+  .url({ protocol: /^https?$/ })
+  .check(storableText);
 const ZDateTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 export const ZListFailingTestsRequest = z.object({
@@ -151,12 +166,13 @@ export const ZUploadTestResultsRequest = z.object({
   pr_number: ZPrNumber.optional(),
   job_url: ZLink.optional().describe("the CI job's http(s) link"),
   variant: z.string().max(255).trim().check(storableText).optional().describe(TRIMMED),
-  junit_xml: z
-    .array(z.string().min(1, "must not be empty").describe("one JUnit XML report"))
-    .min(1)
-    .max(MAX_REPORTS)
-    .describe("JUnit XML reports, one string each"),
-  codeowners: z.string().max(1024 * 1024).check(storableText).optional().describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
+  junit_xml: z.array(z.string().min(1, "must not be empty").describe("one JUnit XML report")).min(1).max(MAX_REPORTS).describe("JUnit XML reports, one string each"),
+  codeowners: z
+    .string()
+    .max(1024 * 1024)
+    .check(storableText)
+    .optional()
+    .describe("the repository's CODEOWNERS file; when absent it is read from the code host at commit_sha"),
 });
 export const ZUploadTestResultsResponse = z.strictObject({
   upload_id: z.string(),
@@ -227,9 +243,7 @@ export const ZQueueRecord = z.strictObject({
   createPrsForTestingBranches: z.boolean(),
   statusCheckEnabled: z.boolean(),
   requiredStatuses: z.array(z.string()).describe("the statuses set on the queue; empty when none is set"),
-  requiredStatusesSource: z
-    .enum(REQUIRED_STATUSES_SOURCES)
-    .describe("merge_instance: testing requires the queue's requiredStatuses; repo_provider_branch_protection: none is set, the target branch's protection decides"),
+  requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES).describe("merge_instance: testing requires the queue's requiredStatuses; repo_provider_branch_protection: none is set, the target branch's protection decides"),
   directMergeMode: z.enum(DIRECT_MERGE_MODES),
   optimizationMode: z.enum(OPTIMIZATION_MODES),
   mergeMethod: z.enum(MERGE_METHODS),

@@ -30,8 +30,7 @@ export class AppError extends Error {
 export const notFound = (message: string) => new AppError("not_found", message);
 export const conflict = (message: string) => new AppError("conflict", message);
 export const failedPrecondition = (message: string) => new AppError("failed_precondition", message);
-export const invalidArgument = (path: string, message: string) =>
-  new AppError("invalid_argument", `${path}: ${message}`, [{ path, message }]);
+export const invalidArgument = (path: string, message: string) => new AppError("invalid_argument", `${path}: ${message}`, [{ path, message }]);
 
 /** Prisma's error for an insert or update that a unique constraint refused (a concurrent writer won). */
 export function isUniqueViolation(error: unknown): boolean {

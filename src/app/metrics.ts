@@ -56,10 +56,8 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const data = await services.db.read((tx) => loadMetricsData(tx, principal.organizationId, key, windowStart));
 
   const registry = new Registry();
-  const gauge = (name: string, help: string, extra: string[] = []) =>
-    new Gauge({ name, help, labelNames: [...LABELS, ...extra], registers: [registry] });
-  const histogram = (name: string, help: string) =>
-    new Histogram({ name, help, labelNames: [...LABELS], buckets: BUCKETS, registers: [registry] });
+  const gauge = (name: string, help: string, extra: string[] = []) => new Gauge({ name, help, labelNames: [...LABELS, ...extra], registers: [registry] });
+  const histogram = (name: string, help: string) => new Histogram({ name, help, labelNames: [...LABELS], buckets: BUCKETS, registers: [registry] });
   const depth = gauge("mq_depth_current", "Pull requests in the queue, not counting those not ready");
   const awaiting = gauge("mq_awaiting_mergeability", "Pull requests waiting on the code host's prerequisites (not ready)");
   const testing = gauge("mq_testing_slots_active", "Pull requests testing");

@@ -62,12 +62,7 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
  * Applies an event in a transaction of its own. `guard` runs first, under the queue's lock;
  * when it answers false nothing is applied (the event was already delivered, say).
  */
-export async function applyQueueEvent(
-  services: Services,
-  queueId: string,
-  event: EngineEvent,
-  guard?: (tx: Tx, queue: Queue) => Promise<boolean>,
-): Promise<Decision | null> {
+export async function applyQueueEvent(services: Services, queueId: string, event: EngineEvent, guard?: (tx: Tx, queue: Queue) => Promise<boolean>): Promise<Decision | null> {
   return services.db.transaction(async (tx) => {
     const queue = await lockQueueRow(tx, queueId);
     if (!queue) return null;

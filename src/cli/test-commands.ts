@@ -64,7 +64,15 @@ function context(options: TestOptions) {
 
 async function reportFiles(patterns: string[] | undefined): Promise<string[]> {
   if (!patterns || patterns.length === 0) throw new CliUsageError("--junit <glob> is required (e.g. --junit 'reports/**/*.xml')");
-  return (await glob(patterns.flatMap((p) => p.split(",")).map((p) => p.trim()).filter(Boolean), { absolute: true, onlyFiles: true })).sort();
+  return (
+    await glob(
+      patterns
+        .flatMap((p) => p.split(","))
+        .map((p) => p.trim())
+        .filter(Boolean),
+      { absolute: true, onlyFiles: true },
+    )
+  ).sort();
 }
 
 /** POSTs to a flaky-tests operation; `Answer` is the fields of its answer the caller reads. */
@@ -104,7 +112,12 @@ export async function testUpload(options: TestOptions, out: Out): Promise<number
     return UPLOAD_FAILED;
   }
   try {
-    await upload(ctx, files.map((f) => readFileSync(f, "utf8")), options.codeowners, out);
+    await upload(
+      ctx,
+      files.map((f) => readFileSync(f, "utf8")),
+      options.codeowners,
+      out,
+    );
     return 0;
   } catch (error) {
     out(`greenline: upload failed: ${(error as Error).message}`);

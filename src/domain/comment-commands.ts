@@ -1,10 +1,7 @@
 import { MAX_PRIORITY_VALUE, PRIORITY_NAMES, type PriorityName } from "./priority.js";
 
 /** What a `/greenline …` comment on a pull request asks for. */
-export type CommentCommand =
-  | { kind: "merge"; priority: PriorityName | number | null; noBatch: boolean; targetBranch: string | null }
-  | { kind: "cancel"; targetBranch: string | null }
-  | { kind: "help" };
+export type CommentCommand = { kind: "merge"; priority: PriorityName | number | null; noBatch: boolean; targetBranch: string | null } | { kind: "cancel"; targetBranch: string | null } | { kind: "help" };
 
 export const COMMENT_USAGE = [
   "`/greenline merge` — add this pull request to the merge queue of its base branch",

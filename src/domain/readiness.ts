@@ -8,14 +8,7 @@ export type Readiness = {
 };
 
 /** The readiness signals of a submitted PR, from stored facts. */
-export function computeReadiness(input: {
-  queueMode: QueueMode;
-  queueBranch: string;
-  prBaseBranch: string;
-  prSha: string;
-  mergeability: Mergeability;
-  impactedTargetsSha: string | null;
-}): Readiness {
+export function computeReadiness(input: { queueMode: QueueMode; queueBranch: string; prBaseBranch: string; prSha: string; mergeability: Mergeability; impactedTargetsSha: string | null }): Readiness {
   return {
     requiresImpactedTargets: input.queueMode === "parallel",
     doesBaseBranchMatch: input.prBaseBranch === input.queueBranch,
@@ -26,9 +19,5 @@ export function computeReadiness(input: {
 
 /** SPEC.md's rule: base branch matches, mergeable, and targets present when required. */
 export function isReady(readiness: Readiness): boolean {
-  return (
-    readiness.doesBaseBranchMatch &&
-    readiness.gitHubMergeability === "mergeable" &&
-    (!readiness.requiresImpactedTargets || readiness.hasImpactedTargets)
-  );
+  return readiness.doesBaseBranchMatch && readiness.gitHubMergeability === "mergeable" && (!readiness.requiresImpactedTargets || readiness.hasImpactedTargets);
 }

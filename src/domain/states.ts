@@ -1,14 +1,5 @@
 /** Pull request states of SPEC.md, written lowercase on the wire. */
-export const PR_STATES = [
-  "not_ready",
-  "pending",
-  "testing",
-  "tests_passed",
-  "pending_failure",
-  "merged",
-  "failed",
-  "cancelled",
-] as const;
+export const PR_STATES = ["not_ready", "pending", "testing", "tests_passed", "pending_failure", "merged", "failed", "cancelled"] as const;
 export type PrState = (typeof PR_STATES)[number];
 
 /** A PR in one of these states has left the queue for good (until it is submitted again). */
@@ -40,10 +31,4 @@ export type Mergeability = (typeof MERGEABILITY)[number];
  * Why a PR changed state. Stored with every transition and shown to users, so they are
  * stable, lowercase and specific.
  */
-export type TransitionReason =
-  | "submitted"
-  | "resubmitted"
-  | "readiness_met"
-  | "readiness_lost"
-  | "cancelled_by_user"
-  | "restart_requested";
+export type TransitionReason = "submitted" | "resubmitted" | "readiness_met" | "readiness_lost" | "cancelled_by_user" | "restart_requested";

@@ -153,7 +153,6 @@ export async function uploadTestResults(services: Services, principal: Principal
  */
 const isUnnamed = (c: JUnitCase) => c.name === "" && c.classname === "";
 
-
 type Upload = TestScope & { uploadId: string; input: UploadInput };
 
 async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {

@@ -67,10 +67,7 @@ function repositoryUrl(repo: RepositoryRow): string {
 /** Test cases in the shape of SPEC.md, in the order of `keys`. */
 async function testCaseRecords(services: Services, repo: RepositoryRow, keys: number[]) {
   const now = services.now();
-  const [rows, figures] = await Promise.all([
-    services.db.read((tx) => findTestCases(tx, keys)),
-    services.db.sqlRead((sql) => figuresOf(sql, keys, now)),
-  ]);
+  const [rows, figures] = await Promise.all([services.db.read((tx) => findTestCases(tx, keys)), services.db.sqlRead((sql) => figuresOf(sql, keys, now))]);
   const byKey = new Map(rows.map((r) => [r.key, r]));
   return keys.flatMap((key) => {
     const t = byKey.get(key);
@@ -173,11 +170,7 @@ export async function linkTicket(services: Services, principal: Principal, input
  * Which of the given tests are quarantined, for CI deciding whether a failing job may pass.
  * Tests are named by id or by identity (the id is derived as at upload).
  */
-export async function checkQuarantine(
-  services: Services,
-  principal: Principal,
-  input: Scope & { test_ids: string[]; tests: (TestIdentity & { id?: string | undefined })[]; variant: string },
-) {
+export async function checkQuarantine(services: Services, principal: Principal, input: Scope & { test_ids: string[]; tests: (TestIdentity & { id?: string | undefined })[]; variant: string }) {
   const repo = await repositoryInScope(services, principal, input);
   if (!repo) return { quarantining_enabled: true, quarantined_test_ids: [] as string[] };
   const fullName = `${repo.host}/${repo.owner}/${repo.name}`;

@@ -59,7 +59,16 @@ export function parseJsonBody(body: Buffer): unknown {
 
 /** What each simple escape (`\n`, `\"`, …) stands for, by the byte after the backslash; 0 for none. */
 const ESCAPES = new Uint8Array(256);
-for (const [escape, byte] of [["\"", 0x22], ["\\", 0x5c], ["/", 0x2f], ["b", 0x08], ["f", 0x0c], ["n", 0x0a], ["r", 0x0d], ["t", 0x09]] as const) {
+for (const [escape, byte] of [
+  ['"', 0x22],
+  ["\\", 0x5c],
+  ["/", 0x2f],
+  ["b", 0x08],
+  ["f", 0x0c],
+  ["n", 0x0a],
+  ["r", 0x0d],
+  ["t", 0x09],
+] as const) {
   ESCAPES[escape.charCodeAt(0)] = byte;
 }
 /** Bytes that stand for themselves inside a string: not a quote, a backslash or a control character. */

@@ -136,9 +136,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateReason: reason,
     stateChangedAt: at,
   };
-  const entry = existing
-    ? await tx.queueEntry.update({ where: { id: existing.id }, data })
-    : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
+  const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
   await tx.transition.create({
     data: { id: newId(), entryId: entry.id, queueId, fromState: existing?.state ?? null, toState: state, reason, at },
   });

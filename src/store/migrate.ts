@@ -64,11 +64,7 @@ export async function migratePostgres(client: pg.ClientBase, migrations = loadMi
     const pending = pendingMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
     for (const migration of pending) {
       await client.query(migration.sql);
-      await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ($1, $2, $3)`, [
-        migration.id,
-        migration.checksum,
-        new Date().toISOString(),
-      ]);
+      await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ($1, $2, $3)`, [migration.id, migration.checksum, new Date().toISOString()]);
     }
     await client.query("COMMIT");
     return pending.map((m) => m.id);

@@ -109,12 +109,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
  * runs, then `notifications`), the queue's own fields, and the event itself. All in the caller's
  * transaction, so the state, its reasons and its effects commit together or not at all.
  */
-export async function saveDecision(
-  tx: Tx,
-  loaded: Loaded,
-  decision: Decision,
-  context: { now: Date; newId: () => string; event: { kind: string }; notifications: OutboxEffect[] },
-): Promise<void> {
+export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string }; notifications: OutboxEffect[] }): Promise<void> {
   const { queue } = loaded;
   const { now, newId } = context;
   const next = decision.queue;
@@ -122,12 +117,7 @@ export async function saveDecision(
   for (const entry of next.entries) {
     const row = loaded.entries.get(entry.prNumber);
     if (!row) continue;
-    const changed =
-      row.state !== entry.state ||
-      row.stateReason !== entry.reason ||
-      row.bisectionGroupLimit !== entry.bisectionGroupLimit ||
-      row.ready !== entry.ready ||
-      row.linePosition !== entry.position;
+    const changed = row.state !== entry.state || row.stateReason !== entry.reason || row.bisectionGroupLimit !== entry.bisectionGroupLimit || row.ready !== entry.ready || row.linePosition !== entry.position;
     if (!changed) continue;
     await tx.queueEntry.update({
       where: { id: row.id },

@@ -132,7 +132,13 @@ async function handOver(res: ServerResponse, handled: Promise<void>): Promise<vo
     timer = setTimeout(() => resolve("late"), ANSWER_WITHIN_MS);
   });
   // Probot logs each handler's error; the answer carries the first one, as @octokit/webhooks does.
-  const outcome = await Promise.race([handled.then(() => "ok" as const, (error: unknown) => error), late]);
+  const outcome = await Promise.race([
+    handled.then(
+      () => "ok" as const,
+      (error: unknown) => error,
+    ),
+    late,
+  ]);
   clearTimeout(timer);
   if (outcome === "late") return answerText(res, 202, "still processing\n");
   if (outcome === "ok") return answerText(res, 200, "ok\n");

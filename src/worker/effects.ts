@@ -90,7 +90,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
       });
-      const event = result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
+      const event =
+        result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
       await applyQueueEvent(services, queue.id, event, async (tx) => {
         await recordTargetHead(tx, queue.id, result.head);
         return true;

@@ -23,9 +23,7 @@ export type WorkerOptions = {
 export async function deliverPolledCiResults(services: Services, polling: PolledEvents): Promise<number> {
   let applied = 0;
   for (const result of await polling.dueCiResults(services.now())) {
-    const decision = await applyQueueEvent(services, result.queueId, { kind: "run_finished", runId: result.runId, outcome: result.outcome }, (tx) =>
-      polling.markDelivered(tx, result.id, services.now()),
-    );
+    const decision = await applyQueueEvent(services, result.queueId, { kind: "run_finished", runId: result.runId, outcome: result.outcome }, (tx) => polling.markDelivered(tx, result.id, services.now()));
     if (decision) applied++;
     else await services.db.transaction((tx) => polling.markDelivered(tx, result.id, services.now()));
   }

@@ -4,7 +4,10 @@ import { checkAnswer } from "../support/answers.js";
 // Every ApiClient answer in the suite goes through checkAnswer; here, that it can fail.
 
 const queueRecord = { ...DEFAULT_QUEUE_SETTINGS, state: "running", branch: "main", requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
-const check = (status: number, body: unknown, path = "createQueue") => () => checkAnswer(path, "POST", status, "application/json; charset=utf-8", body);
+const check =
+  (status: number, body: unknown, path = "createQueue") =>
+  () =>
+    checkAnswer(path, "POST", status, "application/json; charset=utf-8", body);
 
 test("a 200 is checked against its operation's response schema, strictly", () => {
   expect(check(200, queueRecord)).not.toThrow();

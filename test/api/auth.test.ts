@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { hashToken } from "../../src/auth/tokens.js";
 import { BACKENDS } from "../support/backends.js";
-import { ApiClient, prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
+import { type ApiClient, prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
 describe.each(BACKENDS)("authentication and organizations on $name", (backend) => {
   let server: TestServer;

@@ -45,9 +45,16 @@ function wrongValues(value: unknown, nullable: boolean, emptyOk: boolean): fc.Ar
   const others: fc.Arbitrary<unknown>[] = [...(nullable ? [] : [fc.constant(null)]), fc.array(fc.boolean(), { maxLength: 3 }).map((a) => ({ unexpected: a }))];
   if (typeof value === "string") {
     others.push(fc.integer(), fc.boolean(), ...(emptyOk ? [] : [fc.constant(""), fc.constant(" ")]), fc.string({ minLength: 300, maxLength: 400 }));
-    others.push(fc.tuple(fc.nat(), unstorable).map(([at, c]) => spoil(value, at, c)), fc.tuple(fc.string(), unstorable, fc.string()).map((parts) => parts.join("")));
+    others.push(
+      fc.tuple(fc.nat(), unstorable).map(([at, c]) => spoil(value, at, c)),
+      fc.tuple(fc.string(), unstorable, fc.string()).map((parts) => parts.join("")),
+    );
   }
-  if (typeof value === "number") others.push(fc.constantFrom(-1, 0.5, 4294967296, 1e308, -0.0001), fc.string({ minLength: 1 }).filter((s) => !/^\d+$/.test(s)));
+  if (typeof value === "number")
+    others.push(
+      fc.constantFrom(-1, 0.5, 4294967296, 1e308, -0.0001),
+      fc.string({ minLength: 1 }).filter((s) => !/^\d+$/.test(s)),
+    );
   if (typeof value === "boolean") others.push(fc.integer(), fc.constantFrom("true", "yes", "1"));
   if (Array.isArray(value)) others.push(fc.integer(), fc.array(fc.integer(), { minLength: 1, maxLength: 3 }));
   if (Array.isArray(value) && typeof value[0] === "string") others.push(fc.tuple(fc.nat(), unstorable).map(([at, c]) => [spoil(value[0], at, c), ...value.slice(1)]));
@@ -133,7 +140,11 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
   afterAll(() => server?.close());
 
   test("every POST operation has a valid sample body (the fuzz test breaks them)", () => {
-    expect(Object.keys(VALID_BODIES).sort()).toEqual(OPERATIONS.filter((o) => o.method === "post").map((o) => o.path.slice(1)).sort());
+    expect(Object.keys(VALID_BODIES).sort()).toEqual(
+      OPERATIONS.filter((o) => o.method === "post")
+        .map((o) => o.path.slice(1))
+        .sort(),
+    );
   });
 
   test("thousands of generated bad bodies: never a 5xx, always an error naming a field, and nothing stored changes", async () => {
@@ -185,7 +196,16 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     const MAX = 4294967295;
     const edge = fc.oneof(fc.constantFrom(1, 2, 4_190_000_000, 4_200_000_000, MAX - 1, MAX), fc.integer({ min: 1, max: MAX }));
     const settings = fc.record(
-      { concurrency: edge, bisectionConcurrency: edge, testingTimeoutMinutes: edge, pendingFailureDepth: edge, batchingMaxWaitTimeMinutes: edge, batchingMinSize: edge, batch: fc.boolean(), canOptimisticallyMerge: fc.boolean() },
+      {
+        concurrency: edge,
+        bisectionConcurrency: edge,
+        testingTimeoutMinutes: edge,
+        pendingFailureDepth: edge,
+        batchingMaxWaitTimeMinutes: edge,
+        batchingMinSize: edge,
+        batch: fc.boolean(),
+        canOptimisticallyMerge: fc.boolean(),
+      },
       { requiredKeys: [] },
     );
     let round = 0;
@@ -212,11 +232,21 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
 
   test("garbage that is not JSON is a 400 that says so", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 200 }).filter((s) => { try { JSON.parse(s); return false; } catch { return true; } }), async (text) => {
-        const response = await server.api.call("getQueue", text);
-        expect(response.status).toBe(400);
-        expect(response.body.error.message).toMatch(/malformed JSON/);
-      }),
+      fc.asyncProperty(
+        fc.string({ minLength: 1, maxLength: 200 }).filter((s) => {
+          try {
+            JSON.parse(s);
+            return false;
+          } catch {
+            return true;
+          }
+        }),
+        async (text) => {
+          const response = await server.api.call("getQueue", text);
+          expect(response.status).toBe(400);
+          expect(response.body.error.message).toMatch(/malformed JSON/);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -300,7 +330,11 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
       let sent = 0;
       const pump = () => {
         while (sent < 25 && req.write(chunk)) sent++;
-        if (sent < 25) req.once("drain", () => { sent++; pump(); });
+        if (sent < 25)
+          req.once("drain", () => {
+            sent++;
+            pump();
+          });
       };
       pump();
     });

@@ -58,14 +58,18 @@ describe.each(BACKENDS)("connections on $name", (backend) => {
     expect((await send(server, agent, "/v1/getQueue", json, valid)).reusedSocket).toBe(true);
   });
 
-  test("a connection that never sends a byte is closed by the server", async () => {
-    const { hostname, port } = new URL(server.url);
-    const socket = connect(Number(port), hostname);
-    socket.on("error", () => {});
-    // The test's own timeout is the bound: without an idle timeout the connection stays open.
-    await new Promise((resolve) => socket.on("close", resolve));
-    expect(socket.destroyed).toBe(true);
-  }, 5 * IDLE_MS);
+  test(
+    "a connection that never sends a byte is closed by the server",
+    async () => {
+      const { hostname, port } = new URL(server.url);
+      const socket = connect(Number(port), hostname);
+      socket.on("error", () => {});
+      // The test's own timeout is the bound: without an idle timeout the connection stays open.
+      await new Promise((resolve) => socket.on("close", resolve));
+      expect(socket.destroyed).toBe(true);
+    },
+    5 * IDLE_MS,
+  );
 
   test("an upload that keeps sending is not cut however long it takes in all", async () => {
     const body = Buffer.from(valid);

@@ -39,11 +39,8 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
 
   /** Every test of the repository: its latest run, status and quarantine, by name. */
   async function outcomes(repoName: string): Promise<Record<string, Outcome>> {
-    const tests = await server.greenline.services.db.read((tx) =>
-      tx.testCase.findMany({ where: { repository: { name: repoName } }, include: { results: { orderBy: { uploadKey: "desc" }, take: 1 } } }),
-    );
-    const run = (r: { failed: boolean; passed: boolean } | undefined): Outcome["run"] =>
-      !r ? "no result" : r.failed && r.passed ? "failed, then passed" : r.failed ? "failed" : "passed";
+    const tests = await server.greenline.services.db.read((tx) => tx.testCase.findMany({ where: { repository: { name: repoName } }, include: { results: { orderBy: { uploadKey: "desc" }, take: 1 } } }));
+    const run = (r: { failed: boolean; passed: boolean } | undefined): Outcome["run"] => (!r ? "no result" : r.failed && r.passed ? "failed, then passed" : r.failed ? "failed" : "passed");
     return Object.fromEntries(tests.map((t) => [t.name, { run: run(t.results[0]), status: t.status, quarantined: t.quarantined }]));
   }
 
@@ -55,17 +52,9 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
   test.each<[string, string, Record<string, Outcome>]>([
     ["TestNG data provider through Surefire: rows share the method's name", "testng-data-provider.xml", { appliesDiscount: failed(), roundsTotals: failed() }],
     ["xUnit theory: cases share the method's name", "xunit-theory.xml", { "Acme.Tests.ParserTests.ParsesDate": failed(), "Acme.Tests.ParserTests.TrimsInput": passed() }],
-    [
-      "Jest test.each with a title that names no parameter",
-      "jest-test-each.xml",
-      { "price rounds to cents": failed(), "price formats a currency": failed(), "price parses %s": passed() },
-    ],
+    ["Jest test.each with a title that names no parameter", "jest-test-each.xml", { "price rounds to cents": failed(), "price formats a currency": failed(), "price parses %s": passed() }],
     ["gotestsum --rerun-fails, the rerun in the same suite", "gotestsum-rerun.xml", { TestEnqueue: passed(), TestDrainTimeout: flaky(), TestDequeue: passed() }],
-    [
-      "gotestsum --rerun-fails, reruns in later suites",
-      "gotestsum-rerun-suites.xml",
-      { TestEvict: passed(), TestExpiry: flaky(), TestWarmup: failed(), TestDial: flaky() },
-    ],
+    ["gotestsum --rerun-fails, reruns in later suites", "gotestsum-rerun-suites.xml", { TestEvict: passed(), TestExpiry: flaky(), TestWarmup: failed(), TestDial: flaky() }],
     [
       "pytest-rerunfailures: earlier attempts as empty testcases (16.6.1), a rerun as <flakyFailure> (as proposed upstream)",
       "pytest-rerunfailures.xml",
@@ -85,7 +74,11 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
 
   test("a test one of whose variants fails every time is never flaky, in any upload, however the variants are ordered: broken once sampled", async () => {
     const next = rng(42);
-    const shuffle = <T>(xs: T[]) => xs.map((x) => [next(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
+    const shuffle = <T>(xs: T[]) =>
+      xs
+        .map((x) => [next(), x] as const)
+        .sort((a, b) => a[0] - b[0])
+        .map(([, x]) => x);
     const reporters = [
       (name: string) => ({ name, classname: "com.acme.PricingTest" }), // TestNG data provider
       (name: string) => ({ name: `Acme.Tests.${name}`, classname: "Acme.Tests.ParserTests" }), // xUnit theory

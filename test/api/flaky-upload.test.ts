@@ -104,7 +104,9 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
       expect(xml.length).toBeGreaterThan(64 * 1024);
       const refused = await server.api.call("flaky-tests/upload", { ...web, commit_sha: nextSha(), branch: "main", junit_xml: [report(clock.now(), filler.slice(0, 1)), xml] });
       expect(refused.status).toBe(400);
-      expect(refused.body.error.details).toEqual([{ path: "junit_xml[1]", message: expect.stringMatching(/^is not a JUnit report: line 1503, column 42: (NUL characters are not allowed in XML|a lone surrogate \(U\+D[8F]\w\w\) is not a character)$/) }]);
+      expect(refused.body.error.details).toEqual([
+        { path: "junit_xml[1]", message: expect.stringMatching(/^is not a JUnit report: line 1503, column 42: (NUL characters are not allowed in XML|a lone surrogate \(U\+D[8F]\w\w\) is not a character)$/) },
+      ]);
     }
     expect(await snapshotState(server.greenline.services.db)).toBe(before);
     // What looks like an escape in the report's text (a backslash, u, four digits) is text.
@@ -146,9 +148,25 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
 
   test("a test that fails and passes on the same commit is flaky and quarantined; overrides and check-quarantine", async () => {
     const commit = nextSha();
-    await upload([report(clock.now(), [{ name: "test_race", outcome: "fail", message: "race lost after 31ms" }, { name: "test_steady", outcome: "pass" }])], { commit_sha: commit });
+    await upload(
+      [
+        report(clock.now(), [
+          { name: "test_race", outcome: "fail", message: "race lost after 31ms" },
+          { name: "test_steady", outcome: "pass" },
+        ]),
+      ],
+      { commit_sha: commit },
+    );
     expect((await idOf("test_race")).quarantined_test_ids).toEqual([]); // one failure is not yet evidence
-    await upload([report(clock.now(), [{ name: "test_race", outcome: "pass" }, { name: "test_steady", outcome: "pass" }])], { commit_sha: commit });
+    await upload(
+      [
+        report(clock.now(), [
+          { name: "test_race", outcome: "pass" },
+          { name: "test_steady", outcome: "pass" },
+        ]),
+      ],
+      { commit_sha: commit },
+    );
     const check = await server.api.ok("flaky-tests/check-quarantine", {
       ...web,
       tests: [
@@ -273,7 +291,12 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     expect(first.page).toMatchObject({ page_index: 0, total_pages: Math.ceil(total / 3), prev_page_token: "" });
     expect(first.tests).toHaveLength(3);
     // New failing tests arrive between pages.
-    await upload([report(clock.now(), [{ name: "late_1", outcome: "fail" }, { name: "late_2", outcome: "fail" }])]);
+    await upload([
+      report(clock.now(), [
+        { name: "late_1", outcome: "fail" },
+        { name: "late_2", outcome: "fail" },
+      ]),
+    ]);
     const seen = first.tests.map((t: any) => t.id);
     let page = first.page;
     while (page.next_page_token) {

@@ -26,24 +26,12 @@ describe("measureEntry", () => {
   });
 
   test("measures waiting, testing and time in queue, leaving out time not ready", () => {
-    const history = [
-      t(0, null, "not_ready", "submitted"),
-      t(20, "not_ready", "pending", "readiness_met"),
-      t(25, "pending", "testing"),
-      t(55, "testing", "tests_passed"),
-      t(57, "tests_passed", "merged"),
-    ];
+    const history = [t(0, null, "not_ready", "submitted"), t(20, "not_ready", "pending", "readiness_met"), t(25, "pending", "testing"), t(55, "testing", "tests_passed"), t(57, "tests_passed", "merged")];
     expect(measureEntry(history, minutes(0))).toEqual({ waits: [300], tests: [1800], timesInQueue: [37 * 60] });
   });
 
   test("a restart measures each testing period; only durations ending in the window count", () => {
-    const history = [
-      t(0, null, "pending", "submitted"),
-      t(10, "pending", "testing"),
-      t(40, "testing", "pending", "restart_requested"),
-      t(45, "pending", "testing"),
-      t(75, "testing", "failed"),
-    ];
+    const history = [t(0, null, "pending", "submitted"), t(10, "pending", "testing"), t(40, "testing", "pending", "restart_requested"), t(45, "pending", "testing"), t(75, "testing", "failed")];
     expect(measureEntry(history, minutes(0))).toEqual({ waits: [600, 300], tests: [1800, 1800], timesInQueue: [75 * 60] });
     expect(measureEntry(history, minutes(42))).toEqual({ waits: [300], tests: [1800], timesInQueue: [75 * 60] });
   });

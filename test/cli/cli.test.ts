@@ -96,25 +96,41 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
 
   test("upload, then run: a command failing only through quarantined tests exits 0; any other failure keeps its code", async () => {
     // The same commit fails and passes test_flaky: it is found flaky and quarantined.
-    report("a.xml", [["test_flaky", "fail"], ["test_solid", "pass"]]);
+    report("a.xml", [
+      ["test_flaky", "fail"],
+      ["test_solid", "pass"],
+    ]);
     const first = await withServer("upload", "--commit", "c0ffee0");
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/uploaded 2 tests \(1 failed\) from 1 report\(s\)/);
-    report("a.xml", [["test_flaky", "pass"], ["test_solid", "pass"]]);
+    report("a.xml", [
+      ["test_flaky", "pass"],
+      ["test_solid", "pass"],
+    ]);
     expect((await withServer("upload", "--commit", "c0ffee0")).code).toBe(0);
 
-    report("a.xml", [["test_flaky", "fail"], ["test_solid", "pass"]]);
+    report("a.xml", [
+      ["test_flaky", "fail"],
+      ["test_solid", "pass"],
+    ]);
     const masked = await withServer("run", "--commit", "c0ffee1", "--", process.execPath, "-e", "process.exit(3)");
     expect(masked.code).toBe(0);
     expect(masked.stdout).toContain("every failure is a quarantined test; exiting 0 instead of 3");
 
-    report("a.xml", [["test_flaky", "fail"], ["test_solid", "fail"]]);
+    report("a.xml", [
+      ["test_flaky", "fail"],
+      ["test_solid", "fail"],
+    ]);
     const real = await withServer("run", "--commit", "c0ffee2", "--", process.execPath, "-e", "process.exit(3)");
     expect(real.code).toBe(3);
     expect(real.stdout).toContain("2 failing test(s), 1 quarantined");
 
     // A test.each row failing after a passing one is a failing variant, not a pass on retry: it is not masked.
-    report("a.xml", [["test_flaky", "fail"], ["test_each", "pass"], ["test_each", "fail"]]);
+    report("a.xml", [
+      ["test_flaky", "fail"],
+      ["test_each", "pass"],
+      ["test_each", "fail"],
+    ]);
     const variant = await withServer("run", "--commit", "c0ffee5", "--", process.execPath, "-e", "process.exit(3)");
     expect(variant.code).toBe(3);
     expect(variant.stdout).toContain("2 failing test(s), 1 quarantined");
@@ -126,8 +142,8 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     expect(offline.stdout).toContain("exit code 4 stands");
 
     // Never quarantine it: the same failure now fails the job.
-    const id = (await server.api.ok("flaky-tests/list-quarantined-tests", { repo: { host: "github.com", owner: "acme", name: "web" }, org_url_slug: "acme", page_query: { page_size: 10 } }))
-      .quarantined_tests[0].test_case_id;
+    const id = (await server.api.ok("flaky-tests/list-quarantined-tests", { repo: { host: "github.com", owner: "acme", name: "web" }, org_url_slug: "acme", page_query: { page_size: 10 } })).quarantined_tests[0]
+      .test_case_id;
     const never = await greenline("file:/nonexistent/unused.db", "test", "quarantine", id, "--never", "--url", server.url, "--token", server.api.token, "--org", "acme", "--repo", "acme/web");
     expect(never.code).toBe(0);
     expect(never.stdout).toContain("never; quarantined no");
@@ -136,7 +152,25 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
   });
 
   test("mistakes: no reports matched is exit 70 for upload; a missing repository is a usage error", async () => {
-    const none = await greenline("file:/nonexistent/unused.db", "test", "upload", "--junit", join(dir, "nothing", "*.xml"), "--url", server.url, "--token", "t", "--org", "acme", "--repo", "acme/web", "--commit", "abc1234", "--branch", "main");
+    const none = await greenline(
+      "file:/nonexistent/unused.db",
+      "test",
+      "upload",
+      "--junit",
+      join(dir, "nothing", "*.xml"),
+      "--url",
+      server.url,
+      "--token",
+      "t",
+      "--org",
+      "acme",
+      "--repo",
+      "acme/web",
+      "--commit",
+      "abc1234",
+      "--branch",
+      "main",
+    );
     expect(none.code).toBe(70);
     const usage = await greenline("file:/nonexistent/unused.db", "test", "upload", "--junit", "x.xml", "--url", server.url, "--token", "t", "--org", "acme", "--repo", "nope");
     expect(usage.code).toBe(2);

@@ -28,8 +28,7 @@ describe.each(BACKENDS)("concurrent flaky-test writes on $name", (backend) => {
   let sha = 0;
   const nextSha = () => (++sha).toString(16).padStart(40, "c");
   const call = (operation: string, body: unknown) => callOnce(server.api, operation, body);
-  const upload = (cases: { name: string; failed: boolean }[], commit_sha = nextSha()) =>
-    call("flaky-tests/upload", { ...scope, commit_sha, branch: "main", junit_xml: [report(clock.now(), cases)] });
+  const upload = (cases: { name: string; failed: boolean }[], commit_sha = nextSha()) => call("flaky-tests/upload", { ...scope, commit_sha, branch: "main", junit_xml: [report(clock.now(), cases)] });
   const idsOf = async (names: string[]): Promise<string[]> => {
     const answers = await Promise.all(names.map((name) => server.api.ok("flaky-tests/check-quarantine", { ...scope, tests: [{ name, classname: "pkg.Tests", parent: "suite" }] })));
     return answers.map((a, i) => {
@@ -65,8 +64,18 @@ describe.each(BACKENDS)("concurrent flaky-test writes on $name", (backend) => {
     await server.api.ok("flaky-tests/update-settings", { ...scope, settings: { autoQuarantine: true } });
     // Failed, then passed on the same commit: flaky, and quarantined.
     const commit = nextSha();
-    expectOnly([await upload(names.map((name) => ({ name, failed: true })), commit)]);
-    expectOnly([await upload(names.map((name) => ({ name, failed: false })), commit)]);
+    expectOnly([
+      await upload(
+        names.map((name) => ({ name, failed: true })),
+        commit,
+      ),
+    ]);
+    expectOnly([
+      await upload(
+        names.map((name) => ({ name, failed: false })),
+        commit,
+      ),
+    ]);
     const ids = await idsOf(names);
     const overrides = ["never", "always", "auto"] as const;
     for (let round = 0; round < 6; round++) {

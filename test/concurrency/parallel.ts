@@ -10,25 +10,21 @@ import type { ApiClient, ApiResponse } from "../support/harness.js";
 export function callOnce(api: ApiClient, operation: string, body: unknown): Promise<ApiResponse> {
   const payload = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = request(
-      `${api.baseUrl}/v1/${operation}`,
-      { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": payload.length, "x-api-token": api.token } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("error", reject);
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown = text;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            // not JSON
-          }
-          resolve({ status: res.statusCode!, body: parsed, headers: new Headers(res.headers as Record<string, string>), text });
-        });
-      },
-    );
+    const req = request(`${api.baseUrl}/v1/${operation}`, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": payload.length, "x-api-token": api.token } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", reject);
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          // not JSON
+        }
+        resolve({ status: res.statusCode!, body: parsed, headers: new Headers(res.headers as Record<string, string>), text });
+      });
+    });
     req.on("error", reject);
     req.end(payload);
   });
@@ -48,7 +44,12 @@ export function countStatuses(responses: ApiResponse[]): Record<number, number> 
 export function expectOnly(responses: ApiResponse[], allowed: Record<number, string> = {}): void {
   for (const r of responses) {
     if (r.status === 200) continue;
-    if (!(r.status in allowed)) throw new Error(`answered ${r.status}, allowed are 200${Object.keys(allowed).map((s) => ` and ${s}`).join("")}: ${r.text}`);
+    if (!(r.status in allowed))
+      throw new Error(
+        `answered ${r.status}, allowed are 200${Object.keys(allowed)
+          .map((s) => ` and ${s}`)
+          .join("")}: ${r.text}`,
+      );
     expect(r.body.error.code).toBe(allowed[r.status]);
   }
 }

@@ -38,7 +38,10 @@ describe.each(BACKENDS)("concurrent queue writes on $name", (backend) => {
   test("two organizations claiming one new repository together: one owns it, the other is answered 404", async () => {
     const clients = [server.api, await server.clientFor("rival")];
     const answers = await times(20, (i) => callOnce(clients[i % 2]!, "createQueue", queueOf("contested", `branch-${i}`)).then((r) => ({ org: i % 2, r })));
-    expectOnly(answers.map((a) => a.r), { 404: "not_found" });
+    expectOnly(
+      answers.map((a) => a.r),
+      { 404: "not_found" },
+    );
     const winners = new Set(answers.filter((a) => a.r.status === 200).map((a) => a.org));
     expect(winners.size).toBe(1);
     // The owner's requests all succeeded, the other organization's all failed.
@@ -68,7 +71,10 @@ describe.each(BACKENDS)("concurrent queue writes on $name", (backend) => {
       const deletes = answers.filter((a) => a.op === "delete").map((a) => a.r);
       const submits = answers.filter((a) => a.op === "submit");
       expectOnly(deletes, { 404: "not_found", 409: "failed_precondition" });
-      expectOnly(submits.map((s) => s.r), { 404: "not_found" });
+      expectOnly(
+        submits.map((s) => s.r),
+        { 404: "not_found" },
+      );
       const accepted = submits.filter((s) => s.r.status === 200).map((s) => s.pr);
       const queues = await queuesOf(name);
       if (deletes.some((d) => d.status === 200)) {
@@ -146,9 +152,7 @@ describe.each(BACKENDS)("concurrent queue writes on $name", (backend) => {
     ]);
     expectOnly([...targets, ...submits]);
     const stored = await db().read((tx) => tx.impactedTargets.findMany({ where: { queue: { repository: { name } } } }));
-    expect(stored.map((t) => [t.prNumber, JSON.parse(t.targets)]).sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual(
-      Array.from({ length: 10 }, (_, i) => [i + 1, [`target-${i + 1}`]]),
-    );
+    expect(stored.map((t) => [t.prNumber, JSON.parse(t.targets)]).sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual(Array.from({ length: 10 }, (_, i) => [i + 1, [`target-${i + 1}`]]));
     const pulls = await db().read((tx) => tx.sandboxPullRequest.findMany({ where: { repoKey: { contains: name } } }));
     for (const t of stored) expect(t.sha).toBe(pulls.find((p) => p.number === t.prNumber)!.headSha);
   });

@@ -179,7 +179,10 @@ class Checked extends EngineDriver {
         return;
       }
       case "finish": {
-        const run = pick(this.q.runs.filter((r) => r.status === "running"), a.pick);
+        const run = pick(
+          this.q.runs.filter((r) => r.status === "running"),
+          a.pick,
+        );
         if (!run) return;
         const outcome = a.flaky ? "failed" : this.truth(run.stack);
         this.send({ kind: "run_finished", runId: run.id, outcome });

@@ -278,7 +278,12 @@ describe("batching and bisection", () => {
     expect(q.running()).toEqual([]);
     expect(q.effects.at(-1)).toMatchObject({ kind: "schedule_timer" });
     q.submit(3);
-    expect(q.running()).toEqual([[[1, 2, 3], [1, 2, 3]]]);
+    expect(q.running()).toEqual([
+      [
+        [1, 2, 3],
+        [1, 2, 3],
+      ],
+    ]);
     q.pass(1);
     expect(q.merges()).toEqual([[1, 2, 3]]);
     expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
@@ -305,8 +310,14 @@ describe("batching and bisection", () => {
     q.fail(1);
     // Each half is tested without the other, so one half's culprit cannot fail the other.
     expect(q.running()).toEqual([
-      [[1, 2], [1, 2]],
-      [[3, 4], [3, 4]],
+      [
+        [1, 2],
+        [1, 2],
+      ],
+      [
+        [3, 4],
+        [3, 4],
+      ],
     ]);
     expect(q.q.runs.filter((r) => r.status === "running").every((r) => r.kind === "bisection")).toBe(true);
     q.pass(1); // [1, 2] is green on exactly the target: both merge
@@ -327,15 +338,24 @@ describe("batching and bisection", () => {
     const q = new EngineDriver({ concurrency: 2, batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
     [1, 2, 3, 4].forEach((n) => q.submit(n));
     expect(q.running()).toEqual([
-      [[1, 2], [1, 2]],
-      [[1, 2, 3, 4], [3, 4]],
+      [
+        [1, 2],
+        [1, 2],
+      ],
+      [
+        [1, 2, 3, 4],
+        [3, 4],
+      ],
     ]);
     q.fail(1);
     // The halves are bisected, and [3, 4] restarts without the failed batch beside them.
     expect(q.running()).toEqual([
       [[1], [1]],
       [[2], [2]],
-      [[3, 4], [3, 4]],
+      [
+        [3, 4],
+        [3, 4],
+      ],
     ]);
     q.pass(3);
     expect(q.merges()).toEqual([[3, 4]]);
@@ -353,7 +373,12 @@ describe("batching and bisection", () => {
     const q = new EngineDriver({ batch: true, batchingMinSize: 4, bisectionConcurrency: 1, optimizationMode: "bisection_skip_redundant_tests" });
     [1, 2, 3, 4].forEach((n) => q.submit(n));
     q.fail(1);
-    expect(q.running()).toEqual([[[1, 2], [1, 2]]]);
+    expect(q.running()).toEqual([
+      [
+        [1, 2],
+        [1, 2],
+      ],
+    ]);
     const started = q.effects.filter((e) => e.kind === "start_run").length;
     q.pass(1);
     // [3, 4] on top of the merged [1, 2] is the very tree that failed: it splits at once.
@@ -375,7 +400,10 @@ describe("regressions", () => {
     [6, 7, 8, 9].forEach((n) => q.submit(n));
     expect(q.running()).toEqual([
       [[5], [5]],
-      [[5, 6, 7], [6, 7]],
+      [
+        [5, 6, 7],
+        [6, 7],
+      ],
     ]);
     q.fail(5);
     expect(q.state(5)).toBe("failed");

@@ -181,9 +181,7 @@ describe("classification", () => {
 
   test("reasons name the rule and its figures", () => {
     expect(classify({ runs: 10, failures: 9, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 9 of 10 runs in the last 7 days (90%, broken at ≥ 80%)");
-    expect(classify({ runs: 1, failures: 1, flakeAt: daysAgo(1), flakeReason: "failed and passed on the same commit abc1234" }, settings, now).reason).toBe(
-      "failed and passed on the same commit abc1234",
-    );
+    expect(classify({ runs: 1, failures: 1, flakeAt: daysAgo(1), flakeReason: "failed and passed on the same commit abc1234" }, settings, now).reason).toBe("failed and passed on the same commit abc1234");
   });
 
   test("quarantine: overrides first, then flaky tests when auto-quarantine is on; broken never automatically", () => {

@@ -38,7 +38,11 @@ function generator(seed: number) {
     const escaped = quote === '"' ? value.replace(/"/g, "&quot;") : value.replace(/'/g, "&apos;");
     return ` ${name}${chance(0.1) ? " = " : "="}${quote}${escaped}${quote}`;
   };
-  const attrs = (pairs: [string, string][]) => pairs.sort(() => next() - 0.5).map(([n, v]) => attr(n, v)).join("") + space();
+  const attrs = (pairs: [string, string][]) =>
+    pairs
+      .sort(() => next() - 0.5)
+      .map(([n, v]) => attr(n, v))
+      .join("") + space();
   const misc = () => (chance(0.1) ? `<!-- ${pick(["note", "a > b", "x"])} -->` : chance(0.05) ? "<?pi data?>" : "") + space();
 
   const testcase = (): string => {
@@ -66,7 +70,12 @@ function generator(seed: number) {
     if (chance(0.3)) pairs.push(["file", "spec/x_spec.rb"]);
     if (chance(0.5)) pairs.push(["tests", "3"]);
     const children = Array.from({ length: Math.floor(next() * 4) }, () => (depth < 3 && chance(0.2) ? suite(depth + 1) : testcase()));
-    const properties = chance(0.3) ? `<properties>${space()}<property${attrs([["name", pick(["go.version", "java.version"])], ["value", "1"]])}/></properties>${space()}` : "";
+    const properties = chance(0.3)
+      ? `<properties>${space()}<property${attrs([
+          ["name", pick(["go.version", "java.version"])],
+          ["value", "1"],
+        ])}/></properties>${space()}`
+      : "";
     return `<testsuite${attrs(pairs)}>${space()}${properties}${children.map((c) => c + misc()).join("")}</testsuite>`;
   };
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mergeabilityOf } from "../../src/adapters/github/code-host.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
-import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
 const queue = (owner: string, name = "app") => ({ repo: { host: "github.com", owner, name }, targetBranch: "main" });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
-import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
 /**
  * The merge queue as a GitHub App, end to end: the real Octokit (through Probot) builds testing
@@ -101,7 +101,13 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect(gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, 3)!.headSha).map((st) => st.state)).toContain("pending");
     expect(gh.comments.map((c) => [c.number, c.body])).toEqual([[2, expect.stringContaining("**failed** (tests failed)")]]);
     const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 3 } });
-    expect(details).toMatchObject({ status: "succeeded", statusChecks: expect.arrayContaining([{ context: "ci/test", state: "success" }, { context: "lint", state: "success" }]) });
+    expect(details).toMatchObject({
+      status: "succeeded",
+      statusChecks: expect.arrayContaining([
+        { context: "ci/test", state: "success" },
+        { context: "lint", state: "success" },
+      ]),
+    });
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
     expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
   });
@@ -137,7 +143,8 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     const first = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });
     const pushed = gh.push(`${OWNER}/moved`, "main", { "docs/hotfix.md": "outside" });
-    const push = (after: string) => deliver("push", { ref: "refs/heads/main", before: "0".repeat(40), after, deleted: false, repository: { ...repository("moved"), owner: { login: OWNER, name: OWNER } }, installation: { id: 77 } });
+    const push = (after: string) =>
+      deliver("push", { ref: "refs/heads/main", before: "0".repeat(40), after, deleted: false, repository: { ...repository("moved"), owner: { login: OWNER, name: OWNER } }, installation: { id: 77 } });
     await push(pushed);
     await server.greenline.worker.drain();
     const second = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });

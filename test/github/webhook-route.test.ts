@@ -29,7 +29,13 @@ function deliver(server: TestServer, headers: Record<string, string>, parts: Ite
   return new Promise((resolve, reject) => {
     const req = request(`${server.url}/api/github/webhooks`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), ...headers, ...(declared === undefined ? { "transfer-encoding": "chunked" } : { "content-length": String(declared) }) },
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "ping",
+        "x-github-delivery": randomUUID(),
+        ...headers,
+        ...(declared === undefined ? { "transfer-encoding": "chunked" } : { "content-length": String(declared) }),
+      },
     });
     let answered = false;
     req.on("response", (res) => {

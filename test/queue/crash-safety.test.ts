@@ -24,7 +24,7 @@ const targetsOf = (n: number) => (n % 3 === 0 ? [`//t${n % 5}`, `//t${(n + 1) % 
 
 // A seeded generator: the kill schedule is random but repeatable.
 function seeded(seed: number) {
-  return () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 describe.each(BACKENDS)("crash safety on $name", (backend) => {

@@ -43,7 +43,10 @@ describe.each(BACKENDS)("shutting down on $name", (backend) => {
     // Like bench:api's seeding: eight clients in a loop, each on its kept-alive connection.
     const clients = Array.from({ length: 8 }, async () => {
       while (sending) {
-        const status = await api.call("submitPullRequest", { repo: repo(), targetBranch: "main", pr: { number: next++ } }).then((r) => r.status, () => 0);
+        const status = await api.call("submitPullRequest", { repo: repo(), targetBranch: "main", pr: { number: next++ } }).then(
+          (r) => r.status,
+          () => 0,
+        );
         if (status === 0) return; // the connection is closed: the service has stopped
         answers.push(status);
       }

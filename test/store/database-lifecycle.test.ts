@@ -16,7 +16,13 @@ async function waitUntil(check: () => Promise<boolean>, what: string, limitMs = 
 function settlesWithin(promise: Promise<unknown>, limitMs: number): Promise<"settled" | "hung"> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), limitMs)));
-  return Promise.race([promise.then(() => "settled" as const, () => "settled" as const), hung]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    promise.then(
+      () => "settled" as const,
+      () => "settled" as const,
+    ),
+    hung,
+  ]).finally(() => clearTimeout(timer));
 }
 
 function databaseName(url: string): string {
@@ -28,10 +34,7 @@ async function sessions(url: string): Promise<{ state: string; query: string }[]
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
   try {
-    const { rows } = await admin.query<{ state: string; query: string }>(
-      "SELECT state, query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-      [databaseName(url)],
-    );
+    const { rows } = await admin.query<{ state: string; query: string }>("SELECT state, query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [databaseName(url)]);
     return rows;
   } finally {
     await admin.end();

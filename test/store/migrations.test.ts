@@ -57,7 +57,10 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
 describe("migration files", () => {
   test.each(["sqlite", "postgres"])("the latest %s migration matches the current schema (no drift)", (provider) => {
     const dir = join(root, "prisma/migrations", provider);
-    const latest = readdirSync(dir).filter((d) => /^\d{4}_/.test(d)).sort().at(-1)!;
+    const latest = readdirSync(dir)
+      .filter((d) => /^\d{4}_/.test(d))
+      .sort()
+      .at(-1)!;
     const snapshot = readFileSync(join(dir, latest, "schema.prisma"), "utf8");
     const current = readFileSync(join(root, "prisma", provider, "schema.prisma"), "utf8");
     expect(snapshot).toBe(current);

@@ -148,7 +148,9 @@ export class GitHubSimulator {
   }
 
   #commit(parents: string[], tree: Tree, message: string): string {
-    const sha = createHash("sha1").update(JSON.stringify([parents, tree, message, ++this.#counter])).digest("hex");
+    const sha = createHash("sha1")
+      .update(JSON.stringify([parents, tree, message, ++this.#counter]))
+      .digest("hex");
     this.#commits.set(sha, { sha, parents, tree, message });
     return sha;
   }
@@ -327,10 +329,7 @@ export class GitHubSimulator {
       const baseSha = this.branchHead(repoName, pr.base);
       const tree = this.#applyChanges(baseSha, pr.headSha);
       if (!tree) return send(405, { message: "Pull Request is not mergeable" });
-      const sha =
-        body.merge_method === "merge"
-          ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`)
-          : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
+      const sha = body.merge_method === "merge" ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
       this.#setRef(repoName, pr.base, sha);
       pr.merged = true;
       pr.state = "closed";

@@ -27,9 +27,6 @@ export default async function globalSetup() {
   }
   process.env.GREENLINE_TEST_POSTGRES = ok ? "1" : "0";
   if (!ok) {
-    console.warn(
-      `\n*** PostgreSQL is not reachable at ${url}: the PostgreSQL suites are SKIPPED and only SQLite is tested. ` +
-        `Set GREENLINE_TEST_POSTGRES_URL to point at a server. ***\n`,
-    );
+    console.warn(`\n*** PostgreSQL is not reachable at ${url}: the PostgreSQL suites are SKIPPED and only SQLite is tested. ` + `Set GREENLINE_TEST_POSTGRES_URL to point at a server. ***\n`);
   }
 }

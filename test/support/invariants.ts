@@ -20,7 +20,10 @@ export async function expectQueueInvariants(db: Database, repositoryName: string
     expect(entry.transitions.filter((t) => t.toState === "merged").length).toBeLessThanOrEqual(1);
     if (broken.has(entry.prNumber)) expect([entry.prNumber, entry.state]).not.toEqual([entry.prNumber, "merged"]);
   }
-  const merged = entries.filter((e) => e.state === "merged").map((e) => e.prNumber).sort((a, b) => a - b);
+  const merged = entries
+    .filter((e) => e.state === "merged")
+    .map((e) => e.prNumber)
+    .sort((a, b) => a - b);
   // Most PRs are good: a run that merged nothing would pass the checks above vacuously.
   expect(merged.length).toBeGreaterThan(expectedPrs / 2);
   const ref = await db.read((tx) => tx.sandboxRef.findUniqueOrThrow({ where: { repoKey_name: { repoKey: repository.key, name: queue.branch } } }));

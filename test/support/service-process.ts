@@ -35,7 +35,10 @@ export class ServiceProcess {
     const deadline = Date.now() + 90_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${this.output}`);
-      const ok = await fetch(`${this.url}/healthz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -2,7 +2,20 @@ import { createHash } from "node:crypto";
 import type { Database, Tx } from "../../store/database.js";
 import * as sandboxStore from "../../store/sandbox-store.js";
 import type { CheckState } from "../../domain/status-checks.js";
-import { repositoryKey, type CodeHost, type MergeRequest, type MergeResult, type Permission, type PolledCiResult, type PolledEvents, type PullRequestInfo, type RepoRef, type StatusCheck, type TestRunRequest, type TestRunStart } from "../../ports/code-host.js";
+import {
+  repositoryKey,
+  type CodeHost,
+  type MergeRequest,
+  type MergeResult,
+  type Permission,
+  type PolledCiResult,
+  type PolledEvents,
+  type PullRequestInfo,
+  type RepoRef,
+  type StatusCheck,
+  type TestRunRequest,
+  type TestRunStart,
+} from "../../ports/code-host.js";
 
 export type SandboxOptions = {
   /** How long simulated CI takes, in ms (GREENLINE_SANDBOX_CI_MS). */
@@ -20,7 +33,6 @@ type Tree = sandboxStore.SandboxTree;
 
 /** The status context simulated CI reports on testing branches. */
 export const SANDBOX_CI_CONTEXT = "greenline/sandbox-ci";
-
 
 function shaOf(...parts: string[]): string {
   return createHash("sha1").update(parts.join("\0")).digest("hex");

@@ -202,7 +202,13 @@ function isExact(q: EngineQueue, line: Line, run: EngineRun): boolean {
   const lane = line.lane(run.tested);
   if (lane === null) return false;
   if (q.mode !== "parallel") return sameList(run.stack, [...q.merged, ...lane]);
-  if (!sameList(run.stack.filter((pr) => line.has(pr)), lane)) return false;
+  if (
+    !sameList(
+      run.stack.filter((pr) => line.has(pr)),
+      lane,
+    )
+  )
+    return false;
   const merged = new Set(q.merged);
   if (!run.stack.every((pr) => line.has(pr) || merged.has(pr))) return false;
   const inStack = new Set(run.stack);
@@ -477,11 +483,7 @@ function groupFrom(q: EngineQueue, line: Line, i: number): EngineEntry[] {
   const members = new Set([first.prNumber]);
   for (let j = i + 1; j < line.entries.length && group.length < limit; j++) {
     const next = line.entries[j]!;
-    const fits =
-      next.state === "pending" &&
-      !next.noBatch &&
-      (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) &&
-      line.depsInFlight(next.prNumber, members);
+    const fits = next.state === "pending" && !next.noBatch && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) && line.depsInFlight(next.prNumber, members);
     if (!fits) break;
     group.push(next);
     members.add(next.prNumber);

@@ -21,14 +21,7 @@ export function compareEntries(a: EngineEntry, b: EngineEntry): number {
   const urgent = (e: EngineEntry) => (e.priority === PRIORITY_NAMES.urgent ? 0 : 1);
   const flight = (e: EngineEntry) => (isInFlight(e.state) ? 0 : 1);
   const position = (e: EngineEntry) => (isInFlight(e.state) ? (e.position ?? 0) : 0);
-  return (
-    urgent(a) - urgent(b) ||
-    flight(a) - flight(b) ||
-    position(a) - position(b) ||
-    a.priority - b.priority ||
-    a.submittedAt - b.submittedAt ||
-    a.prNumber - b.prNumber
-  );
+  return urgent(a) - urgent(b) || flight(a) - flight(b) || position(a) - position(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;
 }
 
 /** The PRs in line (pending or in flight), in queue order. */
