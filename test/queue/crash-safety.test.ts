@@ -115,5 +115,5 @@ describe.each(BACKENDS)("crash safety on $name", (backend) => {
       await db.close();
       await database.drop();
     }
-  }, 240_000);
+  }, 420_000);
 });
