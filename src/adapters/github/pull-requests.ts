@@ -1,0 +1,98 @@
+import type { Permission, PullRequestInfo, RepoRef } from "../../ports/code-host.js";
+import type { Mergeability } from "../../domain/states.js";
+import type { GitHubClient, Octokit, OctokitError } from "./client.js";
+
+/** The commit status context Greenline sets on queued PRs. */
+export const PR_STATUS_CONTEXT = "greenline/merge-queue";
+
+/**
+ * GitHub's mergeable_state, as it bears on the queue. "behind" is fine: the queue tests the PR
+ * on top of the target anyway. "blocked" (failing required checks or missing reviews) and
+ * "dirty" (conflicts) are not. "unknown" means GitHub is still computing.
+ */
+export function mergeabilityOf(pr: { mergeable: boolean | null; mergeable_state?: string; draft?: boolean }): Mergeability {
+  if (pr.draft) return "not_mergeable";
+  switch (pr.mergeable_state) {
+    case "clean":
+    case "unstable":
+    case "has_hooks":
+    case "behind":
+      return "mergeable";
+    case "dirty":
+    case "blocked":
+    case "draft":
+      return "not_mergeable";
+  }
+  if (pr.mergeable === null || pr.mergeable_state === "unknown") return "in_progress";
+  return pr.mergeable ? "mergeable" : "not_mergeable";
+}
+
+/** Pull requests on GitHub: reading them, and what the queue shows on them. */
+export class GitHubPullRequests {
+  constructor(private readonly client: GitHubClient) {}
+
+  async getPullRequest(repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
+    const octokit = await this.client.octokitOrNull(repo);
+    if (!octokit) return null;
+    try {
+      const { data } = await octokit.rest.pulls.get({ owner: repo.owner, repo: repo.name, pull_number: number });
+      return {
+        number: data.number,
+        title: data.title,
+        author: data.user?.login ?? "ghost",
+        headSha: data.head.sha,
+        baseBranch: data.base.ref,
+        state: data.merged ? "merged" : data.state === "open" ? "open" : "closed",
+        mergeability: mergeabilityOf(data),
+        greenBaseSha: data.mergeable_state === "clean" ? await this.#upToDateBase(octokit, repo, data.base.ref, data.head.sha) : null,
+      };
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return null;
+      throw error;
+    }
+  }
+
+  /** The target's head when the PR's head contains it (the PR is up to date), else null. */
+  async #upToDateBase(octokit: Octokit, repo: RepoRef, base: string, head: string): Promise<string | null> {
+    const [{ data: comparison }, { data: branch }] = await Promise.all([
+      octokit.rest.repos.compareCommitsWithBasehead({ owner: repo.owner, repo: repo.name, basehead: `${base}...${head}` }),
+      octokit.rest.repos.getBranch({ owner: repo.owner, repo: repo.name, branch: base }),
+    ]);
+    return comparison.behind_by === 0 && comparison.merge_base_commit.sha === branch.commit.sha ? branch.commit.sha : null;
+  }
+
+  async setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
+    const octokit = await this.client.octokit(repo);
+    await octokit.rest.repos.createCommitStatus({ owner: repo.owner, repo: repo.name, sha, state: status.state, context: PR_STATUS_CONTEXT, description: status.description.slice(0, 140) });
+  }
+
+  async commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
+    const octokit = await this.client.octokit(repo);
+    await octokit.rest.issues.createComment({ owner: repo.owner, repo: repo.name, issue_number: number, body });
+  }
+
+  async permissionOf(repo: RepoRef, user: string): Promise<Permission> {
+    const octokit = await this.client.octokit(repo);
+    try {
+      // `permission` folds GitHub's roles into admin / write (maintain too) / read (triage too) / none.
+      const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner: repo.owner, repo: repo.name, username: user });
+      return (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return "none";
+      throw error;
+    }
+  }
+
+  async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+    const octokit = await this.client.octokitOrNull(repo);
+    if (!octokit) return null;
+    try {
+      const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path, ref });
+      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
+      return Buffer.from(data.content, "base64").toString("utf8");
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return null;
+      throw error;
+    }
+  }
+}
