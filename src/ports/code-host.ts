@@ -31,6 +31,11 @@ export type TestRunRequest = {
   /** The commit to build on, and the PRs to apply on top of it, in order. */
   baseSha: string;
   stack: number[];
+  /**
+   * The head commit pinned for each PR of the stack (when it was submitted): the commit to test,
+   * whatever the PR's head is by now.
+   */
+  heads: Readonly<Record<number, string>>;
 };
 
 export type TestRunStart = { kind: "started"; testBranch: string; sha: string } | { kind: "conflict"; prNumber: number };
@@ -40,6 +45,8 @@ export type MergeRequest = {
   /** The head the target must still have: the run's base plus the PRs merged since. */
   expectedHead: string;
   prNumbers: number[];
+  /** The head commit each PR was tested at: a PR whose head has moved since must not be merged. */
+  heads: Readonly<Record<number, string>>;
   /** The testing branch that tested these PRs; null for a direct merge (no queue run). */
   tested: { branch: string; sha: string } | null;
   /**
@@ -129,4 +136,36 @@ export interface CodeHost {
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
   /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */
   readFile(repo: RepoRef, path: string, ref: string): Promise<string | null>;
+}
+
+/**
+ * How the code host refused a request, as the adapter classified it (once, in one place):
+ * - conflict: the changes do not merge;
+ * - target_moved: the target branch is not where the queue left it (retest);
+ * - head_moved: a PR's head is not the commit that was tested (the PR changed);
+ * - cannot_merge: the host will not merge for a reason of its own (protection, rulesets,
+ *   reviews, merge method, its own merge queue): permanent, shown to the user verbatim;
+ * - permission_missing: the App lacks a permission: permanent, shown with what to grant;
+ * - not_found: the repository, branch or PR is gone: permanent;
+ * - rate_limited: try again at `retryAt` (epoch ms);
+ * - transient: a network failure or a 5xx: try again with backoff.
+ */
+export type RefusalKind = "conflict" | "target_moved" | "head_moved" | "cannot_merge" | "permission_missing" | "not_found" | "rate_limited" | "transient";
+
+/** A refusal of the code host, thrown by adapters; `message` is the host's own words. */
+export class CodeHostRefusal extends Error {
+  constructor(
+    readonly kind: RefusalKind,
+    message: string,
+    /** Epoch ms before which asking again is pointless (rate limits, retry-after); null when unknown. */
+    readonly retryAt: number | null = null,
+  ) {
+    super(message);
+    this.name = "CodeHostRefusal";
+  }
+
+  /** Whether asking again, later, may succeed. */
+  get transient(): boolean {
+    return this.kind === "rate_limited" || this.kind === "transient";
+  }
 }

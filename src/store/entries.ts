@@ -90,6 +90,12 @@ export async function titlesOf(tx: Tx, queueId: string, prNumbers: number[]): Pr
   return new Map(rows.map((row) => [row.prNumber, row.prTitle]));
 }
 
+/** The head commits the queue pinned for PRs `prNumbers` (the heads it tests and merges), by number. */
+export async function pinnedHeadsOf(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<Record<number, string>> {
+  const rows = await tx.queueEntry.findMany({ where: { queueId, prNumber: { in: [...prNumbers] } }, select: { prNumber: true, prSha: true } });
+  return Object.fromEntries(rows.map((row) => [row.prNumber, row.prSha]));
+}
+
 /** What a submission learns of a PR from the code host and the request. */
 export type PullRequestFacts = {
   prTitle: string;

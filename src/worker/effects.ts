@@ -4,6 +4,7 @@ import { applyQueueEvent } from "../app/queue-events.js";
 import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
+import { pinnedHeadsOf } from "../store/entries.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
 const WARN_AFTER_ATTEMPTS = 5;
@@ -56,7 +57,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
         return;
       }
-      const started = await codeHost.startTestRun(repo, { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack });
+      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.stack));
+      const started = await codeHost.startTestRun(repo, { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads });
       if (started.kind === "conflict") {
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;
@@ -82,10 +84,12 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");
+      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.prNumbers));
       const result = await codeHost.mergeTestedRun(repo, {
         targetBranch: queue.branch,
         expectedHead,
         prNumbers: effect.prNumbers,
+        heads,
         tested,
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
