@@ -32,6 +32,54 @@ type PullRequest = {
 
 export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
 
+// --- Events (what happens in the simulator, for webhook deliveries: test/support/github-webhooks.ts) ---
+
+/** A commit as a push or status event describes it: files against its first parent. */
+export type SimulatorCommit = { sha: string; parents: string[]; message: string; added: string[]; removed: string[]; modified: string[] };
+export type SimulatorPullRequest = PullRequest;
+export type SimulatorCheckRun = {
+  id: number;
+  name: string;
+  headSha: string;
+  status: "queued" | "in_progress" | "completed";
+  conclusion: "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "action_required" | "skipped" | null;
+  suiteId: number;
+};
+/** Who did it: a user's login, or an App's bot ("greenline[bot]" for calls with an installation token). */
+type Sender = { sender: string };
+export type SimulatorEvent =
+  | ({ kind: "push"; repo: string; branch: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean; commits: SimulatorCommit[] } & Sender)
+  | ({
+      kind: "status";
+      repo: string;
+      id: number;
+      sha: string;
+      context: string;
+      state: string;
+      description: string | null;
+      targetUrl: string | null;
+      commit: SimulatorCommit;
+      branches: { name: string; sha: string }[];
+    } & Sender)
+  | ({ kind: "check_run"; action: "created" | "completed" | "rerequested"; repo: string; checkRun: SimulatorCheckRun; branch: string | null } & Sender)
+  | ({ kind: "check_suite"; action: "completed"; repo: string; suiteId: number; headSha: string; branch: string | null; conclusion: string; runs: number } & Sender)
+  | ({
+      kind: "pull_request";
+      action: "opened" | "synchronize" | "closed" | "reopened" | "edited";
+      repo: string;
+      pr: PullRequest;
+      before?: string;
+      after?: string;
+      changes?: { base?: { ref: { from: string }; sha: { from: string } } };
+    } & Sender)
+  | ({ kind: "pull_request_review"; action: "submitted"; repo: string; pr: PullRequest; review: { id: number; state: "approved" | "changes_requested" | "commented"; body: string | null; commitId: string } } & Sender)
+  | ({ kind: "issue_comment"; action: "created"; repo: string; pr: PullRequest; comment: { id: number; body: string } } & Sender)
+  | ({ kind: "installation"; action: "created" | "deleted" | "suspend" | "unsuspend" | "new_permissions_accepted"; installation: { id: number; account: string }; repositories: string[] } & Sender)
+  | ({ kind: "installation_repositories"; action: "added" | "removed"; installation: { id: number; account: string }; added: string[]; removed: string[] } & Sender);
+
+/** The sender of what the App does with its installation token. */
+export const APP_BOT = "greenline[bot]";
+
 export class GitHubSimulator {
   readonly appId = "12345";
   readonly webhookSecret = "simulated-webhook-secret";
@@ -49,6 +97,9 @@ export class GitHubSimulator {
   readonly #permissions = new Map<string, "admin" | "write" | "read" | "none">();
   #counter = 0;
   readonly requests: SimulatorRequest[] = [];
+  /** Called when something happens that GitHub sends a webhook for (see github-webhooks.ts). */
+  onEvent?: (event: SimulatorEvent) => void;
+  readonly checkRuns: (SimulatorCheckRun & { repo: string })[] = [];
   #server: Server | null = null;
   url = "";
 
@@ -78,6 +129,7 @@ export class GitHubSimulator {
 
   installApp(id: number, account: string): { id: number; account: string } {
     this.#installations.set(id, { account });
+    this.onEvent?.({ kind: "installation", action: "created", installation: { id, account }, repositories: [], sender: account });
     return { id, account };
   }
 
@@ -102,6 +154,7 @@ export class GitHubSimulator {
       headSha,
     };
     this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
+    this.onEvent?.({ kind: "pull_request", action: "opened", repo, pr: { ...full }, sender: full.author });
     return full;
   }
 
@@ -143,7 +196,7 @@ export class GitHubSimulator {
   push(repo: string, branch: string, files: Tree): string {
     const head = this.branchHead(repo, branch);
     const sha = this.#commit([head], { ...this.#commits.get(head)!.tree, ...files }, "Direct push");
-    this.#setRef(repo, branch, sha);
+    this.#setRef(repo, branch, sha, "octocat");
     return sha;
   }
 
@@ -168,13 +221,16 @@ export class GitHubSimulator {
     return false;
   }
 
-  #setRef(repo: string, branch: string, sha: string): void {
+  #setRef(repo: string, branch: string, sha: string, sender = APP_BOT): void {
+    const before = this.#refs.get(`${repo.toLowerCase()}:${branch}`);
     this.#refs.set(`${repo.toLowerCase()}:${branch}`, sha);
+    this.#emitPush(repo, branch, before, sha, sender);
     // As on GitHub: a PR whose head is now on its base branch is merged.
     for (const [key, pr] of this.#pulls) {
       if (key.startsWith(`${repo.toLowerCase()}#`) && pr.base === branch && pr.state === "open" && this.#isAncestor(pr.headSha, sha)) {
         pr.merged = true;
         pr.state = "closed";
+        this.onEvent?.({ kind: "pull_request", action: "closed", repo, pr: { ...pr }, sender });
       }
     }
   }
@@ -194,7 +250,10 @@ export class GitHubSimulator {
 
   closePr(repo: string, number: number): void {
     const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (pr) pr.state = "closed";
+    if (pr?.state === "open") {
+      pr.state = "closed";
+      this.onEvent?.({ kind: "pull_request", action: "closed", repo, pr: { ...pr }, sender: pr.author });
+    }
   }
 
   grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
@@ -218,6 +277,162 @@ export class GitHubSimulator {
   #installationFor(owner: string): number | undefined {
     for (const [id, installation] of this.#installations) if (installation.account.toLowerCase() === owner.toLowerCase()) return id;
     return undefined;
+  }
+
+  // --- Domain verbs that GitHub sends webhooks for (users and CI acting on the repository) ---
+
+  /** A user comments on a PR (an issue comment, as `/greenline merge` is). */
+  comment(repo: string, number: number, user: string, body: string): number {
+    const pr = this.#pullOrThrow(repo, number);
+    const id = 1_000_000 + ++this.#counter;
+    this.onEvent?.({ kind: "issue_comment", action: "created", repo, pr: { ...pr }, comment: { id, body }, sender: user });
+    return id;
+  }
+
+  /** A user submits a review of a PR's head. */
+  review(repo: string, number: number, user: string, state: "approved" | "changes_requested" | "commented", body: string | null = null): number {
+    const pr = this.#pullOrThrow(repo, number);
+    const id = 2_000_000 + ++this.#counter;
+    this.onEvent?.({ kind: "pull_request_review", action: "submitted", repo, pr: { ...pr }, review: { id, state, body, commitId: pr.headSha }, sender: user });
+    return id;
+  }
+
+  /** The PR's author pushes a new commit to it (GitHub: `pull_request.synchronize`). */
+  pushToPr(repo: string, number: number, files: Tree): string {
+    const pr = this.#pullOrThrow(repo, number);
+    const before = pr.headSha;
+    pr.headSha = this.#commit([before], { ...this.#commits.get(before)!.tree, ...files }, `More changes to #${number}`);
+    pr.files = { ...pr.files, ...files };
+    this.onEvent?.({ kind: "pull_request", action: "synchronize", repo, pr: { ...pr }, before, after: pr.headSha, sender: pr.author });
+    return pr.headSha;
+  }
+
+  /** The PR is moved to another base branch (GitHub: `pull_request.edited` with `changes.base`). */
+  retargetPr(repo: string, number: number, base: string): void {
+    const pr = this.#pullOrThrow(repo, number);
+    const from = pr.base;
+    pr.base = base;
+    this.onEvent?.({ kind: "pull_request", action: "edited", repo, pr: { ...pr }, changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: pr.author });
+  }
+
+  /** CI posts a commit status (as a CI service does with its own token). */
+  setStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error", sender = "ci-bot"): void {
+    this.statuses.push({ repo: repo.toLowerCase(), sha, context, state, description: "" });
+    this.#emitStatus(repo, sha, { context, state, description: null, target_url: null }, sender);
+  }
+
+  /** CI (another App, such as GitHub Actions) creates a check run on a commit. */
+  createCheckRun(repo: string, run: { name: string; headSha: string; status?: "queued" | "in_progress" }): number {
+    const existing = this.checkRuns.find((r) => r.repo === repo.toLowerCase() && r.headSha === run.headSha);
+    const checkRun = { id: 3_000_000 + ++this.#counter, name: run.name, headSha: run.headSha, status: run.status ?? "queued", conclusion: null, suiteId: existing?.suiteId ?? 4_000_000 + ++this.#counter };
+    this.checkRuns.push({ ...checkRun, repo: repo.toLowerCase() });
+    this.onEvent?.({ kind: "check_run", action: "created", repo, checkRun, branch: this.#branchAt(repo, run.headSha), sender: "github-actions[bot]" });
+    return checkRun.id;
+  }
+
+  /** CI completes a check run; when every run of its suite is complete, the suite completes too. */
+  completeCheckRun(repo: string, id: number, conclusion: NonNullable<SimulatorCheckRun["conclusion"]>): void {
+    const run = this.checkRuns.find((r) => r.id === id);
+    if (!run) throw new Error(`no check run ${id}`);
+    run.status = "completed";
+    run.conclusion = conclusion;
+    const { repo: _repo, ...checkRun } = run;
+    const branch = this.#branchAt(repo, run.headSha);
+    this.onEvent?.({ kind: "check_run", action: "completed", repo, checkRun, branch, sender: "github-actions[bot]" });
+    const suite = this.checkRuns.filter((r) => r.suiteId === run.suiteId);
+    if (suite.every((r) => r.status === "completed")) {
+      const failed = suite.some((r) => r.conclusion !== "success" && r.conclusion !== "neutral" && r.conclusion !== "skipped");
+      this.onEvent?.({ kind: "check_suite", action: "completed", repo, suiteId: run.suiteId, headSha: run.headSha, branch, conclusion: failed ? "failure" : "success", runs: suite.length, sender: "github-actions[bot]" });
+    }
+  }
+
+  /** The App is uninstalled from its account. */
+  uninstallApp(id: number): void {
+    const installation = this.#installations.get(id);
+    if (!installation) return;
+    this.#installations.delete(id);
+    this.onEvent?.({ kind: "installation", action: "deleted", installation: { id, ...installation }, repositories: [], sender: installation.account });
+  }
+
+  /** Repositories are added to (or removed from) an installation's selection. */
+  changeInstallationRepositories(id: number, change: { added?: string[]; removed?: string[] }): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    this.onEvent?.({
+      kind: "installation_repositories",
+      action: change.added?.length ? "added" : "removed",
+      installation: { id, ...installation },
+      added: change.added ?? [],
+      removed: change.removed ?? [],
+      sender: installation.account,
+    });
+  }
+
+  /** The installation of the App on `owner`'s account, if any (webhooks name it). */
+  installationOf(owner: string): number | undefined {
+    return this.#installationFor(owner);
+  }
+
+  #pullOrThrow(repo: string, number: number): PullRequest {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr) throw new Error(`no PR ${repo}#${number}`);
+    return pr;
+  }
+
+  /** The branch whose head is `sha`, if any (check runs and suites name it as head_branch). */
+  #branchAt(repo: string, sha: string): string | null {
+    const start = `${repo.toLowerCase()}:`;
+    for (const [key, head] of this.#refs) if (key.startsWith(start) && head === sha) return key.slice(start.length);
+    return null;
+  }
+
+  /** A commit as events describe it: its files against its first parent. */
+  #describeCommit(sha: string): SimulatorCommit {
+    const commit = this.#commits.get(sha)!;
+    const from = this.#commits.get(commit.parents[0] ?? "")?.tree ?? {};
+    const files = Object.keys({ ...from, ...commit.tree });
+    return {
+      sha,
+      parents: commit.parents,
+      message: commit.message,
+      added: files.filter((f) => from[f] === undefined && commit.tree[f] !== undefined),
+      removed: files.filter((f) => from[f] !== undefined && commit.tree[f] === undefined),
+      modified: files.filter((f) => from[f] !== undefined && commit.tree[f] !== undefined && from[f] !== commit.tree[f]),
+    };
+  }
+
+  /** A ref created (before undefined), moved or deleted (after null): GitHub's `push` event. */
+  #emitPush(repo: string, branch: string, before: string | undefined, after: string | null, sender: string): void {
+    if (!this.onEvent) return;
+    const commits: SimulatorCommit[] = [];
+    // The commits new to the branch (for a new branch: those not on the default branch), at most 20.
+    const known = before ?? this.#refs.get(`${repo.toLowerCase()}:main`);
+    if (after !== null) {
+      for (let sha: string | undefined = after; sha && commits.length < 20 && !(known && this.#isAncestor(sha, known)); sha = this.#commits.get(sha)?.parents[0]) {
+        commits.unshift(this.#describeCommit(sha));
+      }
+    }
+    const forced = before !== undefined && after !== null && !this.#isAncestor(before, after);
+    this.onEvent({ kind: "push", repo, branch, before: before ?? "0".repeat(40), after: after ?? "0".repeat(40), created: before === undefined, deleted: after === null, forced, commits, sender });
+  }
+
+  #emitStatus(repo: string, sha: string, body: Record<string, unknown>, sender: string): void {
+    if (!this.onEvent) return;
+    const start = `${repo.toLowerCase()}:`;
+    const branches = [...this.#refs].filter(([k, head]) => k.startsWith(start) && head === sha).map(([k, head]) => ({ name: k.slice(start.length), sha: head }));
+    this.onEvent({
+      kind: "status",
+      repo,
+      id: 5_000_000 + this.statuses.length,
+      sha,
+      context: String(body.context ?? "default"),
+      state: String(body.state),
+      description: typeof body.description === "string" ? body.description : null,
+      targetUrl: typeof body.target_url === "string" ? body.target_url : null,
+      commit: this.#describeCommit(sha),
+      branches: branches.slice(0, 10),
+      sender,
+    });
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, body: Record<string, any>): void {
@@ -275,6 +490,7 @@ export class GitHubSimulator {
     if ((match = /^\/repos\/[^/]+\/[^/]+\/statuses\/([0-9a-f]+)$/.exec(path)) && req.method === "POST") {
       if (!this.#commits.has(match[1]!)) return send(422, { message: "No commit found for SHA" });
       this.statuses.push({ repo: repoName, sha: match[1]!, context: String(body.context), state: String(body.state), description: String(body.description ?? "") });
+      this.#emitStatus(repoName, match[1]!, body, APP_BOT);
       return send(201, { id: this.statuses.length, state: body.state, context: body.context });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(path)) && req.method === "GET") {
@@ -291,6 +507,7 @@ export class GitHubSimulator {
       if (this.#refs.has(refKey(branch))) return send(422, { message: "Reference already exists" });
       if (!this.#commits.has(String(body.sha))) return send(422, { message: "Object does not exist" });
       this.#refs.set(refKey(branch), String(body.sha));
+      this.#emitPush(repoName, branch, undefined, String(body.sha), APP_BOT);
       return send(201, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/(.+)$/.exec(path)) && (req.method === "PATCH" || req.method === "DELETE")) {
@@ -299,6 +516,7 @@ export class GitHubSimulator {
       if (current === undefined) return send(422, { message: "Reference does not exist" });
       if (req.method === "DELETE") {
         this.#refs.delete(refKey(branch));
+        this.#emitPush(repoName, branch, current, null, APP_BOT);
         res.writeHead(204).end();
         return;
       }
@@ -330,9 +548,10 @@ export class GitHubSimulator {
       const tree = this.#applyChanges(baseSha, pr.headSha);
       if (!tree) return send(405, { message: "Pull Request is not mergeable" });
       const sha = body.merge_method === "merge" ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
-      this.#setRef(repoName, pr.base, sha);
       pr.merged = true;
       pr.state = "closed";
+      this.#setRef(repoName, pr.base, sha);
+      this.onEvent?.({ kind: "pull_request", action: "closed", repo: repoName, pr: { ...pr }, sender: APP_BOT });
       return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
     }
     if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
