@@ -1,7 +1,9 @@
 import { createHmac } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
+import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { webhookPayloadErrors } from "../support/webhook-schemas.js";
 
@@ -225,5 +227,75 @@ describe("webhook deliveries from the GitHub simulator", () => {
       ["greenline/x", false, true],
     ]);
     expect(webhooks.pushes.at(-1)).toMatchObject({ branch: "greenline/x", deleted: true, after: "0".repeat(40) });
+  });
+});
+
+/**
+ * Greenline against the simulator's own deliveries, end to end: the installation, a
+ * `/greenline merge` comment, the testing branch's pushes and CI's statuses all reach Greenline
+ * as GitHub would send them (signed, schema-shaped), and the PR is merged. The base for
+ * tests of lost, late, duplicated and reordered deliveries.
+ */
+describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $name", (backend) => {
+  const OWNER = "octo-e2e";
+  const REPO = `${OWNER}/app`;
+  const queue = { repo: { host: "github.com", owner: OWNER, name: "app" }, targetBranch: "main" };
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let webhooks: WebhookDeliverer;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret });
+    gh.installApp(77, OWNER);
+    await webhooks.flush();
+    api = await server.clientFor(OWNER);
+  });
+  afterAll(async () => {
+    webhooks?.detach();
+    await server?.close();
+    await gh?.stop();
+  });
+
+  /** CI: the testing branches' heads not yet reported get `ci/test` green, through delivered statuses. */
+  const reported = new Set<string>();
+  async function ciPasses(): Promise<void> {
+    for (const branch of gh.branches(REPO, "greenline/")) {
+      if (reported.has(branch.sha)) continue;
+      reported.add(branch.sha);
+      gh.setStatus(REPO, branch.sha, "ci/test", "success");
+    }
+    await webhooks.flush();
+  }
+
+  test("a PR queued by a `/greenline merge` comment, tested by CI statuses the simulator delivers, is merged", async () => {
+    await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(REPO, { number: 1, files: { "src/feature.ts": "feature" } });
+    gh.grant(REPO, "alice", "write");
+    gh.comment(REPO, 1, "alice", "/greenline merge");
+    await webhooks.flush();
+    expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: expect.stringMatching(/pending|testing/) });
+
+    for (let round = 0; round < 10 && (await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).state !== "merged"; round++) {
+      await server.greenline.worker.drain();
+      await webhooks.flush();
+      await ciPasses();
+      await server.greenline.worker.drain();
+      await webhooks.flush();
+    }
+
+    expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: "merged" });
+    expect(gh.pr(REPO, 1)).toMatchObject({ merged: true, state: "closed" });
+    expect(gh.files(REPO, "main")["src/feature.ts"]).toBe("feature");
+    expect(gh.comments.map((c) => c.body)).toContainEqual(expect.stringContaining("@alice queued for `main`"));
+    // Every delivery reached Greenline and was answered 2xx; each event kind was seen.
+    expect(webhooks.log.filter((a) => typeof a.status !== "number" || a.status < 200 || a.status >= 300).map((a) => [a.delivery.event, a.status, a.answer])).toEqual([]);
+    expect(new Set(webhooks.log.map((a) => a.delivery.event))).toEqual(new Set(["installation", "pull_request", "issue_comment", "push", "status"]));
+    // What `on: push` CI would have run for on testing branches (the cost the branch work lowers).
+    expect(webhooks.workflowPushes().length).toBeGreaterThanOrEqual(1);
+    const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
+    expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
   });
 });
