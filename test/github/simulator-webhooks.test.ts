@@ -109,6 +109,7 @@ describe("webhook deliveries from the GitHub simulator", () => {
     for (const delivery of webhooks.deliveries()) {
       expect({ event: delivery.event, action: delivery.action, errors: webhookPayloadErrors(delivery.event, delivery.payload) }).toEqual({ event: delivery.event, action: delivery.action, errors: [] });
     }
+    expect(webhooks.schemaViolations).toEqual([]);
     // Every delivery was answered by the receiver, once (no faults).
     expect(webhooks.log.map((a) => a.status).every((s) => s === 200)).toBe(true);
     expect(webhooks.log).toHaveLength(webhooks.deliveries().length);
@@ -293,6 +294,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     // Every delivery reached Greenline and was answered 2xx; each event kind was seen.
     expect(webhooks.log.filter((a) => typeof a.status !== "number" || a.status < 200 || a.status >= 300).map((a) => [a.delivery.event, a.status, a.answer])).toEqual([]);
     expect(new Set(webhooks.log.map((a) => a.delivery.event))).toEqual(new Set(["installation", "pull_request", "issue_comment", "push", "status"]));
+    expect(webhooks.schemaViolations).toEqual([]);
     // What `on: push` CI would have run for on testing branches (the cost the branch work lowers).
     expect(webhooks.workflowPushes().length).toBeGreaterThanOrEqual(1);
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));

@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from "node:crypto";
 import type { GitHubSimulator, SimulatorEvent } from "./github-simulator.js";
 import { type Webhook, webhookFor } from "./github-webhook-payloads.js";
+import { webhookPayloadErrors } from "./webhook-schemas.js";
 
 /**
  * Webhook deliveries from the GitHub simulator, as GitHub makes them: each event the simulator
@@ -9,7 +10,8 @@ import { type Webhook, webhookFor } from "./github-webhook-payloads.js";
  * dropped, duplicated (the same delivery id, as a redelivery), delayed or swapped with the next
  * one; `hold()` keeps deliveries back until `release(order)` sends them in a chosen order.
  * `log` records every attempt with Greenline's answer; `pushes` the ref updates that
- * `on: push` workflows would run for.
+ * `on: push` workflows would run for. Every payload is checked against GitHub's published
+ * schemas as it is built; what does not conform is listed in `schemaViolations`.
  */
 export type WebhookFaults = {
   /** Probability that a delivery is lost. */
@@ -34,14 +36,27 @@ export type Delivery = {
   headers: Record<string, string>;
 };
 
-/** One attempt of a delivery and how it was answered (status 0: the request failed; "dropped": never sent). */
-export type DeliveryAttempt = { delivery: Delivery; status: number | "dropped"; redelivery: boolean; answer: string };
+/**
+ * One attempt of a delivery and how it was answered (status 0: the request failed; "dropped":
+ * never sent). `githubCallsBefore`/`githubCallsAtAnswer` count the simulator's requests when it
+ * was sent and when it was answered: equal when the receiver answered before calling GitHub.
+ */
+export type DeliveryAttempt = {
+  delivery: Delivery;
+  status: number | "dropped";
+  redelivery: boolean;
+  answer: string;
+  githubCallsBefore?: number;
+  githubCallsAtAnswer?: number;
+};
 
 export type PushRecord = { repo: string; branch: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean };
 
 export class WebhookDeliverer {
   readonly log: DeliveryAttempt[] = [];
   readonly pushes: PushRecord[] = [];
+  /** Payloads that GitHub's webhook schemas refuse, with the reasons (empty while the simulator conforms). */
+  readonly schemaViolations: { event: string; action: string | undefined; errors: string[] }[] = [];
   readonly #gh: GitHubSimulator;
   readonly #options: WebhookOptions;
   readonly #random: () => number;
@@ -134,6 +149,8 @@ export class WebhookDeliverer {
     }
     const delivery = this.#deliveryOf(webhookFor(event, { installationOf: (owner) => this.#gh.installationOf(owner), appId: Number(this.#gh.appId), now: this.#options.now ?? (() => new Date()) }));
     this.#deliveries.set(delivery.id, delivery);
+    const errors = webhookPayloadErrors(delivery.event, delivery.payload);
+    if (errors.length > 0) this.schemaViolations.push({ event: delivery.event, action: delivery.action, errors });
     if (this.#held) {
       this.#held.push(delivery);
       return;
@@ -195,11 +212,13 @@ export class WebhookDeliverer {
   }
 
   async #send(delivery: Delivery, redelivery: boolean): Promise<void> {
+    const githubCallsBefore = this.#gh.requests.length;
     try {
       const response = await fetch(this.#options.url, { method: "POST", headers: delivery.headers, body: delivery.body });
-      this.log.push({ delivery, status: response.status, redelivery, answer: await response.text() });
+      const answer = await response.text();
+      this.log.push({ delivery, status: response.status, redelivery, answer, githubCallsBefore, githubCallsAtAnswer: this.#gh.requests.length });
     } catch (error) {
-      this.log.push({ delivery, status: 0, redelivery, answer: String(error) });
+      this.log.push({ delivery, status: 0, redelivery, answer: String(error), githubCallsBefore, githubCallsAtAnswer: this.#gh.requests.length });
     }
   }
 }
