@@ -290,7 +290,9 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: "merged" });
     expect(gh.pr(REPO, 1)).toMatchObject({ merged: true, state: "closed" });
     expect(gh.files(REPO, "main")["src/feature.ts"]).toBe("feature");
-    expect(gh.comments.map((c) => c.body)).toContainEqual(expect.stringContaining("@alice queued for `main`"));
+    expect(gh.comments.map((c) => c.body)).toEqual([expect.stringContaining("@alice queued for `main`")]);
+    // Greenline's reply came back as a Bot's comment, and was not obeyed.
+    expect(webhooks.deliveries("issue_comment").map((d) => (d.payload.comment as { user: { type: string } }).user.type)).toEqual(["User", "Bot"]);
     // Every delivery reached Greenline and was answered 2xx; each event kind was seen.
     expect(webhooks.log.filter((a) => typeof a.status !== "number" || a.status < 200 || a.status >= 300).map((a) => [a.delivery.event, a.status, a.answer])).toEqual([]);
     expect(new Set(webhooks.log.map((a) => a.delivery.event))).toEqual(new Set(["installation", "pull_request", "issue_comment", "push", "status"]));

@@ -500,6 +500,15 @@ export class GitHubSimulator {
     if ((match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(path)) && req.method === "POST") {
       if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
       this.comments.push({ repo: repoName, number: Number(match[1]), body: String(body.body) });
+      // GitHub sends the App's own comments back to it (as a Bot's: Greenline must not obey them).
+      this.onEvent?.({
+        kind: "issue_comment",
+        action: "created",
+        repo: repoName,
+        pr: { ...this.#pulls.get(`${repoName}#${match[1]}`)! },
+        comment: { id: 1_000_000 + ++this.#counter, body: String(body.body) },
+        sender: APP_BOT,
+      });
       return send(201, { id: this.comments.length, body: body.body });
     }
     if (/^\/repos\/[^/]+\/[^/]+\/git\/refs$/.test(path) && req.method === "POST") {

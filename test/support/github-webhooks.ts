@@ -64,7 +64,7 @@ export class WebhookDeliverer {
   readonly #deliveries = new Map<string, Delivery>();
   #faults: WebhookFaults;
   #held: Delivery[] | null = null;
-  #deferred: Delivery | null = null;
+  #deferred: { delivery: Delivery; copies: number } | null = null;
   #chain: Promise<void> = Promise.resolve();
 
   constructor(gh: GitHubSimulator, options: WebhookOptions) {
@@ -114,12 +114,11 @@ export class WebhookDeliverer {
 
   /** Waits until every delivery due has been sent and answered (held ones stay held). */
   async flush(): Promise<void> {
-    if (this.#deferred) {
-      const deferred = this.#deferred;
-      this.#deferred = null;
-      this.#enqueue(deferred, false);
+    for (;;) {
+      this.#sendDeferred();
+      if (this.#inFlight.size === 0) return;
+      await Promise.all([...this.#inFlight]);
     }
-    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
   }
 
   /** Sends a delivery again, with the same id (as "Redeliver" in GitHub's settings). */
@@ -162,15 +161,19 @@ export class WebhookDeliverer {
     }
     const copies = this.#random() < (faults.duplicate ?? 0) ? 2 : 1;
     if (this.#random() < (faults.reorder ?? 0) && !this.#deferred) {
-      this.#deferred = delivery;
+      this.#deferred = { delivery, copies };
       return;
     }
     for (let i = 0; i < copies; i++) this.#enqueue(delivery, i > 0);
-    if (this.#deferred) {
-      const deferred = this.#deferred;
-      this.#deferred = null;
-      this.#enqueue(deferred, false);
-    }
+    this.#sendDeferred();
+  }
+
+  /** Sends the delivery kept back to go after the next one, if any. */
+  #sendDeferred(): void {
+    if (!this.#deferred) return;
+    const { delivery, copies } = this.#deferred;
+    this.#deferred = null;
+    for (let i = 0; i < copies; i++) this.#enqueue(delivery, i > 0);
   }
 
   #deliveryOf(webhook: Webhook): Delivery {
