@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { BACKENDS } from "../support/backends.js";
+import { SimulatedCi } from "../support/github-ci.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
@@ -212,6 +213,34 @@ describe("webhook deliveries from the GitHub simulator", () => {
     await own.close();
   });
 
+  test("simulated CI runs each workflow for the events that trigger it, and reports when told to", async () => {
+    const webhooks = attachWebhooks(gh, { url: receiver.url, secret: "s" });
+    const ci = new SimulatedCi(gh, [
+      { name: "on-push", on: ["push"], branches: "greenline/", report: "status", fails: (files) => "BROKEN" in files },
+      { name: "on-pr", on: ["pull_request"], branches: "main", report: "check_run" },
+    ]).attach();
+    gh.installApp(96, "octo-ci");
+    gh.openPr("octo-ci/r", { number: 1, files: { BROKEN: "yes" } });
+    const head = gh.pr("octo-ci/r", 1)!.headSha;
+    const call = (method: string, path: string, body?: object) => fetch(`${gh.url}${path}`, { method, headers: { authorization: "token ghs_installation_96" }, body: body && JSON.stringify(body) }).then((r) => r.status);
+    expect(await call("POST", "/repos/octo-ci/r/git/refs", { ref: "refs/heads/greenline/t", sha: head })).toBe(201);
+    gh.push("octo-ci/r", "main", { "x.md": "x" });
+    expect(ci.queued().map((r) => [r.workflow, r.trigger, r.sha === head])).toEqual([
+      ["on-pr", "pull_request", true],
+      ["on-push", "push", true],
+    ]);
+    await webhooks.flush();
+    expect(webhooks.deliveries("status")).toEqual([]);
+    ci.finish();
+    await webhooks.flush();
+    webhooks.detach();
+    expect(webhooks.deliveries("status").map((d) => [d.payload.context, d.payload.state])).toEqual([["on-push", "failure"]]);
+    expect(webhooks.deliveries("check_run").map((d) => d.action)).toEqual(["created", "completed"]);
+    expect(webhooks.deliveries("check_suite", "completed")).toHaveLength(1);
+    expect(ci.queued()).toEqual([]);
+    expect(webhooks.schemaViolations).toEqual([]);
+  });
+
   test("pushes to testing branches are counted: what `on: push` workflows would run for", async () => {
     const webhooks = attachWebhooks(gh, { url: receiver.url, secret: "s" });
     gh.installApp(95, "octo-push");
@@ -245,10 +274,13 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
   let server: TestServer;
   let webhooks: WebhookDeliverer;
   let api: ApiClient;
+  let ci: SimulatedCi;
 
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
     server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    // An `on: push` workflow for testing branches, reporting the commit status `ci/test`.
+    ci = new SimulatedCi(gh, [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
     webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret });
     gh.installApp(77, OWNER);
     await webhooks.flush();
@@ -259,17 +291,6 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     await server?.close();
     await gh?.stop();
   });
-
-  /** CI: the testing branches' heads not yet reported get `ci/test` green, through delivered statuses. */
-  const reported = new Set<string>();
-  async function ciPasses(): Promise<void> {
-    for (const branch of gh.branches(REPO, "greenline/")) {
-      if (reported.has(branch.sha)) continue;
-      reported.add(branch.sha);
-      gh.setStatus(REPO, branch.sha, "ci/test", "success");
-    }
-    await webhooks.flush();
-  }
 
   test("a PR queued by a `/greenline merge` comment, tested by CI statuses the simulator delivers, is merged", async () => {
     await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
@@ -282,7 +303,8 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     for (let round = 0; round < 10 && (await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).state !== "merged"; round++) {
       await server.greenline.worker.drain();
       await webhooks.flush();
-      await ciPasses();
+      ci.finish();
+      await webhooks.flush();
       await server.greenline.worker.drain();
       await webhooks.flush();
     }
@@ -299,6 +321,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     expect(webhooks.schemaViolations).toEqual([]);
     // What `on: push` CI would have run for on testing branches (the cost the branch work lowers).
     expect(webhooks.workflowPushes().length).toBeGreaterThanOrEqual(1);
+    expect(ci.runs).toHaveLength(webhooks.workflowPushes().length);
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
     expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
   });

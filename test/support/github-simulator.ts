@@ -368,6 +368,13 @@ export class GitHubSimulator {
     });
   }
 
+  /** The files of a commit (CI reads them to decide its verdict). */
+  filesAt(sha: string): Tree {
+    const commit = this.#commits.get(sha);
+    if (!commit) throw new Error(`no commit ${sha}`);
+    return commit.tree;
+  }
+
   /** The installation of the App on `owner`'s account, if any (webhooks name it). */
   installationOf(owner: string): number | undefined {
     return this.#installationFor(owner);

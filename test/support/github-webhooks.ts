@@ -74,12 +74,17 @@ export class WebhookDeliverer {
     this.#random = seededRandom(options.seed ?? 1);
   }
 
-  /** Starts delivering the simulator's events (replacing any other listener). */
+  /** Starts delivering the simulator's events (after any listener already attached, such as a SimulatedCi). */
   attach(): this {
-    this.#gh.onEvent = (event) => this.#onEvent(event);
+    const previous = this.#gh.onEvent;
+    this.#gh.onEvent = (event) => {
+      previous?.(event);
+      this.#onEvent(event);
+    };
     return this;
   }
 
+  /** Stops all deliveries (and any listener attached along with it). */
   detach(): void {
     this.#gh.onEvent = undefined;
   }
