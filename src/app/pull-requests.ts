@@ -3,6 +3,7 @@ import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
+import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
@@ -193,7 +194,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
       ...requiredStatusesOf(queue),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: run.statusChecks }),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(run.statusChecks) }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),

@@ -35,12 +35,13 @@ export function createGitHubApp(services: () => Services) {
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
-      const { sha, context: name, state, repository } = context.payload;
-      await reportStatus(services(), repoOf(repository), sha, name, state as CheckState);
+      const { sha, context: name, state, repository, id } = context.payload;
+      await reportStatus(services(), repoOf(repository), sha, { context: name, state: state as CheckState, kind: "status", id });
     });
     app.on(["check_run.created", "check_run.completed", "check_run.rerequested"], async (context) => {
       const { check_run: run, repository } = context.payload;
-      await reportStatus(services(), repoOf(repository), run.head_sha, run.name, checkRunState(run.status, run.conclusion));
+      const rerun = context.payload.action === "rerequested";
+      await reportStatus(services(), repoOf(repository), run.head_sha, { context: run.name, state: rerun ? "pending" : checkRunState(run.status, run.conclusion), kind: "check_run", id: run.id, rerun });
     });
     app.on(["pull_request.synchronize", "pull_request.closed", "pull_request.edited"], async (context) => {
       const { pull_request: pr, repository } = context.payload;

@@ -1,6 +1,6 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
-import type { CheckState } from "../../domain/status-checks.js";
+import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
 import { GitHubChecks } from "./checks.js";
@@ -24,6 +24,8 @@ export class GitHubCodeHost implements CodeHost {
   readonly #branches: GitHubTestingBranches;
   readonly #checks: GitHubChecks;
   readonly #merging: GitHubMerging;
+  /** Deliveries get lost and reordered: runs in flight are reconciled with GitHub's own view. */
+  readonly ciResults: CiResults;
 
   constructor(probot: Probot) {
     this.#client = new GitHubClient(probot);
@@ -31,6 +33,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client);
     this.#merging = new GitHubMerging(this.#client);
+    this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
   }
 
   /**
@@ -63,7 +66,7 @@ export class GitHubCodeHost implements CodeHost {
     return this.#branches.cancelTestRun(repo, testBranch);
   }
 
-  requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
+  requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks> {
     return this.#checks.requiredStatuses(repo, branch);
   }
 

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "TestRun" ADD COLUMN     "ciPolledAt" TIMESTAMP(3);
+
