@@ -155,6 +155,8 @@ export class GitHubSimulator {
   readonly #ciStatuses: CiStatus[] = [];
   readonly #checkRuns: { repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }[] = [];
   #ciIds = 1000;
+  /** Whether the installation may read classic protection's endpoints (administration: read); app.yml does not ask for it. */
+  administrationRead = false;
 
   /** A ruleset on `branch` with a required_status_checks rule. */
   ruleset(repo: string, branch: string, contexts: string[]): void {
@@ -324,6 +326,7 @@ export class GitHubSimulator {
     const refKey = (branch: string) => `${repoName}:${branch}`;
     if (repoMatch && this.#ciRoutes(req.method ?? "GET", path, repoName, send)) return;
     if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
+      if (!this.administrationRead) return send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/branches/branch-protection#get-status-checks-protection" });
       const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
       return contexts ? send(200, { strict: false, contexts, checks: contexts.map((context) => ({ context, app_id: null })) }) : notFound();
     }
