@@ -122,6 +122,12 @@ export interface CodeHost {
   /** Present when CI results can be read from the host (reconciliation of webhooks). */
   readonly ciResults?: CiResults;
   /**
+   * Present when the host tells of pushes by deliveries, which may arrive out of order: whether
+   * `ancestor` is an ancestor of (or equal to) `descendant`, so a late echo of an older push
+   * does not move the queue's view of its target back.
+   */
+  readonly ancestry?: { isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> };
+  /**
    * Whether an organization may own a repository no organization owns yet (it references it
    * for the first time); the first to claim it then owns it.
    */

@@ -28,10 +28,10 @@ export function createGitHubApp(services: () => Services) {
   return (app: Probot) => {
     // A push to a queue's target branch (the queue's own merges are recognized as such).
     app.on("push", async (context) => {
-      const { ref, after, deleted, repository } = context.payload;
+      const { ref, before, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after);
+      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after, before);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {

@@ -57,6 +57,9 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
     api = await server.clientFor(OWNER);
   });
+  afterEach(() => {
+    gh.administrationRead = false;
+  });
   afterAll(async () => {
     await server?.close();
     await gh?.stop();
@@ -76,7 +79,6 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     expect(await deliver("check_run", checkRunPayload("rules", "completed", build))).toBe(200);
     await server.greenline.worker.drain();
     expect(await stateOf("rules", 1)).toBe("merged");
-    gh.administrationRead = false;
   });
 
   test("classic protection is read without administration permission, and a 403 never loses the delivery", async () => {
@@ -107,7 +109,6 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     expect(await deliver("check_run", checkRunPayload("free", "completed", done))).toBe(200);
     await server.greenline.worker.drain();
     expect(await stateOf("free", 1)).toBe("merged");
-    gh.administrationRead = false;
   });
 
   test("a late check_run.created after completed, and an older status after a newer one, take nothing back", async () => {
@@ -158,5 +159,28 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     expect(await stateOf("lost", 1)).toBe("merged");
     expect(polls()).toBe(4 * 3);
+  });
+
+  test("push deliveries out of order: a late echo of an older push does not move the known target head back", async () => {
+    await api.ok("createQueue", { ...queue("pushes"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await submitted("pushes", 1);
+    const base = gh.branchHead(`${OWNER}/pushes`, "main");
+    const first = gh.push(`${OWNER}/pushes`, "main", { "docs/one.md": "1" });
+    const second = gh.push(`${OWNER}/pushes`, "main", { "docs/two.md": "2" });
+    const push = (before: string, after: string) => deliver("push", { ref: "refs/heads/main", before, after, deleted: false, repository: repository("pushes"), installation: { id: 78 } });
+    expect(await push(first, second)).toBe(200);
+    await server.greenline.worker.drain();
+    const moved = await api.ok("getMergeQueueTestingDetails", pr("pushes", 1));
+    expect(gh.files(`${OWNER}/pushes`, moved.testBranch)["docs/two.md"]).toBe("2");
+    const transitions = await server.greenline.services.db.read((tx) => tx.transition.count());
+    expect(await push(base, first)).toBe(200);
+    await server.greenline.worker.drain();
+    expect((await api.ok("getMergeQueueTestingDetails", pr("pushes", 1))).testRunId).toBe(moved.testRunId);
+    expect(await server.greenline.services.db.read((tx) => tx.transition.count())).toBe(transitions);
+    const sha = gh.branches(`${OWNER}/pushes`, "greenline/")[0]!.sha;
+    await status("pushes", sha, "ci/test", "success");
+    await server.greenline.worker.drain();
+    expect(await stateOf("pushes", 1)).toBe("merged");
+    expect(Object.keys(gh.files(`${OWNER}/pushes`, "main")).sort()).toEqual(["README.md", "docs/one.md", "docs/two.md", "src/1.ts"]);
   });
 });

@@ -353,6 +353,9 @@ export class GitHubSimulator {
       const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);
       const head = decodeURIComponent(match[2]!);
       if (!this.#commits.has(head)) return notFound();
+      // (the "ci" work) head at or behind base: "identical" / "behind", as GitHub answers.
+      if (head === baseHead) return send(200, { behind_by: 0, ahead_by: 0, status: "identical", merge_base_commit: { sha: head } });
+      if (this.#isAncestor(head, baseHead)) return send(200, { behind_by: 1, ahead_by: 0, status: "behind", merge_base_commit: { sha: head } });
       const behind = !this.#isAncestor(baseHead, head);
       return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
     }

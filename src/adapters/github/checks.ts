@@ -76,6 +76,17 @@ export class GitHubChecks {
     }
   }
 
+  /** Whether `ancestor` is `descendant` or one of its ancestors (compare: "behind" or "identical"). */
+  async isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> {
+    const octokit = await this.client.octokit(repo);
+    try {
+      const { data } = await octokit.rest.repos.compareCommitsWithBasehead({ owner: repo.owner, repo: repo.name, basehead: `${descendant}...${ancestor}`, per_page: 1 });
+      return data.status === "behind" || data.status === "identical";
+    } catch (error) {
+      throw refusalOf(error, "read");
+    }
+  }
+
   /**
    * The commit's CI as GitHub holds it: the latest commit status per context (combined
    * status), the latest check run per name, and whether every check suite with check runs

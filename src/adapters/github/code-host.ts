@@ -26,6 +26,8 @@ export class GitHubCodeHost implements CodeHost {
   readonly #merging: GitHubMerging;
   /** Deliveries get lost and reordered: runs in flight are reconciled with GitHub's own view. */
   readonly ciResults: CiResults;
+  /** Push deliveries arrive out of order: their commits are placed with the compare API. */
+  readonly ancestry: NonNullable<CodeHost["ancestry"]>;
 
   constructor(probot: Probot) {
     this.#client = new GitHubClient(probot);
@@ -34,6 +36,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#checks = new GitHubChecks(this.#client);
     this.#merging = new GitHubMerging(this.#client);
     this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
+    this.ancestry = { isAncestor: (repo, ancestor, descendant) => this.#checks.isAncestor(repo, ancestor, descendant) };
   }
 
   /**
