@@ -15,6 +15,7 @@ import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
+import { hostRequiredChecks } from "./status-checks.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
 
@@ -174,6 +175,7 @@ const RUN_STATUS = { running: "in_progress", passed: "succeeded", failed: "faile
 
 /** The PR's current (latest) test run. */
 export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<TestingDetails> {
+  const host = await hostRequiredChecks(services, address);
   return services.db.read(async (tx) => {
     const queue = await findQueue(tx, principal, address);
     const entry = await entryOf(tx, queue.id, address.prNumber);
@@ -193,7 +195,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       status,
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
-      ...requiredStatusesOf(queue),
+      ...requiredStatusesOf(queue, host),
       statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(run.statusChecks) }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),

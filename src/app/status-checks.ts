@@ -25,6 +25,11 @@ export async function requiredChecksOf(services: Services, repo: RepoRef, queue:
   }
 }
 
+/** What the code host requires of a queue's target branch (whatever the queue's own list), for the API. */
+export function hostRequiredChecks(services: Services, address: { repo: RepoRef; targetBranch: string }): Promise<RequiredChecks> {
+  return requiredChecksOf(services, address.repo, { branch: address.targetBranch, requiredStatuses: null });
+}
+
 /**
  * Records reports on a run and, under the queue's lock, decides it when the checks say so.
  * Answers "decided", or "confirm" when every check reported is green but nothing is required

@@ -13,6 +13,24 @@ export const REQUIRED_CHECKS_SOURCES = ["queue", "rulesets", "branch_protection"
 export type RequiredChecksSource = (typeof REQUIRED_CHECKS_SOURCES)[number];
 export type RequiredChecks = { contexts: string[]; source: RequiredChecksSource };
 
+/** The API's name of a source (the first two are Trunk's). */
+export function requiredStatusesSourceOf(source: RequiredChecksSource) {
+  if (source === "queue") return "merge_instance" as const;
+  if (source === "branch_protection") return "repo_provider_branch_protection" as const;
+  return source;
+}
+
+/** What to tell the user about a queue's required checks, or null when all is well. */
+export function requiredChecksWarning(required: RequiredChecks, branch: string): string | null {
+  if (required.source === "none") {
+    return `Branch "${branch}" requires no status check (no ruleset or branch protection rule does): a testing branch passes once every check reported on it has finished green. Set requiredStatuses on the queue, or require checks on the branch, so a check that never starts cannot go unnoticed.`;
+  }
+  if (required.source === "unknown") {
+    return `The checks branch "${branch}" requires could not be read from the code host (rulesets, branch protection): testing branches wait until they can be read. Set requiredStatuses on the queue, or check the App's permissions.`;
+  }
+  return null;
+}
+
 /**
  * One check of a testing commit as Greenline knows it: its state and, when the code host
  * gives one, its identity (a check run's id, a commit status's id). Ids grow with time on

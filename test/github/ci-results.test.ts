@@ -183,4 +183,16 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     expect(await stateOf("pushes", 1)).toBe("merged");
     expect(Object.keys(gh.files(`${OWNER}/pushes`, "main")).sort()).toEqual(["README.md", "docs/one.md", "docs/two.md", "src/1.ts"]);
   });
+
+  test("the queue says where its required checks come from, and warns when the branch requires none", async () => {
+    gh.ruleset(`${OWNER}/said`, "main", ["build"]);
+    gh.protect(`${OWNER}/said`, "main", ["lint"]);
+    expect(await api.ok("createQueue", queue("said"))).toMatchObject({ requiredStatuses: [], requiredStatusesSource: "rulesets_and_branch_protection" });
+    const created = await api.ok("createQueue", queue("bare"));
+    expect(created).toMatchObject({ requiredStatusesSource: "none", requiredStatusesWarning: expect.stringContaining("requires no status check") });
+    expect(await api.ok("getQueue", queue("bare"))).toMatchObject({ requiredStatusesSource: "none", requiredStatusesWarning: expect.any(String) });
+    const own = await api.ok("updateQueue", { ...queue("bare"), requiredStatuses: ["ci/test"] });
+    expect(own).toMatchObject({ requiredStatuses: ["ci/test"], requiredStatusesSource: "merge_instance" });
+    expect(own.requiredStatusesWarning).toBeUndefined();
+  });
 });
