@@ -118,7 +118,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
-    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log });
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);
