@@ -147,18 +147,19 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     const sha = await submitted("lost", 1);
     const polls = () => gh.requests.filter((r) => r.path.includes(`/${OWNER}/lost/commits/${sha}/`)).length;
     await status("lost", sha, "ci/test", "pending", false);
-    // Polled while CI runs: at 30 s, 60 s, 120 s (doubling), not at every tick.
+    // Polled while CI runs: at 30 s, 60 s, 120 s (doubling), not at every tick; two calls each
+    // while a check is pending (check suites are asked only once every check is done).
     for (let i = 0; i < 24; i++) {
       clock.advance(5_000);
       await server.greenline.worker.drain();
     }
     expect(await stateOf("lost", 1)).toBe("testing");
-    expect(polls()).toBe(3 * 3);
+    expect(polls()).toBe(3 * 2);
     await status("lost", sha, "ci/test", "success", false);
     clock.advance(120_000);
     await server.greenline.worker.drain();
     expect(await stateOf("lost", 1)).toBe("merged");
-    expect(polls()).toBe(4 * 3);
+    expect(polls()).toBe(3 * 2 + 3);
   });
 
   test("push deliveries out of order: a late echo of an older push does not move the known target head back", async () => {

@@ -96,19 +96,20 @@ export class GitHubChecks {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name, ref: sha, per_page: 100 };
     try {
-      const [combined, runs, suites] = await Promise.all([
+      const [combined, runs] = await Promise.all([
         octokit.rest.repos.getCombinedStatusForRef(params),
         octokit.paginate(octokit.rest.checks.listForRef, { ...params, filter: "latest" }),
-        octokit.paginate(octokit.rest.checks.listSuitesForRef, params),
       ]);
       const checks: CheckReport[] = [
         ...combined.data.statuses.map((s): CheckReport => ({ context: s.context, state: s.state as CheckState, kind: "status", id: s.id })),
         ...runs.map((r): CheckReport => ({ context: r.name, state: checkRunState(r.status, r.conclusion), kind: "check_run", id: r.id })),
       ];
+      // Check suites are asked only when every check seen is done (a third call per poll at most).
+      if (checks.some((c) => c.state === "pending")) return { checks, finished: false };
+      const suites = await octokit.paginate(octokit.rest.checks.listSuitesForRef, params);
       // Suites without check runs are those of apps that never report on the commit: GitHub
       // leaves them queued for ever.
-      const suitesDone = suites.every((s) => s.status === "completed" || (s.latest_check_runs_count ?? 0) === 0);
-      const finished = suitesDone && checks.every((c) => c.state !== "pending");
+      const finished = suites.every((s) => s.status === "completed" || (s.latest_check_runs_count ?? 0) === 0);
       return { checks, finished };
     } catch (error) {
       throw refusalOf(error, "read");
