@@ -96,10 +96,7 @@ export class GitHubChecks {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name, ref: sha, per_page: 100 };
     try {
-      const [combined, runs] = await Promise.all([
-        octokit.rest.repos.getCombinedStatusForRef(params),
-        octokit.paginate(octokit.rest.checks.listForRef, { ...params, filter: "latest" }),
-      ]);
+      const [combined, runs] = await Promise.all([octokit.rest.repos.getCombinedStatusForRef(params), octokit.paginate(octokit.rest.checks.listForRef, { ...params, filter: "latest" })]);
       const checks: CheckReport[] = [
         ...combined.data.statuses.map((s): CheckReport => ({ context: s.context, state: s.state as CheckState, kind: "status", id: s.id })),
         ...runs.map((r): CheckReport => ({ context: r.name, state: checkRunState(r.status, r.conclusion), kind: "check_run", id: r.id })),
