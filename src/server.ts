@@ -111,7 +111,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
     if (config.githubApp) {
       await server.load((probot) => {
-        codeHost = options.codeHost ?? new GitHubCodeHost(probot);
+        codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime() });
         return createGitHubApp(() => services)(probot);
       });
     } else {

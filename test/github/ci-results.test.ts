@@ -59,6 +59,7 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   });
   afterEach(() => {
     gh.administrationRead = false;
+    gh.rulesRefused = false;
   });
   afterAll(async () => {
     await server?.close();
@@ -195,5 +196,22 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     const own = await api.ok("updateQueue", { ...queue("bare"), requiredStatuses: ["ci/test"] });
     expect(own).toMatchObject({ requiredStatuses: ["ci/test"], requiredStatusesSource: "merge_instance" });
     expect(own.requiredStatusesWarning).toBeUndefined();
+  });
+
+  test("requirements that cannot be read: the queue says so, runs wait, and pass once they can be read", async () => {
+    gh.rulesRefused = true;
+    const created = await api.ok("createQueue", { ...queue("unread"), mergeMethod: "merge_commit" });
+    expect(created).toMatchObject({ requiredStatusesSource: "unknown", requiredStatusesWarning: expect.stringContaining("could not be read") });
+    const sha = await submitted("unread", 1);
+    await status("unread", sha, "ci/test", "success");
+    clock.advance(30_000);
+    await server.greenline.worker.drain();
+    expect(await stateOf("unread", 1)).toBe("testing");
+    // Readable again: the next poll (after the cache's minute) reads "none" and CI has finished.
+    gh.rulesRefused = false;
+    clock.advance(60_000);
+    await server.greenline.worker.drain();
+    expect(await stateOf("unread", 1)).toBe("merged");
+    expect(await api.ok("getQueue", queue("unread"))).toMatchObject({ requiredStatusesSource: "none" });
   });
 });

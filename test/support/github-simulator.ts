@@ -157,6 +157,8 @@ export class GitHubSimulator {
   #ciIds = 1000;
   /** Whether the installation may read classic protection's endpoints (administration: read); app.yml does not ask for it. */
   administrationRead = false;
+  /** Whether the rulesets route refuses the installation (403), so the checks a branch requires cannot be read. */
+  rulesRefused = false;
 
   /** A ruleset on `branch` with a required_status_checks rule. */
   ruleset(repo: string, branch: string, contexts: string[]): void {
@@ -186,6 +188,10 @@ export class GitHubSimulator {
     let match: RegExpExecArray | null;
     if (method !== "GET") return false;
     if ((match = /^\/repos\/[^/]+\/[^/]+\/rules\/branches\/(.+)$/.exec(path))) {
+      if (this.rulesRefused) {
+        send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/repos/rules#get-rules-for-a-branch" });
+        return true;
+      }
       const contexts = this.#rulesets.get(`${repoName}:${match[1]}`);
       const rules = contexts
         ? [

@@ -29,11 +29,12 @@ export class GitHubCodeHost implements CodeHost {
   /** Push deliveries arrive out of order: their commits are placed with the compare API. */
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
 
-  constructor(probot: Probot) {
+  /** `now`: the clock of the caches (the checks a branch requires are cached for a while). */
+  constructor(probot: Probot, options: { now?: () => number } = {}) {
     this.#client = new GitHubClient(probot);
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
-    this.#checks = new GitHubChecks(this.#client);
+    this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client);
     this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
     this.ancestry = { isAncestor: (repo, ancestor, descendant) => this.#checks.isAncestor(repo, ancestor, descendant) };
