@@ -90,6 +90,24 @@ export async function reportStatus(services: Services, repo: RepoRef, sha: strin
 }
 
 /**
+ * Reads the code host's view of CI on a commit and settles the running runs whose testing
+ * branch is at it: for deliveries that say CI changed without saying how (a completed check
+ * suite, say). Never throws on a refusal of the code host. Answers how many runs it decided.
+ */
+export async function reconcileCommit(services: Services, repo: RepoRef, sha: string): Promise<number> {
+  const runs = await services.db.read((tx) => runningRunsAt(tx, repositoryKey(repo), sha));
+  if (runs.length === 0) return 0;
+  const snapshot = await snapshotOf(services, repo, sha);
+  if (!snapshot) return 0;
+  let decided = 0;
+  for (const run of runs) {
+    const required = await requiredChecksOf(services, repo, run.queue);
+    if ((await settleRun(services, run.id, run.queueId, required, snapshot.checks, snapshot.finished)) === "decided") decided++;
+  }
+  return decided;
+}
+
+/**
  * Reconciles runs in flight with the code host's own view of their CI (deliveries get lost
  * and reordered): each run is polled on its own schedule (nextCiPollAt), so a lost delivery
  * costs at most one interval and a long run a handful of reads. Answers how many runs were

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { reconcileCommit } from "../../src/app/status-checks.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -213,5 +214,17 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     expect(await stateOf("unread", 1)).toBe("merged");
     expect(await api.ok("getQueue", queue("unread"))).toMatchObject({ requiredStatusesSource: "none" });
+  });
+
+  test("a delivery that says CI changed without saying how (a completed check suite) reconciles the commit at once", async () => {
+    await api.ok("createQueue", { ...queue("suite"), mergeMethod: "merge_commit" });
+    const sha = await submitted("suite", 1);
+    gh.checkRun(`${OWNER}/suite`, sha, "build", "completed", "success");
+    gh.checkRun(`${OWNER}/suite`, sha, "lint", "completed", "success");
+    const repo = queue("suite").repo;
+    expect(await reconcileCommit(server.greenline.services, repo, sha)).toBe(1);
+    await server.greenline.worker.drain();
+    expect(await stateOf("suite", 1)).toBe("merged");
+    expect(await reconcileCommit(server.greenline.services, repo, sha)).toBe(0);
   });
 });
