@@ -7,6 +7,7 @@ import { setImpactedTargets, submitPullRequest } from "../src/app/pull-requests.
 import { applyQueueEvent } from "../src/app/queue-events.js";
 import type { Services } from "../src/app/services.js";
 import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
+import type { RequiredChecks } from "../src/domain/status-checks.js";
 import type { Principal } from "../src/auth/tokens.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
 import type { CodeHost, MergeRequest, MergeResult, PolledCiResult, PolledEvents, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../src/ports/code-host.js";
@@ -160,8 +161,8 @@ class SimCodeHost implements CodeHost, PolledEvents {
     return null;
   }
 
-  async requiredStatuses(): Promise<string[]> {
-    return ["sim-ci"];
+  async requiredStatuses(): Promise<RequiredChecks> {
+    return { contexts: ["sim-ci"], source: "branch_protection" };
   }
 
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {

@@ -31,6 +31,9 @@ const ZEnvironment = z
     GREENLINE_SANDBOX_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0),
     GREENLINE_SANDBOX_FLAKE_RATE: z.coerce.number().min(0).max(1).default(0),
     GREENLINE_WORKER_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+    // Reconciliation of CI results on GitHub: runs in flight are polled first after this, then at doubling intervals up to the max.
+    GREENLINE_CI_POLL_FIRST_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
+    GREENLINE_CI_POLL_MAX_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(300_000),
     // Above the longest legitimate statement (a 20 MB upload's bulk insert) and above Prisma's
     // 30 s interactive transaction timeout, which rolls back first (docs/decisions.md).
     GREENLINE_PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.statementTimeoutMs),
@@ -82,6 +85,8 @@ export type Config = {
   /** The sandbox code host's simulated CI (used when githubApp is null). */
   sandbox: { ciMs: number; failureRate: number; flakeRate: number };
   workerIntervalMs: number;
+  /** Reconciliation polling of runs in flight (default: 30 s, doubling to 5 min). */
+  ciPoll?: { firstMs: number; maxMs: number };
   /** Limits every PostgreSQL connection starts with (unused on SQLite). */
   postgresTimeouts: PostgresTimeouts;
   /** On SIGTERM/SIGINT: how long in-flight work may take before the process exits anyway. */
@@ -124,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
     sandbox: { ciMs: e.GREENLINE_SANDBOX_CI_MS, failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE, flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE },
     workerIntervalMs: e.GREENLINE_WORKER_INTERVAL_MS,
+    ciPoll: { firstMs: e.GREENLINE_CI_POLL_FIRST_MS, maxMs: Math.max(e.GREENLINE_CI_POLL_FIRST_MS, e.GREENLINE_CI_POLL_MAX_MS) },
     postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
   };

@@ -111,14 +111,14 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
     if (config.githubApp) {
       await server.load((probot) => {
-        codeHost = options.codeHost ?? new GitHubCodeHost(probot);
+        codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime() });
         return createGitHubApp(() => services)(probot);
       });
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
-    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log });
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

@@ -30,6 +30,7 @@ describe("loadConfig", () => {
       bootstrap: null,
       sandbox: { ciMs: 5000, failureRate: 0, flakeRate: 0 },
       workerIntervalMs: 250,
+      ciPoll: { firstMs: 30_000, maxMs: 300_000 },
       postgresTimeouts: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 },
       shutdownTimeoutMs: 10_000,
     });

@@ -243,7 +243,12 @@ export const ZQueueRecord = z.strictObject({
   createPrsForTestingBranches: z.boolean(),
   statusCheckEnabled: z.boolean(),
   requiredStatuses: z.array(z.string()).describe("the statuses set on the queue; empty when none is set"),
-  requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES).describe("merge_instance: testing requires the queue's requiredStatuses; repo_provider_branch_protection: none is set, the target branch's protection decides"),
+  requiredStatusesSource: z
+    .enum(REQUIRED_STATUSES_SOURCES)
+    .describe(
+      "merge_instance: testing requires the queue's requiredStatuses; otherwise the target branch's rules on the code host decide: repo_provider_branch_protection (classic branch protection), rulesets, rulesets_and_branch_protection; none: the branch requires no check, a testing branch passes once every check reported on it finished green; unknown: the rules could not be read, testing branches wait",
+    ),
+  requiredStatusesWarning: z.string().optional().describe("present when the branch requires no check, or its requirements cannot be read: what that means and what to change"),
   directMergeMode: z.enum(DIRECT_MERGE_MODES),
   optimizationMode: z.enum(OPTIMIZATION_MODES),
   mergeMethod: z.enum(MERGE_METHODS),
@@ -347,6 +352,7 @@ export const ZTestingDetails = z.strictObject({
   isBisection: z.boolean(),
   requiredStatuses: z.array(z.string()),
   requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
+  requiredStatusesWarning: z.string().optional(),
   statusChecks: z.array(z.strictObject({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
   testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),

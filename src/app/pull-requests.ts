@@ -3,6 +3,7 @@ import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
+import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
@@ -14,6 +15,7 @@ import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
+import { hostRequiredChecks } from "./status-checks.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
 
@@ -173,6 +175,7 @@ const RUN_STATUS = { running: "in_progress", passed: "succeeded", failed: "faile
 
 /** The PR's current (latest) test run. */
 export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<TestingDetails> {
+  const host = await hostRequiredChecks(services, address);
   return services.db.read(async (tx) => {
     const queue = await findQueue(tx, principal, address);
     const entry = await entryOf(tx, queue.id, address.prNumber);
@@ -192,8 +195,8 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       status,
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
-      ...requiredStatusesOf(queue),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: run.statusChecks }),
+      ...requiredStatusesOf(queue, host),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(run.statusChecks) }),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),

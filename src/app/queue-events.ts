@@ -6,7 +6,7 @@ import type { Tx } from "../store/database.js";
 import { countPendingMerges } from "../store/effects.js";
 import type { QueueEntry } from "../store/entries.js";
 import { loadQueueState, saveDecision } from "../store/queue-state.js";
-import { lockQueueRow, queueIdsOfRepository, recordTargetHead, type Queue } from "../store/queues.js";
+import { findQueueInRepository, lockQueueRow, queueIdsOfRepository, recordTargetHead, type Queue } from "../store/queues.js";
 import type { Services } from "./services.js";
 
 /** The commit status and description each PR state shows on the code host. */
@@ -78,9 +78,10 @@ export async function applyQueueEvent(services: Services, queueId: string, event
  * was someone else's, that merge finds the target moved and says so). Answers whether the
  * queue took note.
  */
-export async function noticeTargetHead(services: Services, queueId: string, head: string): Promise<boolean> {
+export async function noticeTargetHead(services: Services, queueId: string, head: string, push?: { repo: RepoRef; before: string | null }): Promise<boolean> {
   const pendingMerge = await services.db.read((tx) => countPendingMerges(tx, queueId));
   if (pendingMerge > 0) return false;
+  if (push && (await isStaleEcho(services, queueId, head, push))) return false;
   const applied = await applyQueueEvent(services, queueId, { kind: "base_moved", sha: head }, async (tx, fresh) => {
     if ((fresh.targetHead ?? fresh.baseSha) === head) return false;
     await recordTargetHead(tx, queueId, head);
@@ -89,8 +90,31 @@ export async function noticeTargetHead(services: Services, queueId: string, head
   return applied !== null;
 }
 
-/** The code host says a branch of a repository is at `head`: every queue of that target takes note. */
-export async function noticeBranchHead(services: Services, repo: RepoRef, branch: string, head: string): Promise<void> {
+/**
+ * Whether a pushed `head` is behind what the queue knows of its target (a delivery that arrived
+ * after a later push's): then it is no move. A push whose `before` is the known head moves it
+ * forward without asking; when the host cannot say, the push is taken as a move (restarting
+ * runs is safe, merging on a stale view is not).
+ */
+async function isStaleEcho(services: Services, queueId: string, head: string, push: { repo: RepoRef; before: string | null }): Promise<boolean> {
+  const ancestry = services.codeHost.ancestry;
+  if (!ancestry) return false;
+  const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
+  const known = queue && (queue.targetHead ?? queue.baseSha);
+  if (!known || known === head || push.before === known) return false;
+  try {
+    return await ancestry.isAncestor(push.repo, head, known);
+  } catch (error) {
+    services.log?.warn({ err: error, queueId, head }, "could not tell whether a push is behind the known target head");
+    return false;
+  }
+}
+
+/**
+ * The code host says a branch of a repository is at `head` (pushed over `before`, when known):
+ * every queue of that target takes note, unless the push is an older one delivered late.
+ */
+export async function noticeBranchHead(services: Services, repo: RepoRef, branch: string, head: string, before: string | null = null): Promise<void> {
   const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, repositoryKey(repo), branch));
-  for (const id of queueIds) await noticeTargetHead(services, id, head);
+  for (const id of queueIds) await noticeTargetHead(services, id, head, { repo, before });
 }

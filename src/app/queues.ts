@@ -11,6 +11,7 @@ import { conflict, failedPrecondition, invalidArgument, notFound } from "./error
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
+import { hostRequiredChecks } from "./status-checks.js";
 
 export type QueueAddress = { repo: RepoRef; targetBranch: string };
 
@@ -72,6 +73,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
   const { repo, targetBranch, ...update } = input;
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
+  const host = await hostRequiredChecks(services, { repo, targetBranch });
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
     if (await queueStore.findQueueOfRepository(tx, repository.id, targetBranch)) throw queueExists(targetBranch);
@@ -85,7 +87,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
     });
     // PostgreSQL: a concurrent createQueue inserted the branch after the check above.
     if (!queue) throw queueExists(targetBranch);
-    return toQueueRecord(queue);
+    return toQueueRecord(queue, host);
   });
 }
 
@@ -94,14 +96,17 @@ export type QueueWithEntries = QueueRecord & { enqueuedPullRequests: MergeItemRe
 /** getQueue's answer, serialized: polled often, it is served from the ReadCache when unchanged. */
 export async function getQueueJson(services: Services, principal: Principal, address: QueueAddress): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
-  const cached = services.readCache.get(`queue:${id}`, version);
+  // The code host's requirements change without the queue changing: part of the cache key.
+  const host = await hostRequiredChecks(services, address);
+  const key = `queue:${id}:${host.source}:${host.contexts.join(",")}`;
+  const cached = services.readCache.get(key, version);
   if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
     const queue = await queueStore.getQueue(tx, id);
     const entries = await liveEntriesInOrder(tx, queue.id);
-    const json = JSON.stringify({ ...toQueueRecord(queue), enqueuedPullRequests: entries.map(toMergeItemRecord) } satisfies QueueWithEntries);
+    const json = JSON.stringify({ ...toQueueRecord(queue, host), enqueuedPullRequests: entries.map(toMergeItemRecord) } satisfies QueueWithEntries);
     // Cached under the version of the row read: entries read after it are never older.
-    services.readCache.set(`queue:${id}`, queue.version, json);
+    services.readCache.set(key, queue.version, json);
     return json;
   });
 }
@@ -109,6 +114,7 @@ export async function getQueueJson(services: Services, principal: Principal, add
 export async function updateQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
   checkUpdate(input);
   const { repo, targetBranch, ...update } = input;
+  const host = await hostRequiredChecks(services, { repo, targetBranch });
   return services.db.transaction(async (tx) => {
     const queue = await lockQueue(tx, principal, { repo, targetBranch });
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
@@ -116,7 +122,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
     const updated = await queueStore.updateQueueSettings(tx, queue.id, update, next);
     // Resuming, pausing or a new setting can start or stop work at once.
     await applyEvent(services, tx, updated, { kind: "config_changed" });
-    return toQueueRecord(await queueStore.getQueue(tx, queue.id));
+    return toQueueRecord(await queueStore.getQueue(tx, queue.id), host);
   });
 }
 

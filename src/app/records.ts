@@ -1,6 +1,7 @@
 import { skipsTheLine } from "../domain/priority.js";
 import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-settings.js";
 import type { Readiness } from "../domain/readiness.js";
+import { requiredChecksWarning, requiredStatusesSourceOf, type RequiredChecks } from "../domain/status-checks.js";
 import type { PrState, QueueState } from "../domain/states.js";
 import type { QueueEntry } from "../store/entries.js";
 import type { Queue } from "../store/queues.js";
@@ -8,12 +9,18 @@ import type { Queue } from "../store/queues.js";
 /** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
 export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string } & RequiredStatuses;
 
-/** The statuses a queue requires, as the API shows them: a list even when the queue sets none. */
-export type RequiredStatuses = { requiredStatuses: string[]; requiredStatusesSource: RequiredStatusesSource };
+/**
+ * The statuses a queue requires, as the API shows them: a list even when the queue sets none,
+ * where the requirement comes from, and a warning when the branch requires nothing or its
+ * requirements cannot be read.
+ */
+export type RequiredStatuses = { requiredStatuses: string[]; requiredStatusesSource: RequiredStatusesSource; requiredStatusesWarning?: string };
 
-export function requiredStatusesOf(queue: Pick<Queue, "requiredStatuses">): RequiredStatuses {
-  if (queue.requiredStatuses === null) return { requiredStatuses: [], requiredStatusesSource: "repo_provider_branch_protection" };
-  return { requiredStatuses: queue.requiredStatuses, requiredStatusesSource: "merge_instance" };
+/** `host`: what the code host requires of the branch (when the queue sets no list of its own). */
+export function requiredStatusesOf(queue: Pick<Queue, "requiredStatuses" | "branch">, host: RequiredChecks): RequiredStatuses {
+  if (queue.requiredStatuses !== null) return { requiredStatuses: queue.requiredStatuses, requiredStatusesSource: "merge_instance" };
+  const warning = requiredChecksWarning(host, queue.branch);
+  return { requiredStatuses: [], requiredStatusesSource: requiredStatusesSourceOf(host.source), ...(warning ? { requiredStatusesWarning: warning } : {}) };
 }
 
 /** The queue's settings, in the order the API shows them. */
@@ -39,8 +46,8 @@ export function settingsOf(queue: Queue): QueueSettings {
   };
 }
 
-export function toQueueRecord(queue: Queue): QueueRecord {
-  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue) };
+export function toQueueRecord(queue: Queue, host: RequiredChecks): QueueRecord {
+  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue, host) };
 }
 
 /** A queue entry as getQueue lists it (Trunk's merge-item record without readiness). */

@@ -3,8 +3,14 @@ import type { QueueMode, QueueState } from "./states.js";
 export const DIRECT_MERGE_MODES = ["off", "always"] as const;
 export const OPTIMIZATION_MODES = ["off", "bisection_skip_redundant_tests"] as const;
 export const MERGE_METHODS = ["merge_commit", "squash", "rebase"] as const;
-/** Where a queue's required statuses come from: its own list, or the target branch's protection. */
-export const REQUIRED_STATUSES_SOURCES = ["merge_instance", "repo_provider_branch_protection"] as const;
+/**
+ * Where a queue's required statuses come from (the API's requiredStatusesSource): its own list
+ * (merge_instance), or the code host's rules for the target branch: classic branch protection
+ * (repo_provider_branch_protection), rulesets, both; none (the branch requires no check: every
+ * reported check counts, and a run passes once CI finished); unknown (they could not be read:
+ * runs wait).
+ */
+export const REQUIRED_STATUSES_SOURCES = ["merge_instance", "repo_provider_branch_protection", "rulesets", "rulesets_and_branch_protection", "none", "unknown"] as const;
 export type RequiredStatusesSource = (typeof REQUIRED_STATUSES_SOURCES)[number];
 
 /** The configurable part of a queue: every field updateQueue can set. */

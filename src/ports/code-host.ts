@@ -1,5 +1,5 @@
 import type { Mergeability } from "../domain/states.js";
-import type { CheckState } from "../domain/status-checks.js";
+import type { CheckReport, CheckState, RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 
 export type RepoRef = { host: string; owner: string; name: string };
@@ -69,6 +69,23 @@ export type StatusCheck = { context: string; state: CheckState };
 /** A CI result a polled host holds until Greenline has applied it. */
 export type PolledCiResult = { id: string; queueId: string; runId: string; outcome: "passed" | "failed" };
 
+/** What CI says of a commit, read from the code host (not from deliveries). */
+export type CiSnapshot = {
+  /** Every commit status (latest per context) and check run (latest per name) on the commit, with ids. */
+  checks: CheckReport[];
+  /** CI has finished on the commit: every check suite completed, no commit status pending. */
+  finished: boolean;
+};
+
+/**
+ * A host whose CI results arrive as webhooks, which may be lost or reordered, offers to read
+ * them: runs in flight are reconciled with it, and a run requiring no check asks it whether CI
+ * finished before passing.
+ */
+export interface CiResults {
+  ciStatusOf(repo: RepoRef, sha: string): Promise<CiSnapshot>;
+}
+
 /**
  * What a code host without webhooks offers instead: the worker asks it for the CI results that
  * are due, and compares the target branch heads of queues with runs in flight itself.
@@ -102,6 +119,14 @@ export interface CodeHost {
    * the worker.
    */
   readonly polling?: PolledEvents;
+  /** Present when CI results can be read from the host (reconciliation of webhooks). */
+  readonly ciResults?: CiResults;
+  /**
+   * Present when the host tells of pushes by deliveries, which may arrive out of order: whether
+   * `ancestor` is an ancestor of (or equal to) `descendant`, so a late echo of an older push
+   * does not move the queue's view of its target back.
+   */
+  readonly ancestry?: { isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> };
   /**
    * Whether an organization may own a repository no organization owns yet (it references it
    * for the first time); the first to claim it then owns it.
@@ -122,10 +147,12 @@ export interface CodeHost {
   /** Stops CI on a testing branch and deletes it. */
   cancelTestRun(repo: RepoRef, testBranch: string): Promise<void>;
   /**
-   * The statuses a testing branch for `branch` must report green, from the code host's branch
-   * protection (used when the queue sets no requiredStatuses of its own).
+   * The checks a testing branch for `branch` must report green, from the code host's rules
+   * for the branch (used when the queue sets no requiredStatuses of its own), and where they
+   * come from: "none" when the host was read and requires none, "unknown" when it could not be
+   * read (never "queue"). Never throws on a refusal: unreadable is "unknown".
    */
-  requiredStatuses(repo: RepoRef, branch: string): Promise<string[]>;
+  requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks>;
   /** Sets the merge queue's status on a PR's head commit (context `greenline/merge-queue`). */
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void>;
   /** Comments on a PR. */

@@ -1,14 +1,15 @@
 import type { TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
-import type { CheckState } from "../domain/status-checks.js";
-import { jsonNumbers, jsonRecordOf, oneOf, oneOfOrNull } from "./columns.js";
+import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
+import { jsonNumbers, oneOf, oneOfOrNull } from "./columns.js";
 import type { Tx } from "./database.js";
-import { toQueue, type Queue } from "./queues.js";
+import { toQueue, type Queue, type QueueInRepository } from "./queues.js";
 
 const RUN_KINDS: readonly EngineRun["kind"][] = ["main", "bisection"];
 const RUN_STATUSES: readonly RunStatus[] = ["running", "passed", "failed", "cancelled"];
 const RUN_FAILURES: readonly RunFailure[] = ["tests_failed", "timeout", "merge_conflict"];
 const CHECK_STATES: readonly CheckState[] = ["pending", "success", "failure", "error"];
+const CHECK_KINDS: readonly ReportedCheck["kind"][] = ["status", "check_run"];
 
 /** A testing run as stored: the engine's run, and what the code host made of it. */
 export type TestRun = {
@@ -27,8 +28,10 @@ export type TestRun = {
   finishedAt: Date | null;
   testBranch: string | null;
   testBranchSha: string | null;
-  /** What CI reported on the testing branch, per context. */
-  statusChecks: Record<string, CheckState>;
+  /** What CI reported on the testing branch, per context (check name). */
+  statusChecks: Record<string, ReportedCheck>;
+  /** When the code host was last asked for the run's CI results; null: never. */
+  ciPolledAt: Date | null;
   /** No PR it tested is in line any more: the engine no longer loads it. */
   archived: boolean;
 };
@@ -48,9 +51,28 @@ export function toTestRun(row: RunRow): TestRun {
     finishedAt: row.finishedAt,
     testBranch: row.testBranch,
     testBranchSha: row.testBranchSha,
-    statusChecks: jsonRecordOf(CHECK_STATES, row.statusChecks, "TestRun.statusChecks"),
+    statusChecks: reportedChecksOf(row.statusChecks),
+    ciPolledAt: row.ciPolledAt,
     archived: row.archived,
   };
+}
+
+/** The statusChecks column: context → { state, kind, id }, or (rows written before ids were kept) context → state. */
+function reportedChecksOf(text: string): Record<string, ReportedCheck> {
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("store: TestRun.statusChecks is not a JSON object");
+  const out: Record<string, ReportedCheck> = {};
+  for (const [context, item] of Object.entries(value as Record<string, unknown>)) {
+    const column = `TestRun.statusChecks.${context}`;
+    if (typeof item === "string") {
+      out[context] = { state: oneOf(CHECK_STATES, item, column), kind: "status", id: null };
+      continue;
+    }
+    const check = item as { state?: unknown; kind?: unknown; id?: unknown };
+    const id = typeof check.id === "number" ? check.id : null;
+    out[context] = { state: oneOf(CHECK_STATES, String(check.state), column), kind: oneOf(CHECK_KINDS, String(check.kind), `${column}.kind`), id };
+  }
+  return out;
 }
 
 /** The queue's run `runId`, or null. */
@@ -71,7 +93,7 @@ export async function recordTestBranch(tx: Tx, id: string, testBranch: string, s
 }
 
 /** Records what CI has reported on the run's testing branch. */
-export async function recordStatusChecks(tx: Tx, id: string, checks: Record<string, CheckState>): Promise<void> {
+export async function recordStatusChecks(tx: Tx, id: string, checks: Record<string, ReportedCheck>): Promise<void> {
   await tx.testRun.update({ where: { id }, data: { statusChecks: JSON.stringify(checks) } });
 }
 
@@ -79,6 +101,20 @@ export async function recordStatusChecks(tx: Tx, id: string, checks: Record<stri
 export async function runningRunsAt(tx: Tx, repositoryKey: string, sha: string): Promise<(TestRun & { queue: Queue })[]> {
   const rows = await tx.testRun.findMany({ where: { testBranchSha: sha, status: "running", queue: { repository: { key: repositoryKey } } }, include: { queue: true } });
   return rows.map((row) => ({ ...toTestRun(row), queue: toQueue(row.queue) }));
+}
+
+/** Records that the code host was asked for the run's CI results at `at`. */
+export async function recordCiPolled(tx: Tx, id: string, at: Date): Promise<void> {
+  await tx.testRun.update({ where: { id }, data: { ciPolledAt: at } });
+}
+
+/** The running runs whose testing branch is built (CI can report on it), each with its queue. */
+export async function runsInFlight(tx: Tx): Promise<(TestRun & { queue: QueueInRepository })[]> {
+  const rows = await tx.testRun.findMany({ where: { status: "running", testBranchSha: { not: null } }, include: { queue: { include: { repository: true } } } });
+  return rows.map((row) => {
+    const { host, owner, name } = row.queue.repository;
+    return { ...toTestRun(row), queue: { ...toQueue(row.queue), repository: { host, owner, name } } };
+  });
 }
 
 /** The queue's runs started at or after `since`, newest first (at most `limit`). */

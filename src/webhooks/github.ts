@@ -28,19 +28,20 @@ export function createGitHubApp(services: () => Services) {
   return (app: Probot) => {
     // A push to a queue's target branch (the queue's own merges are recognized as such).
     app.on("push", async (context) => {
-      const { ref, after, deleted, repository } = context.payload;
+      const { ref, before, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after);
+      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after, before);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
-      const { sha, context: name, state, repository } = context.payload;
-      await reportStatus(services(), repoOf(repository), sha, name, state as CheckState);
+      const { sha, context: name, state, repository, id } = context.payload;
+      await reportStatus(services(), repoOf(repository), sha, { context: name, state: state as CheckState, kind: "status", id });
     });
     app.on(["check_run.created", "check_run.completed", "check_run.rerequested"], async (context) => {
       const { check_run: run, repository } = context.payload;
-      await reportStatus(services(), repoOf(repository), run.head_sha, run.name, checkRunState(run.status, run.conclusion));
+      const rerun = context.payload.action === "rerequested";
+      await reportStatus(services(), repoOf(repository), run.head_sha, { context: run.name, state: rerun ? "pending" : checkRunState(run.status, run.conclusion), kind: "check_run", id: run.id, rerun });
     });
     app.on(["pull_request.synchronize", "pull_request.closed", "pull_request.edited"], async (context) => {
       const { pull_request: pr, repository } = context.payload;

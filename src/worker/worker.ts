@@ -3,6 +3,7 @@ import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
+import { reconcileRunsInFlight, type CiPollSettings } from "../app/status-checks.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
@@ -13,6 +14,8 @@ export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
 export type WorkerOptions = {
   intervalMs: number;
   log: Logger;
+  /** Reconciliation polling of runs in flight with a host that offers CI results (default: 30 s doubling to 5 min). */
+  ciPoll?: CiPollSettings;
 };
 
 /**
@@ -78,6 +81,8 @@ export class Worker {
       work += await deliverPolledCiResults(services, polling);
       work += await this.#noticeBaseMoves();
     }
+    // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
+    work += await reconcileRunsInFlight(services, this.options.ciPoll);
     const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
     for (const id of due) {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());

@@ -30,6 +30,9 @@ type PullRequest = {
   files: Tree;
 };
 
+/** A commit status set by CI (the "ci" work's block). */
+type CiStatus = { repo: string; id: number; sha: string; context: string; state: string; updated_at: string };
+
 export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
 
 // --- Events (what happens in the simulator, for webhook deliveries: test/support/github-webhooks.ts) ---
@@ -199,6 +202,86 @@ export class GitHubSimulator {
     this.#setRef(repo, branch, sha, "octocat");
     return sha;
   }
+
+  // --- CI on commits and rulesets (added by the "ci" work; the strict simulator may supersede it) ---
+  readonly #rulesets = new Map<string, string[]>();
+  readonly #ciStatuses: CiStatus[] = [];
+  readonly #checkRuns: { repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }[] = [];
+  #ciIds = 1000;
+  /** Whether the installation may read classic protection's endpoints (administration: read); app.yml does not ask for it. */
+  administrationRead = false;
+  /** Whether the rulesets route refuses the installation (403), so the checks a branch requires cannot be read. */
+  rulesRefused = false;
+
+  /** A ruleset on `branch` with a required_status_checks rule. */
+  ruleset(repo: string, branch: string, contexts: string[]): void {
+    this.#rulesets.set(`${repo.toLowerCase()}:${branch}`, contexts);
+  }
+
+  /** CI sets a commit status (GitHub keeps every one; the latest per context counts). Answers the `status` webhook payload's fields. */
+  ciStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error") {
+    const status = { repo: repo.toLowerCase(), id: ++this.#ciIds, sha, context, state, updated_at: new Date().toISOString() };
+    this.#ciStatuses.push(status);
+    return { id: status.id, sha, context, state, updated_at: status.updated_at, created_at: status.updated_at };
+  }
+
+  /** CI creates a check run (`id` omitted) or updates one. Answers the `check_run` webhook payload's check_run. */
+  checkRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" | "completed", conclusion: string | null = null, id?: number) {
+    let run = id === undefined ? undefined : this.#checkRuns.find((r) => r.id === id);
+    if (!run) {
+      run = { repo: repo.toLowerCase(), id: ++this.#ciIds, sha, name, status, conclusion };
+      this.#checkRuns.push(run);
+    }
+    run.status = status;
+    run.conclusion = conclusion;
+    return { id: run.id, name, head_sha: sha, status, conclusion };
+  }
+
+  #ciRoutes(method: string, path: string, repoName: string, send: (status: number, body: unknown) => void): boolean {
+    let match: RegExpExecArray | null;
+    if (method !== "GET") return false;
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/rules\/branches\/(.+)$/.exec(path))) {
+      if (this.rulesRefused) {
+        send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/repos/rules#get-rules-for-a-branch" });
+        return true;
+      }
+      const contexts = this.#rulesets.get(`${repoName}:${match[1]}`);
+      const rules = contexts
+        ? [
+            {
+              type: "required_status_checks",
+              ruleset_source_type: "Repository",
+              ruleset_source: repoName,
+              ruleset_id: 1,
+              parameters: { strict_required_status_checks_policy: false, required_status_checks: contexts.map((context) => ({ context })) },
+            },
+          ]
+        : [];
+      send(200, rules);
+      return true;
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/commits\/([0-9a-f]+)\/(status|check-runs|check-suites)$/.exec(path))) {
+      const sha = match[1]!;
+      const latest = new Map<string, CiStatus>();
+      for (const s of this.#ciStatuses) if (s.repo === repoName && s.sha === sha) latest.set(s.context, s);
+      const statuses = [...latest.values()].sort((a, b) => b.id - a.id);
+      const runs = this.#checkRuns.filter((r) => r.repo === repoName && r.sha === sha);
+      if (match[2] === "status") {
+        const states = statuses.map((s) => s.state);
+        const state = states.some((s) => s === "failure" || s === "error") ? "failure" : states.length === 0 || states.includes("pending") ? "pending" : "success";
+        send(200, { state, sha, total_count: statuses.length, statuses: statuses.map(({ id, context, state, updated_at }) => ({ id, context, state, created_at: updated_at, updated_at })) });
+      } else if (match[2] === "check-runs") {
+        send(200, { total_count: runs.length, check_runs: runs.map(({ id, name, status, conclusion }) => ({ id, name, head_sha: sha, status, conclusion })) });
+      } else {
+        // One suite (one CI app) per commit holding its check runs.
+        const suites = runs.length === 0 ? [] : [{ id: 1, head_sha: sha, status: runs.every((r) => r.status === "completed") ? "completed" : "in_progress", latest_check_runs_count: runs.length }];
+        send(200, { total_count: suites.length, check_suites: suites });
+      }
+      return true;
+    }
+    return false;
+  }
+  // --- end of CI on commits and rulesets ---
 
   #commit(parents: string[], tree: Tree, message: string): string {
     const sha = createHash("sha1")
@@ -469,14 +552,21 @@ export class GitHubSimulator {
     }
     const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
     const refKey = (branch: string) => `${repoName}:${branch}`;
+    if (repoMatch && this.#ciRoutes(req.method ?? "GET", path, repoName, send)) return;
     if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
+      if (!this.administrationRead) return send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/branches/branch-protection#get-status-checks-protection" });
       const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
       return contexts ? send(200, { strict: false, contexts, checks: contexts.map((context) => ({ context, app_id: null })) }) : notFound();
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)$/.exec(path)) && req.method === "GET") {
       const branch = decodeURIComponent(match[1]!);
       if (branch.startsWith("greenline/") && !this.#refs.has(refKey(branch))) return notFound();
-      return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) } });
+      const required = this.#protection.get(refKey(branch));
+      const protection = {
+        enabled: required !== undefined,
+        required_status_checks: { enforcement_level: required ? "non_admins" : "off", contexts: required ?? [], checks: (required ?? []).map((context) => ({ context, app_id: null })) },
+      };
+      return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) }, protected: required !== undefined, protection });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/contents\/(.+)$/.exec(path)) && req.method === "GET") {
       // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
@@ -491,6 +581,9 @@ export class GitHubSimulator {
       const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);
       const head = decodeURIComponent(match[2]!);
       if (!this.#commits.has(head)) return notFound();
+      // (the "ci" work) head at or behind base: "identical" / "behind", as GitHub answers.
+      if (head === baseHead) return send(200, { behind_by: 0, ahead_by: 0, status: "identical", merge_base_commit: { sha: head } });
+      if (this.#isAncestor(head, baseHead)) return send(200, { behind_by: 1, ahead_by: 0, status: "behind", merge_base_commit: { sha: head } });
       const behind = !this.#isAncestor(baseHead, head);
       return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
     }

@@ -1,6 +1,6 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
-import type { CheckState } from "../../domain/status-checks.js";
+import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
 import { GitHubChecks } from "./checks.js";
@@ -24,13 +24,20 @@ export class GitHubCodeHost implements CodeHost {
   readonly #branches: GitHubTestingBranches;
   readonly #checks: GitHubChecks;
   readonly #merging: GitHubMerging;
+  /** Deliveries get lost and reordered: runs in flight are reconciled with GitHub's own view. */
+  readonly ciResults: CiResults;
+  /** Push deliveries arrive out of order: their commits are placed with the compare API. */
+  readonly ancestry: NonNullable<CodeHost["ancestry"]>;
 
-  constructor(probot: Probot) {
+  /** `now`: the clock of the caches (the checks a branch requires are cached for a while). */
+  constructor(probot: Probot, options: { now?: () => number } = {}) {
     this.#client = new GitHubClient(probot);
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
-    this.#checks = new GitHubChecks(this.#client);
+    this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client);
+    this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
+    this.ancestry = { isAncestor: (repo, ancestor, descendant) => this.#checks.isAncestor(repo, ancestor, descendant) };
   }
 
   /**
@@ -63,7 +70,7 @@ export class GitHubCodeHost implements CodeHost {
     return this.#branches.cancelTestRun(repo, testBranch);
   }
 
-  requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
+  requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks> {
     return this.#checks.requiredStatuses(repo, branch);
   }
 

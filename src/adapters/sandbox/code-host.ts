@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Database, Tx } from "../../store/database.js";
 import * as sandboxStore from "../../store/sandbox-store.js";
-import type { CheckState } from "../../domain/status-checks.js";
+import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import {
   repositoryKey,
   type CodeHost,
@@ -167,8 +167,8 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     return "write";
   }
 
-  async requiredStatuses(): Promise<string[]> {
-    return [SANDBOX_CI_CONTEXT];
+  async requiredStatuses(): Promise<RequiredChecks> {
+    return { contexts: [SANDBOX_CI_CONTEXT], source: "branch_protection" };
   }
 
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
