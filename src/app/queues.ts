@@ -72,6 +72,10 @@ export async function createQueue(services: Services, principal: Principal, inpu
   const { repo, targetBranch, ...update } = input;
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
+  // A branch the code host will never let Greenline merge into is refused now, with what to
+  // change, rather than wedging the first merge.
+  const target = (await services.codeHost.checkTarget?.(repo, targetBranch)) ?? { ok: true };
+  if (!target.ok) throw failedPrecondition(target.reason);
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
     if (await queueStore.findQueueOfRepository(tx, repository.id, targetBranch)) throw queueExists(targetBranch);

@@ -5,6 +5,7 @@ import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEff
 import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf } from "../store/entries.js";
+import { CodeHostRefusal } from "../ports/code-host.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
 const WARN_AFTER_ATTEMPTS = 5;
@@ -58,7 +59,21 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         return;
       }
       const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.stack));
-      const started = await codeHost.startTestRun(repo, { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads });
+      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads, pullRequest: queue.createPrsForTestingBranches };
+      const started = await codeHost.startTestRun(repo, request).catch((error: unknown) => {
+        // A refusal asking again cannot change (a commit gone, a merge the host will not do)
+        // fails the run with the host's reason, instead of retrying the effect forever.
+        if (error instanceof CodeHostRefusal && !error.transient) return { kind: "refused", reason: error.message } as const;
+        throw error;
+      });
+      if (started.kind === "refused") {
+        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "refused" });
+        if (codeHost.notifiesPullRequests && queue.commentsEnabled) {
+          for (const prNumber of effect.tested) await codeHost.commentOnPullRequest(repo, prNumber, `Greenline could not build the testing branch for \`${queue.branch}\`: ${started.reason}`);
+        }
+        services.log?.warn({ queueId: queue.id, runId: effect.runId, reason: started.reason }, "testing branch refused");
+        return;
+      }
       if (started.kind === "conflict") {
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;
@@ -68,7 +83,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
     }
     case "cancel_run": {
       const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
-      if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch);
+      if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch, { pullRequest: queue.createPrsForTestingBranches });
       return;
     }
     case "merge": {
@@ -100,7 +115,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         await recordTargetHead(tx, queue.id, result.head);
         return true;
       });
-      if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);
+      if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch, { pullRequest: queue.createPrsForTestingBranches });
       return;
     }
     case "pr_status":

@@ -1,5 +1,5 @@
 import type { Probot } from "probot";
-import type { CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TargetCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
 import type { CheckState } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
@@ -7,6 +7,7 @@ import { GitHubChecks } from "./checks.js";
 import { GitHubClient } from "./client.js";
 import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
+import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
@@ -24,6 +25,7 @@ export class GitHubCodeHost implements CodeHost {
   readonly #branches: GitHubTestingBranches;
   readonly #checks: GitHubChecks;
   readonly #merging: GitHubMerging;
+  readonly #targets: GitHubTargets;
 
   constructor(probot: Probot) {
     this.#client = new GitHubClient(probot);
@@ -31,6 +33,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client);
     this.#merging = new GitHubMerging(this.#client);
+    this.#targets = new GitHubTargets(this.#client);
   }
 
   /**
@@ -59,8 +62,12 @@ export class GitHubCodeHost implements CodeHost {
     return this.#branches.startTestRun(repo, request);
   }
 
-  cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
-    return this.#branches.cancelTestRun(repo, testBranch);
+  cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void> {
+    return this.#branches.cancelTestRun(repo, testBranch, options);
+  }
+
+  checkTarget(repo: RepoRef, branch: string): Promise<TargetCheck> {
+    return this.#targets.checkTarget(repo, branch);
   }
 
   requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
