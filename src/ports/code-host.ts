@@ -41,6 +41,11 @@ export type TestRunRequest = {
    * for CI that runs only on pull requests; cancelTestRun closes it.
    */
   pullRequest?: boolean;
+  /**
+   * A commit that already holds the base plus the first `length` PRs of the stack (an earlier
+   * run's testing branch): the build may start there and merge only the PRs after them.
+   */
+  prefix?: { length: number; sha: string } | null;
 };
 
 /** Whether the App can merge into a branch, as the code host's rules say; `reason` tells what to change. */

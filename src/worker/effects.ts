@@ -6,6 +6,7 @@ import { findQueueInRepository, recordTargetHead, type QueueInRepository } from 
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf } from "../store/entries.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
+import { builtPrefixOf } from "../store/built-runs.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
 const WARN_AFTER_ATTEMPTS = 5;
@@ -59,7 +60,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         return;
       }
       const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.stack));
-      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads, pullRequest: queue.createPrsForTestingBranches };
+      const prefix = await db.read((tx) => builtPrefixOf(tx, queue.id, effect.baseSha, effect.stack));
+      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads, prefix, pullRequest: queue.createPrsForTestingBranches };
       const started = await codeHost.startTestRun(repo, request).catch((error: unknown) => {
         // A refusal asking again cannot change (a commit gone, a merge the host will not do)
         // fails the run with the host's reason, instead of retrying the effect forever.
@@ -115,7 +117,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         await recordTargetHead(tx, queue.id, result.head);
         return true;
       });
-      if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch, { pullRequest: queue.createPrsForTestingBranches });
+      // The merged run is archived now: its cancel_run deletes the testing branch (once).
       return;
     }
     case "pr_status":

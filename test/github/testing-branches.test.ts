@@ -81,7 +81,9 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     expect(gh.pushesTo(repo, third.testBranch)).toBe(1);
     const testingPushes = gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"));
     expect(testingPushes).toHaveLength(3);
-    // Built from the pinned heads: no PR is read again to build its testing branch, and the scratch branches are gone.
+    // Each run starts from the run before it (same base, its stack a prefix): one merge per new PR
+    // (it was 1 + 2 + 3), from the pinned heads, and the scratch branches are gone.
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path === `/repos/${repo}/merges`)).toHaveLength(3);
     expect(gh.branches(repo, "greenline-scratch/")).toEqual([]);
     await runUntilDrained("stack");
     expect(await Promise.all([1, 2, 3].map((n) => stateOf("stack", n)))).toEqual(["merged", "merged", "merged"]);

@@ -55,9 +55,11 @@ export class GitHubTestingBranches {
     const params = { owner: repo.owner, repo: repo.name };
     const testBranch = testingBranchOf(request.targetBranch, request.runId);
     const scratch = scratchBranchOf(request.targetBranch, request.runId);
-    await this.#startScratch(octokit, params, scratch, request.baseSha);
-    let sha = request.baseSha;
-    for (const number of request.stack) {
+    // An earlier run's commit holding the first PRs of the stack saves merging them again.
+    const prefix = request.prefix && (await this.#startScratch(octokit, params, scratch, request.prefix.sha, { fallBack: true })) ? request.prefix : null;
+    if (!prefix) await this.#startScratch(octokit, params, scratch, request.baseSha, { fallBack: false });
+    let sha = prefix?.sha ?? request.baseSha;
+    for (const number of request.stack.slice(prefix?.length ?? 0)) {
       const head = request.heads[number];
       if (!head) throw new CodeHostRefusal("not_found", `#${number} has no pinned head commit to test`);
       try {
@@ -80,18 +82,31 @@ export class GitHubTestingBranches {
     return { kind: "started", testBranch, sha };
   }
 
-  async #startScratch(octokit: Octokit, params: Params, scratch: string, baseSha: string): Promise<void> {
+  /**
+   * Points the scratch branch at `sha`. false when that commit is gone and `fallBack` (an
+   * earlier run's commit: the caller builds from the base instead); a gone base is permanent.
+   */
+  async #startScratch(octokit: Octokit, params: Params, scratch: string, sha: string, options: { fallBack: boolean }): Promise<boolean> {
+    let refused: unknown;
     try {
-      await octokit.rest.git.createRef({ ...params, ref: `refs/heads/${scratch}`, sha: baseSha });
+      await octokit.rest.git.createRef({ ...params, ref: `refs/heads/${scratch}`, sha });
+      return true;
     } catch (error) {
-      if (alreadyExists(error)) {
-        // An earlier attempt's scratch, in an unknown state: start it again from the base.
-        await octokit.rest.git.updateRef({ ...params, ref: `heads/${scratch}`, sha: baseSha, force: true });
-        return;
-      }
-      if (statusOf(error) === 422 || statusOf(error) === 404) throw gone(error, `the base commit ${baseSha} is gone`);
-      throw refusalOf(error, "create_ref");
+      if (!alreadyExists(error)) refused = error;
     }
+    if (refused === undefined) {
+      try {
+        // An earlier attempt's scratch, in an unknown state: start it again.
+        await octokit.rest.git.updateRef({ ...params, ref: `heads/${scratch}`, sha, force: true });
+        return true;
+      } catch (error) {
+        refused = error;
+      }
+    }
+    // 422 "Object does not exist" (404 for some refs): the commit is gone.
+    if (statusOf(refused) !== 422 && statusOf(refused) !== 404) throw refusalOf(refused, "create_ref");
+    if (options.fallBack) return false;
+    throw gone(refused, `the base commit ${sha} is gone`);
   }
 
   /** Creates the testing branch at `sha`: its one push, the one CI runs on. */
