@@ -59,9 +59,14 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
         return;
       }
-      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.stack));
-      const prefix = await db.read((tx) => builtPrefixOf(tx, queue.id, effect.baseSha, effect.stack));
-      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads, prefix, pullRequest: queue.createPrsForTestingBranches };
+      // A merge that landed since the effect was decided re-describes the run from the new
+      // target head (same tree, shorter stack). Either description may extend a run already
+      // built (its commit then descends from the target, and fewer PRs are merged again).
+      const { description, prefix } = await db.read((tx) => builtPrefixOf(tx, queue.id, [run, { baseSha: effect.baseSha, stack: effect.stack }]));
+      const { baseSha } = description;
+      const stack = [...description.stack];
+      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, stack));
+      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha, stack, heads, prefix, pullRequest: queue.createPrsForTestingBranches };
       const started = await codeHost.startTestRun(repo, request).catch((error: unknown) => {
         // A refusal asking again cannot change (a commit gone, a merge the host will not do)
         // fails the run with the host's reason, instead of retrying the effect forever.

@@ -422,6 +422,11 @@ export class GitHubSimulator {
         });
       return true;
     }
+    // Moving a ref to a commit GitHub does not have.
+    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/.+$/.test(path) && method === "PATCH" && !this.#commits.has(String(body.sha))) {
+      send(422, { message: "Object does not exist", documentation_url: "https://docs.github.com/rest/git/refs#update-a-reference" });
+      return true;
+    }
     // Merging a commit that changes workflow files, without `workflows: write`.
     if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && method === "POST" && !this.workflowsWritable) {
       const head = this.#commits.get(String(body.head));

@@ -8,11 +8,13 @@ export function testingBranchOf(targetBranch: string, runId: string): string {
 }
 
 /**
- * Where a testing branch is built, merge by merge, before it is published: outside
+ * Where a queue's testing branches are built, merge by merge, before each is published: outside
  * `greenline/**`, so CI configured for testing branches does not run on each intermediate push.
+ * One per queue, kept between runs (a run resets it: one call, where creating and deleting it
+ * would take two); the queue's effects run one at a time, so runs never share it at once.
  */
-export function scratchBranchOf(targetBranch: string, runId: string): string {
-  return `greenline-scratch/${targetBranch}/${runId}`;
+export function scratchBranchOf(targetBranch: string): string {
+  return `greenline-scratch/${targetBranch}`;
 }
 
 type Params = { owner: string; repo: string };
@@ -44,8 +46,8 @@ export class GitHubTestingBranches {
   constructor(private readonly client: GitHubClient) {}
 
   /**
-   * Safe to repeat (the effect is retried after a crash): a scratch branch left by an earlier
-   * attempt is reset to the base, and a testing branch of the same name (an earlier attempt, or
+   * Safe to repeat (the effect is retried after a crash): the scratch branch is reset to where
+   * the build starts, and a testing branch of the same name (an earlier attempt, or
    * a leftover of another queue's run with the same id) is moved to what was built now. A merge
    * conflict answers `conflict`; a commit that is gone, or a merge GitHub refuses (a PR changing
    * workflows without the `workflows` permission), throws a permanent CodeHostRefusal.
@@ -54,7 +56,7 @@ export class GitHubTestingBranches {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
     const testBranch = testingBranchOf(request.targetBranch, request.runId);
-    const scratch = scratchBranchOf(request.targetBranch, request.runId);
+    const scratch = scratchBranchOf(request.targetBranch);
     // An earlier run's commit holding the first PRs of the stack saves merging them again.
     const prefix = request.prefix && (await this.#startScratch(octokit, params, scratch, request.prefix.sha, { fallBack: true })) ? request.prefix : null;
     if (!prefix) await this.#startScratch(octokit, params, scratch, request.baseSha, { fallBack: false });
@@ -67,44 +69,41 @@ export class GitHubTestingBranches {
         // 204: the head is in the branch already (nothing to merge).
         if (status === 201) sha = data.sha;
       } catch (error) {
-        if (statusOf(error) === 409) {
-          await this.#deleteBranch(octokit, params, scratch);
-          return { kind: "conflict", prNumber: number };
-        }
+        if (statusOf(error) === 409) return { kind: "conflict", prNumber: number };
         if (statusOf(error) === 404) throw gone(error, `the head commit ${head} of #${number} is gone`);
         const refusal = refusalOf(error, "merge_branches");
         throw refusal.transient ? refusal : new CodeHostRefusal(refusal.kind, `#${number}: ${refusal.message}`);
       }
     }
     await this.#publish(octokit, params, testBranch, sha);
-    await this.#deleteBranch(octokit, params, scratch);
     if (request.pullRequest) await this.#openPullRequest(octokit, params, testBranch, request);
     return { kind: "started", testBranch, sha };
   }
 
   /**
-   * Points the scratch branch at `sha`. false when that commit is gone and `fallBack` (an
-   * earlier run's commit: the caller builds from the base instead); a gone base is permanent.
+   * Points the scratch branch at `sha`, whatever an earlier run or attempt left on it. false
+   * when that commit is gone and `fallBack` (an earlier run's commit: the caller builds from the
+   * base instead); a gone base is a permanent refusal.
    */
   async #startScratch(octokit: Octokit, params: Params, scratch: string, sha: string, options: { fallBack: boolean }): Promise<boolean> {
     let refused: unknown;
     try {
-      await octokit.rest.git.createRef({ ...params, ref: `refs/heads/${scratch}`, sha });
+      await octokit.rest.git.updateRef({ ...params, ref: `heads/${scratch}`, sha, force: true });
       return true;
     } catch (error) {
-      if (!alreadyExists(error)) refused = error;
+      refused = error;
     }
-    if (refused === undefined) {
+    if (statusOf(refused) === 422 && /reference does not exist/i.test(messageOf(refused))) {
+      // The queue's first run: the scratch branch is created.
       try {
-        // An earlier attempt's scratch, in an unknown state: start it again.
-        await octokit.rest.git.updateRef({ ...params, ref: `heads/${scratch}`, sha, force: true });
+        await octokit.rest.git.createRef({ ...params, ref: `refs/heads/${scratch}`, sha });
         return true;
       } catch (error) {
         refused = error;
       }
     }
-    // 422 "Object does not exist" (404 for some refs): the commit is gone.
-    if (statusOf(refused) !== 422 && statusOf(refused) !== 404) throw refusalOf(refused, "create_ref");
+    // 422 "Object does not exist": the commit is gone.
+    if (statusOf(refused) !== 422 && statusOf(refused) !== 404) throw refusalOf(refused, "update_ref");
     if (options.fallBack) return false;
     throw gone(refused, `the base commit ${sha} is gone`);
   }
