@@ -90,6 +90,23 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     expect(gh.branches(repo, "greenline/")).toEqual([]);
   });
 
+  test("an earlier run's commit that is gone is not built on: the testing branch is built from the base", async () => {
+    const repo = `${OWNER}/regc`;
+    await api.ok("createQueue", { ...queue("regc"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(repo, { number: 1, files: { "src/1.ts": "1" } });
+    gh.openPr(repo, { number: 2, files: { "src/2.ts": "2" } });
+    await api.ok("submitPullRequest", pr("regc", 1));
+    await server.greenline.worker.drain();
+    const first = await api.ok("getMergeQueueTestingDetails", pr("regc", 1));
+    gh.forgetCommit(first.testBranchSha);
+    await api.ok("submitPullRequest", pr("regc", 2));
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", pr("regc", 2));
+    expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
+    expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
+    expect(await pendingEffects("regc", "start_run")).toEqual([]);
+  });
+
   test("a leftover branch with the testing branch's name (another queue's run) is never built on", async () => {
     const repo = `${OWNER}/leftover`;
     // A branch of an earlier life of the repository's queue, with content of its own.
