@@ -75,9 +75,10 @@ export async function createQueue(services: Services, principal: Principal, inpu
   // A branch the code host will never let Greenline merge into is refused now, with what to
   // change, rather than wedging the first merge.
   const target = (await services.codeHost.checkTarget?.(repo, targetBranch)) ?? { ok: true };
-  if (!target.ok) throw failedPrecondition(target.reason);
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
+    // Told only to the repository's owner (after the claim, which the refusal rolls back).
+    if (!target.ok) throw failedPrecondition(target.reason);
     if (await queueStore.findQueueOfRepository(tx, repository.id, targetBranch)) throw queueExists(targetBranch);
     const queue = await queueStore.createQueue(tx, {
       id: services.newId(),

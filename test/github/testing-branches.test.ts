@@ -125,6 +125,19 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "src/one.ts"]);
   });
 
+  test("starting a run again (the effect retried after a crash) ends on the branch it built, never on the first attempt's", async () => {
+    const repo = `${OWNER}/retry`;
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    const request = { queueId: "q", runId: "run-9", targetBranch: "main", baseSha: gh.branchHead(repo, "main"), stack: [1], heads: { 1: gh.pr(repo, 1)!.headSha } };
+    const codeHost = server.greenline.services.codeHost;
+    const first = await codeHost.startTestRun({ host: "github.com", owner: OWNER, name: "retry" }, request);
+    const again = await codeHost.startTestRun({ host: "github.com", owner: OWNER, name: "retry" }, request);
+    expect(first.kind === "started" && again.kind === "started").toBe(true);
+    if (again.kind !== "started") return;
+    expect(gh.branchHead(repo, again.testBranch)).toBe(again.sha);
+    expect(Object.keys(gh.files(repo, again.testBranch)).sort()).toEqual(["README.md", "src/one.ts"]);
+  });
+
   test("a PR whose pinned head is gone fails with GitHub's reason instead of retrying forever", async () => {
     const repo = `${OWNER}/gone`;
     await api.ok("createQueue", { ...queue("gone"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
