@@ -74,8 +74,13 @@ export async function createQueue(services: Services, principal: Principal, inpu
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
   const host = await hostRequiredChecks(services, { repo, targetBranch });
+  // A branch the code host will never let Greenline merge into is refused now, with what to
+  // change, rather than wedging the first merge.
+  const target = (await services.codeHost.checkTarget?.(repo, targetBranch)) ?? { ok: true };
   return services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
+    // Told only to the repository's owner (after the claim, which the refusal rolls back).
+    if (!target.ok) throw failedPrecondition(target.reason);
     if (await queueStore.findQueueOfRepository(tx, repository.id, targetBranch)) throw queueExists(targetBranch);
     const queue = await queueStore.createQueue(tx, {
       id: services.newId(),

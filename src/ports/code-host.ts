@@ -36,7 +36,20 @@ export type TestRunRequest = {
    * whatever the PR's head is by now.
    */
   heads: Readonly<Record<number, string>>;
+  /**
+   * Open a PR from the testing branch to the target too (the queue's createPrsForTestingBranches),
+   * for CI that runs only on pull requests; cancelTestRun closes it.
+   */
+  pullRequest?: boolean;
+  /**
+   * A commit that already holds the base plus the first `length` PRs of the stack (an earlier
+   * run's testing branch): the build may start there and merge only the PRs after them.
+   */
+  prefix?: { length: number; sha: string } | null;
 };
+
+/** Whether the App can merge into a branch, as the code host's rules say; `reason` tells what to change. */
+export type TargetCheck = { ok: true } | { ok: false; reason: string };
 
 export type TestRunStart = { kind: "started"; testBranch: string; sha: string } | { kind: "conflict"; prNumber: number };
 
@@ -142,10 +155,18 @@ export interface CodeHost {
   getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo | null>;
   /** The head commit of a branch, or null when it does not exist. */
   getBranchHead(repo: RepoRef, branch: string): Promise<string | null>;
-  /** Builds the testing branch (base + stack) and starts CI on it. */
+  /**
+   * Builds the testing branch (base + stack, each PR at its pinned head) and starts CI on it.
+   * A permanent refusal (a commit gone, a merge the host will not do) throws a CodeHostRefusal.
+   */
   startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart>;
-  /** Stops CI on a testing branch and deletes it. */
-  cancelTestRun(repo: RepoRef, testBranch: string): Promise<void>;
+  /** Stops CI on a testing branch and deletes it (closing its PR when `pullRequest`). */
+  cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void>;
+  /**
+   * Present when the host can tell at queue creation that it will refuse the queue's merges
+   * into `branch` (the host's own merge queue required, no way for the App to push or merge).
+   */
+  checkTarget?(repo: RepoRef, branch: string): Promise<TargetCheck>;
   /**
    * The checks a testing branch for `branch` must report green, from the code host's rules
    * for the branch (used when the queue sets no requiredStatuses of its own), and where they

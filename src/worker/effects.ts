@@ -5,6 +5,8 @@ import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEff
 import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf } from "../store/entries.js";
+import { CodeHostRefusal } from "../ports/code-host.js";
+import { builtPrefixOf } from "../store/built-runs.js";
 
 /** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
 const WARN_AFTER_ATTEMPTS = 5;
@@ -57,8 +59,28 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
         return;
       }
-      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.stack));
-      const started = await codeHost.startTestRun(repo, { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha: effect.baseSha, stack: effect.stack, heads });
+      // A merge that landed since the effect was decided re-describes the run from the new
+      // target head (same tree, shorter stack). Either description may extend a run already
+      // built (its commit then descends from the target, and fewer PRs are merged again).
+      const { description, prefix } = await db.read((tx) => builtPrefixOf(tx, queue.id, [run, { baseSha: effect.baseSha, stack: effect.stack }]));
+      const { baseSha } = description;
+      const stack = [...description.stack];
+      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, stack));
+      const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha, stack, heads, prefix, pullRequest: queue.createPrsForTestingBranches };
+      const started = await codeHost.startTestRun(repo, request).catch((error: unknown) => {
+        // A refusal asking again cannot change (a commit gone, a merge the host will not do)
+        // fails the run with the host's reason, instead of retrying the effect forever.
+        if (error instanceof CodeHostRefusal && !error.transient) return { kind: "refused", reason: error.message } as const;
+        throw error;
+      });
+      if (started.kind === "refused") {
+        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "refused" });
+        if (codeHost.notifiesPullRequests && queue.commentsEnabled) {
+          for (const prNumber of effect.tested) await codeHost.commentOnPullRequest(repo, prNumber, `Greenline could not build the testing branch for \`${queue.branch}\`: ${started.reason}`);
+        }
+        services.log?.warn({ queueId: queue.id, runId: effect.runId, reason: started.reason }, "testing branch refused");
+        return;
+      }
       if (started.kind === "conflict") {
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;
@@ -68,7 +90,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
     }
     case "cancel_run": {
       const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
-      if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch);
+      if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch, { pullRequest: queue.createPrsForTestingBranches });
       return;
     }
     case "merge": {
@@ -100,7 +122,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         await recordTargetHead(tx, queue.id, result.head);
         return true;
       });
-      if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);
+      // The merged run is archived now: its cancel_run deletes the testing branch (once).
       return;
     }
     case "pr_status":

@@ -257,7 +257,11 @@ export class GitHubSimulator {
             },
           ]
         : [];
-      send(200, rules);
+      const branch = match[1]!;
+      const others = (this.#branchRulesets.get(repoName) ?? [])
+        .filter((r) => r.branch === branch)
+        .flatMap((r) => r.rules.map((rule) => ({ ...rule, ruleset_source_type: "Repository", ruleset_source: repoName, ruleset_id: r.id })));
+      send(200, [...rules, ...others]);
       return true;
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/commits\/([0-9a-f]+)\/(status|check-runs|check-suites)$/.exec(path))) {
@@ -308,6 +312,7 @@ export class GitHubSimulator {
     const before = this.#refs.get(`${repo.toLowerCase()}:${branch}`);
     this.#refs.set(`${repo.toLowerCase()}:${branch}`, sha);
     this.#emitPush(repo, branch, before, sha, sender);
+    this.refPushes.push({ repo: repo.toLowerCase(), branch, sha });
     // As on GitHub: a PR whose head is now on its base branch is merged.
     for (const [key, pr] of this.#pulls) {
       if (key.startsWith(`${repo.toLowerCase()}#`) && pr.base === branch && pr.state === "open" && this.#isAncestor(pr.headSha, sha)) {
@@ -553,6 +558,7 @@ export class GitHubSimulator {
     const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
     const refKey = (branch: string) => `${repoName}:${branch}`;
     if (repoMatch && this.#ciRoutes(req.method ?? "GET", path, repoName, send)) return;
+    if (repoMatch && this.#handleBranchesRoutes(req.method ?? "GET", path, new URL(req.url ?? "/", "http://x").searchParams, repoName, body, send)) return;
     if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
       if (!this.administrationRead) return send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/branches/branch-protection#get-status-checks-protection" });
       const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
@@ -617,6 +623,7 @@ export class GitHubSimulator {
       if (!this.#commits.has(String(body.sha))) return send(422, { message: "Object does not exist" });
       this.#refs.set(refKey(branch), String(body.sha));
       this.#emitPush(repoName, branch, undefined, String(body.sha), APP_BOT);
+      this.refPushes.push({ repo: repoName, branch, sha: String(body.sha) });
       return send(201, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
     }
     if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/(.+)$/.exec(path)) && (req.method === "PATCH" || req.method === "DELETE")) {
@@ -680,5 +687,133 @@ export class GitHubSimulator {
       });
     }
     notFound();
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Testing branches, PRs for them, rulesets and the workflows permission (the "branches" work).
+  // Additive: routes here answer first and fall through (false) for everything else.
+
+  /** Every ref creation or move (a push, as CI sees it), in order: `push` events GitHub would send. */
+  readonly refPushes: { repo: string; branch: string; sha: string }[] = [];
+  /** Whether the App's installation has `workflows: write` (GitHub refuses workflow-file changes without it). */
+  workflowsWritable = true;
+  readonly #branchRulesets = new Map<string, { id: number; branch: string; rules: { type: string; parameters?: object }[]; bypass: "always" | "never" }[]>();
+  #nextRulesetId = 100;
+
+  /** Pushes (ref creations and moves) to a branch so far. */
+  pushesTo(repo: string, branch: string): number {
+    return this.refPushes.filter((p) => p.repo === repo.toLowerCase() && p.branch === branch).length;
+  }
+
+  /** A repository ruleset on `branch` (exact name) with rules of these types; `bypass`: whether the App is on its bypass list. */
+  addRuleset(repo: string, branch: string, rules: string[], bypass: "always" | "never" = "never"): number {
+    const id = this.#nextRulesetId++;
+    const list = this.#branchRulesets.get(repo.toLowerCase()) ?? [];
+    list.push({ id, branch, rules: rules.map((type) => ({ type })), bypass });
+    this.#branchRulesets.set(repo.toLowerCase(), list);
+    return id;
+  }
+
+  /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
+  forgetCommit(sha: string): void {
+    this.#commits.delete(sha);
+  }
+
+  /** The PRs whose head branch is `branch` (testing branches' PRs). */
+  prsFrom(repo: string, branch: string): PullRequest[] {
+    return [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repo.toLowerCase()}#`) && pr.headRef === branch).map(([, pr]) => pr);
+  }
+
+  #pullJson(pr: PullRequest) {
+    return { number: pr.number, title: pr.title, state: pr.state, draft: pr.draft, merged: pr.merged, head: { ref: pr.headRef, sha: pr.headSha }, base: { ref: pr.base, sha: pr.baseSha }, user: { login: pr.author } };
+  }
+
+  #handleBranchesRoutes(method: string, path: string, query: URLSearchParams, repoName: string, body: Record<string, any>, send: (status: number, body: unknown) => void): boolean {
+    let match: RegExpExecArray | null;
+    const rulesets = this.#branchRulesets.get(repoName) ?? [];
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/rulesets\/(\d+)$/.exec(path)) && method === "GET") {
+      const ruleset = rulesets.find((r) => r.id === Number(match![1]));
+      if (!ruleset) send(404, { message: "Not Found" });
+      else
+        send(200, {
+          id: ruleset.id,
+          name: `ruleset ${ruleset.id}`,
+          target: "branch",
+          source_type: "Repository",
+          source: repoName,
+          enforcement: "active",
+          conditions: { ref_name: { include: [`refs/heads/${ruleset.branch}`], exclude: [] } },
+          rules: ruleset.rules,
+          current_user_can_bypass: ruleset.bypass,
+        });
+      return true;
+    }
+    // Moving a ref to a commit GitHub does not have.
+    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/.+$/.test(path) && method === "PATCH" && !this.#commits.has(String(body.sha))) {
+      send(422, { message: "Object does not exist", documentation_url: "https://docs.github.com/rest/git/refs#update-a-reference" });
+      return true;
+    }
+    // Merging a commit that changes workflow files, without `workflows: write`.
+    if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && method === "POST" && !this.workflowsWritable) {
+      const head = this.#commits.get(String(body.head));
+      const from = this.#commits.get(head?.parents[0] ?? "")?.tree ?? {};
+      const workflow = Object.keys(head?.tree ?? {}).find((file) => file.startsWith(".github/workflows/") && from[file] !== head!.tree[file]);
+      if (workflow) {
+        send(403, {
+          message: `refusing to allow a GitHub App to create or update workflow \`${workflow}\` without \`workflows\` permission`,
+          documentation_url: "https://docs.github.com/rest/branches/branches#merge-a-branch",
+        });
+        return true;
+      }
+    }
+    if (/^\/repos\/[^/]+\/[^/]+\/pulls$/.test(path) && method === "POST") {
+      const headSha = this.#refs.get(`${repoName}:${body.head}`);
+      const baseSha = this.#refs.get(`${repoName}:${body.base}`);
+      if (headSha === undefined || baseSha === undefined) {
+        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field: headSha === undefined ? "head" : "base", code: "invalid" }] });
+        return true;
+      }
+      const open = [...this.#pulls].find(([k, pr]) => k.startsWith(`${repoName}#`) && pr.headRef === body.head && pr.base === body.base && pr.state === "open");
+      if (open) {
+        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${body.head}.` }] });
+        return true;
+      }
+      const number = Math.max(1000, ...[...this.#pulls.keys()].filter((k) => k.startsWith(`${repoName}#`)).map((k) => Number(k.split("#")[1]))) + 1;
+      const pr: PullRequest = {
+        number,
+        title: String(body.title),
+        author: "greenline[bot]",
+        headSha,
+        headRef: String(body.head),
+        base: String(body.base),
+        state: "open",
+        merged: false,
+        draft: Boolean(body.draft),
+        mergeableState: "clean",
+        baseSha,
+        files: {},
+      };
+      this.#pulls.set(`${repoName}#${number}`, pr);
+      send(201, this.#pullJson(pr));
+      return true;
+    }
+    if (/^\/repos\/[^/]+\/[^/]+\/pulls$/.test(path) && method === "GET") {
+      const head = query.get("head")?.replace(/^[^:]+:/, "");
+      const state = query.get("state") ?? "open";
+      const prs = [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repoName}#`) && (head === undefined || pr.headRef === head) && (state === "all" || pr.state === state)).map(([, pr]) => this.#pullJson(pr));
+      send(200, prs);
+      return true;
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)$/.exec(path)) && method === "PATCH") {
+      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
+      if (!pr) send(404, { message: "Not Found" });
+      else {
+        if (body.state === "closed" && !pr.merged) pr.state = "closed";
+        if (typeof body.title === "string") pr.title = body.title;
+        send(200, this.#pullJson(pr));
+      }
+      return true;
+    }
+    return false;
   }
 }

@@ -1,5 +1,5 @@
 import type { Probot } from "probot";
-import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TargetCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
@@ -7,6 +7,7 @@ import { GitHubChecks } from "./checks.js";
 import { GitHubClient } from "./client.js";
 import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
+import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
@@ -28,6 +29,7 @@ export class GitHubCodeHost implements CodeHost {
   readonly ciResults: CiResults;
   /** Push deliveries arrive out of order: their commits are placed with the compare API. */
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
+  readonly #targets: GitHubTargets;
 
   /** `now`: the clock of the caches (the checks a branch requires are cached for a while). */
   constructor(probot: Probot, options: { now?: () => number } = {}) {
@@ -38,6 +40,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#merging = new GitHubMerging(this.#client);
     this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
     this.ancestry = { isAncestor: (repo, ancestor, descendant) => this.#checks.isAncestor(repo, ancestor, descendant) };
+    this.#targets = new GitHubTargets(this.#client);
   }
 
   /**
@@ -66,8 +69,12 @@ export class GitHubCodeHost implements CodeHost {
     return this.#branches.startTestRun(repo, request);
   }
 
-  cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
-    return this.#branches.cancelTestRun(repo, testBranch);
+  cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void> {
+    return this.#branches.cancelTestRun(repo, testBranch, options);
+  }
+
+  checkTarget(repo: RepoRef, branch: string): Promise<TargetCheck> {
+    return this.#targets.checkTarget(repo, branch);
   }
 
   requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks> {

@@ -30,5 +30,7 @@ export function refusalOf(error: unknown, operation: GitHubOperation): CodeHostR
   if (operation === "merge_branches" && status === 409) return new CodeHostRefusal("conflict", message);
   if (operation === "update_ref" && status === 422 && /fast.forward/i.test(message)) return new CodeHostRefusal("target_moved", message);
   if (status === 403 && /not accessible by integration/i.test(message)) return new CodeHostRefusal("permission_missing", message);
+  // A change to .github/workflows/ without the `workflows` permission (docs/github.md, "Permissions").
+  if (/without `?workflows`? permission/i.test(message)) return new CodeHostRefusal("permission_missing", message);
   return new CodeHostRefusal(status === 422 || status === 405 ? "cannot_merge" : "transient", message);
 }

@@ -55,7 +55,8 @@ export type EngineEntry = {
   directMergeBase: string | null;
 };
 
-export type RunFailure = "tests_failed" | "timeout" | "merge_conflict";
+/** refused: the code host would not build the testing branch (a commit gone, a merge it refuses). */
+export type RunFailure = "tests_failed" | "timeout" | "merge_conflict" | "refused";
 
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";
 
