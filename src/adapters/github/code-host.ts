@@ -25,8 +25,9 @@ export class GitHubCodeHost implements CodeHost {
   readonly #checks: GitHubChecks;
   readonly #merging: GitHubMerging;
 
-  constructor(probot: Probot) {
-    this.#client = new GitHubClient(probot);
+  constructor(probot: Probot, options: { now?: () => Date } = {}) {
+    const now = options.now;
+    this.#client = new GitHubClient(probot, now ? () => now().getTime() : Date.now);
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client);
