@@ -140,7 +140,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
-    const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
+    const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {

@@ -7,7 +7,7 @@ import { toQueue, type Queue } from "./queues.js";
 
 const RUN_KINDS: readonly EngineRun["kind"][] = ["main", "bisection"];
 const RUN_STATUSES: readonly RunStatus[] = ["running", "passed", "failed", "cancelled"];
-const RUN_FAILURES: readonly RunFailure[] = ["tests_failed", "timeout", "merge_conflict"];
+const RUN_FAILURES: readonly RunFailure[] = ["tests_failed", "timeout", "merge_conflict", "start_refused"];
 const CHECK_STATES: readonly CheckState[] = ["pending", "success", "failure", "error"];
 
 /** A testing run as stored: the engine's run, and what the code host made of it. */

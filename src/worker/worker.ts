@@ -83,7 +83,7 @@ export class Worker {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
       if (applied) work++;
     }
-    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx));
+    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx, services.now()));
     for (const queueId of withEffects) work += await runEffects(services, queueId);
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();

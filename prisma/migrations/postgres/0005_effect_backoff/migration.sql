@@ -1,0 +1,4 @@
+-- AlterTable
+ALTER TABLE "Effect" ADD COLUMN     "gaveUp" BOOLEAN NOT NULL DEFAULT false,
+ADD COLUMN     "nextAttemptAt" TIMESTAMP(3);
+
