@@ -403,8 +403,8 @@ export class GitHubSimulator {
   /** Sets the rate-limit headers; answers (and returns true) when a limit or a fault refuses the request. */
   #answerLimitsAndFaults(req: IncomingMessage, res: ServerResponse, path: string): boolean {
     res.setHeader("date", new Date(this.#clock()).toUTCString());
-    const refuse = (status: number, message: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ message, documentation_url: "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api" }));
+    const refuse = (status: number, message: string, headers: Record<string, string> = {}, documentation = "https://docs.github.com/rest") => {
+      res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ message, documentation_url: documentation }));
       return true;
     };
     const installation = /^token ghs_installation_(\d+)$/.exec(req.headers.authorization ?? "")?.[1];
@@ -418,10 +418,11 @@ export class GitHubSimulator {
         "x-ratelimit-reset": String(Math.ceil(window.resetAt / 1000)),
         "x-ratelimit-resource": "core",
       });
-      if (window.used >= window.limit) return refuse(403, `API rate limit exceeded for installation ID ${id}.`, headers());
+      const rateLimitDocs = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api";
+      if (window.used >= window.limit) return refuse(403, `API rate limit exceeded for installation ID ${id}.`, headers(), rateLimitDocs);
       const secondaryUntil = this.#secondaryUntil.get(id) ?? 0;
       if (this.#clock() < secondaryUntil) {
-        return refuse(403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", { ...headers(), "retry-after": String(Math.ceil((secondaryUntil - this.#clock()) / 1000)) });
+        return refuse(403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", { ...headers(), "retry-after": String(Math.ceil((secondaryUntil - this.#clock()) / 1000)) }, rateLimitDocs);
       }
       window.used++;
       for (const [name, value] of Object.entries(headers())) res.setHeader(name, value);
