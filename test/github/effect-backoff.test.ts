@@ -135,4 +135,48 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(await stateOf("flaky502", 1)).toBe("merged");
     expect(requestsTo("PUT", /\/flaky502\/pulls\/1\/merge$/)).toBe(5);
   });
+
+  test("an installation at its rate limit makes no call until the reset; the queue resumes after", async () => {
+    await greenPr("limited", "squash");
+    await ciPasses("limited");
+    const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
+    gh.setRateLimit(INSTALLATION, gh.rateLimitOf(INSTALLATION).used);
+    const resetAt = gh.rateLimitOf(INSTALLATION).resetAt;
+    await drain();
+    const refused = installationCalls();
+    // An hour of ticks, a minute apart, before the reset: not one more request.
+    while (clock.ms + 60_000 < resetAt) {
+      clock.advance(60_000);
+      await server.greenline.worker.tick();
+    }
+    expect(installationCalls()).toBe(refused);
+    expect(gh.pr(`${OWNER}/limited`, 1)!.merged).toBe(false);
+    const [head] = await pendingEffects("limited");
+    expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(resetAt);
+    clock.ms = resetAt;
+    await drain();
+    expect(gh.pr(`${OWNER}/limited`, 1)!.merged).toBe(true);
+    expect(await stateOf("limited", 1)).toBe("merged");
+    gh.setRateLimit(INSTALLATION, 5000);
+  });
+
+  test("issue item 2: a refused fast-forward (422) spends a bounded number of calls in an hour, then the PR fails", async () => {
+    await greenPr("pushrefused", "merge_commit");
+    gh.failNext("PATCH", /\/pushrefused\/git\/refs\/heads\/main$/, 422, "Changes must be made through a pull request.", 1_000_000);
+    const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/pushrefused/`)).length;
+    const before = calls();
+    await ciPasses("pushrefused");
+    const end = clock.ms + 3600_000;
+    while (clock.ms < end) {
+      await server.greenline.worker.tick();
+      clock.advance(1_000);
+    }
+    const spent = calls() - before;
+    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer).
+    expect(spent).toBeLessThan(60);
+    expect(await stateOf("pushrefused", 1)).toBe("failed");
+    expect((await api.ok("getSubmittedPullRequest", pr("pushrefused", 1))).stateReason).toBe("merge_refused");
+    expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(false);
+    expect(await pendingEffects("pushrefused")).toEqual([]);
+  });
 });
