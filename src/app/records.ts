@@ -61,6 +61,8 @@ export type MergeItemRecord = {
   prSha: string;
   prBaseBranch: string;
   prAuthor: string;
+  /** A failed PR the code host refused for good: its own words. */
+  failureMessage?: string;
 };
 
 /** getSubmittedPullRequest's record: every field of SPEC.md's table. */
@@ -86,5 +88,6 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     prSha: row.prSha,
     prBaseBranch: row.prBaseBranch,
     prAuthor: row.prAuthor,
+    ...(row.state === "failed" && row.failureMessage !== null ? { failureMessage: row.failureMessage } : {}),
   };
 }

@@ -5,7 +5,7 @@ import { CodeHostRefusal } from "../ports/code-host.js";
 import { completeEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
-import { pinnedHeadsOf } from "../store/entries.js";
+import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 
 /**
  * How a failed effect is tried again: after an exponential backoff with full jitter (a random
@@ -86,11 +86,17 @@ async function recordFailure(services: Services, queue: QueueInRepository, pendi
 async function giveUp(services: Services, queue: QueueInRepository, effect: OutboxEffect, message: string): Promise<void> {
   switch (effect.kind) {
     case "start_run":
-      await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "start_refused" });
+      await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "start_refused" }, async (tx) => {
+        await recordFailureMessage(tx, queue.id, effect.tested, message);
+        return true;
+      });
       return;
     case "merge":
       if (queue.mergedPrs.slice(0, effect.prNumbers.length).every((pr, i) => pr === effect.prNumbers[i])) {
-        await applyQueueEvent(services, queue.id, { kind: "merge_refused", prNumbers: effect.prNumbers, message });
+        await applyQueueEvent(services, queue.id, { kind: "merge_refused", prNumbers: effect.prNumbers, message }, async (tx) => {
+          await recordFailureMessage(tx, queue.id, effect.prNumbers, message);
+          return true;
+        });
       }
       return;
     default:

@@ -172,10 +172,13 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
       clock.advance(1_000);
     }
     const spent = calls() - before;
-    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer).
+    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer); it is 45 now.
     expect(spent).toBeLessThan(60);
     expect(await stateOf("pushrefused", 1)).toBe("failed");
-    expect((await api.ok("getSubmittedPullRequest", pr("pushrefused", 1))).stateReason).toBe("merge_refused");
+    const answer = await api.ok("getSubmittedPullRequest", pr("pushrefused", 1));
+    expect(answer).toMatchObject({ stateReason: "merge_refused", failureMessage: expect.stringContaining("Changes must be made through a pull request.") });
+    // The PR is told why, in GitHub's own words.
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/pushrefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Changes must be made through a pull request.")]);
     expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(false);
     expect(await pendingEffects("pushrefused")).toEqual([]);
   });

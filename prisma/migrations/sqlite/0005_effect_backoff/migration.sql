@@ -1,3 +1,6 @@
+-- AlterTable
+ALTER TABLE "QueueEntry" ADD COLUMN "failureMessage" TEXT;
+
 -- RedefineTables
 PRAGMA defer_foreign_keys=ON;
 PRAGMA foreign_keys=OFF;
