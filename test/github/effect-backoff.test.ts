@@ -32,8 +32,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   const drain = () => server.greenline.worker.drain();
   const requestsTo = (method: string, path: RegExp) => gh.requests.filter((r) => r.method === method && path.test(r.path)).length;
   const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
-  const pendingEffects = (name: string) =>
-    server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, queue: { repository: { name } } }, orderBy: { seq: "asc" } }));
+  const pendingEffects = (name: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, queue: { repository: { name } } }, orderBy: { seq: "asc" } }));
 
   /** CI reports green on every testing branch of the repository. */
   async function ciPasses(name: string) {

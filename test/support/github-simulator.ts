@@ -422,7 +422,12 @@ export class GitHubSimulator {
       if (window.used >= window.limit) return refuse(403, `API rate limit exceeded for installation ID ${id}.`, headers(), rateLimitDocs);
       const secondaryUntil = this.#secondaryUntil.get(id) ?? 0;
       if (this.#clock() < secondaryUntil) {
-        return refuse(403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", { ...headers(), "retry-after": String(Math.ceil((secondaryUntil - this.#clock()) / 1000)) }, rateLimitDocs);
+        return refuse(
+          403,
+          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+          { ...headers(), "retry-after": String(Math.ceil((secondaryUntil - this.#clock()) / 1000)) },
+          rateLimitDocs,
+        );
       }
       window.used++;
       for (const [name, value] of Object.entries(headers())) res.setHeader(name, value);
