@@ -181,4 +181,43 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(false);
     expect(await pendingEffects("pushrefused")).toEqual([]);
   });
+
+  test("a testing branch GitHub will not build fails the PR with GitHub's message, after a bounded number of attempts", async () => {
+    await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/workflows`, { number: 1, files: { ".github/workflows/ci.yml": "on: push" } });
+    const refusal = "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission";
+    gh.failNext("POST", /\/workflows\/merges$/, 403, refusal, 1_000);
+    await api.ok("submitPullRequest", pr("workflows", 1));
+    await drain();
+    for (let i = 0; i < EFFECT_BACKOFF.maxAttempts && (await pendingEffects("workflows")).length > 0; i++) {
+      const [head] = await pendingEffects("workflows");
+      expect(head!.kind).toBe("start_run");
+      clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
+      await drain();
+    }
+    expect(requestsTo("POST", /\/workflows\/merges$/)).toBe(EFFECT_BACKOFF.maxAttempts);
+    const answer = await api.ok("getSubmittedPullRequest", pr("workflows", 1));
+    expect(answer).toMatchObject({ state: "failed", stateReason: "start_refused", failureMessage: expect.stringContaining(refusal) });
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/workflows`).map((c) => c.body)).toEqual([expect.stringContaining(`> ${refusal}`)]);
+  });
+
+  test("a secondary rate limit: no call before retry-after, then the merge lands", async () => {
+    await greenPr("secondary", "squash");
+    await ciPasses("secondary");
+    const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
+    gh.secondaryRateLimit(INSTALLATION, 120);
+    const until = clock.ms + 120_000;
+    await drain();
+    const refused = installationCalls();
+    const [head] = await pendingEffects("secondary");
+    expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(until);
+    for (let i = 0; i < 11; i++) {
+      clock.advance(10_000);
+      await server.greenline.worker.tick();
+    }
+    expect(installationCalls()).toBe(refused);
+    clock.ms = head!.nextAttemptAt!.getTime();
+    await drain();
+    expect(gh.pr(`${OWNER}/secondary`, 1)!.merged).toBe(true);
+  });
 });
