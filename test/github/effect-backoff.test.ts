@@ -221,3 +221,34 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(gh.pr(`${OWNER}/secondary`, 1)!.merged).toBe(true);
   });
 });
+
+describe("Greenline's Octokit, with Probot's throttling on (as in production)", () => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  const clock = new TestClock();
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    gh.useClock(() => clock.ms);
+    gh.installApp(99, "octo-t");
+    server = await startTestServer(BACKENDS[0]!, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url }, now: clock.now });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a rate limit is not waited out inside the request: the refusal comes at once, then no request until the reset", async () => {
+    const repo = { host: "github.com", owner: "octo-t", name: "app" };
+    const { codeHost } = server.greenline.services;
+    expect(await codeHost.getBranchHead(repo, "main")).toBe(gh.branchHead("octo-t/app", "main"));
+    gh.setRateLimit(99, gh.rateLimitOf(99).used);
+    const resetAt = gh.rateLimitOf(99).resetAt;
+    await expect(codeHost.getBranchHead(repo, "main")).rejects.toMatchObject({ kind: "rate_limited", retryAt: resetAt });
+    const calls = gh.requests.length;
+    await expect(codeHost.getBranchHead(repo, "main")).rejects.toMatchObject({ kind: "rate_limited", retryAt: resetAt });
+    expect(gh.requests.length).toBe(calls);
+    clock.ms = resetAt;
+    expect(await codeHost.getBranchHead(repo, "main")).toBe(gh.branchHead("octo-t/app", "main"));
+  });
+});
