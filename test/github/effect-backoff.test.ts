@@ -103,6 +103,18 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(await stateOf("statuses", 1)).toBe("testing");
   });
 
+  test("a status GitHub refuses for good is dropped at its first refusal; the queue goes on", async () => {
+    await api.ok("createQueue", { ...queue("nocommit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/nocommit`, { number: 1 });
+    gh.failNext("POST", /\/nocommit\/statuses\//, 422, "No commit found for SHA: 0123", 1);
+    await api.ok("submitPullRequest", pr("nocommit", 1));
+    await drain();
+    expect(requestsTo("POST", /\/nocommit\/statuses\//)).toBe(1);
+    const given = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { gaveUp: true, queue: { repository: { name: "nocommit" } } } }));
+    expect(given.map((e) => [e.kind, e.attempts, e.lastError])).toEqual([["pr_status", 1, "No commit found for SHA: 0123"]]);
+    expect(await stateOf("nocommit", 1)).toBe("testing");
+  });
+
   test("a queue whose effect keeps failing does not delay another queue's merge, nor call GitHub while it waits", async () => {
     await api.ok("createQueue", { ...queue("stuck"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/stuck`, { number: 1 });

@@ -8,6 +8,7 @@ import { GitHubClient } from "./client.js";
 import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
+import { refusalOf, type GitHubOperation } from "./refusals.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
 
@@ -61,7 +62,7 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
-    return this.#branches.cancelTestRun(repo, testBranch);
+    return classified(this.#branches.cancelTestRun(repo, testBranch), "delete_ref");
   }
 
   requiredStatuses(repo: RepoRef, branch: string): Promise<string[]> {
@@ -69,11 +70,11 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
-    return this.#pulls.setPullRequestStatus(repo, sha, status);
+    return classified(this.#pulls.setPullRequestStatus(repo, sha, status), "write");
   }
 
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
-    return this.#pulls.commentOnPullRequest(repo, number, body);
+    return classified(this.#pulls.commentOnPullRequest(repo, number, body), "write");
   }
 
   permissionOf(repo: RepoRef, user: string): Promise<Permission> {
@@ -86,5 +87,14 @@ export class GitHubCodeHost implements CodeHost {
 
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     return this.#merging.mergeTestedRun(repo, request);
+  }
+}
+
+/** GitHub's refusal of a status, a comment or a branch deletion, classified (a 422 on a status for an unknown commit is permanent). */
+async function classified<T>(call: Promise<T>, operation: GitHubOperation): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    throw refusalOf(error, operation);
   }
 }
