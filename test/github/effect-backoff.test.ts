@@ -131,6 +131,18 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect((await pendingEffects("stuck"))[0]).toMatchObject({ kind: "pr_status", attempts: 1 });
   });
 
+  test("a queue whose outbox cannot even be read does not stop the worker for the others", async () => {
+    await api.ok("createQueue", { ...queue("corrupt"), requiredStatuses: ["ci/test"] });
+    const corrupt = await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow({ where: { repository: { name: "corrupt" } } }));
+    await server.greenline.services.db.transaction((tx) => tx.effect.create({ data: { id: `corrupt-${Date.now()}`, queueId: corrupt.id, seq: 1, kind: "merge", payload: "{not json", createdAt: clock.now() } }));
+    await greenPr("healthy", "squash");
+    await ciPasses("healthy");
+    for (let i = 0; i < 10; i++) await server.greenline.worker.tick();
+    expect(gh.pr(`${OWNER}/healthy`, 1)!.merged).toBe(true);
+    expect(server.logs.join("")).toContain("running a queue's effects failed");
+    await server.greenline.services.db.transaction((tx) => tx.effect.deleteMany({ where: { queueId: corrupt.id } }));
+  });
+
   test("a merge failing with a 502 twice (and its HTTP retry) lands at the next attempts", async () => {
     await greenPr("flaky502", "squash");
     gh.failNext("PUT", /\/flaky502\/pulls\/1\/merge$/, 502, "Bad Gateway", 4);
