@@ -71,6 +71,29 @@ function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
   http.timeout = timeouts.idleMs;
 }
 
+type OctokitOptions = { throttle?: object; retry?: object };
+
+/**
+ * Statuses the HTTP layer never asks again for: every 4xx is an answer (a refusal, a missing
+ * permission, a rate limit), classified once (src/adapters/github/refusals.ts) and retried, if
+ * at all, by the effect scheduler with backoff, not by sleeping inside a request.
+ */
+export const HTTP_DO_NOT_RETRY = [400, 401, 403, 404, 405, 409, 410, 422, 429, 451];
+
+/**
+ * How Greenline's Octokit retries: a 5xx or a network failure once, after half a second (the
+ * effect scheduler backs off beyond that); a refusal never. Rate limits are not waited out
+ * inside a request either (onRateLimit answers false): the refusal reaches the scheduler,
+ * which honours `retry-after` and `x-ratelimit-reset`.
+ */
+function githubRequestPolicy(options: OctokitOptions, throttle: boolean): OctokitOptions {
+  return {
+    ...options,
+    retry: { ...options.retry, doNotRetry: HTTP_DO_NOT_RETRY, retries: 1, retryAfterBaseValue: 500 },
+    throttle: { ...options.throttle, ...(throttle ? {} : { enabled: false }), onRateLimit: () => false, onSecondaryRateLimit: () => false },
+  };
+}
+
 /**
  * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
  * Probot's webhook route, /healthz and /v1 on one port.
@@ -92,7 +115,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
           secret: webhookSecret,
           baseUrl: config.githubApp.apiUrl,
           log,
-          ...(config.githubApp.throttle === false ? { Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({ ...options, throttle: { ...options.throttle, enabled: false } })) } : {}),
+          Octokit: ProbotOctokit.defaults((options: OctokitOptions) => githubRequestPolicy(options, config.githubApp?.throttle !== false)),
         })
       : Probot.defaults({ githubToken: "sandbox", secret: webhookSecret, log });
     // Probot's Server serves this middleware first: ours bounds the webhook body and verifies it
@@ -117,7 +140,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
-    const services: Services = { db, codeHost, now, newId: () => orderedId(), readCache: new ReadCache(), log };
+    const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {

@@ -268,6 +268,7 @@ export const ZMergeItem = z.strictObject({
   prTitle: z.string(),
   prSha: z.string(),
   prBaseBranch: z.string(),
+  failureMessage: z.string().optional().describe("a failed PR the code host refused for good (stateReason merge_refused or start_refused): the code host's own words; absent otherwise"),
   prAuthor: z.string(),
 });
 

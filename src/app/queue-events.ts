@@ -39,7 +39,8 @@ function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): Notify
     out.push({ kind: "pr_status", prNumber: t.prNumber, sha: entry.prSha, state: STATUS_OF[t.to], description });
   }
   if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
-    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).` });
+    const refusal = t.to === "failed" && entry.failureMessage ? `\n\nGitHub said:\n\n> ${entry.failureMessage.replaceAll("\n", "\n> ")}` : "";
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).${refusal}` });
   }
   return out;
 }

@@ -68,6 +68,8 @@ export type MergeItemRecord = {
   prSha: string;
   prBaseBranch: string;
   prAuthor: string;
+  /** A failed PR the code host refused for good: its own words. */
+  failureMessage?: string;
 };
 
 /** getSubmittedPullRequest's record: every field of SPEC.md's table. */
@@ -93,5 +95,6 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     prSha: row.prSha,
     prBaseBranch: row.prBaseBranch,
     prAuthor: row.prAuthor,
+    ...(row.state === "failed" && row.failureMessage !== null ? { failureMessage: row.failureMessage } : {}),
   };
 }

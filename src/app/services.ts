@@ -9,6 +9,8 @@ export type Services = {
   codeHost: CodeHost;
   now: () => Date;
   newId: () => string;
+  /** A number in [0, 1) (backoff jitter); tests inject their own. */
+  random?: () => number;
   readCache: ReadCache;
   log?: Logger;
 };

@@ -2,7 +2,7 @@ import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Tx } from "./database.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
-export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; effect: OutboxEffect };
+export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
 
 /** Adds effects to the end of the queue's outbox, in order. */
 export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string }): Promise<void> {
@@ -19,7 +19,7 @@ export async function nextPendingEffect(tx: Tx, queueId: string): Promise<Pendin
   const row = await tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } });
   if (!row) return null;
   const effect = JSON.parse(row.payload) as OutboxEffect;
-  return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, effect };
+  return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
 }
 
 /** Marks an effect done (a no-op when another worker did already, or the queue is gone). */
@@ -27,15 +27,23 @@ export async function completeEffect(tx: Tx, id: string, at: Date): Promise<void
   await tx.effect.updateMany({ where: { id, doneAt: null }, data: { doneAt: at } });
 }
 
-/** Counts a failed attempt at an effect, with its error. */
-export async function recordEffectFailure(tx: Tx, id: string, message: string): Promise<void> {
+/** Counts a failed attempt at an effect, with its error and the time before which it is not tried again. */
+export async function recordEffectFailure(tx: Tx, id: string, message: string, nextAttemptAt: Date): Promise<void> {
   // updateMany: the queue, and its effects with it, may have been deleted meanwhile.
-  await tx.effect.updateMany({ where: { id }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000) } });
+  await tx.effect.updateMany({ where: { id, doneAt: null }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000), nextAttemptAt } });
 }
 
-/** The ids of the queues with effects not yet done. */
-export async function queuesWithPendingEffects(tx: Tx): Promise<string[]> {
-  const rows = await tx.effect.findMany({ where: { doneAt: null }, distinct: ["queueId"], select: { queueId: true } });
+/** Ends an effect that will not succeed: done, marked given up, with the last error. */
+export async function giveUpEffect(tx: Tx, id: string, message: string, at: Date): Promise<void> {
+  await tx.effect.updateMany({ where: { id, doneAt: null }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000), doneAt: at, gaveUp: true } });
+}
+
+/**
+ * The ids of the queues with effects not yet done and due at `now` (a queue whose next effect
+ * waits out a backoff is skipped; its later effects wait behind it, in order).
+ */
+export async function queuesWithPendingEffects(tx: Tx, now: Date): Promise<string[]> {
+  const rows = await tx.effect.findMany({ where: { doneAt: null, OR: [{ nextAttemptAt: null }, { nextAttemptAt: { lte: now } }] }, distinct: ["queueId"], select: { queueId: true } });
   return rows.map((row) => row.queueId);
 }
 

@@ -28,6 +28,8 @@ export type QueueEntry = {
   /** While in flight: its place in the line (see EngineEntry.position). */
   linePosition: number | null;
   directMergeBase: string | null;
+  /** The code host's own words when it refused the PR for good; null otherwise. */
+  failureMessage: string | null;
   submittedAt: Date;
 };
 
@@ -54,6 +56,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     bisectionGroupLimit: row.bisectionGroupLimit,
     linePosition: row.linePosition === null ? null : Number(row.linePosition),
     directMergeBase: row.directMergeBase,
+    failureMessage: row.failureMessage,
     submittedAt: row.submittedAt,
   };
 }
@@ -141,9 +144,15 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     state,
     stateReason: reason,
     stateChangedAt: at,
+    failureMessage: null,
   };
   const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
   await tx.transition.create({
     data: { id: newId(), entryId: entry.id, queueId, fromState: existing?.state ?? null, toState: state, reason, at },
   });
+}
+
+/** Records the code host's reason for refusing these PRs for good (shown with their failure). */
+export async function recordFailureMessage(tx: Tx, queueId: string, prNumbers: number[], message: string): Promise<void> {
+  await tx.queueEntry.updateMany({ where: { queueId, prNumber: { in: prNumbers } }, data: { failureMessage: message.slice(0, 2000) } });
 }

@@ -7,7 +7,7 @@ import { toQueue, type Queue, type QueueInRepository } from "./queues.js";
 
 const RUN_KINDS: readonly EngineRun["kind"][] = ["main", "bisection"];
 const RUN_STATUSES: readonly RunStatus[] = ["running", "passed", "failed", "cancelled"];
-const RUN_FAILURES: readonly RunFailure[] = ["tests_failed", "timeout", "merge_conflict", "refused"];
+const RUN_FAILURES: readonly RunFailure[] = ["tests_failed", "timeout", "merge_conflict", "start_refused"];
 const CHECK_STATES: readonly CheckState[] = ["pending", "success", "failure", "error"];
 const CHECK_KINDS: readonly ReportedCheck["kind"][] = ["status", "check_run"];
 

@@ -1,27 +1,37 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
 import { applyQueueEvent } from "../app/queue-events.js";
-import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { CodeHostRefusal } from "../ports/code-host.js";
+import { completeEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
-import { pinnedHeadsOf } from "../store/entries.js";
-import { CodeHostRefusal } from "../ports/code-host.js";
+import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 
-/** After this many failed attempts an effect is logged as stuck (it is retried every tick). */
+/**
+ * How a failed effect is tried again: after an exponential backoff with full jitter (a random
+ * wait up to base·2^(attempts-1), capped), never before the refusal's own retry time (a rate
+ * limit's reset, `retry-after`); after MAX_ATTEMPTS it is given up. A rate limit is no fault of
+ * the effect's: it waits for the reset however often, and does not count towards giving up.
+ */
+export const EFFECT_BACKOFF = { baseMs: 2_000, capMs: 10 * 60_000, maxAttempts: 10 };
+
+/** After this many failed attempts an effect is logged as stuck. */
 const WARN_AFTER_ATTEMPTS = 5;
 
 /**
  * Executes a queue's pending effects in order, holding the queue's lock so that one process
  * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
- * from the first effect not marked done.
+ * from the first effect not marked done. An effect waiting out a backoff holds the queue's
+ * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
+ * effects were done or given up (an effect not yet due is no work).
  */
 export async function runEffects(services: Services, queueId: string): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
     for (;;) {
       const pending = await services.db.read((tx) => nextPendingEffect(tx, queueId));
-      if (!pending) break;
+      if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
       const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
       if (!queue) break;
       try {
@@ -29,8 +39,8 @@ export async function runEffects(services: Services, queueId: string): Promise<n
         await services.db.transaction((tx) => completeEffect(tx, pending.id, services.now()));
         count++;
       } catch (error) {
-        await recordFailure(services, pending, error);
-        break;
+        if (!(await recordFailure(services, queue, pending, error))) break;
+        count++;
       }
     }
     return count;
@@ -38,10 +48,61 @@ export async function runEffects(services: Services, queueId: string): Promise<n
   return done ?? 0;
 }
 
-async function recordFailure(services: Services, pending: PendingEffect, error: unknown): Promise<void> {
+/** When a failed effect may be tried again, after `attempts` failed attempts. */
+export function nextAttemptAt(now: Date, attempts: number, refusal: CodeHostRefusal | null, random: () => number): Date {
+  const ceiling = Math.min(EFFECT_BACKOFF.capMs, EFFECT_BACKOFF.baseMs * 2 ** Math.max(0, attempts - 1));
+  const at = now.getTime() + Math.floor(random() * ceiling);
+  return new Date(Math.max(at, refusal?.retryAt ?? 0));
+}
+
+/**
+ * Records a failed attempt: schedules the next one, or gives the effect up (a permanent
+ * refusal, or too many attempts) and carries out what giving it up means. Answers whether it
+ * was given up (the queue's next effects may go on).
+ */
+async function recordFailure(services: Services, queue: QueueInRepository, pending: PendingEffect, error: unknown): Promise<boolean> {
   const message = error instanceof Error ? error.message : String(error);
-  await services.db.transaction((tx) => recordEffectFailure(tx, pending.id, message));
-  if (pending.attempts + 1 >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts: pending.attempts + 1, error: message }, "effect keeps failing");
+  // Anything not classified by the code host is taken for a transient failure (bounded by the attempt limit).
+  const refusal = error instanceof CodeHostRefusal ? error : null;
+  const attempts = pending.attempts + 1;
+  const permanent = refusal !== null && !refusal.transient;
+  const exhausted = attempts >= EFFECT_BACKOFF.maxAttempts && refusal?.kind !== "rate_limited";
+  if (!permanent && !exhausted) {
+    const at = nextAttemptAt(services.now(), attempts, refusal, services.random ?? Math.random);
+    await services.db.transaction((tx) => recordEffectFailure(tx, pending.id, message, at));
+    if (attempts >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts, error: message, nextAttemptAt: at.toISOString() }, "effect keeps failing");
+    return false;
+  }
+  services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts, refusal: refusal?.kind ?? "unclassified", error: message }, "effect given up");
+  await services.db.transaction((tx) => giveUpEffect(tx, pending.id, message, services.now()));
+  await giveUp(services, queue, pending.effect, message);
+  return true;
+}
+
+/**
+ * What an effect given up means for the queue: a run that cannot start fails (its PRs fail
+ * with the code host's reason), a refused merge fails its PRs; a status, a comment or a
+ * cancellation is dropped (the queue goes on without it).
+ */
+async function giveUp(services: Services, queue: QueueInRepository, effect: OutboxEffect, message: string): Promise<void> {
+  switch (effect.kind) {
+    case "start_run":
+      await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "start_refused" }, async (tx) => {
+        await recordFailureMessage(tx, queue.id, effect.tested, message);
+        return true;
+      });
+      return;
+    case "merge":
+      if (queue.mergedPrs.slice(0, effect.prNumbers.length).every((pr, i) => pr === effect.prNumbers[i])) {
+        await applyQueueEvent(services, queue.id, { kind: "merge_refused", prNumbers: effect.prNumbers, message }, async (tx) => {
+          await recordFailureMessage(tx, queue.id, effect.prNumbers, message);
+          return true;
+        });
+      }
+      return;
+    default:
+      return;
+  }
 }
 
 async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<void> {
@@ -67,20 +128,9 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       const stack = [...description.stack];
       const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, stack));
       const request = { queueId: queue.id, runId: effect.runId, targetBranch: queue.branch, baseSha, stack, heads, prefix, pullRequest: queue.createPrsForTestingBranches };
-      const started = await codeHost.startTestRun(repo, request).catch((error: unknown) => {
-        // A refusal asking again cannot change (a commit gone, a merge the host will not do)
-        // fails the run with the host's reason, instead of retrying the effect forever.
-        if (error instanceof CodeHostRefusal && !error.transient) return { kind: "refused", reason: error.message } as const;
-        throw error;
-      });
-      if (started.kind === "refused") {
-        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "refused" });
-        if (codeHost.notifiesPullRequests && queue.commentsEnabled) {
-          for (const prNumber of effect.tested) await codeHost.commentOnPullRequest(repo, prNumber, `Greenline could not build the testing branch for \`${queue.branch}\`: ${started.reason}`);
-        }
-        services.log?.warn({ queueId: queue.id, runId: effect.runId, reason: started.reason }, "testing branch refused");
-        return;
-      }
+      // A permanent refusal (a commit gone, a merge the host will not do) is thrown: the runner
+      // gives the effect up, and the run fails with the host's reason (giveUp).
+      const started = await codeHost.startTestRun(repo, request);
       if (started.kind === "conflict") {
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;

@@ -88,8 +88,15 @@ export class Worker {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
       if (applied) work++;
     }
-    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx));
-    for (const queueId of withEffects) work += await runEffects(services, queueId);
+    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx, services.now()));
+    // One queue's trouble (its database rows, a bug) is logged and leaves the others to go on.
+    for (const queueId of withEffects) {
+      try {
+        work += await runEffects(services, queueId);
+      } catch (error) {
+        this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
+      }
+    }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));

@@ -1,5 +1,6 @@
 import type { Probot } from "probot";
-import type { RepoRef } from "../../ports/code-host.js";
+import { CodeHostRefusal, type RepoRef } from "../../ports/code-host.js";
+import { rateLimitOf } from "./refusals.js";
 
 export type OctokitError = { status?: number };
 export type Octokit = Awaited<ReturnType<Probot["auth"]>>;
@@ -11,7 +12,14 @@ export type Octokit = Awaited<ReturnType<Probot["auth"]>>;
 export class GitHubClient {
   readonly #installations = new Map<string, number>();
 
-  constructor(readonly probot: Probot) {}
+  /** Per installation: epoch ms before which GitHub's rate limit refuses it (no request is sent meanwhile). */
+  readonly #rateLimitedUntil = new Map<number, number>();
+
+  constructor(
+    readonly probot: Probot,
+    /** Epoch ms now (tests inject their clock). */
+    readonly now: () => number = Date.now,
+  ) {}
 
   /** The installation covering the repository, or null when the App is not installed there. */
   async installationFor(repo: RepoRef): Promise<number | null> {
@@ -32,7 +40,43 @@ export class GitHubClient {
   /** An Octokit for the repository's installation, or null when the App is not installed there. */
   async octokitOrNull(repo: RepoRef): Promise<Octokit | null> {
     const installation = await this.installationFor(repo);
-    return installation === null ? null : this.probot.auth(installation);
+    if (installation === null) return null;
+    this.#refuseWhileRateLimited(installation);
+    const octokit = await this.probot.auth(installation);
+    this.#gateRateLimit(octokit, installation);
+    return octokit;
+  }
+
+  /**
+   * The rate-limit gate: once GitHub says an installation's limit is spent (a refusal, or an
+   * answer with `x-ratelimit-remaining: 0`), no request is sent for it until the limit is over;
+   * its calls are refused at once with `rate_limited` and the time to ask again.
+   */
+  #gateRateLimit(octokit: Octokit, installation: number): void {
+    octokit.hook.wrap("request", async (request, options) => {
+      this.#refuseWhileRateLimited(installation);
+      try {
+        const response = await request(options);
+        const headers = response.headers as Record<string, string | undefined>;
+        if (headers["x-ratelimit-remaining"] === "0" && headers["x-ratelimit-reset"]) this.#rateLimitedUntil.set(installation, Number(headers["x-ratelimit-reset"]) * 1000);
+        return response;
+      } catch (error) {
+        const limited = rateLimitOf(error, this.now());
+        if (!limited) throw error;
+        if (limited.retryAt !== null) this.#rateLimitedUntil.set(installation, Math.max(limited.retryAt, this.#rateLimitedUntil.get(installation) ?? 0));
+        throw limited;
+      }
+    });
+  }
+
+  #refuseWhileRateLimited(installation: number): void {
+    const until = this.#rateLimitedUntil.get(installation);
+    if (until === undefined) return;
+    if (this.now() >= until) {
+      this.#rateLimitedUntil.delete(installation);
+      return;
+    }
+    throw new CodeHostRefusal("rate_limited", `GitHub's rate limit for installation ${installation} is spent until ${new Date(until).toISOString()}`, until);
   }
 
   /** An Octokit for the repository's installation; throws when the App is not installed there. */

@@ -9,6 +9,7 @@ import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
 import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
+import { refusalOf, type GitHubOperation } from "./refusals.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
 
@@ -31,9 +32,9 @@ export class GitHubCodeHost implements CodeHost {
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
   readonly #targets: GitHubTargets;
 
-  /** `now`: the clock of the caches (the checks a branch requires are cached for a while). */
+  /** `now`: the clock of the caches and of rate limits (the checks a branch requires are cached for a while). */
   constructor(probot: Probot, options: { now?: () => number } = {}) {
-    this.#client = new GitHubClient(probot);
+    this.#client = new GitHubClient(probot, options.now ?? Date.now);
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client, options.now);
@@ -70,7 +71,7 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void> {
-    return this.#branches.cancelTestRun(repo, testBranch, options);
+    return classified(this.#branches.cancelTestRun(repo, testBranch, options), "delete_ref");
   }
 
   checkTarget(repo: RepoRef, branch: string): Promise<TargetCheck> {
@@ -82,11 +83,11 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
-    return this.#pulls.setPullRequestStatus(repo, sha, status);
+    return classified(this.#pulls.setPullRequestStatus(repo, sha, status), "write");
   }
 
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
-    return this.#pulls.commentOnPullRequest(repo, number, body);
+    return classified(this.#pulls.commentOnPullRequest(repo, number, body), "write");
   }
 
   permissionOf(repo: RepoRef, user: string): Promise<Permission> {
@@ -99,5 +100,14 @@ export class GitHubCodeHost implements CodeHost {
 
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     return this.#merging.mergeTestedRun(repo, request);
+  }
+}
+
+/** GitHub's refusal of a status, a comment or a branch deletion, classified (a 422 on a status for an unknown commit is permanent). */
+async function classified<T>(call: Promise<T>, operation: GitHubOperation): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    throw refusalOf(error, operation);
   }
 }

@@ -109,6 +109,19 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       voidUnlandedMerges(ctx, event.headSha);
       return;
     }
+    case "merge_refused": {
+      // The refused PRs fail; merges decided after them were to go on top: back in line.
+      if (event.prNumbers.length === 0 || !sameList(q.merged.slice(0, event.prNumbers.length), event.prNumbers)) return;
+      const refused = new Set(event.prNumbers);
+      for (const prNumber of q.merged) {
+        const entry = entryOf(q, prNumber);
+        if (entry?.state !== "merged") continue;
+        if (refused.has(prNumber)) move(ctx, entry, "failed", "merge_refused");
+        else move(ctx, entry, "pending", "merge_failed_target_moved");
+      }
+      q.merged = [];
+      return;
+    }
     case "base_moved": {
       if (event.sha === q.baseSha) return;
       // Someone pushed to the target outside the queue: every run was built on a stale base.

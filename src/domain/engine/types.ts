@@ -55,8 +55,8 @@ export type EngineEntry = {
   directMergeBase: string | null;
 };
 
-/** refused: the code host would not build the testing branch (a commit gone, a merge it refuses). */
-export type RunFailure = "tests_failed" | "timeout" | "merge_conflict" | "refused";
+/** start_refused: the code host refused to build or start the testing branch, for good (its reason is in the effect's error). */
+export type RunFailure = "tests_failed" | "timeout" | "merge_conflict" | "start_refused";
 
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";
 
@@ -103,6 +103,11 @@ export type EngineEvent =
   | { kind: "run_finished"; runId: string; outcome: "passed" | "failed"; failure?: RunFailure }
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
+  /**
+   * The code host will not merge these PRs (the first ones of `merged`) for a reason of its
+   * own, for good: protection, rules, reviews, merge method. `message` is its own words.
+   */
+  | { kind: "merge_refused"; prNumbers: number[]; message: string }
   | { kind: "base_moved"; sha: string }
   /** The code host merged these PRs (the first ones of `merged`); the target head is now headSha. */
   | { kind: "merge_landed"; prNumbers: number[]; headSha: string }

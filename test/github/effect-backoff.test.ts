@@ -1,0 +1,278 @@
+import { randomUUID } from "node:crypto";
+import { EFFECT_BACKOFF } from "../../src/worker/effects.js";
+import { BACKENDS } from "../support/backends.js";
+import { GitHubSimulator } from "../support/github-simulator.js";
+import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+
+/**
+ * Effects against a GitHub that refuses: they back off (exponentially, with jitter, never
+ * before a rate limit is over), are given up after a limit, never hold another queue, and no
+ * refusal is retried by the HTTP layer. The clock is the test's; jitter is fixed at one half.
+ */
+describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) => {
+  const OWNER = "octo-r";
+  const INSTALLATION = 88;
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let api: ApiClient;
+  const clock = new TestClock();
+
+  async function deliver(event: string, payload: object) {
+    const body = JSON.stringify(payload);
+    const response = await fetch(`${server.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
+      body,
+    });
+    expect(response.status).toBe(200);
+  }
+  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
+  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
+  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
+  const drain = () => server.greenline.worker.drain();
+  const requestsTo = (method: string, path: RegExp) => gh.requests.filter((r) => r.method === method && path.test(r.path)).length;
+  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
+  const pendingEffects = (name: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, queue: { repository: { name } } }, orderBy: { seq: "asc" } }));
+
+  /** CI reports green on every testing branch of the repository. */
+  async function ciPasses(name: string) {
+    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
+      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: INSTALLATION } });
+    }
+  }
+
+  /** Submits PR #1 of a new repository and tests it green; the merge is what is left. */
+  async function greenPr(name: string, mergeMethod: "merge_commit" | "squash") {
+    await api.ok("createQueue", { ...queue(name), requiredStatuses: ["ci/test"], mergeMethod });
+    gh.openPr(`${OWNER}/${name}`, { number: 1, files: { [`src/${name}.ts`]: "1" } });
+    await api.ok("submitPullRequest", pr(name, 1));
+    await drain();
+    expect(gh.branches(`${OWNER}/${name}`, "greenline/")).toHaveLength(1);
+  }
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    gh.useClock(() => clock.ms);
+    server = await startTestServer(backend, {
+      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      now: clock.now,
+      random: () => 0.5,
+    });
+    gh.installApp(INSTALLATION, OWNER);
+    await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 880, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    api = await server.clientFor(OWNER);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a 409 from pulls.merge reaches Greenline after one request (no HTTP-layer retry)", async () => {
+    await greenPr("conflict409", "squash");
+    gh.failNext("PUT", /\/conflict409\/pulls\/1\/merge$/, 409, "Head branch was modified. Review and try the merge again.");
+    await ciPasses("conflict409");
+    await drain();
+    expect(requestsTo("PUT", /\/conflict409\/pulls\/1\/merge$/)).toBe(1);
+    expect(gh.pr(`${OWNER}/conflict409`, 1)!.merged).toBe(false);
+  });
+
+  test("a failing effect is retried with growing gaps, then given up; the queue goes on", async () => {
+    await api.ok("createQueue", { ...queue("statuses"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/statuses`, { number: 1 });
+    gh.failNext("POST", /\/statuses\/statuses\//, 503, "Service Unavailable", 1_000);
+    await api.ok("submitPullRequest", pr("statuses", 1));
+    await drain();
+    const gaps: number[] = [];
+    for (let attempt = 1; attempt < EFFECT_BACKOFF.maxAttempts; attempt++) {
+      const [head] = await pendingEffects("statuses");
+      expect(head).toMatchObject({ kind: "pr_status", attempts: attempt });
+      gaps.push(head!.nextAttemptAt!.getTime() - clock.ms);
+      // Not due yet: nothing is tried, and draining is not held up.
+      const before = requestsTo("POST", /\/statuses\/statuses\//);
+      await drain();
+      expect(requestsTo("POST", /\/statuses\/statuses\//)).toBe(before);
+      clock.ms = head!.nextAttemptAt!.getTime();
+      await drain();
+    }
+    // Exponential with full jitter (fixed at 1/2 here): base·2^(n-1)/2, capped.
+    expect(gaps).toEqual(gaps.map((_, i) => Math.min(EFFECT_BACKOFF.capMs, EFFECT_BACKOFF.baseMs * 2 ** i) / 2));
+    const given = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { gaveUp: true, queue: { repository: { name: "statuses" } } } }));
+    expect(given.map((e) => [e.kind, e.attempts, e.lastError])).toEqual([["pr_status", EFFECT_BACKOFF.maxAttempts, expect.stringContaining("Service Unavailable")]]);
+    // The status was dropped; the run started all the same.
+    expect(gh.branches(`${OWNER}/statuses`, "greenline/")).toHaveLength(1);
+    expect(await stateOf("statuses", 1)).toBe("testing");
+  });
+
+  test("a status GitHub refuses for good is dropped at its first refusal; the queue goes on", async () => {
+    await api.ok("createQueue", { ...queue("nocommit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/nocommit`, { number: 1 });
+    gh.failNext("POST", /\/nocommit\/statuses\//, 422, "No commit found for SHA: 0123", 1);
+    await api.ok("submitPullRequest", pr("nocommit", 1));
+    await drain();
+    expect(requestsTo("POST", /\/nocommit\/statuses\//)).toBe(1);
+    const given = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { gaveUp: true, queue: { repository: { name: "nocommit" } } } }));
+    expect(given.map((e) => [e.kind, e.attempts, e.lastError])).toEqual([["pr_status", 1, "No commit found for SHA: 0123"]]);
+    expect(await stateOf("nocommit", 1)).toBe("testing");
+  });
+
+  test("a queue whose effect keeps failing does not delay another queue's merge, nor call GitHub while it waits", async () => {
+    await api.ok("createQueue", { ...queue("stuck"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/stuck`, { number: 1 });
+    gh.failNext("POST", /\/stuck\/statuses\//, 502, "Bad Gateway", 1_000);
+    await api.ok("submitPullRequest", pr("stuck", 1));
+    await greenPr("free", "squash");
+    const stuckCalls = requestsTo("POST", /\/stuck\/statuses\//);
+    await ciPasses("free");
+    for (let i = 0; i < 20; i++) await server.greenline.worker.tick();
+    expect(await stateOf("free", 1)).toBe("merged");
+    expect(gh.pr(`${OWNER}/free`, 1)!.merged).toBe(true);
+    // Twenty ticks later, the stuck queue has not asked GitHub again (its next attempt is not due).
+    expect(requestsTo("POST", /\/stuck\/statuses\//)).toBe(stuckCalls);
+    expect((await pendingEffects("stuck"))[0]).toMatchObject({ kind: "pr_status", attempts: 1 });
+  });
+
+  test("a queue whose outbox cannot even be read does not stop the worker for the others", async () => {
+    await api.ok("createQueue", { ...queue("corrupt"), requiredStatuses: ["ci/test"] });
+    const corrupt = await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow({ where: { repository: { name: "corrupt" } } }));
+    await server.greenline.services.db.transaction((tx) => tx.effect.create({ data: { id: `corrupt-${Date.now()}`, queueId: corrupt.id, seq: 1, kind: "merge", payload: "{not json", createdAt: clock.now() } }));
+    await greenPr("healthy", "squash");
+    await ciPasses("healthy");
+    for (let i = 0; i < 10; i++) await server.greenline.worker.tick();
+    expect(gh.pr(`${OWNER}/healthy`, 1)!.merged).toBe(true);
+    expect(server.logs.join("")).toContain("running a queue's effects failed");
+    await server.greenline.services.db.transaction((tx) => tx.effect.deleteMany({ where: { queueId: corrupt.id } }));
+  });
+
+  test("a merge failing with a 502 twice (and its HTTP retry) lands at the next attempts", async () => {
+    await greenPr("flaky502", "squash");
+    gh.failNext("PUT", /\/flaky502\/pulls\/1\/merge$/, 502, "Bad Gateway", 4);
+    await ciPasses("flaky502");
+    await drain();
+    for (let i = 0; i < 5 && !gh.pr(`${OWNER}/flaky502`, 1)!.merged; i++) {
+      const [head] = await pendingEffects("flaky502");
+      expect(head?.kind).toBe("merge");
+      clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
+      await drain();
+    }
+    expect(gh.pr(`${OWNER}/flaky502`, 1)!.merged).toBe(true);
+    expect(await stateOf("flaky502", 1)).toBe("merged");
+    expect(requestsTo("PUT", /\/flaky502\/pulls\/1\/merge$/)).toBe(5);
+  });
+
+  test("an installation at its rate limit makes no call until the reset; the queue resumes after", async () => {
+    await greenPr("limited", "squash");
+    await ciPasses("limited");
+    const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
+    gh.setRateLimit(INSTALLATION, gh.rateLimitOf(INSTALLATION).used);
+    const resetAt = gh.rateLimitOf(INSTALLATION).resetAt;
+    await drain();
+    const refused = installationCalls();
+    // An hour of ticks, a minute apart, before the reset: not one more request.
+    while (clock.ms + 60_000 < resetAt) {
+      clock.advance(60_000);
+      await server.greenline.worker.tick();
+    }
+    expect(installationCalls()).toBe(refused);
+    expect(gh.pr(`${OWNER}/limited`, 1)!.merged).toBe(false);
+    const [head] = await pendingEffects("limited");
+    expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(resetAt);
+    clock.ms = resetAt;
+    await drain();
+    expect(gh.pr(`${OWNER}/limited`, 1)!.merged).toBe(true);
+    expect(await stateOf("limited", 1)).toBe("merged");
+    gh.setRateLimit(INSTALLATION, 5000);
+  });
+
+  test("issue item 2: a refused fast-forward (422) spends a bounded number of calls in an hour, then the PR fails", async () => {
+    await greenPr("pushrefused", "merge_commit");
+    gh.failNext("PATCH", /\/pushrefused\/git\/refs\/heads\/main$/, 422, "Changes must be made through a pull request.", 1_000_000);
+    const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/pushrefused/`)).length;
+    const before = calls();
+    await ciPasses("pushrefused");
+    const end = clock.ms + 3600_000;
+    while (clock.ms < end) {
+      await server.greenline.worker.tick();
+      clock.advance(1_000);
+    }
+    const spent = calls() - before;
+    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer); it is 45 now.
+    expect(spent).toBeLessThan(60);
+    expect(await stateOf("pushrefused", 1)).toBe("failed");
+    const answer = await api.ok("getSubmittedPullRequest", pr("pushrefused", 1));
+    expect(answer).toMatchObject({ stateReason: "merge_refused", failureMessage: expect.stringContaining("Changes must be made through a pull request.") });
+    // The PR is told why, in GitHub's own words.
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/pushrefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Changes must be made through a pull request.")]);
+    expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(false);
+    expect(await pendingEffects("pushrefused")).toEqual([]);
+  });
+
+  test("a testing branch GitHub will not build fails the PR with GitHub's message, after a bounded number of attempts", async () => {
+    await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/workflows`, { number: 1, files: { ".github/workflows/ci.yml": "on: push" } });
+    const refusal = "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission";
+    gh.failNext("POST", /\/workflows\/merges$/, 403, refusal, 1_000);
+    await api.ok("submitPullRequest", pr("workflows", 1));
+    await drain();
+    for (let i = 0; i < EFFECT_BACKOFF.maxAttempts && (await pendingEffects("workflows")).length > 0; i++) {
+      const [head] = await pendingEffects("workflows");
+      expect(head!.kind).toBe("start_run");
+      clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
+      await drain();
+    }
+    expect(requestsTo("POST", /\/workflows\/merges$/)).toBe(EFFECT_BACKOFF.maxAttempts);
+    const answer = await api.ok("getSubmittedPullRequest", pr("workflows", 1));
+    expect(answer).toMatchObject({ state: "failed", stateReason: "start_refused", failureMessage: expect.stringContaining(refusal) });
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/workflows`).map((c) => c.body)).toEqual([expect.stringContaining(`> ${refusal}`)]);
+  });
+
+  test("a secondary rate limit: no call before retry-after, then the merge lands", async () => {
+    await greenPr("secondary", "squash");
+    await ciPasses("secondary");
+    const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
+    gh.secondaryRateLimit(INSTALLATION, 120);
+    const until = clock.ms + 120_000;
+    await drain();
+    const refused = installationCalls();
+    const [head] = await pendingEffects("secondary");
+    expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(until);
+    for (let i = 0; i < 11; i++) {
+      clock.advance(10_000);
+      await server.greenline.worker.tick();
+    }
+    expect(installationCalls()).toBe(refused);
+    clock.ms = head!.nextAttemptAt!.getTime();
+    await drain();
+    expect(gh.pr(`${OWNER}/secondary`, 1)!.merged).toBe(true);
+  });
+});
+
+describe("Greenline's Octokit, with Probot's throttling on (as in production)", () => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  const clock = new TestClock();
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    gh.useClock(() => clock.ms);
+    gh.installApp(99, "octo-t");
+    server = await startTestServer(BACKENDS[0]!, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url }, now: clock.now });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a rate limit is not waited out inside the request: the refusal comes at once, then no request until the reset", async () => {
+    const repo = { host: "github.com", owner: "octo-t", name: "app" };
+    const { codeHost } = server.greenline.services;
+    expect(await codeHost.getBranchHead(repo, "main")).toBe(gh.branchHead("octo-t/app", "main"));
+    gh.setRateLimit(99, gh.rateLimitOf(99).used);
+    const resetAt = gh.rateLimitOf(99).resetAt;
+    await expect(codeHost.getBranchHead(repo, "main")).rejects.toMatchObject({ kind: "rate_limited", retryAt: resetAt });
+    const calls = gh.requests.length;
+    await expect(codeHost.getBranchHead(repo, "main")).rejects.toMatchObject({ kind: "rate_limited", retryAt: resetAt });
+    expect(gh.requests.length).toBe(calls);
+    clock.ms = resetAt;
+    expect(await codeHost.getBranchHead(repo, "main")).toBe(gh.branchHead("octo-t/app", "main"));
+  });
+});
