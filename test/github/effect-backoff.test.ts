@@ -206,7 +206,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(await pendingEffects("pushrefused")).toEqual([]);
   });
 
-  test("a testing branch GitHub will not build fails the PR with GitHub's message, after a bounded number of attempts", async () => {
+  test("a testing branch GitHub will not build (a missing permission: permanent) fails the PR with GitHub's message at the first refusal", async () => {
     await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/workflows`, { number: 1, files: { ".github/workflows/ci.yml": "on: push" } });
     const refusal = "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission";
@@ -219,10 +219,11 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
       clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
       await drain();
     }
-    expect(requestsTo("POST", /\/workflows\/merges$/)).toBe(EFFECT_BACKOFF.maxAttempts);
+    // The adapter classifies the refusal as permanent (permission_missing): asked once, never again.
+    expect(requestsTo("POST", /\/workflows\/merges$/)).toBe(1);
     const answer = await api.ok("getSubmittedPullRequest", pr("workflows", 1));
     expect(answer).toMatchObject({ state: "failed", stateReason: "start_refused", failureMessage: expect.stringContaining(refusal) });
-    expect(gh.comments.filter((c) => c.repo === `${OWNER}/workflows`).map((c) => c.body)).toEqual([expect.stringContaining(`> ${refusal}`)]);
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/workflows`).map((c) => c.body)).toEqual([expect.stringMatching(/^> (#1: )?refusing to allow/m)]);
   });
 
   test("a secondary rate limit: no call before retry-after, then the merge lands", async () => {
