@@ -7,6 +7,8 @@ import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { forgetInstallation, registerInstallation } from "../app/installations.js";
+import { recordDelivery, type InboundDelivery } from "../app/webhook-inbox.js";
+import { repositoryKey } from "../ports/code-host.js";
 
 /** The repository a webhook payload is about. */
 const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
@@ -14,6 +16,22 @@ const repoOf = (repository: { html_url: string; name: string; owner: { login: st
   owner: repository.owner.login,
   name: repository.name,
 });
+
+/**
+ * The webhook route's whole work for a verified delivery: record it in the inbox (once per
+ * delivery id) and return, so GitHub is answered at once; the worker runs the handlers below.
+ */
+export async function recordGitHubDelivery(services: Services, delivery: InboundDelivery): Promise<void> {
+  const payload = (delivery.payload ?? {}) as { action?: unknown; repository?: { html_url?: unknown; name?: unknown; owner?: { login?: unknown; name?: unknown } } };
+  const repository = payload.repository;
+  let key = "";
+  if (repository && typeof repository.html_url === "string" && typeof repository.name === "string") {
+    const owner = repository.owner?.login ?? repository.owner?.name;
+    if (typeof owner === "string" && URL.canParse(repository.html_url)) key = repositoryKey(repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: owner } }));
+  }
+  const action = typeof payload.action === "string" ? payload.action : null;
+  await recordDelivery(services, { ...delivery, action, repositoryKey: key });
+}
 
 /**
  * The Probot app: webhooks from GitHub. An installation makes its account an organization of

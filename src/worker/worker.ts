@@ -6,13 +6,18 @@ import { refreshStatuses } from "../flaky/status.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
+import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
+/** How often processed webhook deliveries past their retention are forgotten. */
+export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 
 export type WorkerOptions = {
   intervalMs: number;
   log: Logger;
+  /** Processes a recorded webhook delivery (the GitHub App's handlers); absent: no inbox to process. */
+  handleDelivery?: DeliveryHandler;
 };
 
 /**
@@ -40,6 +45,7 @@ export class Worker {
   #interval: NodeJS.Timeout | null = null;
   #ticking: Promise<number> | null = null;
   #flakyRefreshedAt = Number.NEGATIVE_INFINITY;
+  #inboxPrunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly services: Services,
@@ -73,6 +79,8 @@ export class Worker {
   async #tick(): Promise<number> {
     const { services } = this;
     let work = 0;
+    // Webhook deliveries first: what they change is then acted on in the same round.
+    if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);
     const polling = services.codeHost.polling;
     if (polling) {
       work += await deliverPolledCiResults(services, polling);
@@ -89,6 +97,16 @@ export class Worker {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));
       work += changed ?? 0;
+    }
+    return work;
+  }
+
+  async #processInbox(handle: DeliveryHandler): Promise<number> {
+    const { services } = this;
+    const work = await processDueDeliveries(services, handle);
+    if (services.now().getTime() - this.#inboxPrunedAt >= INBOX_PRUNE_MS) {
+      this.#inboxPrunedAt = services.now().getTime();
+      await pruneDeliveries(services);
     }
     return work;
   }
