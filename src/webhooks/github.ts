@@ -6,7 +6,7 @@ import { noticeBranchHead } from "../app/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { forgetInstallation, registerInstallation } from "../app/installations.js";
+import { forgetInstallation, noticeInstallationSuspended, registerInstallation } from "../app/installations.js";
 import { recordDelivery, type InboundDelivery } from "../app/webhook-inbox.js";
 import { repositoryKey } from "../ports/code-host.js";
 
@@ -76,11 +76,15 @@ export function createGitHubApp(services: () => Services) {
       if (!issue.pull_request || comment.user?.type === "Bot") return;
       await handlePullRequestComment(services(), { repo: repoOf(repository), prNumber: issue.number, author: comment.user?.login ?? "", body: comment.body });
     });
-    app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {
+    app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend", "installation_repositories"], async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);
       await registerInstallation(services(), { id, login });
-      context.log.info({ installation: id, account: login }, "installation registered");
+      context.log.info({ installation: id, account: login, event: context.name, action: context.payload.action }, "installation registered");
+    });
+    app.on("installation.suspend", async (context) => {
+      noticeInstallationSuspended(services());
+      context.log.info({ installation: context.payload.installation.id }, "installation suspended");
     });
     app.on("installation.deleted", async (context) => {
       const { id } = context.payload.installation;

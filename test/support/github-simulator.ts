@@ -51,6 +51,8 @@ export class GitHubSimulator {
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
   url = "";
+  /** Outages (inbox tests): while set, every API request is answered with this status, as when GitHub is down. */
+  outage: number | null = null;
 
   constructor() {
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
@@ -79,6 +81,11 @@ export class GitHubSimulator {
   installApp(id: number, account: string): { id: number; account: string } {
     this.#installations.set(id, { account });
     return { id, account };
+  }
+
+  /** Uninstalls the App (inbox tests): its installation id and tokens stop working. */
+  uninstallApp(id: number): void {
+    this.#installations.delete(id);
   }
 
   /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
@@ -228,6 +235,7 @@ export class GitHubSimulator {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
     };
     const notFound = () => send(404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });
+    if (this.outage !== null) return send(this.outage, { message: "Server Error" });
     let match: RegExpExecArray | null;
 
     if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && req.method === "GET") {
