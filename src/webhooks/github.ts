@@ -8,6 +8,7 @@ import type { Services } from "../app/services.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { forgetInstallation, noticeInstallationSuspended, registerInstallation } from "../app/installations.js";
 import { recordDelivery, type InboundDelivery } from "../app/webhook-inbox.js";
+import { askReadinessRecheck } from "../app/readiness-rechecks.js";
 import { repositoryKey } from "../ports/code-host.js";
 
 /** The repository a webhook payload is about. */
@@ -49,15 +50,21 @@ export function createGitHubApp(services: () => Services) {
       const { ref, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after);
+      const branch = ref.slice("refs/heads/".length);
+      // A new target may turn a PR waiting on conflicts (or behind) ready: re-read those not ready.
+      await askReadinessRecheck(services(), repo, { all: true, onlyNotReady: true }, branch);
+      await noticeBranchHead(services(), repo, branch, after);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
       const { sha, context: name, state, repository } = context.payload;
+      // On a PR's head: required checks may now let a blocked PR merge.
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: sha, onlyNotReady: true });
       await reportStatus(services(), repoOf(repository), sha, name, state as CheckState);
     });
     app.on(["check_run.created", "check_run.completed", "check_run.rerequested"], async (context) => {
       const { check_run: run, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: run.head_sha, onlyNotReady: true });
       await reportStatus(services(), repoOf(repository), run.head_sha, run.name, checkRunState(run.status, run.conclusion));
     });
     app.on(["pull_request.synchronize", "pull_request.closed", "pull_request.edited"], async (context) => {
@@ -69,6 +76,19 @@ export function createGitHubApp(services: () => Services) {
       if (!reason) return;
       const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha);
       if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
+    });
+    // Events that may change whether a waiting PR can merge: the worker re-reads it from GitHub.
+    app.on("check_suite.completed", async (context) => {
+      const { check_suite: suite, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: suite.head_sha, onlyNotReady: true });
+    });
+    app.on(["pull_request_review.submitted", "pull_request_review.dismissed", "pull_request_review.edited"], async (context) => {
+      const { pull_request: pr, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { prNumber: pr.number });
+    });
+    app.on(["pull_request.ready_for_review", "pull_request.converted_to_draft", "pull_request.edited", "pull_request.reopened"], async (context) => {
+      const { pull_request: pr, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { prNumber: pr.number });
     });
     // `/greenline merge` and the other comment commands, on pull requests (bots are not heard).
     app.on("issue_comment.created", async (context) => {

@@ -6,6 +6,7 @@ import { refreshStatuses } from "../flaky/status.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
+import { recheckDueReadiness } from "../app/readiness-rechecks.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
@@ -86,6 +87,8 @@ export class Worker {
       work += await deliverPolledCiResults(services, polling);
       work += await this.#noticeBaseMoves();
     }
+    // Waiting PRs whose mergeability GitHub was still computing, or that an event may have changed.
+    work += await recheckDueReadiness(services);
     const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
     for (const id of due) {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
