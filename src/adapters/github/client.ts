@@ -49,16 +49,18 @@ export class GitHubClient {
       } catch (error) {
         const retried = await this.#throughCurrentInstallation(repo, installation, error);
         if (!retried) throw error;
-        return retried.request(options);
+        // The options carry this Octokit's request hook (its authentication): the other's must be used.
+        const { hook: _thisOctokits, ...request } = options.request ?? {};
+        return retried.request({ ...options, request });
       }
     });
     return octokit;
   }
 
   /**
-   * After a 401 (or the installation's token refused as not found) through installation `installation`: forgets it for the repository and
-   * answers an Octokit for the installation GitHub names now, when that is another one (else
-   * null: the error stands).
+   * After a 401 (or the installation's token refused as not found) through installation
+   * `installation`: forgets it for the repository and answers an Octokit for the installation
+   * GitHub names now, when that is another one (else null: the error stands).
    */
   async #throughCurrentInstallation(repo: RepoRef, installation: number, error: unknown): Promise<Octokit | null> {
     // 401: the token is not good for the repository any more. 404 only from the token request
@@ -67,8 +69,8 @@ export class GitHubClient {
     const installationGone = status === 404 && (request?.url ?? "").includes("/access_tokens");
     if (status !== 401 && !installationGone) return null;
     const key = `${repo.owner}/${repo.name}`.toLowerCase();
-    if (this.#installations.get(key) !== installation) return null;
-    this.#installations.delete(key);
+    // Forgotten once; a call that failed after another re-read it goes through the new one.
+    if (this.#installations.get(key) === installation) this.#installations.delete(key);
     const current = await this.installationFor(repo);
     return current === null || current === installation ? null : this.probot.auth(current);
   }
