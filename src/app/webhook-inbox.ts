@@ -14,8 +14,8 @@ export const MAX_DELIVERY_ATTEMPTS = 10;
 export const DELIVERY_LEASE_MS = 5 * 60_000;
 /** Processed deliveries are kept this long (GitHub lets an operator redeliver for 3 days). */
 export const PROCESSED_DELIVERY_RETENTION_MS = 7 * 24 * 3600_000;
-/** How many waiting deliveries one round looks at. */
-const ROUND_LIMIT = 200;
+/** How many waiting deliveries one round looks at to find each repository's oldest. */
+const ROUND_SCAN_LIMIT = 10_000;
 
 /** Wait before attempt n+1 after n failures: 2 s, 4 s, 8 s, … at most 5 minutes. */
 export function deliveryRetryDelayMs(failures: number): number {
@@ -46,7 +46,7 @@ export async function recordDelivery(services: Services, delivery: InboundDelive
  * failed with its error and logged. Answers how many deliveries it processed or gave up on.
  */
 export async function processDueDeliveries(services: Services, handle: DeliveryHandler): Promise<number> {
-  const heads = await services.db.read((tx) => headDeliveries(tx, ROUND_LIMIT));
+  const heads = await services.db.read((tx) => headDeliveries(tx, ROUND_SCAN_LIMIT));
   let work = 0;
   for (const delivery of heads) {
     if (delivery.nextAttemptAt > services.now()) continue;

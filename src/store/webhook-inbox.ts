@@ -22,20 +22,18 @@ export async function insertDelivery(tx: Tx, delivery: NewDelivery, newId: () =>
   await tx.webhookDelivery.create({ data: { id: newId(), ...delivery, nextAttemptAt: delivery.receivedAt } });
 }
 
-/** Whether a delivery id is already in the inbox (processed or not). */
-export async function hasDelivery(tx: Tx, deliveryId: string): Promise<boolean> {
-  return (await tx.webhookDelivery.count({ where: { deliveryId } })) > 0;
-}
-
 /**
  * The oldest unprocessed delivery of each repository (in order of arrival: ids are ordered),
- * among the first `limit` unprocessed ones. A repository's later deliveries wait behind it.
+ * due or not: a repository's later deliveries wait behind it. Looks at the first `scanLimit`
+ * unprocessed deliveries (without their payloads), then reads the payloads of those chosen.
  */
-export async function headDeliveries(tx: Tx, limit: number): Promise<RecordedDelivery[]> {
-  const rows = await tx.webhookDelivery.findMany({ where: { processedAt: null, failedAt: null }, orderBy: { id: "asc" }, take: limit });
-  const heads = new Map<string, (typeof rows)[number]>();
-  for (const row of rows) if (!heads.has(row.repositoryKey)) heads.set(row.repositoryKey, row);
-  return [...heads.values()].map((row) => ({
+export async function headDeliveries(tx: Tx, scanLimit: number): Promise<RecordedDelivery[]> {
+  const waiting = await tx.webhookDelivery.findMany({ where: { processedAt: null, failedAt: null }, orderBy: { id: "asc" }, take: scanLimit, select: { id: true, repositoryKey: true } });
+  const heads = new Map<string, string>();
+  for (const row of waiting) if (!heads.has(row.repositoryKey)) heads.set(row.repositoryKey, row.id);
+  if (heads.size === 0) return [];
+  const rows = await tx.webhookDelivery.findMany({ where: { id: { in: [...heads.values()] } }, orderBy: { id: "asc" } });
+  return rows.map((row) => ({
     id: row.id,
     deliveryId: row.deliveryId,
     event: row.event,
@@ -72,10 +70,4 @@ export async function recordDeliveryFailure(tx: Tx, id: string, message: string,
 export async function pruneProcessedDeliveries(tx: Tx, before: Date): Promise<number> {
   const { count } = await tx.webhookDelivery.deleteMany({ where: { processedAt: { lt: before } } });
   return count;
-}
-
-/** Deliveries given up on, and waiting ones (for metrics). */
-export async function countDeliveries(tx: Tx): Promise<{ waiting: number; failed: number }> {
-  const [waiting, failed] = await Promise.all([tx.webhookDelivery.count({ where: { processedAt: null, failedAt: null } }), tx.webhookDelivery.count({ where: { failedAt: { not: null } } })]);
-  return { waiting, failed };
 }
