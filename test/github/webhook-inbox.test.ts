@@ -102,6 +102,35 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     expect(await deliveryRow(deliveryId)).toMatchObject({ processedAt: expect.any(Date) });
   }, 90_000);
 
+  test("a delivery that keeps failing holds back its repository's later ones, then is kept as failed with its error and logged", async () => {
+    await installWithQueue(111, "stuck-org");
+    gh.openPr("stuck-org/app", { number: 1 });
+    const stuck = randomUUID();
+    const later = randomUUID();
+    // 403 is not retried by Octokit: each attempt fails at once.
+    gh.outage = 403;
+    try {
+      expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline merge"), stuck)).status).toBe(200);
+      expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline help"), later)).status).toBe(200);
+      for (let attempt = 1; attempt < 10; attempt++) {
+        await server.greenline.worker.drain();
+        expect(await deliveryRow(stuck)).toMatchObject({ attempts: attempt, failedAt: null });
+        expect(await deliveryRow(later)).toMatchObject({ attempts: 0, processedAt: null });
+        clock.advance(5 * 60_000);
+      }
+      await server.greenline.worker.drain();
+    } finally {
+      gh.outage = null;
+    }
+    expect(await deliveryRow(stuck)).toMatchObject({ attempts: 10, failedAt: expect.any(Date), processedAt: null, lastError: expect.stringContaining("Server Error") });
+    expect(server.logs.join("")).toContain("webhook delivery given up on after repeated failures");
+    // The repository's next delivery goes on (tried once during the outage too, then after its backoff).
+    clock.advance(2000);
+    await server.greenline.worker.drain();
+    expect(await deliveryRow(later)).toMatchObject({ processedAt: expect.any(Date) });
+    expect(replies("stuck-org", 1)).toEqual([expect.stringContaining("/greenline merge")]);
+  });
+
   test("a delivery id delivered twice (or redelivered after processing) is processed once", async () => {
     await installWithQueue(102, "dup-org");
     gh.openPr("dup-org/app", { number: 1 });
