@@ -201,6 +201,26 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     expect(await stateOf(api, "review-org", 1)).not.toBe("not_ready");
   });
 
+  test("a PR blocked by its checks is re-read when a check suite on its head completes", async () => {
+    const api = await installWithQueue(112, "suite-org");
+    gh.openPr("suite-org/app", { number: 1, mergeableState: "blocked" });
+    await api.ok("submitPullRequest", address("suite-org", 1));
+    expect(await stateOf(api, "suite-org", 1)).toBe("not_ready");
+    gh.pr("suite-org/app", 1)!.mergeableState = "unstable";
+    // A suite on another commit changes nothing.
+    const suite = (headSha: string) => ({
+      action: "completed",
+      check_suite: { id: 3, head_sha: headSha, head_branch: "feature-1", status: "completed", conclusion: "success" },
+      repository: repository("suite-org"),
+      installation: { id: 112 },
+      sender,
+    });
+    await deliver("check_suite", suite("0".repeat(40)));
+    expect(await stateOf(api, "suite-org", 1)).toBe("not_ready");
+    await deliver("check_suite", suite(gh.pr("suite-org/app", 1)!.headSha));
+    expect(await stateOf(api, "suite-org", 1)).not.toBe("not_ready");
+  });
+
   test("a queue with commandsEnabled: false ignores comment commands; the API still works", async () => {
     const api = await installWithQueue(106, "quiet-org", { commandsEnabled: false });
     gh.openPr("quiet-org/app", { number: 1 });
