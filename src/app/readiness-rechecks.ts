@@ -43,8 +43,10 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
     services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
     return false;
   }
-  // What the webhooks would have said, had their delivery arrived: the PR is gone or closed, or has new commits.
-  if (!pr || pr.state !== "open") return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "pr_closed")) > 0 || (await clear(services, item));
+  // No answer (the App is not installed there now, or the PR is gone): nothing to conclude.
+  if (!pr) return clear(services, item);
+  // What the webhooks would have said, had their delivery arrived: the PR is closed, or has new commits.
+  if (pr.state !== "open") return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "pr_closed")) > 0 || (await clear(services, item));
   const facts = pr;
   return services.db.transaction(async (tx) => {
     const locked = await lockQueueRow(tx, item.queueId);

@@ -181,6 +181,16 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     expect(await stateOf(api, "lazy-org", 1)).not.toBe("not_ready");
   });
 
+  test("a re-read that finds new commits on the PR (its synchronize delivery lost) cancels it as pr_updated", async () => {
+    const api = await installWithQueue(113, "moved-org");
+    gh.openPr("moved-org/app", { number: 1, mergeableState: "unknown" });
+    await api.ok("submitPullRequest", address("moved-org", 1));
+    gh.pr("moved-org/app", 1)!.headSha = "f".repeat(40);
+    clock.advance(2000);
+    await server.greenline.worker.drain();
+    expect(await api.ok("getSubmittedPullRequest", address("moved-org", 1))).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
+  });
+
   test("a blocked PR is re-read when a review arrives (not on a timer)", async () => {
     const api = await installWithQueue(105, "review-org");
     gh.openPr("review-org/app", { number: 1, mergeableState: "blocked" });
