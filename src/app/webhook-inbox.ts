@@ -1,4 +1,5 @@
 import { claimDelivery, completeDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../store/webhook-inbox.js";
+import { CodeHostRefusal } from "../ports/code-host.js";
 import { isUniqueViolation } from "./errors.js";
 import type { Services } from "./services.js";
 
@@ -42,8 +43,9 @@ export async function recordDelivery(services: Services, delivery: InboundDelive
 /**
  * One round of the inbox: for each repository, its oldest waiting delivery, if due, is
  * processed by `handle`. A failure is retried with backoff (the repository's later deliveries
- * wait, so they are processed in order of arrival) until MAX_DELIVERY_ATTEMPTS, then kept as
- * failed with its error and logged. Answers how many deliveries it processed or gave up on.
+ * wait, so they are processed in order of arrival; a rate limit's retry time is honoured) until
+ * MAX_DELIVERY_ATTEMPTS, then kept as failed with its error and logged; a permanent refusal of
+ * the code host (CodeHostRefusal not transient) is kept as failed at once. Answers how many deliveries it processed or gave up on.
  */
 export async function processDueDeliveries(services: Services, handle: DeliveryHandler): Promise<number> {
   const heads = await services.db.read((tx) => headDeliveries(tx, ROUND_SCAN_LIMIT));
@@ -61,17 +63,25 @@ async function processDelivery(services: Services, delivery: RecordedDelivery, h
   if (!claimed) return false;
   try {
     await handle({ id: delivery.deliveryId, name: delivery.event, payload: delivery.payload });
-  } catch (error) {
-    const message = messageOf(error);
+  } catch (thrown) {
+    const error = firstError(thrown);
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const failures = delivery.attempts + 1;
     const at = services.now();
     const context = { delivery: delivery.deliveryId, event: delivery.event, action: delivery.action, repository: delivery.repositoryKey, attempts: failures, error: message };
-    if (failures >= MAX_DELIVERY_ATTEMPTS) {
+    // A refusal the code host will give again (a permission missing, say) is not worth retrying.
+    const permanent = error instanceof CodeHostRefusal && !error.transient;
+    if (permanent || failures >= MAX_DELIVERY_ATTEMPTS) {
       await services.db.transaction((tx) => recordDeliveryFailure(tx, delivery.id, message, { failedAt: at }));
-      services.log?.error(context, "webhook delivery given up on after repeated failures (kept in the inbox as failed)");
+      services.log?.error(
+        context,
+        permanent ? "webhook delivery given up on: the code host refused it for good (kept in the inbox as failed)" : "webhook delivery given up on after repeated failures (kept in the inbox as failed)",
+      );
       return true;
     }
-    const retryAt = new Date(at.getTime() + deliveryRetryDelayMs(failures));
+    // A rate limit says when asking again makes sense.
+    const notBefore = error instanceof CodeHostRefusal && error.retryAt !== null ? error.retryAt : 0;
+    const retryAt = new Date(Math.max(at.getTime() + deliveryRetryDelayMs(failures), notBefore));
     await services.db.transaction((tx) => recordDeliveryFailure(tx, delivery.id, message, { retryAt }));
     services.log?.warn({ ...context, retryAt: retryAt.toISOString() }, "webhook delivery failed; it will be retried");
     return false;
@@ -86,9 +96,8 @@ export async function pruneDeliveries(services: Services): Promise<number> {
   return services.db.transaction((tx) => pruneProcessedDeliveries(tx, before));
 }
 
-function messageOf(error: unknown): string {
-  // Probot reports its handlers' errors together (an AggregateError).
+/** The error a handler threw (Probot reports its handlers' errors together, in an AggregateError). */
+function firstError(error: unknown): unknown {
   const errors = (error as { errors?: unknown[] } | null)?.errors;
-  const first = Array.isArray(errors) && errors.length > 0 ? errors[0] : error;
-  return first instanceof Error ? `${first.name}: ${first.message}` : String(first);
+  return Array.isArray(errors) && errors.length > 0 ? errors[0] : error;
 }

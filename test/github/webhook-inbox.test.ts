@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { type Backend, BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
+import { processDueDeliveries, recordDelivery } from "../../src/app/webhook-inbox.js";
+import { CodeHostRefusal } from "../../src/ports/code-host.js";
 import { ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 /**
@@ -129,6 +131,29 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     await server.greenline.worker.drain();
     expect(await deliveryRow(later)).toMatchObject({ processedAt: expect.any(Date) });
     expect(replies("stuck-org", 1)).toEqual([expect.stringContaining("/greenline merge")]);
+  });
+
+  test("a permanent refusal of the code host fails a delivery at once; a rate limit's retry time is honoured", async () => {
+    const { services } = server.greenline;
+    const [refused, limited] = [randomUUID(), randomUUID()];
+    await recordDelivery(services, { id: refused, name: "ping", payload: {}, action: null, repositoryKey: "github.com/refused/app" });
+    await recordDelivery(services, { id: limited, name: "ping", payload: {}, action: null, repositoryKey: "github.com/limited/app" });
+    const retryAt = clock.ms + 120_000;
+    const handled: string[] = [];
+    const handle = async (delivery: { id: string }) => {
+      handled.push(delivery.id);
+      if (delivery.id === refused) throw new CodeHostRefusal("permission_missing", "Resource not accessible by integration");
+      throw new CodeHostRefusal("rate_limited", "API rate limit exceeded", retryAt);
+    };
+    await processDueDeliveries(services, handle);
+    expect(await deliveryRow(refused)).toMatchObject({ attempts: 1, failedAt: expect.any(Date), lastError: "CodeHostRefusal: Resource not accessible by integration" });
+    expect(await deliveryRow(limited)).toMatchObject({ attempts: 1, failedAt: null, nextAttemptAt: new Date(retryAt) });
+    clock.advance(60_000);
+    await processDueDeliveries(services, handle);
+    expect(handled).toEqual([refused, limited]);
+    clock.advance(60_000);
+    await processDueDeliveries(services, async () => {});
+    expect(await deliveryRow(limited)).toMatchObject({ processedAt: expect.any(Date) });
   });
 
   test("a delivery id delivered twice (or redelivered after processing) is processed once", async () => {
