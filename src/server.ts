@@ -10,7 +10,8 @@ import { registerToken } from "./auth/tokens.js";
 import type { CodeHost } from "./ports/code-host.js";
 import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
 import type { Config } from "./config.js";
-import { createGitHubApp } from "./webhooks/github.js";
+import { createGitHubApp, recordGitHubDelivery } from "./webhooks/github.js";
+import type { DeliveryHandler } from "./app/webhook-inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
 import type { Logger } from "./log.js";
@@ -122,8 +123,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     // as it arrives, where Probot's reads any body whole before looking at it.
     class BoundedProbot extends ProbotWithConfig {
       override async getNodeMiddleware() {
-        const probot = this as unknown as Probot;
-        return webhookRoute({ secret: webhookSecret, log, receive: (delivery) => probot.receive(delivery as EmitterWebhookEvent) });
+        // Verified deliveries are only recorded (and so answered at once); the worker runs the handlers.
+        return webhookRoute({ secret: webhookSecret, log, receive: (delivery) => recordGitHubDelivery(services, delivery) });
       }
     }
     // Probot's Server treats port 0 as "use 3000"; here 0 means any free port.
@@ -132,16 +133,18 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const now = options.now ?? (() => new Date());
     const sandbox = config.githubApp ? null : new SandboxCodeHost(db, { ...config.sandbox, random: options.random ?? Math.random, now });
     let codeHost: CodeHost = options.codeHost ?? sandbox!;
+    let handleDelivery: DeliveryHandler | undefined;
     if (config.githubApp) {
       await server.load((probot) => {
         codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime() });
+        handleDelivery = (delivery) => probot.receive(delivery as EmitterWebhookEvent);
         return createGitHubApp(() => services)(probot);
       });
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log };
-    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll });
+    const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log);
     server.addHandler((req, res) => {
       api(req, res);

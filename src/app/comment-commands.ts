@@ -2,6 +2,7 @@ import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
 import { resolvePriority } from "../domain/priority.js";
+import { findQueue } from "../store/queues.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
 import { AppError } from "./errors.js";
 import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
@@ -14,8 +15,9 @@ const MAY_COMMAND = new Set(["admin", "write"]);
 
 /**
  * Carries out a `/greenline …` comment on a pull request and answers on the pull request. The
- * command acts for the organization that owns the repository in Greenline, and only for people
- * who may push to the repository (GitHub's answer, asked each time). Comments without a
+ * command acts for the organization that owns the repository in Greenline, only on a queue
+ * whose commands are enabled (`commandsEnabled`), and only for people who may push to the
+ * repository (GitHub's answer, asked each time). Comments without a
  * command are ignored; a repository Greenline does not know gets no answer.
  */
 export async function handlePullRequestComment(services: Services, comment: PullRequestComment): Promise<void> {
@@ -28,12 +30,18 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   if (command instanceof Error) return reply(`@${author} Greenline did not understand that: ${command.message}.\n\n${COMMENT_USAGE}`);
   if (command.kind === "help") return reply(COMMENT_USAGE);
 
+  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "" }))?.baseBranch;
+  if (targetBranch === undefined) return;
+  // A queue whose settings turn comment commands off does not hear them (the API still works).
+  const queue = await services.db.read((tx) => findQueue(tx, principal.organizationId, repositoryKey(repo), targetBranch));
+  if (queue && !queue.commandsEnabled) {
+    services.log?.info({ repository: repositoryKey(repo), pr: prNumber, branch: targetBranch, command: command.kind }, "comment command ignored: the queue has commands disabled");
+    return;
+  }
   const permission = await services.codeHost.permissionOf(repo, author);
   if (!MAY_COMMAND.has(permission)) {
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
   }
-  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "" }))?.baseBranch;
-  if (targetBranch === undefined) return;
   const address = { repo, targetBranch, prNumber };
   try {
     if (command.kind === "merge") {

@@ -1,13 +1,14 @@
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
-import { computeReadiness, isReady, type Readiness } from "../domain/readiness.js";
+import { computeReadiness, isReady, nextReadinessRecheck, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
 import { getQueue, queueIdsOfRepository, type Queue } from "../store/queues.js";
+import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
 import { runsStartedSince } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
@@ -29,7 +30,7 @@ async function fetchPullRequest(services: Services, address: PullRequestAddress)
   return pr;
 }
 
-async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability">): Promise<Readiness> {
+export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability">): Promise<Readiness> {
   return computeReadiness({
     queueMode: queue.mode,
     queueBranch: queue.branch,
@@ -70,15 +71,20 @@ export async function submitPullRequest(services: Services, principal: Principal
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
+    // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
+    const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
+    const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
     if (existing && !isTerminal(existing.state)) {
       // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
       await updateEntryFacts(tx, existing.id, { ...facts, ready });
+      await scheduleRecheck();
       await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
       return;
     }
     const state: PrState = ready ? "pending" : "not_ready";
     const reason: TransitionReason = existing ? "resubmitted" : "submitted";
     await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at: services.now() }, services.newId);
+    await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
   });
 }

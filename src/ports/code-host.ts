@@ -184,6 +184,11 @@ export interface CodeHost {
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
   /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */
   readFile(repo: RepoRef, path: string, ref: string): Promise<string | null>;
+  /**
+   * The App's installations changed (installed, removed, suspended, repositories added or
+   * removed): a host that caches where it is installed forgets it. Absent: nothing is cached.
+   */
+  forgetInstallations?(): void;
 }
 
 /**

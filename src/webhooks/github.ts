@@ -1,12 +1,15 @@
 import type { Probot } from "probot";
 import { handlePullRequestComment } from "../app/comment-commands.js";
 import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
-import { reportStatus } from "../app/status-checks.js";
+import { reconcileCommit, reportStatus } from "../app/status-checks.js";
 import { noticeBranchHead } from "../app/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { forgetInstallation, registerInstallation } from "../app/installations.js";
+import { forgetInstallation, noticeInstallationSuspended, registerInstallation } from "../app/installations.js";
+import { recordDelivery, type InboundDelivery } from "../app/webhook-inbox.js";
+import { askReadinessRecheck } from "../app/readiness-rechecks.js";
+import { repositoryKey } from "../ports/code-host.js";
 
 /** The repository a webhook payload is about. */
 const repoOf = (repository: { html_url: string; name: string; owner: { login: string } }) => ({
@@ -14,6 +17,22 @@ const repoOf = (repository: { html_url: string; name: string; owner: { login: st
   owner: repository.owner.login,
   name: repository.name,
 });
+
+/**
+ * The webhook route's whole work for a verified delivery: record it in the inbox (once per
+ * delivery id) and return, so GitHub is answered at once; the worker runs the handlers below.
+ */
+export async function recordGitHubDelivery(services: Services, delivery: InboundDelivery): Promise<void> {
+  const payload = (delivery.payload ?? {}) as { action?: unknown; repository?: { html_url?: unknown; name?: unknown; owner?: { login?: unknown; name?: unknown } } };
+  const repository = payload.repository;
+  let key = "";
+  if (repository && typeof repository.html_url === "string" && typeof repository.name === "string") {
+    const owner = repository.owner?.login ?? repository.owner?.name;
+    if (typeof owner === "string" && URL.canParse(repository.html_url)) key = repositoryKey(repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: owner } }));
+  }
+  const action = typeof payload.action === "string" ? payload.action : null;
+  await recordDelivery(services, { ...delivery, action, repositoryKey: key });
+}
 
 /**
  * The Probot app: webhooks from GitHub. An installation makes its account an organization of
@@ -31,15 +50,21 @@ export function createGitHubApp(services: () => Services) {
       const { ref, before, after, deleted, repository } = context.payload;
       if (deleted || !ref.startsWith("refs/heads/")) return;
       const repo = repoOf({ html_url: repository.html_url, name: repository.name, owner: { login: repository.owner?.login ?? repository.owner?.name ?? "" } });
-      await noticeBranchHead(services(), repo, ref.slice("refs/heads/".length), after, before);
+      const branch = ref.slice("refs/heads/".length);
+      // A new target may turn a PR waiting on conflicts (or behind) ready: re-read those not ready.
+      await askReadinessRecheck(services(), repo, { all: true, onlyNotReady: true }, branch);
+      await noticeBranchHead(services(), repo, branch, after, before);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {
       const { sha, context: name, state, repository, id } = context.payload;
+      // On a PR's head: required checks may now let a blocked PR merge.
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: sha, onlyNotReady: true });
       await reportStatus(services(), repoOf(repository), sha, { context: name, state: state as CheckState, kind: "status", id });
     });
     app.on(["check_run.created", "check_run.completed", "check_run.rerequested"], async (context) => {
       const { check_run: run, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: run.head_sha, onlyNotReady: true });
       const rerun = context.payload.action === "rerequested";
       await reportStatus(services(), repoOf(repository), run.head_sha, { context: run.name, state: rerun ? "pending" : checkRunState(run.status, run.conclusion), kind: "check_run", id: run.id, rerun });
     });
@@ -53,17 +78,36 @@ export function createGitHubApp(services: () => Services) {
       const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha);
       if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
     });
+    // Events that may change whether a waiting PR can merge: the worker re-reads it from GitHub.
+    app.on("check_suite.completed", async (context) => {
+      const { check_suite: suite, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { headSha: suite.head_sha, onlyNotReady: true });
+      // On a testing branch: a suite that completed may decide its run (every check of it now known).
+      await reconcileCommit(services(), repoOf(repository), suite.head_sha);
+    });
+    app.on(["pull_request_review.submitted", "pull_request_review.dismissed", "pull_request_review.edited"], async (context) => {
+      const { pull_request: pr, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { prNumber: pr.number });
+    });
+    app.on(["pull_request.ready_for_review", "pull_request.converted_to_draft", "pull_request.edited", "pull_request.reopened"], async (context) => {
+      const { pull_request: pr, repository } = context.payload;
+      await askReadinessRecheck(services(), repoOf(repository), { prNumber: pr.number });
+    });
     // `/greenline merge` and the other comment commands, on pull requests (bots are not heard).
     app.on("issue_comment.created", async (context) => {
       const { issue, comment, repository } = context.payload;
       if (!issue.pull_request || comment.user?.type === "Bot") return;
       await handlePullRequestComment(services(), { repo: repoOf(repository), prNumber: issue.number, author: comment.user?.login ?? "", body: comment.body });
     });
-    app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend"], async (context) => {
+    app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend", "installation_repositories"], async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);
       await registerInstallation(services(), { id, login });
-      context.log.info({ installation: id, account: login }, "installation registered");
+      context.log.info({ installation: id, account: login, event: context.name, action: context.payload.action }, "installation registered");
+    });
+    app.on("installation.suspend", async (context) => {
+      noticeInstallationSuspended(services());
+      context.log.info({ installation: context.payload.installation.id }, "installation suspended");
     });
     app.on("installation.deleted", async (context) => {
       const { id } = context.payload.installation;

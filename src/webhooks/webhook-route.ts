@@ -15,7 +15,7 @@ export type Delivery = { id: string; name: string; payload: unknown };
 
 export type WebhookRouteOptions = {
   secret: string;
-  /** Hands a verified delivery to the app's handlers (Probot's `receive`: no second verification). */
+  /** Takes a verified delivery (Greenline records it in its inbox; the worker runs the handlers later). */
   receive: (delivery: Delivery) => Promise<void>;
   log: Logger;
   limit?: number;
@@ -125,7 +125,7 @@ function signatureMatches(signature: string, hmac: Hmac): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** Answers once the app has handled the delivery, or 202 if that takes longer than GitHub waits. */
+/** Answers once the delivery is taken (recorded), or 202 if that takes longer than GitHub waits. */
 async function handOver(res: ServerResponse, handled: Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((resolve) => {

@@ -7,13 +7,19 @@ import { reconcileRunsInFlight, type CiPollSettings } from "../app/status-checks
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
+import { recheckDueReadiness } from "../app/readiness-rechecks.js";
+import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
+/** How often processed webhook deliveries past their retention are forgotten. */
+export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 
 export type WorkerOptions = {
   intervalMs: number;
   log: Logger;
+  /** Processes a recorded webhook delivery (the GitHub App's handlers); absent: no inbox to process. */
+  handleDelivery?: DeliveryHandler;
   /** Reconciliation polling of runs in flight with a host that offers CI results (default: 30 s doubling to 5 min). */
   ciPoll?: CiPollSettings;
 };
@@ -43,6 +49,7 @@ export class Worker {
   #interval: NodeJS.Timeout | null = null;
   #ticking: Promise<number> | null = null;
   #flakyRefreshedAt = Number.NEGATIVE_INFINITY;
+  #inboxPrunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly services: Services,
@@ -76,11 +83,15 @@ export class Worker {
   async #tick(): Promise<number> {
     const { services } = this;
     let work = 0;
+    // Webhook deliveries first: what they change is then acted on in the same round.
+    if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);
     const polling = services.codeHost.polling;
     if (polling) {
       work += await deliverPolledCiResults(services, polling);
       work += await this.#noticeBaseMoves();
     }
+    // Waiting PRs whose mergeability GitHub was still computing, or that an event may have changed.
+    work += await recheckDueReadiness(services);
     // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
     work += await reconcileRunsInFlight(services, this.options.ciPoll);
     const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
@@ -101,6 +112,16 @@ export class Worker {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));
       work += changed ?? 0;
+    }
+    return work;
+  }
+
+  async #processInbox(handle: DeliveryHandler): Promise<number> {
+    const { services } = this;
+    const work = await processDueDeliveries(services, handle);
+    if (services.now().getTime() - this.#inboxPrunedAt >= INBOX_PRUNE_MS) {
+      this.#inboxPrunedAt = services.now().getTime();
+      await pruneDeliveries(services);
     }
     return work;
   }

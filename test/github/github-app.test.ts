@@ -25,14 +25,22 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
   let server: TestServer;
   let octo: ApiClient;
 
-  async function deliver(event: string, payload: object, signature?: string) {
+  /** Delivers a webhook as GitHub does, then lets the worker process what was recorded. */
+  async function deliver(event: string, payload: object, signature?: string, deliveryId = randomUUID()) {
+    const response = await post(event, payload, signature, deliveryId);
+    await server.greenline.worker.drain();
+    return response;
+  }
+
+  /** Delivers a webhook as GitHub does; the worker does not run. */
+  function post(event: string, payload: object, signature?: string, deliveryId = randomUUID()) {
     const body = JSON.stringify(payload);
     return fetch(`${server.url}/api/github/webhooks`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
         "x-github-event": event,
-        "x-github-delivery": randomUUID(),
+        "x-github-delivery": deliveryId,
         "x-hub-signature-256": signature ?? gh.sign(body),
       },
       body,

@@ -24,6 +24,8 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
       body,
     });
     expect(response.status).toBe(200);
+    // Deliveries are recorded and answered at once; the worker processes them.
+    await server.greenline.worker.drain();
   }
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
@@ -31,10 +33,11 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
 
   /** Simulated CI: reports on every testing branch not yet reported, the way `kind` says. */
   async function ciReports(name: string, kind: "status" | "check_run") {
-    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
+    // Read every branch before reporting: each delivery is processed at once, and may delete branches.
+    const branches = gh.branches(`${OWNER}/${name}`, "greenline/").map((branch) => ({ ...branch, broken: gh.files(`${OWNER}/${name}`, branch.name).BROKEN !== undefined }));
+    for (const { broken, ...branch } of branches) {
       if (reported.has(branch.sha)) continue;
       reported.add(branch.sha);
-      const broken = gh.files(`${OWNER}/${name}`, branch.name).BROKEN !== undefined;
       if (kind === "status") {
         // A status that is not required first: it decides nothing.
         await deliver("status", { sha: branch.sha, context: "lint", state: "success", repository: repository(name), installation: { id: 77 } });

@@ -105,6 +105,8 @@ export class GitHubSimulator {
   readonly checkRuns: (SimulatorCheckRun & { repo: string })[] = [];
   #server: Server | null = null;
   url = "";
+  /** Outages (inbox tests): while set, every API request is answered with this status, as when GitHub is down. */
+  outage: number | null = null;
 
   constructor() {
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
@@ -538,6 +540,7 @@ export class GitHubSimulator {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
     };
     const notFound = () => send(404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });
+    if (this.outage !== null) return send(this.outage, { message: "Server Error" });
     if (this.#answerLimitsAndFaults(req, res, path)) return;
     let match: RegExpExecArray | null;
 

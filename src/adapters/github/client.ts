@@ -7,7 +7,11 @@ export type Octokit = Awaited<ReturnType<Probot["auth"]>>;
 
 /**
  * The App's access to GitHub: which installation covers a repository (cached), and an Octokit
- * authenticated as that installation.
+ * authenticated as that installation. The cache is dropped when installations change
+ * (`forgetInstallations`, on installation webhooks), and a repository's entry when GitHub
+ * answers 401 or 404 for its installation (its token or the installation is gone: the App was
+ * reinstalled with a new id, or suspended): the call is then made once more through the
+ * installation GitHub names now, so a reinstall needs no restart.
  */
 export class GitHubClient {
   readonly #installations = new Map<string, number>();
@@ -37,6 +41,11 @@ export class GitHubClient {
     }
   }
 
+  /** Forgets which installation covers which repository (installations changed). */
+  forgetInstallations(): void {
+    this.#installations.clear();
+  }
+
   /** An Octokit for the repository's installation, or null when the App is not installed there. */
   async octokitOrNull(repo: RepoRef): Promise<Octokit | null> {
     const installation = await this.installationFor(repo);
@@ -44,6 +53,17 @@ export class GitHubClient {
     this.#refuseWhileRateLimited(installation);
     const octokit = await this.probot.auth(installation);
     this.#gateRateLimit(octokit, installation);
+    octokit.hook.wrap("request", async (request, options) => {
+      try {
+        return await request(options);
+      } catch (error) {
+        const retried = await this.#throughCurrentInstallation(repo, installation, error);
+        if (!retried) throw error;
+        // The options carry this Octokit's request hook (its authentication): the other's must be used.
+        const { hook: _thisOctokits, ...request } = options.request ?? {};
+        return retried.request({ ...options, request });
+      }
+    });
     return octokit;
   }
 
@@ -77,6 +97,24 @@ export class GitHubClient {
       return;
     }
     throw new CodeHostRefusal("rate_limited", `GitHub's rate limit for installation ${installation} is spent until ${new Date(until).toISOString()}`, until);
+  }
+
+  /**
+   * After a 401 (or the installation's token refused as not found) through installation
+   * `installation`: forgets it for the repository and answers an Octokit for the installation
+   * GitHub names now, when that is another one (else null: the error stands).
+   */
+  async #throughCurrentInstallation(repo: RepoRef, installation: number, error: unknown): Promise<Octokit | null> {
+    // 401: the token is not good for the repository any more. 404 only from the token request
+    // itself (the installation is gone): other 404s are routine answers (no such PR or file).
+    const { status, request } = error as OctokitError & { request?: { url?: string } };
+    const installationGone = status === 404 && (request?.url ?? "").includes("/access_tokens");
+    if (status !== 401 && !installationGone) return null;
+    const key = `${repo.owner}/${repo.name}`.toLowerCase();
+    // Forgotten once; a call that failed after another re-read it goes through the new one.
+    if (this.#installations.get(key) === installation) this.#installations.delete(key);
+    const current = await this.installationFor(repo);
+    return current === null || current === installation ? null : this.probot.auth(current);
   }
 
   /** An Octokit for the repository's installation; throws when the App is not installed there. */

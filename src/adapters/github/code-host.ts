@@ -98,6 +98,10 @@ export class GitHubCodeHost implements CodeHost {
     return this.#pulls.readFile(repo, path, ref);
   }
 
+  forgetInstallations(): void {
+    this.#client.forgetInstallations();
+  }
+
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     return this.#merging.mergeTestedRun(repo, request);
   }

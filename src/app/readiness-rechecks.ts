@@ -1,0 +1,73 @@
+import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
+import { isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
+import { entryOf } from "../store/entries.js";
+import { findQueueInRepository, lockQueueRow, queueIdsOfRepository } from "../store/queues.js";
+import { dueReadinessRechecks, requestReadinessRechecks, scheduleReadinessRecheck, updateEntryMergeability, type DueRecheck, type RecheckMatch } from "../store/readiness-rechecks.js";
+import { applyEvent } from "./queue-events.js";
+import { cancelOnPullRequestEvent, readinessOf } from "./pull-requests.js";
+import type { Services } from "./services.js";
+
+/** How many re-reads one worker round makes at most. */
+const ROUND_LIMIT = 50;
+
+/**
+ * Something happened on the code host that may change whether waiting PRs are ready (a
+ * review, a check suite or status on their head, a new draft state, a push to the target):
+ * the matching PRs of the repository's queues (of `branch` only, when given) are re-read by
+ * the worker, now. Answers how many.
+ */
+export async function askReadinessRecheck(services: Services, repo: RepoRef, match: RecheckMatch, branch?: string): Promise<number> {
+  const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, repositoryKey(repo), branch));
+  if (queueIds.length === 0) return 0;
+  return services.db.transaction((tx) => requestReadinessRechecks(tx, queueIds, match, services.now()));
+}
+
+/** The worker's step: re-reads the waiting PRs whose re-read is due. Answers how many changed readiness or left. */
+export async function recheckDueReadiness(services: Services): Promise<number> {
+  const due = await services.db.read((tx) => dueReadinessRechecks(tx, services.now(), ROUND_LIMIT));
+  let work = 0;
+  for (const item of due) if (await recheckReadiness(services, item)) work++;
+  return work;
+}
+
+async function recheckReadiness(services: Services, item: DueRecheck): Promise<boolean> {
+  const queue = await services.db.read((tx) => findQueueInRepository(tx, item.queueId));
+  if (!queue) return false;
+  let pr: PullRequestInfo | null;
+  try {
+    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch });
+  } catch (error) {
+    // The code host failed: ask again later, backing off as for "still computing".
+    const rechecks = item.rechecks + 1;
+    await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + readinessRecheckDelayMs(rechecks)), rechecks));
+    services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
+    return false;
+  }
+  // No answer (the App is not installed there now, or the PR is gone): nothing to conclude.
+  if (!pr) return clear(services, item);
+  // What the webhooks would have said, had their delivery arrived: the PR is closed, or has new commits.
+  if (pr.state !== "open") return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "pr_closed")) > 0 || (await clear(services, item));
+  const facts = pr;
+  return services.db.transaction(async (tx) => {
+    const locked = await lockQueueRow(tx, item.queueId);
+    const entry = locked && (await entryOf(tx, item.queueId, item.prNumber));
+    if (!locked || !entry || (entry.state !== "not_ready" && entry.state !== "pending")) return false;
+    if (entry.prSha !== facts.headSha) {
+      await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
+      await applyEvent(services, tx, locked, { kind: "cancelled", prNumber: item.prNumber, reason: "pr_updated" });
+      return true;
+    }
+    await updateEntryMergeability(tx, item.queueId, item.prNumber, { mergeability: facts.mergeability, directMergeBase: facts.greenBaseSha });
+    const next = nextReadinessRecheck(facts.mergeability, item.rechecks, services.now().getTime());
+    await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, next.atMs === null ? null : new Date(next.atMs), next.rechecks);
+    const ready = isReady(await readinessOf(tx, locked, { ...entry, mergeability: facts.mergeability }));
+    if (ready === entry.ready) return false;
+    await applyEvent(services, tx, locked, { kind: "readiness_changed", prNumber: item.prNumber, ready });
+    return true;
+  });
+}
+
+async function clear(services: Services, item: DueRecheck): Promise<false> {
+  await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0));
+  return false;
+}

@@ -1,0 +1,49 @@
+import type { Mergeability, PrState } from "../domain/states.js";
+import type { Tx } from "./database.js";
+
+/** The states whose readiness the code host can still change: waiting to be tested. */
+const WAITING: PrState[] = ["not_ready", "pending"];
+
+/** A PR whose readiness the worker should re-read from the code host. */
+export type DueRecheck = { queueId: string; prNumber: number; rechecks: number };
+
+/**
+ * Which waiting PRs to re-read: by number, by head commit, or all; `onlyNotReady`: only those
+ * not ready yet (what only they can gain from the re-read).
+ */
+export type RecheckMatch = ({ prNumber: number } | { headSha: string } | { all: true }) & { onlyNotReady?: boolean };
+
+/** Sets what the code host last said of a waiting PR's mergeability (and the target it is up to date with). */
+export async function updateEntryMergeability(tx: Tx, queueId: string, prNumber: number, facts: { mergeability: Mergeability; directMergeBase: string | null }): Promise<void> {
+  await tx.queueEntry.updateMany({ where: { queueId, prNumber }, data: facts });
+}
+
+/** Sets when the PR's readiness is next re-read (null: not unless an event asks), and the count of "still computing" answers. */
+export async function scheduleReadinessRecheck(tx: Tx, queueId: string, prNumber: number, at: Date | null, rechecks: number): Promise<void> {
+  await tx.queueEntry.updateMany({ where: { queueId, prNumber }, data: { readinessRecheckAt: at, readinessRechecks: rechecks } });
+}
+
+/**
+ * Asks for a re-read now of the waiting PRs of queues `queueIds` that match: by number, by
+ * head commit, or all of them. Answers how many were asked for.
+ */
+export async function requestReadinessRechecks(tx: Tx, queueIds: string[], match: RecheckMatch, now: Date): Promise<number> {
+  if (queueIds.length === 0) return 0;
+  const which = "prNumber" in match ? { prNumber: match.prNumber } : "headSha" in match ? { prSha: match.headSha } : {};
+  const { count } = await tx.queueEntry.updateMany({
+    where: { queueId: { in: queueIds }, state: { in: match.onlyNotReady ? ["not_ready"] : WAITING }, ...which, OR: [{ readinessRecheckAt: null }, { readinessRecheckAt: { gt: now } }] },
+    data: { readinessRecheckAt: now },
+  });
+  return count;
+}
+
+/** Waiting PRs whose re-read is due at `now`, oldest first. */
+export async function dueReadinessRechecks(tx: Tx, now: Date, limit: number): Promise<DueRecheck[]> {
+  const rows = await tx.queueEntry.findMany({
+    where: { readinessRecheckAt: { lte: now }, state: { in: WAITING } },
+    orderBy: { readinessRecheckAt: "asc" },
+    take: limit,
+    select: { queueId: true, prNumber: true, readinessRechecks: true },
+  });
+  return rows.map((row) => ({ queueId: row.queueId, prNumber: row.prNumber, rechecks: row.readinessRechecks }));
+}
