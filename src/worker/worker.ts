@@ -116,6 +116,23 @@ export class Worker {
     return work;
   }
 
+  /**
+   * Processes the webhook deliveries recorded and due now, and nothing else (tests that deliver
+   * a webhook and look at what it did, before anything else the worker would do). Answers how
+   * many were processed.
+   */
+  async processWebhooks(): Promise<number> {
+    const handle = this.options.handleDelivery;
+    if (!handle) return 0;
+    let total = 0;
+    for (let round = 0; round < 100; round++) {
+      const done = await processDueDeliveries(this.services, handle);
+      if (done === 0) break;
+      total += done;
+    }
+    return total;
+  }
+
   async #processInbox(handle: DeliveryHandler): Promise<number> {
     const { services } = this;
     const work = await processDueDeliveries(services, handle);

@@ -26,6 +26,8 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
       headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
       body,
     });
+    // Deliveries are recorded and answered at once; the worker processes them.
+    await server.greenline.worker.processWebhooks();
     return response.status;
   }
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });

@@ -284,6 +284,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret });
     gh.installApp(77, OWNER);
     await webhooks.flush();
+    await server.greenline.worker.processWebhooks();
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {
@@ -298,6 +299,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     gh.grant(REPO, "alice", "write");
     gh.comment(REPO, 1, "alice", "/greenline merge");
     await webhooks.flush();
+    await server.greenline.worker.processWebhooks();
     expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: expect.stringMatching(/pending|testing/) });
 
     for (let round = 0; round < 10 && (await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).state !== "merged"; round++) {

@@ -24,6 +24,8 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
       body,
     });
     expect(response.status).toBe(200);
+    // Deliveries are recorded and answered at once; the worker processes them.
+    await server.greenline.worker.processWebhooks();
   }
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });

@@ -109,8 +109,8 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     gh.openPr("stuck-org/app", { number: 1 });
     const stuck = randomUUID();
     const later = randomUUID();
-    // 403 is not retried by Octokit: each attempt fails at once.
-    gh.outage = 403;
+    // GitHub down (500: transient; Octokit's retry asks once more, then the attempt fails).
+    gh.outage = 500;
     try {
       expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline merge"), stuck)).status).toBe(200);
       expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline help"), later)).status).toBe(200);
