@@ -32,6 +32,18 @@ type PullRequest = {
 
 export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
 
+/**
+ * Something that happened in the simulated GitHub, for webhook delivery (`onEvent`): the data a
+ * payload needs; the PR itself is readable with `pr(repo, number)`.
+ */
+export type SimulatorEvent =
+  | { kind: "push"; repo: string; ref: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean }
+  | { kind: "status"; repo: string; sha: string; id: number; context: string; state: string; description: string; targetUrl: string | null }
+  | { kind: "check_run"; action: "created" | "completed"; repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }
+  | { kind: "pull_request"; action: "opened" | "synchronize" | "closed" | "edited" | "reopened"; repo: string; number: number; merged: boolean; before?: string; after?: string }
+  | { kind: "pull_request_review"; action: "submitted"; repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }
+  | { kind: "issue_comment"; action: "created"; repo: string; number: number; id: number; author: string; body: string };
+
 export class GitHubSimulator {
   readonly appId = "12345";
   readonly webhookSecret = "simulated-webhook-secret";
@@ -51,6 +63,8 @@ export class GitHubSimulator {
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
   url = "";
+  /** Called for everything that happens in the simulator (webhook delivery hooks in here). */
+  onEvent?: (event: SimulatorEvent) => void;
 
   constructor() {
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
