@@ -1,14 +1,36 @@
 import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { covers, DEFAULT_PERMISSIONS, NOT_ACCESSIBLE, type Permissions, routeNeeds } from "./github/permissions.js";
+import {
+  type Bypass,
+  type Change,
+  type CheckState,
+  type MergeMethod,
+  type Protection,
+  type ProtectionOptions,
+  protectionViolations,
+  type Ruleset,
+  type RulesetOptions,
+  rulesetApplies,
+  rulesetViolations,
+  rulesFrom,
+  ruleViolationsMessage,
+} from "./github/rules.js";
+import * as shape from "./github/shapes.js";
+import type { CheckRunRecord, RepositorySettings, StatusRecord } from "./github/shapes.js";
 
 /**
- * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it.
- * It keeps a small model — App installations; repositories as commit graphs with whole trees
- * and branches; pull requests (one commit on top of the base they were opened on); branch
- * protection — and speaks in domain verbs (`installApp`, `openPr`, `closePr`, `files`).
- * Merges apply a PR's changes and refuse conflicts; a ref update refuses what is not a
- * fast-forward; a PR whose head lands on its base branch becomes merged, as on GitHub.
+ * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it, and as
+ * strict as GitHub where Greenline meets it: App permissions (403 "Resource not accessible by
+ * integration"), classic branch protection and rulesets enforced on ref updates and merges with
+ * GitHub's status codes and messages, workflow files refused without `workflows: write`,
+ * mergeability computed lazily, branches that do not exist answer 404, statuses and check runs
+ * stored and validated. It keeps a small model — installations; repositories as commit graphs with
+ * whole trees and branches; pull requests (one commit on top of the base they were opened on) —
+ * and speaks in domain verbs (`installApp`, `openPr`, `protect`, `addRuleset`, `reportStatus`,
+ * `createCheckRun`, `approve`). Everything that happens is reported to `onEvent` (webhooks).
+ * Sources of the behaviour: docs/github.md, "The simulator and its sources".
  */
 
 type Tree = Record<string, string>;
@@ -20,17 +42,30 @@ type PullRequest = {
   author: string;
   headSha: string;
   headRef: string;
+  /** The repository the head lives in: a fork when it differs from the PR's repository. */
+  headRepo: string;
   base: string;
   state: "open" | "closed";
   merged: boolean;
+  mergeCommitSha: string | null;
   draft: boolean;
-  mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable";
+  /** A fixed answer for `mergeable_state`, when a test sets one; computed otherwise. */
+  mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable" | "draft" | undefined;
   /** The commit of the base branch the PR was opened on (its head's parent). */
   baseSha: string;
   files: Tree;
+  /** Reads of `GET /pulls/{n}` left that answer `mergeable: null` (GitHub computes it in the background). */
+  unknownReads: number;
 };
 
-export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
+export type SimulatorRequest = {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  /** The answer, for conformance checks. */
+  status?: number;
+  response?: unknown;
+};
 
 /**
  * Something that happened in the simulated GitHub, for webhook delivery (`onEvent`): the data a
@@ -44,29 +79,56 @@ export type SimulatorEvent =
   | { kind: "pull_request_review"; action: "submitted"; repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }
   | { kind: "issue_comment"; action: "created"; repo: string; number: number; id: number; author: string; body: string };
 
+export type SimulatorOptions = {
+  /** How many reads of a PR answer `mergeable: null` after it opens, moves, or its base moves (default 1). */
+  mergeabilityDelay?: number;
+};
+
+const NULL_SHA = "0000000000000000000000000000000000000000";
+const STATUS_STATES = ["error", "failure", "pending", "success"];
+const CHECK_CONCLUSIONS = ["action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"];
+const WORKFLOWS = ".github/workflows/";
+
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export class GitHubSimulator {
   readonly appId = "12345";
   readonly webhookSecret = "simulated-webhook-secret";
   readonly privateKey: string;
   readonly #publicKey;
-  readonly #installations = new Map<number, { account: string }>();
+  readonly #mergeabilityDelay: number;
+  readonly #installations = new Map<number, { account: string; permissions: Permissions }>();
   readonly #pulls = new Map<string, PullRequest>();
   readonly #refs = new Map<string, string>();
   readonly #commits = new Map<string, Commit>();
-  readonly #protection = new Map<string, string[]>();
-  /** Commit statuses and PR comments Greenline posted, in order. */
-  readonly statuses: { repo: string; sha: string; context: string; state: string; description: string }[] = [];
-  readonly comments: { repo: string; number: number; body: string }[] = [];
+  readonly #repos = new Map<string, RepositorySettings>();
+  readonly #protection = new Map<string, Protection>();
+  readonly #rulesets = new Map<string, Ruleset[]>();
+  readonly #reviews: { repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }[] = [];
+  readonly #checkRuns = new Map<number, CheckRunRecord>();
+  readonly #checkSuites = new Map<string, number>();
+  /** Commit statuses (Greenline's and a test's CI) and PR comments, in order. */
+  readonly statuses: (StatusRecord & { repo: string; sha: string; context: string; state: string; description: string })[] = [];
+  readonly comments: { repo: string; number: number; body: string; id: number; author: string }[] = [];
   /** What users may do, by "owner/name:user" (lower-case); anyone else may only read. */
   readonly #permissions = new Map<string, "admin" | "write" | "read" | "none">();
   #counter = 0;
+  #ids = 1000;
   readonly requests: SimulatorRequest[] = [];
   #server: Server | null = null;
   url = "";
   /** Called for everything that happens in the simulator (webhook delivery hooks in here). */
   onEvent?: (event: SimulatorEvent) => void;
 
-  constructor() {
+  constructor(options: SimulatorOptions = {}) {
+    this.#mergeabilityDelay = options.mergeabilityDelay ?? 1;
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     this.privateKey = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
     this.#publicKey = createPublicKey(publicKey.export({ type: "spki", format: "pem" }));
@@ -78,7 +140,14 @@ export class GitHubSimulator {
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
         const text = Buffer.concat(chunks).toString();
-        this.#handle(req, res, text ? (JSON.parse(text) as Record<string, unknown>) : {});
+        let body: Record<string, unknown>;
+        try {
+          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+        } catch {
+          res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ message: "Problems parsing JSON", documentation_url: "https://docs.github.com/rest" }));
+          return;
+        }
+        this.#handle(req, res, body);
       });
     });
     await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
@@ -90,44 +159,52 @@ export class GitHubSimulator {
     await new Promise<void>((resolve) => this.#server?.close(() => resolve()) ?? resolve());
   }
 
-  installApp(id: number, account: string): { id: number; account: string } {
-    this.#installations.set(id, { account });
+  // ---- Installations and permissions ----
+
+  /** Installs the App on an account with `permissions` (default: what app.yml asks for). */
+  installApp(id: number, account: string, permissions: Permissions = DEFAULT_PERMISSIONS): { id: number; account: string } {
+    this.#installations.set(id, { account, permissions: { ...permissions } });
     return { id, account };
   }
 
-  /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
-  openPr(repo: string, pr: Partial<Omit<PullRequest, "headSha" | "baseSha">> & { number: number }): PullRequest {
-    const base = pr.base ?? "main";
-    const baseSha = this.branchHead(repo, base);
-    const files = pr.files ?? { [`changes/pr-${pr.number}.txt`]: `change of #${pr.number}\n` };
-    const headSha = this.#commit([baseSha], { ...this.#commits.get(baseSha)!.tree, ...files }, `PR #${pr.number}`);
-    const full: PullRequest = {
-      title: `PR #${pr.number}`,
-      author: "octocat",
-      headRef: `feature-${pr.number}`,
-      base,
-      state: "open",
-      merged: false,
-      draft: false,
-      mergeableState: "clean",
-      ...pr,
-      files,
-      baseSha,
-      headSha,
-    };
-    this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
-    return full;
+  /** Changes what an installation was granted (an owner accepting or revoking permissions). */
+  setPermissions(id: number, permissions: Permissions): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    installation.permissions = { ...permissions };
   }
 
-  pr(repo: string, number: number): PullRequest | undefined {
-    return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+  permissionsOf(id: number): Permissions | undefined {
+    return this.#installations.get(id)?.permissions;
   }
 
-  /** The head commit of a branch; a branch other than a testing branch is created on first use. */
+  // ---- Repositories and branches ----
+
+  /** Repository settings (default branch, allowed merge methods). */
+  setRepository(repo: string, settings: Partial<RepositorySettings>): void {
+    this.#repos.set(repo.toLowerCase(), { ...this.#settings(repo), ...settings });
+  }
+
+  #settings(repo: string): RepositorySettings {
+    return this.#repos.get(repo.toLowerCase()) ?? { defaultBranch: "main", allowMergeCommit: true, allowSquashMerge: true, allowRebaseMerge: true };
+  }
+
+  /** Creates a branch at `from` (a sha or a branch; default: a fresh root commit). */
+  createBranch(repo: string, name: string, from?: string): string {
+    const sha = from === undefined ? this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit") : this.#commits.has(from) ? from : this.branchHead(repo, from);
+    this.#setRef(repo, name, sha);
+    return sha;
+  }
+
+  /** The head commit of a branch; a test-side helper that creates a missing branch (the HTTP routes answer 404). */
   branchHead(repo: string, branch: string): string {
     const key = `${repo.toLowerCase()}:${branch}`;
     if (!this.#refs.has(key)) this.#refs.set(key, this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit"));
     return this.#refs.get(key)!;
+  }
+
+  hasBranch(repo: string, branch: string): boolean {
+    return this.#refs.has(`${repo.toLowerCase()}:${branch}`);
   }
 
   /** The files on a branch. */
@@ -148,17 +225,206 @@ export class GitHubSimulator {
     return out;
   }
 
-  /** Branch protection: the statuses a branch requires. */
-  protect(repo: string, branch: string, contexts: string[]): void {
-    this.#protection.set(`${repo.toLowerCase()}:${branch}`, contexts);
-  }
-
-  /** Pushes a commit to a branch directly (outside any PR). */
+  /** Pushes a commit to a branch directly (outside any PR; an admin's push, not checked against protection). */
   push(repo: string, branch: string, files: Tree): string {
     const head = this.branchHead(repo, branch);
     const sha = this.#commit([head], { ...this.#commits.get(head)!.tree, ...files }, "Direct push");
     this.#setRef(repo, branch, sha);
     return sha;
+  }
+
+  // ---- Protection and rulesets ----
+
+  /**
+   * Classic branch protection: `protect(repo, "main", ["build"])` (required checks) or with options
+   * (`requiredChecks`, `strict`, `requiredReviews` — which also requires pull requests —,
+   * `linearHistory`, `restrictPushes`, `appMayPush`, `allowForcePushes`).
+   */
+  protect(repo: string, branch: string, options: string[] | ProtectionOptions): void {
+    const o: ProtectionOptions = Array.isArray(options) ? { requiredChecks: options } : options;
+    this.#protection.set(`${repo.toLowerCase()}:${branch}`, {
+      requiredChecks: o.requiredChecks ?? [],
+      strict: o.strict ?? false,
+      requiredReviews: o.requiredReviews,
+      linearHistory: o.linearHistory ?? false,
+      restrictPushes: o.restrictPushes ?? false,
+      appMayPush: o.appMayPush ?? false,
+      allowForcePushes: o.allowForcePushes ?? false,
+    });
+  }
+
+  unprotect(repo: string, branch: string): void {
+    this.#protection.delete(`${repo.toLowerCase()}:${branch}`);
+  }
+
+  /** A repository ruleset (default: on the default branch, the App may not bypass it); returns its id. */
+  addRuleset(repo: string, options: RulesetOptions): number {
+    const id = ++this.#ids;
+    const list = this.#rulesets.get(repo.toLowerCase()) ?? [];
+    list.push({
+      id,
+      name: options.name ?? `ruleset ${id}`,
+      include: options.branches ?? ["~DEFAULT_BRANCH"],
+      rules: rulesFrom(options),
+      bypass: options.bypass ?? "never",
+      enforcement: options.enforcement ?? "active",
+    });
+    this.#rulesets.set(repo.toLowerCase(), list);
+    return id;
+  }
+
+  setRulesetBypass(repo: string, id: number, bypass: Bypass): void {
+    const ruleset = this.#rulesets.get(repo.toLowerCase())?.find((r) => r.id === id);
+    if (!ruleset) throw new Error(`no ruleset ${id}`);
+    ruleset.bypass = bypass;
+  }
+
+  #rulesetsFor(repo: string, branch: string): Ruleset[] {
+    return (this.#rulesets.get(repo.toLowerCase()) ?? []).filter((r) => rulesetApplies(r, branch, this.#settings(repo).defaultBranch));
+  }
+
+  // ---- Pull requests ----
+
+  /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
+  openPr(repo: string, pr: Partial<Omit<PullRequest, "headSha" | "baseSha" | "unknownReads" | "mergeCommitSha">> & { number: number }): PullRequest {
+    const base = pr.base ?? "main";
+    const baseSha = this.branchHead(repo, base);
+    const files = pr.files ?? { [`changes/pr-${pr.number}.txt`]: `change of #${pr.number}\n` };
+    const headSha = this.#commit([baseSha], { ...this.#commits.get(baseSha)!.tree, ...files }, `PR #${pr.number}`);
+    const full: PullRequest = {
+      title: `PR #${pr.number}`,
+      author: "octocat",
+      headRef: `feature-${pr.number}`,
+      headRepo: repo,
+      base,
+      state: "open",
+      merged: false,
+      mergeCommitSha: null,
+      draft: false,
+      mergeableState: undefined,
+      ...pr,
+      files,
+      baseSha,
+      headSha,
+      unknownReads: this.#mergeabilityDelay,
+    };
+    this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
+    if (full.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${full.headRef}`, headSha);
+    this.#emit({ kind: "pull_request", action: "opened", repo: repo.toLowerCase(), number: pr.number, merged: false });
+    return full;
+  }
+
+  pr(repo: string, number: number): PullRequest | undefined {
+    return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+  }
+
+  /** A new commit on a PR (a push to its head branch): `synchronize`. */
+  pushToPr(repo: string, number: number, files: Tree): string {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr) throw new Error(`no PR #${number}`);
+    const before = pr.headSha;
+    pr.files = { ...pr.files, ...files };
+    pr.headSha = this.#commit([pr.baseSha], { ...this.#commits.get(pr.baseSha)!.tree, ...pr.files }, `PR #${number} (updated)`);
+    pr.unknownReads = this.#mergeabilityDelay;
+    if (pr.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${pr.headRef}`, pr.headSha);
+    this.#emit({ kind: "pull_request", action: "synchronize", repo: repo.toLowerCase(), number, merged: false, before, after: pr.headSha });
+    return pr.headSha;
+  }
+
+  closePr(repo: string, number: number): void {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr || pr.state === "closed") return;
+    pr.state = "closed";
+    this.#emit({ kind: "pull_request", action: "closed", repo: repo.toLowerCase(), number, merged: false });
+  }
+
+  /** A review on the PR's current head. */
+  approve(repo: string, number: number, reviewer = "reviewer", state: "approved" | "changes_requested" | "commented" = "approved"): void {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr) throw new Error(`no PR #${number}`);
+    this.#reviews.push({ repo: repo.toLowerCase(), number, reviewer, state, sha: pr.headSha });
+    this.#emit({ kind: "pull_request_review", action: "submitted", repo: repo.toLowerCase(), number, reviewer, state, sha: pr.headSha });
+  }
+
+  /** A user's comment on a PR (delivered as `issue_comment` by webhook delivery). */
+  comment(repo: string, number: number, author: string, body: string): number {
+    const id = ++this.#ids;
+    this.#emit({ kind: "issue_comment", action: "created", repo: repo.toLowerCase(), number, id, author, body });
+    return id;
+  }
+
+  #approvals(repo: string, pr: PullRequest): number {
+    const latest = new Map<string, string>();
+    for (const r of this.#reviews) if (r.repo === repo.toLowerCase() && r.number === pr.number && r.state !== "commented") latest.set(r.reviewer, r.state);
+    return [...latest.values()].filter((s) => s === "approved").length;
+  }
+
+  // ---- Statuses and check runs (a test's simulated CI) ----
+
+  reportStatus(repo: string, sha: string, context: string, state: "error" | "failure" | "pending" | "success", description = "", creator = "ci-bot"): number {
+    return this.#createStatus(repo.toLowerCase(), sha, { context, state, description, targetUrl: null, creator });
+  }
+
+  #createStatus(repo: string, sha: string, s: { context: string; state: string; description: string; targetUrl: string | null; creator: string }): number {
+    const id = ++this.#ids;
+    this.statuses.push({ id, repo, sha, ...s });
+    this.#emit({ kind: "status", repo, sha, id, context: s.context, state: s.state, description: s.description, targetUrl: s.targetUrl });
+    return id;
+  }
+
+  /** A check run (queued, or in progress) on `sha`; returns its id. */
+  createCheckRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" = "in_progress"): number {
+    return this.#createCheckRun(repo.toLowerCase(), sha, name, status, null, null).id;
+  }
+
+  completeCheckRun(id: number, conclusion: "success" | "failure" | "neutral" | "cancelled" | "skipped" | "timed_out" | "action_required"): void {
+    const run = this.#checkRuns.get(id);
+    if (!run) throw new Error(`no check run ${id}`);
+    run.status = "completed";
+    run.conclusion = conclusion;
+    this.#emit({ kind: "check_run", action: "completed", repo: run.repo, id, sha: run.sha, name: run.name, status: run.status, conclusion });
+  }
+
+  checkRuns(repo: string, sha: string): CheckRunRecord[] {
+    return [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha);
+  }
+
+  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null): CheckRunRecord {
+    const id = ++this.#ids;
+    const suiteKey = `${repo}:${sha}`;
+    if (!this.#checkSuites.has(suiteKey)) this.#checkSuites.set(suiteKey, ++this.#ids);
+    const headBranch = [...this.#refs].find(([k, v]) => k.startsWith(`${repo}:`) && v === sha)?.[0].slice(repo.length + 1) ?? null;
+    const run: CheckRunRecord = { id, repo, sha, name, status, conclusion, suiteId: this.#checkSuites.get(suiteKey)!, headBranch, detailsUrl };
+    this.#checkRuns.set(id, run);
+    this.#emit({ kind: "check_run", action: "created", repo, id, sha, name, status, conclusion });
+    if (status === "completed") this.#emit({ kind: "check_run", action: "completed", repo, id, sha, name, status, conclusion });
+    return run;
+  }
+
+  /** A check's state on a commit: its latest status, or its latest check run. */
+  checkState(repo: string, sha: string, context: string): CheckState {
+    const status = this.statuses.filter((s) => s.repo === repo.toLowerCase() && s.sha === sha && s.context === context).at(-1);
+    const run = [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha && r.name === context).at(-1);
+    if (run?.status === "completed") return ["success", "neutral", "skipped"].includes(run.conclusion ?? "") ? "success" : "failure";
+    if (status) return status.state === "success" ? "success" : status.state === "pending" ? "pending" : "failure";
+    return run ? "pending" : "missing";
+  }
+
+  // ---- Users ----
+
+  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
+    this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
+  }
+
+  /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
+  sign(body: string, secret = this.webhookSecret): string {
+    return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  }
+
+  // ---- The model ----
+
+  #emit(event: SimulatorEvent): void {
+    this.onEvent?.(event);
   }
 
   #commit(parents: string[], tree: Tree, message: string): string {
@@ -182,15 +448,58 @@ export class GitHubSimulator {
     return false;
   }
 
+  /** Commits reachable from `to` and not from `from`. */
+  #newCommits(from: string | undefined, to: string): Commit[] {
+    const out: Commit[] = [];
+    const seen = new Set<string>();
+    const todo = [to];
+    while (todo.length > 0) {
+      const sha = todo.pop()!;
+      if (seen.has(sha) || (from !== undefined && this.#isAncestor(sha, from))) continue;
+      seen.add(sha);
+      const c = this.#commits.get(sha);
+      if (!c) continue;
+      out.push(c);
+      todo.push(...c.parents);
+    }
+    return out;
+  }
+
   #setRef(repo: string, branch: string, sha: string): void {
-    this.#refs.set(`${repo.toLowerCase()}:${branch}`, sha);
-    // As on GitHub: a PR whose head is now on its base branch is merged.
-    for (const [key, pr] of this.#pulls) {
-      if (key.startsWith(`${repo.toLowerCase()}#`) && pr.base === branch && pr.state === "open" && this.#isAncestor(pr.headSha, sha)) {
+    const key = `${repo.toLowerCase()}:${branch}`;
+    const before = this.#refs.get(key);
+    this.#refs.set(key, sha);
+    if (before === sha) return;
+    this.#emit({
+      kind: "push",
+      repo: repo.toLowerCase(),
+      ref: `refs/heads/${branch}`,
+      before: before ?? NULL_SHA,
+      after: sha,
+      created: before === undefined,
+      deleted: false,
+      forced: before !== undefined && !this.#isAncestor(before, sha),
+    });
+    for (const [prKey, pr] of this.#pulls) {
+      if (!prKey.startsWith(`${repo.toLowerCase()}#`) || pr.base !== branch || pr.state !== "open") continue;
+      // As on GitHub: a PR whose head is now on its base branch is merged.
+      if (this.#isAncestor(pr.headSha, sha)) {
         pr.merged = true;
         pr.state = "closed";
+        pr.mergeCommitSha = sha;
+        this.#emit({ kind: "pull_request", action: "closed", repo: repo.toLowerCase(), number: pr.number, merged: true });
+      } else {
+        pr.unknownReads = this.#mergeabilityDelay; // the base moved: mergeability is computed again
       }
     }
+  }
+
+  #deleteRef(repo: string, branch: string): void {
+    const key = `${repo.toLowerCase()}:${branch}`;
+    const before = this.#refs.get(key);
+    if (before === undefined) return;
+    this.#refs.delete(key);
+    this.#emit({ kind: "push", repo: repo.toLowerCase(), ref: `refs/heads/${branch}`, before, after: NULL_SHA, created: false, deleted: true, forced: false });
   }
 
   /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
@@ -206,19 +515,78 @@ export class GitHubSimulator {
     return tree;
   }
 
-  closePr(repo: string, number: number): void {
-    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (pr) pr.state = "closed";
+  /** The first workflow file that differs between two trees. */
+  #workflowChange(before: Tree, after: Tree): string | undefined {
+    return Object.keys(after).find((file) => file.startsWith(WORKFLOWS) && before[file] !== after[file]) ?? Object.keys(before).find((f) => f.startsWith(WORKFLOWS) && !(f in after));
   }
 
-  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
-    this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
+  #workflowRefusal(file: string): string {
+    return `refusing to allow a GitHub App to create or update workflow \`${file}\` without \`workflows\` permission`;
   }
 
-  /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
-  sign(body: string, secret = this.webhookSecret): string {
-    return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  /** Refuses a ref update (git refs, merges API) as protection, rulesets and permissions would. */
+  #checkRefUpdate(repo: string, installation: number, branch: string, before: string | undefined, after: string): void {
+    const tree = (sha: string | undefined) => (sha === undefined ? {} : (this.#commits.get(sha)?.tree ?? {}));
+    const workflow = this.#workflowChange(tree(before), tree(after));
+    if (workflow && this.#installations.get(installation)?.permissions.workflows !== "write") throw new Refusal(422, this.#workflowRefusal(workflow));
+    const change: Change = {
+      via: "push",
+      branch,
+      creating: before === undefined,
+      fastForward: before === undefined || this.#isAncestor(before, after),
+      mergeCommit: this.#newCommits(before, after).some((c) => c.parents.length > 1),
+      check: (context) => this.checkState(repo, after, context),
+      approvals: 0,
+      behind: false,
+    };
+    this.#checkRules(repo, change, 422);
   }
+
+  #checkRules(repo: string, change: Change, status: number): void {
+    const protection = this.#protection.get(`${repo.toLowerCase()}:${change.branch}`);
+    const classic = protection ? protectionViolations(protection, change) : [];
+    if (classic.length > 0) throw new Refusal(status, classic.join(" "));
+    const ruleViolations = rulesetViolations(this.#rulesetsFor(repo, change.branch), change);
+    if (ruleViolations.length > 0) throw new Refusal(status, ruleViolationsMessage(ruleViolations));
+  }
+
+  #prChange(repo: string, pr: PullRequest, method: MergeMethod | undefined): Change {
+    const baseHead = this.#refs.get(`${repo.toLowerCase()}:${pr.base}`) ?? pr.baseSha;
+    return {
+      via: "pull_request",
+      branch: pr.base,
+      creating: false,
+      fastForward: true,
+      mergeCommit: method === "merge",
+      check: (context) => this.checkState(repo, pr.headSha, context),
+      approvals: this.#approvals(repo, pr),
+      behind: !this.#isAncestor(baseHead, pr.headSha),
+      method,
+    };
+  }
+
+  /** `mergeable` and `mergeable_state` as GitHub computes them, lazily. */
+  #mergeability(repo: string, pr: PullRequest): { mergeable: boolean | null; state: string } {
+    if (pr.state === "closed") return { mergeable: null, state: "unknown" };
+    if (pr.unknownReads > 0) {
+      pr.unknownReads--;
+      return { mergeable: null, state: "unknown" };
+    }
+    if (pr.mergeableState !== undefined) return { mergeable: pr.mergeableState === "unknown" ? null : pr.mergeableState !== "dirty", state: pr.mergeableState };
+    const baseHead = this.#refs.get(`${repo.toLowerCase()}:${pr.base}`) ?? pr.baseSha;
+    if (!this.#applyChanges(baseHead, pr.headSha)) return { mergeable: false, state: "dirty" };
+    if (pr.draft) return { mergeable: true, state: "draft" };
+    try {
+      this.#checkRules(repo, this.#prChange(repo, pr, undefined), 405);
+    } catch (e) {
+      return { mergeable: true, state: e instanceof Refusal && /out of date/.test(e.message) ? "behind" : "blocked" };
+    }
+    const failing = this.statuses.some((s) => s.repo === repo.toLowerCase() && s.sha === pr.headSha && this.checkState(repo, pr.headSha, s.context) === "failure");
+    const failingRun = this.checkRuns(repo, pr.headSha).some((r) => this.checkState(repo, pr.headSha, r.name) === "failure");
+    return { mergeable: true, state: failing || failingRun ? "unstable" : "clean" };
+  }
+
+  // ---- HTTP ----
 
   #appJwtValid(authorization: string | undefined): boolean {
     const token = authorization?.replace(/^(bearer|Bearer) /, "");
@@ -236,135 +604,508 @@ export class GitHubSimulator {
 
   #handle(req: IncomingMessage, res: ServerResponse, body: Record<string, any>): void {
     // Octokit escapes the slashes of a ref ("heads%2Fgreenline%2F…"), as GitHub accepts.
-    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
-    this.requests.push({ method: req.method ?? "GET", path, authorization: req.headers.authorization });
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    const url = new URL(req.url ?? "/", "http://x");
+    const path = decodeURIComponent(url.pathname);
+    const method = req.method ?? "GET";
+    const record: SimulatorRequest = { method, path, authorization: req.headers.authorization };
+    this.requests.push(record);
+    const send = (status: number, answer?: unknown) => {
+      record.status = status;
+      record.response = answer;
+      if (answer === undefined) res.writeHead(status).end();
+      else res.writeHead(status, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(answer));
     };
-    const notFound = () => send(404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });
-    let match: RegExpExecArray | null;
+    const error = (status: number, message: string, documentation = "https://docs.github.com/rest") => send(status, { message, documentation_url: documentation, status: String(status) });
+    const notFound = (message = "Not Found") => error(404, message);
+    try {
+      this.#route(req, method, path, url.searchParams, body, send, error, notFound);
+    } catch (e) {
+      if (e instanceof Refusal) return error(e.status, e.message);
+      throw e;
+    }
+  }
 
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && req.method === "GET") {
-      if (!this.#appJwtValid(req.headers.authorization)) return send(401, { message: "A JSON web token could not be decoded" });
+  #route(
+    req: IncomingMessage,
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: Record<string, any>,
+    send: (status: number, answer?: unknown) => void,
+    error: (status: number, message: string, documentation?: string) => void,
+    notFound: (message?: string) => void,
+  ): void {
+    let match: RegExpExecArray | null;
+    const appId = Number(this.appId);
+
+    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
       const id = this.#installationFor(match[1]!);
-      return id === undefined ? notFound() : send(200, { id, account: { login: this.#installations.get(id)!.account } });
+      if (id === undefined) return notFound();
+      const installation = this.#installations.get(id)!;
+      return send(200, shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>));
     }
-    if ((match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path)) && req.method === "POST") {
-      if (!this.#appJwtValid(req.headers.authorization)) return send(401, { message: "A JSON web token could not be decoded" });
-      if (!this.#installations.has(Number(match[1]))) return notFound();
-      return send(201, { token: `ghs_installation_${match[1]}`, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: {}, repository_selection: "all" });
-    }
-    const repoMatch = /^\/repos\/([^/]+)\/([^/]+)\//.exec(path);
-    if (repoMatch) {
-      const installation = this.#installationFor(repoMatch[1]!);
-      if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return send(401, { message: "Bad credentials" });
-    }
-    const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
-    const refKey = (branch: string) => `${repoName}:${branch}`;
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
-      const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
-      return contexts ? send(200, { strict: false, contexts, checks: contexts.map((context) => ({ context, app_id: null })) }) : notFound();
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)$/.exec(path)) && req.method === "GET") {
-      const branch = decodeURIComponent(match[1]!);
-      if (branch.startsWith("greenline/") && !this.#refs.has(refKey(branch))) return notFound();
-      return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/contents\/(.+)$/.exec(path)) && req.method === "GET") {
-      // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
-      const ref = new URL(req.url ?? "/", "http://x").searchParams.get("ref") ?? "main";
-      const sha = this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref));
-      const content = sha === undefined ? undefined : this.#commits.get(sha)?.tree[match[1]!];
-      if (content === undefined) return notFound();
-      return send(200, { type: "file", encoding: "base64", path: match[1], content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n") });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/compare\/(.+)\.\.\.(.+)$/.exec(path)) && req.method === "GET") {
-      const base = match[1]!;
-      const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);
-      const head = decodeURIComponent(match[2]!);
-      if (!this.#commits.has(head)) return notFound();
-      const behind = !this.#isAncestor(baseHead, head);
-      return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/statuses\/([0-9a-f]+)$/.exec(path)) && req.method === "POST") {
-      if (!this.#commits.has(match[1]!)) return send(422, { message: "No commit found for SHA" });
-      this.statuses.push({ repo: repoName, sha: match[1]!, context: String(body.context), state: String(body.state), description: String(body.description ?? "") });
-      return send(201, { id: this.statuses.length, state: body.state, context: body.context });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(path)) && req.method === "GET") {
-      const permission = this.#permissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
-      return send(200, { permission, role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read", user: { login: match[1] } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(path)) && req.method === "POST") {
-      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
-      this.comments.push({ repo: repoName, number: Number(match[1]), body: String(body.body) });
-      return send(201, { id: this.comments.length, body: body.body });
-    }
-    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs$/.test(path) && req.method === "POST") {
-      const branch = String(body.ref).replace(/^refs\/heads\//, "");
-      if (this.#refs.has(refKey(branch))) return send(422, { message: "Reference already exists" });
-      if (!this.#commits.has(String(body.sha))) return send(422, { message: "Object does not exist" });
-      this.#refs.set(refKey(branch), String(body.sha));
-      return send(201, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/(.+)$/.exec(path)) && (req.method === "PATCH" || req.method === "DELETE")) {
-      const branch = decodeURIComponent(match[1]!);
-      const current = this.#refs.get(refKey(branch));
-      if (current === undefined) return send(422, { message: "Reference does not exist" });
-      if (req.method === "DELETE") {
-        this.#refs.delete(refKey(branch));
-        res.writeHead(204).end();
-        return;
-      }
-      if (!body.force && !this.#isAncestor(current, String(body.sha))) return send(422, { message: "Update is not a fast forward" });
-      this.#setRef(repoName, branch, String(body.sha));
-      return send(200, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
-    }
-    if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && req.method === "POST") {
-      const branch = String(body.base);
-      const baseSha = this.#refs.get(refKey(branch));
-      const head = String(body.head);
-      if (baseSha === undefined || !this.#commits.has(head)) return notFound();
-      if (this.#isAncestor(head, baseSha)) {
-        res.writeHead(204).end();
-        return;
-      }
-      const tree = this.#applyChanges(baseSha, head);
-      if (!tree) return send(409, { message: "Merge conflict" });
-      const sha = this.#commit([baseSha, head], tree, String(body.commit_message ?? "Merge"));
-      this.#setRef(repoName, branch, sha);
-      return send(201, { sha });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)\/merge$/.exec(path)) && req.method === "PUT") {
-      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
-      if (!pr) return notFound();
-      if (pr.merged || pr.state !== "open") return send(405, { message: "Pull Request is not mergeable" });
-      if (body.sha && body.sha !== pr.headSha) return send(409, { message: "Head branch was modified. Review and try the merge again." });
-      const baseSha = this.branchHead(repoName, pr.base);
-      const tree = this.#applyChanges(baseSha, pr.headSha);
-      if (!tree) return send(405, { message: "Pull Request is not mergeable" });
-      const sha = body.merge_method === "merge" ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
-      this.#setRef(repoName, pr.base, sha);
-      pr.merged = true;
-      pr.state = "closed";
-      return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
-    }
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
-      const pr = this.#pulls.get(`${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}#${match[3]}`);
-      if (!pr) return notFound();
-      return send(200, {
-        number: pr.number,
-        title: pr.title,
-        user: { login: pr.author },
-        head: { sha: pr.headSha, ref: pr.headRef },
-        base: { ref: pr.base, sha: pr.baseSha },
-        state: pr.state,
-        merged: pr.merged,
-        draft: pr.draft,
-        mergeable: pr.mergeableState === "unknown" ? null : pr.mergeableState !== "dirty",
-        mergeable_state: pr.mergeableState,
+    if ((match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path)) && method === "POST") {
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
+      const installation = this.#installations.get(Number(match[1]));
+      if (!installation) return notFound();
+      return send(201, {
+        token: `ghs_installation_${match[1]}`,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+        permissions: installation.permissions,
+        repository_selection: "all",
       });
     }
+    const repoMatch = /^\/repos\/([^/]+)\/([^/]+)(\/|$)/.exec(path);
+    if (!repoMatch) return notFound();
+    const installation = this.#installationFor(repoMatch[1]!);
+    if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return error(401, "Bad credentials");
+    const need = routeNeeds(method, path);
+    if (need && !covers(this.#installations.get(installation)!.permissions, need)) {
+      return send(403, { ...NOT_ACCESSIBLE, documentation_url: "https://docs.github.com/rest/authentication/permissions-required-for-github-apps" });
+    }
+    const repoName = `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}`;
+    const fullName = `${repoMatch[1]}/${repoMatch[2]}`;
+    const settings = this.#settings(repoName);
+    const rest = path.slice(`/repos/${repoMatch[1]}/${repoMatch[2]}`.length);
+    const refKey = (branch: string) => `${repoName}:${branch}`;
+    /** A sha, or a branch name, as GitHub resolves `{ref}`. */
+    const resolveRef = (ref: string) => (this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref.replace(/^(refs\/)?heads\//, ""))));
+
+    if (rest === "" && method === "GET") return send(200, shape.repository(fullName, settings));
+
+    // ---- Branches, protection, rules ----
+    if ((match = /^\/branches\/(.+)\/protection\/required_status_checks$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      if (!this.#refs.has(refKey(branch))) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      if (!p) return notFound("Branch not protected");
+      return send(200, this.#statusCheckPolicy(fullName, branch, p));
+    }
+    if ((match = /^\/branches\/(.+)\/protection$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      if (!this.#refs.has(refKey(branch))) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      if (!p) return notFound("Branch not protected");
+      return send(200, this.#protectionAnswer(fullName, branch, p));
+    }
+    if ((match = /^\/branches\/(.+)$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      const sha = this.#refs.get(refKey(branch));
+      if (sha === undefined) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      const contexts = p?.requiredChecks ?? [];
+      return send(200, {
+        name: branch,
+        commit: shape.commit(fullName, this.#commits.get(sha)!),
+        _links: { html: `https://github.com/${fullName}/tree/${branch}`, self: `https://api.github.com/repos/${fullName}/branches/${branch}` },
+        protected: p !== undefined || this.#rulesetsFor(repoName, branch).length > 0,
+        protection: {
+          enabled: p !== undefined,
+          required_status_checks: { enforcement_level: p ? "non_admins" : "off", contexts, checks: contexts.map((context) => ({ context, app_id: null })) },
+        },
+        protection_url: `https://api.github.com/repos/${fullName}/branches/${branch}/protection`,
+      });
+    }
+    if ((match = /^\/rules\/branches\/(.+)$/.exec(rest)) && method === "GET") {
+      const rules = this.#rulesetsFor(repoName, match[1]!).flatMap((r) => r.rules.map((rule) => ({ ...rule, ruleset_source_type: "Repository", ruleset_source: fullName, ruleset_id: r.id })));
+      return send(200, rules);
+    }
+    if (rest === "/rulesets" && method === "GET") {
+      return send(
+        200,
+        (this.#rulesets.get(repoName) ?? []).map((r) => this.#rulesetAnswer(fullName, r, false)),
+      );
+    }
+    if ((match = /^\/rulesets\/(\d+)$/.exec(rest)) && method === "GET") {
+      const ruleset = (this.#rulesets.get(repoName) ?? []).find((r) => r.id === Number(match![1]));
+      return ruleset ? send(200, this.#rulesetAnswer(fullName, ruleset, true)) : notFound();
+    }
+
+    // ---- Contents ----
+    if ((match = /^\/contents\/(.+)$/.exec(rest)) && method === "GET") {
+      // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
+      const sha = resolveRef(query.get("ref") ?? settings.defaultBranch);
+      const file = match[1]!;
+      const content = sha === undefined ? undefined : this.#commits.get(sha)?.tree[file];
+      if (content === undefined) return notFound();
+      const blob = createHash("sha1")
+        .update(`blob ${Buffer.byteLength(content)}\0${content}`)
+        .digest("hex");
+      const self = `https://api.github.com/repos/${fullName}/contents/${file}?ref=${query.get("ref") ?? settings.defaultBranch}`;
+      return send(200, {
+        type: "file",
+        encoding: "base64",
+        size: Buffer.byteLength(content),
+        name: file.split("/").at(-1),
+        path: file,
+        content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n"),
+        sha: blob,
+        url: self,
+        git_url: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`,
+        html_url: `https://github.com/${fullName}/blob/${sha}/${file}`,
+        download_url: `https://raw.githubusercontent.com/${fullName}/${sha}/${file}`,
+        _links: { self, git: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`, html: `https://github.com/${fullName}/blob/${sha}/${file}` },
+      });
+    }
+    if ((match = /^\/compare\/(.+)\.\.\.(.+)$/.exec(rest)) && method === "GET") {
+      const baseHead = resolveRef(match[1]!);
+      const head = resolveRef(match[2]!);
+      if (baseHead === undefined || head === undefined) return notFound();
+      const ahead = this.#newCommits(baseHead, head);
+      const behind = this.#newCommits(head, baseHead);
+      const mergeBase = this.#isAncestor(baseHead, head) ? baseHead : (this.#commits.get(head)!.parents[0] ?? head);
+      const status = ahead.length === 0 && behind.length === 0 ? "identical" : behind.length === 0 ? "ahead" : ahead.length === 0 ? "behind" : "diverged";
+      return send(200, {
+        url: `https://api.github.com/repos/${fullName}/compare/${match[1]}...${match[2]}`,
+        html_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}`,
+        permalink_url: `https://github.com/${fullName}/compare/${baseHead}...${head}`,
+        diff_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}.diff`,
+        patch_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}.patch`,
+        base_commit: shape.commit(fullName, this.#commits.get(baseHead)!),
+        merge_base_commit: shape.commit(fullName, this.#commits.get(mergeBase) ?? this.#commits.get(baseHead)!),
+        status,
+        ahead_by: ahead.length,
+        behind_by: behind.length,
+        total_commits: ahead.length,
+        commits: ahead.reverse().map((c) => shape.commit(fullName, c)),
+        files: [],
+      });
+    }
+
+    // ---- Statuses and checks ----
+    if ((match = /^\/statuses\/([^/]+)$/.exec(rest)) && method === "POST") {
+      const sha = match[1]!;
+      if (!STATUS_STATES.includes(body.state)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Status", field: "state", code: "custom", message: `state is not included in the list` }],
+          documentation_url: "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+          status: "422",
+        });
+      }
+      if (!this.#commits.has(sha)) return error(422, `No commit found for SHA: ${sha}`);
+      const description = body.description === undefined || body.description === null ? "" : String(body.description);
+      if (description.length > 140) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Status", field: "description", code: "custom", message: "description is too long (maximum is 140 characters)" }],
+          documentation_url: "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+          status: "422",
+        });
+      }
+      const context = body.context === undefined ? "default" : String(body.context);
+      const targetUrl = typeof body.target_url === "string" ? body.target_url : null;
+      const id = this.#createStatus(repoName, sha, { context, state: String(body.state), description, targetUrl, creator: "greenline[bot]" });
+      return send(201, shape.status(this.statuses.find((s) => s.id === id)!));
+    }
+    if ((match = /^\/commits\/(.+)\/status$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const latest = new Map<string, StatusRecord>();
+      for (const s of this.statuses) if (s.repo === repoName && s.sha === sha) latest.set(s.context, s);
+      const states = [...latest.values()].map((s) => s.state);
+      const state = states.some((s) => s === "failure" || s === "error") ? "failure" : states.length === 0 || states.includes("pending") ? "pending" : "success";
+      return send(200, {
+        state,
+        sha,
+        total_count: latest.size,
+        statuses: [...latest.values()].reverse().map((s) => shape.status(s)),
+        repository: shape.minimalRepository(fullName),
+        commit_url: `https://api.github.com/repos/${fullName}/commits/${sha}`,
+        url: `https://api.github.com/repos/${fullName}/commits/${sha}/status`,
+      });
+    }
+    if ((match = /^\/commits\/(.+)\/check-runs$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const name = query.get("check_name");
+      const runs = this.checkRuns(repoName, sha).filter((r) => name === null || r.name === name);
+      return send(200, { total_count: runs.length, check_runs: runs.map((r) => shape.checkRun(appId, { ...r, repo: fullName })) });
+    }
+    if ((match = /^\/commits\/(.+)\/check-suites$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const suiteId = this.#checkSuites.get(`${repoName}:${sha}`);
+      const runs = this.checkRuns(repoName, sha);
+      const suites = suiteId === undefined ? [] : [shape.checkSuite(appId, fullName, settings, { id: suiteId, sha, headBranch: runs[0]?.headBranch ?? null, runs })];
+      return send(200, { total_count: suites.length, check_suites: suites });
+    }
+    if (rest === "/check-runs" && method === "POST") {
+      const invalid = (field: string) => send(422, { message: "Invalid request.", errors: [`${field} is invalid`], documentation_url: "https://docs.github.com/rest/checks/runs#create-a-check-run", status: "422" });
+      if (typeof body.name !== "string" || body.name === "") return invalid("name");
+      if (typeof body.head_sha !== "string" || !this.#commits.has(body.head_sha)) return error(422, `No commit found for SHA: ${String(body.head_sha)}`);
+      const status = body.conclusion !== undefined ? "completed" : (body.status ?? "queued");
+      if (!["queued", "in_progress", "completed"].includes(status)) return invalid("status");
+      if (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion)) return invalid("conclusion");
+      const run = this.#createCheckRun(repoName, body.head_sha, body.name, status, status === "completed" ? body.conclusion : null, body.details_url ?? null);
+      return send(201, shape.checkRun(appId, { ...run, repo: fullName }));
+    }
+    if ((match = /^\/check-runs\/(\d+)$/.exec(rest)) && (method === "PATCH" || method === "GET")) {
+      const run = this.#checkRuns.get(Number(match[1]));
+      if (!run || run.repo !== repoName) return notFound();
+      if (method === "PATCH") {
+        const status = body.conclusion !== undefined ? "completed" : (body.status ?? run.status);
+        if (!["queued", "in_progress", "completed"].includes(status) || (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion ?? ""))) {
+          return send(422, { message: "Invalid request.", errors: ["conclusion is invalid"], documentation_url: "https://docs.github.com/rest/checks/runs#update-a-check-run", status: "422" });
+        }
+        if (status === "completed") this.completeCheckRun(run.id, body.conclusion);
+        else run.status = status;
+      }
+      return send(200, shape.checkRun(appId, { ...run, repo: fullName }));
+    }
+
+    // ---- Collaborators and comments ----
+    if ((match = /^\/collaborators\/([^/]+)\/permission$/.exec(rest)) && method === "GET") {
+      const permission = this.#permissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
+      return send(200, {
+        permission,
+        role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read",
+        user: { ...shape.user(match[1]!), role_name: permission },
+      });
+    }
+    if ((match = /^\/issues\/(\d+)\/comments$/.exec(rest)) && method === "POST") {
+      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
+      if (typeof body.body !== "string") {
+        return send(422, { message: 'Invalid request.\n\n"body" wasn\'t supplied.', documentation_url: "https://docs.github.com/rest/issues/comments#create-an-issue-comment", status: "422" });
+      }
+      const id = ++this.#ids;
+      const comment = { repo: repoName, number: Number(match[1]), body: body.body, id, author: "greenline[bot]" };
+      this.comments.push(comment);
+      return send(201, shape.comment(fullName, comment));
+    }
+
+    // ---- Refs and merges ----
+    if ((match = /^\/git\/ref\/heads\/(.+)$/.exec(rest)) && method === "GET") {
+      const sha = this.#refs.get(refKey(match[1]!));
+      return sha === undefined ? notFound() : send(200, shape.gitRef(fullName, match[1]!, sha));
+    }
+    if (rest === "/git/refs" && method === "POST") {
+      const ref = String(body.ref ?? "");
+      if (!/^refs\/[^/]+\/.+/.test(ref)) return error(422, "Reference name must start with 'refs/' and have at least two slashes.");
+      const branch = ref.replace(/^refs\/heads\//, "");
+      if (this.#refs.has(refKey(branch))) return error(422, "Reference already exists");
+      if (!this.#commits.has(String(body.sha))) return error(422, "Object does not exist");
+      this.#checkRefUpdate(repoName, installation, branch, undefined, String(body.sha));
+      this.#setRef(repoName, branch, String(body.sha));
+      return send(201, shape.gitRef(fullName, branch, String(body.sha)));
+    }
+    if ((match = /^\/git\/refs\/heads\/(.+)$/.exec(rest)) && (method === "PATCH" || method === "DELETE")) {
+      const branch = match[1]!;
+      const current = this.#refs.get(refKey(branch));
+      if (current === undefined) return error(422, "Reference does not exist");
+      if (method === "DELETE") {
+        this.#deleteRef(repoName, branch);
+        return send(204);
+      }
+      const sha = String(body.sha);
+      if (!this.#commits.has(sha)) return error(422, "Object does not exist");
+      if (!body.force && !this.#isAncestor(current, sha)) return error(422, "Update is not a fast forward");
+      this.#checkRefUpdate(repoName, installation, branch, current, sha);
+      this.#setRef(repoName, branch, sha);
+      return send(200, shape.gitRef(fullName, branch, sha));
+    }
+    if (rest === "/merges" && method === "POST") {
+      const branch = String(body.base);
+      const baseSha = this.#refs.get(refKey(branch));
+      const head = resolveRef(String(body.head));
+      if (baseSha === undefined) return notFound("Base does not exist");
+      if (head === undefined) return notFound("Head does not exist");
+      if (this.#isAncestor(head, baseSha)) return send(204);
+      const tree = this.#applyChanges(baseSha, head);
+      if (!tree) return error(409, "Merge conflict");
+      const sha = this.#commit([baseSha, head], tree, String(body.commit_message ?? `Merge ${head} into ${branch}`));
+      this.#checkRefUpdate(repoName, installation, branch, baseSha, sha);
+      this.#setRef(repoName, branch, sha);
+      return send(201, shape.commit(fullName, this.#commits.get(sha)!));
+    }
+    if ((match = /^\/pulls\/(\d+)\/merge$/.exec(rest)) && method === "PUT") {
+      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
+      if (!pr) return notFound();
+      const mergeMethod: MergeMethod = body.merge_method ?? "merge";
+      if (!["merge", "squash", "rebase"].includes(mergeMethod)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", field: "merge_method", code: "invalid" }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request",
+          status: "422",
+        });
+      }
+      if (pr.merged || pr.state !== "open") return error(405, "Pull Request is not mergeable");
+      if (body.sha && body.sha !== pr.headSha) return error(409, "Head branch was modified. Review and try the merge again.");
+      if (pr.draft) return error(405, "Pull Request is still a draft");
+      const allowed = { merge: settings.allowMergeCommit, squash: settings.allowSquashMerge, rebase: settings.allowRebaseMerge }[mergeMethod];
+      if (!allowed) return error(405, `${{ merge: "Merge commits", squash: "Squash merges", rebase: "Rebase merges" }[mergeMethod]} are not allowed on this repository.`);
+      const workflow = this.#workflowChange(this.#commits.get(this.#commits.get(pr.headSha)!.parents[0] ?? "")?.tree ?? {}, this.#commits.get(pr.headSha)!.tree);
+      if (workflow && this.#installations.get(installation)!.permissions.workflows !== "write") return error(403, this.#workflowRefusal(workflow));
+      const baseSha = this.branchHead(repoName, pr.base);
+      const tree = this.#applyChanges(baseSha, pr.headSha);
+      if (!tree) return error(405, mergeMethod === "rebase" ? "This branch can't be rebased" : "Pull Request is not mergeable");
+      this.#checkRules(repoName, this.#prChange(repoName, pr, mergeMethod), 405);
+      const sha =
+        mergeMethod === "merge" ? this.#commit([baseSha, pr.headSha], tree, body.commit_title ?? `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, body.commit_title ?? `${pr.title} (#${pr.number})`);
+      pr.merged = true;
+      pr.state = "closed";
+      pr.mergeCommitSha = sha;
+      this.#setRef(repoName, pr.base, sha);
+      this.#emit({ kind: "pull_request", action: "closed", repo: repoName, number: pr.number, merged: true });
+      return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
+    }
+
+    // ---- Pull requests ----
+    if ((match = /^\/pulls\/(\d+)$/.exec(rest)) && (method === "GET" || method === "PATCH")) {
+      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
+      if (!pr) return notFound();
+      if (method === "PATCH") {
+        if (typeof body.title === "string") pr.title = body.title;
+        if (body.state === "closed") this.closePr(repoName, pr.number);
+        if (body.state === "open" && !pr.merged && pr.state === "closed") {
+          pr.state = "open";
+          this.#emit({ kind: "pull_request", action: "reopened", repo: repoName, number: pr.number, merged: false });
+        }
+      }
+      return send(200, this.#pullAnswer(fullName, pr));
+    }
+    if (rest === "/pulls" && method === "POST") {
+      const head = String(body.head ?? "").replace(/^[^:]+:/, "");
+      const base = String(body.base ?? "");
+      const headSha = this.#refs.get(refKey(head));
+      const baseSha = this.#refs.get(refKey(base));
+      const invalid = (field: string, code = "invalid") =>
+        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field, code }], documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", status: "422" });
+      if (headSha === undefined) return invalid("head");
+      if (baseSha === undefined) return invalid("base");
+      if ([...this.#pulls.values()].some((p) => p.state === "open" && p.headRef === head && p.base === base && p.headRepo.toLowerCase() === repoName)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${repoMatch[1]}:${head}.` }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+          status: "422",
+        });
+      }
+      const number = Math.max(0, ...[...this.#pulls.values()].map((p) => p.number)) + 1;
+      const pr: PullRequest = {
+        number,
+        title: String(body.title ?? head),
+        author: "greenline[bot]",
+        headSha,
+        headRef: head,
+        headRepo: repoName,
+        base,
+        state: "open",
+        merged: false,
+        mergeCommitSha: null,
+        draft: body.draft === true,
+        mergeableState: undefined,
+        baseSha,
+        files: {},
+        unknownReads: this.#mergeabilityDelay,
+      };
+      this.#pulls.set(`${repoName}#${number}`, pr);
+      this.#emit({ kind: "pull_request", action: "opened", repo: repoName, number, merged: false });
+      return send(201, this.#pullAnswer(fullName, pr));
+    }
+    if ((match = /^\/pulls\/(\d+)\/reviews$/.exec(rest)) && method === "GET") {
+      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
+      const reviews = this.#reviews.filter((r) => r.repo === repoName && r.number === Number(match![1]));
+      return send(
+        200,
+        reviews.map((r, i) => ({
+          id: i + 1,
+          node_id: shape.nodeId("PullRequestReview", i + 1),
+          user: shape.user(r.reviewer),
+          body: "",
+          state: r.state.toUpperCase(),
+          html_url: `https://github.com/${fullName}/pull/${r.number}#pullrequestreview-${i + 1}`,
+          pull_request_url: `https://api.github.com/repos/${fullName}/pulls/${r.number}`,
+          _links: { html: { href: `https://github.com/${fullName}/pull/${r.number}` }, pull_request: { href: `https://api.github.com/repos/${fullName}/pulls/${r.number}` } },
+          submitted_at: "2026-01-01T00:00:00Z",
+          commit_id: r.sha,
+          author_association: "MEMBER",
+        })),
+      );
+    }
     notFound();
+  }
+
+  #pullAnswer(fullName: string, pr: PullRequest) {
+    const { mergeable, state } = this.#mergeability(fullName, pr);
+    return shape.pullRequest(fullName, this.#settings(fullName), {
+      ...pr,
+      headRepo: pr.headRepo,
+      baseSha: pr.baseSha,
+      mergeable,
+      mergeableState: state,
+      changedFiles: Object.keys(pr.files).length,
+    });
+  }
+
+  #statusCheckPolicy(fullName: string, branch: string, p: Protection) {
+    const url = `https://api.github.com/repos/${fullName}/branches/${branch}/protection/required_status_checks`;
+    return { url, strict: p.strict, contexts: p.requiredChecks, contexts_url: `${url}/contexts`, checks: p.requiredChecks.map((context) => ({ context, app_id: null })) };
+  }
+
+  #protectionAnswer(fullName: string, branch: string, p: Protection) {
+    const url = `https://api.github.com/repos/${fullName}/branches/${branch}/protection`;
+    return {
+      url,
+      required_status_checks: { ...this.#statusCheckPolicy(fullName, branch, p), enforcement_level: "non_admins" },
+      enforce_admins: { url: `${url}/enforce_admins`, enabled: false },
+      ...(p.requiredReviews === undefined
+        ? {}
+        : {
+            required_pull_request_reviews: {
+              url: `${url}/required_pull_request_reviews`,
+              dismiss_stale_reviews: false,
+              require_code_owner_reviews: false,
+              required_approving_review_count: p.requiredReviews,
+              require_last_push_approval: false,
+            },
+          }),
+      ...(p.restrictPushes
+        ? {
+            restrictions: {
+              url: `${url}/restrictions`,
+              users_url: `${url}/restrictions/users`,
+              teams_url: `${url}/restrictions/teams`,
+              apps_url: `${url}/restrictions/apps`,
+              users: [],
+              teams: [],
+              apps: p.appMayPush ? [shape.app(Number(this.appId))] : [],
+            },
+          }
+        : {}),
+      required_linear_history: { enabled: p.linearHistory },
+      allow_force_pushes: { enabled: p.allowForcePushes },
+      allow_deletions: { enabled: false },
+      block_creations: { enabled: false },
+      required_conversation_resolution: { enabled: false },
+      lock_branch: { enabled: false },
+      allow_fork_syncing: { enabled: false },
+      required_signatures: { url: `${url}/required_signatures`, enabled: false },
+    };
+  }
+
+  #rulesetAnswer(fullName: string, r: Ruleset, detailed: boolean) {
+    const url = `https://api.github.com/repos/${fullName}/rulesets/${r.id}`;
+    return {
+      id: r.id,
+      name: r.name,
+      target: "branch",
+      source_type: "Repository",
+      source: fullName,
+      enforcement: r.enforcement,
+      node_id: shape.nodeId("RepositoryRuleset", r.id),
+      _links: { self: { href: url }, html: { href: `https://github.com/${fullName}/rules/${r.id}` } },
+      created_at: "2026-01-01T00:00:00Z",
+      updated_at: "2026-01-01T00:00:00Z",
+      current_user_can_bypass: r.bypass,
+      ...(detailed
+        ? {
+            conditions: { ref_name: { include: r.include.map((b) => (b.startsWith("~") ? b : `refs/heads/${b}`)), exclude: [] } },
+            rules: r.rules,
+          }
+        : {}),
+    };
   }
 }
