@@ -123,3 +123,10 @@ function hasType(type: string, value: unknown): boolean {
       return typeof value === type;
   }
 }
+
+/** A named schema of the description (`basic-error`, `validation-error`, …). */
+export function componentSchema(name: string): Schema {
+  const schema = document().components.schemas?.[name] as Schema | undefined;
+  if (!schema) throw new Error(`no schema ${name} in GitHub's description`);
+  return schema;
+}
