@@ -152,7 +152,7 @@ export function checksMessage(required: string[], check: (context: string) => Ch
 
 const reviewsMessage = (n: number) => `At least ${n} approving review${n === 1 ? " is" : "s are"} required by reviewers with write access.`;
 const PR_REQUIRED = "Changes must be made through a pull request.";
-const NOT_AUTHORIZED = "You're not authorized to push to this branch. Visit https://docs.github.com/articles/about-protected-branches/ for more information.";
+const NOT_AUTHORIZED = "You're not authorized to push to this branch.";
 const NO_FORCE = "Cannot force-push to this branch";
 const NO_MERGE_COMMITS = "This branch must not contain merge commits.";
 const BEHIND = "Head branch is out of date. Review and try the merge again.";
