@@ -284,6 +284,48 @@ describe("the GitHub simulator", () => {
     });
   });
 
+  describe("pull requests the App opens", () => {
+    test("a draft PR for a branch is opened, listed by head, refused twice and without commits, closed when its branch is deleted", async () => {
+      const r = newRepo();
+      const pr = gh.openPr(r.full, { number: 1 });
+      gh.createBranch(r.full, "greenline/test-1", pr.headSha);
+      gh.createBranch(r.full, "greenline/empty", "main");
+      const { data: opened } = await octokit.rest.pulls.create({ ...r, head: "greenline/test-1", base: "main", title: "Testing #1", draft: true });
+      expect(opened).toMatchObject({ number: 2, draft: true, state: "open", head: { ref: "greenline/test-1", sha: pr.headSha } });
+      const listed = (await octokit.rest.pulls.list({ ...r, head: `${OWNER}:greenline/test-1` })).data;
+      expect(listed.map((p) => p.number)).toEqual([2]);
+      const again = await refusal(octokit.rest.pulls.create({ ...r, head: "greenline/test-1", base: "main", title: "again" }));
+      expect(again.status).toBe(422);
+      expect((await refusal(octokit.rest.pulls.create({ ...r, head: "greenline/empty", base: "main", title: "empty" }))).status).toBe(422);
+      await octokit.rest.git.deleteRef({ ...r, ref: "heads/greenline/test-1" });
+      expect(gh.pr(r.full, 2)).toMatchObject({ state: "closed", merged: false });
+      expect((await octokit.rest.pulls.list({ ...r, head: `${OWNER}:greenline/test-1` })).data).toEqual([]);
+    });
+
+    test("a fork PR's head lives in the fork", async () => {
+      const r = newRepo();
+      gh.openPr(r.full, { number: 1, headRepo: "mallory/app", headRef: "evil" });
+      await octokit.rest.pulls.get({ ...r, pull_number: 1 });
+      const { data } = await octokit.rest.pulls.get({ ...r, pull_number: 1 });
+      expect([data.head.repo?.full_name, data.head.label, data.base.repo.full_name]).toEqual(["mallory/app", "mallory:evil", r.full]);
+      expect(gh.hasBranch(r.full, "evil")).toBe(false);
+    });
+  });
+
+  test("installing, changing permissions and uninstalling are events; an uninstalled App's token is refused", async () => {
+    gh.installApp(777, "octo-gone");
+    gh.setPermissions(777, { ...DEFAULT_PERMISSIONS, administration: "read" });
+    gh.uninstallApp(777);
+    expect(events.map((e) => e.kind === "installation" && [e.action, e.installationId])).toEqual([
+      ["created", 777],
+      ["new_permissions_accepted", 777],
+      ["deleted", 777],
+    ]);
+    gh.createBranch("octo-gone/app", "main");
+    const gone = new ProbotOctokit({ auth: { token: "ghs_installation_777" }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    expect((await refusal(gone.rest.repos.getBranch({ owner: "octo-gone", repo: "app", branch: "main" }))).status).toBe(401);
+  });
+
   test("what happens is reported to onEvent: pushes with before/after, PRs opened and merged, statuses, reviews", async () => {
     const r = newRepo();
     expect(events).toEqual([{ kind: "push", repo: r.full, ref: "refs/heads/main", before: "0".repeat(40), after: gh.branchHead(r.full, "main"), created: true, deleted: false, forced: false }]);

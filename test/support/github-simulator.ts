@@ -77,7 +77,8 @@ export type SimulatorEvent =
   | { kind: "check_run"; action: "created" | "completed"; repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }
   | { kind: "pull_request"; action: "opened" | "synchronize" | "closed" | "edited" | "reopened"; repo: string; number: number; merged: boolean; before?: string; after?: string }
   | { kind: "pull_request_review"; action: "submitted"; repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }
-  | { kind: "issue_comment"; action: "created"; repo: string; number: number; id: number; author: string; body: string };
+  | { kind: "issue_comment"; action: "created"; repo: string; number: number; id: number; author: string; body: string }
+  | { kind: "installation"; action: "created" | "deleted" | "new_permissions_accepted"; installationId: number; account: string; permissions: Permissions };
 
 export type SimulatorOptions = {
   /** How many reads of a PR answer `mergeable: null` after it opens, moves, or its base moves (default 1). */
@@ -164,7 +165,16 @@ export class GitHubSimulator {
   /** Installs the App on an account with `permissions` (default: what app.yml asks for). */
   installApp(id: number, account: string, permissions: Permissions = DEFAULT_PERMISSIONS): { id: number; account: string } {
     this.#installations.set(id, { account, permissions: { ...permissions } });
+    this.#emit({ kind: "installation", action: "created", installationId: id, account, permissions: { ...permissions } });
     return { id, account };
+  }
+
+  /** Uninstalls the App: its tokens stop working at once. */
+  uninstallApp(id: number): void {
+    const installation = this.#installations.get(id);
+    if (!installation) return;
+    this.#installations.delete(id);
+    this.#emit({ kind: "installation", action: "deleted", installationId: id, account: installation.account, permissions: installation.permissions });
   }
 
   /** Changes what an installation was granted (an owner accepting or revoking permissions). */
@@ -172,6 +182,7 @@ export class GitHubSimulator {
     const installation = this.#installations.get(id);
     if (!installation) throw new Error(`no installation ${id}`);
     installation.permissions = { ...permissions };
+    this.#emit({ kind: "installation", action: "new_permissions_accepted", installationId: id, account: installation.account, permissions: { ...permissions } });
   }
 
   permissionsOf(id: number): Permissions | undefined {
@@ -500,6 +511,10 @@ export class GitHubSimulator {
     if (before === undefined) return;
     this.#refs.delete(key);
     this.#emit({ kind: "push", repo: repo.toLowerCase(), ref: `refs/heads/${branch}`, before, after: NULL_SHA, created: false, deleted: true, forced: false });
+    // As on GitHub: deleting a PR's head branch closes the PR.
+    for (const pr of this.#pulls.values()) {
+      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === repo.toLowerCase()) this.closePr(repo, pr.number);
+    }
   }
 
   /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
@@ -966,6 +981,26 @@ export class GitHubSimulator {
       }
       return send(200, this.#pullAnswer(fullName, pr));
     }
+    if (rest === "/pulls" && method === "GET") {
+      const state = query.get("state") ?? "open";
+      const head = query.get("head");
+      const base = query.get("base");
+      const pulls = [...this.#pulls.entries()]
+        .filter(([key]) => key.startsWith(`${repoName}#`))
+        .map(([, pr]) => pr)
+        .filter((pr) => state === "all" || pr.state === state)
+        .filter((pr) => head === null || `${pr.headRepo.split("/")[0]}:${pr.headRef}`.toLowerCase() === head.toLowerCase())
+        .filter((pr) => base === null || pr.base === base)
+        .sort((a, b) => b.number - a.number);
+      // The list gives PRs without what GitHub computes per PR (mergeability, counts).
+      const computed = ["mergeable", "rebaseable", "mergeable_state", "merged", "merged_by", "comments", "review_comments", "maintainer_can_modify", "commits", "additions", "deletions", "changed_files"];
+      const simple = (pr: PullRequest) => {
+        const full: Record<string, unknown> = shape.pullRequest(fullName, settings, { ...pr, mergeable: null, mergeableState: "unknown", changedFiles: 0 });
+        for (const key of computed) delete full[key];
+        return full;
+      };
+      return send(200, pulls.map(simple));
+    }
     if (rest === "/pulls" && method === "POST") {
       const head = String(body.head ?? "").replace(/^[^:]+:/, "");
       const base = String(body.base ?? "");
@@ -975,6 +1010,14 @@ export class GitHubSimulator {
         send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field, code }], documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", status: "422" });
       if (headSha === undefined) return invalid("head");
       if (baseSha === undefined) return invalid("base");
+      if (this.#isAncestor(headSha, baseSha)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", code: "custom", message: `No commits between ${base} and ${head}` }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+          status: "422",
+        });
+      }
       if ([...this.#pulls.values()].some((p) => p.state === "open" && p.headRef === head && p.base === base && p.headRepo.toLowerCase() === repoName)) {
         return send(422, {
           message: "Validation Failed",
@@ -983,7 +1026,7 @@ export class GitHubSimulator {
           status: "422",
         });
       }
-      const number = Math.max(0, ...[...this.#pulls.values()].map((p) => p.number)) + 1;
+      const number = Math.max(0, ...[...this.#pulls.entries()].filter(([key]) => key.startsWith(`${repoName}#`)).map(([, p]) => p.number)) + 1;
       const pr: PullRequest = {
         number,
         title: String(body.title ?? head),
