@@ -92,10 +92,11 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await octokit.rest.pulls.listReviews({ ...r, pull_number: 1 });
     await octokit.rest.pulls.merge({ ...r, pull_number: 1, merge_method: "squash" });
     await octokit.rest.pulls.get({ ...r, pull_number: 1 });
+    await octokit.rest.git.getCommit({ ...r, commit_sha: gh.branchHead(full, "main") });
     gh.push(full, "develop", { "docs/d.md": "d" });
     await octokit.rest.pulls.create({ ...r, head: "develop", base: "main", title: "Greenline testing branch", draft: true });
     await octokit.rest.pulls.list({ ...r, head: `${owner}:develop` });
-    await octokit.rest.pulls.update({ ...r, pull_number: 4, state: "closed" });
+    await octokit.rest.pulls.update({ ...r, pull_number: 1001, state: "closed" });
 
     // Permission refusals.
     gh.setPermissions(601, DEFAULT_PERMISSIONS);

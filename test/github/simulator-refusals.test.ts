@@ -140,7 +140,7 @@ describe("the GitHub simulator", () => {
       gh.setRepository(r.full, { allowSquashMerge: true });
       const merged = await octokit.rest.pulls.merge({ ...r, pull_number: 1, sha: pr.headSha, merge_method: "squash" });
       expect(merged.data).toMatchObject({ merged: true, sha: gh.branchHead(r.full, "main") });
-      expect(events.filter((e) => e.kind === "pull_request").map((e) => e.kind === "pull_request" && [e.action, e.merged])).toContainEqual(["closed", true]);
+      expect(events.filter((e) => e.kind === "pull_request").map((e) => e.kind === "pull_request" && [e.action, e.pr.merged])).toContainEqual(["closed", true]);
     });
 
     test("linear history refuses merge commits", async () => {
@@ -291,14 +291,14 @@ describe("the GitHub simulator", () => {
       gh.createBranch(r.full, "greenline/test-1", pr.headSha);
       gh.createBranch(r.full, "greenline/empty", "main");
       const { data: opened } = await octokit.rest.pulls.create({ ...r, head: "greenline/test-1", base: "main", title: "Testing #1", draft: true });
-      expect(opened).toMatchObject({ number: 2, draft: true, state: "open", head: { ref: "greenline/test-1", sha: pr.headSha } });
+      expect(opened).toMatchObject({ number: 1001, draft: true, state: "open", head: { ref: "greenline/test-1", sha: pr.headSha } });
       const listed = (await octokit.rest.pulls.list({ ...r, head: `${OWNER}:greenline/test-1` })).data;
-      expect(listed.map((p) => p.number)).toEqual([2]);
+      expect(listed.map((p) => p.number)).toEqual([1001]);
       const again = await refusal(octokit.rest.pulls.create({ ...r, head: "greenline/test-1", base: "main", title: "again" }));
       expect(again.status).toBe(422);
       expect((await refusal(octokit.rest.pulls.create({ ...r, head: "greenline/empty", base: "main", title: "empty" }))).status).toBe(422);
       await octokit.rest.git.deleteRef({ ...r, ref: "heads/greenline/test-1" });
-      expect(gh.pr(r.full, 2)).toMatchObject({ state: "closed", merged: false });
+      expect(gh.pr(r.full, 1001)).toMatchObject({ state: "closed", merged: false });
       expect((await octokit.rest.pulls.list({ ...r, head: `${OWNER}:greenline/test-1` })).data).toEqual([]);
     });
 
@@ -316,7 +316,7 @@ describe("the GitHub simulator", () => {
     gh.installApp(777, "octo-gone");
     gh.setPermissions(777, { ...DEFAULT_PERMISSIONS, administration: "read" });
     gh.uninstallApp(777);
-    expect(events.map((e) => e.kind === "installation" && [e.action, e.installationId])).toEqual([
+    expect(events.map((e) => e.kind === "installation" && [e.action, e.installation.id])).toEqual([
       ["created", 777],
       ["new_permissions_accepted", 777],
       ["deleted", 777],
@@ -326,17 +326,65 @@ describe("the GitHub simulator", () => {
     expect((await refusal(gone.rest.repos.getBranch({ owner: "octo-gone", repo: "app", branch: "main" }))).status).toBe(401);
   });
 
-  test("what happens is reported to onEvent: pushes with before/after, PRs opened and merged, statuses, reviews", async () => {
+  test("what happens is reported to onEvent, with who did it: pushes, PRs opened and merged, statuses, reviews, check runs and suites", async () => {
     const r = newRepo();
-    expect(events).toEqual([{ kind: "push", repo: r.full, ref: "refs/heads/main", before: "0".repeat(40), after: gh.branchHead(r.full, "main"), created: true, deleted: false, forced: false }]);
+    const root = gh.branchHead(r.full, "main");
+    expect(events).toEqual([
+      {
+        kind: "push",
+        repo: r.full,
+        branch: "main",
+        before: "0".repeat(40),
+        after: root,
+        created: true,
+        deleted: false,
+        forced: false,
+        commits: [{ sha: root, parents: [], message: "Initial commit", added: ["README.md"], removed: [], modified: [] }],
+        sender: "octocat",
+      },
+    ]);
     events = [];
     const pr = gh.openPr(r.full, { number: 1 });
     gh.approve(r.full, 1);
     gh.reportStatus(r.full, pr.headSha, "ci", "success");
-    const before = gh.branchHead(r.full, "main");
+    const run = gh.createCheckRun(r.full, { name: "build", headSha: pr.headSha });
+    gh.completeCheckRun(r.full, run, "success");
     await octokit.rest.git.updateRef({ ...r, ref: "heads/main", sha: pr.headSha });
-    expect(events.map((e) => e.kind)).toEqual(["pull_request", "pull_request_review", "status", "push", "pull_request"]);
-    expect(events[3]).toMatchObject({ kind: "push", ref: "refs/heads/main", before, after: pr.headSha, created: false, forced: false });
-    expect(events[4]).toMatchObject({ kind: "pull_request", action: "closed", merged: true, number: 1 });
+    expect(events.map((e) => e.kind)).toEqual(["pull_request", "pull_request_review", "status", "check_run", "check_run", "check_suite", "push", "pull_request"]);
+    expect(events[0]).toMatchObject({ action: "opened", pr: { number: 1, mergeableState: "unknown" }, sender: "octocat" });
+    expect(events[2]).toMatchObject({ kind: "status", sha: pr.headSha, context: "ci", state: "success", sender: "ci-bot", commit: { added: ["changes/pr-1.txt"] } });
+    expect(events[5]).toMatchObject({ kind: "check_suite", action: "completed", conclusion: "success", runs: 1 });
+    expect(events[6]).toMatchObject({ kind: "push", branch: "main", before: root, after: pr.headSha, created: false, forced: false, sender: "greenline[bot]" });
+    expect(events[7]).toMatchObject({ kind: "pull_request", action: "closed", pr: { number: 1, merged: true }, sender: "greenline[bot]" });
+  });
+
+  test("compatibility verbs of the parallel work: flags, rulesets by type, requirePullRequests, amendPr, beforeMerge, outage", async () => {
+    const r = newRepo();
+    gh.protect(r.full, "main", ["build"]);
+    gh.administrationRead = true;
+    expect((await octokit.rest.repos.getStatusChecksProtection({ ...r, branch: "main" })).data.contexts).toEqual(["build"]);
+    gh.administrationRead = false;
+    expect((await refusal(octokit.rest.repos.getStatusChecksProtection({ ...r, branch: "main" }))).status).toBe(403);
+    gh.rulesRefused = true;
+    expect((await refusal(octokit.rest.repos.getBranchRules({ ...r, branch: "main" }))).status).toBe(403);
+    gh.rulesRefused = false;
+    const q = newRepo();
+    gh.addRuleset(q.full, "main", ["merge_queue"], "never");
+    expect((await octokit.rest.repos.getBranchRules({ ...q, branch: "main" })).data.map((rule) => rule.type)).toEqual(["merge_queue"]);
+    gh.requirePullRequests(q.full, "main", { approvals: 1 });
+    const pr = gh.openPr(q.full, { number: 1 });
+    expect((await refusal(octokit.rest.git.updateRef({ ...q, ref: "heads/main", sha: pr.headSha }))).message).toBe("Changes must be made through a pull request.");
+    events = [];
+    const amended = gh.amendPr(q.full, 1, { "more.txt": "x" });
+    expect([events, gh.pr(q.full, 1)!.headSha, gh.parentsOf(amended)]).toEqual([[], amended, [pr.baseSha]]);
+    const m = newRepo();
+    gh.openPr(m.full, { number: 1 });
+    gh.beforeMerge(m.full, 1, () => gh.push(m.full, "main", { "foreign.txt": "landed first" }));
+    const { data } = await octokit.rest.pulls.merge({ ...m, pull_number: 1 });
+    expect(gh.parentsOf(data.sha)[0]).not.toBe(gh.pr(m.full, 1)!.baseSha);
+    expect((await octokit.rest.git.getCommit({ ...m, commit_sha: data.sha })).data.parents.map((p) => p.sha)).toEqual(gh.parentsOf(data.sha));
+    gh.outage = 502;
+    expect((await refusal(octokit.rest.pulls.get({ ...m, pull_number: 1 }))).status).toBe(502);
+    gh.outage = null;
   });
 });

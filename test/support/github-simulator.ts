@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net";
 import { covers, DEFAULT_PERMISSIONS, NOT_ACCESSIBLE, type Permissions, routeNeeds } from "./github/permissions.js";
 import {
   type Bypass,
+  type Rule,
+  ruleOfType,
   type Change,
   type CheckState,
   type MergeMethod,
@@ -67,18 +69,57 @@ export type SimulatorRequest = {
   response?: unknown;
 };
 
+// --- Events (what happens in the simulator, for webhook deliveries: test/support/github-webhooks.ts) ---
+
+/** A commit as a push or status event describes it: files against its first parent. */
+export type SimulatorCommit = { sha: string; parents: string[]; message: string; added: string[]; removed: string[]; modified: string[] };
+export type SimulatorPullRequest = PullRequest;
+export type SimulatorCheckRun = {
+  id: number;
+  name: string;
+  headSha: string;
+  status: "queued" | "in_progress" | "completed";
+  conclusion: "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "action_required" | "skipped" | "stale" | null;
+  suiteId: number;
+};
+/** Who did it: a user's login, or an App's bot ("greenline[bot]" for calls with an installation token). */
+type Sender = { sender: string };
 /**
- * Something that happened in the simulated GitHub, for webhook delivery (`onEvent`): the data a
- * payload needs; the PR itself is readable with `pr(repo, number)`.
+ * Something that happened in the simulated GitHub, reported to `onEvent` (webhook delivery builds
+ * its payloads from these). PRs are snapshots taken when it happened.
  */
 export type SimulatorEvent =
-  | { kind: "push"; repo: string; ref: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean }
-  | { kind: "status"; repo: string; sha: string; id: number; context: string; state: string; description: string; targetUrl: string | null }
-  | { kind: "check_run"; action: "created" | "completed"; repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }
-  | { kind: "pull_request"; action: "opened" | "synchronize" | "closed" | "edited" | "reopened"; repo: string; number: number; merged: boolean; before?: string; after?: string }
-  | { kind: "pull_request_review"; action: "submitted"; repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }
-  | { kind: "issue_comment"; action: "created"; repo: string; number: number; id: number; author: string; body: string }
-  | { kind: "installation"; action: "created" | "deleted" | "new_permissions_accepted"; installationId: number; account: string; permissions: Permissions };
+  | ({ kind: "push"; repo: string; branch: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean; commits: SimulatorCommit[] } & Sender)
+  | ({
+      kind: "status";
+      repo: string;
+      id: number;
+      sha: string;
+      context: string;
+      state: string;
+      description: string | null;
+      targetUrl: string | null;
+      commit: SimulatorCommit;
+      branches: { name: string; sha: string }[];
+    } & Sender)
+  | ({ kind: "check_run"; action: "created" | "completed" | "rerequested"; repo: string; checkRun: SimulatorCheckRun; branch: string | null } & Sender)
+  | ({ kind: "check_suite"; action: "completed"; repo: string; suiteId: number; headSha: string; branch: string | null; conclusion: string; runs: number } & Sender)
+  | ({
+      kind: "pull_request";
+      action: "opened" | "synchronize" | "closed" | "reopened" | "edited";
+      repo: string;
+      pr: PullRequest;
+      before?: string;
+      after?: string;
+      changes?: { base?: { ref: { from: string }; sha: { from: string } } };
+    } & Sender)
+  | ({ kind: "pull_request_review"; action: "submitted"; repo: string; pr: PullRequest; review: { id: number; state: "approved" | "changes_requested" | "commented"; body: string | null; commitId: string } } & Sender)
+  | ({ kind: "issue_comment"; action: "created"; repo: string; pr: PullRequest; comment: { id: number; body: string } } & Sender)
+  | ({ kind: "installation"; action: "created" | "deleted" | "suspend" | "unsuspend" | "new_permissions_accepted"; installation: { id: number; account: string }; repositories: string[] } & Sender)
+  | ({ kind: "installation_repositories"; action: "added" | "removed"; installation: { id: number; account: string }; added: string[]; removed: string[] } & Sender);
+
+/** The sender of what the App does with its installation token. */
+export const APP_BOT = "greenline[bot]";
 
 export type SimulatorOptions = {
   /** How many reads of a PR answer `mergeable: null` after it opens, moves, or its base moves (default 1). */
@@ -115,6 +156,12 @@ export class GitHubSimulator {
   readonly #reviews: { repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }[] = [];
   readonly #checkRuns = new Map<number, CheckRunRecord>();
   readonly #checkSuites = new Map<string, number>();
+  /** Run just before GitHub merges a PR (by "owner/name#number"), once. */
+  readonly #beforeMerge = new Map<string, () => void>();
+  /** While set, every API request is answered with this status, as when GitHub is down. */
+  outage: number | null = null;
+  /** Whether the rules route refuses the installation (403), so a branch's rules cannot be read. */
+  rulesRefused = false;
   /** Commit statuses (Greenline's and a test's CI) and PR comments, in order. */
   readonly statuses: (StatusRecord & { repo: string; sha: string; context: string; state: string; description: string })[] = [];
   readonly comments: { repo: string; number: number; body: string; id: number; author: string }[] = [];
@@ -164,8 +211,8 @@ export class GitHubSimulator {
 
   /** Installs the App on an account with `permissions` (default: what app.yml asks for). */
   installApp(id: number, account: string, permissions: Permissions = DEFAULT_PERMISSIONS): { id: number; account: string } {
-    this.#installations.set(id, { account, permissions: { ...permissions } });
-    this.#emit({ kind: "installation", action: "created", installationId: id, account, permissions: { ...permissions } });
+    this.#installations.set(id, { account, permissions: { ...permissions, ...this.#grantedEverywhere } });
+    this.#emit({ kind: "installation", action: "created", installation: { id, account }, repositories: [], sender: account });
     return { id, account };
   }
 
@@ -174,7 +221,7 @@ export class GitHubSimulator {
     const installation = this.#installations.get(id);
     if (!installation) return;
     this.#installations.delete(id);
-    this.#emit({ kind: "installation", action: "deleted", installationId: id, account: installation.account, permissions: installation.permissions });
+    this.#emit({ kind: "installation", action: "deleted", installation: { id, account: installation.account }, repositories: [], sender: installation.account });
   }
 
   /** Changes what an installation was granted (an owner accepting or revoking permissions). */
@@ -182,11 +229,56 @@ export class GitHubSimulator {
     const installation = this.#installations.get(id);
     if (!installation) throw new Error(`no installation ${id}`);
     installation.permissions = { ...permissions };
-    this.#emit({ kind: "installation", action: "new_permissions_accepted", installationId: id, account: installation.account, permissions: { ...permissions } });
+    this.#emit({ kind: "installation", action: "new_permissions_accepted", installation: { id, account: installation.account }, repositories: [], sender: installation.account });
   }
 
   permissionsOf(id: number): Permissions | undefined {
     return this.#installations.get(id)?.permissions;
+  }
+
+  /** The installation of the App on `owner`'s account, if any (webhooks name it). */
+  installationOf(owner: string): number | undefined {
+    return this.#installationFor(owner);
+  }
+
+  /** Repositories are added to (or removed from) an installation's selection. */
+  changeInstallationRepositories(id: number, change: { added?: string[]; removed?: string[] }): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    this.#emit({
+      kind: "installation_repositories",
+      action: change.added?.length ? "added" : "removed",
+      installation: { id, account: installation.account },
+      added: change.added ?? [],
+      removed: change.removed ?? [],
+      sender: installation.account,
+    });
+  }
+
+  /** Grants (or withdraws) one permission on every installation, now and for those installed later. */
+  #grantEverywhere(permission: "administration" | "workflows", access: "read" | "write" | undefined): void {
+    this.#grantedEverywhere[permission] = access;
+    for (const installation of this.#installations.values()) {
+      if (access === undefined) delete installation.permissions[permission];
+      else installation.permissions[permission] = access;
+    }
+  }
+  readonly #grantedEverywhere: Permissions = {};
+
+  /** Whether installations may read classic protection (administration: read; app.yml does not ask for it). */
+  get administrationRead(): boolean {
+    return [...this.#installations.values()].every((i) => i.permissions.administration !== undefined) && this.#installations.size > 0;
+  }
+  set administrationRead(value: boolean) {
+    this.#grantEverywhere("administration", value ? "read" : undefined);
+  }
+
+  /** Whether installations have `workflows: write` (GitHub refuses workflow-file changes without it). */
+  get workflowsWritable(): boolean {
+    return [...this.#installations.values()].every((i) => i.permissions.workflows === "write") && this.#installations.size > 0;
+  }
+  set workflowsWritable(value: boolean) {
+    this.#grantEverywhere("workflows", value ? "write" : undefined);
   }
 
   // ---- Repositories and branches ----
@@ -203,7 +295,7 @@ export class GitHubSimulator {
   /** Creates a branch at `from` (a sha or a branch; default: a fresh root commit). */
   createBranch(repo: string, name: string, from?: string): string {
     const sha = from === undefined ? this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit") : this.#commits.has(from) ? from : this.branchHead(repo, from);
-    this.#setRef(repo, name, sha);
+    this.#setRef(repo, name, sha, "octocat");
     return sha;
   }
 
@@ -240,7 +332,7 @@ export class GitHubSimulator {
   push(repo: string, branch: string, files: Tree): string {
     const head = this.branchHead(repo, branch);
     const sha = this.#commit([head], { ...this.#commits.get(head)!.tree, ...files }, "Direct push");
-    this.#setRef(repo, branch, sha);
+    this.#setRef(repo, branch, sha, "octocat");
     return sha;
   }
 
@@ -268,8 +360,12 @@ export class GitHubSimulator {
     this.#protection.delete(`${repo.toLowerCase()}:${branch}`);
   }
 
-  /** A repository ruleset (default: on the default branch, the App may not bypass it); returns its id. */
-  addRuleset(repo: string, options: RulesetOptions): number {
+  /**
+   * A repository ruleset (default: on the default branch, the App may not bypass it); returns its id.
+   * Also `addRuleset(repo, branch, ["pull_request", "merge_queue", ...], bypass)`: rules by type, on one branch.
+   */
+  addRuleset(repo: string, options: RulesetOptions | string, ruleTypes: Rule["type"][] = [], bypass: Bypass = "never"): number {
+    if (typeof options === "string") return this.addRuleset(repo, { branches: [options], rules: ruleTypes.map(ruleOfType), bypass });
     const id = ++this.#ids;
     const list = this.#rulesets.get(repo.toLowerCase()) ?? [];
     list.push({
@@ -288,6 +384,21 @@ export class GitHubSimulator {
     const ruleset = this.#rulesets.get(repo.toLowerCase())?.find((r) => r.id === id);
     if (!ruleset) throw new Error(`no ruleset ${id}`);
     ruleset.bypass = bypass;
+  }
+
+  /** A ruleset on `branch` requiring these checks. */
+  ruleset(repo: string, branch: string, contexts: string[]): number {
+    return this.addRuleset(repo, { branches: [branch], requiredChecks: contexts });
+  }
+
+  /**
+   * Requires pull requests on a branch, as classic protection does: a ref update answers 422
+   * "Changes must be made through a pull request."; with `approvals`, merging a PR answers 405
+   * until it has that many approving reviews.
+   */
+  requirePullRequests(repo: string, branch: string, options: { approvals?: number } = {}): void {
+    const current = this.#protection.get(`${repo.toLowerCase()}:${branch}`);
+    this.protect(repo, branch, { ...current, requiredReviews: options.approvals ?? 0 });
   }
 
   #rulesetsFor(repo: string, branch: string): Ruleset[] {
@@ -321,7 +432,7 @@ export class GitHubSimulator {
     };
     this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
     if (full.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${full.headRef}`, headSha);
-    this.#emit({ kind: "pull_request", action: "opened", repo: repo.toLowerCase(), number: pr.number, merged: false });
+    this.#emit({ kind: "pull_request", action: "opened", repo, pr: this.#snapshot(full), sender: full.author });
     return full;
   }
 
@@ -329,39 +440,85 @@ export class GitHubSimulator {
     return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
   }
 
-  /** A new commit on a PR (a push to its head branch): `synchronize`. */
+  /** A new commit on a PR (its author pushes to its head branch): `pull_request.synchronize`. */
   pushToPr(repo: string, number: number, files: Tree): string {
-    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (!pr) throw new Error(`no PR #${number}`);
+    return this.#movePr(repo, number, files, true);
+  }
+
+  /** New changes on a PR's branch whose `synchronize` webhook is late or lost: no event. */
+  amendPr(repo: string, number: number, files: Tree): string {
+    return this.#movePr(repo, number, files, false);
+  }
+
+  #movePr(repo: string, number: number, files: Tree, emit: boolean): string {
+    const pr = this.#pullOrThrow(repo, number);
     const before = pr.headSha;
+    // One commit on the PR's base with all its changes (a force-push): its changes stay those of one commit.
     pr.files = { ...pr.files, ...files };
     pr.headSha = this.#commit([pr.baseSha], { ...this.#commits.get(pr.baseSha)!.tree, ...pr.files }, `PR #${number} (updated)`);
     pr.unknownReads = this.#mergeabilityDelay;
     if (pr.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${pr.headRef}`, pr.headSha);
-    this.#emit({ kind: "pull_request", action: "synchronize", repo: repo.toLowerCase(), number, merged: false, before, after: pr.headSha });
+    if (emit) this.#emit({ kind: "pull_request", action: "synchronize", repo, pr: this.#snapshot(pr), before, after: pr.headSha, sender: pr.author });
     return pr.headSha;
   }
 
-  closePr(repo: string, number: number): void {
+  /** The PR is moved to another base branch (`pull_request.edited` with `changes.base`). */
+  retargetPr(repo: string, number: number, base: string): void {
+    const pr = this.#pullOrThrow(repo, number);
+    const from = pr.base;
+    pr.base = base;
+    pr.unknownReads = this.#mergeabilityDelay;
+    this.#emit({ kind: "pull_request", action: "edited", repo, pr: this.#snapshot(pr), changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: pr.author });
+  }
+
+  closePr(repo: string, number: number, sender?: string): void {
     const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
     if (!pr || pr.state === "closed") return;
     pr.state = "closed";
-    this.#emit({ kind: "pull_request", action: "closed", repo: repo.toLowerCase(), number, merged: false });
+    this.#emit({ kind: "pull_request", action: "closed", repo, pr: this.#snapshot(pr), sender: sender ?? pr.author });
   }
 
-  /** A review on the PR's current head. */
-  approve(repo: string, number: number, reviewer = "reviewer", state: "approved" | "changes_requested" | "commented" = "approved"): void {
-    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (!pr) throw new Error(`no PR #${number}`);
-    this.#reviews.push({ repo: repo.toLowerCase(), number, reviewer, state, sha: pr.headSha });
-    this.#emit({ kind: "pull_request_review", action: "submitted", repo: repo.toLowerCase(), number, reviewer, state, sha: pr.headSha });
-  }
-
-  /** A user's comment on a PR (delivered as `issue_comment` by webhook delivery). */
-  comment(repo: string, number: number, author: string, body: string): number {
+  /** A user reviews the PR's current head; returns the review's id. */
+  review(repo: string, number: number, user: string, state: "approved" | "changes_requested" | "commented", body: string | null = null): number {
+    const pr = this.#pullOrThrow(repo, number);
     const id = ++this.#ids;
-    this.#emit({ kind: "issue_comment", action: "created", repo: repo.toLowerCase(), number, id, author, body });
+    this.#reviews.push({ repo: repo.toLowerCase(), number, reviewer: user, state, sha: pr.headSha });
+    this.#emit({ kind: "pull_request_review", action: "submitted", repo, pr: this.#snapshot(pr), review: { id, state, body, commitId: pr.headSha }, sender: user });
     return id;
+  }
+
+  /** An approving review (by `reviewer`). */
+  approve(repo: string, number: number, reviewer = "reviewer"): number {
+    return this.review(repo, number, reviewer, "approved");
+  }
+
+  /** A user's comment on a PR (an issue comment, as `/greenline merge` is). */
+  comment(repo: string, number: number, user: string, body: string): number {
+    const pr = this.#pullOrThrow(repo, number);
+    const id = ++this.#ids;
+    this.#emit({ kind: "issue_comment", action: "created", repo, pr: this.#snapshot(pr), comment: { id, body }, sender: user });
+    return id;
+  }
+
+  /** PRs whose head branch is `branch` (the App's testing-branch PRs). */
+  prsFrom(repo: string, branch: string): PullRequest[] {
+    return [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repo.toLowerCase()}#`) && pr.headRef === branch).map(([, pr]) => pr);
+  }
+
+  /** Runs `action` (someone else's push, say) right before GitHub merges PR `number`, once. */
+  beforeMerge(repo: string, number: number, action: () => void): void {
+    this.#beforeMerge.set(`${repo.toLowerCase()}#${number}`, action);
+  }
+
+  #pullOrThrow(repo: string, number: number): PullRequest {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr) throw new Error(`no PR ${repo}#${number}`);
+    return pr;
+  }
+
+  /** A PR as an event carries it: a copy, its mergeability as GitHub last computed it ("unknown" until read). */
+  #snapshot(pr: PullRequest): PullRequest {
+    return { ...pr, files: { ...pr.files }, mergeableState: pr.mergeableState ?? "unknown" };
   }
 
   #approvals(repo: string, pr: PullRequest): number {
@@ -372,53 +529,145 @@ export class GitHubSimulator {
 
   // ---- Statuses and check runs (a test's simulated CI) ----
 
+  /** CI posts a commit status (with its own token); returns the status id. */
   reportStatus(repo: string, sha: string, context: string, state: "error" | "failure" | "pending" | "success", description = "", creator = "ci-bot"): number {
-    return this.#createStatus(repo.toLowerCase(), sha, { context, state, description, targetUrl: null, creator });
+    return this.#createStatus(repo, sha, { context, state, description, targetUrl: null, creator });
+  }
+
+  /** `reportStatus` under the name the webhook work uses. */
+  setStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error", sender = "ci-bot"): number {
+    return this.reportStatus(repo, sha, context, state, "", sender);
   }
 
   #createStatus(repo: string, sha: string, s: { context: string; state: string; description: string; targetUrl: string | null; creator: string }): number {
     const id = ++this.#ids;
-    this.statuses.push({ id, repo, sha, ...s });
-    this.#emit({ kind: "status", repo, sha, id, context: s.context, state: s.state, description: s.description, targetUrl: s.targetUrl });
+    this.statuses.push({ id, repo: repo.toLowerCase(), sha, ...s });
+    const start = `${repo.toLowerCase()}:`;
+    const branches = [...this.#refs].filter(([k, head]) => k.startsWith(start) && head === sha).map(([k, head]) => ({ name: k.slice(start.length), sha: head }));
+    this.#emit({
+      kind: "status",
+      repo,
+      id,
+      sha,
+      context: s.context,
+      state: s.state,
+      description: s.description === "" ? null : s.description,
+      targetUrl: s.targetUrl,
+      commit: this.#describeCommit(sha),
+      branches: branches.slice(0, 10),
+      sender: s.creator,
+    });
     return id;
   }
 
-  /** A check run (queued, or in progress) on `sha`; returns its id. */
-  createCheckRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" = "in_progress"): number {
-    return this.#createCheckRun(repo.toLowerCase(), sha, name, status, null, null).id;
+  /**
+   * CI (another App, such as GitHub Actions) creates a check run on a commit; returns its id.
+   * `createCheckRun(repo, sha, name, status?)` or `createCheckRun(repo, { name, headSha, status? })`.
+   */
+  createCheckRun(repo: string, shaOrRun: string | { name: string; headSha: string; status?: "queued" | "in_progress" }, name?: string, status?: "queued" | "in_progress"): number {
+    const run = typeof shaOrRun === "string" ? { headSha: shaOrRun, name: name!, status: status ?? "in_progress" } : { status: "queued" as const, ...shaOrRun };
+    return this.#createCheckRun(repo, run.headSha, run.name, run.status, null, null, "github-actions[bot]").id;
   }
 
-  completeCheckRun(id: number, conclusion: "success" | "failure" | "neutral" | "cancelled" | "skipped" | "timed_out" | "action_required"): void {
+  /** CI completes a check run: `completeCheckRun(id, conclusion)` or `completeCheckRun(repo, id, conclusion)`. */
+  completeCheckRun(idOrRepo: number | string, idOrConclusion: number | NonNullable<SimulatorCheckRun["conclusion"]>, conclusion?: NonNullable<SimulatorCheckRun["conclusion"]>): void {
+    const id = typeof idOrRepo === "number" ? idOrRepo : (idOrConclusion as number);
+    const outcome = typeof idOrRepo === "number" ? (idOrConclusion as NonNullable<SimulatorCheckRun["conclusion"]>) : conclusion!;
     const run = this.#checkRuns.get(id);
     if (!run) throw new Error(`no check run ${id}`);
-    run.status = "completed";
-    run.conclusion = conclusion;
-    this.#emit({ kind: "check_run", action: "completed", repo: run.repo, id, sha: run.sha, name: run.name, status: run.status, conclusion });
+    this.#completeCheckRun(run, outcome, "github-actions[bot]");
   }
 
+  #completeCheckRun(run: CheckRunRecord, conclusion: string, sender: string): void {
+    run.status = "completed";
+    run.conclusion = conclusion;
+    const repo = run.displayRepo ?? run.repo;
+    this.#emit({ kind: "check_run", action: "completed", repo, checkRun: this.#checkRunEvent(run), branch: run.headBranch, sender });
+    const suite = [...this.#checkRuns.values()].filter((r) => r.suiteId === run.suiteId);
+    if (suite.every((r) => r.status === "completed")) {
+      const failed = suite.some((r) => !["success", "neutral", "skipped"].includes(r.conclusion ?? ""));
+      this.#emit({ kind: "check_suite", action: "completed", repo, suiteId: run.suiteId, headSha: run.sha, branch: run.headBranch, conclusion: failed ? "failure" : "success", runs: suite.length, sender });
+    }
+  }
+
+  /** A status set by CI, answered with the fields a `status` webhook payload needs. */
+  ciStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error") {
+    const id = this.reportStatus(repo, sha, context, state);
+    const at = new Date().toISOString();
+    return { id, sha, context, state, updated_at: at, created_at: at };
+  }
+
+  /** CI creates a check run (`id` omitted) or updates one; answered with a `check_run` webhook payload's fields. */
+  checkRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" | "completed", conclusion: string | null = null, id?: number) {
+    let run = id === undefined ? undefined : this.#checkRuns.get(id);
+    if (!run) run = this.#createCheckRun(repo, sha, name, status, conclusion, null, "github-actions[bot]");
+    else if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", "github-actions[bot]");
+    else run.status = status;
+    return { id: run.id, name, head_sha: sha, status: run.status, conclusion: run.conclusion };
+  }
+
+  /** The check runs on a commit. */
   checkRuns(repo: string, sha: string): CheckRunRecord[] {
     return [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha);
   }
 
-  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null): CheckRunRecord {
+  #checkRunEvent(run: CheckRunRecord): SimulatorCheckRun {
+    return { id: run.id, name: run.name, headSha: run.sha, status: run.status, conclusion: run.conclusion as SimulatorCheckRun["conclusion"], suiteId: run.suiteId };
+  }
+
+  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null, sender: string): CheckRunRecord {
     const id = ++this.#ids;
-    const suiteKey = `${repo}:${sha}`;
+    const repoKey = repo.toLowerCase();
+    const suiteKey = `${repoKey}:${sha}`;
     if (!this.#checkSuites.has(suiteKey)) this.#checkSuites.set(suiteKey, ++this.#ids);
-    const headBranch = [...this.#refs].find(([k, v]) => k.startsWith(`${repo}:`) && v === sha)?.[0].slice(repo.length + 1) ?? null;
-    const run: CheckRunRecord = { id, repo, sha, name, status, conclusion, suiteId: this.#checkSuites.get(suiteKey)!, headBranch, detailsUrl };
+    const headBranch = [...this.#refs].find(([k, v]) => k.startsWith(`${repoKey}:`) && v === sha)?.[0].slice(repoKey.length + 1) ?? null;
+    const run: CheckRunRecord = { id, repo: repoKey, displayRepo: repo, sha, name, status, conclusion: null, suiteId: this.#checkSuites.get(suiteKey)!, headBranch, detailsUrl };
     this.#checkRuns.set(id, run);
-    this.#emit({ kind: "check_run", action: "created", repo, id, sha, name, status, conclusion });
-    if (status === "completed") this.#emit({ kind: "check_run", action: "completed", repo, id, sha, name, status, conclusion });
+    this.#emit({ kind: "check_run", action: "created", repo, checkRun: this.#checkRunEvent(run), branch: headBranch, sender });
+    if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", sender);
     return run;
   }
 
-  /** A check's state on a commit: its latest status, or its latest check run. */
+  /** A check's state on a commit: its latest check run, else its latest status. */
   checkState(repo: string, sha: string, context: string): CheckState {
     const status = this.statuses.filter((s) => s.repo === repo.toLowerCase() && s.sha === sha && s.context === context).at(-1);
     const run = [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha && r.name === context).at(-1);
     if (run?.status === "completed") return ["success", "neutral", "skipped"].includes(run.conclusion ?? "") ? "success" : "failure";
     if (status) return status.state === "success" ? "success" : status.state === "pending" ? "pending" : "failure";
     return run ? "pending" : "missing";
+  }
+
+  /** The files of a commit (a test's CI reads them to decide its verdict). */
+  filesAt(sha: string): Tree {
+    const commit = this.#commits.get(sha);
+    if (!commit) throw new Error(`no commit ${sha}`);
+    return commit.tree;
+  }
+
+  /** A commit's parents (first parent first). */
+  parentsOf(sha: string): string[] {
+    return this.#commits.get(sha)?.parents ?? [];
+  }
+
+  /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
+  forgetCommit(sha: string): void {
+    this.#commits.delete(sha);
+  }
+
+  /** A commit as events describe it: its files against its first parent. */
+  #describeCommit(sha: string): SimulatorCommit {
+    const commit = this.#commits.get(sha);
+    if (!commit) return { sha, parents: [], message: "", added: [], removed: [], modified: [] };
+    const from = this.#commits.get(commit.parents[0] ?? "")?.tree ?? {};
+    const files = Object.keys({ ...from, ...commit.tree });
+    return {
+      sha,
+      parents: commit.parents,
+      message: commit.message,
+      added: files.filter((f) => from[f] === undefined && commit.tree[f] !== undefined),
+      removed: files.filter((f) => from[f] !== undefined && commit.tree[f] === undefined),
+      modified: files.filter((f) => from[f] !== undefined && commit.tree[f] !== undefined && from[f] !== commit.tree[f]),
+    };
   }
 
   // ---- Users ----
@@ -476,21 +725,21 @@ export class GitHubSimulator {
     return out;
   }
 
-  #setRef(repo: string, branch: string, sha: string): void {
+  /** Every ref creation or move (a push, as CI sees it), in order. */
+  readonly refPushes: { repo: string; branch: string; sha: string }[] = [];
+
+  /** Pushes (ref creations and moves) to a branch so far. */
+  pushesTo(repo: string, branch: string): number {
+    return this.refPushes.filter((p) => p.repo === repo.toLowerCase() && p.branch === branch).length;
+  }
+
+  #setRef(repo: string, branch: string, sha: string, sender = APP_BOT): void {
     const key = `${repo.toLowerCase()}:${branch}`;
     const before = this.#refs.get(key);
     this.#refs.set(key, sha);
     if (before === sha) return;
-    this.#emit({
-      kind: "push",
-      repo: repo.toLowerCase(),
-      ref: `refs/heads/${branch}`,
-      before: before ?? NULL_SHA,
-      after: sha,
-      created: before === undefined,
-      deleted: false,
-      forced: before !== undefined && !this.#isAncestor(before, sha),
-    });
+    this.refPushes.push({ repo: repo.toLowerCase(), branch, sha });
+    this.#emitPush(repo, branch, before, sha, sender);
     for (const [prKey, pr] of this.#pulls) {
       if (!prKey.startsWith(`${repo.toLowerCase()}#`) || pr.base !== branch || pr.state !== "open") continue;
       // As on GitHub: a PR whose head is now on its base branch is merged.
@@ -498,23 +747,39 @@ export class GitHubSimulator {
         pr.merged = true;
         pr.state = "closed";
         pr.mergeCommitSha = sha;
-        this.#emit({ kind: "pull_request", action: "closed", repo: repo.toLowerCase(), number: pr.number, merged: true });
+        this.#emit({ kind: "pull_request", action: "closed", repo, pr: this.#snapshot(pr), sender });
       } else {
         pr.unknownReads = this.#mergeabilityDelay; // the base moved: mergeability is computed again
       }
     }
   }
 
-  #deleteRef(repo: string, branch: string): void {
+  #deleteRef(repo: string, branch: string, sender = APP_BOT): void {
     const key = `${repo.toLowerCase()}:${branch}`;
     const before = this.#refs.get(key);
     if (before === undefined) return;
     this.#refs.delete(key);
-    this.#emit({ kind: "push", repo: repo.toLowerCase(), ref: `refs/heads/${branch}`, before, after: NULL_SHA, created: false, deleted: true, forced: false });
+    this.#emitPush(repo, branch, before, null, sender);
     // As on GitHub: deleting a PR's head branch closes the PR.
     for (const pr of this.#pulls.values()) {
-      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === repo.toLowerCase()) this.closePr(repo, pr.number);
+      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === repo.toLowerCase()) this.closePr(repo, pr.number, sender);
     }
+  }
+
+  /** A ref created (before undefined), moved or deleted (after null): GitHub's `push` event. */
+  #emitPush(repo: string, branch: string, before: string | undefined, after: string | null, sender: string): void {
+    if (!this.onEvent) return;
+    const commits: SimulatorCommit[] = [];
+    // The commits new to the branch (for a new branch: those not on the default branch), at most 20.
+    const defaultBranch = this.#settings(repo).defaultBranch;
+    const known = before ?? (branch === defaultBranch ? undefined : this.#refs.get(`${repo.toLowerCase()}:${defaultBranch}`));
+    if (after !== null) {
+      for (let sha: string | undefined = after; sha && commits.length < 20 && !(known && this.#isAncestor(sha, known)); sha = this.#commits.get(sha)?.parents[0]) {
+        commits.unshift(this.#describeCommit(sha));
+      }
+    }
+    const forced = before !== undefined && after !== null && !this.#isAncestor(before, after);
+    this.#emit({ kind: "push", repo, branch, before: before ?? NULL_SHA, after: after ?? NULL_SHA, created: before === undefined, deleted: after === null, forced, commits, sender });
   }
 
   /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
@@ -673,6 +938,7 @@ export class GitHubSimulator {
     }
     const repoMatch = /^\/repos\/([^/]+)\/([^/]+)(\/|$)/.exec(path);
     if (!repoMatch) return notFound();
+    if (this.outage !== null) return error(this.outage, "Server Error");
     const installation = this.#installationFor(repoMatch[1]!);
     if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return error(401, "Bad credentials");
     const need = routeNeeds(method, path);
@@ -688,6 +954,10 @@ export class GitHubSimulator {
     const resolveRef = (ref: string) => (this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref.replace(/^(refs\/)?heads\//, ""))));
 
     if (rest === "" && method === "GET") return send(200, shape.repository(fullName, settings));
+    if ((match = /^\/git\/commits\/([0-9a-f]+)$/.exec(rest)) && method === "GET") {
+      const commit = this.#commits.get(match[1]!);
+      return commit ? send(200, shape.gitCommit(fullName, commit)) : notFound();
+    }
 
     // ---- Branches, protection, rules ----
     if ((match = /^\/branches\/(.+)\/protection\/required_status_checks$/.exec(rest)) && method === "GET") {
@@ -723,6 +993,7 @@ export class GitHubSimulator {
       });
     }
     if ((match = /^\/rules\/branches\/(.+)$/.exec(rest)) && method === "GET") {
+      if (this.rulesRefused) return send(403, { ...NOT_ACCESSIBLE, documentation_url: "https://docs.github.com/rest/repos/rules#get-rules-for-a-branch" });
       const rules = this.#rulesetsFor(repoName, match[1]!).flatMap((r) => r.rules.map((rule) => ({ ...rule, ruleset_source_type: "Repository", ruleset_source: fullName, ruleset_id: r.id })));
       return send(200, rules);
     }
@@ -811,7 +1082,7 @@ export class GitHubSimulator {
       }
       const context = body.context === undefined ? "default" : String(body.context);
       const targetUrl = typeof body.target_url === "string" ? body.target_url : null;
-      const id = this.#createStatus(repoName, sha, { context, state: String(body.state), description, targetUrl, creator: "greenline[bot]" });
+      const id = this.#createStatus(repoName, sha, { context, state: String(body.state), description, targetUrl, creator: APP_BOT });
       return send(201, shape.status(this.statuses.find((s) => s.id === id)!));
     }
     if ((match = /^\/commits\/(.+)\/status$/.exec(rest)) && method === "GET") {
@@ -853,7 +1124,7 @@ export class GitHubSimulator {
       const status = body.conclusion !== undefined ? "completed" : (body.status ?? "queued");
       if (!["queued", "in_progress", "completed"].includes(status)) return invalid("status");
       if (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion)) return invalid("conclusion");
-      const run = this.#createCheckRun(repoName, body.head_sha, body.name, status, status === "completed" ? body.conclusion : null, body.details_url ?? null);
+      const run = this.#createCheckRun(repoName, body.head_sha, body.name, status, status === "completed" ? body.conclusion : null, body.details_url ?? null, APP_BOT);
       return send(201, shape.checkRun(appId, { ...run, repo: fullName }));
     }
     if ((match = /^\/check-runs\/(\d+)$/.exec(rest)) && (method === "PATCH" || method === "GET")) {
@@ -864,7 +1135,7 @@ export class GitHubSimulator {
         if (!["queued", "in_progress", "completed"].includes(status) || (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion ?? ""))) {
           return send(422, { message: "Invalid request.", errors: ["conclusion is invalid"], documentation_url: "https://docs.github.com/rest/checks/runs#update-a-check-run", status: "422" });
         }
-        if (status === "completed") this.completeCheckRun(run.id, body.conclusion);
+        if (status === "completed") this.#completeCheckRun(run, body.conclusion, APP_BOT);
         else run.status = status;
       }
       return send(200, shape.checkRun(appId, { ...run, repo: fullName }));
@@ -887,6 +1158,8 @@ export class GitHubSimulator {
       const id = ++this.#ids;
       const comment = { repo: repoName, number: Number(match[1]), body: body.body, id, author: "greenline[bot]" };
       this.comments.push(comment);
+      // GitHub sends the App's own comments back to it, as a Bot's.
+      this.#emit({ kind: "issue_comment", action: "created", repo: repoName, pr: this.#snapshot(this.#pulls.get(`${repoName}#${match[1]}`)!), comment: { id, body: body.body }, sender: APP_BOT });
       return send(201, shape.comment(fullName, comment));
     }
 
@@ -949,6 +1222,9 @@ export class GitHubSimulator {
       if (pr.merged || pr.state !== "open") return error(405, "Pull Request is not mergeable");
       if (body.sha && body.sha !== pr.headSha) return error(409, "Head branch was modified. Review and try the merge again.");
       if (pr.draft) return error(405, "Pull Request is still a draft");
+      const hook = this.#beforeMerge.get(`${repoName}#${pr.number}`);
+      this.#beforeMerge.delete(`${repoName}#${pr.number}`);
+      hook?.();
       const allowed = { merge: settings.allowMergeCommit, squash: settings.allowSquashMerge, rebase: settings.allowRebaseMerge }[mergeMethod];
       if (!allowed) return error(405, `${{ merge: "Merge commits", squash: "Squash merges", rebase: "Rebase merges" }[mergeMethod]} are not allowed on this repository.`);
       const workflow = this.#workflowChange(this.#commits.get(this.#commits.get(pr.headSha)!.parents[0] ?? "")?.tree ?? {}, this.#commits.get(pr.headSha)!.tree);
@@ -963,7 +1239,7 @@ export class GitHubSimulator {
       pr.state = "closed";
       pr.mergeCommitSha = sha;
       this.#setRef(repoName, pr.base, sha);
-      this.#emit({ kind: "pull_request", action: "closed", repo: repoName, number: pr.number, merged: true });
+      this.#emit({ kind: "pull_request", action: "closed", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
       return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
     }
 
@@ -973,10 +1249,10 @@ export class GitHubSimulator {
       if (!pr) return notFound();
       if (method === "PATCH") {
         if (typeof body.title === "string") pr.title = body.title;
-        if (body.state === "closed") this.closePr(repoName, pr.number);
+        if (body.state === "closed") this.closePr(repoName, pr.number, APP_BOT);
         if (body.state === "open" && !pr.merged && pr.state === "closed") {
           pr.state = "open";
-          this.#emit({ kind: "pull_request", action: "reopened", repo: repoName, number: pr.number, merged: false });
+          this.#emit({ kind: "pull_request", action: "reopened", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
         }
       }
       return send(200, this.#pullAnswer(fullName, pr));
@@ -1026,7 +1302,8 @@ export class GitHubSimulator {
           status: "422",
         });
       }
-      const number = Math.max(0, ...[...this.#pulls.entries()].filter(([key]) => key.startsWith(`${repoName}#`)).map(([, p]) => p.number)) + 1;
+      // Numbered after every PR the test opened by hand (from 1001), so they never collide.
+      const number = Math.max(1000, ...[...this.#pulls.entries()].filter(([key]) => key.startsWith(`${repoName}#`)).map(([, p]) => p.number)) + 1;
       const pr: PullRequest = {
         number,
         title: String(body.title ?? head),
@@ -1045,7 +1322,7 @@ export class GitHubSimulator {
         unknownReads: this.#mergeabilityDelay,
       };
       this.#pulls.set(`${repoName}#${number}`, pr);
-      this.#emit({ kind: "pull_request", action: "opened", repo: repoName, number, merged: false });
+      this.#emit({ kind: "pull_request", action: "opened", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
       return send(201, this.#pullAnswer(fullName, pr));
     }
     if ((match = /^\/pulls\/(\d+)\/reviews$/.exec(rest)) && method === "GET") {

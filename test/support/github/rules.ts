@@ -111,6 +111,22 @@ export function rulesFrom(options: RulesetOptions): Rule[] {
   return rules;
 }
 
+/** A rule of a type with GitHub's default parameters. */
+export function ruleOfType(type: Rule["type"]): Rule {
+  switch (type) {
+    case "required_status_checks":
+      return rulesFrom({ requiredChecks: [] })[0]!;
+    case "pull_request":
+      return rulesFrom({ requiredReviews: 0 })[0]!;
+    case "merge_queue":
+      return rulesFrom({ mergeQueue: true })[0]!;
+    case "update":
+      return { type, parameters: { update_allows_fetch_and_merge: false } };
+    default:
+      return { type };
+  }
+}
+
 export function rulesetApplies(ruleset: Ruleset, branch: string, defaultBranch: string): boolean {
   if (ruleset.enforcement !== "active") return false;
   return ruleset.include.some((pattern) => {

@@ -269,6 +269,8 @@ export function status(s: StatusRecord) {
 export type CheckRunRecord = {
   id: number;
   repo: string;
+  /** The repository's name as the test spelled it (events carry it). */
+  displayRepo?: string;
   sha: string;
   name: string;
   status: "queued" | "in_progress" | "completed";
@@ -365,6 +367,24 @@ export function commit(repo: string, c: CommitRecord) {
     author: user("octocat"),
     committer: user("web-flow"),
     parents: c.parents.map((sha) => ({ sha, url: `${API}/repos/${repo}/commits/${sha}`, html_url: `${WEB}/${repo}/commit/${sha}` })),
+  };
+}
+
+/** `git-commit`: a commit of the Git database API. */
+export function gitCommit(repo: string, c: CommitRecord) {
+  const person = { name: "Octo Cat", email: "octocat@example.com", date: T0 };
+  const tree = Buffer.from(c.sha).toString("hex").slice(0, 40);
+  return {
+    sha: c.sha,
+    node_id: nodeId("Commit", c.sha),
+    url: `${API}/repos/${repo}/git/commits/${c.sha}`,
+    html_url: `${WEB}/${repo}/commit/${c.sha}`,
+    author: person,
+    committer: person,
+    message: c.message,
+    tree: { sha: tree, url: `${API}/repos/${repo}/git/trees/${tree}` },
+    parents: c.parents.map((sha) => ({ sha, url: `${API}/repos/${repo}/git/commits/${sha}`, html_url: `${WEB}/${repo}/commit/${sha}` })),
+    verification: { verified: false, reason: "unsigned", signature: null, payload: null, verified_at: null },
   };
 }
 
