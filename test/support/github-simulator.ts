@@ -299,7 +299,7 @@ export class GitHubSimulator {
     return sha;
   }
 
-  /** The head commit of a branch; a test-side helper that creates a missing branch (the HTTP routes answer 404). */
+  /** The head commit of a branch; a test-side helper that creates a missing branch (the HTTP routes answer 404, except for the default branch, which every repository has). */
   branchHead(repo: string, branch: string): string {
     const key = `${repo.toLowerCase()}:${branch}`;
     if (!this.#refs.has(key)) this.#refs.set(key, this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit"));
@@ -953,6 +953,9 @@ export class GitHubSimulator {
     /** A sha, or a branch name, as GitHub resolves `{ref}`. */
     const resolveRef = (ref: string) => (this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref.replace(/^(refs\/)?heads\//, ""))));
 
+    // Every repository has its default branch (GitHub creates it with the first commit): a test
+    // need not create it. Any other branch exists only once created (404 "Branch not found").
+    if (!this.#refs.has(refKey(settings.defaultBranch))) this.branchHead(repoName, settings.defaultBranch);
     if (rest === "" && method === "GET") return send(200, shape.repository(fullName, settings));
     if ((match = /^\/git\/commits\/([0-9a-f]+)$/.exec(rest)) && method === "GET") {
       const commit = this.#commits.get(match[1]!);
