@@ -1,6 +1,6 @@
 import { ProbotOctokit } from "probot";
 import { componentSchema, operationFor, responseSchema, validate } from "../support/github/openapi.js";
-import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
+import { DEFAULT_PERMISSIONS, routeNeeds } from "../support/github/permissions.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 
 /**
@@ -152,6 +152,11 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
         "GET /repos/{owner}/{repo}/commits/{ref}/check-runs 200",
       ]),
     );
+  });
+
+  test("every repository route the scenario used declares the App permission it needs", () => {
+    const undeclared = gh.requests.filter((r) => r.path.startsWith("/repos/") && !/\/installation$/.test(r.path) && routeNeeds(r.method, r.path) === undefined);
+    expect(undeclared.map((r) => `${r.method} ${r.path}`)).toEqual([]);
   });
 
   test("the checker itself catches a drifted answer", () => {
