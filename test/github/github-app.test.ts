@@ -55,7 +55,7 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
   });
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, {
       githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
     });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../support/backends.js";
+import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -68,7 +69,7 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   }
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(77, OWNER);
     await deliver("installation", { action: "created", installation: { id: 77, account: { login: OWNER, id: 770, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
@@ -117,10 +118,14 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
 
   test("parallel mode with squash merges and branch protection's required checks: each PR lands as one commit", async () => {
     gh.protect(`${OWNER}/mono`, "main", ["build"]);
+    // Greenline reads classic protection, which needs Administration (read): issue 12, failure 1.
+    gh.setPermissions(77, { ...DEFAULT_PERMISSIONS, administration: "read" });
     await api.ok("createQueue", { ...queue("mono"), mode: "parallel", concurrency: 4, mergeMethod: "squash" });
     gh.openPr(`${OWNER}/mono`, { number: 1, files: { "api/x.ts": "1" } });
     gh.openPr(`${OWNER}/mono`, { number: 2, files: { "web/y.ts": "2" } });
     gh.openPr(`${OWNER}/mono`, { number: 3, files: { "api/z.ts": "3" } });
+    // The repository's CI ran on the PRs: GitHub blocks a PR whose required check is missing on its head.
+    for (const n of [1, 2, 3]) gh.completeCheckRun(gh.createCheckRun(`${OWNER}/mono`, gh.pr(`${OWNER}/mono`, n)!.headSha, "build"), "success");
     const targets: Record<number, string[]> = { 1: ["//api"], 2: ["//web"], 3: ["//api"] };
     for (const n of [1, 2, 3]) {
       await api.ok("setImpactedTargets", { ...queue("mono"), pr: { number: n }, impactedTargets: targets[n] });

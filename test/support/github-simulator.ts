@@ -1,14 +1,38 @@
 import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { covers, DEFAULT_PERMISSIONS, NOT_ACCESSIBLE, type Permissions, routeNeeds } from "./github/permissions.js";
+import {
+  type Bypass,
+  type Rule,
+  ruleOfType,
+  type Change,
+  type CheckState,
+  type MergeMethod,
+  type Protection,
+  type ProtectionOptions,
+  protectionViolations,
+  type Ruleset,
+  type RulesetOptions,
+  rulesetApplies,
+  rulesetViolations,
+  rulesFrom,
+  ruleViolationsMessage,
+} from "./github/rules.js";
+import * as shape from "./github/shapes.js";
+import type { CheckRunRecord, RepositorySettings, StatusRecord } from "./github/shapes.js";
 
 /**
- * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it.
- * It keeps a small model — App installations; repositories as commit graphs with whole trees
- * and branches; pull requests (one commit on top of the base they were opened on); branch
- * protection — and speaks in domain verbs (`installApp`, `openPr`, `closePr`, `files`).
- * Merges apply a PR's changes and refuse conflicts; a ref update refuses what is not a
- * fast-forward; a PR whose head lands on its base branch becomes merged, as on GitHub.
+ * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it, and as
+ * strict as GitHub where Greenline meets it: App permissions (403 "Resource not accessible by
+ * integration"), classic branch protection and rulesets enforced on ref updates and merges with
+ * GitHub's status codes and messages, workflow files refused without `workflows: write`,
+ * mergeability computed lazily, branches that do not exist answer 404, statuses and check runs
+ * stored and validated. It keeps a small model — installations; repositories as commit graphs with
+ * whole trees and branches; pull requests (one commit on top of the base they were opened on) —
+ * and speaks in domain verbs (`installApp`, `openPr`, `protect`, `addRuleset`, `reportStatus`,
+ * `createCheckRun`, `approve`). Everything that happens is reported to `onEvent` (webhooks).
+ * Sources of the behaviour: docs/github.md, "The simulator and its sources".
  */
 
 type Tree = Record<string, string>;
@@ -20,20 +44,30 @@ type PullRequest = {
   author: string;
   headSha: string;
   headRef: string;
+  /** The repository the head lives in: a fork when it differs from the PR's repository. */
+  headRepo: string;
   base: string;
   state: "open" | "closed";
   merged: boolean;
+  mergeCommitSha: string | null;
   draft: boolean;
-  mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable";
+  /** A fixed answer for `mergeable_state`, when a test sets one; computed otherwise. */
+  mergeableState: "clean" | "dirty" | "blocked" | "behind" | "unknown" | "unstable" | "draft" | undefined;
   /** The commit of the base branch the PR was opened on (its head's parent). */
   baseSha: string;
   files: Tree;
+  /** Reads of `GET /pulls/{n}` left that answer `mergeable: null` (GitHub computes it in the background). */
+  unknownReads: number;
 };
 
-/** A commit status set by CI (the "ci" work's block). */
-type CiStatus = { repo: string; id: number; sha: string; context: string; state: string; updated_at: string };
-
-export type SimulatorRequest = { method: string; path: string; authorization: string | undefined };
+export type SimulatorRequest = {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  /** The answer, for conformance checks. */
+  status?: number;
+  response?: unknown;
+};
 
 // --- Events (what happens in the simulator, for webhook deliveries: test/support/github-webhooks.ts) ---
 
@@ -45,11 +79,15 @@ export type SimulatorCheckRun = {
   name: string;
   headSha: string;
   status: "queued" | "in_progress" | "completed";
-  conclusion: "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "action_required" | "skipped" | null;
+  conclusion: "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "action_required" | "skipped" | "stale" | null;
   suiteId: number;
 };
 /** Who did it: a user's login, or an App's bot ("greenline[bot]" for calls with an installation token). */
 type Sender = { sender: string };
+/**
+ * Something that happened in the simulated GitHub, reported to `onEvent` (webhook delivery builds
+ * its payloads from these). PRs are snapshots taken when it happened.
+ */
 export type SimulatorEvent =
   | ({ kind: "push"; repo: string; branch: string; before: string; after: string; created: boolean; deleted: boolean; forced: boolean; commits: SimulatorCommit[] } & Sender)
   | ({
@@ -83,32 +121,62 @@ export type SimulatorEvent =
 /** The sender of what the App does with its installation token. */
 export const APP_BOT = "greenline[bot]";
 
+export type SimulatorOptions = {
+  /** How many reads of a PR answer `mergeable: null` after it opens, moves, or its base moves (default 1). */
+  mergeabilityDelay?: number;
+};
+
+const NULL_SHA = "0000000000000000000000000000000000000000";
+const STATUS_STATES = ["error", "failure", "pending", "success"];
+const CHECK_CONCLUSIONS = ["action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"];
+const WORKFLOWS = ".github/workflows/";
+
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export class GitHubSimulator {
   readonly appId = "12345";
   readonly webhookSecret = "simulated-webhook-secret";
   readonly privateKey: string;
   readonly #publicKey;
-  readonly #installations = new Map<number, { account: string }>();
+  readonly #mergeabilityDelay: number;
+  readonly #installations = new Map<number, { account: string; permissions: Permissions }>();
   readonly #pulls = new Map<string, PullRequest>();
   readonly #refs = new Map<string, string>();
   readonly #commits = new Map<string, Commit>();
-  readonly #protection = new Map<string, string[]>();
-  /** Commit statuses and PR comments Greenline posted, in order. */
-  readonly statuses: { repo: string; sha: string; context: string; state: string; description: string }[] = [];
-  readonly comments: { repo: string; number: number; body: string }[] = [];
+  readonly #repos = new Map<string, RepositorySettings>();
+  readonly #protection = new Map<string, Protection>();
+  readonly #rulesets = new Map<string, Ruleset[]>();
+  readonly #reviews: { repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }[] = [];
+  readonly #checkRuns = new Map<number, CheckRunRecord>();
+  readonly #checkSuites = new Map<string, number>();
+  /** Run just before GitHub merges a PR (by "owner/name#number"), once. */
+  readonly #beforeMerge = new Map<string, () => void>();
+  /** While set, every API request is answered with this status, as when GitHub is down. */
+  outage: number | null = null;
+  /** Whether the rules route refuses the installation (403), so a branch's rules cannot be read. */
+  rulesRefused = false;
+  /** Commit statuses (Greenline's and a test's CI) and PR comments, in order. */
+  readonly statuses: (StatusRecord & { repo: string; sha: string; context: string; state: string; description: string })[] = [];
+  readonly comments: { repo: string; number: number; body: string; id: number; author: string }[] = [];
   /** What users may do, by "owner/name:user" (lower-case); anyone else may only read. */
   readonly #permissions = new Map<string, "admin" | "write" | "read" | "none">();
   #counter = 0;
+  #ids = 1000;
   readonly requests: SimulatorRequest[] = [];
-  /** Called when something happens that GitHub sends a webhook for (see github-webhooks.ts). */
-  onEvent?: (event: SimulatorEvent) => void;
-  readonly checkRuns: (SimulatorCheckRun & { repo: string })[] = [];
   #server: Server | null = null;
   url = "";
-  /** Outages (inbox tests): while set, every API request is answered with this status, as when GitHub is down. */
-  outage: number | null = null;
+  /** Called for everything that happens in the simulator (webhook delivery hooks in here). */
+  onEvent?: (event: SimulatorEvent) => void;
 
-  constructor() {
+  constructor(options: SimulatorOptions = {}) {
+    this.#mergeabilityDelay = options.mergeabilityDelay ?? 1;
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     this.privateKey = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
     this.#publicKey = createPublicKey(publicKey.export({ type: "spki", format: "pem" }));
@@ -120,7 +188,14 @@ export class GitHubSimulator {
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
         const text = Buffer.concat(chunks).toString();
-        this.#handle(req, res, text ? (JSON.parse(text) as Record<string, unknown>) : {});
+        let body: Record<string, unknown>;
+        try {
+          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+        } catch {
+          res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ message: "Problems parsing JSON", documentation_url: "https://docs.github.com/rest" }));
+          return;
+        }
+        this.#handle(req, res, body);
       });
     });
     await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
@@ -132,46 +207,107 @@ export class GitHubSimulator {
     await new Promise<void>((resolve) => this.#server?.close(() => resolve()) ?? resolve());
   }
 
-  installApp(id: number, account: string): { id: number; account: string } {
-    this.#installations.set(id, { account });
-    this.onEvent?.({ kind: "installation", action: "created", installation: { id, account }, repositories: [], sender: account });
+  // ---- Installations and permissions ----
+
+  /** Installs the App on an account with `permissions` (default: what app.yml asks for). */
+  installApp(id: number, account: string, permissions: Permissions = DEFAULT_PERMISSIONS): { id: number; account: string } {
+    this.#installations.set(id, { account, permissions: { ...permissions, ...this.#grantedEverywhere } });
+    this.#emit({ kind: "installation", action: "created", installation: { id, account }, repositories: [], sender: account });
     return { id, account };
   }
 
-  /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
-  openPr(repo: string, pr: Partial<Omit<PullRequest, "headSha" | "baseSha">> & { number: number }): PullRequest {
-    const base = pr.base ?? "main";
-    const baseSha = this.branchHead(repo, base);
-    const files = pr.files ?? { [`changes/pr-${pr.number}.txt`]: `change of #${pr.number}\n` };
-    const headSha = this.#commit([baseSha], { ...this.#commits.get(baseSha)!.tree, ...files }, `PR #${pr.number}`);
-    const full: PullRequest = {
-      title: `PR #${pr.number}`,
-      author: "octocat",
-      headRef: `feature-${pr.number}`,
-      base,
-      state: "open",
-      merged: false,
-      draft: false,
-      mergeableState: "clean",
-      ...pr,
-      files,
-      baseSha,
-      headSha,
-    };
-    this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
-    this.onEvent?.({ kind: "pull_request", action: "opened", repo, pr: { ...full }, sender: full.author });
-    return full;
+  /** Uninstalls the App: its tokens stop working at once. */
+  uninstallApp(id: number): void {
+    const installation = this.#installations.get(id);
+    if (!installation) return;
+    this.#installations.delete(id);
+    this.#emit({ kind: "installation", action: "deleted", installation: { id, account: installation.account }, repositories: [], sender: installation.account });
   }
 
-  pr(repo: string, number: number): PullRequest | undefined {
-    return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+  /** Changes what an installation was granted (an owner accepting or revoking permissions). */
+  setPermissions(id: number, permissions: Permissions): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    installation.permissions = { ...permissions };
+    this.#emit({ kind: "installation", action: "new_permissions_accepted", installation: { id, account: installation.account }, repositories: [], sender: installation.account });
   }
 
-  /** The head commit of a branch; a branch other than a testing branch is created on first use. */
+  permissionsOf(id: number): Permissions | undefined {
+    return this.#installations.get(id)?.permissions;
+  }
+
+  /** The installation of the App on `owner`'s account, if any (webhooks name it). */
+  installationOf(owner: string): number | undefined {
+    return this.#installationFor(owner);
+  }
+
+  /** Repositories are added to (or removed from) an installation's selection. */
+  changeInstallationRepositories(id: number, change: { added?: string[]; removed?: string[] }): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    this.#emit({
+      kind: "installation_repositories",
+      action: change.added?.length ? "added" : "removed",
+      installation: { id, account: installation.account },
+      added: change.added ?? [],
+      removed: change.removed ?? [],
+      sender: installation.account,
+    });
+  }
+
+  /** Grants (or withdraws) one permission on every installation, now and for those installed later. */
+  #grantEverywhere(permission: "administration" | "workflows", access: "read" | "write" | undefined): void {
+    this.#grantedEverywhere[permission] = access;
+    for (const installation of this.#installations.values()) {
+      if (access === undefined) delete installation.permissions[permission];
+      else installation.permissions[permission] = access;
+    }
+  }
+  readonly #grantedEverywhere: Permissions = {};
+
+  /** Whether installations may read classic protection (administration: read; app.yml does not ask for it). */
+  get administrationRead(): boolean {
+    return [...this.#installations.values()].every((i) => i.permissions.administration !== undefined) && this.#installations.size > 0;
+  }
+  set administrationRead(value: boolean) {
+    this.#grantEverywhere("administration", value ? "read" : undefined);
+  }
+
+  /** Whether installations have `workflows: write` (GitHub refuses workflow-file changes without it). */
+  get workflowsWritable(): boolean {
+    return [...this.#installations.values()].every((i) => i.permissions.workflows === "write") && this.#installations.size > 0;
+  }
+  set workflowsWritable(value: boolean) {
+    this.#grantEverywhere("workflows", value ? "write" : undefined);
+  }
+
+  // ---- Repositories and branches ----
+
+  /** Repository settings (default branch, allowed merge methods). */
+  setRepository(repo: string, settings: Partial<RepositorySettings>): void {
+    this.#repos.set(repo.toLowerCase(), { ...this.#settings(repo), ...settings });
+  }
+
+  #settings(repo: string): RepositorySettings {
+    return this.#repos.get(repo.toLowerCase()) ?? { defaultBranch: "main", allowMergeCommit: true, allowSquashMerge: true, allowRebaseMerge: true };
+  }
+
+  /** Creates a branch at `from` (a sha or a branch; default: a fresh root commit). */
+  createBranch(repo: string, name: string, from?: string): string {
+    const sha = from === undefined ? this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit") : this.#commits.has(from) ? from : this.branchHead(repo, from);
+    this.#setRef(repo, name, sha, "octocat");
+    return sha;
+  }
+
+  /** The head commit of a branch; a test-side helper that creates a missing branch (the HTTP routes answer 404, except for the default branch, which every repository has). */
   branchHead(repo: string, branch: string): string {
     const key = `${repo.toLowerCase()}:${branch}`;
     if (!this.#refs.has(key)) this.#refs.set(key, this.#commit([], { "README.md": `# ${repo}\n` }, "Initial commit"));
     return this.#refs.get(key)!;
+  }
+
+  hasBranch(repo: string, branch: string): boolean {
+    return this.#refs.has(`${repo.toLowerCase()}:${branch}`);
   }
 
   /** The files on a branch. */
@@ -192,12 +328,7 @@ export class GitHubSimulator {
     return out;
   }
 
-  /** Branch protection: the statuses a branch requires. */
-  protect(repo: string, branch: string, contexts: string[]): void {
-    this.#protection.set(`${repo.toLowerCase()}:${branch}`, contexts);
-  }
-
-  /** Pushes a commit to a branch directly (outside any PR). */
+  /** Pushes a commit to a branch directly (outside any PR; an admin's push, not checked against protection). */
   push(repo: string, branch: string, files: Tree): string {
     const head = this.branchHead(repo, branch);
     const sha = this.#commit([head], { ...this.#commits.get(head)!.tree, ...files }, "Direct push");
@@ -205,89 +336,356 @@ export class GitHubSimulator {
     return sha;
   }
 
-  // --- CI on commits and rulesets (added by the "ci" work; the strict simulator may supersede it) ---
-  readonly #rulesets = new Map<string, string[]>();
-  readonly #ciStatuses: CiStatus[] = [];
-  readonly #checkRuns: { repo: string; id: number; sha: string; name: string; status: string; conclusion: string | null }[] = [];
-  #ciIds = 1000;
-  /** Whether the installation may read classic protection's endpoints (administration: read); app.yml does not ask for it. */
-  administrationRead = false;
-  /** Whether the rulesets route refuses the installation (403), so the checks a branch requires cannot be read. */
-  rulesRefused = false;
+  // ---- Protection and rulesets ----
 
-  /** A ruleset on `branch` with a required_status_checks rule. */
-  ruleset(repo: string, branch: string, contexts: string[]): void {
-    this.#rulesets.set(`${repo.toLowerCase()}:${branch}`, contexts);
+  /**
+   * Classic branch protection: `protect(repo, "main", ["build"])` (required checks) or with options
+   * (`requiredChecks`, `strict`, `requiredReviews` — which also requires pull requests —,
+   * `linearHistory`, `restrictPushes`, `appMayPush`, `allowForcePushes`).
+   */
+  protect(repo: string, branch: string, options: string[] | ProtectionOptions): void {
+    const o: ProtectionOptions = Array.isArray(options) ? { requiredChecks: options } : options;
+    this.#protection.set(`${repo.toLowerCase()}:${branch}`, {
+      requiredChecks: o.requiredChecks ?? [],
+      strict: o.strict ?? false,
+      requiredReviews: o.requiredReviews,
+      linearHistory: o.linearHistory ?? false,
+      restrictPushes: o.restrictPushes ?? false,
+      appMayPush: o.appMayPush ?? false,
+      allowForcePushes: o.allowForcePushes ?? false,
+    });
   }
 
-  /** CI sets a commit status (GitHub keeps every one; the latest per context counts). Answers the `status` webhook payload's fields. */
-  ciStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error") {
-    const status = { repo: repo.toLowerCase(), id: ++this.#ciIds, sha, context, state, updated_at: new Date().toISOString() };
-    this.#ciStatuses.push(status);
-    return { id: status.id, sha, context, state, updated_at: status.updated_at, created_at: status.updated_at };
+  unprotect(repo: string, branch: string): void {
+    this.#protection.delete(`${repo.toLowerCase()}:${branch}`);
   }
 
-  /** CI creates a check run (`id` omitted) or updates one. Answers the `check_run` webhook payload's check_run. */
-  checkRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" | "completed", conclusion: string | null = null, id?: number) {
-    let run = id === undefined ? undefined : this.#checkRuns.find((r) => r.id === id);
-    if (!run) {
-      run = { repo: repo.toLowerCase(), id: ++this.#ciIds, sha, name, status, conclusion };
-      this.#checkRuns.push(run);
-    }
-    run.status = status;
+  /**
+   * A repository ruleset (default: on the default branch, the App may not bypass it); returns its id.
+   * Also `addRuleset(repo, branch, ["pull_request", "merge_queue", ...], bypass)`: rules by type, on one branch.
+   */
+  addRuleset(repo: string, options: RulesetOptions | string, ruleTypes: Rule["type"][] = [], bypass: Bypass = "never"): number {
+    if (typeof options === "string") return this.addRuleset(repo, { branches: [options], rules: ruleTypes.map(ruleOfType), bypass });
+    const id = ++this.#ids;
+    const list = this.#rulesets.get(repo.toLowerCase()) ?? [];
+    list.push({
+      id,
+      name: options.name ?? `ruleset ${id}`,
+      include: options.branches ?? ["~DEFAULT_BRANCH"],
+      rules: rulesFrom(options),
+      bypass: options.bypass ?? "never",
+      enforcement: options.enforcement ?? "active",
+    });
+    this.#rulesets.set(repo.toLowerCase(), list);
+    return id;
+  }
+
+  setRulesetBypass(repo: string, id: number, bypass: Bypass): void {
+    const ruleset = this.#rulesets.get(repo.toLowerCase())?.find((r) => r.id === id);
+    if (!ruleset) throw new Error(`no ruleset ${id}`);
+    ruleset.bypass = bypass;
+  }
+
+  /** A ruleset on `branch` requiring these checks. */
+  ruleset(repo: string, branch: string, contexts: string[]): number {
+    return this.addRuleset(repo, { branches: [branch], requiredChecks: contexts });
+  }
+
+  /**
+   * Requires pull requests on a branch, as classic protection does: a ref update answers 422
+   * "Changes must be made through a pull request."; with `approvals`, merging a PR answers 405
+   * until it has that many approving reviews.
+   */
+  requirePullRequests(repo: string, branch: string, options: { approvals?: number } = {}): void {
+    const current = this.#protection.get(`${repo.toLowerCase()}:${branch}`);
+    this.protect(repo, branch, { ...current, requiredReviews: options.approvals ?? 0 });
+  }
+
+  #rulesetsFor(repo: string, branch: string): Ruleset[] {
+    return (this.#rulesets.get(repo.toLowerCase()) ?? []).filter((r) => rulesetApplies(r, branch, this.#settings(repo).defaultBranch));
+  }
+
+  // ---- Pull requests ----
+
+  /** Opens a PR: one commit changing `files` (default: a file of its own) on top of its base branch. */
+  openPr(repo: string, pr: Partial<Omit<PullRequest, "headSha" | "baseSha" | "unknownReads" | "mergeCommitSha">> & { number: number }): PullRequest {
+    const base = pr.base ?? "main";
+    const baseSha = this.branchHead(repo, base);
+    const files = pr.files ?? { [`changes/pr-${pr.number}.txt`]: `change of #${pr.number}\n` };
+    const headSha = this.#commit([baseSha], { ...this.#commits.get(baseSha)!.tree, ...files }, `PR #${pr.number}`);
+    const full: PullRequest = {
+      title: `PR #${pr.number}`,
+      author: "octocat",
+      headRef: `feature-${pr.number}`,
+      headRepo: repo,
+      base,
+      state: "open",
+      merged: false,
+      mergeCommitSha: null,
+      draft: false,
+      mergeableState: undefined,
+      ...pr,
+      files,
+      baseSha,
+      headSha,
+      unknownReads: this.#mergeabilityDelay,
+    };
+    this.#pulls.set(`${repo.toLowerCase()}#${pr.number}`, full);
+    if (full.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${full.headRef}`, headSha);
+    this.#emit({ kind: "pull_request", action: "opened", repo, pr: this.#snapshot(full), sender: full.author });
+    return full;
+  }
+
+  pr(repo: string, number: number): PullRequest | undefined {
+    return this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+  }
+
+  /** A new commit on a PR (its author pushes to its head branch): `pull_request.synchronize`. */
+  pushToPr(repo: string, number: number, files: Tree): string {
+    return this.#movePr(repo, number, files, true);
+  }
+
+  /** New changes on a PR's branch whose `synchronize` webhook is late or lost: no event. */
+  amendPr(repo: string, number: number, files: Tree): string {
+    return this.#movePr(repo, number, files, false);
+  }
+
+  #movePr(repo: string, number: number, files: Tree, emit: boolean): string {
+    const pr = this.#pullOrThrow(repo, number);
+    const before = pr.headSha;
+    // One commit on the PR's base with all its changes (a force-push): its changes stay those of one commit.
+    pr.files = { ...pr.files, ...files };
+    pr.headSha = this.#commit([pr.baseSha], { ...this.#commits.get(pr.baseSha)!.tree, ...pr.files }, `PR #${number} (updated)`);
+    pr.unknownReads = this.#mergeabilityDelay;
+    if (pr.headRepo.toLowerCase() === repo.toLowerCase()) this.#refs.set(`${repo.toLowerCase()}:${pr.headRef}`, pr.headSha);
+    if (emit) this.#emit({ kind: "pull_request", action: "synchronize", repo, pr: this.#snapshot(pr), before, after: pr.headSha, sender: pr.author });
+    return pr.headSha;
+  }
+
+  /** The PR is moved to another base branch (`pull_request.edited` with `changes.base`). */
+  retargetPr(repo: string, number: number, base: string): void {
+    const pr = this.#pullOrThrow(repo, number);
+    const from = pr.base;
+    pr.base = base;
+    pr.unknownReads = this.#mergeabilityDelay;
+    this.#emit({ kind: "pull_request", action: "edited", repo, pr: this.#snapshot(pr), changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: pr.author });
+  }
+
+  closePr(repo: string, number: number, sender?: string): void {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr || pr.state === "closed") return;
+    pr.state = "closed";
+    this.#emit({ kind: "pull_request", action: "closed", repo, pr: this.#snapshot(pr), sender: sender ?? pr.author });
+  }
+
+  /** A user reviews the PR's current head; returns the review's id. */
+  review(repo: string, number: number, user: string, state: "approved" | "changes_requested" | "commented", body: string | null = null): number {
+    const pr = this.#pullOrThrow(repo, number);
+    const id = ++this.#ids;
+    this.#reviews.push({ repo: repo.toLowerCase(), number, reviewer: user, state, sha: pr.headSha });
+    this.#emit({ kind: "pull_request_review", action: "submitted", repo, pr: this.#snapshot(pr), review: { id, state, body, commitId: pr.headSha }, sender: user });
+    return id;
+  }
+
+  /** An approving review (by `reviewer`). */
+  approve(repo: string, number: number, reviewer = "reviewer"): number {
+    return this.review(repo, number, reviewer, "approved");
+  }
+
+  /** A user's comment on a PR (an issue comment, as `/greenline merge` is). */
+  comment(repo: string, number: number, user: string, body: string): number {
+    const pr = this.#pullOrThrow(repo, number);
+    const id = ++this.#ids;
+    this.#emit({ kind: "issue_comment", action: "created", repo, pr: this.#snapshot(pr), comment: { id, body }, sender: user });
+    return id;
+  }
+
+  /** PRs whose head branch is `branch` (the App's testing-branch PRs). */
+  prsFrom(repo: string, branch: string): PullRequest[] {
+    return [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repo.toLowerCase()}#`) && pr.headRef === branch).map(([, pr]) => pr);
+  }
+
+  /** Runs `action` (someone else's push, say) right before GitHub merges PR `number`, once. */
+  beforeMerge(repo: string, number: number, action: () => void): void {
+    this.#beforeMerge.set(`${repo.toLowerCase()}#${number}`, action);
+  }
+
+  #pullOrThrow(repo: string, number: number): PullRequest {
+    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
+    if (!pr) throw new Error(`no PR ${repo}#${number}`);
+    return pr;
+  }
+
+  /** A PR as an event carries it: a copy, its mergeability as GitHub last computed it ("unknown" until read). */
+  #snapshot(pr: PullRequest): PullRequest {
+    return { ...pr, files: { ...pr.files }, mergeableState: pr.mergeableState ?? "unknown" };
+  }
+
+  #approvals(repo: string, pr: PullRequest): number {
+    const latest = new Map<string, string>();
+    for (const r of this.#reviews) if (r.repo === repo.toLowerCase() && r.number === pr.number && r.state !== "commented") latest.set(r.reviewer, r.state);
+    return [...latest.values()].filter((s) => s === "approved").length;
+  }
+
+  // ---- Statuses and check runs (a test's simulated CI) ----
+
+  /** CI posts a commit status (with its own token); returns the status id. */
+  reportStatus(repo: string, sha: string, context: string, state: "error" | "failure" | "pending" | "success", description = "", creator = "ci-bot"): number {
+    return this.#createStatus(repo, sha, { context, state, description, targetUrl: null, creator });
+  }
+
+  /** `reportStatus` under the name the webhook work uses. */
+  setStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error", sender = "ci-bot"): number {
+    return this.reportStatus(repo, sha, context, state, "", sender);
+  }
+
+  #createStatus(repo: string, sha: string, s: { context: string; state: string; description: string; targetUrl: string | null; creator: string }): number {
+    const id = ++this.#ids;
+    this.statuses.push({ id, repo: repo.toLowerCase(), sha, ...s });
+    const start = `${repo.toLowerCase()}:`;
+    const branches = [...this.#refs].filter(([k, head]) => k.startsWith(start) && head === sha).map(([k, head]) => ({ name: k.slice(start.length), sha: head }));
+    this.#emit({
+      kind: "status",
+      repo,
+      id,
+      sha,
+      context: s.context,
+      state: s.state,
+      description: s.description === "" ? null : s.description,
+      targetUrl: s.targetUrl,
+      commit: this.#describeCommit(sha),
+      branches: branches.slice(0, 10),
+      sender: s.creator,
+    });
+    return id;
+  }
+
+  /**
+   * CI (another App, such as GitHub Actions) creates a check run on a commit; returns its id.
+   * `createCheckRun(repo, sha, name, status?)` or `createCheckRun(repo, { name, headSha, status? })`.
+   */
+  createCheckRun(repo: string, shaOrRun: string | { name: string; headSha: string; status?: "queued" | "in_progress" }, name?: string, status?: "queued" | "in_progress"): number {
+    const run = typeof shaOrRun === "string" ? { headSha: shaOrRun, name: name!, status: status ?? "in_progress" } : { status: "queued" as const, ...shaOrRun };
+    return this.#createCheckRun(repo, run.headSha, run.name, run.status, null, null, "github-actions[bot]").id;
+  }
+
+  /** CI completes a check run: `completeCheckRun(id, conclusion)` or `completeCheckRun(repo, id, conclusion)`. */
+  completeCheckRun(idOrRepo: number | string, idOrConclusion: number | NonNullable<SimulatorCheckRun["conclusion"]>, conclusion?: NonNullable<SimulatorCheckRun["conclusion"]>): void {
+    const id = typeof idOrRepo === "number" ? idOrRepo : (idOrConclusion as number);
+    const outcome = typeof idOrRepo === "number" ? (idOrConclusion as NonNullable<SimulatorCheckRun["conclusion"]>) : conclusion!;
+    const run = this.#checkRuns.get(id);
+    if (!run) throw new Error(`no check run ${id}`);
+    this.#completeCheckRun(run, outcome, "github-actions[bot]");
+  }
+
+  #completeCheckRun(run: CheckRunRecord, conclusion: string, sender: string): void {
+    run.status = "completed";
     run.conclusion = conclusion;
-    return { id: run.id, name, head_sha: sha, status, conclusion };
+    const repo = run.displayRepo ?? run.repo;
+    this.#emit({ kind: "check_run", action: "completed", repo, checkRun: this.#checkRunEvent(run), branch: run.headBranch, sender });
+    const suite = [...this.#checkRuns.values()].filter((r) => r.suiteId === run.suiteId);
+    if (suite.every((r) => r.status === "completed")) {
+      const failed = suite.some((r) => !["success", "neutral", "skipped"].includes(r.conclusion ?? ""));
+      this.#emit({ kind: "check_suite", action: "completed", repo, suiteId: run.suiteId, headSha: run.sha, branch: run.headBranch, conclusion: failed ? "failure" : "success", runs: suite.length, sender });
+    }
   }
 
-  #ciRoutes(method: string, path: string, repoName: string, send: (status: number, body: unknown) => void): boolean {
-    let match: RegExpExecArray | null;
-    if (method !== "GET") return false;
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/rules\/branches\/(.+)$/.exec(path))) {
-      if (this.rulesRefused) {
-        send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/repos/rules#get-rules-for-a-branch" });
-        return true;
-      }
-      const contexts = this.#rulesets.get(`${repoName}:${match[1]}`);
-      const rules = contexts
-        ? [
-            {
-              type: "required_status_checks",
-              ruleset_source_type: "Repository",
-              ruleset_source: repoName,
-              ruleset_id: 1,
-              parameters: { strict_required_status_checks_policy: false, required_status_checks: contexts.map((context) => ({ context })) },
-            },
-          ]
-        : [];
-      const branch = match[1]!;
-      const others = (this.#branchRulesets.get(repoName) ?? [])
-        .filter((r) => r.branch === branch)
-        .flatMap((r) => r.rules.map((rule) => ({ ...rule, ruleset_source_type: "Repository", ruleset_source: repoName, ruleset_id: r.id })));
-      send(200, [...rules, ...others]);
-      return true;
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/commits\/([0-9a-f]+)\/(status|check-runs|check-suites)$/.exec(path))) {
-      const sha = match[1]!;
-      const latest = new Map<string, CiStatus>();
-      for (const s of this.#ciStatuses) if (s.repo === repoName && s.sha === sha) latest.set(s.context, s);
-      const statuses = [...latest.values()].sort((a, b) => b.id - a.id);
-      const runs = this.#checkRuns.filter((r) => r.repo === repoName && r.sha === sha);
-      if (match[2] === "status") {
-        const states = statuses.map((s) => s.state);
-        const state = states.some((s) => s === "failure" || s === "error") ? "failure" : states.length === 0 || states.includes("pending") ? "pending" : "success";
-        send(200, { state, sha, total_count: statuses.length, statuses: statuses.map(({ id, context, state, updated_at }) => ({ id, context, state, created_at: updated_at, updated_at })) });
-      } else if (match[2] === "check-runs") {
-        send(200, { total_count: runs.length, check_runs: runs.map(({ id, name, status, conclusion }) => ({ id, name, head_sha: sha, status, conclusion })) });
-      } else {
-        // One suite (one CI app) per commit holding its check runs.
-        const suites = runs.length === 0 ? [] : [{ id: 1, head_sha: sha, status: runs.every((r) => r.status === "completed") ? "completed" : "in_progress", latest_check_runs_count: runs.length }];
-        send(200, { total_count: suites.length, check_suites: suites });
-      }
-      return true;
-    }
-    return false;
+  /** A status set by CI, answered with the fields a `status` webhook payload needs. */
+  ciStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error") {
+    const id = this.reportStatus(repo, sha, context, state);
+    const at = new Date().toISOString();
+    return { id, sha, context, state, updated_at: at, created_at: at };
   }
-  // --- end of CI on commits and rulesets ---
+
+  /** CI creates a check run (`id` omitted) or updates one; answered with a `check_run` webhook payload's fields. */
+  checkRun(repo: string, sha: string, name: string, status: "queued" | "in_progress" | "completed", conclusion: string | null = null, id?: number) {
+    let run = id === undefined ? undefined : this.#checkRuns.get(id);
+    if (!run) run = this.#createCheckRun(repo, sha, name, status, conclusion, null, "github-actions[bot]");
+    else if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", "github-actions[bot]");
+    else run.status = status;
+    return { id: run.id, name, head_sha: sha, status: run.status, conclusion: run.conclusion };
+  }
+
+  /** The check runs on a commit. */
+  checkRuns(repo: string, sha: string): CheckRunRecord[] {
+    return [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha);
+  }
+
+  #checkRunEvent(run: CheckRunRecord): SimulatorCheckRun {
+    return { id: run.id, name: run.name, headSha: run.sha, status: run.status, conclusion: run.conclusion as SimulatorCheckRun["conclusion"], suiteId: run.suiteId };
+  }
+
+  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null, sender: string): CheckRunRecord {
+    const id = ++this.#ids;
+    const repoKey = repo.toLowerCase();
+    const suiteKey = `${repoKey}:${sha}`;
+    if (!this.#checkSuites.has(suiteKey)) this.#checkSuites.set(suiteKey, ++this.#ids);
+    const headBranch = [...this.#refs].find(([k, v]) => k.startsWith(`${repoKey}:`) && v === sha)?.[0].slice(repoKey.length + 1) ?? null;
+    const run: CheckRunRecord = { id, repo: repoKey, displayRepo: repo, sha, name, status, conclusion: null, suiteId: this.#checkSuites.get(suiteKey)!, headBranch, detailsUrl };
+    this.#checkRuns.set(id, run);
+    this.#emit({ kind: "check_run", action: "created", repo, checkRun: this.#checkRunEvent(run), branch: headBranch, sender });
+    if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", sender);
+    return run;
+  }
+
+  /** A check's state on a commit: its latest check run, else its latest status. */
+  checkState(repo: string, sha: string, context: string): CheckState {
+    const status = this.statuses.filter((s) => s.repo === repo.toLowerCase() && s.sha === sha && s.context === context).at(-1);
+    const run = [...this.#checkRuns.values()].filter((r) => r.repo === repo.toLowerCase() && r.sha === sha && r.name === context).at(-1);
+    if (run?.status === "completed") return ["success", "neutral", "skipped"].includes(run.conclusion ?? "") ? "success" : "failure";
+    if (status) return status.state === "success" ? "success" : status.state === "pending" ? "pending" : "failure";
+    return run ? "pending" : "missing";
+  }
+
+  /** The files of a commit (a test's CI reads them to decide its verdict). */
+  filesAt(sha: string): Tree {
+    const commit = this.#commits.get(sha);
+    if (!commit) throw new Error(`no commit ${sha}`);
+    return commit.tree;
+  }
+
+  /** A commit's parents (first parent first). */
+  parentsOf(sha: string): string[] {
+    return this.#commits.get(sha)?.parents ?? [];
+  }
+
+  /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
+  forgetCommit(sha: string): void {
+    this.#commits.delete(sha);
+  }
+
+  /** A commit as events describe it: its files against its first parent. */
+  #describeCommit(sha: string): SimulatorCommit {
+    const commit = this.#commits.get(sha);
+    if (!commit) return { sha, parents: [], message: "", added: [], removed: [], modified: [] };
+    const from = this.#commits.get(commit.parents[0] ?? "")?.tree ?? {};
+    const files = Object.keys({ ...from, ...commit.tree });
+    return {
+      sha,
+      parents: commit.parents,
+      message: commit.message,
+      added: files.filter((f) => from[f] === undefined && commit.tree[f] !== undefined),
+      removed: files.filter((f) => from[f] !== undefined && commit.tree[f] === undefined),
+      modified: files.filter((f) => from[f] !== undefined && commit.tree[f] !== undefined && from[f] !== commit.tree[f]),
+    };
+  }
+
+  // ---- Users ----
+
+  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
+    this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
+  }
+
+  /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
+  sign(body: string, secret = this.webhookSecret): string {
+    return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  }
+
+  // ---- The model ----
+
+  #emit(event: SimulatorEvent): void {
+    this.onEvent?.(event);
+  }
 
   #commit(parents: string[], tree: Tree, message: string): string {
     const sha = createHash("sha1")
@@ -310,19 +708,78 @@ export class GitHubSimulator {
     return false;
   }
 
+  /** Commits reachable from `to` and not from `from`. */
+  #newCommits(from: string | undefined, to: string): Commit[] {
+    const out: Commit[] = [];
+    const seen = new Set<string>();
+    const todo = [to];
+    while (todo.length > 0) {
+      const sha = todo.pop()!;
+      if (seen.has(sha) || (from !== undefined && this.#isAncestor(sha, from))) continue;
+      seen.add(sha);
+      const c = this.#commits.get(sha);
+      if (!c) continue;
+      out.push(c);
+      todo.push(...c.parents);
+    }
+    return out;
+  }
+
+  /** Every ref creation or move (a push, as CI sees it), in order. */
+  readonly refPushes: { repo: string; branch: string; sha: string }[] = [];
+
+  /** Pushes (ref creations and moves) to a branch so far. */
+  pushesTo(repo: string, branch: string): number {
+    return this.refPushes.filter((p) => p.repo === repo.toLowerCase() && p.branch === branch).length;
+  }
+
   #setRef(repo: string, branch: string, sha: string, sender = APP_BOT): void {
-    const before = this.#refs.get(`${repo.toLowerCase()}:${branch}`);
-    this.#refs.set(`${repo.toLowerCase()}:${branch}`, sha);
-    this.#emitPush(repo, branch, before, sha, sender);
+    const key = `${repo.toLowerCase()}:${branch}`;
+    const before = this.#refs.get(key);
+    this.#refs.set(key, sha);
+    if (before === sha) return;
     this.refPushes.push({ repo: repo.toLowerCase(), branch, sha });
-    // As on GitHub: a PR whose head is now on its base branch is merged.
-    for (const [key, pr] of this.#pulls) {
-      if (key.startsWith(`${repo.toLowerCase()}#`) && pr.base === branch && pr.state === "open" && this.#isAncestor(pr.headSha, sha)) {
+    this.#emitPush(repo, branch, before, sha, sender);
+    for (const [prKey, pr] of this.#pulls) {
+      if (!prKey.startsWith(`${repo.toLowerCase()}#`) || pr.base !== branch || pr.state !== "open") continue;
+      // As on GitHub: a PR whose head is now on its base branch is merged.
+      if (this.#isAncestor(pr.headSha, sha)) {
         pr.merged = true;
         pr.state = "closed";
-        this.onEvent?.({ kind: "pull_request", action: "closed", repo, pr: { ...pr }, sender });
+        pr.mergeCommitSha = sha;
+        this.#emit({ kind: "pull_request", action: "closed", repo, pr: this.#snapshot(pr), sender });
+      } else {
+        pr.unknownReads = this.#mergeabilityDelay; // the base moved: mergeability is computed again
       }
     }
+  }
+
+  #deleteRef(repo: string, branch: string, sender = APP_BOT): void {
+    const key = `${repo.toLowerCase()}:${branch}`;
+    const before = this.#refs.get(key);
+    if (before === undefined) return;
+    this.#refs.delete(key);
+    this.#emitPush(repo, branch, before, null, sender);
+    // As on GitHub: deleting a PR's head branch closes the PR.
+    for (const pr of this.#pulls.values()) {
+      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === repo.toLowerCase()) this.closePr(repo, pr.number, sender);
+    }
+  }
+
+  /** A ref created (before undefined), moved or deleted (after null): GitHub's `push` event. */
+  #emitPush(repo: string, branch: string, before: string | undefined, after: string | null, sender: string): void {
+    if (!this.onEvent) return;
+    const commits: SimulatorCommit[] = [];
+    // The commits new to the branch (for a new branch: those not on the default branch), at most 20.
+    const defaultBranch = this.#settings(repo).defaultBranch;
+    const known = before ?? (branch === defaultBranch ? undefined : this.#refs.get(`${repo.toLowerCase()}:${defaultBranch}`));
+    if (after !== null) {
+      for (let sha: string | undefined = after; sha && commits.length < 20 && !(known && this.#isAncestor(sha, known)); sha = this.#commits.get(sha)?.parents[0]) {
+        commits.unshift(this.#describeCommit(sha));
+      }
+    }
+    const forced = before !== undefined && after !== null && !this.#isAncestor(before, after);
+    this.#emit({ kind: "push", repo, branch, before: before ?? NULL_SHA, after: after ?? NULL_SHA, created: before === undefined, deleted: after === null, forced, commits, sender });
   }
 
   /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
@@ -338,22 +795,78 @@ export class GitHubSimulator {
     return tree;
   }
 
-  closePr(repo: string, number: number): void {
-    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (pr?.state === "open") {
-      pr.state = "closed";
-      this.onEvent?.({ kind: "pull_request", action: "closed", repo, pr: { ...pr }, sender: pr.author });
+  /** The first workflow file that differs between two trees. */
+  #workflowChange(before: Tree, after: Tree): string | undefined {
+    return Object.keys(after).find((file) => file.startsWith(WORKFLOWS) && before[file] !== after[file]) ?? Object.keys(before).find((f) => f.startsWith(WORKFLOWS) && !(f in after));
+  }
+
+  #workflowRefusal(file: string): string {
+    return `refusing to allow a GitHub App to create or update workflow \`${file}\` without \`workflows\` permission`;
+  }
+
+  /** Refuses a ref update (git refs, merges API) as protection, rulesets and permissions would. */
+  #checkRefUpdate(repo: string, installation: number, branch: string, before: string | undefined, after: string): void {
+    const tree = (sha: string | undefined) => (sha === undefined ? {} : (this.#commits.get(sha)?.tree ?? {}));
+    const workflow = this.#workflowChange(tree(before), tree(after));
+    if (workflow && this.#installations.get(installation)?.permissions.workflows !== "write") throw new Refusal(422, this.#workflowRefusal(workflow));
+    const change: Change = {
+      via: "push",
+      branch,
+      creating: before === undefined,
+      fastForward: before === undefined || this.#isAncestor(before, after),
+      mergeCommit: this.#newCommits(before, after).some((c) => c.parents.length > 1),
+      check: (context) => this.checkState(repo, after, context),
+      approvals: 0,
+      behind: false,
+    };
+    this.#checkRules(repo, change, 422);
+  }
+
+  #checkRules(repo: string, change: Change, status: number): void {
+    const protection = this.#protection.get(`${repo.toLowerCase()}:${change.branch}`);
+    const classic = protection ? protectionViolations(protection, change) : [];
+    if (classic.length > 0) throw new Refusal(status, classic.join(" "));
+    const ruleViolations = rulesetViolations(this.#rulesetsFor(repo, change.branch), change);
+    if (ruleViolations.length > 0) throw new Refusal(status, ruleViolationsMessage(ruleViolations));
+  }
+
+  #prChange(repo: string, pr: PullRequest, method: MergeMethod | undefined): Change {
+    const baseHead = this.#refs.get(`${repo.toLowerCase()}:${pr.base}`) ?? pr.baseSha;
+    return {
+      via: "pull_request",
+      branch: pr.base,
+      creating: false,
+      fastForward: true,
+      mergeCommit: method === "merge",
+      check: (context) => this.checkState(repo, pr.headSha, context),
+      approvals: this.#approvals(repo, pr),
+      behind: !this.#isAncestor(baseHead, pr.headSha),
+      method,
+    };
+  }
+
+  /** `mergeable` and `mergeable_state` as GitHub computes them, lazily. */
+  #mergeability(repo: string, pr: PullRequest): { mergeable: boolean | null; state: string } {
+    if (pr.state === "closed") return { mergeable: null, state: "unknown" };
+    if (pr.unknownReads > 0) {
+      pr.unknownReads--;
+      return { mergeable: null, state: "unknown" };
     }
+    if (pr.mergeableState !== undefined) return { mergeable: pr.mergeableState === "unknown" ? null : pr.mergeableState !== "dirty", state: pr.mergeableState };
+    const baseHead = this.#refs.get(`${repo.toLowerCase()}:${pr.base}`) ?? pr.baseSha;
+    if (!this.#applyChanges(baseHead, pr.headSha)) return { mergeable: false, state: "dirty" };
+    if (pr.draft) return { mergeable: true, state: "draft" };
+    try {
+      this.#checkRules(repo, this.#prChange(repo, pr, undefined), 405);
+    } catch (e) {
+      return { mergeable: true, state: e instanceof Refusal && /out of date/.test(e.message) ? "behind" : "blocked" };
+    }
+    const failing = this.statuses.some((s) => s.repo === repo.toLowerCase() && s.sha === pr.headSha && this.checkState(repo, pr.headSha, s.context) === "failure");
+    const failingRun = this.checkRuns(repo, pr.headSha).some((r) => this.checkState(repo, pr.headSha, r.name) === "failure");
+    return { mergeable: true, state: failing || failingRun ? "unstable" : "clean" };
   }
 
-  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
-    this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
-  }
-
-  /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
-  sign(body: string, secret = this.webhookSecret): string {
-    return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
-  }
+  // ---- HTTP ----
 
   #appJwtValid(authorization: string | undefined): boolean {
     const token = authorization?.replace(/^(bearer|Bearer) /, "");
@@ -369,456 +882,555 @@ export class GitHubSimulator {
     return undefined;
   }
 
-  // --- Domain verbs that GitHub sends webhooks for (users and CI acting on the repository) ---
-
-  /** A user comments on a PR (an issue comment, as `/greenline merge` is). */
-  comment(repo: string, number: number, user: string, body: string): number {
-    const pr = this.#pullOrThrow(repo, number);
-    const id = 1_000_000 + ++this.#counter;
-    this.onEvent?.({ kind: "issue_comment", action: "created", repo, pr: { ...pr }, comment: { id, body }, sender: user });
-    return id;
-  }
-
-  /** A user submits a review of a PR's head. */
-  review(repo: string, number: number, user: string, state: "approved" | "changes_requested" | "commented", body: string | null = null): number {
-    const pr = this.#pullOrThrow(repo, number);
-    const id = 2_000_000 + ++this.#counter;
-    this.onEvent?.({ kind: "pull_request_review", action: "submitted", repo, pr: { ...pr }, review: { id, state, body, commitId: pr.headSha }, sender: user });
-    return id;
-  }
-
-  /** The PR's author pushes a new commit to it (GitHub: `pull_request.synchronize`). */
-  pushToPr(repo: string, number: number, files: Tree): string {
-    const pr = this.#pullOrThrow(repo, number);
-    const before = pr.headSha;
-    pr.headSha = this.#commit([before], { ...this.#commits.get(before)!.tree, ...files }, `More changes to #${number}`);
-    pr.files = { ...pr.files, ...files };
-    this.onEvent?.({ kind: "pull_request", action: "synchronize", repo, pr: { ...pr }, before, after: pr.headSha, sender: pr.author });
-    return pr.headSha;
-  }
-
-  /** The PR is moved to another base branch (GitHub: `pull_request.edited` with `changes.base`). */
-  retargetPr(repo: string, number: number, base: string): void {
-    const pr = this.#pullOrThrow(repo, number);
-    const from = pr.base;
-    pr.base = base;
-    this.onEvent?.({ kind: "pull_request", action: "edited", repo, pr: { ...pr }, changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: pr.author });
-  }
-
-  /** CI posts a commit status (as a CI service does with its own token). */
-  setStatus(repo: string, sha: string, context: string, state: "pending" | "success" | "failure" | "error", sender = "ci-bot"): void {
-    this.statuses.push({ repo: repo.toLowerCase(), sha, context, state, description: "" });
-    this.#emitStatus(repo, sha, { context, state, description: null, target_url: null }, sender);
-  }
-
-  /** CI (another App, such as GitHub Actions) creates a check run on a commit. */
-  createCheckRun(repo: string, run: { name: string; headSha: string; status?: "queued" | "in_progress" }): number {
-    const existing = this.checkRuns.find((r) => r.repo === repo.toLowerCase() && r.headSha === run.headSha);
-    const checkRun = { id: 3_000_000 + ++this.#counter, name: run.name, headSha: run.headSha, status: run.status ?? "queued", conclusion: null, suiteId: existing?.suiteId ?? 4_000_000 + ++this.#counter };
-    this.checkRuns.push({ ...checkRun, repo: repo.toLowerCase() });
-    this.onEvent?.({ kind: "check_run", action: "created", repo, checkRun, branch: this.#branchAt(repo, run.headSha), sender: "github-actions[bot]" });
-    return checkRun.id;
-  }
-
-  /** CI completes a check run; when every run of its suite is complete, the suite completes too. */
-  completeCheckRun(repo: string, id: number, conclusion: NonNullable<SimulatorCheckRun["conclusion"]>): void {
-    const run = this.checkRuns.find((r) => r.id === id);
-    if (!run) throw new Error(`no check run ${id}`);
-    run.status = "completed";
-    run.conclusion = conclusion;
-    const { repo: _repo, ...checkRun } = run;
-    const branch = this.#branchAt(repo, run.headSha);
-    this.onEvent?.({ kind: "check_run", action: "completed", repo, checkRun, branch, sender: "github-actions[bot]" });
-    const suite = this.checkRuns.filter((r) => r.suiteId === run.suiteId);
-    if (suite.every((r) => r.status === "completed")) {
-      const failed = suite.some((r) => r.conclusion !== "success" && r.conclusion !== "neutral" && r.conclusion !== "skipped");
-      this.onEvent?.({ kind: "check_suite", action: "completed", repo, suiteId: run.suiteId, headSha: run.headSha, branch, conclusion: failed ? "failure" : "success", runs: suite.length, sender: "github-actions[bot]" });
-    }
-  }
-
-  /** The App is uninstalled from its account. */
-  uninstallApp(id: number): void {
-    const installation = this.#installations.get(id);
-    if (!installation) return;
-    this.#installations.delete(id);
-    this.onEvent?.({ kind: "installation", action: "deleted", installation: { id, ...installation }, repositories: [], sender: installation.account });
-  }
-
-  /** Repositories are added to (or removed from) an installation's selection. */
-  changeInstallationRepositories(id: number, change: { added?: string[]; removed?: string[] }): void {
-    const installation = this.#installations.get(id);
-    if (!installation) throw new Error(`no installation ${id}`);
-    this.onEvent?.({
-      kind: "installation_repositories",
-      action: change.added?.length ? "added" : "removed",
-      installation: { id, ...installation },
-      added: change.added ?? [],
-      removed: change.removed ?? [],
-      sender: installation.account,
-    });
-  }
-
-  /** The files of a commit (CI reads them to decide its verdict). */
-  filesAt(sha: string): Tree {
-    const commit = this.#commits.get(sha);
-    if (!commit) throw new Error(`no commit ${sha}`);
-    return commit.tree;
-  }
-
-  /** The installation of the App on `owner`'s account, if any (webhooks name it). */
-  installationOf(owner: string): number | undefined {
-    return this.#installationFor(owner);
-  }
-
-  #pullOrThrow(repo: string, number: number): PullRequest {
-    const pr = this.#pulls.get(`${repo.toLowerCase()}#${number}`);
-    if (!pr) throw new Error(`no PR ${repo}#${number}`);
-    return pr;
-  }
-
-  /** The branch whose head is `sha`, if any (check runs and suites name it as head_branch). */
-  #branchAt(repo: string, sha: string): string | null {
-    const start = `${repo.toLowerCase()}:`;
-    for (const [key, head] of this.#refs) if (key.startsWith(start) && head === sha) return key.slice(start.length);
-    return null;
-  }
-
-  /** A commit as events describe it: its files against its first parent. */
-  #describeCommit(sha: string): SimulatorCommit {
-    const commit = this.#commits.get(sha)!;
-    const from = this.#commits.get(commit.parents[0] ?? "")?.tree ?? {};
-    const files = Object.keys({ ...from, ...commit.tree });
-    return {
-      sha,
-      parents: commit.parents,
-      message: commit.message,
-      added: files.filter((f) => from[f] === undefined && commit.tree[f] !== undefined),
-      removed: files.filter((f) => from[f] !== undefined && commit.tree[f] === undefined),
-      modified: files.filter((f) => from[f] !== undefined && commit.tree[f] !== undefined && from[f] !== commit.tree[f]),
-    };
-  }
-
-  /** A ref created (before undefined), moved or deleted (after null): GitHub's `push` event. */
-  #emitPush(repo: string, branch: string, before: string | undefined, after: string | null, sender: string): void {
-    if (!this.onEvent) return;
-    const commits: SimulatorCommit[] = [];
-    // The commits new to the branch (for a new branch: those not on the default branch), at most 20.
-    const known = before ?? this.#refs.get(`${repo.toLowerCase()}:main`);
-    if (after !== null) {
-      for (let sha: string | undefined = after; sha && commits.length < 20 && !(known && this.#isAncestor(sha, known)); sha = this.#commits.get(sha)?.parents[0]) {
-        commits.unshift(this.#describeCommit(sha));
-      }
-    }
-    const forced = before !== undefined && after !== null && !this.#isAncestor(before, after);
-    this.onEvent({ kind: "push", repo, branch, before: before ?? "0".repeat(40), after: after ?? "0".repeat(40), created: before === undefined, deleted: after === null, forced, commits, sender });
-  }
-
-  #emitStatus(repo: string, sha: string, body: Record<string, unknown>, sender: string): void {
-    if (!this.onEvent) return;
-    const start = `${repo.toLowerCase()}:`;
-    const branches = [...this.#refs].filter(([k, head]) => k.startsWith(start) && head === sha).map(([k, head]) => ({ name: k.slice(start.length), sha: head }));
-    this.onEvent({
-      kind: "status",
-      repo,
-      id: 5_000_000 + this.statuses.length,
-      sha,
-      context: String(body.context ?? "default"),
-      state: String(body.state),
-      description: typeof body.description === "string" ? body.description : null,
-      targetUrl: typeof body.target_url === "string" ? body.target_url : null,
-      commit: this.#describeCommit(sha),
-      branches: branches.slice(0, 10),
-      sender,
-    });
-  }
-
   #handle(req: IncomingMessage, res: ServerResponse, body: Record<string, any>): void {
     // Octokit escapes the slashes of a ref ("heads%2Fgreenline%2F…"), as GitHub accepts.
-    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
-    this.requests.push({ method: req.method ?? "GET", path, authorization: req.headers.authorization });
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    const url = new URL(req.url ?? "/", "http://x");
+    const path = decodeURIComponent(url.pathname);
+    const method = req.method ?? "GET";
+    const record: SimulatorRequest = { method, path, authorization: req.headers.authorization };
+    this.requests.push(record);
+    const send = (status: number, answer?: unknown) => {
+      record.status = status;
+      record.response = answer;
+      if (answer === undefined) res.writeHead(status).end();
+      else res.writeHead(status, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(answer));
     };
-    const notFound = () => send(404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });
-    if (this.outage !== null) return send(this.outage, { message: "Server Error" });
+    const error = (status: number, message: string, documentation = "https://docs.github.com/rest") => send(status, { message, documentation_url: documentation, status: String(status) });
+    const notFound = (message = "Not Found") => error(404, message);
     if (this.#answerLimitsAndFaults(req, res, path)) return;
-    let match: RegExpExecArray | null;
+    try {
+      this.#route(req, method, path, url.searchParams, body, send, error, notFound);
+    } catch (e) {
+      if (e instanceof Refusal) return error(e.status, e.message);
+      throw e;
+    }
+  }
 
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && req.method === "GET") {
-      if (!this.#appJwtValid(req.headers.authorization)) return send(401, { message: "A JSON web token could not be decoded" });
+  #route(
+    req: IncomingMessage,
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: Record<string, any>,
+    send: (status: number, answer?: unknown) => void,
+    error: (status: number, message: string, documentation?: string) => void,
+    notFound: (message?: string) => void,
+  ): void {
+    let match: RegExpExecArray | null;
+    const appId = Number(this.appId);
+
+    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
       const id = this.#installationFor(match[1]!);
-      return id === undefined ? notFound() : send(200, { id, account: { login: this.#installations.get(id)!.account } });
+      if (id === undefined) return notFound();
+      const installation = this.#installations.get(id)!;
+      return send(200, shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>));
     }
-    if ((match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path)) && req.method === "POST") {
-      if (!this.#appJwtValid(req.headers.authorization)) return send(401, { message: "A JSON web token could not be decoded" });
-      if (!this.#installations.has(Number(match[1]))) return notFound();
-      return send(201, { token: `ghs_installation_${match[1]}`, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: {}, repository_selection: "all" });
-    }
-    const repoMatch = /^\/repos\/([^/]+)\/([^/]+)\//.exec(path);
-    if (repoMatch) {
-      const installation = this.#installationFor(repoMatch[1]!);
-      if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return send(401, { message: "Bad credentials" });
-    }
-    const repoName = repoMatch ? `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}` : "";
-    const refKey = (branch: string) => `${repoName}:${branch}`;
-    if (repoMatch && this.#ciRoutes(req.method ?? "GET", path, repoName, send)) return;
-    if (repoMatch && this.#handleBranchesRoutes(req.method ?? "GET", path, new URL(req.url ?? "/", "http://x").searchParams, repoName, body, send)) return;
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)\/protection\/required_status_checks$/.exec(path)) && req.method === "GET") {
-      if (!this.administrationRead) return send(403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/branches/branch-protection#get-status-checks-protection" });
-      const contexts = this.#protection.get(refKey(decodeURIComponent(match[1]!)));
-      return contexts ? send(200, { strict: false, contexts, checks: contexts.map((context) => ({ context, app_id: null })) }) : notFound();
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/branches\/(.+)$/.exec(path)) && req.method === "GET") {
-      const branch = decodeURIComponent(match[1]!);
-      if (branch.startsWith("greenline/") && !this.#refs.has(refKey(branch))) return notFound();
-      const required = this.#protection.get(refKey(branch));
-      const protection = {
-        enabled: required !== undefined,
-        required_status_checks: { enforcement_level: required ? "non_admins" : "off", contexts: required ?? [], checks: (required ?? []).map((context) => ({ context, app_id: null })) },
-      };
-      return send(200, { name: branch, commit: { sha: this.branchHead(repoName, branch) }, protected: required !== undefined, protection });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/contents\/(.+)$/.exec(path)) && req.method === "GET") {
-      // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
-      const ref = new URL(req.url ?? "/", "http://x").searchParams.get("ref") ?? "main";
-      const sha = this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref));
-      const content = sha === undefined ? undefined : this.#commits.get(sha)?.tree[match[1]!];
-      if (content === undefined) return notFound();
-      return send(200, { type: "file", encoding: "base64", path: match[1], content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n") });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/compare\/(.+)\.\.\.(.+)$/.exec(path)) && req.method === "GET") {
-      const base = match[1]!;
-      const baseHead = this.#commits.has(base) ? base : this.branchHead(repoName, base);
-      const head = decodeURIComponent(match[2]!);
-      if (!this.#commits.has(head)) return notFound();
-      // (the "ci" work) head at or behind base: "identical" / "behind", as GitHub answers.
-      if (head === baseHead) return send(200, { behind_by: 0, ahead_by: 0, status: "identical", merge_base_commit: { sha: head } });
-      if (this.#isAncestor(head, baseHead)) return send(200, { behind_by: 1, ahead_by: 0, status: "behind", merge_base_commit: { sha: head } });
-      const behind = !this.#isAncestor(baseHead, head);
-      return send(200, { behind_by: behind ? 1 : 0, ahead_by: 1, status: behind ? "diverged" : "ahead", merge_base_commit: { sha: behind ? (this.#commits.get(head)!.parents[0] ?? head) : baseHead } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/statuses\/([0-9a-f]+)$/.exec(path)) && req.method === "POST") {
-      if (!this.#commits.has(match[1]!)) return send(422, { message: "No commit found for SHA" });
-      this.statuses.push({ repo: repoName, sha: match[1]!, context: String(body.context), state: String(body.state), description: String(body.description ?? "") });
-      this.#emitStatus(repoName, match[1]!, body, APP_BOT);
-      return send(201, { id: this.statuses.length, state: body.state, context: body.context });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(path)) && req.method === "GET") {
-      const permission = this.#permissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
-      return send(200, { permission, role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read", user: { login: match[1] } });
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(path)) && req.method === "POST") {
-      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
-      this.comments.push({ repo: repoName, number: Number(match[1]), body: String(body.body) });
-      // GitHub sends the App's own comments back to it (as a Bot's: Greenline must not obey them).
-      this.onEvent?.({
-        kind: "issue_comment",
-        action: "created",
-        repo: repoName,
-        pr: { ...this.#pulls.get(`${repoName}#${match[1]}`)! },
-        comment: { id: 1_000_000 + ++this.#counter, body: String(body.body) },
-        sender: APP_BOT,
+    if ((match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path)) && method === "POST") {
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
+      const installation = this.#installations.get(Number(match[1]));
+      if (!installation) return notFound();
+      return send(201, {
+        token: `ghs_installation_${match[1]}`,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+        permissions: installation.permissions,
+        repository_selection: "all",
       });
-      return send(201, { id: this.comments.length, body: body.body });
     }
-    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs$/.test(path) && req.method === "POST") {
-      const branch = String(body.ref).replace(/^refs\/heads\//, "");
-      if (this.#refs.has(refKey(branch))) return send(422, { message: "Reference already exists" });
-      if (!this.#commits.has(String(body.sha))) return send(422, { message: "Object does not exist" });
-      this.#refs.set(refKey(branch), String(body.sha));
-      this.#emitPush(repoName, branch, undefined, String(body.sha), APP_BOT);
-      this.refPushes.push({ repo: repoName, branch, sha: String(body.sha) });
-      return send(201, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
+    const repoMatch = /^\/repos\/([^/]+)\/([^/]+)(\/|$)/.exec(path);
+    if (!repoMatch) return notFound();
+    if (this.outage !== null) return error(this.outage, "Server Error");
+    const installation = this.#installationFor(repoMatch[1]!);
+    if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return error(401, "Bad credentials");
+    const need = routeNeeds(method, path);
+    if (need && !covers(this.#installations.get(installation)!.permissions, need)) {
+      return send(403, { ...NOT_ACCESSIBLE, documentation_url: "https://docs.github.com/rest/authentication/permissions-required-for-github-apps" });
     }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/(.+)$/.exec(path)) && (req.method === "PATCH" || req.method === "DELETE")) {
-      const branch = decodeURIComponent(match[1]!);
-      const current = this.#refs.get(refKey(branch));
-      if (current === undefined) return send(422, { message: "Reference does not exist" });
-      if (req.method === "DELETE") {
-        this.#refs.delete(refKey(branch));
-        this.#emitPush(repoName, branch, current, null, APP_BOT);
-        res.writeHead(204).end();
-        return;
+    const repoName = `${repoMatch[1]!.toLowerCase()}/${repoMatch[2]!.toLowerCase()}`;
+    const fullName = `${repoMatch[1]}/${repoMatch[2]}`;
+    const settings = this.#settings(repoName);
+    const rest = path.slice(`/repos/${repoMatch[1]}/${repoMatch[2]}`.length);
+    const refKey = (branch: string) => `${repoName}:${branch}`;
+    /** A sha, or a branch name, as GitHub resolves `{ref}`. */
+    const resolveRef = (ref: string) => (this.#commits.has(ref) ? ref : this.#refs.get(refKey(ref.replace(/^(refs\/)?heads\//, ""))));
+
+    // Every repository has its default branch (GitHub creates it with the first commit): a test
+    // need not create it. Any other branch exists only once created (404 "Branch not found").
+    if (!this.#refs.has(refKey(settings.defaultBranch))) this.branchHead(repoName, settings.defaultBranch);
+    if (rest === "" && method === "GET") return send(200, shape.repository(fullName, settings));
+    if ((match = /^\/git\/commits\/([0-9a-f]+)$/.exec(rest)) && method === "GET") {
+      const commit = this.#commits.get(match[1]!);
+      return commit ? send(200, shape.gitCommit(fullName, commit)) : notFound();
+    }
+
+    // ---- Branches, protection, rules ----
+    if ((match = /^\/branches\/(.+)\/protection\/required_status_checks$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      if (!this.#refs.has(refKey(branch))) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      if (!p) return notFound("Branch not protected");
+      return send(200, this.#statusCheckPolicy(fullName, branch, p));
+    }
+    if ((match = /^\/branches\/(.+)\/protection$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      if (!this.#refs.has(refKey(branch))) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      if (!p) return notFound("Branch not protected");
+      return send(200, this.#protectionAnswer(fullName, branch, p));
+    }
+    if ((match = /^\/branches\/(.+)$/.exec(rest)) && method === "GET") {
+      const branch = match[1]!;
+      const sha = this.#refs.get(refKey(branch));
+      if (sha === undefined) return notFound("Branch not found");
+      const p = this.#protection.get(refKey(branch));
+      const contexts = p?.requiredChecks ?? [];
+      return send(200, {
+        name: branch,
+        commit: shape.commit(fullName, this.#commits.get(sha)!),
+        _links: { html: `https://github.com/${fullName}/tree/${branch}`, self: `https://api.github.com/repos/${fullName}/branches/${branch}` },
+        protected: p !== undefined || this.#rulesetsFor(repoName, branch).length > 0,
+        protection: {
+          enabled: p !== undefined,
+          required_status_checks: { enforcement_level: p ? "non_admins" : "off", contexts, checks: contexts.map((context) => ({ context, app_id: null })) },
+        },
+        protection_url: `https://api.github.com/repos/${fullName}/branches/${branch}/protection`,
+      });
+    }
+    if ((match = /^\/rules\/branches\/(.+)$/.exec(rest)) && method === "GET") {
+      if (this.rulesRefused) return send(403, { ...NOT_ACCESSIBLE, documentation_url: "https://docs.github.com/rest/repos/rules#get-rules-for-a-branch" });
+      const rules = this.#rulesetsFor(repoName, match[1]!).flatMap((r) => r.rules.map((rule) => ({ ...rule, ruleset_source_type: "Repository", ruleset_source: fullName, ruleset_id: r.id })));
+      return send(200, rules);
+    }
+    if (rest === "/rulesets" && method === "GET") {
+      return send(
+        200,
+        (this.#rulesets.get(repoName) ?? []).map((r) => this.#rulesetAnswer(fullName, r, false)),
+      );
+    }
+    if ((match = /^\/rulesets\/(\d+)$/.exec(rest)) && method === "GET") {
+      const ruleset = (this.#rulesets.get(repoName) ?? []).find((r) => r.id === Number(match![1]));
+      return ruleset ? send(200, this.#rulesetAnswer(fullName, ruleset, true)) : notFound();
+    }
+
+    // ---- Contents ----
+    if ((match = /^\/contents\/(.+)$/.exec(rest)) && method === "GET") {
+      // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
+      const sha = resolveRef(query.get("ref") ?? settings.defaultBranch);
+      const file = match[1]!;
+      const content = sha === undefined ? undefined : this.#commits.get(sha)?.tree[file];
+      if (content === undefined) return notFound();
+      const blob = createHash("sha1")
+        .update(`blob ${Buffer.byteLength(content)}\0${content}`)
+        .digest("hex");
+      const self = `https://api.github.com/repos/${fullName}/contents/${file}?ref=${query.get("ref") ?? settings.defaultBranch}`;
+      return send(200, {
+        type: "file",
+        encoding: "base64",
+        size: Buffer.byteLength(content),
+        name: file.split("/").at(-1),
+        path: file,
+        content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n"),
+        sha: blob,
+        url: self,
+        git_url: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`,
+        html_url: `https://github.com/${fullName}/blob/${sha}/${file}`,
+        download_url: `https://raw.githubusercontent.com/${fullName}/${sha}/${file}`,
+        _links: { self, git: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`, html: `https://github.com/${fullName}/blob/${sha}/${file}` },
+      });
+    }
+    if ((match = /^\/compare\/(.+)\.\.\.(.+)$/.exec(rest)) && method === "GET") {
+      const baseHead = resolveRef(match[1]!);
+      const head = resolveRef(match[2]!);
+      if (baseHead === undefined || head === undefined) return notFound();
+      const ahead = this.#newCommits(baseHead, head);
+      const behind = this.#newCommits(head, baseHead);
+      const mergeBase = this.#isAncestor(baseHead, head) ? baseHead : (this.#commits.get(head)!.parents[0] ?? head);
+      const status = ahead.length === 0 && behind.length === 0 ? "identical" : behind.length === 0 ? "ahead" : ahead.length === 0 ? "behind" : "diverged";
+      return send(200, {
+        url: `https://api.github.com/repos/${fullName}/compare/${match[1]}...${match[2]}`,
+        html_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}`,
+        permalink_url: `https://github.com/${fullName}/compare/${baseHead}...${head}`,
+        diff_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}.diff`,
+        patch_url: `https://github.com/${fullName}/compare/${match[1]}...${match[2]}.patch`,
+        base_commit: shape.commit(fullName, this.#commits.get(baseHead)!),
+        merge_base_commit: shape.commit(fullName, this.#commits.get(mergeBase) ?? this.#commits.get(baseHead)!),
+        status,
+        ahead_by: ahead.length,
+        behind_by: behind.length,
+        total_commits: ahead.length,
+        commits: ahead.reverse().map((c) => shape.commit(fullName, c)),
+        files: [],
+      });
+    }
+
+    // ---- Statuses and checks ----
+    if ((match = /^\/statuses\/([^/]+)$/.exec(rest)) && method === "POST") {
+      const sha = match[1]!;
+      if (!STATUS_STATES.includes(body.state)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Status", field: "state", code: "custom", message: `state is not included in the list` }],
+          documentation_url: "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+          status: "422",
+        });
       }
-      if (!body.force && !this.#isAncestor(current, String(body.sha))) return send(422, { message: "Update is not a fast forward" });
-      this.#setRef(repoName, branch, String(body.sha));
-      return send(200, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
+      if (!this.#commits.has(sha)) return error(422, `No commit found for SHA: ${sha}`);
+      const description = body.description === undefined || body.description === null ? "" : String(body.description);
+      if (description.length > 140) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Status", field: "description", code: "custom", message: "description is too long (maximum is 140 characters)" }],
+          documentation_url: "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+          status: "422",
+        });
+      }
+      const context = body.context === undefined ? "default" : String(body.context);
+      const targetUrl = typeof body.target_url === "string" ? body.target_url : null;
+      const id = this.#createStatus(repoName, sha, { context, state: String(body.state), description, targetUrl, creator: APP_BOT });
+      return send(201, shape.status(this.statuses.find((s) => s.id === id)!));
     }
-    if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && req.method === "POST") {
+    if ((match = /^\/commits\/(.+)\/status$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const latest = new Map<string, StatusRecord>();
+      for (const s of this.statuses) if (s.repo === repoName && s.sha === sha) latest.set(s.context, s);
+      const states = [...latest.values()].map((s) => s.state);
+      const state = states.some((s) => s === "failure" || s === "error") ? "failure" : states.length === 0 || states.includes("pending") ? "pending" : "success";
+      return send(200, {
+        state,
+        sha,
+        total_count: latest.size,
+        statuses: [...latest.values()].reverse().map((s) => shape.status(s)),
+        repository: shape.minimalRepository(fullName),
+        commit_url: `https://api.github.com/repos/${fullName}/commits/${sha}`,
+        url: `https://api.github.com/repos/${fullName}/commits/${sha}/status`,
+      });
+    }
+    if ((match = /^\/commits\/(.+)\/check-runs$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const name = query.get("check_name");
+      const runs = this.checkRuns(repoName, sha).filter((r) => name === null || r.name === name);
+      return send(200, { total_count: runs.length, check_runs: runs.map((r) => shape.checkRun(appId, { ...r, repo: fullName })) });
+    }
+    if ((match = /^\/commits\/(.+)\/check-suites$/.exec(rest)) && method === "GET") {
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return error(422, `No commit found for SHA: ${match[1]}`);
+      const suiteId = this.#checkSuites.get(`${repoName}:${sha}`);
+      const runs = this.checkRuns(repoName, sha);
+      const suites = suiteId === undefined ? [] : [shape.checkSuite(appId, fullName, settings, { id: suiteId, sha, headBranch: runs[0]?.headBranch ?? null, runs })];
+      return send(200, { total_count: suites.length, check_suites: suites });
+    }
+    if (rest === "/check-runs" && method === "POST") {
+      const invalid = (field: string) => send(422, { message: "Invalid request.", errors: [`${field} is invalid`], documentation_url: "https://docs.github.com/rest/checks/runs#create-a-check-run", status: "422" });
+      if (typeof body.name !== "string" || body.name === "") return invalid("name");
+      if (typeof body.head_sha !== "string" || !this.#commits.has(body.head_sha)) return error(422, `No commit found for SHA: ${String(body.head_sha)}`);
+      const status = body.conclusion !== undefined ? "completed" : (body.status ?? "queued");
+      if (!["queued", "in_progress", "completed"].includes(status)) return invalid("status");
+      if (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion)) return invalid("conclusion");
+      const run = this.#createCheckRun(repoName, body.head_sha, body.name, status, status === "completed" ? body.conclusion : null, body.details_url ?? null, APP_BOT);
+      return send(201, shape.checkRun(appId, { ...run, repo: fullName }));
+    }
+    if ((match = /^\/check-runs\/(\d+)$/.exec(rest)) && (method === "PATCH" || method === "GET")) {
+      const run = this.#checkRuns.get(Number(match[1]));
+      if (!run || run.repo !== repoName) return notFound();
+      if (method === "PATCH") {
+        const status = body.conclusion !== undefined ? "completed" : (body.status ?? run.status);
+        if (!["queued", "in_progress", "completed"].includes(status) || (status === "completed" && !CHECK_CONCLUSIONS.includes(body.conclusion ?? ""))) {
+          return send(422, { message: "Invalid request.", errors: ["conclusion is invalid"], documentation_url: "https://docs.github.com/rest/checks/runs#update-a-check-run", status: "422" });
+        }
+        if (status === "completed") this.#completeCheckRun(run, body.conclusion, APP_BOT);
+        else run.status = status;
+      }
+      return send(200, shape.checkRun(appId, { ...run, repo: fullName }));
+    }
+
+    // ---- Collaborators and comments ----
+    if ((match = /^\/collaborators\/([^/]+)\/permission$/.exec(rest)) && method === "GET") {
+      const permission = this.#permissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
+      return send(200, {
+        permission,
+        role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read",
+        user: { ...shape.user(match[1]!), role_name: permission },
+      });
+    }
+    if ((match = /^\/issues\/(\d+)\/comments$/.exec(rest)) && method === "POST") {
+      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
+      if (typeof body.body !== "string") {
+        return send(422, { message: 'Invalid request.\n\n"body" wasn\'t supplied.', documentation_url: "https://docs.github.com/rest/issues/comments#create-an-issue-comment", status: "422" });
+      }
+      const id = ++this.#ids;
+      const comment = { repo: repoName, number: Number(match[1]), body: body.body, id, author: "greenline[bot]" };
+      this.comments.push(comment);
+      // GitHub sends the App's own comments back to it, as a Bot's.
+      this.#emit({ kind: "issue_comment", action: "created", repo: repoName, pr: this.#snapshot(this.#pulls.get(`${repoName}#${match[1]}`)!), comment: { id, body: body.body }, sender: APP_BOT });
+      return send(201, shape.comment(fullName, comment));
+    }
+
+    // ---- Refs and merges ----
+    if ((match = /^\/git\/ref\/heads\/(.+)$/.exec(rest)) && method === "GET") {
+      const sha = this.#refs.get(refKey(match[1]!));
+      return sha === undefined ? notFound() : send(200, shape.gitRef(fullName, match[1]!, sha));
+    }
+    if (rest === "/git/refs" && method === "POST") {
+      const ref = String(body.ref ?? "");
+      if (!/^refs\/[^/]+\/.+/.test(ref)) return error(422, "Reference name must start with 'refs/' and have at least two slashes.");
+      const branch = ref.replace(/^refs\/heads\//, "");
+      if (this.#refs.has(refKey(branch))) return error(422, "Reference already exists");
+      if (!this.#commits.has(String(body.sha))) return error(422, "Object does not exist");
+      this.#checkRefUpdate(repoName, installation, branch, undefined, String(body.sha));
+      this.#setRef(repoName, branch, String(body.sha));
+      return send(201, shape.gitRef(fullName, branch, String(body.sha)));
+    }
+    if ((match = /^\/git\/refs\/heads\/(.+)$/.exec(rest)) && (method === "PATCH" || method === "DELETE")) {
+      const branch = match[1]!;
+      const current = this.#refs.get(refKey(branch));
+      if (current === undefined) return error(422, "Reference does not exist");
+      if (method === "DELETE") {
+        this.#deleteRef(repoName, branch);
+        return send(204);
+      }
+      const sha = String(body.sha);
+      if (!this.#commits.has(sha)) return error(422, "Object does not exist");
+      if (!body.force && !this.#isAncestor(current, sha)) return error(422, "Update is not a fast forward");
+      this.#checkRefUpdate(repoName, installation, branch, current, sha);
+      this.#setRef(repoName, branch, sha);
+      return send(200, shape.gitRef(fullName, branch, sha));
+    }
+    if (rest === "/merges" && method === "POST") {
       const branch = String(body.base);
       const baseSha = this.#refs.get(refKey(branch));
-      const head = String(body.head);
-      if (baseSha === undefined || !this.#commits.has(head)) return notFound();
-      if (this.#isAncestor(head, baseSha)) {
-        res.writeHead(204).end();
-        return;
-      }
+      const head = resolveRef(String(body.head));
+      if (baseSha === undefined) return notFound("Base does not exist");
+      if (head === undefined) return notFound("Head does not exist");
+      if (this.#isAncestor(head, baseSha)) return send(204);
       const tree = this.#applyChanges(baseSha, head);
-      if (!tree) return send(409, { message: "Merge conflict" });
-      const sha = this.#commit([baseSha, head], tree, String(body.commit_message ?? "Merge"));
+      if (!tree) return error(409, "Merge conflict");
+      const sha = this.#commit([baseSha, head], tree, String(body.commit_message ?? `Merge ${head} into ${branch}`));
+      this.#checkRefUpdate(repoName, installation, branch, baseSha, sha);
       this.#setRef(repoName, branch, sha);
-      return send(201, { sha });
+      return send(201, shape.commit(fullName, this.#commits.get(sha)!));
     }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)\/merge$/.exec(path)) && req.method === "PUT") {
+    if ((match = /^\/pulls\/(\d+)\/merge$/.exec(rest)) && method === "PUT") {
       const pr = this.#pulls.get(`${repoName}#${match[1]}`);
       if (!pr) return notFound();
-      if (pr.merged || pr.state !== "open") return send(405, { message: "Pull Request is not mergeable" });
-      if (body.sha && body.sha !== pr.headSha) return send(409, { message: "Head branch was modified. Review and try the merge again." });
+      const mergeMethod: MergeMethod = body.merge_method ?? "merge";
+      if (!["merge", "squash", "rebase"].includes(mergeMethod)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", field: "merge_method", code: "invalid" }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request",
+          status: "422",
+        });
+      }
+      if (pr.merged || pr.state !== "open") return error(405, "Pull Request is not mergeable");
+      if (body.sha && body.sha !== pr.headSha) return error(409, "Head branch was modified. Review and try the merge again.");
+      if (pr.draft) return error(405, "Pull Request is still a draft");
+      const hook = this.#beforeMerge.get(`${repoName}#${pr.number}`);
+      this.#beforeMerge.delete(`${repoName}#${pr.number}`);
+      hook?.();
+      const allowed = { merge: settings.allowMergeCommit, squash: settings.allowSquashMerge, rebase: settings.allowRebaseMerge }[mergeMethod];
+      if (!allowed) return error(405, `${{ merge: "Merge commits", squash: "Squash merges", rebase: "Rebase merges" }[mergeMethod]} are not allowed on this repository.`);
+      const workflow = this.#workflowChange(this.#commits.get(this.#commits.get(pr.headSha)!.parents[0] ?? "")?.tree ?? {}, this.#commits.get(pr.headSha)!.tree);
+      if (workflow && this.#installations.get(installation)!.permissions.workflows !== "write") return error(403, this.#workflowRefusal(workflow));
       const baseSha = this.branchHead(repoName, pr.base);
       const tree = this.#applyChanges(baseSha, pr.headSha);
-      if (!tree) return send(405, { message: "Pull Request is not mergeable" });
-      const sha = body.merge_method === "merge" ? this.#commit([baseSha, pr.headSha], tree, `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, `${pr.title} (#${pr.number})`);
+      if (!tree) return error(405, mergeMethod === "rebase" ? "This branch can't be rebased" : "Pull Request is not mergeable");
+      this.#checkRules(repoName, this.#prChange(repoName, pr, mergeMethod), 405);
+      const sha =
+        mergeMethod === "merge" ? this.#commit([baseSha, pr.headSha], tree, body.commit_title ?? `Merge pull request #${pr.number}`) : this.#commit([baseSha], tree, body.commit_title ?? `${pr.title} (#${pr.number})`);
       pr.merged = true;
       pr.state = "closed";
+      pr.mergeCommitSha = sha;
       this.#setRef(repoName, pr.base, sha);
-      this.onEvent?.({ kind: "pull_request", action: "closed", repo: repoName, pr: { ...pr }, sender: APP_BOT });
+      this.#emit({ kind: "pull_request", action: "closed", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
       return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
     }
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
-      const pr = this.#pulls.get(`${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}#${match[3]}`);
+
+    // ---- Pull requests ----
+    if ((match = /^\/pulls\/(\d+)$/.exec(rest)) && (method === "GET" || method === "PATCH")) {
+      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
       if (!pr) return notFound();
-      return send(200, {
-        number: pr.number,
-        title: pr.title,
-        user: { login: pr.author },
-        head: { sha: pr.headSha, ref: pr.headRef },
-        base: { ref: pr.base, sha: pr.baseSha },
-        state: pr.state,
-        merged: pr.merged,
-        draft: pr.draft,
-        mergeable: pr.mergeableState === "unknown" ? null : pr.mergeableState !== "dirty",
-        mergeable_state: pr.mergeableState,
-      });
+      if (method === "PATCH") {
+        if (typeof body.title === "string") pr.title = body.title;
+        if (body.state === "closed") this.closePr(repoName, pr.number, APP_BOT);
+        if (body.state === "open" && !pr.merged && pr.state === "closed") {
+          pr.state = "open";
+          this.#emit({ kind: "pull_request", action: "reopened", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
+        }
+      }
+      return send(200, this.#pullAnswer(fullName, pr));
+    }
+    if (rest === "/pulls" && method === "GET") {
+      const state = query.get("state") ?? "open";
+      const head = query.get("head");
+      const base = query.get("base");
+      const pulls = [...this.#pulls.entries()]
+        .filter(([key]) => key.startsWith(`${repoName}#`))
+        .map(([, pr]) => pr)
+        .filter((pr) => state === "all" || pr.state === state)
+        .filter((pr) => head === null || `${pr.headRepo.split("/")[0]}:${pr.headRef}`.toLowerCase() === head.toLowerCase())
+        .filter((pr) => base === null || pr.base === base)
+        .sort((a, b) => b.number - a.number);
+      // The list gives PRs without what GitHub computes per PR (mergeability, counts).
+      const computed = ["mergeable", "rebaseable", "mergeable_state", "merged", "merged_by", "comments", "review_comments", "maintainer_can_modify", "commits", "additions", "deletions", "changed_files"];
+      const simple = (pr: PullRequest) => {
+        const full: Record<string, unknown> = shape.pullRequest(fullName, settings, { ...pr, mergeable: null, mergeableState: "unknown", changedFiles: 0 });
+        for (const key of computed) delete full[key];
+        return full;
+      };
+      return send(200, pulls.map(simple));
+    }
+    if (rest === "/pulls" && method === "POST") {
+      const head = String(body.head ?? "").replace(/^[^:]+:/, "");
+      const base = String(body.base ?? "");
+      const headSha = this.#refs.get(refKey(head));
+      const baseSha = this.#refs.get(refKey(base));
+      const invalid = (field: string, code = "invalid") =>
+        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field, code }], documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", status: "422" });
+      if (headSha === undefined) return invalid("head");
+      if (baseSha === undefined) return invalid("base");
+      if (this.#isAncestor(headSha, baseSha)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", code: "custom", message: `No commits between ${base} and ${head}` }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+          status: "422",
+        });
+      }
+      if ([...this.#pulls.values()].some((p) => p.state === "open" && p.headRef === head && p.base === base && p.headRepo.toLowerCase() === repoName)) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${repoMatch[1]}:${head}.` }],
+          documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+          status: "422",
+        });
+      }
+      // Numbered after every PR the test opened by hand (from 1001), so they never collide.
+      const number = Math.max(1000, ...[...this.#pulls.entries()].filter(([key]) => key.startsWith(`${repoName}#`)).map(([, p]) => p.number)) + 1;
+      const pr: PullRequest = {
+        number,
+        title: String(body.title ?? head),
+        author: "greenline[bot]",
+        headSha,
+        headRef: head,
+        headRepo: repoName,
+        base,
+        state: "open",
+        merged: false,
+        mergeCommitSha: null,
+        draft: body.draft === true,
+        mergeableState: undefined,
+        baseSha,
+        files: {},
+        unknownReads: this.#mergeabilityDelay,
+      };
+      this.#pulls.set(`${repoName}#${number}`, pr);
+      this.#emit({ kind: "pull_request", action: "opened", repo: repoName, pr: this.#snapshot(pr), sender: APP_BOT });
+      return send(201, this.#pullAnswer(fullName, pr));
+    }
+    if ((match = /^\/pulls\/(\d+)\/reviews$/.exec(rest)) && method === "GET") {
+      if (!this.#pulls.has(`${repoName}#${match[1]}`)) return notFound();
+      const reviews = this.#reviews.filter((r) => r.repo === repoName && r.number === Number(match![1]));
+      return send(
+        200,
+        reviews.map((r, i) => ({
+          id: i + 1,
+          node_id: shape.nodeId("PullRequestReview", i + 1),
+          user: shape.user(r.reviewer),
+          body: "",
+          state: r.state.toUpperCase(),
+          html_url: `https://github.com/${fullName}/pull/${r.number}#pullrequestreview-${i + 1}`,
+          pull_request_url: `https://api.github.com/repos/${fullName}/pulls/${r.number}`,
+          _links: { html: { href: `https://github.com/${fullName}/pull/${r.number}` }, pull_request: { href: `https://api.github.com/repos/${fullName}/pulls/${r.number}` } },
+          submitted_at: "2026-01-01T00:00:00Z",
+          commit_id: r.sha,
+          author_association: "MEMBER",
+        })),
+      );
     }
     notFound();
   }
 
-  // ---------------------------------------------------------------------------------------
-  // Testing branches, PRs for them, rulesets and the workflows permission (the "branches" work).
-  // Additive: routes here answer first and fall through (false) for everything else.
-
-  /** Every ref creation or move (a push, as CI sees it), in order: `push` events GitHub would send. */
-  readonly refPushes: { repo: string; branch: string; sha: string }[] = [];
-  /** Whether the App's installation has `workflows: write` (GitHub refuses workflow-file changes without it). */
-  workflowsWritable = true;
-  readonly #branchRulesets = new Map<string, { id: number; branch: string; rules: { type: string; parameters?: object }[]; bypass: "always" | "never" }[]>();
-  #nextRulesetId = 100;
-
-  /** Pushes (ref creations and moves) to a branch so far. */
-  pushesTo(repo: string, branch: string): number {
-    return this.refPushes.filter((p) => p.repo === repo.toLowerCase() && p.branch === branch).length;
+  #pullAnswer(fullName: string, pr: PullRequest) {
+    const { mergeable, state } = this.#mergeability(fullName, pr);
+    return shape.pullRequest(fullName, this.#settings(fullName), {
+      ...pr,
+      headRepo: pr.headRepo,
+      baseSha: pr.baseSha,
+      mergeable,
+      mergeableState: state,
+      changedFiles: Object.keys(pr.files).length,
+    });
   }
 
-  /** A repository ruleset on `branch` (exact name) with rules of these types; `bypass`: whether the App is on its bypass list. */
-  addRuleset(repo: string, branch: string, rules: string[], bypass: "always" | "never" = "never"): number {
-    const id = this.#nextRulesetId++;
-    const list = this.#branchRulesets.get(repo.toLowerCase()) ?? [];
-    list.push({ id, branch, rules: rules.map((type) => ({ type })), bypass });
-    this.#branchRulesets.set(repo.toLowerCase(), list);
-    return id;
+  #statusCheckPolicy(fullName: string, branch: string, p: Protection) {
+    const url = `https://api.github.com/repos/${fullName}/branches/${branch}/protection/required_status_checks`;
+    return { url, strict: p.strict, contexts: p.requiredChecks, contexts_url: `${url}/contexts`, checks: p.requiredChecks.map((context) => ({ context, app_id: null })) };
   }
 
-  /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
-  forgetCommit(sha: string): void {
-    this.#commits.delete(sha);
+  #protectionAnswer(fullName: string, branch: string, p: Protection) {
+    const url = `https://api.github.com/repos/${fullName}/branches/${branch}/protection`;
+    return {
+      url,
+      required_status_checks: { ...this.#statusCheckPolicy(fullName, branch, p), enforcement_level: "non_admins" },
+      enforce_admins: { url: `${url}/enforce_admins`, enabled: false },
+      ...(p.requiredReviews === undefined
+        ? {}
+        : {
+            required_pull_request_reviews: {
+              url: `${url}/required_pull_request_reviews`,
+              dismiss_stale_reviews: false,
+              require_code_owner_reviews: false,
+              required_approving_review_count: p.requiredReviews,
+              require_last_push_approval: false,
+            },
+          }),
+      ...(p.restrictPushes
+        ? {
+            restrictions: {
+              url: `${url}/restrictions`,
+              users_url: `${url}/restrictions/users`,
+              teams_url: `${url}/restrictions/teams`,
+              apps_url: `${url}/restrictions/apps`,
+              users: [],
+              teams: [],
+              apps: p.appMayPush ? [shape.app(Number(this.appId))] : [],
+            },
+          }
+        : {}),
+      required_linear_history: { enabled: p.linearHistory },
+      allow_force_pushes: { enabled: p.allowForcePushes },
+      allow_deletions: { enabled: false },
+      block_creations: { enabled: false },
+      required_conversation_resolution: { enabled: false },
+      lock_branch: { enabled: false },
+      allow_fork_syncing: { enabled: false },
+      required_signatures: { url: `${url}/required_signatures`, enabled: false },
+    };
   }
 
-  /** The PRs whose head branch is `branch` (testing branches' PRs). */
-  prsFrom(repo: string, branch: string): PullRequest[] {
-    return [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repo.toLowerCase()}#`) && pr.headRef === branch).map(([, pr]) => pr);
-  }
-
-  #pullJson(pr: PullRequest) {
-    return { number: pr.number, title: pr.title, state: pr.state, draft: pr.draft, merged: pr.merged, head: { ref: pr.headRef, sha: pr.headSha }, base: { ref: pr.base, sha: pr.baseSha }, user: { login: pr.author } };
-  }
-
-  #handleBranchesRoutes(method: string, path: string, query: URLSearchParams, repoName: string, body: Record<string, any>, send: (status: number, body: unknown) => void): boolean {
-    let match: RegExpExecArray | null;
-    const rulesets = this.#branchRulesets.get(repoName) ?? [];
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/rulesets\/(\d+)$/.exec(path)) && method === "GET") {
-      const ruleset = rulesets.find((r) => r.id === Number(match![1]));
-      if (!ruleset) send(404, { message: "Not Found" });
-      else
-        send(200, {
-          id: ruleset.id,
-          name: `ruleset ${ruleset.id}`,
-          target: "branch",
-          source_type: "Repository",
-          source: repoName,
-          enforcement: "active",
-          conditions: { ref_name: { include: [`refs/heads/${ruleset.branch}`], exclude: [] } },
-          rules: ruleset.rules,
-          current_user_can_bypass: ruleset.bypass,
-        });
-      return true;
-    }
-    // Moving a ref to a commit GitHub does not have.
-    if (/^\/repos\/[^/]+\/[^/]+\/git\/refs\/heads\/.+$/.test(path) && method === "PATCH" && !this.#commits.has(String(body.sha))) {
-      send(422, { message: "Object does not exist", documentation_url: "https://docs.github.com/rest/git/refs#update-a-reference" });
-      return true;
-    }
-    // Merging a commit that changes workflow files, without `workflows: write`.
-    if (/^\/repos\/[^/]+\/[^/]+\/merges$/.test(path) && method === "POST" && !this.workflowsWritable) {
-      const head = this.#commits.get(String(body.head));
-      const from = this.#commits.get(head?.parents[0] ?? "")?.tree ?? {};
-      const workflow = Object.keys(head?.tree ?? {}).find((file) => file.startsWith(".github/workflows/") && from[file] !== head!.tree[file]);
-      if (workflow) {
-        send(403, {
-          message: `refusing to allow a GitHub App to create or update workflow \`${workflow}\` without \`workflows\` permission`,
-          documentation_url: "https://docs.github.com/rest/branches/branches#merge-a-branch",
-        });
-        return true;
-      }
-    }
-    if (/^\/repos\/[^/]+\/[^/]+\/pulls$/.test(path) && method === "POST") {
-      const headSha = this.#refs.get(`${repoName}:${body.head}`);
-      const baseSha = this.#refs.get(`${repoName}:${body.base}`);
-      if (headSha === undefined || baseSha === undefined) {
-        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field: headSha === undefined ? "head" : "base", code: "invalid" }] });
-        return true;
-      }
-      const open = [...this.#pulls].find(([k, pr]) => k.startsWith(`${repoName}#`) && pr.headRef === body.head && pr.base === body.base && pr.state === "open");
-      if (open) {
-        send(422, { message: "Validation Failed", errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${body.head}.` }] });
-        return true;
-      }
-      const number = Math.max(1000, ...[...this.#pulls.keys()].filter((k) => k.startsWith(`${repoName}#`)).map((k) => Number(k.split("#")[1]))) + 1;
-      const pr: PullRequest = {
-        number,
-        title: String(body.title),
-        author: "greenline[bot]",
-        headSha,
-        headRef: String(body.head),
-        base: String(body.base),
-        state: "open",
-        merged: false,
-        draft: Boolean(body.draft),
-        mergeableState: "clean",
-        baseSha,
-        files: {},
-      };
-      this.#pulls.set(`${repoName}#${number}`, pr);
-      send(201, this.#pullJson(pr));
-      return true;
-    }
-    if (/^\/repos\/[^/]+\/[^/]+\/pulls$/.test(path) && method === "GET") {
-      const head = query.get("head")?.replace(/^[^:]+:/, "");
-      const state = query.get("state") ?? "open";
-      const prs = [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repoName}#`) && (head === undefined || pr.headRef === head) && (state === "all" || pr.state === state)).map(([, pr]) => this.#pullJson(pr));
-      send(200, prs);
-      return true;
-    }
-    if ((match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)$/.exec(path)) && method === "PATCH") {
-      const pr = this.#pulls.get(`${repoName}#${match[1]}`);
-      if (!pr) send(404, { message: "Not Found" });
-      else {
-        if (body.state === "closed" && !pr.merged) pr.state = "closed";
-        if (typeof body.title === "string") pr.title = body.title;
-        send(200, this.#pullJson(pr));
-      }
-      return true;
-    }
-    return false;
+  #rulesetAnswer(fullName: string, r: Ruleset, detailed: boolean) {
+    const url = `https://api.github.com/repos/${fullName}/rulesets/${r.id}`;
+    return {
+      id: r.id,
+      name: r.name,
+      target: "branch",
+      source_type: "Repository",
+      source: fullName,
+      enforcement: r.enforcement,
+      node_id: shape.nodeId("RepositoryRuleset", r.id),
+      _links: { self: { href: url }, html: { href: `https://github.com/${fullName}/rules/${r.id}` } },
+      created_at: "2026-01-01T00:00:00Z",
+      updated_at: "2026-01-01T00:00:00Z",
+      current_user_can_bypass: r.bypass,
+      ...(detailed
+        ? {
+            conditions: { ref_name: { include: r.include.map((b) => (b.startsWith("~") ? b : `refs/heads/${b}`)), exclude: [] } },
+            rules: r.rules,
+          }
+        : {}),
+    };
   }
 
   // ------------------------------------------------------------ rate limits and faults

@@ -1,0 +1,175 @@
+import { ProbotOctokit } from "probot";
+import { componentSchema, operationFor, responseSchema, validate } from "../support/github/openapi.js";
+import { DEFAULT_PERMISSIONS, routeNeeds } from "../support/github/permissions.js";
+import { GitHubSimulator } from "../support/github-simulator.js";
+
+/**
+ * The simulator's REST answers conform to GitHub's published description (@octokit/openapi): a
+ * scripted scenario calls every route the simulator serves, and each recorded answer is checked
+ * against the schema of its operation and status code. When the simulator drifts from GitHub
+ * (a field missing, a wrong type, a status the operation never answers), this fails.
+ */
+describe("the GitHub simulator conforms to GitHub's REST description", () => {
+  let gh: GitHubSimulator;
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+  });
+  afterAll(async () => {
+    await gh?.stop();
+  });
+
+  async function scenario() {
+    const owner = "octo-conf";
+    const repo = "app";
+    const full = `${owner}/${repo}`;
+    const r = { owner, repo };
+    gh.installApp(601, owner, { ...DEFAULT_PERMISSIONS, administration: "read", workflows: "write" });
+    const octokit = new ProbotOctokit({ auth: { token: "ghs_installation_601" }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    const settle = (call: Promise<unknown>) => call.catch(() => undefined);
+
+    gh.createBranch(full, "main");
+    gh.push(full, "main", { ".github/CODEOWNERS": "* @octo-conf/core\n" });
+    gh.protect(full, "main", { requiredChecks: ["build"], strict: true, requiredReviews: 1, restrictPushes: true, appMayPush: true });
+    const rulesetId = gh.addRuleset(full, { requiredChecks: ["build"], requiredReviews: 0, allowedMergeMethods: ["squash", "merge"], linearHistory: true, nonFastForward: true });
+    gh.addRuleset(full, { name: "queue", branches: ["release/*"], mergeQueue: true, restrictUpdates: true, restrictCreations: true });
+    const pr1 = gh.openPr(full, { number: 1, files: { "src/a.ts": "a" } });
+    const pr2 = gh.openPr(full, { number: 2, files: { "src/b.ts": "b" } });
+    gh.openPr(full, { number: 3, files: { ".github/CODEOWNERS": "conflict" } });
+
+    // The App authenticates as itself, finds its installation and gets a token for it.
+    const app = new ProbotOctokit({ auth: { appId: Number(gh.appId), privateKey: gh.privateKey }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    const { data: installation } = await app.rest.apps.getRepoInstallation(r);
+    await app.rest.apps.createInstallationAccessToken({ installation_id: installation.id });
+    await octokit.rest.repos.get(r);
+    await octokit.rest.repos.getBranch({ ...r, branch: "main" });
+    await settle(octokit.rest.repos.getBranch({ ...r, branch: "nope" }));
+    await octokit.rest.repos.getBranchProtection({ ...r, branch: "main" });
+    await octokit.rest.repos.getStatusChecksProtection({ ...r, branch: "main" });
+    gh.createBranch(full, "develop", "main");
+    await settle(octokit.rest.repos.getBranchProtection({ ...r, branch: "develop" }));
+    await octokit.rest.repos.getBranchRules({ ...r, branch: "main" });
+    await octokit.rest.repos.getBranchRules({ ...r, branch: "release/1" });
+    await octokit.rest.repos.getRepoRulesets(r);
+    await octokit.rest.repos.getRepoRuleset({ ...r, ruleset_id: rulesetId });
+    await octokit.rest.repos.getContent({ ...r, path: ".github/CODEOWNERS", ref: "main" });
+    await settle(octokit.rest.repos.getContent({ ...r, path: "missing.txt" }));
+    await octokit.rest.repos.compareCommitsWithBasehead({ ...r, basehead: `main...${pr1.headSha}` });
+    await octokit.rest.repos.getCollaboratorPermissionLevel({ ...r, username: "hubot" });
+
+    for (const n of [1, 2, 3]) {
+      await octokit.rest.pulls.get({ ...r, pull_number: n });
+      await octokit.rest.pulls.get({ ...r, pull_number: n });
+    }
+    await settle(octokit.rest.pulls.get({ ...r, pull_number: 99 }));
+    await octokit.rest.issues.createComment({ ...r, issue_number: 1, body: "Queued." });
+
+    await octokit.rest.repos.createCommitStatus({ ...r, sha: pr1.headSha, state: "pending", context: "greenline/merge-queue", description: "queued", target_url: "https://example.com/q" });
+    await settle(octokit.request("POST /repos/{owner}/{repo}/statuses/{sha}", { ...r, sha: pr1.headSha, state: "passed" as "success" }));
+    gh.reportStatus(full, pr1.headSha, "build", "success");
+    await octokit.rest.repos.getCombinedStatusForRef({ ...r, ref: pr1.headSha });
+    const { data: run } = await octokit.rest.checks.create({ ...r, head_sha: pr2.headSha, name: "build", status: "in_progress", details_url: "https://ci.example.com/1" });
+    await octokit.rest.checks.listForRef({ ...r, ref: pr2.headSha });
+    await octokit.rest.checks.listSuitesForRef({ ...r, ref: pr2.headSha });
+    await octokit.rest.checks.update({ ...r, check_run_id: run.id, conclusion: "success" });
+    await octokit.rest.checks.get({ ...r, check_run_id: run.id });
+    await octokit.rest.checks.listSuitesForRef({ ...r, ref: pr2.headSha });
+
+    // Testing branches: created, merged into, read, deleted.
+    await octokit.rest.git.createRef({ ...r, ref: "refs/heads/greenline/test-1", sha: gh.branchHead(full, "main") });
+    await settle(octokit.rest.git.createRef({ ...r, ref: "refs/heads/greenline/test-1", sha: gh.branchHead(full, "main") }));
+    await octokit.rest.repos.merge({ ...r, base: "greenline/test-1", head: pr1.headSha, commit_message: "test #1" });
+    await settle(octokit.rest.repos.merge({ ...r, base: "greenline/test-1", head: pr1.headSha }));
+    await octokit.rest.git.getRef({ ...r, ref: "heads/greenline/test-1" });
+    await octokit.rest.git.updateRef({ ...r, ref: "heads/greenline/test-1", sha: pr2.headSha, force: true });
+    await octokit.rest.git.deleteRef({ ...r, ref: "heads/greenline/test-1" });
+    await settle(octokit.rest.git.updateRef({ ...r, ref: "heads/main", sha: pr1.headSha }));
+
+    // Merges refused, then done.
+    await settle(octokit.rest.pulls.merge({ ...r, pull_number: 1, sha: "0".repeat(40) }));
+    await settle(octokit.rest.pulls.merge({ ...r, pull_number: 1, merge_method: "squash" }));
+    gh.approve(full, 1);
+    await octokit.rest.pulls.listReviews({ ...r, pull_number: 1 });
+    await octokit.rest.pulls.merge({ ...r, pull_number: 1, merge_method: "squash" });
+    await octokit.rest.pulls.get({ ...r, pull_number: 1 });
+    await octokit.rest.git.getCommit({ ...r, commit_sha: gh.branchHead(full, "main") });
+    gh.push(full, "develop", { "docs/d.md": "d" });
+    await octokit.rest.pulls.create({ ...r, head: "develop", base: "main", title: "Greenline testing branch", draft: true });
+    await octokit.rest.pulls.list({ ...r, head: `${owner}:develop` });
+    await octokit.rest.pulls.update({ ...r, pull_number: 1001, state: "closed" });
+
+    // Permission refusals.
+    gh.setPermissions(601, DEFAULT_PERMISSIONS);
+    await settle(octokit.rest.repos.getBranchProtection({ ...r, branch: "main" }));
+  }
+
+  test("every answer of a scripted scenario validates against its operation's schema", async () => {
+    await scenario();
+    const problems: string[] = [];
+    const checked = new Set<string>();
+    for (const request of gh.requests) {
+      const found = operationFor(request.method, request.path);
+      if (!found) {
+        problems.push(`${request.method} ${request.path}: no operation in GitHub's description`);
+        continue;
+      }
+      const { template, operation } = found;
+      const name = `${request.method} ${template} ${request.status}`;
+      if (!(String(request.status) in operation.responses)) {
+        // The description leaves out refusals every endpoint can give (403 for a missing App
+        // permission, 422 validation): those must be 4xx with GitHub's error shape.
+        const generic = request.status === 403 || request.status === 422 || request.status === 404;
+        if (!generic) problems.push(`${name}: ${operation.operationId} never answers ${request.status} (declares ${Object.keys(operation.responses).join(", ")})`);
+        const body = request.response as { message?: string };
+        const errorShape = componentSchema(body?.message === "Validation Failed" ? "validation-error" : "basic-error");
+        for (const error of validate(errorShape, request.response)) problems.push(`${name} (undeclared error): ${error}`);
+        checked.add(name);
+        continue;
+      }
+      checked.add(name);
+      const schema = responseSchema(operation, request.status!);
+      if (!schema) {
+        if (request.response !== undefined && request.status !== 204) problems.push(`${name}: GitHub declares no body, the simulator sent one`);
+        continue;
+      }
+      for (const error of validate(schema, request.response)) problems.push(`${name} (${operation.operationId}): ${error}`);
+    }
+    expect(problems).toEqual([]);
+    expect(gh.requests.filter((request) => request.response !== undefined).length).toBeGreaterThan(40);
+    // The scenario covers the routes Greenline uses and the refusals it must understand.
+    expect([...checked].sort()).toEqual(
+      expect.arrayContaining([
+        "GET /repos/{owner}/{repo}/branches/{branch} 200",
+        "GET /repos/{owner}/{repo}/branches/{branch} 404",
+        "GET /repos/{owner}/{repo}/branches/{branch}/protection 403",
+        "GET /repos/{owner}/{repo}/rules/branches/{branch} 200",
+        "GET /repos/{owner}/{repo}/pulls/{pull_number} 200",
+        "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge 200",
+        "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge 405",
+        "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge 409",
+        "PATCH /repos/{owner}/{repo}/git/refs/{ref} 422",
+        "POST /repos/{owner}/{repo}/statuses/{sha} 422",
+        "GET /repos/{owner}/{repo}/commits/{ref}/check-runs 200",
+      ]),
+    );
+  });
+
+  test("every repository route the scenario used declares the App permission it needs", () => {
+    const undeclared = gh.requests.filter((r) => r.path.startsWith("/repos/") && !/\/installation$/.test(r.path) && routeNeeds(r.method, r.path) === undefined);
+    expect(undeclared.map((r) => `${r.method} ${r.path}`)).toEqual([]);
+  });
+
+  test("the checker itself catches a drifted answer", () => {
+    const { operation } = operationFor("GET", "/repos/o/r/pulls/1")!;
+    const schema = responseSchema(operation, 200)!;
+    const answer = gh.requests.find((r) => r.method === "GET" && r.path === "/repos/octo-conf/app/pulls/2" && r.status === 200)!.response as Record<string, unknown>;
+    expect(validate(schema, answer)).toEqual([]);
+    const { mergeable_state: _, ...missing } = answer;
+    expect(validate(schema, missing)).toContain("$.mergeable_state: required");
+    expect(validate(schema, { ...answer, number: "2" })).toContain("$.number: expected integer, got string");
+    expect(validate(schema, { ...answer, state: "merged" }).join()).toMatch(/\$\.state: "merged" not in/);
+    const head = answer.head as { repo: Record<string, unknown> };
+    const { full_name: __, ...repo } = head.repo;
+    expect(validate(schema, { ...answer, head: { ...head, repo } })).toContain("$.head.repo.full_name: required");
+  });
+});
