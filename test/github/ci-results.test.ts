@@ -43,9 +43,14 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   }
   const checkRunPayload = (name: string, action: string, run: object) => ({ action, check_run: run, repository: repository(name), installation: { id: 78 } });
 
-  /** Opens and submits a PR; answers its testing branch's commit once the worker built it. */
-  async function submitted(name: string, number: number): Promise<string> {
-    gh.openPr(`${OWNER}/${name}`, { number, files: { [`src/${number}.ts`]: String(number) } });
+  /**
+   * Opens and submits a PR; answers its testing branch's commit once the worker built it. The
+   * PR's own CI reported `greenOnHead` on its head (GitHub holds a PR missing its required
+   * checks `blocked`: not ready for the queue).
+   */
+  async function submitted(name: string, number: number, greenOnHead: string[] = []): Promise<string> {
+    const opened = gh.openPr(`${OWNER}/${name}`, { number, files: { [`src/${number}.ts`]: String(number) } });
+    for (const context of greenOnHead) gh.ciStatus(`${OWNER}/${name}`, opened.headSha, context, "success");
     await api.ok("submitPullRequest", pr(name, number));
     await server.greenline.worker.drain();
     const branches = gh.branches(`${OWNER}/${name}`, "greenline/");
@@ -54,7 +59,7 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   }
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(78, OWNER);
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
@@ -74,7 +79,7 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     // Even where classic protection is readable (it answers 404: no protection), rulesets count.
     gh.administrationRead = true;
     await api.ok("createQueue", { ...queue("rules"), mergeMethod: "merge_commit" });
-    const sha = await submitted("rules", 1);
+    const sha = await submitted("rules", 1, ["build", "lint"]);
     const lint = gh.checkRun(`${OWNER}/rules`, sha, "lint", "completed", "success");
     expect(await deliver("check_run", checkRunPayload("rules", "completed", lint))).toBe(200);
     await server.greenline.worker.drain();
@@ -88,7 +93,7 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   test("classic protection is read without administration permission, and a 403 never loses the delivery", async () => {
     gh.protect(`${OWNER}/classic`, "main", ["build"]);
     await api.ok("createQueue", { ...queue("classic"), mergeMethod: "merge_commit" });
-    const sha = await submitted("classic", 1);
+    const sha = await submitted("classic", 1, ["build"]);
     await status("classic", sha, "lint", "success");
     await server.greenline.worker.drain();
     expect(await stateOf("classic", 1)).toBe("testing");

@@ -53,7 +53,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   }
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, {
       githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
@@ -255,7 +255,7 @@ describe("Greenline's Octokit, with Probot's throttling on (as in production)", 
   const clock = new TestClock();
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     gh.installApp(99, "octo-t");
     server = await startTestServer(BACKENDS[0]!, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url }, now: clock.now });

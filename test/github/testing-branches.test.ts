@@ -59,7 +59,7 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
   const pendingEffects = (name: string, kind: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, kind, queue: { repository: { name } } } }));
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(78, OWNER);
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });

@@ -221,6 +221,10 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     gh.openPr("review-org/app", { number: 1, mergeableState: "blocked" });
     await api.ok("submitPullRequest", address("review-org", 1));
     expect(await stateOf(api, "review-org", 1)).toBe("not_ready");
+    // GitHub's first answer is "unknown" (lazy): the re-read after its backoff learns "blocked".
+    clock.advance(5_000);
+    await server.greenline.worker.drain();
+    expect(await stateOf(api, "review-org", 1)).toBe("not_ready");
     gh.pr("review-org/app", 1)!.mergeableState = "clean";
     clock.advance(10 * 60_000);
     await server.greenline.worker.drain();
