@@ -29,6 +29,12 @@ export class EngineDriver {
   now = Date.parse("2026-11-22T09:00:00Z");
   effects: Effect[] = [];
   transitions: Transition[] = [];
+  /**
+   * Whether the code host confirms each merge as soon as the engine decides it (as the runner
+   * would, once the merge effect ran); off, a test lands merges itself with merge_landed.
+   */
+  autoLand = false;
+  #landed = 0;
 
   constructor(overrides: Partial<EngineSettings> = {}, queue: Partial<EngineQueue> = {}) {
     const s = settings(overrides);
@@ -40,6 +46,11 @@ export class EngineDriver {
     this.q = decision.queue;
     this.effects.push(...decision.effects);
     this.transitions.push(...decision.transitions);
+    if (this.autoLand) {
+      for (const effect of decision.effects) {
+        if (effect.kind === "merge" && this.q.merged[0] === effect.prNumbers[0]) this.send({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: `landed-${++this.#landed}` });
+      }
+    }
     return decision.effects;
   }
 
@@ -61,6 +72,11 @@ export class EngineDriver {
     });
     this.now += 1000;
     return this.send({ kind: "submitted", prNumber });
+  }
+
+  /** The code host confirms the merge of these PRs (the next ones the queue decided to merge). */
+  land(prNumbers: number[]): Effect[] {
+    return this.send({ kind: "merge_landed", prNumbers, headSha: `landed-${++this.#landed}` });
   }
 
   advance(minutes: number): Effect[] {
