@@ -568,7 +568,7 @@ describe("merges the code host refuses", () => {
     q.pass(1);
     q.pass(2);
     expect(q.q.merged).toEqual([1, 2]);
-    const message = "Required status check \"build\" is expected.";
+    const message = 'Required status check "build" is expected.';
     q.send({ kind: "merge_refused", prNumbers: [1], message, headSha: "base-0" });
     expect(q.states()).toEqual({ 1: "failed", 2: "testing", 3: "testing" });
     expect(q.reason(1)).toBe("merge_refused");
