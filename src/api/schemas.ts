@@ -254,6 +254,7 @@ export const ZMergeItem = z.strictObject({
   state: z.enum(PR_STATES),
   stateChangedAt: z.iso.datetime(),
   stateReason: z.string(),
+  stateMessage: z.string().optional().describe("the code host's own words when it refused the pull request (reason merge_refused: why GitHub would not merge it); absent otherwise"),
   priorityValue: z.number().int(),
   priorityName: z.string(),
   usedDefaultPriorityName: z.string().optional().describe("the default priority applied because the submission named none; absent otherwise"),

@@ -34,12 +34,16 @@ const DESCRIPTION_OF: Record<PrState, string> = {
 /** The status and comment a transition shows on the PR, per the queue's settings. */
 function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): NotifyEffect[] {
   const out: NotifyEffect[] = [];
+  const reason = t.reason.replaceAll("_", " ");
   if (queue.statusCheckEnabled) {
-    const description = t.to === "merged" || t.to === "pending" || t.to === "testing" ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${t.reason.replaceAll("_", " ")}`;
+    const plain = t.to === "merged" || t.to === "pending" || t.to === "testing" || t.to === "tests_passed";
+    const description = plain ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${reason}${t.message ? `: ${t.message}` : ""}`;
     out.push({ kind: "pr_status", prNumber: t.prNumber, sha: entry.prSha, state: STATUS_OF[t.to], description });
   }
   if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
-    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).` });
+    // The code host's own words, quoted, when it refused the PR.
+    const said = t.message ? `\n\nReason given:\n> ${t.message.replaceAll("\n", "\n> ")}` : "";
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${reason}).${said}` });
   }
   return out;
 }

@@ -50,6 +50,8 @@ export type MergeItemRecord = {
   stateChangedAt: string;
   /** Why the PR is in its state, e.g. "cancelled_by_user" or "readiness_met". */
   stateReason: string;
+  /** The code host's own words when it refused the PR (a refused merge); absent otherwise. */
+  stateMessage?: string;
   priorityValue: number;
   priorityName: string;
   /** Only when the default priority was applied (SPEC.md: a string, not required). */
@@ -76,6 +78,7 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     state: row.state,
     stateChangedAt: row.stateChangedAt.toISOString(),
     stateReason: row.stateReason,
+    ...(row.stateMessage !== null ? { stateMessage: row.stateMessage } : {}),
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
     ...(row.usedDefaultPriorityName !== null ? { usedDefaultPriorityName: row.usedDefaultPriorityName } : {}),

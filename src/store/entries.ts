@@ -16,6 +16,8 @@ export type QueueEntry = {
   stateChangedAt: Date;
   /** Why the PR is in its state (the last transition's reason). */
   stateReason: string;
+  /** The code host's own words when it refused something for the PR (a refused merge); null otherwise. */
+  stateMessage: string | null;
   priorityValue: number;
   priorityName: string;
   usedDefaultPriorityName: string | null;
@@ -43,6 +45,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     state: oneOf(PR_STATES, row.state, "QueueEntry.state"),
     stateChangedAt: row.stateChangedAt,
     stateReason: row.stateReason,
+    stateMessage: row.stateMessage,
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
     usedDefaultPriorityName: row.usedDefaultPriorityName,
@@ -140,6 +143,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     bisectionGroupLimit: null,
     state,
     stateReason: reason,
+    stateMessage: null,
     stateChangedAt: at,
   };
   const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });

@@ -75,7 +75,7 @@ export class EngineDriver {
   }
 
   /** The code host confirms the merge of these PRs (the next ones the queue decided to merge). */
-  land(prNumbers: number[]): Effect[] {
+  confirm(prNumbers: number[]): Effect[] {
     return this.send({ kind: "merge_landed", prNumbers, headSha: `landed-${++this.#landed}` });
   }
 

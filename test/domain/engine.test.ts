@@ -14,7 +14,7 @@ describe("the queue engine, single mode", () => {
     expect(q.states()).toEqual({ 1: "tests_passed" });
     expect(q.reason(1)).toBe("merging");
     expect(q.q.merged).toEqual([1]);
-    q.land([1]);
+    q.confirm([1]);
     expect(q.states()).toEqual({ 1: "merged" });
     expect(q.reason(1)).toBe("merged");
     expect(q.q).toMatchObject({ merged: [], baseSha: "landed-1" });
@@ -38,7 +38,7 @@ describe("the queue engine, single mode", () => {
     q.pass(2);
     expect(q.merges()).toEqual([[1], [2], [3]]);
     expect(q.states()).toEqual({ 1: "tests_passed", 2: "tests_passed", 3: "tests_passed" });
-    [1, 2, 3].forEach((n) => q.land([n]));
+    [1, 2, 3].forEach((n) => q.confirm([n]));
     expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
   });
 
@@ -89,7 +89,7 @@ describe("the queue engine, single mode", () => {
     expect(q.merges()).toEqual([[1, 2]]);
     expect(q.reason(1)).toBe("merging_by_later_run");
     expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-1" });
-    q.land([1, 2]);
+    q.confirm([1, 2]);
     expect(q.reason(1)).toBe("merged_by_later_run");
     expect(q.reason(2)).toBe("merged");
   });
@@ -102,7 +102,7 @@ describe("the queue engine, single mode", () => {
     expect(q.state(1)).toBe("pending_failure");
     q.pass(2);
     expect(q.merges()).toEqual([[1, 2]]);
-    q.land([1, 2]);
+    q.confirm([1, 2]);
     expect(q.states()).toEqual({ 1: "merged", 2: "merged" });
   });
 
@@ -231,7 +231,7 @@ describe("the queue engine, single mode", () => {
     q.pass(1);
     // A merge awaiting the code host is still in flight.
     expect(q.q).toMatchObject({ state: "switching_modes" });
-    q.land([1]);
+    q.confirm([1]);
     expect(q.q).toMatchObject({ state: "running", mode: "parallel", pendingMode: null });
     expect(q.running()).toEqual([[[2], [2]]]);
   });
@@ -301,7 +301,7 @@ describe("batching and bisection", () => {
     ]);
     q.pass(1);
     expect(q.merges()).toEqual([[1, 2, 3]]);
-    q.land([1, 2, 3]);
+    q.confirm([1, 2, 3]);
     expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
   });
 
@@ -617,7 +617,7 @@ describe("merges the code host refuses", () => {
     q.send({ kind: "restart_requested", prNumber: 1 });
     expect(q.states()).toEqual({ 1: "tests_passed" });
     expect(q.q.merged).toEqual([1]);
-    q.land([1]);
+    q.confirm([1]);
     expect(q.states()).toEqual({ 1: "merged" });
   });
 });
@@ -647,7 +647,7 @@ describe("direct merge", () => {
     q.submit(1, { targets: ["api"] });
     q.submit(2, { targets: ["web"], directMergeBase: "base-0" });
     expect(q.states()).toEqual({ 1: "testing", 2: "tests_passed" });
-    q.land([2]);
+    q.confirm([2]);
     expect(q.states()).toEqual({ 1: "testing", 2: "merged" });
     expect(q.reason(2)).toBe("direct_merge");
   });
