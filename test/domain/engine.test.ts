@@ -609,6 +609,22 @@ describe("merges the code host refuses", () => {
     expect(q.transitions.filter((t) => t.prNumber === 2).map((t) => [t.to, t.reason])).toContainEqual(["pending", "merge_failed_target_moved"]);
   });
 
+  test("a merge that landed on a target someone else moved: merged all the same, the merges after it retested on the new head", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.pass(1);
+    q.pass(2);
+    q.pass(3);
+    expect(q.q.merged).toEqual([1, 2, 3]);
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "after-1" });
+    q.send({ kind: "merge_landed", prNumbers: [2], headSha: "after-foreign-and-2", targetMoved: true });
+    expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "testing" });
+    expect([q.reason(1), q.reason(2)]).toEqual(["merged", "merged_after_target_moved"]);
+    expect(q.transitions.filter((t) => t.prNumber === 3).map((t) => t.reason)).toContain("target_moved_during_merge");
+    expect(q.running()).toEqual([[[3], [3]]]);
+    expect(q.runOf(3).baseSha).toBe("after-foreign-and-2");
+  });
+
   test("a PR being merged cannot be cancelled or restarted: the code host's answer decides", () => {
     const q = new EngineDriver();
     q.submit(1);

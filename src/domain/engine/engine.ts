@@ -135,14 +135,14 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
         entry.bisectionGroupLimit = null;
         move(ctx, entry, "failed", "merge_refused", event.message);
       }
-      voidUnlandedMerges(ctx, event.headSha);
+      voidUnlandedMerges(ctx, event.headSha ?? q.baseSha, "pr_ahead_not_merged");
       return;
     }
     case "merge_head_moved": {
       if (q.merged[0] !== event.prNumber) return;
       const entry = entryOf(q, event.prNumber);
       if (entry) move(ctx, entry, "cancelled", "pr_updated");
-      voidUnlandedMerges(ctx, event.headSha);
+      voidUnlandedMerges(ctx, event.headSha, "pr_ahead_not_merged");
       return;
     }
     case "base_moved": {
@@ -160,7 +160,8 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       const line = new Line(q);
       const landed = new Set(event.prNumbers);
       for (const run of q.runs) {
-        if (run.status === "cancelled" || !isExact(q, line, run)) continue;
+        // On a target that moved under the merge no run is exact any more.
+        if (event.targetMoved || run.status === "cancelled" || !isExact(q, line, run)) continue;
         run.baseSha = event.headSha;
         run.stack = run.stack.filter((pr) => !landed.has(pr));
       }
@@ -169,20 +170,21 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       // Only now, confirmed by the code host, are the PRs merged.
       for (const prNumber of event.prNumbers) {
         const entry = entryOf(q, prNumber);
-        if (entry && entry.state !== "merged") move(ctx, entry, "merged", MERGED_REASON[entry.reason] ?? "merged");
+        if (entry && entry.state !== "merged") move(ctx, entry, "merged", event.targetMoved ? "merged_after_target_moved" : (MERGED_REASON[entry.reason] ?? "merged"));
       }
+      if (event.targetMoved) voidUnlandedMerges(ctx, event.headSha, "target_moved_during_merge");
       return;
     }
   }
 }
 
 /** The target is at `headSha` without the merges not yet confirmed: their PRs go back in line. */
-function voidUnlandedMerges(ctx: Context, headSha: string): void {
+function voidUnlandedMerges(ctx: Context, headSha: string, reason = "merge_failed_target_moved"): void {
   const { q } = ctx;
   const voided = q.merged.flatMap((prNumber) => entryOf(q, prNumber) ?? []);
   q.merged = [];
   for (const entry of voided) {
-    if (entry.state === "tests_passed") move(ctx, entry, "pending", "merge_failed_target_moved");
+    if (entry.state === "tests_passed") move(ctx, entry, "pending", reason);
   }
   q.baseSha = headSha;
 }
@@ -464,10 +466,8 @@ function startRuns(ctx: Context): void {
       i++;
       continue;
     }
-    if (mergeDirectly(ctx, line, entry)) {
-      i++;
-      continue;
-    }
+    // A direct merge takes the PR out of the line: decide the rest on the line without it.
+    if (mergeDirectly(ctx, line, entry)) return;
     const group = groupFrom(q, line, i);
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
     if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {

@@ -107,17 +107,22 @@ export type EngineEvent =
    * The code host will not merge these PRs (the first ones of `merged` not landed), for a
    * reason of its own (branch protection, rulesets, reviews, merge method…): they fail with
    * reason merge_refused and the host's `message`; the merges decided after them are void
-   * (their PRs go back in line). The target head is now headSha.
+   * (their PRs go back in line). The target head is now headSha (when known).
    */
-  | { kind: "merge_refused"; prNumbers: number[]; message: string; headSha: string }
+  | { kind: "merge_refused"; prNumbers: number[]; message: string; headSha?: string }
   /**
    * A PR's head is no longer the commit that was tested (a push whose notice was late or
    * lost): the PR is cancelled (pr_updated), and the merges decided after it are void.
    */
   | { kind: "merge_head_moved"; prNumber: number; headSha: string }
   | { kind: "base_moved"; sha: string }
-  /** The code host merged these PRs (the first ones of `merged`); the target head is now headSha. */
-  | { kind: "merge_landed"; prNumbers: number[]; headSha: string }
+  /**
+   * The code host merged these PRs (the first ones of `merged`); the target head is now headSha.
+   * `targetMoved`: someone else's commit slipped in under them while merging PR by PR, so the
+   * target is not the tree that was tested: they are merged all the same (the host did it), and
+   * the merges decided after them go back in line to be tested on the new head.
+   */
+  | { kind: "merge_landed"; prNumbers: number[]; headSha: string; targetMoved?: boolean }
   /** New impacted targets were stored for a PR (parallel mode lanes may change). */
   | { kind: "targets_changed"; prNumber: number }
   | { kind: "timer_fired" }
