@@ -1,8 +1,9 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
+import { applyMergeOutcome, eventsOfMerge } from "../app/merges.js";
 import { applyQueueEvent } from "../app/queue-events.js";
 import { completeEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
-import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
+import { findQueueInRepository, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf } from "../store/entries.js";
 
@@ -94,12 +95,9 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
       });
-      const event =
-        result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
-      await applyQueueEvent(services, queue.id, event, async (tx) => {
-        await recordTargetHead(tx, queue.id, result.head);
-        return true;
-      });
+      // PRs become merged only here, as the code host confirms them; refused ones fail or are
+      // cancelled with the host's words, and the merges decided after them go back in line.
+      await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head);
       if (result.kind === "merged" && tested) await codeHost.cancelTestRun(repo, tested.branch);
       return;
     }
