@@ -201,6 +201,47 @@ export class GitHubSimulator {
     this.#permissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
   }
 
+  // ------------------------------------------------------------- merging (refusals, races)
+  // Added for the merging work: protection that refuses direct pushes, pushes to a PR whose
+  // webhook is never delivered, and someone else's commit landing while PRs are merged.
+
+  /** Branch protection or rulesets: pushes refused ("pull requests required"); `approvals`: merges need that many reviews. */
+  readonly #pullRequestsRequired = new Map<string, { approvals: number }>();
+  /** Run just before GitHub merges a PR (by "owner/name#number"), once. */
+  readonly #beforeMerge = new Map<string, () => void>();
+
+  /**
+   * Requires pull requests on a branch, as classic protection or a ruleset does: a ref update
+   * (a direct push) answers 422 "Changes must be made through a pull request."; with
+   * `approvals`, merging a PR answers 405 until it has that many approving reviews (never here).
+   */
+  requirePullRequests(repo: string, branch: string, options: { approvals?: number } = {}): void {
+    this.#pullRequestsRequired.set(`${repo.toLowerCase()}:${branch}`, { approvals: options.approvals ?? 0 });
+  }
+
+  /**
+   * Pushes new changes to a PR's branch (a force-push: one commit on the PR's base with its
+   * files and these), and sends no webhook: a `synchronize` delivery late or lost. Answers the
+   * new head.
+   */
+  amendPr(repo: string, number: number, files: Tree): string {
+    const pr = this.pr(repo, number);
+    if (!pr) throw new Error(`no PR #${number} in ${repo}`);
+    pr.files = { ...pr.files, ...files };
+    pr.headSha = this.#commit([pr.baseSha], { ...this.#commits.get(pr.baseSha)!.tree, ...pr.files }, `PR #${number}, amended`);
+    return pr.headSha;
+  }
+
+  /** Runs `action` (a push of someone else's, say) right before GitHub merges PR `number`. */
+  beforeMerge(repo: string, number: number, action: () => void): void {
+    this.#beforeMerge.set(`${repo.toLowerCase()}#${number}`, action);
+  }
+
+  /** A commit's parents (first parent first). */
+  parentsOf(sha: string): string[] {
+    return this.#commits.get(sha)?.parents ?? [];
+  }
+
   /** Signs a webhook delivery as GitHub does (X-Hub-Signature-256). */
   sign(body: string, secret = this.webhookSecret): string {
     return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
@@ -302,6 +343,7 @@ export class GitHubSimulator {
         res.writeHead(204).end();
         return;
       }
+      if (this.#pullRequestsRequired.has(refKey(branch))) return send(422, { message: "Changes must be made through a pull request.", documentation_url: "https://docs.github.com/rest/git/refs#update-a-reference" });
       if (!body.force && !this.#isAncestor(current, String(body.sha))) return send(422, { message: "Update is not a fast forward" });
       this.#setRef(repoName, branch, String(body.sha));
       return send(200, { ref: `refs/heads/${branch}`, object: { sha: body.sha } });
@@ -326,6 +368,12 @@ export class GitHubSimulator {
       if (!pr) return notFound();
       if (pr.merged || pr.state !== "open") return send(405, { message: "Pull Request is not mergeable" });
       if (body.sha && body.sha !== pr.headSha) return send(409, { message: "Head branch was modified. Review and try the merge again." });
+      if ((this.#pullRequestsRequired.get(refKey(pr.base))?.approvals ?? 0) > 0) {
+        return send(405, { message: "At least 1 approving review is required by reviewers with write access.", documentation_url: "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request" });
+      }
+      const hook = this.#beforeMerge.get(`${repoName}#${pr.number}`);
+      this.#beforeMerge.delete(`${repoName}#${pr.number}`);
+      hook?.();
       const baseSha = this.branchHead(repoName, pr.base);
       const tree = this.#applyChanges(baseSha, pr.headSha);
       if (!tree) return send(405, { message: "Pull Request is not mergeable" });
@@ -334,6 +382,12 @@ export class GitHubSimulator {
       pr.merged = true;
       pr.state = "closed";
       return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
+    }
+    if ((match = /^\/repos\/[^/]+\/[^/]+\/git\/commits\/([0-9a-f]+)$/.exec(path)) && req.method === "GET") {
+      // GET a commit (merging checks what each merge landed on).
+      const commit = this.#commits.get(match[1]!);
+      if (!commit) return notFound();
+      return send(200, { sha: commit.sha, message: commit.message, parents: commit.parents.map((sha) => ({ sha })), tree: { sha: createHash("sha1").update(JSON.stringify(commit.tree)).digest("hex") } });
     }
     if ((match = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path)) && req.method === "GET") {
       const pr = this.#pulls.get(`${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}#${match[3]}`);
