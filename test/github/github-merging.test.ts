@@ -145,6 +145,39 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(await failingEffects()).toEqual([]);
   });
 
+  test("item 5: resubmitting a PR under test after a push does not re-pin it: it is cancelled (pr_updated) and tested again at the new head", async () => {
+    await api.ok("createQueue", { ...queue("resubmit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(full("resubmit"), { number: 1, files: { "src/a.ts": "a" } });
+    await api.ok("submitPullRequest", { ...queue("resubmit"), pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    const first = await api.ok("getMergeQueueTestingDetails", { ...queue("resubmit"), pr: { number: 1 } });
+    const pushed = gh.amendPr(full("resubmit"), 1, { "src/later.ts": "pushed during testing" });
+    await api.ok("submitPullRequest", { ...queue("resubmit"), pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    // The run testing the old head is not the one deciding any more.
+    const second = await api.ok("getMergeQueueTestingDetails", { ...queue("resubmit"), pr: { number: 1 } });
+    expect(second.testRunId).not.toBe(first.testRunId);
+    expect(await prOf("resubmit", 1)).toMatchObject({ state: "testing", prSha: pushed });
+    await runUntilDrained("resubmit");
+    expect((await prOf("resubmit", 1)).state).toBe("merged");
+    expect(gh.files(full("resubmit"), "main")["src/later.ts"]).toBe("pushed during testing");
+  });
+
+  test("a PR being merged can no longer be cancelled or resubmitted: the API says so", async () => {
+    await api.ok("createQueue", { ...queue("busy"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(full("busy"), { number: 1, files: { "src/a.ts": "a" } });
+    await api.ok("submitPullRequest", { ...queue("busy"), pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    await ciReports("busy");
+    expect((await prOf("busy", 1)).state).toBe("tests_passed");
+    const cancel = await api.call("cancelPullRequest", { ...queue("busy"), pr: { number: 1 } });
+    expect(cancel.status).toBe(409);
+    const resubmit = await api.call("submitPullRequest", { ...queue("busy"), pr: { number: 1 } });
+    expect(resubmit.status).toBe(409);
+    await server.greenline.worker.drain();
+    expect((await prOf("busy", 1)).state).toBe("merged");
+  });
+
   test("a commit of someone else's landing between one-by-one merges stops them: the merged PRs are merged, the rest tested again, each PR told", async () => {
     await api.ok("createQueue", { ...queue("foreign"), requiredStatuses: ["ci/test"], mergeMethod: "squash", batch: true, batchingMinSize: 3 });
     for (const n of [1, 2, 3]) gh.openPr(full("foreign"), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
