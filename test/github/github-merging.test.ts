@@ -55,7 +55,8 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
 
   const prOf = (name: string, n: number) => api.ok("getSubmittedPullRequest", { ...queue(name), pr: { number: n } });
   const statusesOf = (name: string, n: number) => gh.statuses.filter((st) => st.repo === full(name) && st.sha === gh.pr(full(name), n)!.headSha && st.context === "greenline/merge-queue");
-  const failingEffects = () => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
+  /** Effects of the queue of repository `name` that ever failed. */
+  const failingEffects = (name: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null }, queue: { repository: { name } } } }));
 
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
@@ -82,7 +83,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(Object.keys(gh.files(full("ff"), "main")).sort()).toEqual(["README.md", "src/a.ts", "src/b.ts"]);
     // The refused push was asked once; after that the target is merged through the PR API.
     expect(gh.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/git/refs/heads/main"))).toHaveLength(1);
-    expect(await failingEffects()).toEqual([]);
+    expect(await failingEffects("ff")).toEqual([]);
   });
 
   test("item 3: GitHub's 405 (a required review missing) fails the PR with GitHub's own words, once: no retest loop", async () => {
@@ -100,7 +101,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(statusesOf("reviews", 1).at(-1)).toMatchObject({ state: "failure", description: `Failed: merge refused: ${message}` });
     expect(statusesOf("reviews", 1).map((st) => st.description)).not.toContain("Merged");
     expect(gh.comments.filter((c) => c.repo === full("reviews")).map((c) => c.body)).toEqual([expect.stringContaining(`**failed** (merge refused).\n\nReason given:\n> ${message}`)]);
-    expect(await failingEffects()).toEqual([]);
+    expect(await failingEffects("reviews")).toEqual([]);
   });
 
   test('a PR is merged in Greenline only after GitHub merged it: "Passed, merging" until then', async () => {
@@ -142,7 +143,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect((await prOf("pinned", 2)).state).toBe("merged");
     expect(Object.keys(gh.files(full("pinned"), "main")).sort()).toEqual(["README.md", "src/b.ts"]);
     expect(gh.comments.filter((c) => c.repo === full("pinned") && c.number === 1).map((c) => c.body)).toEqual([expect.stringContaining("**cancelled** (pr updated)")]);
-    expect(await failingEffects()).toEqual([]);
+    expect(await failingEffects("pinned")).toEqual([]);
   });
 
   test("item 5: resubmitting a PR under test after a push does not re-pin it: it is cancelled (pr_updated) and tested again at the new head", async () => {
@@ -178,11 +179,30 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect((await prOf("busy", 1)).state).toBe("merged");
   });
 
+  test("a merge interrupted between two PRs (GitHub failed) resumes where it stopped: nothing merged twice, nothing retested", async () => {
+    await api.ok("createQueue", { ...queue("resume"), requiredStatuses: ["ci/test"], mergeMethod: "squash", batch: true, batchingMinSize: 2 });
+    for (const n of [1, 2]) gh.openPr(full("resume"), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
+    // GitHub fails once on #2's merge, after #1 merged (a secondary rate limit, not retried by the HTTP layer).
+    gh.beforeMerge(full("resume"), 2, () => ({ status: 403, message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." }));
+    for (const n of [1, 2]) await api.ok("submitPullRequest", { ...queue("resume"), pr: { number: n } });
+    await runUntilDrained("resume");
+
+    expect([(await prOf("resume", 1)).state, (await prOf("resume", 2)).state]).toEqual(["merged", "merged"]);
+    expect([(await prOf("resume", 1)).stateReason, (await prOf("resume", 2)).stateReason]).toEqual(["merged", "merged"]);
+    expect(ciRuns.get("resume")).toBe(1);
+    // The merge effect failed once (GitHub's 403), then completed.
+    expect((await failingEffects("resume")).map((e) => [e.kind, e.doneAt !== null])).toEqual([["merge", true]]);
+    expect(gh.requests.filter((r) => r.method === "PUT" && r.path === `/repos/${full("resume")}/pulls/1/merge`)).toHaveLength(1);
+    expect(gh.history(full("resume"), "main")).toHaveLength(3);
+  });
+
   test("a commit of someone else's landing between one-by-one merges stops them: the merged PRs are merged, the rest tested again, each PR told", async () => {
     await api.ok("createQueue", { ...queue("foreign"), requiredStatuses: ["ci/test"], mergeMethod: "squash", batch: true, batchingMinSize: 3 });
     for (const n of [1, 2, 3]) gh.openPr(full("foreign"), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
     // Just before GitHub merges #2, someone pushes to main.
-    gh.beforeMerge(full("foreign"), 2, () => gh.push(full("foreign"), "main", { "docs/foreign.md": "outside" }));
+    gh.beforeMerge(full("foreign"), 2, () => {
+      gh.push(full("foreign"), "main", { "docs/foreign.md": "outside" });
+    });
     for (const n of [1, 2, 3]) await api.ok("submitPullRequest", { ...queue("foreign"), pr: { number: n } });
     await server.greenline.worker.drain();
     await ciReports("foreign");
@@ -207,6 +227,6 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     await runUntilDrained("foreign");
     expect((await prOf("foreign", 3)).state).toBe("merged");
     expect(Object.keys(gh.files(full("foreign"), "main")).sort()).toEqual(["README.md", "docs/foreign.md", "src/1.ts", "src/2.ts", "src/3.ts"]);
-    expect(await failingEffects()).toEqual([]);
+    expect(await failingEffects("foreign")).toEqual([]);
   });
 });

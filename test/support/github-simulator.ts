@@ -208,7 +208,7 @@ export class GitHubSimulator {
   /** Branch protection or rulesets: pushes refused ("pull requests required"); `approvals`: merges need that many reviews. */
   readonly #pullRequestsRequired = new Map<string, { approvals: number }>();
   /** Run just before GitHub merges a PR (by "owner/name#number"), once. */
-  readonly #beforeMerge = new Map<string, () => void>();
+  readonly #beforeMerge = new Map<string, () => undefined | { status: number; message: string }>();
 
   /**
    * Requires pull requests on a branch, as classic protection or a ruleset does: a ref update
@@ -232,8 +232,11 @@ export class GitHubSimulator {
     return pr.headSha;
   }
 
-  /** Runs `action` (a push of someone else's, say) right before GitHub merges PR `number`. */
-  beforeMerge(repo: string, number: number, action: () => void): void {
+  /**
+   * Runs `action` (a push of someone else's, say) right before GitHub merges PR `number`, once;
+   * an answer it returns is sent instead of merging (a failure of GitHub's).
+   */
+  beforeMerge(repo: string, number: number, action: () => undefined | { status: number; message: string }): void {
     this.#beforeMerge.set(`${repo.toLowerCase()}#${number}`, action);
   }
 
@@ -373,7 +376,8 @@ export class GitHubSimulator {
       }
       const hook = this.#beforeMerge.get(`${repoName}#${pr.number}`);
       this.#beforeMerge.delete(`${repoName}#${pr.number}`);
-      hook?.();
+      const answer = hook?.();
+      if (answer) return send(answer.status, { message: answer.message });
       const baseSha = this.branchHead(repoName, pr.base);
       const tree = this.#applyChanges(baseSha, pr.headSha);
       if (!tree) return send(405, { message: "Pull Request is not mergeable" });

@@ -5,6 +5,11 @@ import { refusalOf } from "./refusals.js";
 type Params = { owner: string; repo: string };
 type PullRequest = { number: number; merged: boolean; commits?: number };
 
+/** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
+function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
+  return method === "rebase" ? Math.max(1, pr.commits ?? 1) : 1;
+}
+
 /**
  * Landing tested PRs on the target branch on GitHub (the guarantee of each merge method:
  * docs/github.md, "What each merge method guarantees").
@@ -34,15 +39,20 @@ export class GitHubMerging {
     const head = await this.#targetHead(octokit, repo, request.targetBranch);
     // Repeating a merge that already happened changes nothing.
     if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
-    // An earlier attempt landed the first PRs and stopped (a crash, a transient error): they
-    // are merged; what is under them is unknown now, so the others are tested again.
-    const landedBefore = prs
-      .slice(
-        0,
-        prs.findIndex((pr) => !pr.merged),
-      )
-      .map((pr) => pr.number);
-    if (landedBefore.length > 0) return { kind: "target_moved", head, landed: { prNumbers: landedBefore, head } };
+    const method = request.method === "merge_commit" ? "merge" : request.method;
+    const landedBefore = prs.slice(
+      0,
+      prs.findIndex((pr) => !pr.merged),
+    );
+    if (landedBefore.length > 0) {
+      // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
+      // the target is exactly those merges on top of where the queue left it, carry on from
+      // there; otherwise they are merged, and the others must be tested again.
+      const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
+      const prNumbers = landedBefore.map((pr) => pr.number);
+      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed: { prNumbers, head } };
+      return this.#mergeOneByOne(octokit, params, repo, request, prs.slice(landedBefore.length), { prNumbers, head });
+    }
     if (head !== request.expectedHead) return { kind: "target_moved", head };
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
@@ -63,13 +73,14 @@ export class GitHubMerging {
         }
       }
     }
-    return this.#mergeOneByOne(octokit, params, repo, request, prs, head);
+    return this.#mergeOneByOne(octokit, params, repo, request, prs, { prNumbers: [], head });
   }
 
-  async #mergeOneByOne(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, prs: PullRequest[], head: string): Promise<MergeResult> {
+  /** Merges `prs` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */
+  async #mergeOneByOne(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, prs: PullRequest[], landedSoFar: LandedPrs): Promise<MergeResult> {
     const method = request.method === "merge_commit" ? "merge" : request.method;
-    const landed: number[] = [];
-    let before = head;
+    const landed = [...landedSoFar.prNumbers];
+    let before = landedSoFar.head;
     const soFar = (): { landed?: LandedPrs } => (landed.length > 0 ? { landed: { prNumbers: [...landed], head: before } } : {});
     for (const pr of prs) {
       // The commit that was tested, never the head as it is now: a push since must not land.
@@ -96,8 +107,7 @@ export class GitHubMerging {
       // GitHub merged on top of whatever the target was by then: if that is not the commit the
       // previous merge made, someone else's commit slipped in between, and the target is not
       // the tree that was tested. The PR is merged all the same; the rest must be tested again.
-      const steps = method === "rebase" ? Math.max(1, pr.commits ?? 1) : 1;
-      const under = await this.#firstParentBack(octokit, params, merged, steps);
+      const under = await this.#firstParentBack(octokit, params, merged, stepsOf(method, pr));
       if (under !== before) return { kind: "landed_on_moved_target", head: merged, ...soFar(), movedUnder: pr.number, foreignSha: under };
       landed.push(pr.number);
       before = merged;
