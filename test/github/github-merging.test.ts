@@ -146,6 +146,24 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(await failingEffects("pinned")).toEqual([]);
   });
 
+  test('409 "Base branch was modified" is a moved target, not a moved head: the PR is tested again on the new head and lands', async () => {
+    await api.ok("createQueue", { ...queue("base"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(full("base"), { number: 1, files: { "src/a.ts": "a" } });
+    // Someone pushes to main as GitHub merges: it answers 409 (to Octokit's retries of it too).
+    let answers = 0;
+    const baseModified = () => {
+      if (answers++ === 0) gh.push(full("base"), "main", { "docs/hotfix.md": "outside" });
+      if (answers < 4) gh.beforeMerge(full("base"), 1, baseModified);
+      return { status: 409, message: "Base branch was modified. Review and try the merge again." };
+    };
+    gh.beforeMerge(full("base"), 1, baseModified);
+    await api.ok("submitPullRequest", { ...queue("base"), pr: { number: 1 } });
+    await runUntilDrained("base");
+    expect(await prOf("base", 1)).toMatchObject({ state: "merged", stateReason: "merged" });
+    expect(ciRuns.get("base")).toBeGreaterThanOrEqual(2);
+    expect(Object.keys(gh.files(full("base"), "main")).sort()).toEqual(["README.md", "docs/hotfix.md", "src/a.ts"]);
+  });
+
   test("item 5: resubmitting a PR under test after a push does not re-pin it: it is cancelled (pr_updated) and tested again at the new head", async () => {
     await api.ok("createQueue", { ...queue("resubmit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(full("resubmit"), { number: 1, files: { "src/a.ts": "a" } });
