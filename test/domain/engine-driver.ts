@@ -29,11 +29,7 @@ export class EngineDriver {
   now = Date.parse("2026-11-22T09:00:00Z");
   effects: Effect[] = [];
   transitions: Transition[] = [];
-  /**
-   * Whether the code host confirms each merge as soon as the engine decides it (as the runner
-   * would, once the merge effect ran); off, a test lands merges itself with merge_landed.
-   */
-  autoLand = false;
+  /** Merges the code host confirmed (`confirm`), to name the heads they made. */
   #landed = 0;
 
   constructor(overrides: Partial<EngineSettings> = {}, queue: Partial<EngineQueue> = {}) {
@@ -46,11 +42,6 @@ export class EngineDriver {
     this.q = decision.queue;
     this.effects.push(...decision.effects);
     this.transitions.push(...decision.transitions);
-    if (this.autoLand) {
-      for (const effect of decision.effects) {
-        if (effect.kind === "merge" && this.q.merged[0] === effect.prNumbers[0]) this.send({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: `landed-${++this.#landed}` });
-      }
-    }
     return decision.effects;
   }
 
