@@ -254,7 +254,6 @@ export const ZMergeItem = z.strictObject({
   state: z.enum(PR_STATES),
   stateChangedAt: z.iso.datetime(),
   stateReason: z.string(),
-  stateMessage: z.string().optional().describe("the code host's own words when it refused the pull request (reason merge_refused: why GitHub would not merge it); absent otherwise"),
   priorityValue: z.number().int(),
   priorityName: z.string(),
   usedDefaultPriorityName: z.string().optional().describe("the default priority applied because the submission named none; absent otherwise"),
@@ -265,6 +264,7 @@ export const ZMergeItem = z.strictObject({
   prSha: z.string(),
   prBaseBranch: z.string(),
   prAuthor: z.string(),
+  failureMessage: z.string().optional().describe("a failed PR the code host refused for good (stateReason merge_refused): the code host's own words; absent otherwise"),
 });
 
 export const ZSubmittedPullRequest = ZMergeItem.extend({

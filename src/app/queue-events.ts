@@ -54,7 +54,8 @@ function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): Notify
   }
   if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
     // The code host's own words, quoted, when it refused the PR.
-    const said = t.message ? `\n\nReason given:\n> ${t.message.replaceAll("\n", "\n> ")}` : "";
+    const refusal = t.message ?? (t.to === "failed" ? entry.failureMessage : null);
+    const said = refusal ? `\n\nReason given:\n> ${refusal.replaceAll("\n", "\n> ")}` : "";
     out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${reason}).${said}` });
   } else if (queue.commentsEnabled && explained) {
     out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${t.to.replaceAll("_", " ")}** (${reason}). ${explained}` });

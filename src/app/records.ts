@@ -50,8 +50,6 @@ export type MergeItemRecord = {
   stateChangedAt: string;
   /** Why the PR is in its state, e.g. "cancelled_by_user" or "readiness_met". */
   stateReason: string;
-  /** The code host's own words when it refused the PR (a refused merge); absent otherwise. */
-  stateMessage?: string;
   priorityValue: number;
   priorityName: string;
   /** Only when the default priority was applied (SPEC.md: a string, not required). */
@@ -63,6 +61,8 @@ export type MergeItemRecord = {
   prSha: string;
   prBaseBranch: string;
   prAuthor: string;
+  /** A failed PR the code host refused for good: its own words. */
+  failureMessage?: string;
 };
 
 /** getSubmittedPullRequest's record: every field of SPEC.md's table. */
@@ -78,7 +78,6 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     state: row.state,
     stateChangedAt: row.stateChangedAt.toISOString(),
     stateReason: row.stateReason,
-    ...(row.stateMessage !== null ? { stateMessage: row.stateMessage } : {}),
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
     ...(row.usedDefaultPriorityName !== null ? { usedDefaultPriorityName: row.usedDefaultPriorityName } : {}),
@@ -89,5 +88,6 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     prSha: row.prSha,
     prBaseBranch: row.prBaseBranch,
     prAuthor: row.prAuthor,
+    ...(row.state === "failed" && row.failureMessage !== null ? { failureMessage: row.failureMessage } : {}),
   };
 }

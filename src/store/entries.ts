@@ -16,8 +16,6 @@ export type QueueEntry = {
   stateChangedAt: Date;
   /** Why the PR is in its state (the last transition's reason). */
   stateReason: string;
-  /** The code host's own words when it refused something for the PR (a refused merge); null otherwise. */
-  stateMessage: string | null;
   priorityValue: number;
   priorityName: string;
   usedDefaultPriorityName: string | null;
@@ -30,6 +28,8 @@ export type QueueEntry = {
   /** While in flight: its place in the line (see EngineEntry.position). */
   linePosition: number | null;
   directMergeBase: string | null;
+  /** The code host's own words when it refused the PR for good; null otherwise. */
+  failureMessage: string | null;
   submittedAt: Date;
 };
 
@@ -45,7 +45,6 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     state: oneOf(PR_STATES, row.state, "QueueEntry.state"),
     stateChangedAt: row.stateChangedAt,
     stateReason: row.stateReason,
-    stateMessage: row.stateMessage,
     priorityValue: row.priorityValue,
     priorityName: row.priorityName,
     usedDefaultPriorityName: row.usedDefaultPriorityName,
@@ -57,6 +56,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     bisectionGroupLimit: row.bisectionGroupLimit,
     linePosition: row.linePosition === null ? null : Number(row.linePosition),
     directMergeBase: row.directMergeBase,
+    failureMessage: row.failureMessage,
     submittedAt: row.submittedAt,
   };
 }
@@ -143,8 +143,8 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     bisectionGroupLimit: null,
     state,
     stateReason: reason,
-    stateMessage: null,
     stateChangedAt: at,
+    failureMessage: null,
   };
   const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
   await tx.transition.create({

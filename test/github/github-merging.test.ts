@@ -94,7 +94,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     await runUntilDrained("reviews");
 
     const message = "At least 1 approving review is required by reviewers with write access.";
-    expect(await prOf("reviews", 1)).toMatchObject({ state: "failed", stateReason: "merge_refused", stateMessage: message });
+    expect(await prOf("reviews", 1)).toMatchObject({ state: "failed", stateReason: "merge_refused", failureMessage: message });
     expect(gh.pr(full("reviews"), 1)).toMatchObject({ merged: false, state: "open" });
     // One CI run: a refusal is not a moved target, nothing is retested.
     expect(ciRuns.get("reviews")).toBe(1);

@@ -1,3 +1,0 @@
--- AlterTable
-ALTER TABLE "QueueEntry" ADD COLUMN "stateMessage" TEXT;
-
