@@ -7,7 +7,7 @@ import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
-import { getQueue, queueIdsOfRepository, type Queue } from "../store/queues.js";
+import { getQueue, lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
 import { runsStartedSince } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
@@ -50,14 +50,23 @@ export async function submitPullRequest(services: Services, principal: Principal
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   const priority = resolvePriority(input.priority);
   await services.db.transaction(async (tx) => {
-    const queue = await lockQueue(tx, principal, input);
+    let queue = await lockQueue(tx, principal, input);
     if (queue.state === "draining" || queue.state === "switching_modes") {
       throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
     }
-    const existing = await entryOf(tx, queue.id, pr.number);
+    let existing = await entryOf(tx, queue.id, pr.number);
     // The code host said "open" before the lock; the queue may have merged the PR since (its
     // merge decided, or landed). A merged PR stays merged: restarting it would merge it twice.
     if (existing?.state === "merged") throw failedPrecondition(`pull request #${pr.number} is already merged by this queue`);
+    if (existing && queue.mergedPrs.includes(pr.number)) throw failedPrecondition(`pull request #${pr.number} is being merged by this queue`);
+    if (existing && !isTerminal(existing.state) && existing.prSha !== pr.headSha && existing.state !== "not_ready" && existing.state !== "pending") {
+      // New commits on a PR under test: the head the queue tests (and merges, pinned) is the
+      // old one. The PR leaves the queue as on a push, and enters again at its new head.
+      await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: pr.number, reason: "pr_updated" });
+      existing = await entryOf(tx, queue.id, pr.number);
+      // The decision moved the queue on (runs started, their numbers): read it again.
+      queue = (await lockQueueRow(tx, queue.id)) ?? queue;
+    }
     const facts = {
       prTitle: pr.title,
       prSha: pr.headSha,
@@ -101,6 +110,8 @@ export async function cancelPullRequest(services: Services, principal: Principal
     const { queue, entry } = await lockEntry(tx, principal, address);
     if (entry.state === "cancelled") return;
     if (isTerminal(entry.state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
+    // Past cancelling: the code host is merging it (its answer decides what becomes of it).
+    if (queue.mergedPrs.includes(entry.prNumber)) throw failedPrecondition(`pull request #${entry.prNumber} is being merged`);
     await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
   });
 }

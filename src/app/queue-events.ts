@@ -31,16 +31,34 @@ const DESCRIPTION_OF: Record<PrState, string> = {
   cancelled: "Cancelled",
 };
 
+/**
+ * Transitions that are not what they seem from the state alone, when PRs merged together did
+ * not all land as tested: each PR is told what happened to it.
+ */
+const EXPLAINED: Readonly<Record<string, string>> = {
+  merged_after_target_moved:
+    "This pull request is merged, but a commit not made by the queue landed on the target branch just before its merge, so the result on the target branch was not tested as such. The pull requests after it are tested again.",
+  target_moved_during_merge: "A pull request merged ahead of this one landed on top of a commit not made by the queue: this pull request was not merged, and is tested again on the new head of the target branch.",
+  pr_ahead_not_merged: "A pull request ahead of this one, tested together with it, was not merged: this pull request is tested again without it.",
+};
+
 /** The status and comment a transition shows on the PR, per the queue's settings. */
 function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): NotifyEffect[] {
   const out: NotifyEffect[] = [];
+  const reason = t.reason.replaceAll("_", " ");
+  const explained = EXPLAINED[t.reason];
   if (queue.statusCheckEnabled) {
-    const description = t.to === "merged" || t.to === "pending" || t.to === "testing" ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${t.reason.replaceAll("_", " ")}`;
+    const plain = (t.to === "merged" || t.to === "pending" || t.to === "testing" || t.to === "tests_passed") && !explained;
+    const description = plain ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${reason}${t.message ? `: ${t.message}` : ""}`;
     out.push({ kind: "pr_status", prNumber: t.prNumber, sha: entry.prSha, state: STATUS_OF[t.to], description });
   }
   if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
-    const refusal = t.to === "failed" && entry.failureMessage ? `\n\nGitHub said:\n\n> ${entry.failureMessage.replaceAll("\n", "\n> ")}` : "";
-    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${t.reason.replaceAll("_", " ")}).${refusal}` });
+    // The code host's own words, quoted, when it refused the PR.
+    const refusal = t.message ?? (t.to === "failed" ? entry.failureMessage : null);
+    const said = refusal ? `\n\nReason given:\n> ${refusal.replaceAll("\n", "\n> ")}` : "";
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${reason}).${said}` });
+  } else if (queue.commentsEnabled && explained) {
+    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${t.to.replaceAll("_", " ")}** (${reason}). ${explained}` });
   }
   return out;
 }

@@ -72,7 +72,27 @@ export type MergeRequest = {
   method: "merge_commit" | "squash" | "rebase";
 };
 
-export type MergeResult = { kind: "merged"; head: string } | { kind: "target_moved"; head: string };
+/** PRs of a merge request that did land (the first ones, in order), and the target head after the last of them. */
+export type LandedPrs = { prNumbers: number[]; head: string };
+
+/**
+ * What became of a merge request. Merging PR by PR, the host may land the first PRs and stop:
+ * `landed` says which (absent when none did).
+ * - merged: every PR landed; the target is at `head`;
+ * - target_moved: the target is not where the queue left it (someone else pushed): the PRs not
+ *   landed must be tested again on `head`;
+ * - landed_on_moved_target: the PRs in `landed` merged as tested, then `movedUnder` merged
+ *   too, but on top of someone else's commit that slipped in under it (`foreignSha`): the
+ *   target (at `head`, its merge) is not the tested tree. The PRs after it must be tested again;
+ * - refused: the host will not merge `prNumber` (`reason` cannot_merge: for a reason of its own,
+ *   said in `message`; head_moved: its head is no longer the tested commit). The PRs after it
+ *   must be tested again on `head`.
+ */
+export type MergeResult =
+  | { kind: "merged"; head: string }
+  | { kind: "target_moved"; head: string; landed?: LandedPrs }
+  | { kind: "landed_on_moved_target"; head: string; landed?: LandedPrs; movedUnder: number; foreignSha: string }
+  | { kind: "refused"; head: string; landed?: LandedPrs; prNumber: number; reason: "cannot_merge" | "head_moved"; message: string };
 
 export type Permission = "admin" | "write" | "read" | "none";
 

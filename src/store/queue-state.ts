@@ -119,11 +119,14 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
     if (!row) continue;
     const changed = row.state !== entry.state || row.stateReason !== entry.reason || row.bisectionGroupLimit !== entry.bisectionGroupLimit || row.ready !== entry.ready || row.linePosition !== entry.position;
     if (!changed) continue;
+    // The host's words come with the transition that reports them (kept until resubmission).
+    const message = decision.transitions.findLast((t) => t.prNumber === entry.prNumber)?.message;
     await tx.queueEntry.update({
       where: { id: row.id },
       data: {
         state: entry.state,
         stateReason: entry.reason,
+        ...(message !== undefined ? { failureMessage: message.slice(0, 2000) } : {}),
         stateChangedAt: new Date(entry.stateChangedAt),
         bisectionGroupLimit: entry.bisectionGroupLimit,
         ready: entry.ready,

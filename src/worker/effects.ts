@@ -1,9 +1,10 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
+import { applyMergeOutcome, eventsOfMerge } from "../app/merges.js";
 import { applyQueueEvent } from "../app/queue-events.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { completeEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
-import { findQueueInRepository, recordTargetHead, type QueueInRepository } from "../store/queues.js";
+import { findQueueInRepository, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
@@ -166,13 +167,10 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
       });
-      const event =
-        result.kind === "merged" ? ({ kind: "merge_landed", prNumbers: effect.prNumbers, headSha: result.head } as const) : ({ kind: "merge_failed", prNumbers: effect.prNumbers, headSha: result.head } as const);
-      await applyQueueEvent(services, queue.id, event, async (tx) => {
-        await recordTargetHead(tx, queue.id, result.head);
-        return true;
-      });
-      // The merged run is archived now: its cancel_run deletes the testing branch (once).
+      // PRs become merged only here, as the code host confirms them; refused ones fail or are
+      // cancelled with the host's words, and the merges decided after them go back in line.
+      // The merged run is archived then: its cancel_run deletes the testing branch (once).
+      await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head);
       return;
     }
     case "pr_status":

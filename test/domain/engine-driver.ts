@@ -29,6 +29,8 @@ export class EngineDriver {
   now = Date.parse("2026-11-22T09:00:00Z");
   effects: Effect[] = [];
   transitions: Transition[] = [];
+  /** Merges the code host confirmed (`confirm`), to name the heads they made. */
+  #landed = 0;
 
   constructor(overrides: Partial<EngineSettings> = {}, queue: Partial<EngineQueue> = {}) {
     const s = settings(overrides);
@@ -61,6 +63,11 @@ export class EngineDriver {
     });
     this.now += 1000;
     return this.send({ kind: "submitted", prNumber });
+  }
+
+  /** The code host confirms the merge of these PRs (the next ones the queue decided to merge). */
+  confirm(prNumbers: number[]): Effect[] {
+    return this.send({ kind: "merge_landed", prNumbers, headSha: `landed-${++this.#landed}` });
   }
 
   advance(minutes: number): Effect[] {

@@ -12,7 +12,8 @@ import { EngineDriver } from "./engine-driver.js";
  *   touches the merged PRs' targets, in the same order (other lanes are independent);
  * - a direct merge lands only a PR up to date with the target and green on its own;
  * - a PR whose changes really fail never merges (runs fail flakily, but never pass flakily);
- * - no PR merges twice, every terminal state has a reason;
+ * - no PR merges twice, every terminal state has a reason; a PR is merged only once its merge
+ *   landed (the code host refuses some: those PRs fail or are cancelled, never merged);
  * - the queue never stalls: while it runs and PRs wait, something runs or a timer is set.
  * At the end, with CI answering truthfully, every PR reaches a terminal state.
  */
@@ -21,6 +22,7 @@ type Action =
   | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean }
   | { kind: "finish"; pick: number; flaky: boolean }
   | { kind: "land" }
+  | { kind: "refuse"; headMoved: boolean }
   | { kind: "cancel"; pick: number }
   | { kind: "restart"; pick: number }
   | { kind: "ready"; pick: number; ready: boolean }
@@ -49,6 +51,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   },
   { weight: 6, arbitrary: fc.record({ kind: fc.constant("finish" as const), pick: fc.nat(), flaky: fc.boolean() }) },
   { weight: 4, arbitrary: fc.constant({ kind: "land" as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("refuse" as const), headMoved: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("restart" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("ready" as const), pick: fc.nat(), ready: fc.boolean() }) },
@@ -114,6 +117,7 @@ class Checked extends EngineDriver {
     }
     for (const entry of this.q.entries) {
       if (["merged", "failed", "cancelled"].includes(entry.state)) expect(entry.reason).not.toBe("");
+      if (entry.state === "merged") expect(this.mergedOnce.has(entry.prNumber)).toBe(true);
     }
     this.checkNoStall(effects);
     return effects;
@@ -191,6 +195,16 @@ class Checked extends EngineDriver {
       case "land":
         this.land();
         return;
+      case "refuse": {
+        // The code host refuses the next merge: for a reason of its own, or because a PR's
+        // head moved since it was tested. The merges decided after it are void too.
+        const refused = this.pendingMerges[0];
+        if (!refused) return;
+        this.pendingMerges = [];
+        if (a.headMoved) this.send({ kind: "merge_head_moved", prNumber: refused.prNumbers[0]!, headSha: this.target });
+        else this.send({ kind: "merge_refused", prNumbers: refused.prNumbers, message: "Required status check is expected.", headSha: this.target });
+        return;
+      }
       case "cancel": {
         const entry = pick(live, a.pick);
         if (entry) this.send({ kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
@@ -263,7 +277,7 @@ describe("engine properties", () => {
           // Every good PR that was not cancelled merges once CI tells the truth.
           if (!sim.bad.has(entry.prNumber) && entry.state === "failed") {
             // A good PR can only fail through a flaky or timed-out run of its own.
-            expect(["tests_failed", "timeout"]).toContain(entry.reason);
+            expect(["tests_failed", "timeout", "merge_refused"]).toContain(entry.reason);
           }
           if (sim.bad.has(entry.prNumber)) expect(entry.state).not.toBe("merged");
         }

@@ -2,7 +2,7 @@ import { compareEntries } from "../../src/domain/engine/order.js";
 import { EngineDriver } from "./engine-driver.js";
 
 describe("the queue engine, single mode", () => {
-  test("a lone PR is tested on the target and merged when green", () => {
+  test("a lone PR is tested on the target, merged when green once the code host confirms the merge", () => {
     const q = new EngineDriver();
     expect(q.submit(1)).toEqual([
       { kind: "start_run", runId: "run-1", baseSha: "base-0", stack: [1], tested: [1] },
@@ -10,8 +10,14 @@ describe("the queue engine, single mode", () => {
     ]);
     expect(q.state(1)).toBe("testing");
     expect(q.pass(1)).toEqual([{ kind: "merge", prNumbers: [1], runId: "run-1", exactTree: true }]);
-    expect(q.states()).toEqual({ 1: "merged" });
+    // Decided, not yet done: "Passed, merging" until the code host confirms.
+    expect(q.states()).toEqual({ 1: "tests_passed" });
+    expect(q.reason(1)).toBe("merging");
     expect(q.q.merged).toEqual([1]);
+    q.confirm([1]);
+    expect(q.states()).toEqual({ 1: "merged" });
+    expect(q.reason(1)).toBe("merged");
+    expect(q.q).toMatchObject({ merged: [], baseSha: "landed-1" });
   });
 
   test("predictive testing: each PR is tested on top of the PRs ahead of it, and merges in order", () => {
@@ -31,6 +37,8 @@ describe("the queue engine, single mode", () => {
     expect(q.merges()).toEqual([[1]]);
     q.pass(2);
     expect(q.merges()).toEqual([[1], [2], [3]]);
+    expect(q.states()).toEqual({ 1: "tests_passed", 2: "tests_passed", 3: "tests_passed" });
+    [1, 2, 3].forEach((n) => q.confirm([n]));
     expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
   });
 
@@ -53,7 +61,7 @@ describe("the queue engine, single mode", () => {
     expect(q.state(2)).toBe("pending_failure");
     expect(q.state(3)).toBe("testing");
     q.pass(1);
-    expect(q.states()).toEqual({ 1: "merged", 2: "failed", 3: "testing" });
+    expect(q.states()).toEqual({ 1: "tests_passed", 2: "failed", 3: "testing" });
     expect(q.reason(2)).toBe("tests_failed");
     expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-3" });
     expect(q.running()).toEqual([[[1, 3], [3]]]);
@@ -79,8 +87,11 @@ describe("the queue engine, single mode", () => {
     q.submit(2);
     q.pass(2);
     expect(q.merges()).toEqual([[1, 2]]);
-    expect(q.reason(1)).toBe("merged_by_later_run");
+    expect(q.reason(1)).toBe("merging_by_later_run");
     expect(q.effects).toContainEqual({ kind: "cancel_run", runId: "run-1" });
+    q.confirm([1, 2]);
+    expect(q.reason(1)).toBe("merged_by_later_run");
+    expect(q.reason(2)).toBe("merged");
   });
 
   test("pending failure depth with optimistic merging: a flaky failure is cleared by a passing successor", () => {
@@ -91,6 +102,7 @@ describe("the queue engine, single mode", () => {
     expect(q.state(1)).toBe("pending_failure");
     q.pass(2);
     expect(q.merges()).toEqual([[1, 2]]);
+    q.confirm([1, 2]);
     expect(q.states()).toEqual({ 1: "merged", 2: "merged" });
   });
 
@@ -217,8 +229,11 @@ describe("the queue engine, single mode", () => {
     q.submit(2);
     Object.assign(q.q, { state: "switching_modes", pendingMode: "parallel" });
     q.pass(1);
+    // A merge awaiting the code host is still in flight.
+    expect(q.q).toMatchObject({ state: "switching_modes" });
+    q.confirm([1]);
     expect(q.q).toMatchObject({ state: "running", mode: "parallel", pendingMode: null });
-    expect(q.running()).toEqual([[[1, 2], [2]]]);
+    expect(q.running()).toEqual([[[2], [2]]]);
   });
 
   test("the ordering comparator's tie-breaks", () => {
@@ -286,6 +301,7 @@ describe("batching and bisection", () => {
     ]);
     q.pass(1);
     expect(q.merges()).toEqual([[1, 2, 3]]);
+    q.confirm([1, 2, 3]);
     expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
   });
 
@@ -384,7 +400,7 @@ describe("batching and bisection", () => {
     // [3, 4] on top of the merged [1, 2] is the very tree that failed: it splits at once.
     expect(q.running()).toEqual([[[1, 2, 3], [3]]]);
     q.fail(3);
-    expect(q.states()).toMatchObject({ 1: "merged", 2: "merged", 3: "failed" });
+    expect(q.states()).toMatchObject({ 1: "tests_passed", 2: "tests_passed", 3: "failed" });
     q.pass(4);
     expect(q.merges()).toEqual([[1, 2], [4]]);
     // One run fewer than without the optimization.
@@ -545,6 +561,83 @@ describe("merges landing", () => {
   });
 });
 
+describe("merges the code host refuses", () => {
+  test("a refused merge fails its PRs with the host's message, never retests them; the merges decided after them go back in line", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.pass(1);
+    q.pass(2);
+    expect(q.q.merged).toEqual([1, 2]);
+    const message = 'Required status check "build" is expected.';
+    q.send({ kind: "merge_refused", prNumbers: [1], message, headSha: "base-0" });
+    expect(q.states()).toEqual({ 1: "failed", 2: "testing", 3: "testing" });
+    expect(q.reason(1)).toBe("merge_refused");
+    expect(q.transitions.find((t) => t.prNumber === 1 && t.to === "failed")).toMatchObject({ reason: "merge_refused", message });
+    // #2 was to land on top of #1: retested without it, and #3 on top of #2.
+    expect(q.running()).toEqual([
+      [[2], [2]],
+      [[2, 3], [3]],
+    ]);
+    expect(q.q.merged).toEqual([]);
+    // A late or repeated refusal of a merge no longer decided changes nothing.
+    const before = q.transitions.length;
+    q.send({ kind: "merge_refused", prNumbers: [1], message, headSha: "base-0" });
+    expect(q.transitions.length).toBe(before);
+  });
+
+  test("a PR whose head moved since it was tested is cancelled (pr_updated) when its merge is refused; the rest are retested", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    [1, 2].forEach((n) => q.submit(n));
+    q.pass(1);
+    q.pass(2);
+    q.send({ kind: "merge_head_moved", prNumber: 1, headSha: "base-0" });
+    expect(q.states()).toEqual({ 1: "cancelled", 2: "testing" });
+    expect(q.reason(1)).toBe("pr_updated");
+    expect(q.running()).toEqual([[[2], [2]]]);
+  });
+
+  test("a partly landed merge: the landed PRs are merged, the others go back in line on the head the host reports", () => {
+    const q = new EngineDriver({ concurrency: 2, canOptimisticallyMerge: true });
+    [1, 2].forEach((n) => q.submit(n));
+    q.pass(2);
+    expect(q.merges()).toEqual([[1, 2]]);
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "after-1" });
+    q.send({ kind: "base_moved", sha: "foreign" });
+    expect(q.states()).toEqual({ 1: "merged", 2: "testing" });
+    expect(q.running()).toEqual([[[2], [2]]]);
+    expect(q.runOf(2).baseSha).toBe("foreign");
+    expect(q.transitions.filter((t) => t.prNumber === 2).map((t) => [t.to, t.reason])).toContainEqual(["pending", "merge_failed_target_moved"]);
+  });
+
+  test("a merge that landed on a target someone else moved: merged all the same, the merges after it retested on the new head", () => {
+    const q = new EngineDriver({ concurrency: 3 });
+    [1, 2, 3].forEach((n) => q.submit(n));
+    q.pass(1);
+    q.pass(2);
+    q.pass(3);
+    expect(q.q.merged).toEqual([1, 2, 3]);
+    q.send({ kind: "merge_landed", prNumbers: [1], headSha: "after-1" });
+    q.send({ kind: "merge_landed", prNumbers: [2], headSha: "after-foreign-and-2", targetMoved: true });
+    expect(q.states()).toEqual({ 1: "merged", 2: "merged", 3: "testing" });
+    expect([q.reason(1), q.reason(2)]).toEqual(["merged", "merged_after_target_moved"]);
+    expect(q.transitions.filter((t) => t.prNumber === 3).map((t) => t.reason)).toContain("target_moved_during_merge");
+    expect(q.running()).toEqual([[[3], [3]]]);
+    expect(q.runOf(3).baseSha).toBe("after-foreign-and-2");
+  });
+
+  test("a PR being merged cannot be cancelled or restarted: the code host's answer decides", () => {
+    const q = new EngineDriver();
+    q.submit(1);
+    q.pass(1);
+    q.send({ kind: "cancelled", prNumber: 1, reason: "pr_updated" });
+    q.send({ kind: "restart_requested", prNumber: 1 });
+    expect(q.states()).toEqual({ 1: "tests_passed" });
+    expect(q.q.merged).toEqual([1]);
+    q.confirm([1]);
+    expect(q.states()).toEqual({ 1: "merged" });
+  });
+});
+
 describe("direct merge", () => {
   test("a PR up to date with the target and green merges without a queue run when nothing is ahead of it", () => {
     const q = new EngineDriver({ directMergeMode: "always" });
@@ -569,6 +662,9 @@ describe("direct merge", () => {
     const q = new EngineDriver({ mode: "parallel", directMergeMode: "always", concurrency: 2 });
     q.submit(1, { targets: ["api"] });
     q.submit(2, { targets: ["web"], directMergeBase: "base-0" });
+    expect(q.states()).toEqual({ 1: "testing", 2: "tests_passed" });
+    q.confirm([2]);
     expect(q.states()).toEqual({ 1: "testing", 2: "merged" });
+    expect(q.reason(2)).toBe("direct_merge");
   });
 });

@@ -1,46 +1,133 @@
-import type { MergeRequest, MergeResult, RepoRef } from "../../ports/code-host.js";
-import type { GitHubClient, OctokitError } from "./client.js";
+import { CodeHostRefusal, type LandedPrs, type MergeRequest, type MergeResult, type RepoRef } from "../../ports/code-host.js";
+import type { GitHubClient, Octokit } from "./client.js";
+import { refusalOf } from "./refusals.js";
 
-/** Landing tested PRs on the target branch on GitHub. */
+type Params = { owner: string; repo: string };
+type PullRequest = { number: number; merged: boolean; commits?: number };
+
+/** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
+function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
+  return method === "rebase" ? Math.max(1, pr.commits ?? 1) : 1;
+}
+
+/**
+ * Landing tested PRs on the target branch on GitHub (the guarantee of each merge method:
+ * docs/github.md, "What each merge method guarantees").
+ */
 export class GitHubMerging {
+  /**
+   * Targets ("owner/name:branch", lower-case) where GitHub refused a fast-forward (branch
+   * protection or rulesets require pull requests, or restrict pushers): merged through the PR
+   * API from then on, without asking for the refused push again.
+   */
+  readonly #pushRefused = new Set<string>();
+
   constructor(private readonly client: GitHubClient) {}
 
   /**
    * With merge commits and an exact tree the target is fast-forwarded to the tested commit
-   * itself when it descends from the target's head. Otherwise each PR is merged through GitHub,
-   * in order, pinned to the head sha that was tested: the same changes applied in the same
-   * order on the same tree give the tree that was tested.
+   * itself when it descends from the target's head. Otherwise (or when GitHub refuses the push)
+   * each PR is merged through GitHub, in order, pinned to the head that was tested, and each
+   * merge is checked to have landed right on top of the one before: the same changes applied in
+   * the same order on the same tree give the tree that was tested.
    */
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
-    const prs = [];
+    const prs: PullRequest[] = [];
     for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
-    const head = await this.client.branchHead(octokit, repo, request.targetBranch);
+    const head = await this.#targetHead(octokit, repo, request.targetBranch);
     // Repeating a merge that already happened changes nothing.
-    if (prs.every((pr) => pr.merged)) return { kind: "merged", head: head ?? "" };
-    if (head !== request.expectedHead) return { kind: "target_moved", head: head ?? "" };
-    if (request.method === "merge_commit" && request.exactTree && request.tested && head) {
+    if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
+    const method = request.method === "merge_commit" ? "merge" : request.method;
+    const landedBefore = prs.slice(
+      0,
+      prs.findIndex((pr) => !pr.merged),
+    );
+    if (landedBefore.length > 0) {
+      // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
+      // the target is exactly those merges on top of where the queue left it, carry on from
+      // there; otherwise they are merged, and the others must be tested again.
+      const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
+      const prNumbers = landedBefore.map((pr) => pr.number);
+      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed: { prNumbers, head } };
+      return this.#mergeOneByOne(octokit, params, repo, request, prs.slice(landedBefore.length), { prNumbers, head });
+    }
+    if (head !== request.expectedHead) return { kind: "target_moved", head };
+    const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
+    if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
       const { data: comparison } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${head}...${request.tested.sha}` });
       if (comparison.behind_by === 0) {
-        await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
-        return { kind: "merged", head: request.tested.sha };
+        try {
+          await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
+          return { kind: "merged", head: request.tested.sha };
+        } catch (error) {
+          const refusal = refusalOf(error, "update_ref");
+          if (refusal.kind === "target_moved") return { kind: "target_moved", head: await this.#targetHead(octokit, repo, request.targetBranch) };
+          // Protection or rulesets refuse the push (pull requests required, pushers restricted):
+          // GitHub still merges the PRs themselves, which lands the same tree (checked below).
+          if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
+          this.#pushRefused.add(target);
+        }
       }
     }
+    return this.#mergeOneByOne(octokit, params, repo, request, prs, { prNumbers: [], head });
+  }
+
+  /** Merges `prs` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */
+  async #mergeOneByOne(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, prs: PullRequest[], landedSoFar: LandedPrs): Promise<MergeResult> {
     const method = request.method === "merge_commit" ? "merge" : request.method;
+    const landed = [...landedSoFar.prNumbers];
+    let before = landedSoFar.head;
+    const soFar = (): { landed?: LandedPrs } => (landed.length > 0 ? { landed: { prNumbers: [...landed], head: before } } : {});
     for (const pr of prs) {
-      if (pr.merged) continue;
+      // The commit that was tested, never the head as it is now: a push since must not land.
+      const sha = request.heads[pr.number];
+      if (!sha) throw new Error(`no tested head is known for #${pr.number}`);
+      let merged: string;
       try {
-        await octokit.rest.pulls.merge({ ...params, pull_number: pr.number, sha: pr.head.sha, merge_method: method });
+        merged = (await octokit.rest.pulls.merge({ ...params, pull_number: pr.number, sha, merge_method: method })).data.sha;
       } catch (error) {
-        // 405 not mergeable / 409 head moved: the target or the PR changed under us.
-        const status = (error as OctokitError).status;
-        if (status === 405 || status === 409) return { kind: "target_moved", head: (await this.client.branchHead(octokit, repo, request.targetBranch)) ?? "" };
-        throw error;
+        const refusal = refusalOf(error, "merge_pr");
+        if (refusal.transient || refusal.kind === "permission_missing" || refusal.kind === "not_found") throw refusal;
+        const now = await this.#targetHead(octokit, repo, request.targetBranch);
+        if (refusal.kind === "head_moved") {
+          // 409 says "Head branch was modified" or "Base branch was modified": ask which.
+          const { data: current } = await octokit.rest.pulls.get({ ...params, pull_number: pr.number });
+          if (current.head.sha === sha) return { kind: "target_moved", head: now, ...soFar() };
+          return { kind: "refused", head: now, ...soFar(), prNumber: pr.number, reason: "head_moved", message: refusal.message };
+        }
+        // A refusal while the target moved under the merge may be caused by the move (a
+        // conflict with it, a check it now lacks): test again on the new head.
+        if (now !== before || refusal.kind !== "cannot_merge") return { kind: "target_moved", head: now, ...soFar() };
+        return { kind: "refused", head: now, ...soFar(), prNumber: pr.number, reason: "cannot_merge", message: refusal.message };
       }
+      // GitHub merged on top of whatever the target was by then: if that is not the commit the
+      // previous merge made, someone else's commit slipped in between, and the target is not
+      // the tree that was tested. The PR is merged all the same; the rest must be tested again.
+      const under = await this.#firstParentBack(octokit, params, merged, stepsOf(method, pr));
+      if (under !== before) return { kind: "landed_on_moved_target", head: merged, ...soFar(), movedUnder: pr.number, foreignSha: under };
+      landed.push(pr.number);
+      before = merged;
     }
-    return { kind: "merged", head: (await this.client.branchHead(octokit, repo, request.targetBranch)) ?? "" };
+    return { kind: "merged", head: before };
+  }
+
+  /** The commit `steps` first parents back from `sha` (what a merge of that many commits was made on). */
+  async #firstParentBack(octokit: Octokit, params: Params, sha: string, steps: number): Promise<string> {
+    let current = sha;
+    for (let i = 0; i < steps; i++) {
+      const { data } = await octokit.rest.git.getCommit({ ...params, commit_sha: current });
+      current = data.parents[0]?.sha ?? "";
+    }
+    return current;
+  }
+
+  async #targetHead(octokit: Octokit, repo: RepoRef, branch: string): Promise<string> {
+    const head = await this.client.branchHead(octokit, repo, branch);
+    if (head === null) throw new CodeHostRefusal("not_found", `the target branch ${branch} does not exist in ${repo.owner}/${repo.name}`);
+    return head;
   }
 }

@@ -44,9 +44,9 @@ function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
   return q.entries.find((e) => e.prNumber === prNumber);
 }
 
-function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string): void {
+function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string, message?: string): void {
   if (entry.state === to && entry.reason === reason) return;
-  if (entry.state !== to) ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason });
+  if (entry.state !== to) ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason, ...(message !== undefined ? { message } : {}) });
   if (!isInFlight(to)) entry.position = null;
   entry.state = to;
   entry.reason = reason;
@@ -58,6 +58,20 @@ function cancelRun(ctx: Context, run: EngineRun): void {
   run.status = "cancelled";
   run.finishedAt ??= ctx.now;
 }
+
+/** Whether the queue decided to merge the PR and the code host has not confirmed it yet. */
+function isMerging(q: EngineQueue, prNumber: number): boolean {
+  return q.merged.includes(prNumber);
+}
+
+/** Merged, or decided and awaiting the code host: either way under every PR still in line. */
+function isMergedOrMerging(q: EngineQueue, entry: EngineEntry): boolean {
+  return entry.state === "merged" || isMerging(q, entry.prNumber);
+}
+
+/** The reason a PR awaiting its merge has, and the one it is `merged` with once it lands. */
+const MERGING_REASON = { run: "merging", laterRun: "merging_by_later_run", direct: "direct_merge" } as const;
+const MERGED_REASON: Record<string, string> = { merging: "merged", merging_by_later_run: "merged_by_later_run", direct_merge: "direct_merge" };
 
 function sameList(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -79,13 +93,15 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       return;
     }
     case "cancelled": {
+      // A PR being merged is past cancelling: the code host's answer decides (a moved head
+      // refuses the merge, and merge_head_moved cancels it then).
       const entry = entryOf(q, event.prNumber);
-      if (entry && entry.state !== "merged" && entry.state !== "failed") move(ctx, entry, "cancelled", event.reason);
+      if (entry && entry.state !== "merged" && entry.state !== "failed" && !isMerging(q, entry.prNumber)) move(ctx, entry, "cancelled", event.reason);
       return;
     }
     case "restart_requested": {
       const entry = entryOf(q, event.prNumber);
-      if (!entry || !isInFlight(entry.state)) return;
+      if (!entry || !isInFlight(entry.state) || isMerging(q, entry.prNumber)) return;
       // Re-run the PR and everything stacked on it.
       for (const run of q.runs) {
         if (run.status !== "cancelled" && run.stack.includes(entry.prNumber)) cancelRun(ctx, run);
@@ -110,16 +126,23 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       return;
     }
     case "merge_refused": {
-      // The refused PRs fail; merges decided after them were to go on top: back in line.
-      if (event.prNumbers.length === 0 || !sameList(q.merged.slice(0, event.prNumbers.length), event.prNumbers)) return;
-      const refused = new Set(event.prNumbers);
-      for (const prNumber of q.merged) {
+      // Only the next merges can be refused: anything else is a late answer to a void merge.
+      const n = event.prNumbers.length;
+      if (n === 0 || !sameList(q.merged.slice(0, n), event.prNumbers)) return;
+      for (const prNumber of event.prNumbers) {
         const entry = entryOf(q, prNumber);
-        if (entry?.state !== "merged") continue;
-        if (refused.has(prNumber)) move(ctx, entry, "failed", "merge_refused");
-        else move(ctx, entry, "pending", "merge_failed_target_moved");
+        if (!entry) continue;
+        entry.bisectionGroupLimit = null;
+        move(ctx, entry, "failed", "merge_refused", event.message);
       }
-      q.merged = [];
+      voidUnlandedMerges(ctx, event.headSha ?? q.baseSha, "pr_ahead_not_merged");
+      return;
+    }
+    case "merge_head_moved": {
+      if (q.merged[0] !== event.prNumber) return;
+      const entry = entryOf(q, event.prNumber);
+      if (entry) move(ctx, entry, "cancelled", "pr_updated");
+      voidUnlandedMerges(ctx, event.headSha, "pr_ahead_not_merged");
       return;
     }
     case "base_moved": {
@@ -137,26 +160,33 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       const line = new Line(q);
       const landed = new Set(event.prNumbers);
       for (const run of q.runs) {
-        if (run.status === "cancelled" || !isExact(q, line, run)) continue;
+        // On a target that moved under the merge no run is exact any more.
+        if (event.targetMoved || run.status === "cancelled" || !isExact(q, line, run)) continue;
         run.baseSha = event.headSha;
         run.stack = run.stack.filter((pr) => !landed.has(pr));
       }
       q.baseSha = event.headSha;
       q.merged = q.merged.slice(n);
+      // Only now, confirmed by the code host, are the PRs merged.
+      for (const prNumber of event.prNumbers) {
+        const entry = entryOf(q, prNumber);
+        if (entry && entry.state !== "merged") move(ctx, entry, "merged", event.targetMoved ? "merged_after_target_moved" : (MERGED_REASON[entry.reason] ?? "merged"));
+      }
+      if (event.targetMoved) voidUnlandedMerges(ctx, event.headSha, "target_moved_during_merge");
       return;
     }
   }
 }
 
 /** The target is at `headSha` without the merges not yet confirmed: their PRs go back in line. */
-function voidUnlandedMerges(ctx: Context, headSha: string): void {
+function voidUnlandedMerges(ctx: Context, headSha: string, reason = "merge_failed_target_moved"): void {
   const { q } = ctx;
-  for (const prNumber of q.merged) {
-    const entry = entryOf(q, prNumber);
-    if (entry?.state === "merged") move(ctx, entry, "pending", "merge_failed_target_moved");
+  const voided = q.merged.flatMap((prNumber) => entryOf(q, prNumber) ?? []);
+  q.merged = [];
+  for (const entry of voided) {
+    if (entry.state === "tests_passed") move(ctx, entry, "pending", reason);
   }
   q.baseSha = headSha;
-  q.merged = [];
 }
 
 // ---------------------------------------------------------------- reconcile
@@ -245,7 +275,7 @@ function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
     const entry = entryOf(q, pr);
     if (!entry) return false;
     if (tested.has(pr)) return line.has(pr) && entry.bisectionGroupLimit !== null;
-    return entry.state === "merged" || (line.has(pr) && entry.bisectionGroupLimit === null);
+    return isMergedOrMerging(q, entry) || (line.has(pr) && entry.bisectionGroupLimit === null);
   });
 }
 
@@ -338,7 +368,8 @@ function mergePassed(ctx: Context): void {
     for (const pr of bestPrs) {
       const entry = entryOf(q, pr)!;
       entry.bisectionGroupLimit = null;
-      move(ctx, entry, "merged", best.tested.includes(pr) ? "merged" : "merged_by_later_run");
+      // Out of the line, "Passed, merging" until the code host confirms (merge_landed).
+      move(ctx, entry, "tests_passed", best.tested.includes(pr) ? MERGING_REASON.run : MERGING_REASON.laterRun);
     }
     q.merged.push(...bestPrs);
   }
@@ -361,7 +392,13 @@ function evictFailed(ctx: Context): void {
     if (!run || run.status !== "failed") continue;
     if (run.kind === "bisection") {
       // The culprit of a failed batch, once everything it was tested on has merged.
-      if (!run.stack.every((pr) => pr === entry.prNumber || entryOf(q, pr)?.state === "merged")) continue;
+      if (
+        !run.stack.every((pr) => {
+          const other = entryOf(q, pr);
+          return pr === entry.prNumber || (other !== undefined && isMergedOrMerging(q, other));
+        })
+      )
+        continue;
     } else {
       if (line.depsOf(entry.prNumber).length > 0) continue;
       const successors = line.entries.filter((e) => line.dependsOn(e.prNumber, entry.prNumber)).slice(0, q.settings.pendingFailureDepth);
@@ -429,10 +466,8 @@ function startRuns(ctx: Context): void {
       i++;
       continue;
     }
-    if (mergeDirectly(ctx, line, entry)) {
-      i++;
-      continue;
-    }
+    // A direct merge takes the PR out of the line: decide the rest on the line without it.
+    if (mergeDirectly(ctx, line, entry)) return;
     const group = groupFrom(q, line, i);
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
     if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {
@@ -483,7 +518,7 @@ function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
   if (line.depsOf(entry.prNumber).length > 0) return false;
   if (q.mode !== "parallel" && q.runs.some((r) => r.status === "running")) return false;
   ctx.effects.push({ kind: "merge", prNumbers: [entry.prNumber], runId: null, exactTree: false });
-  move(ctx, entry, "merged", "direct_merge");
+  move(ctx, entry, "tests_passed", MERGING_REASON.direct);
   q.merged.push(entry.prNumber);
   return true;
 }

@@ -32,7 +32,9 @@ export class Line {
   readonly #deps: Set<number>[] | null;
 
   constructor(q: EngineQueue) {
-    this.entries = lineOf(q.entries);
+    // PRs whose merge is decided (awaiting the code host) are under the line, not in it.
+    const merging = new Set(q.merged);
+    this.entries = lineOf(q.entries).filter((entry) => !merging.has(entry.prNumber));
     this.entries.forEach((entry, i) => this.#index.set(entry.prNumber, i));
     const bisecting = this.entries.some(isBisecting);
     if (q.mode !== "parallel" && !bisecting) {

@@ -84,7 +84,8 @@ export type EngineQueue = {
   baseSha: string;
   /**
    * PRs the queue decided to merge on top of baseSha, in order, until the code host confirms
-   * them (merge_landed), which folds them into baseSha.
+   * them (merge_landed), which folds them into baseSha and only then makes them `merged`.
+   * Until then they stay `tests_passed` ("Passed, merging") and are out of the line.
    */
   merged: number[];
   entries: EngineEntry[];
@@ -104,13 +105,25 @@ export type EngineEvent =
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   /**
-   * The code host will not merge these PRs (the first ones of `merged`) for a reason of its
-   * own, for good: protection, rules, reviews, merge method. `message` is its own words.
+   * The code host will not merge these PRs (the first ones of `merged` not landed), for a
+   * reason of its own (branch protection, rulesets, reviews, merge method…): they fail with
+   * reason merge_refused and the host's `message`; the merges decided after them are void
+   * (their PRs go back in line). The target head is now headSha (when known).
    */
-  | { kind: "merge_refused"; prNumbers: number[]; message: string }
+  | { kind: "merge_refused"; prNumbers: number[]; message: string; headSha?: string }
+  /**
+   * A PR's head is no longer the commit that was tested (a push whose notice was late or
+   * lost): the PR is cancelled (pr_updated), and the merges decided after it are void.
+   */
+  | { kind: "merge_head_moved"; prNumber: number; headSha: string }
   | { kind: "base_moved"; sha: string }
-  /** The code host merged these PRs (the first ones of `merged`); the target head is now headSha. */
-  | { kind: "merge_landed"; prNumbers: number[]; headSha: string }
+  /**
+   * The code host merged these PRs (the first ones of `merged`); the target head is now headSha.
+   * `targetMoved`: someone else's commit slipped in under them while merging PR by PR, so the
+   * target is not the tree that was tested: they are merged all the same (the host did it), and
+   * the merges decided after them go back in line to be tested on the new head.
+   */
+  | { kind: "merge_landed"; prNumbers: number[]; headSha: string; targetMoved?: boolean }
   /** New impacted targets were stored for a PR (parallel mode lanes may change). */
   | { kind: "targets_changed"; prNumber: number }
   | { kind: "timer_fired" }
@@ -130,7 +143,8 @@ export type Effect =
   | { kind: "merge"; prNumbers: number[]; runId: string | null; exactTree: boolean }
   | { kind: "schedule_timer"; at: number };
 
-export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string };
+/** `message`: the code host's own words, when it refused something (shown to people verbatim). */
+export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string; message?: string };
 
 /**
  * What the runner adds to the engine's effects in the outbox: telling the code host about a
