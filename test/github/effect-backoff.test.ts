@@ -71,11 +71,13 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
 
   test("a 409 from pulls.merge reaches Greenline after one request (no HTTP-layer retry)", async () => {
     await greenPr("conflict409", "squash");
-    gh.failNext("PUT", /\/conflict409\/pulls\/1\/merge$/, 409, "Head branch was modified. Review and try the merge again.");
+    // A push to the PR during testing whose webhook never came: GitHub answers the pinned merge 409.
+    gh.amendPr(`${OWNER}/conflict409`, 1, { "late.txt": "pushed during testing" });
     await ciPasses("conflict409");
     await drain();
     expect(requestsTo("PUT", /\/conflict409\/pulls\/1\/merge$/)).toBe(1);
     expect(gh.pr(`${OWNER}/conflict409`, 1)!.merged).toBe(false);
+    expect(await stateOf("conflict409", 1)).toBe("cancelled");
   });
 
   test("a failing effect is retried with growing gaps, then given up; the queue goes on", async () => {
@@ -185,27 +187,43 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     gh.setRateLimit(INSTALLATION, 5000);
   });
 
-  test("issue item 2: a refused fast-forward (422) spends a bounded number of calls in an hour, then the PR fails", async () => {
+  test("issue item 2: a refused fast-forward (422) does not wedge the queue: the PR is merged through the PR merge API, the push asked once", async () => {
     await greenPr("pushrefused", "merge_commit");
-    gh.failNext("PATCH", /\/pushrefused\/git\/refs\/heads\/main$/, 422, "Changes must be made through a pull request.", 1_000_000);
-    const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/pushrefused/`)).length;
-    const before = calls();
+    gh.requirePullRequests(`${OWNER}/pushrefused`, "main");
     await ciPasses("pushrefused");
+    for (let i = 0; i < 5; i++) {
+      await drain();
+      clock.advance(60_000);
+    }
+    expect(requestsTo("PATCH", /\/pushrefused\/git\/refs\/heads\/main$/)).toBe(1);
+    expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(true);
+    expect(await stateOf("pushrefused", 1)).toBe("merged");
+    expect(await pendingEffects("pushrefused")).toEqual([]);
+  });
+
+  test("a merge GitHub refuses both ways (push 422, PR merge 405) spends a bounded number of calls in an hour, then the PR fails with GitHub's words", async () => {
+    await greenPr("mergerefused", "merge_commit");
+    gh.failNext("PATCH", /\/mergerefused\/git\/refs\/heads\/main$/, 422, "Changes must be made through a pull request.", 1_000_000);
+    const refusal = "Repository rule violations found\n\nRequired status check \"build\" is expected.";
+    gh.failNext("PUT", /\/mergerefused\/pulls\/1\/merge$/, 405, refusal, 1_000_000);
+    const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/mergerefused/`)).length;
+    const before = calls();
+    await ciPasses("mergerefused");
     const end = clock.ms + 3600_000;
     while (clock.ms < end) {
       await server.greenline.worker.tick();
       clock.advance(1_000);
     }
     const spent = calls() - before;
-    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer); it is 45 now.
+    // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer).
     expect(spent).toBeLessThan(60);
-    expect(await stateOf("pushrefused", 1)).toBe("failed");
-    const answer = await api.ok("getSubmittedPullRequest", pr("pushrefused", 1));
-    expect(answer).toMatchObject({ stateReason: "merge_refused", failureMessage: expect.stringContaining("Changes must be made through a pull request.") });
+    expect(await stateOf("mergerefused", 1)).toBe("failed");
+    const answer = await api.ok("getSubmittedPullRequest", pr("mergerefused", 1));
+    expect(answer).toMatchObject({ stateReason: "merge_refused", failureMessage: expect.stringContaining('Required status check "build" is expected.') });
     // The PR is told why, in GitHub's own words.
-    expect(gh.comments.filter((c) => c.repo === `${OWNER}/pushrefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Changes must be made through a pull request.")]);
-    expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(false);
-    expect(await pendingEffects("pushrefused")).toEqual([]);
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/mergerefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Repository rule violations found")]);
+    expect(gh.pr(`${OWNER}/mergerefused`, 1)!.merged).toBe(false);
+    expect(await pendingEffects("mergerefused")).toEqual([]);
   });
 
   test("a testing branch GitHub will not build (a missing permission: permanent) fails the PR with GitHub's message at the first refusal", async () => {
