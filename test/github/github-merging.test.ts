@@ -24,6 +24,8 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
       body,
     });
     expect(response.status).toBe(200);
+    // Deliveries are recorded and answered at once; the worker processes them.
+    await server.greenline.worker.processWebhooks();
   }
   const repository = (name: string) => ({ name, full_name: full(name), html_url: `https://github.com/${full(name)}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
@@ -59,7 +61,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   const failingEffects = (name: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null }, queue: { repository: { name } } } }));
 
   beforeAll(async () => {
-    gh = await new GitHubSimulator().start();
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(78, OWNER);
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
