@@ -1,6 +1,6 @@
 import type { Response } from "express";
 import type { z } from "zod";
-import { AppError, isUniqueViolation, type ErrorCode, type ErrorDetail } from "../app/errors.js";
+import { AppError, appErrorOfRefusal, isUniqueViolation, type ErrorCode, type ErrorDetail } from "../app/errors.js";
 import type { Logger } from "../log.js";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -14,6 +14,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   rate_limited: 429,
   internal: 500,
+  unavailable: 503,
 };
 
 export function sendError(res: Response, error: AppError): void {
@@ -37,6 +38,9 @@ export function validationError(issues: z.core.$ZodIssue[], prefix?: string): Ap
  */
 export function toAppError(error: unknown, log: Logger): AppError {
   if (error instanceof AppError) return error;
+  // The code host refused or did not answer (GitHub down, rate limited, a permission missing).
+  const refusal = appErrorOfRefusal(error);
+  if (refusal) return refusal;
   // Prisma: unique constraint violated by a concurrent request.
   if (isUniqueViolation(error)) return new AppError("conflict", "a concurrent request changed the same record; retry");
   log.error({ err: error }, "unhandled error while serving a request");

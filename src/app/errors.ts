@@ -1,3 +1,5 @@
+import { CodeHostRefusal } from "../ports/code-host.js";
+
 /** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
 export const ERROR_CODES = [
   "invalid_argument",
@@ -10,6 +12,7 @@ export const ERROR_CODES = [
   "unsupported_media_type",
   "rate_limited",
   "internal",
+  "unavailable",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -35,4 +38,18 @@ export const invalidArgument = (path: string, message: string) => new AppError("
 /** Prisma's error for an insert or update that a unique constraint refused (a concurrent writer won). */
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "P2002";
+}
+
+/**
+ * A refusal of the code host met while serving a request, for the client: a transient one (the
+ * host down, or rate limiting the App) is "unavailable", to retry later; a permanent one is a
+ * failed precondition carrying the host's own words. Null for anything else.
+ */
+export function appErrorOfRefusal(error: unknown): AppError | null {
+  if (!(error instanceof CodeHostRefusal)) return null;
+  if (error.transient) {
+    const when = error.retryAt !== null ? ` (retry after ${new Date(error.retryAt).toISOString()})` : "";
+    return new AppError("unavailable", `the code host did not answer: ${error.message}${when}`);
+  }
+  return new AppError("failed_precondition", `the code host refused: ${error.message}`);
 }

@@ -69,6 +69,21 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     await gh?.stop();
   });
 
+  test("an API call that meets GitHub down answers 503 unavailable, and one GitHub refuses for good 409 with GitHub's words (never 500)", async () => {
+    await api.ok("createQueue", { ...queue("apirefusal"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/apirefusal`, { number: 1 });
+    gh.failNext("GET", /\/apirefusal\/pulls\/1$/, 502, "Server Error", 2);
+    const down = await api.call("submitPullRequest", pr("apirefusal", 1));
+    expect(down.status).toBe(503);
+    expect(down.body.error).toMatchObject({ code: "unavailable", message: expect.stringContaining("Server Error") });
+    gh.failNext("GET", /\/apirefusal\/pulls\/1$/, 403, "Resource not accessible by integration", 1);
+    const refused = await api.call("submitPullRequest", pr("apirefusal", 1));
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "failed_precondition", message: expect.stringContaining("Resource not accessible by integration") });
+    // Nothing was written: the PR was never submitted.
+    expect((await api.call("getSubmittedPullRequest", pr("apirefusal", 1))).status).toBe(404);
+  });
+
   test("a 409 from pulls.merge reaches Greenline after one request (no HTTP-layer retry)", async () => {
     await greenPr("conflict409", "squash");
     // A push to the PR during testing whose webhook never came: GitHub answers the pinned merge 409.

@@ -39,8 +39,8 @@ export class GitHubCodeHost implements CodeHost {
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client);
-    this.ciResults = { ciStatusOf: (repo, sha) => this.#checks.ciStatusOf(repo, sha) };
-    this.ancestry = { isAncestor: (repo, ancestor, descendant) => this.#checks.isAncestor(repo, ancestor, descendant) };
+    this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
+    this.ancestry = { isAncestor: (repo, ancestor, descendant) => classified(this.#checks.isAncestor(repo, ancestor, descendant), "read") };
     this.#targets = new GitHubTargets(this.#client);
   }
 
@@ -58,16 +58,16 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   getPullRequest(repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
-    return this.#pulls.getPullRequest(repo, number);
+    return classified(this.#pulls.getPullRequest(repo, number), "read");
   }
 
   async getBranchHead(repo: RepoRef, branch: string): Promise<string | null> {
-    const octokit = await this.#client.octokitOrNull(repo);
-    return octokit ? this.#client.branchHead(octokit, repo, branch) : null;
+    const octokit = await classified(this.#client.octokitOrNull(repo), "read");
+    return octokit ? classified(this.#client.branchHead(octokit, repo, branch), "read") : null;
   }
 
   startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
-    return this.#branches.startTestRun(repo, request);
+    return classified(this.#branches.startTestRun(repo, request), "write");
   }
 
   cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void> {
@@ -75,11 +75,11 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   checkTarget(repo: RepoRef, branch: string): Promise<TargetCheck> {
-    return this.#targets.checkTarget(repo, branch);
+    return classified(this.#targets.checkTarget(repo, branch), "read");
   }
 
   requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks> {
-    return this.#checks.requiredStatuses(repo, branch);
+    return classified(this.#checks.requiredStatuses(repo, branch), "read");
   }
 
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
@@ -91,11 +91,11 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   permissionOf(repo: RepoRef, user: string): Promise<Permission> {
-    return this.#pulls.permissionOf(repo, user);
+    return classified(this.#pulls.permissionOf(repo, user), "read");
   }
 
   readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
-    return this.#pulls.readFile(repo, path, ref);
+    return classified(this.#pulls.readFile(repo, path, ref), "read");
   }
 
   forgetInstallations(): void {
@@ -103,11 +103,15 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
-    return this.#merging.mergeTestedRun(repo, request);
+    return classified(this.#merging.mergeTestedRun(repo, request), "write");
   }
 }
 
-/** GitHub's refusal of a status, a comment or a branch deletion, classified (a 422 on a status for an unknown commit is permanent). */
+/**
+ * Every call of the port answers GitHub's refusals classified (refusals.ts), so nothing above
+ * the port sees an Octokit error: a 422 on a status for an unknown commit is permanent, a 502 is
+ * transient, a rate limit says when to ask again.
+ */
 async function classified<T>(call: Promise<T>, operation: GitHubOperation): Promise<T> {
   try {
     return await call;
