@@ -1,4 +1,5 @@
 import { CodeHostRefusal } from "../ports/code-host.js";
+import { DatabaseClosingError } from "../store/database.js";
 
 /** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
 export const ERROR_CODES = [
@@ -41,11 +42,14 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
- * A refusal of the code host met while serving a request, for the client: a transient one (the
+ * A refusal of the code host met while serving a request, for the client (and a request that
+ * came as the service shuts down, "unavailable"): a transient one (the
  * host down, or rate limiting the App) is "unavailable", to retry later; a permanent one is a
  * failed precondition carrying the host's own words. Null for anything else.
  */
 export function appErrorOfRefusal(error: unknown): AppError | null {
+  // The service is shutting down: another replica (or this one, restarted) answers the retry.
+  if (error instanceof DatabaseClosingError) return new AppError("unavailable", "the service is shutting down: retry");
   if (!(error instanceof CodeHostRefusal)) return null;
   if (error.transient) {
     const when = error.retryAt !== null ? ` (retry after ${new Date(error.retryAt).toISOString()})` : "";

@@ -188,6 +188,7 @@ export class Database {
    * connection under `statement.name`.
    */
   async lookup<T>(statement: { name: string; text: string }, values: readonly unknown[]): Promise<T | undefined> {
+    if (this.#closing) throw new DatabaseClosingError();
     if (this.pool) {
       const { rows } = await this.pool.query({ name: statement.name, text: statement.text, values: [...values] });
       return rows[0] as T | undefined;
