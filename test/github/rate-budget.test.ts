@@ -105,4 +105,62 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     await server.greenline.worker.tick();
     expect(callsTo(failing)).toBeGreaterThan(failingAtReserve);
   });
+
+  /** Spends the installation's rate limit (a fresh window of LIMIT) down to just below the reserve. Answers the reset. */
+  async function spendDownToReserve(name: string): Promise<number> {
+    const { resetAt } = gh.rateLimitOf(INSTALLATION);
+    clock.ms = resetAt;
+    gh.setRateLimit(INSTALLATION, LIMIT);
+    const repo = { host: "github.com", owner: OWNER, name };
+    while (gh.rateLimitOf(INSTALLATION).remaining >= RESERVE) await server.greenline.services.codeHost.getBranchHead(repo, "main");
+    return gh.rateLimitOf(INSTALLATION).resetAt;
+  }
+
+  test("a webhook delivery that failed is not retried below the reserve; it is after the reset", async () => {
+    await api.ok("createQueue", { ...queue("inbox"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/inbox`, { number: 1 });
+    const resetAt = await spendDownToReserve("inbox");
+    // Greenline's answer to the command fails (a 502, transient): the delivery is retried.
+    gh.failNext("POST", /\/inbox\/issues\/1\/comments$/, 502, "Bad Gateway", 1_000_000);
+    const comments = () => gh.requests.filter((r) => r.method === "POST" && /\/inbox\/issues\/1\/comments$/.test(r.path)).length;
+    await deliver("issue_comment", {
+      action: "created",
+      issue: { number: 1, pull_request: { url: `${gh.url}/repos/${OWNER}/inbox/pulls/1` } },
+      comment: { id: 1, body: "/greenline help", user: { login: "dev", type: "User" } },
+      repository: repository("inbox"),
+      installation: { id: INSTALLATION },
+      sender: { login: "dev", id: 2, type: "User" },
+    });
+    await server.greenline.worker.processWebhooks();
+    const firstAttempt = comments();
+    expect(firstAttempt).toBeGreaterThan(0);
+    // Half an hour of ticks: without the reserve, the delivery is retried (ten attempts in all) on the reserve.
+    await tickUntil(clock.ms + 30 * 60_000, 10_000);
+    expect(comments()).toBe(firstAttempt);
+    const [delivery] = await server.greenline.services.db.read((tx) => tx.webhookDelivery.findMany({ where: { processedAt: null, failedAt: null, repositoryKey: `github.com/${OWNER}/inbox` } }));
+    expect(delivery).toMatchObject({ attempts: 1, nextAttemptAt: new Date(resetAt) });
+    clock.ms = resetAt;
+    await server.greenline.worker.tick();
+    expect(comments()).toBeGreaterThan(firstAttempt);
+  });
+
+  test("CI results of a run in flight are not polled below the reserve; they are after the reset", async () => {
+    await api.ok("createQueue", { ...queue("polled"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(`${OWNER}/polled`, { number: 1, files: { "src/polled.ts": "1" } });
+    await api.ok("submitPullRequest", pr("polled", 1));
+    await server.greenline.worker.drain();
+    const [testing] = gh.branches(`${OWNER}/polled`, "greenline/");
+    const polls = () => gh.requests.filter((r) => r.method === "GET" && r.path.includes(`/polled/`) && r.path.includes(testing!.sha)).length;
+    const resetAt = await spendDownToReserve("polled");
+    // CI passes, and its delivery is lost: only polling can tell.
+    gh.setStatus(`${OWNER}/polled`, testing!.sha, "ci/test", "success");
+    const before = polls();
+    await tickUntil(resetAt - 1, 60_000);
+    expect(polls()).toBe(before);
+    expect(await stateOf("polled", 1)).toBe("testing");
+    clock.ms = resetAt;
+    await server.greenline.worker.drain();
+    expect(polls()).toBeGreaterThan(before);
+    expect(await stateOf("polled", 1)).toBe("merged");
+  });
 });
