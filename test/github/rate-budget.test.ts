@@ -163,4 +163,23 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     expect(polls()).toBeGreaterThan(before);
     expect(await stateOf("polled", 1)).toBe("merged");
   });
+
+  test("a PR whose mergeability GitHub is still computing is not re-read below the reserve; it is after the reset", async () => {
+    await api.ok("createQueue", { ...queue("computing"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    // GitHub answers `mergeable: null` until the test says it is known.
+    gh.openPr(`${OWNER}/computing`, { number: 1, files: { "src/computing.ts": "1" }, mergeableState: "unknown" });
+    const resetAt = await spendDownToReserve("computing");
+    const reads = () => gh.requests.filter((r) => r.method === "GET" && /\/computing\/pulls\/1$/.test(r.path)).length;
+    await api.ok("submitPullRequest", pr("computing", 1));
+    expect(await stateOf("computing", 1)).toBe("not_ready");
+    const before = reads();
+    await tickUntil(resetAt - 1, 10_000);
+    // Without the reserve: a re-read every minute at most, on the reserve.
+    expect(reads()).toBe(before);
+    gh.pr(`${OWNER}/computing`, 1)!.mergeableState = undefined;
+    clock.ms = resetAt;
+    await server.greenline.worker.drain();
+    expect(reads()).toBeGreaterThan(before);
+    expect(await stateOf("computing", 1)).toBe("testing");
+  });
 });
