@@ -53,7 +53,9 @@ export class GitHubClient {
     if (!headers?.["x-ratelimit-limit"] || !Number.isFinite(limit) || !Number.isFinite(remaining) || !Number.isFinite(reset)) return;
     const resetAt = reset * 1000;
     const known = this.#rateLimits.get(installation);
-    // Answers to concurrent requests arrive in any order: within one window, the least left wins.
+    // Answers to concurrent requests arrive in any order: a late one of a past window says
+    // nothing, and within one window the least left wins.
+    if (known !== undefined && resetAt < known.resetAt) return;
     const sameWindow = known !== undefined && known.resetAt === resetAt;
     this.#rateLimits.set(installation, { limit, remaining: sameWindow ? Math.min(known.remaining, remaining) : remaining, resetAt });
   }
