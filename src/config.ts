@@ -38,6 +38,7 @@ const ZEnvironment = z
     // 30 s interactive transaction timeout, which rolls back first (docs/decisions.md).
     GREENLINE_PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.statementTimeoutMs),
     GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.idleInTransactionTimeoutMs),
+    GREENLINE_GITHUB_RESERVE_PERCENT: z.coerce.number().min(0).max(90).default(20),
     GREENLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
@@ -72,6 +73,11 @@ export type GitHubAppConfig = {
    * On by default; tests against the GitHub simulator turn it off.
    */
   throttle?: boolean;
+  /**
+   * The share of each installation's rate limit (percent) kept for first attempts: below it,
+   * retries wait for the reset (GREENLINE_GITHUB_RESERVE_PERCENT, default 20).
+   */
+  reservePercent?: number;
 };
 
 export type Config = {
@@ -118,7 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
         throw new ConfigError([`PRIVATE_KEY_PATH cannot be read: ${(error as Error).message}`]);
       }
     }
-    githubApp = { appId: e.APP_ID, privateKey: privateKey!.replace(/\\n/g, "\n"), webhookSecret: e.WEBHOOK_SECRET, apiUrl: e.GITHUB_API_URL };
+    githubApp = { appId: e.APP_ID, privateKey: privateKey!.replace(/\\n/g, "\n"), webhookSecret: e.WEBHOOK_SECRET, apiUrl: e.GITHUB_API_URL, reservePercent: e.GREENLINE_GITHUB_RESERVE_PERCENT };
   }
   return {
     port: e.PORT,

@@ -136,7 +136,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     let handleDelivery: DeliveryHandler | undefined;
     if (config.githubApp) {
       await server.load((probot) => {
-        codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime() });
+        codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime(), reservePercent: config.githubApp?.reservePercent });
         handleDelivery = (delivery) => probot.receive(delivery as EmitterWebhookEvent);
         return createGitHubApp(() => services)(probot);
       });

@@ -50,6 +50,8 @@ describe("loadConfig", () => {
     [{ GREENLINE_PG_STATEMENT_TIMEOUT_MS: "soon" }, "GREENLINE_PG_STATEMENT_TIMEOUT_MS"],
     [{ GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0" }, "GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS"],
     [{ GREENLINE_SHUTDOWN_TIMEOUT_MS: "-1" }, "GREENLINE_SHUTDOWN_TIMEOUT_MS"],
+    [{ GREENLINE_GITHUB_RESERVE_PERCENT: "most" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],
+    [{ GREENLINE_GITHUB_RESERVE_PERCENT: "95" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],
   ])("%p is refused, naming %s", (env, variable) => {
     const problems = problemsOf(env);
     expect(problems.some((p) => p.startsWith(variable))).toBe(true);
@@ -60,7 +62,9 @@ describe("loadConfig", () => {
       { APP_ID: "99", PRIVATE_KEY: "-----BEGIN KEY-----\\nabc\\n-----END KEY-----", WEBHOOK_SECRET: "s", GREENLINE_API_TOKEN: "0123456789abcdef", GREENLINE_ORG: "Acme", DATABASE_URL: "postgresql://x@y/z" },
       noFile,
     );
-    expect(config.githubApp).toMatchObject({ appId: "99", webhookSecret: "s", privateKey: "-----BEGIN KEY-----\nabc\n-----END KEY-----" });
+    expect(config.githubApp).toMatchObject({ appId: "99", webhookSecret: "s", privateKey: "-----BEGIN KEY-----\nabc\n-----END KEY-----", reservePercent: 20 });
+    const reserved = loadConfig({ APP_ID: "99", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s", GREENLINE_GITHUB_RESERVE_PERCENT: "35" }, noFile);
+    expect(reserved.githubApp).toMatchObject({ reservePercent: 35 });
     expect(config.bootstrap).toEqual({ token: "0123456789abcdef", org: "acme" });
     expect(config.databaseUrl).toBe("postgresql://x@y/z");
   });

@@ -33,6 +33,12 @@ export async function recheckDueReadiness(services: Services): Promise<number> {
 async function recheckReadiness(services: Services, item: DueRecheck): Promise<boolean> {
   const queue = await services.db.read((tx) => findQueueInRepository(tx, item.queueId));
   if (!queue) return false;
+  // A re-read waits while the installation has less than its reserve of the rate limit left.
+  const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
+  if (until !== null && until > services.now().getTime()) {
+    await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(until), item.rechecks));
+    return false;
+  }
   let pr: PullRequestInfo | null;
   try {
     pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch });

@@ -117,10 +117,17 @@ export async function reconcileRunsInFlight(services: Services, poll: CiPollSett
   if (!services.codeHost.ciResults) return 0;
   const now = services.now();
   const runs = await services.db.read((tx) => runsInFlight(tx));
-  const due = runs.filter((run) => nextCiPollAt(run.startedAt.getTime(), run.ciPolledAt?.getTime() ?? null, poll) <= now.getTime());
+  // A poll is a retry of what the deliveries said: it waits while the installation has less
+  // than its reserve of the rate limit left (asked again at the next tick, at no cost).
+  const due = runs.filter((run) => nextCiPollAt(run.startedAt.getTime(), run.ciPolledAt?.getTime() ?? null, poll) <= now.getTime() && !belowReserve(services, run.queue.repository));
   let decided = 0;
   for (const run of due) decided += await pollRun(services, run, now);
   return decided;
+}
+
+function belowReserve(services: Services, repo: RepoRef): boolean {
+  const until = services.codeHost.rateBudget?.reserveReachedUntil(repo) ?? null;
+  return until !== null && until > services.now().getTime();
 }
 
 async function pollRun(services: Services, run: TestRun & { queue: Queue & { repository: RepoRef } }, now: Date): Promise<number> {

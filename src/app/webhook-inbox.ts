@@ -1,4 +1,4 @@
-import { claimDelivery, completeDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../store/webhook-inbox.js";
+import { claimDelivery, completeDelivery, deferDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../store/webhook-inbox.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { isUniqueViolation } from "./errors.js";
 import type { Services } from "./services.js";
@@ -52,9 +52,27 @@ export async function processDueDeliveries(services: Services, handle: DeliveryH
   let work = 0;
   for (const delivery of heads) {
     if (delivery.nextAttemptAt > services.now()) continue;
+    if (await deferredForReserve(services, delivery)) continue;
     if (await processDelivery(services, delivery, handle)) work++;
   }
   return work;
+}
+
+/**
+ * A delivery being retried waits while its repository's installation has less than its
+ * reserve of the rate limit left (first deliveries go): put off to the reset, not counted as
+ * an attempt. Answers whether it was.
+ */
+async function deferredForReserve(services: Services, delivery: RecordedDelivery): Promise<boolean> {
+  const budget = services.codeHost.rateBudget;
+  if (delivery.attempts === 0 || !budget) return false;
+  // The key is host/owner/name (repositoryKey); deliveries of no repository have none.
+  const [host, owner, name] = delivery.repositoryKey.split("/");
+  if (!host || !owner || !name) return false;
+  const until = budget.reserveReachedUntil({ host, owner, name });
+  if (until === null || until <= services.now().getTime()) return false;
+  await services.db.transaction((tx) => deferDelivery(tx, delivery.id, new Date(until)));
+  return true;
 }
 
 async function processDelivery(services: Services, delivery: RecordedDelivery, handle: DeliveryHandler): Promise<boolean> {

@@ -161,6 +161,14 @@ export interface CodeHost {
    */
   readonly ancestry?: { isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> };
   /**
+   * Present when the host limits each installation's requests per window (GitHub's rate
+   * limit): the window's end (epoch ms) while what is left of the repository's installation is
+   * below the reserve kept for the queue's progress, else null. Retries (of effects, webhook
+   * deliveries, readiness re-reads, CI polls) wait for it; first attempts do not. Asks the
+   * host nothing.
+   */
+  readonly rateBudget?: { reserveReachedUntil(repo: RepoRef): number | null };
+  /**
    * Whether an organization may own a repository no organization owns yet (it references it
    * for the first time); the first to claim it then owns it.
    */

@@ -33,6 +33,11 @@ export async function recordEffectFailure(tx: Tx, id: string, message: string, n
   await tx.effect.updateMany({ where: { id, doneAt: null }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000), nextAttemptAt } });
 }
 
+/** Puts off an effect's next attempt to `at` without counting an attempt (nothing was tried). */
+export async function deferEffect(tx: Tx, id: string, at: Date): Promise<void> {
+  await tx.effect.updateMany({ where: { id, doneAt: null }, data: { nextAttemptAt: at } });
+}
+
 /** Ends an effect that will not succeed: done, marked given up, with the last error. */
 export async function giveUpEffect(tx: Tx, id: string, message: string, at: Date): Promise<void> {
   await tx.effect.updateMany({ where: { id, doneAt: null }, data: { attempts: { increment: 1 }, lastError: message.slice(0, 2000), doneAt: at, gaveUp: true } });

@@ -66,6 +66,11 @@ export async function recordDeliveryFailure(tx: Tx, id: string, message: string,
   });
 }
 
+/** Puts off a waiting delivery's next attempt to `at` without counting an attempt (nothing was tried). */
+export async function deferDelivery(tx: Tx, id: string, at: Date): Promise<void> {
+  await tx.webhookDelivery.updateMany({ where: { id, processedAt: null, failedAt: null }, data: { nextAttemptAt: at } });
+}
+
 /** Forgets deliveries processed before `before` (a redelivery of one that old is processed again). */
 export async function pruneProcessedDeliveries(tx: Tx, before: Date): Promise<number> {
   const { count } = await tx.webhookDelivery.deleteMany({ where: { processedAt: { lt: before } } });

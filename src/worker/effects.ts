@@ -3,7 +3,7 @@ import type { Services } from "../app/services.js";
 import { applyMergeOutcome, eventsOfMerge } from "../app/merges.js";
 import { applyQueueEvent } from "../app/queue-events.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
-import { completeEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, type QueueInRepository } from "../store/queues.js";
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
@@ -35,6 +35,7 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
       const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
       if (!queue) break;
+      if (await deferredForReserve(services, queue, pending)) break;
       try {
         await execute(services, queue, pending.effect);
         await services.db.transaction((tx) => completeEffect(tx, pending.id, services.now()));
@@ -47,6 +48,21 @@ export async function runEffects(services: Services, queueId: string): Promise<n
     return count;
   });
   return done ?? 0;
+}
+
+/**
+ * A retry waits while the installation has less than its reserve of the rate limit left: what
+ * failing effects spend can never eat the calls that move the other queues forward (their
+ * first attempts still go). Put off to the reset, not counted as an attempt. Answers whether
+ * it was.
+ */
+async function deferredForReserve(services: Services, queue: QueueInRepository, pending: PendingEffect): Promise<boolean> {
+  if (pending.attempts === 0) return false;
+  const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
+  if (until === null || until <= services.now().getTime()) return false;
+  await services.db.transaction((tx) => deferEffect(tx, pending.id, new Date(until)));
+  services.log?.info({ effect: pending.kind, queueId: pending.queueId, attempts: pending.attempts, until: new Date(until).toISOString() }, "effect retry waits for the rate limit's reset (reserve reached)");
+  return true;
 }
 
 /** When a failed effect may be tried again, after `attempts` failed attempts. */

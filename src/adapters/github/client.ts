@@ -2,6 +2,9 @@ import type { Probot } from "probot";
 import { CodeHostRefusal, type RepoRef } from "../../ports/code-host.js";
 import { rateLimitOf } from "./refusals.js";
 
+/** The share of an installation's rate limit kept for first attempts, unless configured (GREENLINE_GITHUB_RESERVE_PERCENT). */
+export const DEFAULT_RESERVE_PERCENT = 20;
+
 export type OctokitError = { status?: number };
 export type Octokit = Awaited<ReturnType<Probot["auth"]>>;
 
@@ -19,11 +22,43 @@ export class GitHubClient {
   /** Per installation: epoch ms before which GitHub's rate limit refuses it (no request is sent meanwhile). */
   readonly #rateLimitedUntil = new Map<number, number>();
 
+  /** Per installation: its primary rate limit as GitHub's latest answers tell it (`x-ratelimit-*`). */
+  readonly #rateLimits = new Map<number, { limit: number; remaining: number; resetAt: number }>();
+
   constructor(
     readonly probot: Probot,
     /** Epoch ms now (tests inject their clock). */
     readonly now: () => number = Date.now,
+    /** The share of an installation's rate limit (percent) kept for first attempts: retries wait below it. */
+    readonly reservePercent: number = DEFAULT_RESERVE_PERCENT,
   ) {}
+
+  /**
+   * Epoch ms of the reset of the rate limit of the repository's installation when what is left
+   * of it is below the reserve (`reservePercent` of the limit), else null. Asks GitHub nothing:
+   * an installation not yet known, or not yet answered, is not below its reserve.
+   */
+  reserveReachedUntil(repo: RepoRef): number | null {
+    const installation = this.#installations.get(`${repo.owner}/${repo.name}`.toLowerCase());
+    const limits = installation === undefined ? undefined : this.#rateLimits.get(installation);
+    if (!limits || this.now() >= limits.resetAt) return null;
+    return limits.remaining < (limits.limit * this.reservePercent) / 100 ? limits.resetAt : null;
+  }
+
+  /** Notes what an answer's headers (a success or a refusal) say of the installation's rate limit. */
+  #noteRateLimit(installation: number, headers: Record<string, string | number | undefined> | undefined): void {
+    const limit = Number(headers?.["x-ratelimit-limit"]);
+    const remaining = Number(headers?.["x-ratelimit-remaining"]);
+    const reset = Number(headers?.["x-ratelimit-reset"]);
+    if (!headers?.["x-ratelimit-limit"] || !Number.isFinite(limit) || !Number.isFinite(remaining) || !Number.isFinite(reset)) return;
+    const resetAt = reset * 1000;
+    const known = this.#rateLimits.get(installation);
+    // Answers to concurrent requests arrive in any order: a late one of a past window says
+    // nothing, and within one window the least left wins.
+    if (known !== undefined && resetAt < known.resetAt) return;
+    const sameWindow = known !== undefined && known.resetAt === resetAt;
+    this.#rateLimits.set(installation, { limit, remaining: sameWindow ? Math.min(known.remaining, remaining) : remaining, resetAt });
+  }
 
   /** The installation covering the repository, or null when the App is not installed there. */
   async installationFor(repo: RepoRef): Promise<number | null> {
@@ -78,9 +113,11 @@ export class GitHubClient {
       try {
         const response = await request(options);
         const headers = response.headers as Record<string, string | undefined>;
+        this.#noteRateLimit(installation, headers);
         if (headers["x-ratelimit-remaining"] === "0" && headers["x-ratelimit-reset"]) this.#rateLimitedUntil.set(installation, Number(headers["x-ratelimit-reset"]) * 1000);
         return response;
       } catch (error) {
+        this.#noteRateLimit(installation, (error as { response?: { headers?: Record<string, string | undefined> } }).response?.headers);
         const limited = rateLimitOf(error, this.now());
         if (!limited) throw error;
         if (limited.retryAt !== null) this.#rateLimitedUntil.set(installation, Math.max(limited.retryAt, this.#rateLimitedUntil.get(installation) ?? 0));

@@ -31,10 +31,17 @@ export class GitHubCodeHost implements CodeHost {
   /** Push deliveries arrive out of order: their commits are placed with the compare API. */
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
   readonly #targets: GitHubTargets;
+  /** Retries wait while an installation has less than its reserve of the rate limit left. */
+  readonly rateBudget: NonNullable<CodeHost["rateBudget"]>;
 
-  /** `now`: the clock of the caches and of rate limits (the checks a branch requires are cached for a while). */
-  constructor(probot: Probot, options: { now?: () => number } = {}) {
-    this.#client = new GitHubClient(probot, options.now ?? Date.now);
+  /**
+   * `now`: the clock of the caches and of rate limits (the checks a branch requires are cached
+   * for a while); `reservePercent`: the share of each installation's rate limit kept for first
+   * attempts (DEFAULT_RESERVE_PERCENT).
+   */
+  constructor(probot: Probot, options: { now?: () => number; reservePercent?: number } = {}) {
+    this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent);
+    this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo) };
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
     this.#checks = new GitHubChecks(this.#client, options.now);
