@@ -202,6 +202,17 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     gh.setRateLimit(INSTALLATION, 5000);
   });
 
+  test("an API request that must ask GitHub while the installation's rate limit is spent answers 429 rate_limited, not 500", async () => {
+    gh.setRateLimit(INSTALLATION, gh.rateLimitOf(INSTALLATION).used);
+    const resetAt = gh.rateLimitOf(INSTALLATION).resetAt;
+    const refused = await api.call("createQueue", { ...queue("limited-api"), requiredStatuses: ["ci/test"] });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: "rate_limited", message: expect.stringContaining(`rate limit is spent until ${new Date(Math.ceil(resetAt / 1000) * 1000).toISOString()}`) });
+    clock.ms = Math.ceil(resetAt / 1000) * 1000;
+    gh.setRateLimit(INSTALLATION, 5000);
+    expect((await api.call("createQueue", { ...queue("limited-api"), requiredStatuses: ["ci/test"] })).status).toBe(200);
+  });
+
   test("issue item 2: a refused fast-forward (422) does not wedge the queue: the PR is merged through the PR merge API, the push asked once", async () => {
     await greenPr("pushrefused", "merge_commit");
     gh.requirePullRequests(`${OWNER}/pushrefused`, "main");

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
-import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 /**
  * Merging on GitHub, end to end (real server, real Octokit, the simulated GitHub over HTTP):
@@ -13,6 +13,8 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  /** Greenline's and GitHub's clock: a rate limit's wait passes only when a test moves it. */
+  const clock = new TestClock();
   const OWNER = "octo-m";
   const full = (name: string) => `${OWNER}/${name}`;
 
@@ -62,7 +64,11 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    gh.useClock(() => clock.ms);
+    server = await startTestServer(backend, {
+      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      now: clock.now,
+    });
     gh.installApp(78, OWNER);
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
     api = await server.clientFor(OWNER);
@@ -92,7 +98,14 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     gh.requirePullRequests(full("reviews"), "main", { approvals: 1 });
     await api.ok("createQueue", { ...queue("reviews"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(full("reviews"), { number: 1, files: { "src/a.ts": "a" } });
+    // Approved, so ready (GitHub says `blocked` without the review, and Greenline waits).
+    gh.approve(full("reviews"), 1);
     await api.ok("submitPullRequest", { ...queue("reviews"), pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    expect((await prOf("reviews", 1)).state).toBe("testing");
+    // While it is tested, the reviewer asks for changes; the review's delivery is lost, so
+    // only GitHub's answer to the merge (405) tells Greenline.
+    gh.review(full("reviews"), 1, "reviewer", "changes_requested");
     await runUntilDrained("reviews");
 
     const message = "At least 1 approving review is required by reviewers with write access.";
@@ -151,19 +164,20 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   test('409 "Base branch was modified" is a moved target, not a moved head: the PR is tested again on the new head and lands', async () => {
     await api.ok("createQueue", { ...queue("base"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(full("base"), { number: 1, files: { "src/a.ts": "a" } });
-    // Someone pushes to main as GitHub merges: it answers 409 (to Octokit's retries of it too).
-    let answers = 0;
-    const baseModified = () => {
-      if (answers++ === 0) gh.push(full("base"), "main", { "docs/hotfix.md": "outside" });
-      if (answers < 4) gh.beforeMerge(full("base"), 1, baseModified);
+    // Someone pushes to main as GitHub merges: it answers 409 and merges nothing (the HTTP
+    // layer does not ask again: a 409 is an answer).
+    gh.beforeMerge(full("base"), 1, () => {
+      gh.push(full("base"), "main", { "docs/hotfix.md": "outside" });
       return { status: 409, message: "Base branch was modified. Review and try the merge again." };
-    };
-    gh.beforeMerge(full("base"), 1, baseModified);
+    });
     await api.ok("submitPullRequest", { ...queue("base"), pr: { number: 1 } });
     await runUntilDrained("base");
+    // Tested again on the new head, so what landed was tested as it is: a plain "merged".
     expect(await prOf("base", 1)).toMatchObject({ state: "merged", stateReason: "merged" });
-    expect(ciRuns.get("base")).toBeGreaterThanOrEqual(2);
+    expect(ciRuns.get("base")).toBe(2);
+    expect(gh.requests.filter((r) => r.method === "PUT" && r.path === `/repos/${full("base")}/pulls/1/merge`)).toHaveLength(2);
     expect(Object.keys(gh.files(full("base"), "main")).sort()).toEqual(["README.md", "docs/hotfix.md", "src/a.ts"]);
+    expect(await failingEffects("base")).toEqual([]);
   });
 
   test("item 5: resubmitting a PR under test after a push does not re-pin it: it is cancelled (pr_updated) and tested again at the new head", async () => {
@@ -202,9 +216,22 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   test("a merge interrupted between two PRs (GitHub failed) resumes where it stopped: nothing merged twice, nothing retested", async () => {
     await api.ok("createQueue", { ...queue("resume"), requiredStatuses: ["ci/test"], mergeMethod: "squash", batch: true, batchingMinSize: 2 });
     for (const n of [1, 2]) gh.openPr(full("resume"), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
-    // GitHub fails once on #2's merge, after #1 merged (a secondary rate limit, not retried by the HTTP layer).
-    gh.beforeMerge(full("resume"), 2, () => ({ status: 403, message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." }));
+    // GitHub fails once on #2's merge, after #1 merged: a secondary rate limit (not retried by
+    // the HTTP layer), to be waited out for a minute.
+    const merge2 = new RegExp(`^/repos/${full("resume")}/pulls/2/merge$`);
+    gh.failNext("PUT", merge2, 403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", 1, { "retry-after": "60" });
     for (const n of [1, 2]) await api.ok("submitPullRequest", { ...queue("resume"), pr: { number: n } });
+    await server.greenline.worker.drain();
+    await ciReports("resume");
+    await server.greenline.worker.drain();
+    expect([gh.pr(full("resume"), 1)!.merged, gh.pr(full("resume"), 2)!.merged]).toEqual([true, false]);
+    // Nothing is asked of GitHub again before the minute is over.
+    const mergesOf2 = () => gh.requests.filter((r) => r.method === "PUT" && merge2.test(r.path)).length;
+    expect(mergesOf2()).toBe(1);
+    clock.advance(30_000);
+    await server.greenline.worker.drain();
+    expect(mergesOf2()).toBe(1);
+    clock.advance(31_000);
     await runUntilDrained("resume");
 
     expect([(await prOf("resume", 1)).state, (await prOf("resume", 2)).state]).toEqual(["merged", "merged"]);

@@ -379,7 +379,9 @@ describe("the GitHub simulator", () => {
     expect([events, gh.pr(q.full, 1)!.headSha, gh.parentsOf(amended)]).toEqual([[], amended, [pr.baseSha]]);
     const m = newRepo();
     gh.openPr(m.full, { number: 1 });
-    gh.beforeMerge(m.full, 1, () => gh.push(m.full, "main", { "foreign.txt": "landed first" }));
+    gh.beforeMerge(m.full, 1, () => {
+      gh.push(m.full, "main", { "foreign.txt": "landed first" });
+    });
     const { data } = await octokit.rest.pulls.merge({ ...m, pull_number: 1 });
     expect(gh.parentsOf(data.sha)[0]).not.toBe(gh.pr(m.full, 1)!.baseSha);
     expect((await octokit.rest.git.getCommit({ ...m, commit_sha: data.sha })).data.parents.map((p) => p.sha)).toEqual(gh.parentsOf(data.sha));

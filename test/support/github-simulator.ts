@@ -156,8 +156,8 @@ export class GitHubSimulator {
   readonly #reviews: { repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }[] = [];
   readonly #checkRuns = new Map<number, CheckRunRecord>();
   readonly #checkSuites = new Map<string, number>();
-  /** Run just before GitHub merges a PR (by "owner/name#number"), once. */
-  readonly #beforeMerge = new Map<string, () => void>();
+  /** Run just before GitHub merges a PR (by "owner/name#number"), once; an answer it returns is sent instead of merging. */
+  readonly #beforeMerge = new Map<string, () => undefined | { status: number; message: string }>();
   /** While set, every API request is answered with this status, as when GitHub is down. */
   outage: number | null = null;
   /** Whether the rules route refuses the installation (403), so a branch's rules cannot be read. */
@@ -505,8 +505,11 @@ export class GitHubSimulator {
     return [...this.#pulls].filter(([k, pr]) => k.startsWith(`${repo.toLowerCase()}#`) && pr.headRef === branch).map(([, pr]) => pr);
   }
 
-  /** Runs `action` (someone else's push, say) right before GitHub merges PR `number`, once. */
-  beforeMerge(repo: string, number: number, action: () => void): void {
+  /**
+   * Runs `action` (someone else's push, say) right before GitHub merges PR `number`, once; an
+   * answer it returns (a failure of GitHub's, a refusal) is sent instead of merging.
+   */
+  beforeMerge(repo: string, number: number, action: () => undefined | { status: number; message: string }): void {
     this.#beforeMerge.set(`${repo.toLowerCase()}#${number}`, action);
   }
 
@@ -1228,7 +1231,8 @@ export class GitHubSimulator {
       if (pr.draft) return error(405, "Pull Request is still a draft");
       const hook = this.#beforeMerge.get(`${repoName}#${pr.number}`);
       this.#beforeMerge.delete(`${repoName}#${pr.number}`);
-      hook?.();
+      const answer = hook?.();
+      if (answer) return error(answer.status, answer.message);
       const allowed = { merge: settings.allowMergeCommit, squash: settings.allowSquashMerge, rebase: settings.allowRebaseMerge }[mergeMethod];
       if (!allowed) return error(405, `${{ merge: "Merge commits", squash: "Squash merges", rebase: "Rebase merges" }[mergeMethod]} are not allowed on this repository.`);
       const workflow = this.#workflowChange(this.#commits.get(this.#commits.get(pr.headSha)!.parents[0] ?? "")?.tree ?? {}, this.#commits.get(pr.headSha)!.tree);
