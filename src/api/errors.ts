@@ -2,7 +2,6 @@ import type { Response } from "express";
 import type { z } from "zod";
 import { AppError, appErrorOfRefusal, isUniqueViolation, type ErrorCode, type ErrorDetail } from "../app/errors.js";
 import type { Logger } from "../log.js";
-import { CodeHostRefusal } from "../ports/code-host.js";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
   invalid_argument: 400,
@@ -44,12 +43,6 @@ export function toAppError(error: unknown, log: Logger): AppError {
   if (refusal) return refusal;
   // Prisma: unique constraint violated by a concurrent request.
   if (isUniqueViolation(error)) return new AppError("conflict", "a concurrent request changed the same record; retry");
-  // The code host's rate limit is spent (a request that must ask it, such as creating a
-  // queue): the client may try again later, nothing is wrong with Greenline.
-  if (error instanceof CodeHostRefusal && error.kind === "rate_limited") {
-    const until = error.retryAt === null ? "" : ` until ${new Date(error.retryAt).toISOString()}`;
-    return new AppError("rate_limited", `the code host's rate limit is spent${until}; try again then (${error.message})`);
-  }
   log.error({ err: error }, "unhandled error while serving a request");
   return new AppError("internal", "internal error");
 }

@@ -17,7 +17,8 @@ const ERROR_STATUSES: Record<string, string> = {
   "409": "Conflict or failed precondition",
   "413": "Body over 20 MiB",
   "415": "Body is not application/json",
-  "503": "The code host (GitHub) did not answer or is rate limiting the App: retry later",
+  "429": "The code host's (GitHub's) rate limit for the App is spent: retry when the message says",
+  "503": "The code host (GitHub) did not answer, or the service is shutting down: retry later",
 };
 
 /** The OpenAPI 3.1 document of the /v1 API, generated from the schemas that validate requests. */

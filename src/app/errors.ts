@@ -51,6 +51,12 @@ export function appErrorOfRefusal(error: unknown): AppError | null {
   // The service is shutting down: another replica (or this one, restarted) answers the retry.
   if (error instanceof DatabaseClosingError) return new AppError("unavailable", "the service is shutting down: retry");
   if (!(error instanceof CodeHostRefusal)) return null;
+  // The code host's rate limit is spent (a request that must ask it, such as creating a queue):
+  // the client may try again then; nothing is wrong with Greenline.
+  if (error.kind === "rate_limited") {
+    const until = error.retryAt === null ? "" : ` until ${new Date(error.retryAt).toISOString()}`;
+    return new AppError("rate_limited", `the code host's rate limit is spent${until}; try again then (${error.message})`);
+  }
   if (error.transient) {
     const when = error.retryAt !== null ? ` (retry after ${new Date(error.retryAt).toISOString()})` : "";
     return new AppError("unavailable", `the code host did not answer: ${error.message}${when}`);
