@@ -182,6 +182,47 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     }
   });
 
+  test("found by seed 3 at 40 % drops: a push to a PR under test whose synchronize is lost is not fast-forwarded onto main and called merged", async () => {
+    const name = "ff-moved-head";
+    const REPO = full(name);
+    gh.ruleset(REPO, "main", ["ci/test"]);
+    gh.grant(REPO, "alice", "write");
+    const { ci, webhooks } = wire(1, {});
+    try {
+      await api.ok("createQueue", { ...queue(name), mode: "single", concurrency: 2, mergeMethod: "merge_commit" });
+      for (const n of [1, 2]) {
+        gh.openPr(REPO, { number: n });
+        gh.comment(REPO, n, "alice", "/greenline merge");
+      }
+      for (let i = 0; i < 5 && (await stateOf(name, 2))?.state !== "testing"; i++) {
+        await webhooks.flush();
+        ci.finish();
+        await webhooks.flush();
+        clock.advance(2_000);
+        await drain();
+      }
+      expect([(await stateOf(name, 1))?.state, (await stateOf(name, 2))?.state]).toEqual(["testing", "testing"]);
+      const tested = gh.pr(REPO, 1)!.headSha;
+      // #1's author pushes while it is tested; GitHub's synchronize never arrives.
+      gh.amendPr(REPO, 1, { "changes/pr-1.txt": "never tested\n" });
+      for (let round = 0; round < 10; round++) {
+        await webhooks.flush();
+        ci.finish();
+        await webhooks.flush();
+        await drain();
+        clock.advance(60_000);
+      }
+      // Greenline does not call #1 merged while GitHub shows it open: it is cancelled, and #2 is tested again without it and lands.
+      expect(await stateOf(name, 1)).toMatchObject({ state: "cancelled", stateReason: "pr_updated", prSha: tested });
+      expect(gh.pr(REPO, 1)).toMatchObject({ merged: false, state: "open" });
+      expect(await stateOf(name, 2)).toMatchObject({ state: "merged" });
+      expect(gh.pr(REPO, 2)).toMatchObject({ merged: true });
+      expect(Object.keys(gh.files(REPO, "main")).sort()).toEqual(["README.md", "changes/pr-2.txt"]);
+    } finally {
+      webhooks.detach();
+    }
+  });
+
   test("a lost `status` delivery for the only required check is recovered by polling within one poll interval", async () => {
     const name = "lost-status";
     const REPO = full(name);
