@@ -1,4 +1,8 @@
 import { DEFAULT_CI_POLL } from "../../src/app/status-checks.js";
+import { blockedRecheckDelayMs } from "../../src/domain/readiness.js";
+
+/** The first re-read of a PR GitHub says cannot merge now. */
+const DEFAULT_BLOCKED_RECHECK_MS = blockedRecheckDelayMs(1);
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
@@ -218,6 +222,39 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
       expect(await stateOf(name, 2)).toMatchObject({ state: "merged" });
       expect(gh.pr(REPO, 2)).toMatchObject({ merged: true });
       expect(Object.keys(gh.files(REPO, "main")).sort()).toEqual(["README.md", "changes/pr-2.txt"]);
+    } finally {
+      webhooks.detach();
+    }
+  });
+
+  test("found by seed 1004 at 40 % drops: a PR blocked on its head's required check, whose status delivery is lost, is re-read and goes on", async () => {
+    const name = "blocked-head";
+    const REPO = full(name);
+    gh.ruleset(REPO, "main", ["ci/test"]);
+    gh.grant(REPO, "alice", "write");
+    const { ci, webhooks } = wire(1, {});
+    try {
+      await api.ok("createQueue", { ...queue(name), mode: "single", mergeMethod: "squash" });
+      gh.openPr(REPO, { number: 1 });
+      gh.comment(REPO, 1, "alice", "/greenline merge");
+      await webhooks.flush();
+      for (let i = 0; i < 3; i++) {
+        clock.advance(2_000);
+        await drain();
+      }
+      // The PR's own CI has not reported: GitHub says "blocked".
+      expect(await stateOf(name, 1)).toMatchObject({ state: "not_ready", readiness: { gitHubMergeability: "not_mergeable" } });
+      // CI turns the PR head green; that status delivery is lost, and nothing else happens on the repository.
+      webhooks.setFaults({ drop: 1 });
+      ci.finish();
+      await webhooks.flush();
+      webhooks.setFaults({});
+      await drain();
+      expect(await stateOf(name, 1)).toMatchObject({ state: "not_ready" });
+      // Greenline re-reads the blocked PR on its own (it cannot know the event that unblocks it was lost).
+      clock.advance(DEFAULT_BLOCKED_RECHECK_MS);
+      await drain();
+      expect(await stateOf(name, 1)).toMatchObject({ state: "testing" });
     } finally {
       webhooks.detach();
     }
