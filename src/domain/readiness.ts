@@ -33,11 +33,22 @@ export function readinessRecheckDelayMs(rechecks: number): number {
 }
 
 /**
- * When to re-read a PR the code host just described (epoch ms), and the count of "still
- * computing" answers to keep: no re-read unless it is still computing; "blocked" and
- * conflicts are re-read when an event may have changed them.
+ * Wait before re-reading a PR the code host says cannot merge now ("blocked" on a required
+ * check or review, conflicts, a draft), after `rechecks` answers: the event that would change
+ * it (a status on its head, a review, a push) may never be delivered, so it is re-read all the
+ * same, rarely: 30 s, 1 min, 2 min, … up to every 15 minutes.
+ */
+export function blockedRecheckDelayMs(rechecks: number): number {
+  return Math.min(30_000 * 2 ** Math.max(0, rechecks - 1), 15 * 60_000);
+}
+
+/**
+ * When to re-read a PR the code host just described (epoch ms), and the count of answers to
+ * keep: soon while it is still computing, rarely while it cannot merge (a lost delivery must
+ * not leave it waiting forever), never once it can; events ask for re-reads sooner.
  */
 export function nextReadinessRecheck(mergeability: Mergeability, rechecks: number, nowMs: number): { atMs: number | null; rechecks: number } {
-  if (mergeability !== "in_progress") return { atMs: null, rechecks: 0 };
-  return { atMs: nowMs + readinessRecheckDelayMs(rechecks + 1), rechecks: rechecks + 1 };
+  if (mergeability === "in_progress") return { atMs: nowMs + readinessRecheckDelayMs(rechecks + 1), rechecks: rechecks + 1 };
+  if (mergeability === "not_mergeable") return { atMs: nowMs + blockedRecheckDelayMs(rechecks + 1), rechecks: rechecks + 1 };
+  return { atMs: null, rechecks: 0 };
 }

@@ -47,7 +47,8 @@ export class SimulatedCi {
   /** Finishes every queued run: its status or check run is reported on the commit it ran for. */
   finish(): void {
     for (const run of this.queued()) {
-      const workflow = this.#workflows.find((w) => w.name === run.workflow)!;
+      // The workflow that ran (two workflows may report the same context, e.g. one `on: push`, one `on: pull_request`).
+      const workflow = this.#workflows.find((w) => w.name === run.workflow && w.on.includes(run.trigger) && run.branch.startsWith(w.branches ?? ""))!;
       const failed = workflow.fails?.(this.#gh.filesAt(run.sha)) ?? false;
       run.state = failed ? "failed" : "passed";
       if (workflow.report === "status") this.#gh.setStatus(run.repo, run.sha, workflow.name, failed ? "failure" : "success");

@@ -3,7 +3,7 @@ import type { GitHubClient, Octokit } from "./client.js";
 import { refusalOf } from "./refusals.js";
 
 type Params = { owner: string; repo: string };
-type PullRequest = { number: number; merged: boolean; commits?: number };
+type PullRequest = { number: number; merged: boolean; commits?: number; head: { sha: string } };
 
 /** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
 function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
@@ -60,6 +60,11 @@ export class GitHubMerging {
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
       const { data: comparison } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${head}...${request.tested.sha}` });
       if (comparison.behind_by === 0) {
+        // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
+        // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
+        // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
+        const moved = prs.find((pr) => request.heads[pr.number] !== undefined && pr.head.sha !== request.heads[pr.number]);
+        if (moved) return { kind: "refused", head, prNumber: moved.number, reason: "head_moved", message: `the head of #${moved.number} moved to ${moved.head.sha} after ${request.heads[moved.number]} was tested` };
         try {
           await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
           return { kind: "merged", head: request.tested.sha };
