@@ -49,6 +49,8 @@ async function main(): Promise<void> {
       body,
     });
     if (response.status !== 200) throw new Error(`${event} delivery answered ${response.status}`);
+    // Deliveries are recorded and answered at once; the worker processes them.
+    await server.greenline.worker.processWebhooks();
   };
   const repository = (name: string) => ({ id: 1, name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
   const installation = { id: INSTALLATION };
