@@ -35,7 +35,7 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
   if (!queue) return false;
   let pr: PullRequestInfo | null;
   try {
-    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch });
+    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch, directMerge: queue.directMergeMode === "always" });
   } catch (error) {
     // The code host failed: ask again later, backing off as for "still computing".
     const rechecks = item.rechecks + 1;
