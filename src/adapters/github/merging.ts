@@ -34,17 +34,20 @@ export class GitHubMerging {
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
-    const prs: PullRequest[] = [];
-    for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
-    const head = await this.#targetHead(octokit, repo, request.targetBranch);
-    // Repeating a merge that already happened changes nothing.
-    if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
     const method = request.method === "merge_commit" ? "merge" : request.method;
-    const landedBefore = prs.slice(
-      0,
-      prs.findIndex((pr) => !pr.merged),
-    );
-    if (landedBefore.length > 0) {
+    const head = await this.#targetHead(octokit, repo, request.targetBranch);
+    if (head !== request.expectedHead) {
+      // Every merge of the request moves the target: a target still where the queue left it
+      // has none of them, so the PRs are read only when it moved (a retry, or someone's push).
+      const prs: PullRequest[] = [];
+      for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
+      // Repeating a merge that already happened changes nothing.
+      if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
+      const landedBefore = prs.slice(
+        0,
+        prs.findIndex((pr) => !pr.merged),
+      );
+      if (landedBefore.length === 0) return { kind: "target_moved", head };
       // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
       // the target is exactly those merges on top of where the queue left it, carry on from
       // there; otherwise they are merged, and the others must be tested again.
@@ -53,19 +56,22 @@ export class GitHubMerging {
       if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed: { prNumbers, head } };
       return this.#mergeOneByOne(octokit, params, repo, request, prs.slice(landedBefore.length), { prNumbers, head });
     }
-    if (head !== request.expectedHead) return { kind: "target_moved", head };
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
-      const { data: comparison } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${head}...${request.tested.sha}` });
-      if (comparison.behind_by === 0) {
-        try {
-          await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
-          return { kind: "merged", head: request.tested.sha };
-        } catch (error) {
-          const refusal = refusalOf(error, "update_ref");
-          if (refusal.kind === "target_moved") return { kind: "target_moved", head: await this.#targetHead(octokit, repo, request.targetBranch) };
+      // GitHub refuses an update that is not a fast-forward, so the push itself is the test.
+      try {
+        await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
+        return { kind: "merged", head: request.tested.sha };
+      } catch (error) {
+        const refusal = refusalOf(error, "update_ref");
+        if (refusal.kind === "target_moved") {
+          // Not a fast-forward: the target moved since it was read, or the tested commit was
+          // not built on it (then each PR is merged, below).
+          const now = await this.#targetHead(octokit, repo, request.targetBranch);
+          if (now !== head) return { kind: "target_moved", head: now };
+        } else {
           // Protection or rulesets refuse the push (pull requests required, pushers restricted):
           // GitHub still merges the PRs themselves, which lands the same tree (checked below).
           if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
@@ -73,6 +79,9 @@ export class GitHubMerging {
         }
       }
     }
+    // Only a rebase needs the PRs themselves (how many commits each adds).
+    const prs: PullRequest[] = [];
+    for (const number of request.prNumbers) prs.push(method === "rebase" ? (await octokit.rest.pulls.get({ ...params, pull_number: number })).data : { number, merged: false });
     return this.#mergeOneByOne(octokit, params, repo, request, prs, { prNumbers: [], head });
   }
 
