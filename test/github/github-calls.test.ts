@@ -118,4 +118,32 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     const calls = callsSince(from, "rebase");
     expect(calls.filter((c) => c === "GET /pulls/1" || c === "GET /pulls/2")).toEqual(["GET /pulls/1", "GET /pulls/2"]);
   });
+
+  test("stacked runs build on the scratch branch where the run before left it: one reset for the queue, not one per run", async () => {
+    const repo = `${OWNER}/stack`;
+    await api.ok("createQueue", { ...queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    for (const n of [1, 2, 3]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    const from = gh.requests.length;
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", pr("stack", n));
+    await server.greenline.worker.drain();
+    const third = await api.ok("getMergeQueueTestingDetails", pr("stack", 3));
+    expect(Object.keys(gh.files(repo, third.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts", "src/3.ts"]);
+    // The first run creates the scratch branch (its reset answers "Reference does not exist"); the next two start where it is.
+    expect(callsSince(from, "stack").filter((c) => c.includes("greenline-scratch/"))).toEqual(["PATCH /git/refs/heads/greenline-scratch/main"]);
+  });
+
+  test("a scratch branch moved behind Greenline's back is noticed in the merge's answer: the run is built again from a reset", async () => {
+    const repo = `${OWNER}/moved`;
+    await api.ok("createQueue", { ...queue("moved"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    await api.ok("submitPullRequest", pr("moved", 1));
+    await server.greenline.worker.drain();
+    gh.push(repo, "greenline-scratch/main", { STALE: "someone else's commit" });
+    await api.ok("submitPullRequest", pr("moved", 2));
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", pr("moved", 2));
+    expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
+    expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
+    expect(gh.pushesTo(repo, second.testBranch)).toBe(1);
+  });
 });
