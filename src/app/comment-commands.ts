@@ -30,7 +30,7 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   if (command instanceof Error) return reply(`@${author} Greenline did not understand that: ${command.message}.\n\n${COMMENT_USAGE}`);
   if (command.kind === "help") return reply(COMMENT_USAGE);
 
-  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "" }))?.baseBranch;
+  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "", directMerge: false }))?.baseBranch;
   if (targetBranch === undefined) return;
   // A queue whose settings turn comment commands off does not hear them (the API still works).
   const queue = await services.db.read((tx) => findQueue(tx, principal.organizationId, repositoryKey(repo), targetBranch));

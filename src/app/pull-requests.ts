@@ -24,8 +24,8 @@ function prNotSubmitted(address: PullRequestAddress) {
   return notFound(`pull request #${address.prNumber} was never submitted to the queue for "${address.targetBranch}"`);
 }
 
-async function fetchPullRequest(services: Services, address: PullRequestAddress): Promise<PullRequestInfo> {
-  const pr = await services.codeHost.getPullRequest(address.repo, address.prNumber, { targetBranch: address.targetBranch });
+async function fetchPullRequest(services: Services, address: PullRequestAddress, directMerge: boolean): Promise<PullRequestInfo> {
+  const pr = await services.codeHost.getPullRequest(address.repo, address.prNumber, { targetBranch: address.targetBranch, directMerge });
   if (!pr) throw notFound(`pull request #${address.prNumber} not found in ${address.repo.owner}/${address.repo.name}`);
   return pr;
 }
@@ -45,8 +45,8 @@ export type SubmitInput = PullRequestAddress & { priority?: PriorityName | numbe
 
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
-  await services.db.read((tx) => findQueue(tx, principal, input));
-  const pr = await fetchPullRequest(services, input);
+  const known = await services.db.read((tx) => findQueue(tx, principal, input));
+  const pr = await fetchPullRequest(services, input, known.directMergeMode === "always");
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   const priority = resolvePriority(input.priority);
   await services.db.transaction(async (tx) => {
@@ -158,7 +158,7 @@ export async function setImpactedTargets(services: Services, principal: Principa
       const queue = await findQueue(tx, principal, input);
       return entryOf(tx, queue.id, input.prNumber);
     });
-    sha = known?.prSha ?? (await fetchPullRequest(services, input)).headSha;
+    sha = known?.prSha ?? (await fetchPullRequest(services, input, false)).headSha;
   }
   await services.db.transaction(async (tx) => {
     const queue = await lockQueue(tx, principal, input);

@@ -41,7 +41,7 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
   }
   let pr: PullRequestInfo | null;
   try {
-    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch });
+    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch, directMerge: queue.directMergeMode === "always" });
   } catch (error) {
     // The code host failed: ask again later, backing off as for "still computing".
     const rechecks = item.rechecks + 1;

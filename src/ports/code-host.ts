@@ -24,6 +24,9 @@ export type PullRequestInfo = {
   greenBaseSha: string | null;
 };
 
+/** What a PR is read for: the queue's target branch, and whether `greenBaseSha` is needed. */
+export type ReadPullRequestHint = { targetBranch: string; directMerge: boolean };
+
 export type TestRunRequest = {
   queueId: string;
   runId: string;
@@ -179,8 +182,12 @@ export interface CodeHost {
    * under their own CI context.
    */
   statusChecksOf(run: { state: CheckState; reported: Readonly<Record<string, CheckState>> }): StatusCheck[];
-  /** The PR, or null when the repository has no such PR. */
-  getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo | null>;
+  /**
+   * The PR, or null when the repository has no such PR. `hint.directMerge`: whether the caller
+   * needs `greenBaseSha` (only a queue that merges up-to-date PRs directly does); when false the
+   * host may answer null there without asking (on GitHub it costs a comparison and a branch read).
+   */
+  getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null>;
   /** The head commit of a branch, or null when it does not exist. */
   getBranchHead(repo: RepoRef, branch: string): Promise<string | null>;
   /**

@@ -655,6 +655,8 @@ export class GitHubSimulator {
   /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
   forgetCommit(sha: string): void {
     this.#commits.delete(sha);
+    // GitHub collects only commits no branch holds: the branches at it are gone with it.
+    for (const [ref, at] of this.#refs) if (at === sha) this.#refs.delete(ref);
   }
 
   /** A commit as events describe it: its files against its first parent. */

@@ -1,5 +1,5 @@
 import type { Probot } from "probot";
-import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, RepoRef, StatusCheck, TargetCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, ReadPullRequestHint, RepoRef, StatusCheck, TargetCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
@@ -64,8 +64,8 @@ export class GitHubCodeHost implements CodeHost {
     return this.#checks.statusChecksOf(run);
   }
 
-  getPullRequest(repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
-    return classified(this.#pulls.getPullRequest(repo, number), "read");
+  getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null> {
+    return classified(this.#pulls.getPullRequest(repo, number, hint), "read");
   }
 
   async getBranchHead(repo: RepoRef, branch: string): Promise<string | null> {

@@ -3,7 +3,7 @@ import type { GitHubClient, Octokit } from "./client.js";
 import { refusalOf } from "./refusals.js";
 
 type Params = { owner: string; repo: string };
-type PullRequest = { number: number; merged: boolean; commits?: number; head: { sha: string } };
+type PullRequest = { number: number; merged: boolean; commits?: number };
 
 /** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
 function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
@@ -34,17 +34,20 @@ export class GitHubMerging {
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
-    const prs: PullRequest[] = [];
-    for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
-    const head = await this.#targetHead(octokit, repo, request.targetBranch);
-    // Repeating a merge that already happened changes nothing.
-    if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
     const method = request.method === "merge_commit" ? "merge" : request.method;
-    const landedBefore = prs.slice(
-      0,
-      prs.findIndex((pr) => !pr.merged),
-    );
-    if (landedBefore.length > 0) {
+    const head = await this.#targetHead(octokit, repo, request.targetBranch);
+    if (head !== request.expectedHead) {
+      // Every merge of the request moves the target: a target still where the queue left it
+      // has none of them, so the PRs are read only when it moved (a retry, or someone's push).
+      const prs: PullRequest[] = [];
+      for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
+      // Repeating a merge that already happened changes nothing.
+      if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
+      const landedBefore = prs.slice(
+        0,
+        prs.findIndex((pr) => !pr.merged),
+      );
+      if (landedBefore.length === 0) return { kind: "target_moved", head };
       // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
       // the target is exactly those merges on top of where the queue left it, carry on from
       // there; otherwise they are merged, and the others must be tested again.
@@ -53,24 +56,27 @@ export class GitHubMerging {
       if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed: { prNumbers, head } };
       return this.#mergeOneByOne(octokit, params, repo, request, prs.slice(landedBefore.length), { prNumbers, head });
     }
-    if (head !== request.expectedHead) return { kind: "target_moved", head };
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
-      const { data: comparison } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${head}...${request.tested.sha}` });
-      if (comparison.behind_by === 0) {
-        // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
-        // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
-        // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
-        const moved = prs.find((pr) => request.heads[pr.number] !== undefined && pr.head.sha !== request.heads[pr.number]);
-        if (moved) return { kind: "refused", head, prNumber: moved.number, reason: "head_moved", message: `the head of #${moved.number} moved to ${moved.head.sha} after ${request.heads[moved.number]} was tested` };
-        try {
-          await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
-          return { kind: "merged", head: request.tested.sha };
-        } catch (error) {
-          const refusal = refusalOf(error, "update_ref");
-          if (refusal.kind === "target_moved") return { kind: "target_moved", head: await this.#targetHead(octokit, repo, request.targetBranch) };
+      // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
+      // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
+      // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
+      const moved = await this.#movedHead(octokit, params, request);
+      if (moved) return { kind: "refused", head, prNumber: moved.number, reason: "head_moved", message: `the head of #${moved.number} moved to ${moved.sha} after ${request.heads[moved.number]} was tested` };
+      // GitHub refuses an update that is not a fast-forward, so the push itself is the test.
+      try {
+        await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
+        return { kind: "merged", head: request.tested.sha };
+      } catch (error) {
+        const refusal = refusalOf(error, "update_ref");
+        if (refusal.kind === "target_moved") {
+          // Not a fast-forward: the target moved since it was read, or the tested commit was
+          // not built on it (then each PR is merged, below).
+          const now = await this.#targetHead(octokit, repo, request.targetBranch);
+          if (now !== head) return { kind: "target_moved", head: now };
+        } else {
           // Protection or rulesets refuse the push (pull requests required, pushers restricted):
           // GitHub still merges the PRs themselves, which lands the same tree (checked below).
           if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
@@ -78,7 +84,27 @@ export class GitHubMerging {
         }
       }
     }
+    // Only a rebase needs the PRs themselves (how many commits each adds).
+    const prs: PullRequest[] = [];
+    for (const number of request.prNumbers) prs.push(method === "rebase" ? (await octokit.rest.pulls.get({ ...params, pull_number: number })).data : { number, merged: false });
     return this.#mergeOneByOne(octokit, params, repo, request, prs, { prNumbers: [], head });
+  }
+
+  /**
+   * The first PR of the request whose head is no longer the commit that was tested, with its
+   * head now; null when none moved. One list of the target's open PRs answers for a whole batch
+   * (a PR not in it, closed or beyond the first page, is read on its own).
+   */
+  async #movedHead(octokit: Octokit, params: Params, request: MergeRequest): Promise<{ number: number; sha: string } | null> {
+    const { data: open } = await octokit.rest.pulls.list({ ...params, state: "open", base: request.targetBranch, per_page: 100 });
+    for (const number of request.prNumbers) {
+      const pinned = request.heads[number];
+      if (pinned === undefined) continue;
+      const listed = open.find((pr) => pr.number === number);
+      const sha = listed ? listed.head.sha : (await octokit.rest.pulls.get({ ...params, pull_number: number })).data.head.sha;
+      if (sha !== pinned) return { number, sha };
+    }
+    return null;
   }
 
   /** Merges `prs` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */

@@ -1,4 +1,4 @@
-import type { Permission, PullRequestInfo, RepoRef } from "../../ports/code-host.js";
+import type { Permission, PullRequestInfo, ReadPullRequestHint, RepoRef } from "../../ports/code-host.js";
 import type { Mergeability } from "../../domain/states.js";
 import type { GitHubClient, Octokit, OctokitError } from "./client.js";
 
@@ -31,7 +31,7 @@ export function mergeabilityOf(pr: { mergeable: boolean | null; mergeable_state?
 export class GitHubPullRequests {
   constructor(private readonly client: GitHubClient) {}
 
-  async getPullRequest(repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
+  async getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null> {
     const octokit = await this.client.octokitOrNull(repo);
     if (!octokit) return null;
     try {
@@ -44,7 +44,8 @@ export class GitHubPullRequests {
         baseBranch: data.base.ref,
         state: data.merged ? "merged" : data.state === "open" ? "open" : "closed",
         mergeability: mergeabilityOf(data),
-        greenBaseSha: data.mergeable_state === "clean" ? await this.#upToDateBase(octokit, repo, data.base.ref, data.head.sha) : null,
+        // Only a queue that merges up-to-date PRs directly needs it: two calls saved on every other read.
+        greenBaseSha: hint.directMerge && data.mergeable_state === "clean" ? await this.#upToDateBase(octokit, repo, data.base.ref, data.head.sha) : null,
       };
     } catch (error) {
       if ((error as OctokitError).status === 404) return null;

@@ -43,6 +43,14 @@ function gone(error: unknown, what: string): CodeHostRefusal {
  * that CI watching `greenline/**` runs once per testing branch (not once per merge).
  */
 export class GitHubTestingBranches {
+  /**
+   * Where this process last left each queue's scratch branch ("owner/name:branch", lower-case).
+   * In single mode each run starts from the run before it, which is where the scratch branch
+   * was left: its reset is skipped, and the first merge's answer (its first parent) shows
+   * whether the branch really was there; when it was not, the run is built again after a reset.
+   */
+  readonly #scratchAt = new Map<string, string>();
+
   constructor(private readonly client: GitHubClient) {}
 
   /**
@@ -57,18 +65,33 @@ export class GitHubTestingBranches {
     const params = { owner: repo.owner, repo: repo.name };
     const testBranch = testingBranchOf(request.targetBranch, request.runId);
     const scratch = scratchBranchOf(request.targetBranch);
+    const key = `${repo.owner}/${repo.name}:${scratch}`.toLowerCase();
+    const left = this.#scratchAt.get(key);
+    this.#scratchAt.delete(key);
     // An earlier run's commit holding the first PRs of the stack saves merging them again.
-    const prefix = request.prefix && (await this.#startScratch(octokit, params, scratch, request.prefix.sha, { fallBack: true })) ? request.prefix : null;
-    if (!prefix) await this.#startScratch(octokit, params, scratch, request.baseSha, { fallBack: false });
+    let prefix: TestRunRequest["prefix"] | null = null;
+    let unverified: string | null = null;
+    if (request.prefix && left === request.prefix.sha) [prefix, unverified] = [request.prefix, left];
+    else if (!request.prefix && left === request.baseSha) unverified = left;
+    else {
+      prefix = request.prefix && (await this.#startScratch(octokit, params, scratch, request.prefix.sha, { fallBack: true })) ? request.prefix : null;
+      if (!prefix) await this.#startScratch(octokit, params, scratch, request.baseSha, { fallBack: false });
+    }
     let sha = prefix?.sha ?? request.baseSha;
     for (const number of request.stack.slice(prefix?.length ?? 0)) {
       const head = request.heads[number];
       if (!head) throw new CodeHostRefusal("not_found", `#${number} has no pinned head commit to test`);
       try {
         const { data, status } = await octokit.rest.repos.merge({ ...params, base: scratch, head, commit_message: `Greenline: test #${number} (${request.runId})` });
+        // The scratch branch was not where this process left it (another instance, a manual
+        // push; or nothing merged, which cannot say): built again from a reset.
+        if (unverified !== null && (status !== 201 || data.parents[0]?.sha !== unverified)) return this.startTestRun(repo, request);
+        unverified = null;
         // 204: the head is in the branch already (nothing to merge).
         if (status === 201) sha = data.sha;
       } catch (error) {
+        // A conflict (or a refusal) on a scratch branch that may not be where it was left says nothing yet.
+        if (unverified !== null) return this.startTestRun(repo, request);
         if (statusOf(error) === 409) return { kind: "conflict", prNumber: number };
         if (statusOf(error) === 404) throw gone(error, `the head commit ${head} of #${number} is gone`);
         const refusal = refusalOf(error, "merge_branches");
@@ -76,6 +99,8 @@ export class GitHubTestingBranches {
       }
     }
     await this.#publish(octokit, params, testBranch, sha);
+    // With no merge, where the scratch branch is was never checked: not remembered.
+    if (unverified === null) this.#scratchAt.set(key, sha);
     if (request.pullRequest) await this.#openPullRequest(octokit, params, testBranch, request);
     return { kind: "started", testBranch, sha };
   }

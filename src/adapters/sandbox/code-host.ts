@@ -11,6 +11,7 @@ import {
   type PolledCiResult,
   type PolledEvents,
   type PullRequestInfo,
+  type ReadPullRequestHint,
   type RepoRef,
   type StatusCheck,
   type TestRunRequest,
@@ -73,7 +74,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     return [{ context: SANDBOX_CI_CONTEXT, state: run.state }];
   }
 
-  async getPullRequest(repo: RepoRef, number: number, hint: { targetBranch: string }): Promise<PullRequestInfo> {
+  async getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo> {
     const key = repositoryKey(repo);
     const pr = await this.db.transaction(async (tx) => {
       const existing = await sandboxStore.findSandboxPullRequest(tx, key, number);

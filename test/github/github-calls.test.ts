@@ -1,0 +1,149 @@
+import { randomUUID } from "node:crypto";
+import { BACKENDS } from "../support/backends.js";
+import { GitHubSimulator } from "../support/github-simulator.js";
+import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+
+/**
+ * What Greenline asks GitHub, call by call, where calls used to be wasted (`npm run bench:github`
+ * counts them per merged PR): a PR read asks for the up-to-date base only for a queue that merges
+ * directly; a tested run is merged without reading its PRs again (a rebase still reads them: it
+ * needs their commit counts) and fast-forwarded without a comparison first.
+ */
+describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let api: ApiClient;
+  const OWNER = "octo-calls";
+
+  async function deliver(event: string, payload: object) {
+    const body = JSON.stringify(payload);
+    const response = await fetch(`${server.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
+      body,
+    });
+    expect(response.status).toBe(200);
+    await server.greenline.worker.processWebhooks();
+  }
+  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
+  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
+  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
+  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state;
+
+  /** Simulated CI: `ci/test` green on every testing branch of the repository. */
+  async function ciPasses(name: string) {
+    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
+      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: 79 } });
+    }
+  }
+  /** The requests made from `from` on, as "METHOD path" without the repository prefix. */
+  const callsSince = (from: number, name: string) => gh.requests.slice(from).map((r) => `${r.method} ${r.path.replace(`/repos/${OWNER}/${name}`, "")}`);
+
+  beforeAll(async () => {
+    // Mergeability known at the first read: what is counted here is what each step asks.
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
+    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    gh.installApp(79, OWNER);
+    await deliver("installation", { action: "created", installation: { id: 79, account: { login: OWNER, id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    api = await server.clientFor(OWNER);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a queue that does not merge directly reads a submitted PR once: no comparison, no branch read", async () => {
+    await api.ok("createQueue", { ...queue("nodirect"), requiredStatuses: ["ci/test"] });
+    gh.openPr(`${OWNER}/nodirect`, { number: 1, files: { "src/one.ts": "1" } });
+    const from = gh.requests.length;
+    await api.ok("submitPullRequest", pr("nodirect", 1));
+    // It was also a comparison of the PR with main and a read of main, on every clean PR.
+    expect(callsSince(from, "nodirect")).toEqual(["GET /pulls/1"]);
+  });
+
+  test("a queue that merges directly still learns that a PR is up to date: it merges without a queue run", async () => {
+    const repo = `${OWNER}/direct`;
+    await api.ok("createQueue", { ...queue("direct"), requiredStatuses: ["ci/test"], directMergeMode: "always", mergeMethod: "squash" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", pr("direct", 1));
+    await server.greenline.worker.drain();
+    expect(await stateOf("direct", 1)).toBe("merged");
+    expect(gh.pr(repo, 1)?.merged).toBe(true);
+    expect(gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"))).toEqual([]);
+  });
+
+  test("a tested run is fast-forwarded with one read of the target and the push: no PR read, no comparison", async () => {
+    const repo = `${OWNER}/ff`;
+    await api.ok("createQueue", { ...queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", pr("ff", 1));
+    await server.greenline.worker.drain();
+    const tested = (await api.ok("getMergeQueueTestingDetails", pr("ff", 1))).testBranchSha;
+    const from = gh.requests.length;
+    await ciPasses("ff");
+    await server.greenline.worker.drain();
+    expect(await stateOf("ff", 1)).toBe("merged");
+    expect(gh.branchHead(repo, "main")).toBe(tested);
+    const calls = callsSince(from, "ff");
+    // It was a read of the PR, of main, and a comparison of main with the tested commit.
+    expect(calls.filter((c) => c.startsWith("GET "))).toEqual(["GET /branches/main"]);
+    expect(calls.filter((c) => c.includes("/git/refs/heads/main"))).toEqual(["PATCH /git/refs/heads/main"]);
+  });
+
+  test("a tested PR is squashed with one read of the target, the merge, and the check of what it landed on", async () => {
+    const repo = `${OWNER}/squash`;
+    await api.ok("createQueue", { ...queue("squash"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", pr("squash", 1));
+    await server.greenline.worker.drain();
+    const from = gh.requests.length;
+    await ciPasses("squash");
+    await server.greenline.worker.drain();
+    expect(await stateOf("squash", 1)).toBe("merged");
+    const calls = callsSince(from, "squash").filter((c) => !c.startsWith("POST /statuses/") && !c.startsWith("DELETE "));
+    expect(calls).toEqual(["GET /branches/main", "PUT /pulls/1/merge", `GET /git/commits/${gh.branchHead(repo, "main")}`]);
+  });
+
+  test("a batch merged by rebase still reads each PR for its commits, and lands both", async () => {
+    const repo = `${OWNER}/rebase`;
+    await api.ok("createQueue", { ...queue("rebase"), requiredStatuses: ["ci/test"], mergeMethod: "rebase", batch: true, batchingMinSize: 2 });
+    for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    for (const n of [1, 2]) await api.ok("submitPullRequest", pr("rebase", n));
+    await server.greenline.worker.drain();
+    const from = gh.requests.length;
+    await ciPasses("rebase");
+    await server.greenline.worker.drain();
+    expect([await stateOf("rebase", 1), await stateOf("rebase", 2)]).toEqual(["merged", "merged"]);
+    expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
+    const calls = callsSince(from, "rebase");
+    expect(calls.filter((c) => c === "GET /pulls/1" || c === "GET /pulls/2")).toEqual(["GET /pulls/1", "GET /pulls/2"]);
+  });
+
+  test("stacked runs build on the scratch branch where the run before left it: one reset for the queue, not one per run", async () => {
+    const repo = `${OWNER}/stack`;
+    await api.ok("createQueue", { ...queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    for (const n of [1, 2, 3]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    const from = gh.requests.length;
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", pr("stack", n));
+    await server.greenline.worker.drain();
+    const third = await api.ok("getMergeQueueTestingDetails", pr("stack", 3));
+    expect(Object.keys(gh.files(repo, third.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts", "src/3.ts"]);
+    // The first run creates the scratch branch (its reset answers "Reference does not exist"); the next two start where it is.
+    expect(callsSince(from, "stack").filter((c) => c.includes("greenline-scratch/"))).toEqual(["PATCH /git/refs/heads/greenline-scratch/main"]);
+  });
+
+  test("a scratch branch moved behind Greenline's back is noticed in the merge's answer: the run is built again from a reset", async () => {
+    const repo = `${OWNER}/moved`;
+    await api.ok("createQueue", { ...queue("moved"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    await api.ok("submitPullRequest", pr("moved", 1));
+    await server.greenline.worker.drain();
+    gh.push(repo, "greenline-scratch/main", { STALE: "someone else's commit" });
+    await api.ok("submitPullRequest", pr("moved", 2));
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", pr("moved", 2));
+    expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
+    expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
+    expect(gh.pushesTo(repo, second.testBranch)).toBe(1);
+  });
+});
