@@ -119,9 +119,10 @@ export async function reconcileRunsInFlight(services: Services, poll: CiPollSett
   const runs = await services.db.read((tx) => runsInFlight(tx));
   // A poll is a retry of what the deliveries said: it waits while the installation has less
   // than its reserve of the rate limit left (asked again at the next tick, at no cost).
-  const due = runs.filter((run) => nextCiPollAt(run.startedAt.getTime(), run.ciPolledAt?.getTime() ?? null, poll) <= now.getTime() && !belowReserve(services, run.queue.repository));
+  // Asked before each run's poll: polls in one tick must not carry the installation past it.
+  const due = runs.filter((run) => nextCiPollAt(run.startedAt.getTime(), run.ciPolledAt?.getTime() ?? null, poll) <= now.getTime());
   let decided = 0;
-  for (const run of due) decided += await pollRun(services, run, now);
+  for (const run of due) if (!belowReserve(services, run.queue.repository)) decided += await pollRun(services, run, now);
   return decided;
 }
 

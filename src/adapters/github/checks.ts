@@ -101,8 +101,9 @@ export class GitHubChecks {
         ...combined.data.statuses.map((s): CheckReport => ({ context: s.context, state: s.state as CheckState, kind: "status", id: s.id })),
         ...runs.map((r): CheckReport => ({ context: r.name, state: checkRunState(r.status, r.conclusion), kind: "check_run", id: r.id })),
       ];
-      // Check suites are asked only when every check seen is done (a third call per poll at most).
-      if (checks.some((c) => c.state === "pending")) return { checks, finished: false };
+      // Check suites are asked only when some check was seen and every one is done (a third call
+      // per poll at most): with no check at all, nothing can be decided yet.
+      if (checks.length === 0 || checks.some((c) => c.state === "pending")) return { checks, finished: false };
       const suites = await octokit.paginate(octokit.rest.checks.listSuitesForRef, params);
       // Suites without check runs are those of apps that never report on the commit: GitHub
       // leaves them queued for ever.
