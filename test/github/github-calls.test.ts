@@ -72,7 +72,7 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"))).toEqual([]);
   });
 
-  test("a tested run is fast-forwarded with one read of the target and the push: no PR read, no comparison", async () => {
+  test("a tested run is fast-forwarded with one read of the target, one list of open PRs and the push: no per-PR read, no comparison", async () => {
     const repo = `${OWNER}/ff`;
     await api.ok("createQueue", { ...queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
