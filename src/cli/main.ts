@@ -3,25 +3,8 @@ import { createToken, listTokens, revokeToken } from "../auth/tokens.js";
 import { DEFAULT_DATABASE_URL } from "../config.js";
 import { Database } from "../store/database.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
-
-const USAGE = `Usage: greenline <command>
-
-  token create --org <slug> [--name <label>]   create an API token; prints it as the last line
-  token list --org <slug>                      list an organization's tokens (never the secrets)
-  token revoke <id>                            revoke a token
-  db migrate                                   apply database migrations
-
-  test upload --junit <glob> [...]             upload JUnit reports to Greenline (exit 70 if that fails)
-  test run --junit <glob> [...] -- <command>   run the tests, upload their reports, and exit 0 when
-                                               every failure is a quarantined test
-  test quarantine <test-id> --always|--never|--auto
-                                               override a test's quarantine
-    options of test commands: --url (GREENLINE_URL), --token (GREENLINE_API_TOKEN),
-    --org (GREENLINE_ORG), --repo owner/name (GITHUB_REPOSITORY), --host (github.com),
-    --commit (GITHUB_SHA / git), --branch (GITHUB_REF_NAME / git), --pr (from GITHUB_REF),
-    --variant, --codeowners <path> (default: read from the repository)
-
-The database (token and db commands) is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
+import { commandHelp, overview, shortUsage, version } from "./usage.js";
 
 class UsageError extends CliUsageError {}
 
@@ -47,6 +30,7 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       org: { type: "string" },
       name: { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean", short: "V" },
       url: { type: "string" },
       token: { type: "string" },
       repo: { type: "string" },
@@ -64,10 +48,22 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
     allowPositionals: true,
   });
   const [group, command, ...rest] = positionals;
-  if (values.help || !group) {
-    out(USAGE);
-    return values.help ? 0 : 2;
+  if (values.version) {
+    out(version());
+    return 0;
   }
+  if (group === "help" || values.help) {
+    const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
+    if (words.length === 0) {
+      out(overview());
+      return 0;
+    }
+    const help = commandHelp(words);
+    if (!help) throw new UsageError(`no command ${words.join(" ")}`);
+    out(help);
+    return 0;
+  }
+  if (!group) throw new UsageError("a command is needed");
   const slugPattern = /^[a-z0-9][a-z0-9-]{0,62}$/i;
   switch (`${group} ${command ?? ""}`) {
     case "token create": {
@@ -114,12 +110,23 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
   }
 }
 
-run(process.argv.slice(2), (line) => console.log(line)).then(
+/** The command words of argv (for the usage line of a mistake), even when parsing failed. */
+function commandWords(argv: string[]): string[] {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end)).filter((a) => !a.startsWith("-")).slice(0, 2);
+}
+
+const argv = process.argv.slice(2);
+run(argv, (line) => console.log(line)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      console.error(`greenline: ${(error as Error).message}\n\n${USAGE}`);
+      console.error(`greenline: ${(error as Error).message}\n${shortUsage(commandWords(argv))}`);
       process.exit(2);
+    }
+    if (error instanceof ServiceUnreachableError) {
+      console.error(`greenline: ${error.message}`);
+      process.exit(SERVICE_UNAVAILABLE);
     }
     console.error(`greenline: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);

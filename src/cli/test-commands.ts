@@ -4,6 +4,8 @@ import { constants } from "node:os";
 import { glob } from "tinyglobby";
 import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { parseJUnit } from "../formats/junit.js";
+import { type CiContext, type GitFacts, inferCiContext } from "./ci-context.js";
+import { describeUnreachable } from "./unreachable.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -39,7 +41,21 @@ function git(args: string[]): string | undefined {
   }
 }
 
-/** Where the results belong, from options, then the CI's environment (GitHub Actions), then git. */
+/** The git facts of the working directory, read only when not every field came from a flag. */
+function readGitFacts(): GitFacts {
+  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
+}
+
+function readGitHubEvent(path: string | undefined): unknown {
+  if (!path) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where the results belong: each flag, else the CI's environment (see ci-context.ts), else git. */
 function context(options: TestOptions) {
   const env = process.env;
   const need = (value: string | undefined, what: string) => {
@@ -49,13 +65,15 @@ function context(options: TestOptions) {
   const url = need(options.url ?? env.GREENLINE_URL, "--url (or GREENLINE_URL)").replace(/\/+$/, "");
   const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
-  const full = need(options.repo ?? env.GITHUB_REPOSITORY, "--repo owner/name (or GITHUB_REPOSITORY)");
+  const flagsSayAll = options.repo && options.commit && options.branch && options.host;
+  const inferred: CiContext = flagsSayAll ? { ci: "git" } : inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+  const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
   const [owner, name, ...extra] = full.split("/");
-  if (!owner || !name || extra.length > 0) throw new CliUsageError("--repo must be owner/name");
-  const host = options.host ?? (env.GITHUB_SERVER_URL ? new URL(env.GITHUB_SERVER_URL).host : "github.com");
-  const commit = need(options.commit ?? env.GITHUB_SHA ?? git(["rev-parse", "HEAD"]), "--commit (or GITHUB_SHA, or a git checkout)");
-  const branch = need(options.branch ?? (env.GITHUB_HEAD_REF || env.GITHUB_REF_NAME) ?? git(["rev-parse", "--abbrev-ref", "HEAD"]), "--branch (or GITHUB_REF_NAME)");
-  const prText = options.pr ?? /^refs\/pull\/(\d+)\//.exec(env.GITHUB_REF ?? "")?.[1];
+  if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+  const host = options.host ?? inferred.host ?? "github.com";
+  const commit = need(options.commit ?? inferred.commit, "--commit (or a CI environment, or a git checkout)");
+  const branch = need(options.branch ?? inferred.branch, "--branch (or a CI environment, or a git checkout on a branch)");
+  const prText = options.pr ?? inferred.pr;
   const pr = prText === undefined ? undefined : Number(prText);
   if (pr !== undefined && !(Number.isSafeInteger(pr) && pr > 0)) throw new CliUsageError("--pr must be a pull request number");
   const jobUrl = env.GITHUB_RUN_ID && env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY ? `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}/actions/runs/${env.GITHUB_RUN_ID}` : undefined;
@@ -77,13 +95,20 @@ async function reportFiles(patterns: string[] | undefined): Promise<string[]> {
 
 /** POSTs to a flaky-tests operation; `Answer` is the fields of its answer the caller reads. */
 async function post<Answer>(ctx: ReturnType<typeof context>, operation: string, body: object): Promise<Answer> {
-  const response = await fetch(`${ctx.url}/v1/flaky-tests/${operation}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-api-token": ctx.token },
-    body: JSON.stringify({ ...ctx.scope, ...body }),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await response.text();
+  const url = `${ctx.url}/v1/flaky-tests/${operation}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": ctx.token },
+      body: JSON.stringify({ ...ctx.scope, ...body }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    text = await response.text();
+  } catch (error) {
+    throw describeUnreachable(url, error);
+  }
   if (!response.ok) throw new Error(`${operation} answered ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text) as Answer;
 }

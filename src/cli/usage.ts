@@ -1,0 +1,95 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { DEFAULT_DATABASE_URL } from "../config.js";
+
+/** Each command's own help: its usage line, what it does, and its options. */
+type CommandHelp = { usage: string; summary: string; options?: string[] };
+
+const CONNECTION_OPTIONS = [
+  "--url <url>          Greenline's address (GREENLINE_URL)",
+  "--token <token>      an API token (GREENLINE_API_TOKEN)",
+  "--org <slug>         the organization (GREENLINE_ORG)",
+  "--repo owner/name    the repository (default: from the CI, else the git remote origin)",
+  "--host <host>        the code host (default: from the CI or remote, else github.com)",
+];
+const WHERE_OPTIONS = [
+  "--commit <sha>       the commit tested (default: from the CI, else git HEAD)",
+  "--branch <name>      its branch (default: from the CI, else git's current branch)",
+  "--pr <number>        its pull request (default: from the CI)",
+  "--variant <name>     a variant of the same tests (e.g. an OS), kept apart",
+  "--codeowners <path>  a CODEOWNERS file to send with the results",
+  "--junit <glob>       JUnit XML reports (repeat, or separate with commas)",
+];
+const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+
+export const COMMANDS: Record<string, CommandHelp> = {
+  "token create": {
+    usage: "greenline token create --org <slug> [--name <label>]",
+    summary: "Create an API token; prints it as the last line.",
+    options: ["--org <slug>         the organization it belongs to", "--name <label>       a label shown by token list (default: cli)", DATABASE_NOTE],
+  },
+  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
+  "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
+  "test upload": {
+    usage: "greenline test upload --junit <glob> [options]",
+    summary: "Upload JUnit reports to Greenline. Exit 70 when the upload fails or no report matches.",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS],
+  },
+  "test run": {
+    usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
+    summary: "Run the command, upload its reports, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer).",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS],
+  },
+  "test quarantine": {
+    usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
+    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
+    options: [...CONNECTION_OPTIONS],
+  },
+};
+
+export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
+
+/** The manual: every command on one line each. */
+export function overview(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  return [
+    "Usage: greenline <command> [options]",
+    "",
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`),
+    "",
+    "Run 'greenline help <command>' (or 'greenline <command> --help') for a command's options.",
+    "greenline --version prints the version.",
+    EXIT_CODES,
+  ].join("\n");
+}
+
+/** One command's help; undefined when there is no such command. A group ("test") lists its commands. */
+export function commandHelp(words: string[]): string | undefined {
+  const key = words.join(" ");
+  const command = COMMANDS[key];
+  if (command) return [`Usage: ${command.usage}`, "", command.summary, ...(command.options ? ["", "Options:", ...command.options.map((o) => `  ${o}`)] : []), "", EXIT_CODES].join("\n");
+  const group = Object.entries(COMMANDS).filter(([name]) => name.split(" ")[0] === key);
+  if (words.length === 1 && group.length > 0) return ["Usage:", ...group.map(([, c]) => `  ${c.usage}`), "", `Run 'greenline help ${key} <command>' for a command's options.`].join("\n");
+  return undefined;
+}
+
+/** The short answer to a mistake: the command's usage line (or the general one) and where to read more. */
+export function shortUsage(words: string[]): string {
+  const key = words.slice(0, 2).join(" ");
+  const command = COMMANDS[key];
+  if (command) return `Usage: ${command.usage}\nRun 'greenline help ${key}' for its options.`;
+  return "Usage: greenline <command> [options]\nRun 'greenline help' for the commands, 'greenline help <command>' for one.";
+}
+
+/** The version in the package.json that ships this file (found upward: the sources and dist/ sit at different depths). */
+export function version(): string {
+  for (let dir = import.meta.dirname; ; dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
+      if (pkg.version && pkg.name?.startsWith("greenline")) return pkg.version;
+    }
+    if (dirname(dir) === dir) return "unknown";
+  }
+}
