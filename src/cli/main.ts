@@ -1,17 +1,18 @@
 import { parseArgs } from "node:util";
-import { createToken, listTokens, revokeToken } from "../auth/tokens.js";
 import { DEFAULT_DATABASE_URL } from "../config.js";
-import { Database } from "../store/database.js";
+import type { Database } from "../store/database.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { commandHelp, overview, shortUsage, version } from "./usage.js";
 
 class UsageError extends CliUsageError {}
 
-async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+/** The database and token code load only for the commands that use them: help, --version and `test` never pull in Prisma. */
+async function withDatabase<T>(fn: (db: Database, tokens: typeof import("../auth/tokens.js")) => Promise<T>): Promise<T> {
+  const [{ Database }, tokens] = await Promise.all([import("../store/database.js"), import("../auth/tokens.js")]);
   const db = await Database.open(process.env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL);
   try {
-    return await fn(db);
+    return await fn(db, tokens);
   } finally {
     await db.close();
   }
@@ -69,13 +70,13 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
     case "token create": {
       const org = option(values, "org");
       if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
-      const { id, token } = await withDatabase((db) => createToken(db, org, values.name ?? "cli"));
+      const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli"));
       out(`Created token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
       out(token);
       return 0;
     }
     case "token list": {
-      const tokens = await withDatabase((db) => listTokens(db, option(values, "org")));
+      const tokens = await withDatabase((db, { listTokens }) => listTokens(db, option(values, "org")));
       for (const t of tokens) out(`${t.id}\t${t.name}\tcreated ${t.createdAt.toISOString()}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : "active"}`);
       if (tokens.length === 0) out("no tokens");
       return 0;
@@ -83,7 +84,7 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
     case "token revoke": {
       const id = rest[0];
       if (!id) throw new UsageError("token revoke needs the token's id (see token list)");
-      const found = await withDatabase((db) => revokeToken(db, id, new Date()));
+      const found = await withDatabase((db, { revokeToken }) => revokeToken(db, id, new Date()));
       if (!found) {
         out(`no token with id ${id}`);
         return 1;
