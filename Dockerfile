@@ -11,10 +11,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY scripts ./scripts
-COPY prisma ./prisma
-# postinstall writes prisma/{sqlite,postgres} and src/generated; prepare would build, but
-# src/ is not copied yet, so scripts run after the sources are in place.
+# Dependencies first (a layer kept while the lock file is unchanged). Their scripts, and ours
+# (postinstall: the Prisma schemas and clients; prepare: the build), run once the sources are
+# in: better-sqlite3's is the only dependency script package.json allows (allowScripts).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npm rebuild better-sqlite3 \
