@@ -41,6 +41,15 @@ const prAddress = (input: { repo: s.TRepo; targetBranch: string; pr: { number: n
 
 export const OPERATIONS: Operation[] = [
   operation({
+    operationId: "getStatus",
+    method: "get",
+    path: "/status",
+    summary: "Whether the service is up and the x-api-token is valid (clients check it before they start)",
+    request: s.ZStatusQuery,
+    response: s.ZStatusResponse,
+    handle: async () => ({ status: "ok" }),
+  }),
+  operation({
     operationId: "submitPullRequest",
     method: "post",
     path: "/submitPullRequest",
@@ -101,10 +110,17 @@ export const OPERATIONS: Operation[] = [
     operationId: "getMergeQueueTestingDetails",
     method: "post",
     path: "/getMergeQueueTestingDetails",
-    summary: "Read the pull request's current test run",
+    summary: "Read a test run: the one named by testRunId, or the pull request's current one",
     request: s.ZTestingDetailsRequest,
     response: s.ZTestingDetails,
-    handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, prAddress(input)),
+    handle: ({ services, principal }, input) =>
+      getMergeQueueTestingDetails(
+        services,
+        principal,
+        input.testRunId !== undefined
+          ? { repo: input.repo, targetBranch: input.targetBranch, testRunId: input.testRunId }
+          : { repo: input.repo, targetBranch: input.targetBranch, prNumber: (input.pr as { number: number }).number },
+      ),
   }),
   operation({
     operationId: "createQueue",

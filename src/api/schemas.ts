@@ -121,7 +121,14 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
   impactedTargets: ZImpactedTargets,
 });
 
-export const ZTestingDetailsRequest = ZPullRequestAddress;
+/** Trunk's clients name the run (`testRunId`); Greenline's also accept the PR (its latest run). */
+export const ZTestingDetailsRequest = ZQueueAddress.extend({
+  pr: ZPr.optional().describe("the pull request whose latest test run to read; omit when testRunId is given"),
+  testRunId: z.string().min(1).max(64).check(storableText).optional().describe("the test run to read (an earlier answer's testRunId); omit when pr is given"),
+}).superRefine((value, ctx) => {
+  if (value.pr === undefined && value.testRunId === undefined) ctx.addIssue({ code: "custom", path: ["testRunId"], message: "required (or pr)" });
+  if (value.pr !== undefined && value.testRunId !== undefined) ctx.addIssue({ code: "custom", path: ["testRunId"], message: "give testRunId or pr, not both" });
+});
 
 export const ZMetricsQuery = z.object({
   repo: z
@@ -354,10 +361,25 @@ export const ZTestingDetails = z.strictObject({
   requiredStatuses: z.array(z.string()),
   requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
   requiredStatusesWarning: z.string().optional(),
-  statusChecks: z.array(z.strictObject({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
-  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), title: z.string() })),
+  statusChecks: z.array(z.strictObject({ context: z.string(), url: z.string().nullable(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  checkSuites: z.array(
+    z.strictObject({
+      checkRuns: z.array(
+        z.strictObject({
+          name: z.string(),
+          url: z.string().nullable(),
+          status: z.enum(["queued", "in_progress", "completed"]),
+          conclusion: z.enum(["success", "failure"]).nullable(),
+        }),
+      ),
+    }),
+  ),
+  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), prUrl: z.string().nullable(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),
   finishedAt: z.iso.datetime().nullable(),
 });
+
+export const ZStatusQuery = z.object({});
+export const ZStatusResponse = z.strictObject({ status: z.literal("ok") });
