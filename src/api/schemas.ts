@@ -123,11 +123,10 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
 
 /** Trunk's clients name the run (`testRunId`); Greenline's also accept the PR (its latest run). */
 export const ZTestingDetailsRequest = ZQueueAddress.extend({
-  pr: ZPr.optional().describe("the pull request whose latest test run to read; omit when testRunId is given"),
-  testRunId: z.string().min(1).max(64).check(storableText).optional().describe("the test run to read (an earlier answer's testRunId); omit when pr is given"),
+  pr: ZPr.optional().describe("the pull request whose latest test run to read; ignored when testRunId is given"),
+  testRunId: z.string().min(1).max(64).check(storableText).optional().describe("the test run to read (an earlier answer's testRunId); required unless pr is given"),
 }).superRefine((value, ctx) => {
   if (value.pr === undefined && value.testRunId === undefined) ctx.addIssue({ code: "custom", path: ["testRunId"], message: "required (or pr)" });
-  if (value.pr !== undefined && value.testRunId !== undefined) ctx.addIssue({ code: "custom", path: ["testRunId"], message: "give testRunId or pr, not both" });
 });
 
 export const ZMetricsQuery = z.object({
