@@ -203,6 +203,11 @@ function pullRequestUrl(repo: RepoRef, prNumber: number): string {
   return `https://${repo.host}/${repo.owner}/${repo.name}/pull/${prNumber}`;
 }
 
+/** The commit statuses CI reported on the testing branch (check runs go to checkSuites, as on Trunk). */
+function commitStatusesOf(run: TestRun): TestRun["statusChecks"] {
+  return Object.fromEntries(Object.entries(run.statusChecks).filter(([, check]) => check.kind === "status"));
+}
+
 /** The check runs CI reported on the testing branch, as GitHub's one check suite of them. */
 function checkSuitesOf(run: TestRun, repo: RepoRef): { checkRuns: CheckRunDetails[] }[] {
   const checkRuns = Object.entries(run.statusChecks)
@@ -254,7 +259,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
       ...requiredStatusesOf(queue, host),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(run.statusChecks) }).map((check) => ({ context: check.context, url: null, state: check.state })),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(commitStatusesOf(run)) }).map((check) => ({ context: check.context, url: null, state: check.state })),
       checkSuites: checkSuitesOf(run, address.repo),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, prUrl: pullRequestUrl(address.repo, n), title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),

@@ -21,7 +21,7 @@ describe.each(BACKENDS)("Trunk's v1 clients on $name", (backend) => {
     test("is 401 without a token or with an unknown one, and 405 to POST", async () => {
       const missing = await fetch(`${server.url}/v1/status`);
       expect(missing.status).toBe(401);
-      expect((await missing.json()).error.message).toContain("x-api-token");
+      expect(((await missing.json()) as { error: { message: string } }).error.message).toContain("x-api-token");
       expect((await server.api.call("status", undefined, { method: "GET", headers: { "x-api-token": "no-such-token" } })).status).toBe(401);
       expect((await server.api.call("status", {})).status).toBe(405);
     });
