@@ -4,6 +4,7 @@ import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
 import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest } from "../app/pull-requests.js";
+import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
 import * as s from "./schemas.js";
@@ -93,6 +94,15 @@ export const OPERATIONS: Operation[] = [
     request: s.ZPullRequestAddress,
     response: s.ZSubmittedPullRequest,
     handle: async ({ services, principal }, input) => json(await getSubmittedPullRequestJson(services, principal, prAddress(input))),
+  }),
+  operation({
+    operationId: "listPullRequests",
+    method: "post",
+    path: "/listPullRequests",
+    summary: "List the queue's pull requests, most recently submitted first, by state or by when they concluded (paged)",
+    request: s.ZListPullRequestsRequest,
+    response: s.ZListPullRequestsResponse,
+    handle: ({ services, principal }, input) => listPullRequests(services, principal, input),
   }),
   operation({
     operationId: "setImpactedTargets",

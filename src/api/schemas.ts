@@ -382,3 +382,17 @@ export const ZTestingDetails = z.strictObject({
 
 export const ZStatusQuery = z.object({});
 export const ZStatusResponse = z.strictObject({ status: z.literal("ok") });
+
+export const ZListPullRequestsRequest = ZQueueAddress.extend({
+  state: caseInsensitiveEnum(PR_STATES).optional().describe("only PRs in this state now"),
+  since: ZDateTime.optional().describe("only PRs that concluded (merged, failed, cancelled) at or after this time"),
+  until: ZDateTime.optional().describe("only PRs that concluded at or before this time"),
+  cursor: z.string().min(1).max(64).check(storableText).optional().describe("an earlier answer's nextCursor; omit for the first page"),
+  take: z.number().int().min(1).max(100).default(50).describe("page size"),
+}).superRefine((value, ctx) => {
+  if (value.since && value.until && value.since > value.until) ctx.addIssue({ code: "custom", path: ["until"], message: "must not be before since" });
+});
+export const ZListPullRequestsResponse = z.strictObject({
+  pullRequests: z.array(ZMergeItem),
+  nextCursor: z.string().optional().describe("present when more PRs follow: send it as cursor for the next page"),
+});

@@ -22,6 +22,7 @@ const SPEC_OPERATIONS = [
 /** Operations Greenline adds to SPEC.md's (flaky-test ingestion, quarantine control, settings; Trunk's later v1 additions). */
 const ADDED_OPERATIONS = [
   "GET /status",
+  "POST /listPullRequests",
   "POST /flaky-tests/upload",
   "POST /flaky-tests/check-quarantine",
   "POST /flaky-tests/set-quarantine-setting",
