@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
-import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
+import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
 import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest } from "../app/pull-requests.js";
 import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
@@ -201,6 +201,15 @@ export const OPERATIONS: Operation[] = [
     request: s.ZListQuarantinedTestsRequest,
     response: s.ZListQuarantinedTestsResponse,
     handle: ({ services, principal }, input) => listQuarantinedTests(services, principal, input),
+  }),
+  operation({
+    operationId: "listUnhealthyTests",
+    method: "post",
+    path: "/flaky-tests/list-unhealthy-tests",
+    summary: "List the tests flaky or broken now (status narrows to one)",
+    request: s.ZListUnhealthyTestsRequest,
+    response: s.ZListUnhealthyTestsResponse,
+    handle: ({ services, principal }, input) => listUnhealthyTests(services, principal, input),
   }),
   operation({
     operationId: "getTestDetails",

@@ -339,6 +339,31 @@ export const ZListQuarantinedTestsResponse = z.strictObject({
   ),
   page: ZPageInfo,
 });
+export const ZListUnhealthyTestsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  page_query: ZPageQuery,
+  status: caseInsensitiveEnum(["flaky", "broken"] as const)
+    .optional()
+    .describe("only tests of this status (FLAKY or BROKEN); omit for both"),
+});
+export const ZListUnhealthyTestsResponse = z.strictObject({
+  unhealthy_tests: z.array(
+    z.strictObject({
+      name: z.string(),
+      parent: z.string(),
+      file: z.string(),
+      classname: z.string(),
+      status: z.enum(["FLAKY", "BROKEN"]),
+      codeowners: z.array(z.string()),
+      quarantined: z.boolean(),
+      status_last_updated_at: z.iso.datetime(),
+      test_case_id: z.uuid(),
+      variant: z.string(),
+    }),
+  ),
+  page: ZPageInfo,
+});
 export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
 
 export const ZErrorResponse = z.strictObject({
