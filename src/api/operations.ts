@@ -3,7 +3,7 @@ import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
-import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest } from "../app/pull-requests.js";
+import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
 import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
@@ -39,6 +39,14 @@ const prAddress = (input: { repo: s.TRepo; targetBranch: string; pr: { number: n
   targetBranch: input.targetBranch,
   prNumber: input.pr.number,
 });
+
+/** The run asked for: by testRunId (Trunk's clients), else the PR's latest (the schema requires one of them). */
+function testRunAddress(input: z.output<typeof s.ZTestingDetailsRequest>): TestRunAddress {
+  const queue = { repo: input.repo, targetBranch: input.targetBranch };
+  if (input.testRunId !== undefined) return { ...queue, testRunId: input.testRunId };
+  if (input.pr === undefined) throw new Error("ZTestingDetailsRequest let through a body with neither testRunId nor pr");
+  return { ...queue, prNumber: input.pr.number };
+}
 
 export const OPERATIONS: Operation[] = [
   operation({
@@ -123,14 +131,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Read a test run: the one named by testRunId, or the pull request's current one",
     request: s.ZTestingDetailsRequest,
     response: s.ZTestingDetails,
-    handle: ({ services, principal }, input) =>
-      getMergeQueueTestingDetails(
-        services,
-        principal,
-        input.testRunId !== undefined
-          ? { repo: input.repo, targetBranch: input.targetBranch, testRunId: input.testRunId }
-          : { repo: input.repo, targetBranch: input.targetBranch, prNumber: (input.pr as { number: number }).number },
-      ),
+    handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, testRunAddress(input)),
   }),
   operation({
     operationId: "createQueue",

@@ -231,12 +231,12 @@ async function runToDetail(tx: Tx, queueId: string, address: TestRunAddress): Pr
     if (!run || run.queueId !== queueId) throw notFound(`test run "${address.testRunId}" not found in the queue for "${address.targetBranch}"`);
     return run;
   }
-  const prAddress = { ...address, prNumber: address.prNumber };
-  const entry = await entryOf(tx, queueId, prAddress.prNumber);
-  if (!entry) throw prNotSubmitted(prAddress);
+  const { prNumber } = address;
+  const entry = await entryOf(tx, queueId, prNumber);
+  if (!entry) throw prNotSubmitted({ ...address, prNumber });
   const recent = await runsStartedSince(tx, queueId, entry.submittedAt, 500);
-  const run = recent.filter((r) => r.tested.includes(prAddress.prNumber)).sort((a, b) => Number(b.runId.split("-")[1]) - Number(a.runId.split("-")[1]))[0];
-  if (!run) throw notFound(`pull request #${prAddress.prNumber} has no test run (it is ${entry.state})`);
+  const run = recent.filter((r) => r.tested.includes(prNumber)).sort((a, b) => Number(b.runId.split("-")[1]) - Number(a.runId.split("-")[1]))[0];
+  if (!run) throw notFound(`pull request #${prNumber} has no test run (it is ${entry.state})`);
   return run;
 }
 
@@ -246,6 +246,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
     const queue = await findQueue(tx, principal, address);
     const run = await runToDetail(tx, queue.id, address);
     const titles = await titlesOf(tx, queue.id, run.tested);
+    // The PR asked about; for a run asked by id, the last of the PRs it tests.
     const targetsOf = address.prNumber ?? run.tested[run.tested.length - 1];
     const targets = targetsOf === undefined ? undefined : (await impactedTargetsOf(tx, queue.id, targetsOf))?.targets;
     const merged = queue.mergedPrs;
