@@ -2,8 +2,9 @@ import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
-import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
-import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest } from "../app/pull-requests.js";
+import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
+import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
+import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
 import * as s from "./schemas.js";
@@ -39,7 +40,24 @@ const prAddress = (input: { repo: s.TRepo; targetBranch: string; pr: { number: n
   prNumber: input.pr.number,
 });
 
+/** The run asked for: by testRunId (Trunk's clients), else the PR's latest (the schema requires one of them). */
+function testRunAddress(input: z.output<typeof s.ZTestingDetailsRequest>): TestRunAddress {
+  const queue = { repo: input.repo, targetBranch: input.targetBranch };
+  if (input.testRunId !== undefined) return { ...queue, testRunId: input.testRunId };
+  if (input.pr === undefined) throw new Error("ZTestingDetailsRequest let through a body with neither testRunId nor pr");
+  return { ...queue, prNumber: input.pr.number };
+}
+
 export const OPERATIONS: Operation[] = [
+  operation({
+    operationId: "getStatus",
+    method: "get",
+    path: "/status",
+    summary: "Whether the service is up and the x-api-token is valid (clients check it before they start)",
+    request: s.ZStatusQuery,
+    response: s.ZStatusResponse,
+    handle: async () => ({ status: "ok" }),
+  }),
   operation({
     operationId: "submitPullRequest",
     method: "post",
@@ -86,6 +104,15 @@ export const OPERATIONS: Operation[] = [
     handle: async ({ services, principal }, input) => json(await getSubmittedPullRequestJson(services, principal, prAddress(input))),
   }),
   operation({
+    operationId: "listPullRequests",
+    method: "post",
+    path: "/listPullRequests",
+    summary: "List the queue's pull requests, most recently submitted first, by state or by when they concluded (paged)",
+    request: s.ZListPullRequestsRequest,
+    response: s.ZListPullRequestsResponse,
+    handle: ({ services, principal }, input) => listPullRequests(services, principal, input),
+  }),
+  operation({
     operationId: "setImpactedTargets",
     method: "post",
     path: "/setImpactedTargets",
@@ -101,10 +128,10 @@ export const OPERATIONS: Operation[] = [
     operationId: "getMergeQueueTestingDetails",
     method: "post",
     path: "/getMergeQueueTestingDetails",
-    summary: "Read the pull request's current test run",
+    summary: "Read a test run: the one named by testRunId, or the pull request's current one",
     request: s.ZTestingDetailsRequest,
     response: s.ZTestingDetails,
-    handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, prAddress(input)),
+    handle: ({ services, principal }, input) => getMergeQueueTestingDetails(services, principal, testRunAddress(input)),
   }),
   operation({
     operationId: "createQueue",
@@ -175,6 +202,15 @@ export const OPERATIONS: Operation[] = [
     request: s.ZListQuarantinedTestsRequest,
     response: s.ZListQuarantinedTestsResponse,
     handle: ({ services, principal }, input) => listQuarantinedTests(services, principal, input),
+  }),
+  operation({
+    operationId: "listUnhealthyTests",
+    method: "post",
+    path: "/flaky-tests/list-unhealthy-tests",
+    summary: "List the tests flaky or broken now (status narrows to one)",
+    request: s.ZListUnhealthyTestsRequest,
+    response: s.ZListUnhealthyTestsResponse,
+    handle: ({ services, principal }, input) => listUnhealthyTests(services, principal, input),
   }),
   operation({
     operationId: "getTestDetails",

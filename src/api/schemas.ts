@@ -121,7 +121,13 @@ export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({
   impactedTargets: ZImpactedTargets,
 });
 
-export const ZTestingDetailsRequest = ZPullRequestAddress;
+/** Trunk's clients name the run (`testRunId`); Greenline's also accept the PR (its latest run). */
+export const ZTestingDetailsRequest = ZQueueAddress.extend({
+  pr: ZPr.optional().describe("the pull request whose latest test run to read; ignored when testRunId is given"),
+  testRunId: z.string().min(1).max(64).check(storableText).optional().describe("the test run to read (an earlier answer's testRunId); required unless pr is given"),
+}).superRefine((value, ctx) => {
+  if (value.pr === undefined && value.testRunId === undefined) ctx.addIssue({ code: "custom", path: ["testRunId"], message: "required (or pr)" });
+});
 
 export const ZMetricsQuery = z.object({
   repo: z
@@ -333,6 +339,31 @@ export const ZListQuarantinedTestsResponse = z.strictObject({
   ),
   page: ZPageInfo,
 });
+export const ZListUnhealthyTestsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  page_query: ZPageQuery,
+  status: caseInsensitiveEnum(["flaky", "broken"] as const)
+    .optional()
+    .describe("only tests of this status (FLAKY or BROKEN); omit for both"),
+});
+export const ZListUnhealthyTestsResponse = z.strictObject({
+  unhealthy_tests: z.array(
+    z.strictObject({
+      name: z.string(),
+      parent: z.string(),
+      file: z.string(),
+      classname: z.string(),
+      status: z.enum(["FLAKY", "BROKEN"]),
+      codeowners: z.array(z.string()),
+      quarantined: z.boolean(),
+      status_last_updated_at: z.iso.datetime(),
+      test_case_id: z.uuid(),
+      variant: z.string(),
+    }),
+  ),
+  page: ZPageInfo,
+});
 export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
 
 export const ZErrorResponse = z.strictObject({
@@ -354,10 +385,39 @@ export const ZTestingDetails = z.strictObject({
   requiredStatuses: z.array(z.string()),
   requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
   requiredStatusesWarning: z.string().optional(),
-  statusChecks: z.array(z.strictObject({ context: z.string(), state: z.enum(["pending", "success", "failure", "error"]) })),
-  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), title: z.string() })),
+  statusChecks: z.array(z.strictObject({ context: z.string(), url: z.string().nullable(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  checkSuites: z.array(
+    z.strictObject({
+      checkRuns: z.array(
+        z.strictObject({
+          name: z.string(),
+          url: z.string().nullable(),
+          status: z.enum(["queued", "in_progress", "completed"]),
+          conclusion: z.enum(["success", "failure"]).nullable(),
+        }),
+      ),
+    }),
+  ),
+  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), prUrl: z.string().nullable(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),
   finishedAt: z.iso.datetime().nullable(),
+});
+
+export const ZStatusQuery = z.object({});
+export const ZStatusResponse = z.strictObject({ status: z.literal("ok") });
+
+export const ZListPullRequestsRequest = ZQueueAddress.extend({
+  state: caseInsensitiveEnum(PR_STATES).optional().describe("only PRs in this state now"),
+  since: ZDateTime.optional().describe("only PRs that concluded (merged, failed, cancelled) at or after this time"),
+  until: ZDateTime.optional().describe("only PRs that concluded at or before this time"),
+  cursor: z.string().min(1).max(64).check(storableText).optional().describe("an earlier answer's nextCursor; omit for the first page"),
+  take: z.number().int().min(1).max(100).default(50).describe("page size"),
+}).superRefine((value, ctx) => {
+  if (value.since && value.until && value.since > value.until) ctx.addIssue({ code: "custom", path: ["until"], message: "must not be before since" });
+});
+export const ZListPullRequestsResponse = z.strictObject({
+  pullRequests: z.array(ZMergeItem),
+  nextCursor: z.string().optional().describe("present when more PRs follow: send it as cursor for the next page"),
 });

@@ -9,7 +9,7 @@ import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } 
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
 import { getQueue, lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
-import { runsStartedSince } from "../store/runs.js";
+import { findRun, runsStartedSince, type TestRun } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { failedPrecondition, notFound } from "./errors.js";
@@ -173,6 +173,8 @@ export async function setImpactedTargets(services: Services, principal: Principa
   });
 }
 
+type CheckStateName = "pending" | "success" | "failure" | "error";
+
 export type TestingDetails = RequiredStatuses & {
   testRunId: string;
   testBranch: string | null;
@@ -180,28 +182,73 @@ export type TestingDetails = RequiredStatuses & {
   status: "in_progress" | "failed" | "cancelled" | "succeeded";
   failureReason: string | null;
   isBisection: boolean;
-  statusChecks: { context: string; state: "pending" | "success" | "failure" | "error" }[];
-  testedPullRequests: { prNumber: number; title: string }[];
+  statusChecks: { context: string; url: string | null; state: CheckStateName }[];
+  checkSuites: { checkRuns: CheckRunDetails[] }[];
+  testedPullRequests: { prNumber: number; prUrl: string | null; title: string }[];
   impactedTargets: string[] | "ALL";
   dependentPrs: number[];
   createdAt: string;
   finishedAt: string | null;
 };
 
+type CheckRunDetails = { name: string; url: string | null; status: "queued" | "in_progress" | "completed"; conclusion: "success" | "failure" | null };
+
+/** Which run to read: the one named by its testRunId (Trunk's clients), or the PR's latest. */
+export type TestRunAddress = QueueAddress & ({ testRunId: string; prNumber?: undefined } | { prNumber: number; testRunId?: undefined });
+
 const RUN_STATUS = { running: "in_progress", passed: "succeeded", failed: "failed", cancelled: "cancelled" } as const;
 
-/** The PR's current (latest) test run. */
-export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: PullRequestAddress): Promise<TestingDetails> {
+/** A pull request's page, as the host shows it (GitHub and GitHub Enterprise use this form). */
+function pullRequestUrl(repo: RepoRef, prNumber: number): string {
+  return `https://${repo.host}/${repo.owner}/${repo.name}/pull/${prNumber}`;
+}
+
+/** The commit statuses CI reported on the testing branch (check runs go to checkSuites, as on Trunk). */
+function commitStatusesOf(run: TestRun): TestRun["statusChecks"] {
+  return Object.fromEntries(Object.entries(run.statusChecks).filter(([, check]) => check.kind === "status"));
+}
+
+/** The check runs CI reported on the testing branch, as GitHub's one check suite of them. */
+function checkSuitesOf(run: TestRun, repo: RepoRef): { checkRuns: CheckRunDetails[] }[] {
+  const checkRuns = Object.entries(run.statusChecks)
+    .filter(([, check]) => check.kind === "check_run")
+    .map(
+      ([name, check]): CheckRunDetails => ({
+        name,
+        url: check.id === null ? null : `https://${repo.host}/${repo.owner}/${repo.name}/runs/${check.id}`,
+        status: check.state === "pending" ? "in_progress" : "completed",
+        conclusion: check.state === "pending" ? null : check.state === "success" ? "success" : "failure",
+      }),
+    );
+  return checkRuns.length === 0 ? [] : [{ checkRuns }];
+}
+
+/** The run named by testRunId in the queue, or the PR's current (latest) test run. */
+async function runToDetail(tx: Tx, queueId: string, address: TestRunAddress): Promise<TestRun> {
+  if (address.testRunId !== undefined) {
+    const run = await findRun(tx, address.testRunId);
+    // Another queue's run (another organization's included) is not this queue's: not found.
+    if (!run || run.queueId !== queueId) throw notFound(`test run "${address.testRunId}" not found in the queue for "${address.targetBranch}"`);
+    return run;
+  }
+  const { prNumber } = address;
+  const entry = await entryOf(tx, queueId, prNumber);
+  if (!entry) throw prNotSubmitted({ ...address, prNumber });
+  const recent = await runsStartedSince(tx, queueId, entry.submittedAt, 500);
+  const run = recent.filter((r) => r.tested.includes(prNumber)).sort((a, b) => Number(b.runId.split("-")[1]) - Number(a.runId.split("-")[1]))[0];
+  if (!run) throw notFound(`pull request #${prNumber} has no test run (it is ${entry.state})`);
+  return run;
+}
+
+export async function getMergeQueueTestingDetails(services: Services, principal: Principal, address: TestRunAddress): Promise<TestingDetails> {
   const host = await hostRequiredChecks(services, address);
   return services.db.read(async (tx) => {
     const queue = await findQueue(tx, principal, address);
-    const entry = await entryOf(tx, queue.id, address.prNumber);
-    if (!entry) throw prNotSubmitted(address);
-    const recent = await runsStartedSince(tx, queue.id, entry.submittedAt, 500);
-    const run = recent.filter((r) => r.tested.includes(address.prNumber)).sort((a, b) => Number(b.runId.split("-")[1]) - Number(a.runId.split("-")[1]))[0];
-    if (!run) throw notFound(`pull request #${address.prNumber} has no test run (it is ${entry.state})`);
+    const run = await runToDetail(tx, queue.id, address);
     const titles = await titlesOf(tx, queue.id, run.tested);
-    const targets = (await impactedTargetsOf(tx, queue.id, address.prNumber))?.targets;
+    // The PR asked about; for a run asked by id, the last of the PRs it tests.
+    const targetsOf = address.prNumber ?? run.tested[run.tested.length - 1];
+    const targets = targetsOf === undefined ? undefined : (await impactedTargetsOf(tx, queue.id, targetsOf))?.targets;
     const merged = queue.mergedPrs;
     const status = RUN_STATUS[run.status];
     const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
@@ -213,8 +260,9 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
       ...requiredStatusesOf(queue, host),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(run.statusChecks) }),
-      testedPullRequests: run.tested.map((n) => ({ prNumber: n, title: titles.get(n) ?? "" })),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(commitStatusesOf(run)) }).map((check) => ({ context: check.context, url: null, state: check.state })),
+      checkSuites: checkSuitesOf(run, address.repo),
+      testedPullRequests: run.tested.map((n) => ({ prNumber: n, prUrl: pullRequestUrl(address.repo, n), title: titles.get(n) ?? "" })),
       impactedTargets: !targets ? [] : targets === "ALL" ? "ALL" : targets.slice(0, 1000),
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),
       createdAt: run.startedAt.toISOString(),

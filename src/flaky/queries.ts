@@ -12,6 +12,7 @@ import {
   listFailingTestKeys,
   listFailureSignatures,
   listQuarantinedTestKeys,
+  listTestKeysByStatus,
   setTicketUrl,
 } from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
@@ -129,6 +130,32 @@ export async function listQuarantinedTests(services: Services, principal: Princi
       codeowners: t.codeowners,
       quarantine_setting: t.quarantineSetting === "always" ? "ALWAYS_QUARANTINE" : "AUTO_QUARANTINE",
       quarantined_at: (t.quarantinedAt ?? t.statusAt).toISOString(),
+      status_last_updated_at: t.statusAt.toISOString(),
+      test_case_id: t.id,
+      variant: t.variant,
+    })),
+    page: info,
+  };
+}
+
+/** Trunk's list-unhealthy-tests: the tests flaky or broken now (or only those of `status`), in a stable order. */
+export async function listUnhealthyTests(services: Services, principal: Principal, input: Scope & { page_query: PageQuery; status?: "flaky" | "broken" }) {
+  checkPageToken(input.page_query);
+  const repo = await repositoryInScope(services, principal, input);
+  if (!repo) return { unhealthy_tests: [], page: emptyPage(input.page_query) };
+  const statuses = input.status ? [input.status] : (["flaky", "broken"] as const);
+  const all = await services.db.read((tx) => listTestKeysByStatus(tx, repo.id, statuses));
+  const { page, info } = paginate(all, input.page_query);
+  const rows = await services.db.read((tx) => findTestCases(tx, page));
+  return {
+    unhealthy_tests: rows.map((t) => ({
+      name: t.name,
+      parent: t.parent,
+      file: t.file,
+      classname: t.classname,
+      status: t.status.toUpperCase(),
+      codeowners: t.codeowners,
+      quarantined: t.quarantined,
       status_last_updated_at: t.statusAt.toISOString(),
       test_case_id: t.id,
       variant: t.variant,

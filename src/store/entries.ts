@@ -156,3 +156,31 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
 export async function recordFailureMessage(tx: Tx, queueId: string, prNumbers: number[], message: string): Promise<void> {
   await tx.queueEntry.updateMany({ where: { queueId, prNumber: { in: prNumbers } }, data: { failureMessage: message.slice(0, 2000) } });
 }
+
+/** Which entries a list reads: by current state, and/or concluded (merged, failed, cancelled) within a window. */
+export type EntryListFilter = { state?: PrState; concludedSince?: Date; concludedUntil?: Date };
+
+/**
+ * A page of the queue's entries, most recently submitted first (then by id, so a page boundary
+ * never splits ties). `after`: the id of the previous page's last entry. Answers null when
+ * `after` is no entry of this queue.
+ */
+export async function entriesPage(tx: Tx, queueId: string, filter: EntryListFilter, after: string | undefined, take: number): Promise<{ entries: QueueEntry[]; more: boolean } | null> {
+  let afterWhere = {};
+  if (after !== undefined) {
+    const cursor = await tx.queueEntry.findFirst({ where: { id: after, queueId }, select: { id: true, submittedAt: true } });
+    if (!cursor) return null;
+    afterWhere = { OR: [{ submittedAt: { lt: cursor.submittedAt } }, { submittedAt: cursor.submittedAt, id: { lt: cursor.id } }] };
+  }
+  const concluded = filter.concludedSince !== undefined || filter.concludedUntil !== undefined;
+  const rows = await tx.queueEntry.findMany({
+    where: {
+      queueId,
+      ...afterWhere,
+      AND: [filter.state !== undefined ? { state: filter.state } : {}, concluded ? { state: { in: ["merged", "failed", "cancelled"] }, stateChangedAt: { gte: filter.concludedSince, lte: filter.concludedUntil } } : {}],
+    },
+    orderBy: [{ submittedAt: "desc" }, { id: "desc" }],
+    take: take + 1,
+  });
+  return { entries: rows.slice(0, take).map(toQueueEntry), more: rows.length > take };
+}

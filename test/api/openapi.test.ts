@@ -19,8 +19,11 @@ const SPEC_OPERATIONS = [
   "POST /flaky-tests/get-test-details",
 ];
 
-/** Operations Greenline adds to SPEC.md's (flaky-test ingestion, quarantine control, settings). */
+/** Operations Greenline adds to SPEC.md's (flaky-test ingestion, quarantine control, settings; Trunk's later v1 additions). */
 const ADDED_OPERATIONS = [
+  "GET /status",
+  "POST /listPullRequests",
+  "POST /flaky-tests/list-unhealthy-tests",
   "POST /flaky-tests/upload",
   "POST /flaky-tests/check-quarantine",
   "POST /flaky-tests/set-quarantine-setting",

@@ -148,7 +148,9 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     expect(await stateOf("rerun", 1)).toBe("testing");
     const details = await api.ok("getMergeQueueTestingDetails", pr("rerun", 1));
-    expect(details.statusChecks).toEqual(expect.arrayContaining([{ context: "build", state: "pending" }]));
+    // As on Trunk: commit statuses under statusChecks, check runs under checkSuites (with GitHub's enums).
+    expect(details.statusChecks).toEqual([{ context: "lint", url: null, state: "success" }]);
+    expect(details.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "in_progress", conclusion: null }] }]);
   });
 
   test("a lost status delivery costs one poll interval, and polling stays bounded", async () => {

@@ -108,8 +108,8 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect(details).toMatchObject({
       status: "succeeded",
       statusChecks: expect.arrayContaining([
-        { context: "ci/test", state: "success" },
-        { context: "lint", state: "success" },
+        { context: "ci/test", url: null, state: "success" },
+        { context: "lint", url: null, state: "success" },
       ]),
     });
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));

@@ -46,7 +46,9 @@ export class ApiClient {
   async get(path: string): Promise<ApiResponse<string>> {
     const response = await fetch(`${this.baseUrl}/v1/${path}`, { headers: { "x-api-token": this.token } });
     const text = await response.text();
-    checkAnswer(path, "GET", response.status, response.headers.get("content-type"), response.ok ? text : JSON.parse(text));
+    const contentType = response.headers.get("content-type");
+    const isJson = !response.ok || contentType?.startsWith("application/json");
+    checkAnswer(path, "GET", response.status, contentType, isJson ? JSON.parse(text) : text);
     return { status: response.status, body: text, headers: response.headers, text };
   }
 }

@@ -1,3 +1,4 @@
+import type { TestStatus } from "../../domain/flaky/detection.js";
 import type { TestCase } from "../../domain/flaky/test-case.js";
 import type { TestCase as TestCaseRow } from "../../generated/sqlite/client.js";
 import type { Tx } from "../database.js";
@@ -43,6 +44,12 @@ export async function setTicketUrl(tx: Tx, key: number, ticketUrl: string | null
 /** The keys of the repository's quarantined tests, ascending. */
 export async function listQuarantinedTestKeys(tx: Tx, repositoryId: string): Promise<number[]> {
   const rows = await tx.testCase.findMany({ where: { repositoryId, quarantined: true }, select: { key: true }, orderBy: { key: "asc" } });
+  return rows.map((row) => row.key);
+}
+
+/** The keys of the repository's tests whose status is one of `statuses`, in key order. */
+export async function listTestKeysByStatus(tx: Tx, repositoryId: string, statuses: readonly TestStatus[]): Promise<number[]> {
+  const rows = await tx.testCase.findMany({ where: { repositoryId, status: { in: [...statuses] } }, select: { key: true }, orderBy: { key: "asc" } });
   return rows.map((row) => row.key);
 }
 
