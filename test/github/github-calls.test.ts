@@ -1,5 +1,5 @@
-import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../support/backends.js";
+import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -16,12 +16,7 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
   const OWNER = "octo-calls";
 
   async function deliver(event: string, payload: object) {
-    const body = JSON.stringify(payload);
-    const response = await fetch(`${server.url}/api/github/webhooks`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
-      body,
-    });
+    const response = await postWebhook(server.url, gh, event, payload);
     expect(response.status).toBe(200);
     await server.greenline.worker.processWebhooks();
   }

@@ -1,5 +1,5 @@
-import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../support/backends.js";
+import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -19,12 +19,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   const full = (name: string) => `${OWNER}/${name}`;
 
   async function deliver(event: string, payload: object) {
-    const body = JSON.stringify(payload);
-    const response = await fetch(`${server.url}/api/github/webhooks`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
-      body,
-    });
+    const response = await postWebhook(server.url, gh, event, payload);
     expect(response.status).toBe(200);
     // Deliveries are recorded and answered at once; the worker processes them.
     await server.greenline.worker.processWebhooks();

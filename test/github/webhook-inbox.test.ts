@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Backend, BACKENDS } from "../support/backends.js";
+import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { processDueDeliveries, recordDelivery } from "../../src/app/webhook-inbox.js";
 import { CodeHostRefusal } from "../../src/ports/code-host.js";
@@ -26,13 +27,8 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     });
 
   /** Sends a webhook as GitHub does; the worker does not run. */
-  function post(event: string, payload: object, deliveryId = randomUUID()) {
-    const body = JSON.stringify(payload);
-    return fetch(`${server.url}/api/github/webhooks`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": deliveryId, "x-hub-signature-256": gh.sign(body) },
-      body,
-    });
+  function post(event: string, payload: object, deliveryId?: string) {
+    return postWebhook(server.url, gh, event, payload, deliveryId);
   }
 
   async function deliver(event: string, payload: object) {
