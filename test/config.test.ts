@@ -71,7 +71,7 @@ describe("loadConfig", () => {
 });
 
 function startService(env: Record<string, string>): { done: Promise<{ code: number | null; output: string }>; kill(signal: NodeJS.Signals): void; output(): string } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", GREENLINE_ENV_FILE: "", ...env } });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
