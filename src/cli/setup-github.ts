@@ -212,7 +212,7 @@ export async function setupGitHub(values: SetupGitHubOptions, out: (line: string
   const githubUrl = httpUrl(values["github-url"]?.trim() || GITHUB, "github-url").href.replace(/\/+$/, "");
   const apiDefault = process.env.GITHUB_API_URL?.trim() || (githubUrl === GITHUB ? GITHUB_API : `${githubUrl}/api/v3`);
   const apiUrl = httpUrl(values["api-url"]?.trim() || apiDefault, "api-url").href.replace(/\/+$/, "");
-  const envFile = resolve(values["dotenv"]?.trim() || ".env");
+  const envFile = resolve(values.dotenv?.trim() || ".env");
   const name = values.name?.trim() || undefined;
 
   const existing = credentialsIn(envFile);

@@ -45,7 +45,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
       "--name <name>        the App's name (default: app.yml's; names are unique on GitHub, and GitHub's page lets you change it)",
       "--dotenv <path>      where the credentials are written (default: .env); other variables in it are kept",
       "--force              replace credentials already in the env file (default: refuse, register nothing)",
-      `--port <port>        the local port of the setup page and GitHub's callback (default: 3456, on 127.0.0.1)`,
+      "--port <port>        the local port of the setup page and GitHub's callback (default: 3456, on 127.0.0.1)",
       "--github-url <url>   GitHub's web address (default: https://github.com; GitHub Enterprise Server: https://<host>)",
       "--api-url <url>      GitHub's API (default: GITHUB_API_URL, else https://api.github.com, or <github-url>/api/v3 for",
       "                     an Enterprise Server); written as GITHUB_API_URL when not api.github.com",
