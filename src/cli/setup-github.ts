@@ -228,11 +228,11 @@ export async function setupGitHub(values: SetupGitHubOptions, out: (line: string
     server.listen(port, "127.0.0.1", () => resolveListen());
   });
   const local = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const manifest = buildManifest(readFileSync(appYmlPath, "utf8"), { webhookUrl, redirectUrl: `${local}/callback`, name });
   const registerUrl = `${githubUrl}${org ? `/organizations/${org}` : ""}/settings/apps/new?state=${state}`;
 
   let used = false;
   try {
+    const manifest = buildManifest(readFileSync(appYmlPath, "utf8"), { webhookUrl, redirectUrl: `${local}/callback`, name });
     const outcome = await new Promise<number>((finish, fail) => {
       const timer = setTimeout(() => {
         out("No answer from GitHub within 15 minutes; nothing was written. Run the command again.");
