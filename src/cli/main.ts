@@ -45,6 +45,12 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       always: { type: "boolean" },
       never: { type: "boolean" },
       auto: { type: "boolean" },
+      "webhook-url": { type: "string" },
+      port: { type: "string" },
+      "github-url": { type: "string" },
+      "api-url": { type: "string" },
+      dotenv: { type: "string" },
+      force: { type: "boolean" },
     },
     allowPositionals: true,
   });
@@ -100,6 +106,10 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       const chosen = (["always", "never", "auto"] as const).filter((s) => values[s]);
       if (chosen.length !== 1) throw new UsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
+    }
+    case "setup github": {
+      const { setupGitHub } = await import("./setup-github.js");
+      return setupGitHub(values, out);
     }
     case "db migrate": {
       await withDatabase(async () => undefined);
