@@ -1,3 +1,5 @@
+import { validationError } from "../../src/api/errors.js";
+import { MAX_IMPACTED_TARGETS, ZSetImpactedTargetsRequest } from "../../src/api/schemas.js";
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
@@ -220,4 +222,15 @@ describe.each(BACKENDS)("x-forked-workflow-run-id in sandbox mode, $name", (back
     expect([answer.status, answer.body.error.code]).toEqual([401, "unauthenticated"]);
     expect(answer.body.error.message).toBe("x-forked-workflow-run-id: accepted only when Greenline runs as a GitHub App (this server's code host, sandbox, runs no workflows); send x-api-token");
   });
+});
+
+/**
+ * More targets than one upload may name are refused with the limit named, never cut (checked on
+ * the request schema: 5,000,001 names over HTTP take seconds to send and parse, per backend).
+ */
+test("more impacted targets than the limit are refused, naming it", () => {
+  const address = { repo: { host: "github.com", owner: "acme", name: "web" }, pr: { number: 1, sha: "a".repeat(40) }, targetBranch: "main" };
+  const parsed = ZSetImpactedTargetsRequest.safeParse({ ...address, impactedTargets: Array.from({ length: MAX_IMPACTED_TARGETS + 1 }, () => "t") });
+  expect(parsed.success).toBe(false);
+  expect(validationError(parsed.error!.issues).details).toEqual([{ path: "impactedTargets", message: 'must list at most 5000000 targets (send "ALL" instead)' }]);
 });
