@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AppError } from "../app/errors.js";
+import { authenticateForkedRun, FORKED_RUN_HEADER } from "../app/forked-runs.js";
 import type { Services } from "../app/services.js";
 import { authenticate, type Principal } from "../auth/tokens.js";
 import type { Logger } from "../log.js";
@@ -10,17 +11,36 @@ import { OPERATIONS, type Operation, type RawResponse } from "./operations.js";
 
 export const MAX_BODY_BYTES = 20 * 1024 * 1024;
 
-type Locals = { principal: Principal };
+/** `principal` once authenticated; `forkedRunId` while a fork PR's upload waits for its body to be checked. */
+type Locals = { principal?: Principal; forkedRunId?: string };
+
+function headerOf(req: Request, name: string): string | undefined {
+  const header = req.headers[name];
+  return Array.isArray(header) ? header[0] : header;
+}
 
 function isRaw(value: object): value is RawResponse {
   return (value as RawResponse).raw === true;
 }
 
-function requireToken(services: Services) {
+/**
+ * Every operation needs an x-api-token. An operation that accepts a fork PR's workflow run in
+ * its place (setImpactedTargets, as Trunk's) lets a request with no token (the header absent
+ * or empty, as merge-action sends it) but a run id through: the run is checked once the body
+ * says what it is for (serve).
+ */
+function requireToken(services: Services, op: Operation) {
   return async (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
-    const header = req.headers["x-api-token"];
-    const token = Array.isArray(header) ? header[0] : header;
-    if (!token) return next(new AppError("unauthenticated", "missing x-api-token header"));
+    const token = headerOf(req, "x-api-token");
+    const runId = headerOf(req, FORKED_RUN_HEADER);
+    if (!token) {
+      if (runId && op.forkedRun) {
+        res.locals.forkedRunId = runId;
+        return next();
+      }
+      const hint = runId ? ` (${FORKED_RUN_HEADER} is accepted only by setImpactedTargets)` : "";
+      return next(new AppError("unauthenticated", `missing x-api-token header${hint}`));
+    }
     const principal = await authenticate(services.db, token);
     if (!principal) return next(new AppError("unauthenticated", "unknown or revoked API token"));
     res.locals.principal = principal;
@@ -33,7 +53,13 @@ function serve(services: Services, op: Operation) {
     const source = op.method === "get" ? req.query : req.body;
     const parsed = op.request.safeParse(source ?? {});
     if (!parsed.success) throw validationError(parsed.error.issues);
-    const result = await op.handle({ services, principal: res.locals.principal }, parsed.data);
+    let principal = res.locals.principal;
+    if (!principal) {
+      const { forkedRunId } = res.locals;
+      if (forkedRunId === undefined || !op.forkedRun) throw new Error(`${op.operationId} reached without a principal`);
+      principal = await authenticateForkedRun(services, forkedRunId, op.forkedRun(parsed.data));
+    }
+    const result = await op.handle({ services, principal }, parsed.data);
     if (isRaw(result)) res.type(result.contentType).send(result.body);
     else res.json(result);
   };
@@ -59,8 +85,8 @@ export function createApiApp(services: Services, log: Logger): express.Express {
   v1.get("/openapi.json", (_req, res) => {
     res.type("application/json").send(openapi);
   });
-  const auth = requireToken(services);
   for (const op of OPERATIONS) {
+    const auth = requireToken(services, op);
     if (op.method === "get") v1.get(op.path, auth, serve(services, op));
     else v1.post(op.path, auth, jsonBody(MAX_BODY_BYTES), serve(services, op));
     v1.all(op.path, (req, res, next) => {

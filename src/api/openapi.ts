@@ -11,7 +11,7 @@ function schemaOf(type: z.ZodType, io: "input" | "output"): JsonSchema {
 
 const ERROR_STATUSES: Record<string, string> = {
   "400": "Invalid argument: the error names each bad field and the rule it breaks",
-  "401": "Missing or unknown x-api-token",
+  "401": "Missing or unknown x-api-token (setImpactedTargets: or a x-forked-workflow-run-id refused, the message names the rule)",
   "404": "Not found (also for another organization's resources)",
   "405": "Wrong HTTP method",
   "409": "Conflict or failed precondition",
@@ -50,7 +50,8 @@ export function buildOpenApiDocument(operations: Operation[]): JsonSchema {
       [op.method]: {
         operationId: op.operationId,
         summary: op.summary,
-        security: [{ apiToken: [] }],
+        // setImpactedTargets: a fork PR's CI names its workflow run instead (empty x-api-token).
+        security: op.forkedRun ? [{ apiToken: [] }, { forkedWorkflowRun: [] }] : [{ apiToken: [] }],
         ...(parameters ? { parameters } : { requestBody: { required: true, content: { "application/json": { schema: input } } } }),
         responses,
       },
@@ -62,7 +63,15 @@ export function buildOpenApiDocument(operations: Operation[]): JsonSchema {
     servers: [{ url: "/v1" }],
     paths,
     components: {
-      securitySchemes: { apiToken: { type: "apiKey", in: "header", name: "x-api-token" } },
+      securitySchemes: {
+        apiToken: { type: "apiKey", in: "header", name: "x-api-token" },
+        forkedWorkflowRun: {
+          type: "apiKey",
+          in: "header",
+          name: "x-forked-workflow-run-id",
+          description: "setImpactedTargets only, with x-api-token empty or absent: the GitHub Actions run id (github.run_id) of a fork PR's live workflow run, for pr.sha, the PR's head",
+        },
+      },
       schemas: { Error: schemaOf(ZErrorResponse, "output") },
     },
   };

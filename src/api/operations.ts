@@ -4,6 +4,7 @@ import { renderMetrics } from "../app/metrics.js";
 import { uploadTestResults } from "../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
 import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
+import type { ForkedRunUpload } from "../app/forked-runs.js";
 import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
@@ -25,6 +26,11 @@ export type Operation<S extends z.ZodType = z.ZodType> = {
   response: z.ZodType;
   responseContentType?: string;
   handle(context: OperationContext, input: z.output<S>): Promise<object | RawResponse>;
+  /**
+   * Present when a fork PR's workflow run may stand in for the token (x-forked-workflow-run-id):
+   * what the request says the run is for, checked by app/forked-runs.ts.
+   */
+  forkedRun?(input: z.output<S>): ForkedRunUpload;
 };
 
 function operation<S extends z.ZodType>(op: Operation<S>): Operation {
@@ -119,6 +125,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Set the targets a pull request impacts (parallel mode builds lanes from them)",
     request: s.ZSetImpactedTargetsRequest,
     response: s.ZEmptyResponse,
+    forkedRun: (input) => ({ ...prAddress(input), sha: input.pr.sha }),
     async handle({ services, principal }, input) {
       await setImpactedTargets(services, principal, { ...prAddress(input), sha: input.pr.sha, impactedTargets: input.impactedTargets });
       return EMPTY;

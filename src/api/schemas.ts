@@ -112,8 +112,15 @@ export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
   noBatch: z.boolean().optional().describe("test this PR on its own, never in a batch"),
 });
 
+/** The most targets one upload may name; all are kept and answered (docs/decisions.md). */
+export const MAX_IMPACTED_TARGETS = 5_000_000;
+const TOO_MANY_TARGETS = `must list at most ${MAX_IMPACTED_TARGETS} targets (send "ALL" instead)`;
+
 export const ZImpactedTargets = z
-  .union([z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const), z.array(z.string().max(4096).check(storableText)).max(5_000_000)], { error: 'must be "ALL" or a list of target names' })
+  .union([z.enum(["ALL", "IMPACTS_ALL"]).transform(() => "ALL" as const), z.array(z.string().max(4096).check(storableText)).max(MAX_IMPACTED_TARGETS, TOO_MANY_TARGETS)], {
+    // A list too long is refused naming the limit, not as "not a list".
+    error: (issue) => (Array.isArray(issue.input) && issue.input.length > MAX_IMPACTED_TARGETS ? TOO_MANY_TARGETS : 'must be "ALL" or a list of target names'),
+  })
   .describe('the targets the PR changes, or "ALL" (it impacts every target)');
 
 export const ZSetImpactedTargetsRequest = ZQueueAddress.extend({

@@ -137,6 +137,32 @@ export interface PolledEvents {
 }
 
 /**
+ * A CI workflow run, as the code host tells it (GitHub Actions' `GET /actions/runs/{run_id}`):
+ * what a fork PR's upload of impacted targets is authorised by (app/forked-runs.ts).
+ */
+export type WorkflowRun = {
+  id: string;
+  /** queued, in_progress, completed, waiting, requested, pending, action_required…, as the host says; null when it says none. */
+  status: string | null;
+  /** The event that started it (pull_request, push…). */
+  event: string;
+  /** The commit it runs for. */
+  headSha: string;
+  /** The repository that commit comes from (a fork, for a fork PR's run); null when the host no longer knows it (a deleted fork). */
+  headRepository: { owner: string; name: string } | null;
+};
+
+/** Present when the host runs CI itself and tells of its runs (GitHub Actions). */
+export interface WorkflowRuns {
+  /**
+   * The run `runId` of the repository, or null when the repository has none by that id, or the
+   * host cannot be asked about the repository (the App is not installed there). Refusals (a
+   * permission missing, the host down) throw a CodeHostRefusal.
+   */
+  workflowRun(repo: RepoRef, runId: string): Promise<WorkflowRun | null>;
+}
+
+/**
  * Everything Greenline asks of the code host. GitHub (through Octokit) and the sandbox
  * implement it. Every method is safe to call again with the same arguments (effects are
  * retried after a crash). Where hosts differ, the port says what this one does; nothing above
@@ -157,6 +183,8 @@ export interface CodeHost {
   readonly polling?: PolledEvents;
   /** Present when CI results can be read from the host (reconciliation of webhooks). */
   readonly ciResults?: CiResults;
+  /** Present when the host runs CI and can say of a run id what it runs (fork PRs' uploads, without a token). */
+  readonly workflowRuns?: WorkflowRuns;
   /**
    * Present when the host tells of pushes by deliveries, which may arrive out of order: whether
    * `ancestor` is an ancestor of (or equal to) `descendant`, so a late echo of an older push

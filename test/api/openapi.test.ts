@@ -81,10 +81,12 @@ describe("OpenAPI document", () => {
     expect(submit.properties.repo.properties.owner.description).toContain("whitespace is trimmed");
   });
 
-  test("every operation needs the x-api-token header", () => {
+  test("every operation needs the x-api-token header; setImpactedTargets also takes a fork PR's workflow run id", () => {
     expect(document.components.securitySchemes.apiToken).toEqual({ type: "apiKey", in: "header", name: "x-api-token" });
-    for (const methods of Object.values(document.paths) as Record<string, any>[]) {
-      for (const op of Object.values(methods)) expect(op.security).toEqual([{ apiToken: [] }]);
+    expect(document.components.securitySchemes.forkedWorkflowRun).toMatchObject({ type: "apiKey", in: "header", name: "x-forked-workflow-run-id" });
+    for (const [path, methods] of Object.entries(document.paths) as [string, Record<string, any>][]) {
+      const expected = path === "/setImpactedTargets" ? [{ apiToken: [] }, { forkedWorkflowRun: [] }] : [{ apiToken: [] }];
+      for (const op of Object.values(methods)) expect(op.security).toEqual(expected);
     }
   });
 });

@@ -98,10 +98,26 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await octokit.rest.pulls.list({ ...r, head: `${owner}:develop` });
     await octokit.rest.pulls.update({ ...r, pull_number: 1001, state: "closed" });
 
+    // GitHub Actions' runs: a fork PR's (no pull_requests, the fork as head_repository) and a
+    // branch PR's (its PR listed); another repository's run and an unknown id are 404.
+    const forkPr = gh.openPr(full, { number: 4, headRepo: "alice/app", headRef: "patch-1", author: "alice" });
+    const forkRun = gh.startWorkflowRun(full, { name: "CI", event: "pull_request", headSha: forkPr.headSha, headBranch: "patch-1", headRepo: "alice/app", actor: "alice" });
+    const ownRun = gh.startWorkflowRun(full, { name: "CI", event: "pull_request", headSha: pr2.headSha, headBranch: pr2.headRef, status: "queued" });
+    const elsewhere = gh.startWorkflowRun("octo-conf/elsewhere", { name: "CI", event: "push", headSha: pr2.headSha, headBranch: "main" });
+    workflowRuns.fork = (await octokit.rest.actions.getWorkflowRun({ ...r, run_id: forkRun })).data;
+    gh.completeWorkflowRun(ownRun, "failure");
+    workflowRuns.own = (await octokit.rest.actions.getWorkflowRun({ ...r, run_id: ownRun })).data;
+    await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: elsewhere }));
+    await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: 42 }));
+
     // Permission refusals.
     gh.setPermissions(601, DEFAULT_PERMISSIONS);
     await settle(octokit.rest.repos.getBranchProtection({ ...r, branch: "main" }));
+    const { actions: _actions, ...withoutActions } = DEFAULT_PERMISSIONS;
+    gh.setPermissions(601, withoutActions);
+    await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: forkRun }));
   }
+  const workflowRuns: Record<string, { pull_requests?: unknown[] | null; head_repository: { full_name: string; fork: boolean }; status: string | null; conclusion: string | null }> = {};
 
   test("every answer of a scripted scenario validates against its operation's schema", async () => {
     await scenario();
@@ -150,8 +166,16 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
         "PATCH /repos/{owner}/{repo}/git/refs/{ref} 422",
         "POST /repos/{owner}/{repo}/statuses/{sha} 422",
         "GET /repos/{owner}/{repo}/commits/{ref}/check-runs 200",
+        "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200",
+        "GET /repos/{owner}/{repo}/actions/runs/{run_id} 403",
+        "GET /repos/{owner}/{repo}/actions/runs/{run_id} 404",
       ]),
     );
+    // GitHub lists no pull request on a fork's run (github/docs#22501); a branch PR's run lists it.
+    expect(workflowRuns.fork).toMatchObject({ pull_requests: [], head_repository: { full_name: "alice/app", fork: true }, status: "in_progress", conclusion: null });
+    expect(workflowRuns.own).toMatchObject({ pull_requests: [expect.objectContaining({ number: 2 })], head_repository: { full_name: "octo-conf/app", fork: false }, status: "completed", conclusion: "failure" });
+    const refusedRun = gh.requests.filter((request) => request.path.includes("/actions/runs/") && request.status === 403);
+    expect(refusedRun.map((request) => (request.response as { message: string }).message)).toEqual(["Resource not accessible by integration"]);
   });
 
   test("every repository route the scenario used declares the App permission it needs", () => {

@@ -17,7 +17,20 @@ export type Workflow = {
   fails?: (files: Record<string, string>) => boolean;
 };
 
-export type CiRun = { workflow: string; repo: string; sha: string; trigger: "push" | "pull_request"; branch: string; state: "queued" | "passed" | "failed" };
+export type CiRun = {
+  workflow: string;
+  repo: string;
+  sha: string;
+  trigger: "push" | "pull_request";
+  branch: string;
+  state: "queued" | "passed" | "failed";
+  /**
+   * The GitHub Actions run of a `pull_request` trigger (`GET /actions/runs/{id}` answers it): in
+   * the PR's repository, for the PR's head, from the fork for a fork PR; in progress until
+   * `finish()`.
+   */
+  workflowRunId?: number;
+};
 
 export class SimulatedCi {
   readonly runs: CiRun[] = [];
@@ -51,6 +64,7 @@ export class SimulatedCi {
       const workflow = this.#workflows.find((w) => w.name === run.workflow && w.on.includes(run.trigger) && run.branch.startsWith(w.branches ?? ""))!;
       const failed = workflow.fails?.(this.#gh.filesAt(run.sha)) ?? false;
       run.state = failed ? "failed" : "passed";
+      if (run.workflowRunId !== undefined) this.#gh.completeWorkflowRun(run.workflowRunId, failed ? "failure" : "success");
       if (workflow.report === "status") this.#gh.setStatus(run.repo, run.sha, workflow.name, failed ? "failure" : "success");
       else this.#gh.completeCheckRun(run.repo, this.#gh.createCheckRun(run.repo, { name: workflow.name, headSha: run.sha, status: "in_progress" }), failed ? "failure" : "success");
     }
@@ -59,13 +73,15 @@ export class SimulatedCi {
   #trigger(event: SimulatorEvent): void {
     let trigger: { kind: "push" | "pull_request"; repo: string; sha: string; branch: string } | null = null;
     if (event.kind === "push" && !event.deleted) trigger = { kind: "push", repo: event.repo, sha: event.after, branch: event.branch };
-    if (event.kind === "pull_request" && ["opened", "synchronize", "reopened"].includes(event.action)) {
-      trigger = { kind: "pull_request", repo: event.repo, sha: event.pr.headSha, branch: event.pr.base };
-    }
+    const pr = event.kind === "pull_request" && ["opened", "synchronize", "reopened"].includes(event.action) ? event.pr : null;
+    if (pr && event.kind === "pull_request") trigger = { kind: "pull_request", repo: event.repo, sha: pr.headSha, branch: pr.base };
     if (!trigger) return;
     for (const workflow of this.#workflows) {
       if (!workflow.on.includes(trigger.kind) || !trigger.branch.startsWith(workflow.branches ?? "")) continue;
-      this.runs.push({ workflow: workflow.name, repo: trigger.repo, sha: trigger.sha, trigger: trigger.kind, branch: trigger.branch, state: "queued" });
+      // A PR's run: head_sha is the PR's head (GITHUB_SHA, the merge commit, is not), and a fork
+      // PR's run has the fork as head_repository.
+      const workflowRunId = pr ? this.#gh.startWorkflowRun(trigger.repo, { name: workflow.name, event: "pull_request", headSha: pr.headSha, headBranch: pr.headRef, headRepo: pr.headRepo, actor: pr.author }) : undefined;
+      this.runs.push({ workflow: workflow.name, repo: trigger.repo, sha: trigger.sha, trigger: trigger.kind, branch: trigger.branch, state: "queued", ...(workflowRunId !== undefined ? { workflowRunId } : {}) });
     }
   }
 }

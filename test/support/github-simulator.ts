@@ -20,7 +20,7 @@ import {
   ruleViolationsMessage,
 } from "./github/rules.js";
 import * as shape from "./github/shapes.js";
-import type { CheckRunRecord, RepositorySettings, StatusRecord } from "./github/shapes.js";
+import type { CheckRunRecord, RepositorySettings, StatusRecord, WorkflowRunRecord } from "./github/shapes.js";
 
 /**
  * A simulated GitHub, served over HTTP so the real Octokit (through Probot) talks to it, and as
@@ -253,6 +253,9 @@ export class GitHubSimulator {
   readonly #reviews: { repo: string; number: number; reviewer: string; state: "approved" | "changes_requested" | "commented"; sha: string }[] = [];
   readonly #checkRuns = new Map<number, CheckRunRecord>();
   readonly #checkSuites = new Map<string, number>();
+  /** GitHub Actions' workflow runs, by id (ids of their own, as large as GitHub's). */
+  readonly #workflowRuns = new Map<number, WorkflowRunRecord>();
+  #workflowRunIds = 7_000_000_000;
   /** Run just before GitHub merges a PR (by "owner/name#number"), once; an answer it returns is sent instead of merging. */
   readonly #beforeMerge = new Map<string, () => undefined | { status: number; message: string }>();
   /** While set, every API request is answered with this status, as when GitHub is down. */
@@ -731,6 +734,56 @@ export class GitHubSimulator {
     this.#emit({ kind: "check_run", action: "created", repo, checkRun: this.#checkRunEvent(run), branch: headBranch, sender });
     if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", sender);
     return run;
+  }
+
+  // ---- GitHub Actions' workflow runs ----
+
+  /**
+   * A workflow run starts in `repo` for a commit (GitHub Actions; returns its id). A fork PR's
+   * `pull_request` run belongs to the PR's base repository, with the fork as `headRepo`.
+   */
+  startWorkflowRun(repo: string, run: { name: string; event: string; headSha: string; headBranch: string; headRepo?: string; status?: "queued" | "in_progress"; actor?: string }): number {
+    const id = ++this.#workflowRunIds;
+    const runNumber = [...this.#workflowRuns.values()].filter((r) => r.repo.toLowerCase() === repo.toLowerCase()).length + 1;
+    const path = `.github/workflows/${run.name.toLowerCase().replace(/[^a-z0-9]+/g, "-")}.yml`;
+    this.#workflowRuns.set(id, {
+      id,
+      repo,
+      name: run.name,
+      path,
+      event: run.event,
+      status: run.status ?? "in_progress",
+      conclusion: null,
+      headSha: run.headSha,
+      headBranch: run.headBranch,
+      headRepo: run.headRepo ?? repo,
+      runNumber,
+      actor: run.actor ?? "octocat",
+    });
+    return id;
+  }
+
+  /** A workflow run finishes. */
+  completeWorkflowRun(id: number, conclusion: "success" | "failure" | "cancelled" = "success"): void {
+    const run = this.#workflowRuns.get(id);
+    if (!run) throw new Error(`no workflow run ${id}`);
+    run.status = "completed";
+    run.conclusion = conclusion;
+  }
+
+  workflowRun(id: number): WorkflowRunRecord | undefined {
+    return this.#workflowRuns.get(id);
+  }
+
+  /**
+   * A run's `pull_requests`: the repository's open PRs whose head is the run's, from the
+   * repository itself. A run from a fork lists none (github/docs#22501).
+   */
+  #workflowRunPulls(run: WorkflowRunRecord) {
+    if (run.headRepo.toLowerCase() !== run.repo.toLowerCase()) return [];
+    return [...this.#pulls.entries()]
+      .filter(([key, pr]) => key.startsWith(`${run.repo.toLowerCase()}#`) && pr.state === "open" && pr.headSha === run.headSha && pr.headRepo.toLowerCase() === run.repo.toLowerCase())
+      .map(([, pr]) => shape.pullRequestMinimal(run.repo, pr));
   }
 
   /** A check's state on a commit: its latest check run, else its latest status. */
@@ -1255,6 +1308,14 @@ export class GitHubSimulator {
         commits: ahead.reverse().map((c) => shape.commit(fullName, c)),
         files: [],
       });
+    }
+
+    // ---- GitHub Actions ----
+    if ((match = /^\/actions\/runs\/(\d+)$/.exec(rest)) && method === "GET") {
+      const run = this.#workflowRuns.get(Number(match[1]));
+      // Another repository's run is not found here.
+      if (!run || run.repo.toLowerCase() !== repoName) return notFound();
+      return send(200, shape.workflowRun(run, this.#workflowRunPulls(run)));
     }
 
     // ---- Statuses and checks ----

@@ -1,5 +1,19 @@
 import type { Probot } from "probot";
-import type { CiResults, CodeHost, MergeRequest, MergeResult, Permission, PullRequestInfo, ReadPullRequestHint, RepoRef, StatusCheck, TargetCheck, TestRunRequest, TestRunStart } from "../../ports/code-host.js";
+import type {
+  CiResults,
+  CodeHost,
+  MergeRequest,
+  MergeResult,
+  Permission,
+  PullRequestInfo,
+  ReadPullRequestHint,
+  RepoRef,
+  StatusCheck,
+  TargetCheck,
+  TestRunRequest,
+  TestRunStart,
+  WorkflowRuns,
+} from "../../ports/code-host.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
@@ -9,6 +23,7 @@ import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
 import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
+import { GitHubWorkflowRuns } from "./workflow-runs.js";
 import { refusalOf, type GitHubOperation } from "./refusals.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
@@ -28,6 +43,8 @@ export class GitHubCodeHost implements CodeHost {
   readonly #merging: GitHubMerging;
   /** Deliveries get lost and reordered: runs in flight are reconciled with GitHub's own view. */
   readonly ciResults: CiResults;
+  /** GitHub Actions' runs: a fork PR's upload of impacted targets names its run instead of a token. */
+  readonly workflowRuns: WorkflowRuns;
   /** Push deliveries arrive out of order: their commits are placed with the compare API. */
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
   readonly #targets: GitHubTargets;
@@ -47,6 +64,8 @@ export class GitHubCodeHost implements CodeHost {
     this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client);
     this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
+    const runs = new GitHubWorkflowRuns(this.#client);
+    this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };
     this.ancestry = { isAncestor: (repo, ancestor, descendant) => classified(this.#checks.isAncestor(repo, ancestor, descendant), "read") };
     this.#targets = new GitHubTargets(this.#client);
   }

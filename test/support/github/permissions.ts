@@ -11,6 +11,7 @@ export type Permissions = Partial<Record<Permission, Access>>;
 
 /** What Greenline's app.yml asks for. */
 export const DEFAULT_PERMISSIONS: Permissions = {
+  actions: "read",
   checks: "write",
   contents: "write",
   issues: "write",
@@ -65,6 +66,8 @@ const ROUTES: [string, RegExp, Need][] = [
       ["pull_requests", "write"],
     ],
   ],
+  // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run).
+  ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+$`), [["actions", "read"]]],
   ["POST", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+/rerun(-failed-jobs)?$`), [["actions", "write"]]],
 ];
 

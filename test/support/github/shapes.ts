@@ -424,3 +424,87 @@ export function installation(appId: number, id: number, account: string, permiss
     suspended_at: null,
   };
 }
+
+export type WorkflowRunRecord = {
+  id: number;
+  /** The repository the run belongs to (the PR's base repository, for a fork PR's run), as named. */
+  repo: string;
+  name: string;
+  path: string;
+  event: string;
+  status: "queued" | "in_progress" | "completed";
+  conclusion: string | null;
+  headSha: string;
+  headBranch: string;
+  /** The repository the head commit comes from: a fork's, for a fork PR's `pull_request` run. */
+  headRepo: string;
+  runNumber: number;
+  actor: string;
+};
+
+/** A `pull-request-minimal` entry of a workflow run's `pull_requests`. */
+export function pullRequestMinimal(fullName: string, pr: { number: number; headRef: string; headSha: string; headRepo: string; base: string; baseSha: string }) {
+  const repoRef = (name: string) => ({ id: idOf(name), url: `${API}/repos/${name}`, name: name.split("/")[1]! });
+  return {
+    id: idOf(`${fullName}#${pr.number}`),
+    number: pr.number,
+    url: `${API}/repos/${fullName}/pulls/${pr.number}`,
+    head: { ref: pr.headRef, sha: pr.headSha, repo: repoRef(pr.headRepo) },
+    base: { ref: pr.base, sha: pr.baseSha, repo: repoRef(fullName) },
+  };
+}
+
+/**
+ * `workflow-run` (`GET /repos/{owner}/{repo}/actions/runs/{run_id}`). `pull_requests` is what the
+ * caller found: GitHub leaves it empty for a run from a fork (github/docs#22501).
+ */
+export function workflowRun(w: WorkflowRunRecord, pullRequests: ReturnType<typeof pullRequestMinimal>[]) {
+  const url = `${API}/repos/${w.repo}/actions/runs/${w.id}`;
+  const workflowId = idOf(`${w.repo}/${w.path}`);
+  const suiteId = idOf(`${w.repo}/suite/${w.id}`);
+  return {
+    id: w.id,
+    name: w.name,
+    node_id: nodeId("WorkflowRun", w.id),
+    check_suite_id: suiteId,
+    check_suite_node_id: nodeId("CheckSuite", suiteId),
+    head_branch: w.headBranch,
+    head_sha: w.headSha,
+    path: w.path,
+    display_title: w.name,
+    run_number: w.runNumber,
+    run_attempt: 1,
+    referenced_workflows: [],
+    event: w.event,
+    status: w.status,
+    conclusion: w.conclusion,
+    workflow_id: workflowId,
+    url,
+    html_url: `${WEB}/${w.repo}/actions/runs/${w.id}`,
+    pull_requests: pullRequests,
+    created_at: T0,
+    updated_at: T0,
+    actor: user(w.actor),
+    triggering_actor: user(w.actor),
+    run_started_at: T0,
+    jobs_url: `${url}/jobs`,
+    logs_url: `${url}/logs`,
+    check_suite_url: `${API}/repos/${w.repo}/check-suites/${suiteId}`,
+    artifacts_url: `${url}/artifacts`,
+    cancel_url: `${url}/cancel`,
+    rerun_url: `${url}/rerun`,
+    previous_attempt_url: null,
+    workflow_url: `${API}/repos/${w.repo}/actions/workflows/${workflowId}`,
+    head_commit: {
+      id: w.headSha,
+      tree_id: w.headSha,
+      message: w.name,
+      timestamp: T0,
+      author: { name: w.actor, email: `${w.actor}@users.noreply.github.com` },
+      committer: { name: "GitHub", email: "noreply@github.com" },
+    },
+    repository: minimalRepository(w.repo),
+    head_repository: { ...minimalRepository(w.headRepo), fork: w.headRepo.toLowerCase() !== w.repo.toLowerCase() },
+    head_repository_id: idOf(w.headRepo),
+  };
+}
