@@ -24,7 +24,12 @@ const TARGETS = {
 
 const { values, positionals } = parseArgs({ options: { outdir: { type: "string" } }, allowPositionals: true });
 const chosen = positionals.length > 0 ? positionals : Object.keys(TARGETS);
-for (const name of chosen) if (!TARGETS[name]) throw new Error(`build-cli: no target ${name} (client, action)`);
+for (const name of chosen) {
+  if (!TARGETS[name]) {
+    console.error(`build-cli: no target ${name} (client, action)`);
+    process.exit(2);
+  }
+}
 
 for (const name of chosen) {
   const target = TARGETS[name];
@@ -51,7 +56,10 @@ for (const name of chosen) {
       .filter((name) => name !== undefined),
   );
   const stray = [...packages].filter((name) => !BUNDLED.includes(name));
-  if (stray.length > 0) throw new Error(`build-cli: ${target.entry} pulls in ${stray.join(", ")}; the client may bundle only ${BUNDLED.join(", ")} (does it import the service?)`);
+  if (stray.length > 0) {
+    console.error(`build-cli: ${target.entry} pulls in ${stray.join(", ")}; the client may bundle only ${BUNDLED.join(", ")} (does it import the service?)`);
+    process.exit(1);
+  }
   // Their licenses travel with the bundle (MIT asks for the notice in copies).
   const notices = [...packages].sort().map((name) => {
     const dir = join(root, "node_modules", name);
