@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { INPUT_NAMES, type Inputs, plan, readInputs } from "../../src/action/inputs.js";
+import { COMMANDS } from "../../src/cli/usage.js";
 import { BACKENDS } from "../support/backends.js";
-import { startTestServer, type TestServer } from "../support/harness.js";
+import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
 /**
  * The GitHub Action (action.yml): its committed bundle is what a fresh build makes, its inputs
@@ -120,23 +121,23 @@ describe("the bundled action run as GitHub Actions runs it, against a real Green
   };
 
   /** `node action/dist/index.mjs` in a workspace, with the environment a pull_request run gives a JavaScript action. */
-  async function action(inputs: Record<string, string>, commit: string, files: Record<string, string> = {}) {
+  async function action(inputs: Record<string, string>, commit: string, files: Record<string, string> = {}, pr = 7, repo = "acme/action-web") {
     const workspace = mkdtempSync(join(dir, "workspace-"));
     mkdirSync(join(workspace, "reports"));
     for (const [path, text] of Object.entries(files)) writeFileSync(join(workspace, path), text);
     const runnerTemp = mkdtempSync(join(dir, "runner-temp-"));
     const eventPath = join(runnerTemp, "event.json");
-    writeFileSync(eventPath, JSON.stringify({ action: "synchronize", number: 7, pull_request: { number: 7, head: { ref: "feature/login", sha: commit }, base: { ref: "main" } } }));
+    writeFileSync(eventPath, JSON.stringify({ action: "synchronize", number: pr, pull_request: { number: pr, head: { ref: "feature/login", sha: commit }, base: { ref: "main" } } }));
     const outputPath = join(runnerTemp, "output");
     writeFileSync(outputPath, "");
     const env: Record<string, string> = {
       ...clean,
       GITHUB_ACTIONS: "true",
       CI: "true",
-      GITHUB_REPOSITORY: "acme/action-web",
+      GITHUB_REPOSITORY: repo,
       GITHUB_SHA: commit,
-      GITHUB_REF: "refs/pull/7/merge",
-      GITHUB_REF_NAME: "7/merge",
+      GITHUB_REF: `refs/pull/${pr}/merge`,
+      GITHUB_REF_NAME: `${pr}/merge`,
       GITHUB_EVENT_NAME: "pull_request",
       GITHUB_EVENT_PATH: eventPath,
       GITHUB_HEAD_REF: "feature/login",
@@ -263,5 +264,32 @@ describe("the bundled action run as GitHub Actions runs it, against a real Green
     expect(none).toMatchObject({ code: 70, outputs: { job: "upload", "exit-code": "70" } });
     expect(none.stdout).toContain("no JUnit reports match nowhere/*.xml");
     expect(none.stdout).toContain("::error::greenline action: the upload job failed (exit code 70)");
+  });
+
+  // The queue's commands (pr submit, targets set) come with the queue CLI; until the client has them only the mapping above is tested.
+  const queueCommands = COMMANDS["pr submit"] !== undefined && COMMANDS["targets set"] !== undefined;
+  (queueCommands ? test : test.skip)("submit: true submits the event's pull request to its base branch's queue; impacted-targets sets its targets (a file, or ALL)", async () => {
+    const repo = "acme/action-queue";
+    await server.api.ok("createQueue", { ...queueOf("action-queue"), mode: "parallel", concurrency: 5 });
+    const base = { token: server.api.token, url: server.url };
+
+    const submitted = await action({ ...base, submit: "true", priority: "high" }, sha(20), {}, 7, repo);
+    expectMasked(submitted);
+    expect(submitted).toMatchObject({ code: 0, outputs: { job: "submit", "exit-code": "0" } });
+    const record = await server.api.ok("getSubmittedPullRequest", prOf(7, "action-queue"));
+    expect(record).toMatchObject({ isCurrentlySubmittedToQueue: true, priorityName: "high" });
+
+    const targets = await action({ ...base, "impacted-targets": "targets.txt" }, record.prSha, { "targets.txt": "//api:lib\n//web:app\n" }, 7, repo);
+    expectMasked(targets);
+    expect(targets).toMatchObject({ code: 0, outputs: { job: "targets", "exit-code": "0" } });
+    await server.greenline.worker.drain();
+    expect((await server.api.ok("getMergeQueueTestingDetails", prOf(7, "action-queue"))).impactedTargets).toEqual(["//api:lib", "//web:app"]);
+
+    await server.api.ok("submitPullRequest", prOf(8, "action-queue"));
+    const head = (await server.api.ok("getSubmittedPullRequest", prOf(8, "action-queue"))).prSha;
+    const all = await action({ ...base, "impacted-targets": "ALL" }, head, {}, 8, repo);
+    expect(all).toMatchObject({ code: 0, outputs: { job: "targets", "exit-code": "0" } });
+    await server.greenline.worker.drain();
+    expect((await server.api.ok("getMergeQueueTestingDetails", prOf(8, "action-queue"))).impactedTargets).toBe("ALL");
   });
 });
