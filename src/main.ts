@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import v8 from "node:v8";
 import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
@@ -20,7 +20,24 @@ function limitHeapGrowth(env: NodeJS.ProcessEnv): void {
   if (percent > 0) v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
+/**
+ * Reads the env file `greenline setup github` writes, as Probot reads .env: GREENLINE_ENV_FILE
+ * names it (empty: none), by default .env in the working directory when there is one. Variables
+ * already set in the environment win over the file's.
+ */
+function loadEnvFile(env: NodeJS.ProcessEnv): void {
+  const file = env.GREENLINE_ENV_FILE ?? ".env";
+  if (file.trim() === "" || (env.GREENLINE_ENV_FILE === undefined && !existsSync(file))) return;
+  try {
+    process.loadEnvFile(file);
+  } catch (error) {
+    console.error(`GREENLINE_ENV_FILE cannot be read (${file}): ${(error as Error).message}`);
+    process.exit(78); // EX_CONFIG
+  }
+}
+
 async function main(): Promise<void> {
+  loadEnvFile(process.env);
   limitHeapGrowth(process.env);
   let config;
   try {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, DEFAULT_DATABASE_URL, loadConfig } from "../src/config.js";
@@ -71,7 +71,7 @@ describe("loadConfig", () => {
 });
 
 function startService(env: Record<string, string>): { done: Promise<{ code: number | null; output: string }>; kill(signal: NodeJS.Signals): void; output(): string } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", GREENLINE_ENV_FILE: "", ...env } });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -88,6 +88,23 @@ describe("the service process", () => {
     expect(code).toBe(78);
     expect(output).toContain("PORT");
     expect(output).toContain("Invalid configuration");
+  });
+
+  test("the env file GREENLINE_ENV_FILE names is read, variables already set win, and a missing one stops the start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "greenline-envfile-"));
+    try {
+      const file = join(dir, "greenline.env");
+      writeFileSync(file, "PORT=eighty\nGREENLINE_HEAP_GROWTH_PERCENT=lots\n");
+      const read = await startService({ GREENLINE_ENV_FILE: file, GREENLINE_HEAP_GROWTH_PERCENT: "25" }).done;
+      expect(read.code).toBe(78);
+      expect(read.output).toContain("PORT");
+      expect(read.output).not.toContain("GREENLINE_HEAP_GROWTH_PERCENT");
+      const missing = await startService({ GREENLINE_ENV_FILE: join(dir, "nope.env") }).done;
+      expect(missing.code).toBe(78);
+      expect(missing.output).toContain(`GREENLINE_ENV_FILE cannot be read (${join(dir, "nope.env")})`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a heap growth that is not a percentage stops the start naming the variable", async () => {

@@ -3442,6 +3442,24 @@ var COMMANDS = {
   },
   "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
   "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "setup github": {
+    usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
+    summary: "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\nAPP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\nit prints a local address to open in a browser; there GitHub asks you to name the App and create it,\nthen sends you back, and the command prints the App's page and its install link. Run it where the\nservice runs: the service reads .env from its working directory at start. Exit 1 when GitHub refuses.",
+    options: [
+      "--webhook-url <url>  required: the public address GitHub delivers webhooks to,",
+      "                     https://<your host>/api/github/webhooks (a smee.io channel to forward while developing)",
+      "--org <login>        register the App under this organization (you must own it; default: your account)",
+      "--name <name>        the App's name (default: app.yml's; names are unique on GitHub, and GitHub's page lets you change it)",
+      "--dotenv <path>      where the credentials are written (default: .env); other variables in it are kept",
+      "--force              replace credentials already in the env file (default: refuse, register nothing)",
+      "--port <port>        the local port of the setup page and GitHub's callback (default: 3456, on 127.0.0.1)",
+      "--github-url <url>   GitHub's web address (default: https://github.com; GitHub Enterprise Server: https://<host>)",
+      "--api-url <url>      GitHub's API (default: GITHUB_API_URL, else https://api.github.com, or <github-url>/api/v3 for",
+      "                     an Enterprise Server); written as GITHUB_API_URL when not api.github.com",
+      "The browser must run on the machine the command runs on (the callback is http://127.0.0.1:<port>/callback);",
+      "on a remote server, forward the port (ssh -L 3456:127.0.0.1:3456 <server>). It gives up after 15 minutes."
+    ]
+  },
   "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
   "test upload": {
     usage: "greenline test upload --junit <glob> [options]",
@@ -3516,7 +3534,14 @@ var OPTIONS = {
   junit: { type: "string", multiple: true },
   always: { type: "boolean" },
   never: { type: "boolean" },
-  auto: { type: "boolean" }
+  auto: { type: "boolean" },
+  // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
+  "webhook-url": { type: "string" },
+  port: { type: "string" },
+  "github-url": { type: "string" },
+  "api-url": { type: "string" },
+  dotenv: { type: "string" },
+  force: { type: "boolean" }
 };
 async function runClientCommand(key, values, rest, out) {
   switch (key) {
@@ -3561,7 +3586,7 @@ function runClient(argv, out) {
   return runCli(argv, out, async (key) => {
     if (!COMMANDS[key]) return void 0;
     throw new CliUsageError(
-      `${key} runs where the Greenline service runs (it needs the service's database), not in the packaged client: run it there with DATABASE_URL set, e.g. \`npx greenline ${key} \u2026\` in the service's checkout, or \`docker compose exec greenline node bin/greenline.js ${key} \u2026\` in its container`
+      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: there, run \`npx greenline ${key} \u2026\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} \u2026\` in its container`
     );
   });
 }

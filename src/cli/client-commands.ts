@@ -31,6 +31,13 @@ export const OPTIONS = {
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
+  // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
+  "webhook-url": { type: "string" },
+  port: { type: "string" },
+  "github-url": { type: "string" },
+  "api-url": { type: "string" },
+  dotenv: { type: "string" },
+  force: { type: "boolean" },
 } as const;
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
@@ -81,14 +88,13 @@ export async function runCli(argv: string[], out: Out, more: MoreCommands): Prom
   return code;
 }
 
-/** The packaged client: the service's commands (token, db, …) are refused with where to run them. */
+/** The packaged client: the service's commands (token, db, setup) are refused with where to run them. */
 export function runClient(argv: string[], out: Out): Promise<number> {
   return runCli(argv, out, async (key) => {
     if (!COMMANDS[key]) return undefined;
     throw new CliUsageError(
-      `${key} runs where the Greenline service runs (it needs the service's database), not in the packaged client: ` +
-        `run it there with DATABASE_URL set, e.g. \`npx greenline ${key} …\` in the service's checkout, ` +
-        `or \`docker compose exec greenline node bin/greenline.js ${key} …\` in its container`,
+      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: ` +
+        `there, run \`npx greenline ${key} …\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} …\` in its container`,
     );
   });
 }

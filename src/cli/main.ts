@@ -57,6 +57,10 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
       out(`revoked ${id}`);
       return 0;
     }
+    case "setup github": {
+      const { setupGitHub } = await import("./setup-github.js");
+      return setupGitHub(values, out);
+    }
     case "db migrate": {
       await withDatabase(async () => undefined);
       out("database is up to date");

@@ -30,6 +30,29 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
   "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "setup github": {
+    usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
+    summary:
+      "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\n" +
+      "APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\n" +
+      "it prints a local address to open in a browser; there GitHub asks you to name the App and create it,\n" +
+      "then sends you back, and the command prints the App's page and its install link. Run it where the\n" +
+      "service runs: the service reads .env from its working directory at start. Exit 1 when GitHub refuses.",
+    options: [
+      "--webhook-url <url>  required: the public address GitHub delivers webhooks to,",
+      "                     https://<your host>/api/github/webhooks (a smee.io channel to forward while developing)",
+      "--org <login>        register the App under this organization (you must own it; default: your account)",
+      "--name <name>        the App's name (default: app.yml's; names are unique on GitHub, and GitHub's page lets you change it)",
+      "--dotenv <path>      where the credentials are written (default: .env); other variables in it are kept",
+      "--force              replace credentials already in the env file (default: refuse, register nothing)",
+      "--port <port>        the local port of the setup page and GitHub's callback (default: 3456, on 127.0.0.1)",
+      "--github-url <url>   GitHub's web address (default: https://github.com; GitHub Enterprise Server: https://<host>)",
+      "--api-url <url>      GitHub's API (default: GITHUB_API_URL, else https://api.github.com, or <github-url>/api/v3 for",
+      "                     an Enterprise Server); written as GITHUB_API_URL when not api.github.com",
+      "The browser must run on the machine the command runs on (the callback is http://127.0.0.1:<port>/callback);",
+      "on a remote server, forward the port (ssh -L 3456:127.0.0.1:3456 <server>). It gives up after 15 minutes.",
+    ],
+  },
   "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
   "test upload": {
     usage: "greenline test upload --junit <glob> [options]",

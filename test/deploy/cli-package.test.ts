@@ -69,8 +69,9 @@ describe("@greenline/cli, packed and installed into an empty project", () => {
     expect(bundle.startsWith("#!/usr/bin/env node\n")).toBe(true);
     // esbuild names each bundled file in a comment: only the client's sources and tinyglobby's packages, no store, no configuration.
     const sources = [...bundle.matchAll(/^\/\/ (\S+)$/gm)].map((m) => m[1]!);
-    expect(new Set(sources.filter((s) => s.startsWith("node_modules/")).map((s) => s.split("/")[1]))).toEqual(new Set(["tinyglobby", "fdir", "picomatch"]));
-    const ours = new Set(sources.filter((s) => !s.startsWith("node_modules/")));
+    const packageOf = (s: string) => /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(s)?.[1];
+    expect(new Set(sources.map(packageOf).filter(Boolean))).toEqual(new Set(["tinyglobby", "fdir", "picomatch"]));
+    const ours = new Set(sources.filter((s) => !packageOf(s)));
     expect(ours).toContain("src/cli/test-commands.ts");
     expect([...ours].filter((s) => !/^src\/(cli|domain|formats)\/|^src\/defaults\.ts$/.test(s) || s === "src/cli/main.ts")).toEqual([]);
   });
@@ -109,9 +110,12 @@ describe("@greenline/cli, packed and installed into an empty project", () => {
   test("a command of the service (token create) says where to run it, exit 2; an unknown one is a usage error too", async () => {
     const refused = await greenline("token", "create", "--org", "acme");
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain("token create runs where the Greenline service runs");
+    expect(refused.stderr).toContain("token create works on the service's own database and settings, so it runs where the Greenline service runs");
     expect(refused.stderr).toContain("DATABASE_URL");
     expect((await greenline("db", "migrate")).code).toBe(2);
+    const setup = await greenline("setup", "github", "--webhook-url", "https://example.com/api/github/webhooks");
+    expect(setup.code).toBe(2);
+    expect(setup.stderr).toContain("setup github works on the service's own database and settings");
     const unknown = await greenline("frobnicate");
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command: frobnicate");

@@ -1,7 +1,7 @@
 import { ProbotOctokit } from "probot";
 import { componentSchema, operationFor, responseSchema, validate } from "../support/github/openapi.js";
 import { DEFAULT_PERMISSIONS, routeNeeds } from "../support/github/permissions.js";
-import { GitHubSimulator } from "../support/github-simulator.js";
+import { APP_PERMISSIONS, GitHubSimulator } from "../support/github-simulator.js";
 
 /**
  * The simulator's REST answers conform to GitHub's published description (@octokit/openapi): a
@@ -171,5 +171,94 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     const head = answer.head as { repo: Record<string, unknown> };
     const { full_name: __, ...repo } = head.repo;
     expect(validate(schema, { ...answer, head: { ...head, repo } })).toContain("$.head.repo.full_name: required");
+  });
+});
+
+/**
+ * Registering the App from a manifest (`greenline setup github`): GitHub's web page takes the
+ * manifest and redirects with a code; the code's exchange (`apps/create-from-manifest`, no
+ * authentication) answers as GitHub's description says, once.
+ */
+describe("the simulator's App manifest flow conforms to GitHub's", () => {
+  let gh: GitHubSimulator;
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+  });
+  afterAll(async () => {
+    await gh?.stop();
+  });
+
+  const manifest = {
+    name: "Greenline Test",
+    url: "https://example.com",
+    hook_attributes: { url: "https://example.com/api/github/webhooks" },
+    redirect_url: "http://127.0.0.1:9/callback",
+    public: false,
+    default_permissions: { contents: "write", metadata: "read" },
+    default_events: ["push"],
+  };
+  const register = (body: object, path = "/settings/apps/new?state=s1") =>
+    fetch(`${gh.url}${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ manifest: JSON.stringify(body) }).toString(), redirect: "manual" });
+
+  test("the page redirects to redirect_url with a code and the state; the code converts once, as the schema says", async () => {
+    const page = await register(manifest, "/organizations/acme/settings/apps/new?state=s1");
+    expect(page.status).toBe(302);
+    const location = new URL(page.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(manifest.redirect_url);
+    expect(location.searchParams.get("state")).toBe("s1");
+    const code = location.searchParams.get("code")!;
+    const octokit = new ProbotOctokit({ baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    const { data } = await octokit.rest.apps.createFromManifest({ code });
+    expect(data).toMatchObject({
+      id: Number(gh.appId),
+      slug: "greenline-test",
+      owner: { login: "acme", type: "Organization" },
+      pem: gh.privateKey,
+      webhook_secret: gh.webhookSecret,
+      permissions: manifest.default_permissions,
+      events: ["push"],
+    });
+    await expect(octokit.rest.apps.createFromManifest({ code })).rejects.toMatchObject({ status: 404 });
+    await expect(octokit.rest.apps.createFromManifest({ code: "unknown" })).rejects.toMatchObject({ status: 404 });
+
+    const conversions = gh.requests.filter((r) => r.path.startsWith("/app-manifests/"));
+    expect(conversions.map((r) => r.status)).toEqual([201, 404, 404]);
+    for (const request of conversions) {
+      const { operation } = operationFor(request.method, request.path)!;
+      expect(operation.operationId).toBe("apps/create-from-manifest");
+      expect(validate(responseSchema(operation, request.status!)!, request.response)).toEqual([]);
+    }
+  });
+
+  test("a code is good for an hour", async () => {
+    let now = Date.now();
+    gh.useClock(() => now);
+    const page = await register(manifest);
+    const code = new URL(page.headers.get("location")!).searchParams.get("code")!;
+    now += 3600_000;
+    expect((await fetch(`${gh.url}/app-manifests/${code}/conversions`, { method: "POST" })).status).toBe(404);
+    gh.useClock(() => Date.now());
+  });
+
+  test.each([
+    [{ ...manifest, url: undefined }, "url (the homepage) must be an http(s) URL"],
+    [{ ...manifest, hook_attributes: {} }, "hook_attributes.url must be an http(s) URL while the webhook is active"],
+    [{ ...manifest, redirect_url: undefined }, "redirect_url must be an http(s) URL"],
+    [{ ...manifest, default_permissions: { pull_request: "write" } }, "default_permissions: pull_request is not a permission"],
+    [{ ...manifest, default_permissions: { workflows: "read" } }, 'default_permissions: workflows cannot be "read" (write)'],
+    [{ ...manifest, name: "" }, "name can't be blank"],
+  ])("the page refuses a manifest GitHub refuses (%#)", async (body, message) => {
+    const page = await register(body);
+    expect(page.status).toBe(422);
+    expect(await page.json()).toEqual({ message });
+  });
+
+  test("a manifest without a webhook (active: false) needs no webhook url", async () => {
+    expect((await register({ ...manifest, hook_attributes: { active: false } })).status).toBe(302);
+  });
+
+  test("the permissions the page accepts are GitHub's app-permissions, with their access levels", () => {
+    const schema = componentSchema("app-permissions");
+    expect(Object.fromEntries(Object.entries(schema.properties!).map(([name, p]) => [name, p.enum]))).toEqual(APP_PERMISSIONS);
   });
 });

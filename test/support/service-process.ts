@@ -22,9 +22,10 @@ export class ServiceProcess {
   }
 
   async start(): Promise<void> {
+    // GREENLINE_ENV_FILE "": a developer's .env in the checkout is not read (a test may name one).
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: root,
-      env: { ...process.env, LOG_LEVEL: "warn", ...this.env, PORT: String(this.port), HOST: "127.0.0.1" },
+      env: { ...process.env, LOG_LEVEL: "warn", GREENLINE_ENV_FILE: "", ...this.env, PORT: String(this.port), HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout!.on("data", (d) => (this.output = (this.output + d).slice(-20_000)));
