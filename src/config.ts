@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_DATABASE_URL } from "./defaults.js";
 
 /** How long PostgreSQL lets a statement run, and a transaction sit idle, before it ends them. */
 export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
@@ -99,7 +100,7 @@ export type Config = {
   shutdownTimeoutMs: number;
 };
 
-export const DEFAULT_DATABASE_URL = "file:./data/greenline.db";
+export { DEFAULT_DATABASE_URL };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

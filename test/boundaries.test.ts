@@ -99,6 +99,11 @@ const PROBES: Probe[] = [
   allowed("src/cli/", `import "../store/database.js";`),
   refused("src/cli/", `import "../server.js";`),
 
+  allowed("src/action/", `import "../cli/client-commands.js";`),
+  refused("src/action/", `import "../cli/main.js";`),
+  refused("src/action/", `import "../store/database.js";`),
+  refused("src/action/", `import "../config.js";`),
+
   allowed("src/log.ts", `import "./domain/states.js";`),
   refused("src/paths.ts", `import "./app/services.js";`),
   refused("src/config.ts", `import "./server.js";`),

@@ -1,9 +1,13 @@
-import { parseArgs } from "node:util";
 import { DEFAULT_DATABASE_URL } from "../config.js";
 import type { Database } from "../store/database.js";
-import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
-import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
-import { commandHelp, overview, shortUsage, version } from "./usage.js";
+import { type Out, runAsProcess, runCli, type Values } from "./client-commands.js";
+import { CliUsageError } from "./test-commands.js";
+
+/**
+ * The service's `greenline` (bin/greenline.js in a checkout or the container): the client
+ * commands (client-commands.ts, also packaged alone as @greenline/cli) plus the commands that
+ * need the service's database, below.
+ */
 
 class UsageError extends CliUsageError {}
 
@@ -24,55 +28,10 @@ function option(values: Record<string, string | boolean | string[] | undefined>,
   return value.trim();
 }
 
-export async function run(argv: string[], out: (line: string) => void): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      org: { type: "string" },
-      name: { type: "string" },
-      help: { type: "boolean", short: "h" },
-      version: { type: "boolean", short: "V" },
-      url: { type: "string" },
-      token: { type: "string" },
-      repo: { type: "string" },
-      host: { type: "string" },
-      commit: { type: "string" },
-      branch: { type: "string" },
-      pr: { type: "string" },
-      variant: { type: "string" },
-      codeowners: { type: "string" },
-      junit: { type: "string", multiple: true },
-      always: { type: "boolean" },
-      never: { type: "boolean" },
-      auto: { type: "boolean" },
-      "webhook-url": { type: "string" },
-      port: { type: "string" },
-      "github-url": { type: "string" },
-      "api-url": { type: "string" },
-      dotenv: { type: "string" },
-      force: { type: "boolean" },
-    },
-    allowPositionals: true,
-  });
-  const [group, command, ...rest] = positionals;
-  if (values.version) {
-    out(version());
-    return 0;
-  }
-  if (group === "help" || values.help) {
-    const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
-    if (words.length === 0) {
-      out(overview());
-      return 0;
-    }
-    const help = commandHelp(words);
-    if (!help) throw new UsageError(`no command ${words.join(" ")}`);
-    out(help);
-    return 0;
-  }
-  if (!group) throw new UsageError("a command is needed");
+/** The commands that run where the service runs; undefined for any other. */
+async function serverCommand(key: string, values: Values, rest: string[], out: Out): Promise<number | undefined> {
   const slugPattern = /^[a-z0-9][a-z0-9-]{0,62}$/i;
-  switch (`${group} ${command ?? ""}`) {
+  switch (key) {
     case "token create": {
       const org = option(values, "org");
       if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
@@ -98,15 +57,6 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       out(`revoked ${id}`);
       return 0;
     }
-    case "test upload":
-      return testUpload(values as TestOptions, out);
-    case "test run":
-      return testRun(values as TestOptions, rest, out);
-    case "test quarantine": {
-      const chosen = (["always", "never", "auto"] as const).filter((s) => values[s]);
-      if (chosen.length !== 1) throw new UsageError("test quarantine needs exactly one of --always, --never, --auto");
-      return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
-    }
     case "setup github": {
       const { setupGitHub } = await import("./setup-github.js");
       return setupGitHub(values, out);
@@ -117,29 +67,12 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       return 0;
     }
     default:
-      throw new UsageError(`unknown command: ${positionals.join(" ")}`);
+      return undefined;
   }
 }
 
-/** The command words of argv (for the usage line of a mistake), even when parsing failed. */
-function commandWords(argv: string[]): string[] {
-  const end = argv.indexOf("--");
-  return (end === -1 ? argv : argv.slice(0, end)).filter((a) => !a.startsWith("-")).slice(0, 2);
+export function run(argv: string[], out: Out): Promise<number> {
+  return runCli(argv, out, serverCommand);
 }
 
-const argv = process.argv.slice(2);
-run(argv, (line) => console.log(line)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      console.error(`greenline: ${(error as Error).message}\n${shortUsage(commandWords(argv))}`);
-      process.exit(2);
-    }
-    if (error instanceof ServiceUnreachableError) {
-      console.error(`greenline: ${error.message}`);
-      process.exit(SERVICE_UNAVAILABLE);
-    }
-    console.error(`greenline: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(1);
-  },
-);
+runAsProcess(run);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { DEFAULT_DATABASE_URL } from "../config.js";
+import { DEFAULT_DATABASE_URL } from "../defaults.js";
 
 /** Each command's own help: its usage line, what it does, and its options. */
 type CommandHelp = { usage: string; summary: string; options?: string[] };
@@ -105,13 +105,13 @@ export function shortUsage(words: string[]): string {
   return "Usage: greenline <command> [options]\nRun 'greenline help' for the commands, 'greenline help <command>' for one.";
 }
 
-/** The version in the package.json that ships this file (found upward: the sources and dist/ sit at different depths). */
+/** The version in the package.json that ships this file (found upward: the sources, dist/ and the bundles sit at different depths). */
 export function version(): string {
   for (let dir = import.meta.dirname; ; dir = dirname(dir)) {
     const file = join(dir, "package.json");
     if (existsSync(file)) {
       const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
-      if (pkg.version && pkg.name?.startsWith("greenline")) return pkg.version;
+      if (pkg.version && (pkg.name?.startsWith("greenline") || pkg.name?.startsWith("@greenline/"))) return pkg.version;
     }
     if (dirname(dir) === dir) return "unknown";
   }

@@ -1,0 +1,3739 @@
+var __create = Object.create;
+var __defProp = Object.defineProperty;
+var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
+var __getOwnPropNames = Object.getOwnPropertyNames;
+var __getProtoOf = Object.getPrototypeOf;
+var __hasOwnProp = Object.prototype.hasOwnProperty;
+var __commonJS = (cb, mod) => function __require2() {
+  try {
+    return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;
+  } catch (e) {
+    throw mod = 0, e;
+  }
+};
+var __copyProps = (to, from, except, desc) => {
+  if (from && typeof from === "object" || typeof from === "function") {
+    for (let key of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key) && key !== except)
+        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+  }
+  return to;
+};
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+  // If the importer is in node compatibility mode or this is not an ESM
+  // file that has been converted to a CommonJS file using a Babel-
+  // compatible transform (i.e. "__esModule" has not been set), then set
+  // "default" to the CommonJS "module.exports" for node compatibility.
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  mod
+));
+
+// node_modules/picomatch/lib/constants.js
+var require_constants = __commonJS({
+  "node_modules/picomatch/lib/constants.js"(exports, module) {
+    "use strict";
+    var WIN_SLASH = "\\\\/";
+    var WIN_NO_SLASH = `[^${WIN_SLASH}]`;
+    var DEFAULT_MAX_EXTGLOB_RECURSION = 0;
+    var DOT_LITERAL = "\\.";
+    var PLUS_LITERAL = "\\+";
+    var QMARK_LITERAL = "\\?";
+    var SLASH_LITERAL = "\\/";
+    var ONE_CHAR = "(?=.)";
+    var QMARK = "[^/]";
+    var END_ANCHOR = `(?:${SLASH_LITERAL}|$)`;
+    var START_ANCHOR = `(?:^|${SLASH_LITERAL})`;
+    var DOTS_SLASH = `${DOT_LITERAL}{1,2}${END_ANCHOR}`;
+    var NO_DOT = `(?!${DOT_LITERAL})`;
+    var NO_DOTS = `(?!${START_ANCHOR}${DOTS_SLASH})`;
+    var NO_DOT_SLASH = `(?!${DOT_LITERAL}{0,1}${END_ANCHOR})`;
+    var NO_DOTS_SLASH = `(?!${DOTS_SLASH})`;
+    var QMARK_NO_DOT = `[^.${SLASH_LITERAL}]`;
+    var STAR = `${QMARK}*?`;
+    var SEP = "/";
+    var POSIX_CHARS = {
+      DOT_LITERAL,
+      PLUS_LITERAL,
+      QMARK_LITERAL,
+      SLASH_LITERAL,
+      ONE_CHAR,
+      QMARK,
+      END_ANCHOR,
+      DOTS_SLASH,
+      NO_DOT,
+      NO_DOTS,
+      NO_DOT_SLASH,
+      NO_DOTS_SLASH,
+      QMARK_NO_DOT,
+      STAR,
+      START_ANCHOR,
+      SEP
+    };
+    var WINDOWS_CHARS = {
+      ...POSIX_CHARS,
+      SLASH_LITERAL: `[${WIN_SLASH}]`,
+      QMARK: WIN_NO_SLASH,
+      STAR: `${WIN_NO_SLASH}*?`,
+      DOTS_SLASH: `${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$)`,
+      NO_DOT: `(?!${DOT_LITERAL})`,
+      NO_DOTS: `(?!(?:^|[${WIN_SLASH}])${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
+      NO_DOT_SLASH: `(?!${DOT_LITERAL}{0,1}(?:[${WIN_SLASH}]|$))`,
+      NO_DOTS_SLASH: `(?!${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
+      QMARK_NO_DOT: `[^.${WIN_SLASH}]`,
+      START_ANCHOR: `(?:^|[${WIN_SLASH}])`,
+      END_ANCHOR: `(?:[${WIN_SLASH}]|$)`,
+      SEP: "\\"
+    };
+    var POSIX_REGEX_SOURCE = {
+      __proto__: null,
+      alnum: "a-zA-Z0-9",
+      alpha: "a-zA-Z",
+      ascii: "\\x00-\\x7F",
+      blank: " \\t",
+      cntrl: "\\x00-\\x1F\\x7F",
+      digit: "0-9",
+      graph: "\\x21-\\x7E",
+      lower: "a-z",
+      print: "\\x20-\\x7E ",
+      punct: "\\-!\"#$%&'()\\*+,./:;<=>?@[\\]^_`{|}~",
+      space: " \\t\\r\\n\\v\\f",
+      upper: "A-Z",
+      word: "A-Za-z0-9_",
+      xdigit: "A-Fa-f0-9"
+    };
+    module.exports = {
+      DEFAULT_MAX_EXTGLOB_RECURSION,
+      MAX_LENGTH: 1024 * 64,
+      POSIX_REGEX_SOURCE,
+      // regular expressions
+      REGEX_BACKSLASH: /\\(?![*+?^${}(|)[\]])/g,
+      REGEX_NON_SPECIAL_CHARS: /^[^@![\].,$*+?^{}()|\\/]+/,
+      REGEX_SPECIAL_CHARS: /[-*+?.^${}(|)[\]]/,
+      REGEX_SPECIAL_CHARS_BACKREF: /(\\?)((\W)(\3*))/g,
+      REGEX_SPECIAL_CHARS_GLOBAL: /([-*+?.^${}(|)[\]])/g,
+      REGEX_REMOVE_BACKSLASH: /(?:\[.*?[^\\]\]|\\(?=.))/g,
+      // Replace globs with equivalent patterns to reduce parsing time.
+      REPLACEMENTS: {
+        __proto__: null,
+        "***": "*",
+        "**/**": "**",
+        "**/**/**": "**"
+      },
+      // Digits
+      CHAR_0: 48,
+      /* 0 */
+      CHAR_9: 57,
+      /* 9 */
+      // Alphabet chars.
+      CHAR_UPPERCASE_A: 65,
+      /* A */
+      CHAR_LOWERCASE_A: 97,
+      /* a */
+      CHAR_UPPERCASE_Z: 90,
+      /* Z */
+      CHAR_LOWERCASE_Z: 122,
+      /* z */
+      CHAR_LEFT_PARENTHESES: 40,
+      /* ( */
+      CHAR_RIGHT_PARENTHESES: 41,
+      /* ) */
+      CHAR_ASTERISK: 42,
+      /* * */
+      // Non-alphabetic chars.
+      CHAR_AMPERSAND: 38,
+      /* & */
+      CHAR_AT: 64,
+      /* @ */
+      CHAR_BACKWARD_SLASH: 92,
+      /* \ */
+      CHAR_CARRIAGE_RETURN: 13,
+      /* \r */
+      CHAR_CIRCUMFLEX_ACCENT: 94,
+      /* ^ */
+      CHAR_COLON: 58,
+      /* : */
+      CHAR_COMMA: 44,
+      /* , */
+      CHAR_DOT: 46,
+      /* . */
+      CHAR_DOUBLE_QUOTE: 34,
+      /* " */
+      CHAR_EQUAL: 61,
+      /* = */
+      CHAR_EXCLAMATION_MARK: 33,
+      /* ! */
+      CHAR_FORM_FEED: 12,
+      /* \f */
+      CHAR_FORWARD_SLASH: 47,
+      /* / */
+      CHAR_GRAVE_ACCENT: 96,
+      /* ` */
+      CHAR_HASH: 35,
+      /* # */
+      CHAR_HYPHEN_MINUS: 45,
+      /* - */
+      CHAR_LEFT_ANGLE_BRACKET: 60,
+      /* < */
+      CHAR_LEFT_CURLY_BRACE: 123,
+      /* { */
+      CHAR_LEFT_SQUARE_BRACKET: 91,
+      /* [ */
+      CHAR_LINE_FEED: 10,
+      /* \n */
+      CHAR_NO_BREAK_SPACE: 160,
+      /* \u00A0 */
+      CHAR_PERCENT: 37,
+      /* % */
+      CHAR_PLUS: 43,
+      /* + */
+      CHAR_QUESTION_MARK: 63,
+      /* ? */
+      CHAR_RIGHT_ANGLE_BRACKET: 62,
+      /* > */
+      CHAR_RIGHT_CURLY_BRACE: 125,
+      /* } */
+      CHAR_RIGHT_SQUARE_BRACKET: 93,
+      /* ] */
+      CHAR_SEMICOLON: 59,
+      /* ; */
+      CHAR_SINGLE_QUOTE: 39,
+      /* ' */
+      CHAR_SPACE: 32,
+      /*   */
+      CHAR_TAB: 9,
+      /* \t */
+      CHAR_UNDERSCORE: 95,
+      /* _ */
+      CHAR_VERTICAL_LINE: 124,
+      /* | */
+      CHAR_ZERO_WIDTH_NOBREAK_SPACE: 65279,
+      /* \uFEFF */
+      /**
+       * Create EXTGLOB_CHARS
+       */
+      extglobChars(chars) {
+        return {
+          "!": { type: "negate", open: "(?:(?!(?:", close: `))${chars.STAR})` },
+          "?": { type: "qmark", open: "(?:", close: ")?" },
+          "+": { type: "plus", open: "(?:", close: ")+" },
+          "*": { type: "star", open: "(?:", close: ")*" },
+          "@": { type: "at", open: "(?:", close: ")" }
+        };
+      },
+      /**
+       * Create GLOB_CHARS
+       */
+      globChars(win32) {
+        return win32 === true ? WINDOWS_CHARS : POSIX_CHARS;
+      }
+    };
+  }
+});
+
+// node_modules/picomatch/lib/utils.js
+var require_utils = __commonJS({
+  "node_modules/picomatch/lib/utils.js"(exports) {
+    "use strict";
+    var {
+      REGEX_BACKSLASH,
+      REGEX_REMOVE_BACKSLASH,
+      REGEX_SPECIAL_CHARS,
+      REGEX_SPECIAL_CHARS_GLOBAL
+    } = require_constants();
+    exports.isObject = (val) => val !== null && typeof val === "object" && !Array.isArray(val);
+    exports.hasRegexChars = (str) => REGEX_SPECIAL_CHARS.test(str);
+    exports.isRegexChar = (str) => str.length === 1 && exports.hasRegexChars(str);
+    exports.escapeRegex = (str) => str.replace(REGEX_SPECIAL_CHARS_GLOBAL, "\\$1");
+    exports.toPosixSlashes = (str) => str.replace(REGEX_BACKSLASH, "/");
+    exports.isWindows = () => {
+      if (typeof navigator !== "undefined" && navigator.platform) {
+        const platform = navigator.platform.toLowerCase();
+        return platform === "win32" || platform === "windows";
+      }
+      if (typeof process !== "undefined" && process.platform) {
+        return process.platform === "win32";
+      }
+      return false;
+    };
+    exports.removeBackslashes = (str) => {
+      return str.replace(REGEX_REMOVE_BACKSLASH, (match) => {
+        return match === "\\" ? "" : match;
+      });
+    };
+    exports.escapeLast = (input, char, lastIdx) => {
+      const idx = input.lastIndexOf(char, lastIdx);
+      if (idx === -1) return input;
+      if (input[idx - 1] === "\\") return exports.escapeLast(input, char, idx - 1);
+      return `${input.slice(0, idx)}\\${input.slice(idx)}`;
+    };
+    exports.removePrefix = (input, state = {}) => {
+      let output = input;
+      if (output.startsWith("./")) {
+        output = output.slice(2);
+        state.prefix = "./";
+      }
+      return output;
+    };
+    exports.wrapOutput = (input, state = {}, options = {}) => {
+      const prepend = options.contains ? "" : "^";
+      const append = options.contains ? "" : "$";
+      let output = `${prepend}(?:${input})${append}`;
+      if (state.negated === true) {
+        output = `(?:^(?!${output}).*$)`;
+      }
+      return output;
+    };
+    exports.basename = (path, { windows } = {}) => {
+      const segs = path.split(windows ? /[\\/]/ : "/");
+      const last = segs[segs.length - 1];
+      if (last === "") {
+        return segs[segs.length - 2];
+      }
+      return last;
+    };
+  }
+});
+
+// node_modules/picomatch/lib/scan.js
+var require_scan = __commonJS({
+  "node_modules/picomatch/lib/scan.js"(exports, module) {
+    "use strict";
+    var utils = require_utils();
+    var {
+      CHAR_ASTERISK,
+      /* * */
+      CHAR_AT,
+      /* @ */
+      CHAR_BACKWARD_SLASH,
+      /* \ */
+      CHAR_COMMA,
+      /* , */
+      CHAR_DOT,
+      /* . */
+      CHAR_EXCLAMATION_MARK,
+      /* ! */
+      CHAR_FORWARD_SLASH,
+      /* / */
+      CHAR_LEFT_CURLY_BRACE,
+      /* { */
+      CHAR_LEFT_PARENTHESES,
+      /* ( */
+      CHAR_LEFT_SQUARE_BRACKET,
+      /* [ */
+      CHAR_PLUS,
+      /* + */
+      CHAR_QUESTION_MARK,
+      /* ? */
+      CHAR_RIGHT_CURLY_BRACE,
+      /* } */
+      CHAR_RIGHT_PARENTHESES,
+      /* ) */
+      CHAR_RIGHT_SQUARE_BRACKET
+      /* ] */
+    } = require_constants();
+    var isPathSeparator = (code) => {
+      return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
+    };
+    var depth = (token) => {
+      if (token.isPrefix !== true) {
+        token.depth = token.isGlobstar ? Infinity : 1;
+      }
+    };
+    var scan = (input, options) => {
+      const opts = options || {};
+      const length = input.length - 1;
+      const scanToEnd = opts.parts === true || opts.tokens === true || opts.scanToEnd === true;
+      const slashes = [];
+      const tokens = [];
+      const parts = [];
+      let str = input;
+      let index = -1;
+      let start = 0;
+      let lastIndex = 0;
+      let isBrace = false;
+      let isBracket = false;
+      let isGlob = false;
+      let isExtglob = false;
+      let isGlobstar = false;
+      let braceEscaped = false;
+      let backslashes = false;
+      let negated = false;
+      let negatedExtglob = false;
+      let finished = false;
+      let braces = 0;
+      let prev;
+      let code;
+      let token = { value: "", depth: 0, isGlob: false };
+      const eos = () => index >= length;
+      const peek = () => str.charCodeAt(index + 1);
+      const advance = () => {
+        prev = code;
+        return str.charCodeAt(++index);
+      };
+      while (index < length) {
+        code = advance();
+        let next;
+        if (code === CHAR_BACKWARD_SLASH) {
+          backslashes = token.backslashes = true;
+          code = advance();
+          if (code === CHAR_LEFT_CURLY_BRACE) {
+            braceEscaped = true;
+          }
+          continue;
+        }
+        if (braceEscaped === true || code === CHAR_LEFT_CURLY_BRACE) {
+          braces++;
+          while (eos() !== true && (code = advance())) {
+            if (code === CHAR_BACKWARD_SLASH) {
+              backslashes = token.backslashes = true;
+              advance();
+              continue;
+            }
+            if (code === CHAR_LEFT_CURLY_BRACE) {
+              braces++;
+              continue;
+            }
+            if (braceEscaped !== true && code === CHAR_DOT && (code = advance()) === CHAR_DOT) {
+              isBrace = token.isBrace = true;
+              isGlob = token.isGlob = true;
+              finished = true;
+              if (scanToEnd === true) {
+                continue;
+              }
+              break;
+            }
+            if (braceEscaped !== true && code === CHAR_COMMA) {
+              isBrace = token.isBrace = true;
+              isGlob = token.isGlob = true;
+              finished = true;
+              if (scanToEnd === true) {
+                continue;
+              }
+              break;
+            }
+            if (code === CHAR_RIGHT_CURLY_BRACE) {
+              braces--;
+              if (braces === 0) {
+                braceEscaped = false;
+                isBrace = token.isBrace = true;
+                finished = true;
+                break;
+              }
+            }
+          }
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_FORWARD_SLASH) {
+          slashes.push(index);
+          tokens.push(token);
+          token = { value: "", depth: 0, isGlob: false };
+          if (finished === true) continue;
+          if (prev === CHAR_DOT && index === start + 1) {
+            start += 2;
+            continue;
+          }
+          lastIndex = index + 1;
+          continue;
+        }
+        if (opts.noext !== true) {
+          const isExtglobChar = code === CHAR_PLUS || code === CHAR_AT || code === CHAR_ASTERISK || code === CHAR_QUESTION_MARK || code === CHAR_EXCLAMATION_MARK;
+          if (isExtglobChar === true && peek() === CHAR_LEFT_PARENTHESES) {
+            isGlob = token.isGlob = true;
+            isExtglob = token.isExtglob = true;
+            finished = true;
+            if (code === CHAR_EXCLAMATION_MARK && index === start) {
+              negatedExtglob = true;
+            }
+            if (scanToEnd === true) {
+              let parens = 0;
+              while (eos() !== true && (code = advance())) {
+                if (code === CHAR_BACKWARD_SLASH) {
+                  backslashes = token.backslashes = true;
+                  advance();
+                  continue;
+                }
+                if (code === CHAR_LEFT_PARENTHESES) {
+                  parens++;
+                  continue;
+                }
+                if (code === CHAR_RIGHT_PARENTHESES && --parens === 0) {
+                  finished = true;
+                  break;
+                }
+              }
+              continue;
+            }
+            break;
+          }
+        }
+        if (code === CHAR_ASTERISK) {
+          if (prev === CHAR_ASTERISK) isGlobstar = token.isGlobstar = true;
+          isGlob = token.isGlob = true;
+          finished = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_QUESTION_MARK) {
+          isGlob = token.isGlob = true;
+          finished = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_LEFT_SQUARE_BRACKET) {
+          while (eos() !== true && (next = advance())) {
+            if (next === CHAR_BACKWARD_SLASH) {
+              backslashes = token.backslashes = true;
+              advance();
+              continue;
+            }
+            if (next === CHAR_RIGHT_SQUARE_BRACKET) {
+              isBracket = token.isBracket = true;
+              isGlob = token.isGlob = true;
+              finished = true;
+              break;
+            }
+          }
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (opts.nonegate !== true && code === CHAR_EXCLAMATION_MARK && index === start) {
+          negated = token.negated = true;
+          start++;
+          continue;
+        }
+        if (opts.noparen !== true && code === CHAR_LEFT_PARENTHESES) {
+          isGlob = token.isGlob = true;
+          if (scanToEnd === true) {
+            let parens = 1;
+            while (eos() !== true && (code = advance())) {
+              if (code === CHAR_BACKWARD_SLASH) {
+                backslashes = token.backslashes = true;
+                advance();
+                continue;
+              }
+              if (code === CHAR_LEFT_PARENTHESES) {
+                parens++;
+                continue;
+              }
+              if (code === CHAR_RIGHT_PARENTHESES && --parens === 0) {
+                finished = true;
+                break;
+              }
+            }
+            continue;
+          }
+          break;
+        }
+        if (isGlob === true) {
+          finished = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+      }
+      if (opts.noext === true) {
+        isExtglob = false;
+        isGlob = false;
+      }
+      let base = str;
+      let prefix = "";
+      let glob2 = "";
+      if (start > 0) {
+        prefix = str.slice(0, start);
+        str = str.slice(start);
+        lastIndex -= start;
+      }
+      if (base && isGlob === true && lastIndex > 0) {
+        base = str.slice(0, lastIndex);
+        glob2 = str.slice(lastIndex);
+      } else if (isGlob === true) {
+        base = "";
+        glob2 = str;
+      } else {
+        base = str;
+      }
+      if (base && base !== "" && base !== "/" && base !== str) {
+        if (isPathSeparator(base.charCodeAt(base.length - 1))) {
+          base = base.slice(0, -1);
+        }
+      }
+      if (opts.unescape === true) {
+        if (glob2) glob2 = utils.removeBackslashes(glob2);
+        if (base && backslashes === true) {
+          base = utils.removeBackslashes(base);
+        }
+      }
+      const state = {
+        prefix,
+        input,
+        start,
+        base,
+        glob: glob2,
+        isBrace,
+        isBracket,
+        isGlob,
+        isExtglob,
+        isGlobstar,
+        negated,
+        negatedExtglob
+      };
+      if (opts.tokens === true) {
+        state.maxDepth = 0;
+        if (!isPathSeparator(code)) {
+          tokens.push(token);
+        }
+        state.tokens = tokens;
+      }
+      if (opts.parts === true || opts.tokens === true) {
+        let prevIndex;
+        for (let idx = 0; idx < slashes.length; idx++) {
+          const n2 = prevIndex !== void 0 ? prevIndex + 1 : start;
+          const i = slashes[idx];
+          const value2 = input.slice(n2, i);
+          if (opts.tokens) {
+            if (idx === 0 && start !== 0) {
+              tokens[idx].isPrefix = true;
+              tokens[idx].value = prefix;
+            } else {
+              tokens[idx].value = value2;
+            }
+            depth(tokens[idx]);
+            state.maxDepth += tokens[idx].depth;
+          }
+          if (i >= start) {
+            parts.push(value2);
+            prevIndex = i;
+          }
+        }
+        const n = prevIndex !== void 0 ? prevIndex + 1 : start;
+        const value = input.slice(n);
+        parts.push(value);
+        if (opts.tokens && prevIndex && prevIndex + 1 < input.length) {
+          tokens[tokens.length - 1].value = value;
+          depth(tokens[tokens.length - 1]);
+          state.maxDepth += tokens[tokens.length - 1].depth;
+        }
+        state.slashes = slashes;
+        state.parts = parts;
+      }
+      return state;
+    };
+    module.exports = scan;
+  }
+});
+
+// node_modules/picomatch/lib/parse.js
+var require_parse = __commonJS({
+  "node_modules/picomatch/lib/parse.js"(exports, module) {
+    "use strict";
+    var constants3 = require_constants();
+    var utils = require_utils();
+    var {
+      MAX_LENGTH,
+      POSIX_REGEX_SOURCE,
+      REGEX_NON_SPECIAL_CHARS,
+      REGEX_SPECIAL_CHARS_BACKREF,
+      REPLACEMENTS
+    } = constants3;
+    var expandRange = (args, options) => {
+      if (typeof options.expandRange === "function") {
+        return options.expandRange(...args, options);
+      }
+      args.sort();
+      const value = `[${args.join("-")}]`;
+      try {
+        new RegExp(value);
+      } catch (ex) {
+        return args.map((v) => utils.escapeRegex(v)).join("..");
+      }
+      return value;
+    };
+    var syntaxError = (type, char) => {
+      return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
+    };
+    var splitTopLevel = (input) => {
+      const parts = [];
+      let bracket = 0;
+      let paren = 0;
+      let quote = 0;
+      let value = "";
+      let escaped = false;
+      for (const ch of input) {
+        if (escaped === true) {
+          value += ch;
+          escaped = false;
+          continue;
+        }
+        if (ch === "\\") {
+          value += ch;
+          escaped = true;
+          continue;
+        }
+        if (ch === '"') {
+          quote = quote === 1 ? 0 : 1;
+          value += ch;
+          continue;
+        }
+        if (quote === 0) {
+          if (ch === "[") {
+            bracket++;
+          } else if (ch === "]" && bracket > 0) {
+            bracket--;
+          } else if (bracket === 0) {
+            if (ch === "(") {
+              paren++;
+            } else if (ch === ")" && paren > 0) {
+              paren--;
+            } else if (ch === "|" && paren === 0) {
+              parts.push(value);
+              value = "";
+              continue;
+            }
+          }
+        }
+        value += ch;
+      }
+      parts.push(value);
+      return parts;
+    };
+    var isPlainBranch = (branch) => {
+      let escaped = false;
+      for (const ch of branch) {
+        if (escaped === true) {
+          escaped = false;
+          continue;
+        }
+        if (ch === "\\") {
+          escaped = true;
+          continue;
+        }
+        if (/[?*+@!()[\]{}]/.test(ch)) {
+          return false;
+        }
+      }
+      return true;
+    };
+    var normalizeSimpleBranch = (branch) => {
+      let value = branch.trim();
+      let changed = true;
+      while (changed === true) {
+        changed = false;
+        if (/^@\([^\\()[\]{}|]+\)$/.test(value)) {
+          value = value.slice(2, -1);
+          changed = true;
+        }
+      }
+      if (!isPlainBranch(value)) {
+        return;
+      }
+      return value.replace(/\\(.)/g, "$1");
+    };
+    var hasRepeatedCharPrefixOverlap = (branches) => {
+      const values = branches.map(normalizeSimpleBranch).filter(Boolean);
+      for (let i = 0; i < values.length; i++) {
+        for (let j = i + 1; j < values.length; j++) {
+          const a = values[i];
+          const b = values[j];
+          const char = a[0];
+          if (!char || a !== char.repeat(a.length) || b !== char.repeat(b.length)) {
+            continue;
+          }
+          if (a === b || a.startsWith(b) || b.startsWith(a)) {
+            return true;
+          }
+        }
+      }
+      return false;
+    };
+    var parseRepeatedExtglob = (pattern, requireEnd = true) => {
+      if (pattern[0] !== "+" && pattern[0] !== "*" || pattern[1] !== "(") {
+        return;
+      }
+      let bracket = 0;
+      let paren = 0;
+      let quote = 0;
+      let escaped = false;
+      for (let i = 1; i < pattern.length; i++) {
+        const ch = pattern[i];
+        if (escaped === true) {
+          escaped = false;
+          continue;
+        }
+        if (ch === "\\") {
+          escaped = true;
+          continue;
+        }
+        if (ch === '"') {
+          quote = quote === 1 ? 0 : 1;
+          continue;
+        }
+        if (quote === 1) {
+          continue;
+        }
+        if (ch === "[") {
+          bracket++;
+          continue;
+        }
+        if (ch === "]" && bracket > 0) {
+          bracket--;
+          continue;
+        }
+        if (bracket > 0) {
+          continue;
+        }
+        if (ch === "(") {
+          paren++;
+          continue;
+        }
+        if (ch === ")") {
+          paren--;
+          if (paren === 0) {
+            if (requireEnd === true && i !== pattern.length - 1) {
+              return;
+            }
+            return {
+              type: pattern[0],
+              body: pattern.slice(2, i),
+              end: i
+            };
+          }
+        }
+      }
+    };
+    var buildCharClassStar = (chars) => {
+      const source = chars.length === 1 ? utils.escapeRegex(chars[0]) : `[${chars.map((ch) => utils.escapeRegex(ch)).join("")}]`;
+      return `${source}*`;
+    };
+    var getStarExtglobSequenceChars = (pattern) => {
+      let index = 0;
+      const chars = [];
+      while (index < pattern.length) {
+        const match = parseRepeatedExtglob(pattern.slice(index), false);
+        if (!match || match.type !== "*") {
+          return;
+        }
+        const branches = splitTopLevel(match.body).map((branch2) => branch2.trim());
+        if (branches.length !== 1) {
+          return;
+        }
+        const branch = normalizeSimpleBranch(branches[0]);
+        if (!branch || branch.length !== 1) {
+          return;
+        }
+        chars.push(branch);
+        index += match.end + 1;
+      }
+      if (chars.length < 1) {
+        return;
+      }
+      return chars;
+    };
+    var repeatedExtglobRecursion = (pattern) => {
+      let depth = 0;
+      let value = pattern.trim();
+      let match = parseRepeatedExtglob(value);
+      while (match) {
+        depth++;
+        value = match.body.trim();
+        match = parseRepeatedExtglob(value);
+      }
+      return depth;
+    };
+    var analyzeRepeatedExtglob = (body, options) => {
+      if (options.maxExtglobRecursion === false) {
+        return { risky: false };
+      }
+      const max = typeof options.maxExtglobRecursion === "number" ? options.maxExtglobRecursion : constants3.DEFAULT_MAX_EXTGLOB_RECURSION;
+      const branches = splitTopLevel(body).map((branch) => branch.trim());
+      if (branches.length > 1) {
+        if (branches.some((branch) => branch === "") || branches.some((branch) => /^[*?]+$/.test(branch)) || hasRepeatedCharPrefixOverlap(branches)) {
+          return { risky: true };
+        }
+      }
+      const safeChars = [];
+      let sawStarSequence = false;
+      let combinable = true;
+      for (const branch of branches) {
+        const chars = getStarExtglobSequenceChars(branch);
+        if (chars) {
+          sawStarSequence = true;
+          safeChars.push(...chars);
+          continue;
+        }
+        const literal = normalizeSimpleBranch(branch);
+        if (literal && literal.length === 1) {
+          safeChars.push(literal);
+          continue;
+        }
+        combinable = false;
+        if (repeatedExtglobRecursion(branch) > max) {
+          return { risky: true };
+        }
+      }
+      if (sawStarSequence) {
+        return combinable ? { risky: true, safeOutput: buildCharClassStar([...new Set(safeChars)]) } : { risky: true };
+      }
+      return { risky: false };
+    };
+    var parse = (input, options) => {
+      if (typeof input !== "string") {
+        throw new TypeError("Expected a string");
+      }
+      input = REPLACEMENTS[input] || input;
+      const opts = { ...options };
+      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
+      let len = input.length;
+      if (len > max) {
+        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
+      }
+      const bos = { type: "bos", value: "", output: opts.prepend || "" };
+      const tokens = [bos];
+      const capture = opts.capture ? "" : "?:";
+      const PLATFORM_CHARS = constants3.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants3.extglobChars(PLATFORM_CHARS);
+      const {
+        DOT_LITERAL,
+        PLUS_LITERAL,
+        SLASH_LITERAL,
+        ONE_CHAR,
+        DOTS_SLASH,
+        NO_DOT,
+        NO_DOT_SLASH,
+        NO_DOTS_SLASH,
+        QMARK,
+        QMARK_NO_DOT,
+        STAR,
+        START_ANCHOR
+      } = PLATFORM_CHARS;
+      const globstar = (opts2) => {
+        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
+      };
+      const nodot = opts.dot ? "" : NO_DOT;
+      const qmarkNoDot = opts.dot ? QMARK : QMARK_NO_DOT;
+      let star = opts.bash === true ? globstar(opts) : STAR;
+      if (opts.capture) {
+        star = `(${star})`;
+      }
+      if (typeof opts.noext === "boolean") {
+        opts.noextglob = opts.noext;
+      }
+      const state = {
+        input,
+        index: -1,
+        start: 0,
+        dot: opts.dot === true,
+        consumed: "",
+        output: "",
+        prefix: "",
+        backtrack: false,
+        negated: false,
+        brackets: 0,
+        braces: 0,
+        parens: 0,
+        quotes: 0,
+        globstar: false,
+        tokens
+      };
+      input = utils.removePrefix(input, state);
+      len = input.length;
+      const extglobs = [];
+      const braces = [];
+      const stack = [];
+      let prev = bos;
+      let value;
+      const eos = () => state.index === len - 1;
+      const peek = state.peek = (n = 1) => input[state.index + n];
+      const advance = state.advance = () => input[++state.index] || "";
+      const remaining = () => input.slice(state.index + 1);
+      const consume = (value2 = "", num = 0) => {
+        state.consumed += value2;
+        state.index += num;
+      };
+      const append = (token) => {
+        state.output += token.output != null ? token.output : token.value;
+        consume(token.value);
+      };
+      const negate = () => {
+        let count = 1;
+        while (peek() === "!" && (peek(2) !== "(" || peek(3) === "?")) {
+          advance();
+          state.start++;
+          count++;
+        }
+        if (count % 2 === 0) {
+          return false;
+        }
+        state.negated = true;
+        state.start++;
+        return true;
+      };
+      const increment = (type) => {
+        state[type]++;
+        stack.push(type);
+      };
+      const decrement = (type) => {
+        state[type]--;
+        stack.pop();
+      };
+      const push = (tok) => {
+        if (prev.type === "globstar") {
+          const isBrace = state.braces > 0 && (tok.type === "comma" || tok.type === "brace");
+          const isExtglob = tok.extglob === true || extglobs.length && (tok.type === "pipe" || tok.type === "paren");
+          if (tok.type !== "slash" && tok.type !== "paren" && !isBrace && !isExtglob) {
+            state.output = state.output.slice(0, -prev.output.length);
+            prev.type = "star";
+            prev.value = "*";
+            prev.output = star;
+            state.output += prev.output;
+          }
+        }
+        if (extglobs.length && tok.type !== "paren") {
+          extglobs[extglobs.length - 1].inner += tok.value;
+        }
+        if (tok.value || tok.output) append(tok);
+        if (prev && prev.type === "text" && tok.type === "text") {
+          prev.output = (prev.output || prev.value) + tok.value;
+          prev.value += tok.value;
+          return;
+        }
+        tok.prev = prev;
+        tokens.push(tok);
+        prev = tok;
+      };
+      const extglobOpen = (type, value2) => {
+        const token = { ...EXTGLOB_CHARS[value2], conditions: 1, inner: "" };
+        token.prev = prev;
+        token.parens = state.parens;
+        token.output = state.output;
+        token.startIndex = state.index;
+        token.tokensIndex = tokens.length;
+        const output = (opts.capture ? "(" : "") + token.open;
+        increment("parens");
+        push({ type, value: value2, output: state.output ? "" : ONE_CHAR });
+        push({ type: "paren", extglob: true, value: advance(), output });
+        extglobs.push(token);
+      };
+      const extglobClose = (token) => {
+        const literal = input.slice(token.startIndex, state.index + 1);
+        const body = input.slice(token.startIndex + 2, state.index);
+        const analysis = analyzeRepeatedExtglob(body, opts);
+        if ((token.type === "plus" || token.type === "star") && analysis.risky) {
+          const safeOutput = analysis.safeOutput ? (token.output ? "" : ONE_CHAR) + (opts.capture ? `(${analysis.safeOutput})` : analysis.safeOutput) : void 0;
+          const open = tokens[token.tokensIndex];
+          open.type = "text";
+          open.value = literal;
+          open.output = safeOutput || utils.escapeRegex(literal);
+          for (let i = token.tokensIndex + 1; i < tokens.length; i++) {
+            tokens[i].value = "";
+            tokens[i].output = "";
+            delete tokens[i].suffix;
+          }
+          state.output = token.output + open.output;
+          state.backtrack = true;
+          push({ type: "paren", extglob: true, value, output: "" });
+          decrement("parens");
+          return;
+        }
+        let output = token.close + (opts.capture ? ")" : "");
+        let rest;
+        if (token.type === "negate") {
+          let extglobStar = star;
+          if (token.inner && token.inner.length > 1 && token.inner.includes("/")) {
+            extglobStar = globstar(opts);
+          }
+          if (extglobStar !== star || eos() || /^\)+$/.test(remaining())) {
+            output = token.close = `)$))${extglobStar}`;
+          }
+          if (token.inner.includes("*") && (rest = remaining()) && /^\.[^\\/.]+$/.test(rest)) {
+            const expression = parse(rest, { ...options, fastpaths: false }).output;
+            output = token.close = `)${expression})${extglobStar})`;
+          }
+          if (token.prev.type === "bos") {
+            state.negatedExtglob = true;
+          }
+        }
+        push({ type: "paren", extglob: true, value, output });
+        decrement("parens");
+      };
+      if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input)) {
+        let backslashes = false;
+        let output = input.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc, chars, first, rest, index) => {
+          if (first === "\\") {
+            backslashes = true;
+            return m;
+          }
+          if (first === "?") {
+            if (esc) {
+              return esc + first + (rest ? QMARK.repeat(rest.length) : "");
+            }
+            if (index === 0) {
+              return qmarkNoDot + (rest ? QMARK.repeat(rest.length) : "");
+            }
+            return QMARK.repeat(chars.length);
+          }
+          if (first === ".") {
+            return DOT_LITERAL.repeat(chars.length);
+          }
+          if (first === "*") {
+            if (esc) {
+              return esc + first + (rest ? star : "");
+            }
+            return star;
+          }
+          return esc ? m : `\\${m}`;
+        });
+        if (backslashes === true) {
+          if (opts.unescape === true) {
+            output = output.replace(/\\/g, "");
+          } else {
+            output = output.replace(/\\+/g, (m) => {
+              return m.length % 2 === 0 ? "\\\\" : m ? "\\" : "";
+            });
+          }
+        }
+        if (output === input && opts.contains === true) {
+          state.output = input;
+          return state;
+        }
+        state.output = utils.wrapOutput(output, state, options);
+        return state;
+      }
+      while (!eos()) {
+        value = advance();
+        if (value === "\0") {
+          continue;
+        }
+        if (value === "\\") {
+          const next = peek();
+          if (next === "/" && opts.bash !== true) {
+            continue;
+          }
+          if (next === "." || next === ";") {
+            continue;
+          }
+          if (!next) {
+            value += "\\";
+            push({ type: "text", value });
+            continue;
+          }
+          const match = /^\\+/.exec(remaining());
+          let slashes = 0;
+          if (match && match[0].length > 2) {
+            slashes = match[0].length;
+            state.index += slashes;
+            if (slashes % 2 !== 0) {
+              value += "\\";
+            }
+          }
+          if (opts.unescape === true) {
+            value = advance();
+          } else {
+            value += advance();
+          }
+          if (state.brackets === 0) {
+            push({ type: "text", value });
+            continue;
+          }
+        }
+        if (state.brackets > 0 && (value !== "]" || prev.value === "[" || prev.value === "[^")) {
+          if (opts.posix !== false && value === ":") {
+            const inner = prev.value.slice(1);
+            if (inner.includes("[")) {
+              prev.posix = true;
+              if (inner.includes(":")) {
+                const idx = prev.value.lastIndexOf("[");
+                const pre = prev.value.slice(0, idx);
+                const rest2 = prev.value.slice(idx + 2);
+                const posix2 = POSIX_REGEX_SOURCE[rest2];
+                if (posix2) {
+                  prev.value = pre + posix2;
+                  state.backtrack = true;
+                  advance();
+                  if (!bos.output && tokens.indexOf(prev) === 1) {
+                    bos.output = ONE_CHAR;
+                  }
+                  continue;
+                }
+              }
+            }
+          }
+          if (value === "[" && peek() !== ":" || value === "-" && peek() === "]") {
+            value = `\\${value}`;
+          }
+          if (value === "]" && (prev.value === "[" || prev.value === "[^")) {
+            value = `\\${value}`;
+          }
+          if (opts.posix === true && value === "!" && prev.value === "[") {
+            value = "^";
+          }
+          prev.value += value;
+          append({ value });
+          continue;
+        }
+        if (state.quotes === 1 && value !== '"') {
+          value = utils.escapeRegex(value);
+          prev.value += value;
+          append({ value });
+          continue;
+        }
+        if (value === '"') {
+          state.quotes = state.quotes === 1 ? 0 : 1;
+          if (opts.keepQuotes === true) {
+            push({ type: "text", value });
+          }
+          continue;
+        }
+        if (value === "(") {
+          increment("parens");
+          push({ type: "paren", value });
+          continue;
+        }
+        if (value === ")") {
+          if (state.parens === 0 && opts.strictBrackets === true) {
+            throw new SyntaxError(syntaxError("opening", "("));
+          }
+          const extglob = extglobs[extglobs.length - 1];
+          if (extglob && state.parens === extglob.parens + 1) {
+            extglobClose(extglobs.pop());
+            continue;
+          }
+          push({ type: "paren", value, output: state.parens ? ")" : "\\)" });
+          decrement("parens");
+          continue;
+        }
+        if (value === "[") {
+          if (opts.nobracket === true || !remaining().includes("]")) {
+            if (opts.nobracket !== true && opts.strictBrackets === true) {
+              throw new SyntaxError(syntaxError("closing", "]"));
+            }
+            value = `\\${value}`;
+          } else {
+            increment("brackets");
+          }
+          push({ type: "bracket", value });
+          continue;
+        }
+        if (value === "]") {
+          if (opts.nobracket === true || prev && prev.type === "bracket" && prev.value.length === 1) {
+            push({ type: "text", value, output: `\\${value}` });
+            continue;
+          }
+          if (state.brackets === 0) {
+            if (opts.strictBrackets === true) {
+              throw new SyntaxError(syntaxError("opening", "["));
+            }
+            push({ type: "text", value, output: `\\${value}` });
+            continue;
+          }
+          decrement("brackets");
+          const prevValue = prev.value.slice(1);
+          if (prev.posix !== true && prevValue[0] === "^" && !prevValue.includes("/")) {
+            value = `/${value}`;
+          }
+          prev.value += value;
+          append({ value });
+          if (opts.literalBrackets === false || utils.hasRegexChars(prevValue)) {
+            continue;
+          }
+          const escaped = utils.escapeRegex(prev.value);
+          state.output = state.output.slice(0, -prev.value.length);
+          if (opts.literalBrackets === true) {
+            state.output += escaped;
+            prev.value = escaped;
+            continue;
+          }
+          prev.value = `(${capture}${escaped}|${prev.value})`;
+          state.output += prev.value;
+          continue;
+        }
+        if (value === "{" && opts.nobrace !== true) {
+          increment("braces");
+          const open = {
+            type: "brace",
+            value,
+            output: "(",
+            outputIndex: state.output.length,
+            tokensIndex: state.tokens.length
+          };
+          braces.push(open);
+          push(open);
+          continue;
+        }
+        if (value === "}") {
+          const brace = braces[braces.length - 1];
+          if (opts.nobrace === true || !brace) {
+            push({ type: "text", value, output: value });
+            continue;
+          }
+          let output = ")";
+          if (brace.dots === true) {
+            const arr = tokens.slice();
+            const range = [];
+            for (let i = arr.length - 1; i >= 0; i--) {
+              tokens.pop();
+              if (arr[i].type === "brace") {
+                break;
+              }
+              if (arr[i].type !== "dots") {
+                range.unshift(arr[i].value);
+              }
+            }
+            output = expandRange(range, opts);
+            state.backtrack = true;
+          }
+          if (brace.comma !== true && brace.dots !== true) {
+            const out = state.output.slice(0, brace.outputIndex);
+            const toks = state.tokens.slice(brace.tokensIndex);
+            brace.value = brace.output = "\\{";
+            value = output = "\\}";
+            state.output = out;
+            for (const t of toks) {
+              state.output += t.output || t.value;
+            }
+          }
+          push({ type: "brace", value, output });
+          decrement("braces");
+          braces.pop();
+          continue;
+        }
+        if (value === "|") {
+          if (extglobs.length > 0) {
+            extglobs[extglobs.length - 1].conditions++;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (value === ",") {
+          let output = value;
+          const brace = braces[braces.length - 1];
+          if (brace && stack[stack.length - 1] === "braces") {
+            brace.comma = true;
+            output = "|";
+          }
+          push({ type: "comma", value, output });
+          continue;
+        }
+        if (value === "/") {
+          if (prev.type === "dot" && state.index === state.start + 1) {
+            state.start = state.index + 1;
+            state.consumed = "";
+            state.output = "";
+            tokens.pop();
+            prev = bos;
+            continue;
+          }
+          push({ type: "slash", value, output: SLASH_LITERAL });
+          continue;
+        }
+        if (value === ".") {
+          if (state.braces > 0 && prev.type === "dot") {
+            if (prev.value === ".") prev.output = DOT_LITERAL;
+            const brace = braces[braces.length - 1];
+            prev.type = "dots";
+            prev.output += value;
+            prev.value += value;
+            brace.dots = true;
+            continue;
+          }
+          if (state.braces + state.parens === 0 && prev.type !== "bos" && prev.type !== "slash") {
+            push({ type: "text", value, output: DOT_LITERAL });
+            continue;
+          }
+          push({ type: "dot", value, output: DOT_LITERAL });
+          continue;
+        }
+        if (value === "?") {
+          const isGroup = prev && prev.value === "(";
+          if (!isGroup && opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            extglobOpen("qmark", value);
+            continue;
+          }
+          if (prev && prev.type === "paren") {
+            const next = peek();
+            let output = value;
+            if (prev.value === "(" && !/[!=<:]/.test(next) || next === "<" && !/<([!=]|\w+>)/.test(remaining())) {
+              output = `\\${value}`;
+            }
+            push({ type: "text", value, output });
+            continue;
+          }
+          if (opts.dot !== true && (prev.type === "slash" || prev.type === "bos")) {
+            push({ type: "qmark", value, output: QMARK_NO_DOT });
+            continue;
+          }
+          push({ type: "qmark", value, output: QMARK });
+          continue;
+        }
+        if (value === "!") {
+          if (opts.noextglob !== true && peek() === "(") {
+            if (peek(2) !== "?" || !/[!=<:]/.test(peek(3))) {
+              extglobOpen("negate", value);
+              continue;
+            }
+          }
+          if (opts.nonegate !== true && state.index === 0) {
+            negate();
+            continue;
+          }
+        }
+        if (value === "+") {
+          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            extglobOpen("plus", value);
+            continue;
+          }
+          if (prev && prev.value === "(" || opts.regex === false) {
+            push({ type: "plus", value, output: PLUS_LITERAL });
+            continue;
+          }
+          if (prev && (prev.type === "bracket" || prev.type === "paren" || prev.type === "brace") || state.parens > 0) {
+            push({ type: "plus", value });
+            continue;
+          }
+          push({ type: "plus", value: PLUS_LITERAL });
+          continue;
+        }
+        if (value === "@") {
+          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            push({ type: "at", extglob: true, value, output: "" });
+            continue;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (value !== "*") {
+          if (value === "$" || value === "^") {
+            value = `\\${value}`;
+          }
+          const match = REGEX_NON_SPECIAL_CHARS.exec(remaining());
+          if (match) {
+            value += match[0];
+            state.index += match[0].length;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (prev && (prev.type === "globstar" || prev.star === true)) {
+          prev.type = "star";
+          prev.star = true;
+          prev.value += value;
+          prev.output = star;
+          state.backtrack = true;
+          state.globstar = true;
+          consume(value);
+          continue;
+        }
+        let rest = remaining();
+        if (opts.noextglob !== true && /^\([^?]/.test(rest)) {
+          extglobOpen("star", value);
+          continue;
+        }
+        if (prev.type === "star") {
+          if (opts.noglobstar === true) {
+            consume(value);
+            continue;
+          }
+          const prior = prev.prev;
+          const before = prior.prev;
+          const isStart = prior.type === "slash" || prior.type === "bos";
+          const afterStar = before && (before.type === "star" || before.type === "globstar");
+          if (opts.bash === true && (!isStart || rest[0] && rest[0] !== "/")) {
+            push({ type: "star", value, output: "" });
+            continue;
+          }
+          const isBrace = state.braces > 0 && (prior.type === "comma" || prior.type === "brace");
+          const isExtglob = extglobs.length && (prior.type === "pipe" || prior.type === "paren");
+          if (!isStart && prior.type !== "paren" && !isBrace && !isExtglob) {
+            push({ type: "star", value, output: "" });
+            continue;
+          }
+          while (rest.slice(0, 3) === "/**") {
+            const after = input[state.index + 4];
+            if (after && after !== "/") {
+              break;
+            }
+            rest = rest.slice(3);
+            consume("/**", 3);
+          }
+          const isEnd = eos() || state.parens > 0 && rest === ")".repeat(state.parens) && !extglobs.some((extglob) => extglob.type === "negate");
+          if (prior.type === "bos" && eos()) {
+            prev.type = "globstar";
+            prev.value += value;
+            prev.output = globstar(opts);
+            state.output = prev.output;
+            state.globstar = true;
+            consume(value);
+            continue;
+          }
+          if (prior.type === "slash" && prior.prev.type !== "bos" && !afterStar && isEnd) {
+            state.output = state.output.slice(0, -(prior.output + prev.output).length);
+            prior.output = `(?:${prior.output}`;
+            prev.type = "globstar";
+            prev.output = globstar(opts) + (opts.strictSlashes ? ")" : "|$)");
+            prev.value += value;
+            state.globstar = true;
+            state.output += prior.output + prev.output;
+            consume(value);
+            continue;
+          }
+          if (prior.type === "slash" && prior.prev.type !== "bos" && rest[0] === "/") {
+            const end = rest[1] !== void 0 ? "|$" : "";
+            state.output = state.output.slice(0, -(prior.output + prev.output).length);
+            prior.output = `(?:${prior.output}`;
+            prev.type = "globstar";
+            prev.output = `${globstar(opts)}${SLASH_LITERAL}|${SLASH_LITERAL}${end})`;
+            prev.value += value;
+            state.output += prior.output + prev.output;
+            state.globstar = true;
+            consume(value + advance());
+            push({ type: "slash", value: "/", output: "" });
+            continue;
+          }
+          if (prior.type === "bos" && rest[0] === "/") {
+            prev.type = "globstar";
+            prev.value += value;
+            prev.output = `(?:^|${SLASH_LITERAL}|${globstar(opts)}${SLASH_LITERAL})`;
+            state.output = prev.output;
+            state.globstar = true;
+            consume(value + advance());
+            push({ type: "slash", value: "/", output: "" });
+            continue;
+          }
+          state.output = state.output.slice(0, -prev.output.length);
+          prev.type = "globstar";
+          prev.output = globstar(opts);
+          prev.value += value;
+          state.output += prev.output;
+          state.globstar = true;
+          consume(value);
+          continue;
+        }
+        const token = { type: "star", value, output: star };
+        if (opts.bash === true) {
+          token.output = ".*?";
+          if (prev.type === "bos" || prev.type === "slash") {
+            token.output = nodot + token.output;
+          }
+          push(token);
+          continue;
+        }
+        if (prev && (prev.type === "bracket" || prev.type === "paren") && opts.regex === true) {
+          token.output = value;
+          push(token);
+          continue;
+        }
+        if (state.index === state.start || prev.type === "slash" || prev.type === "dot") {
+          if (prev.type === "dot") {
+            state.output += NO_DOT_SLASH;
+            prev.output += NO_DOT_SLASH;
+          } else if (opts.dot === true) {
+            state.output += NO_DOTS_SLASH;
+            prev.output += NO_DOTS_SLASH;
+          } else {
+            state.output += nodot;
+            prev.output += nodot;
+          }
+          if (peek() !== "*") {
+            state.output += ONE_CHAR;
+            prev.output += ONE_CHAR;
+          }
+        }
+        push(token);
+      }
+      while (state.brackets > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError("closing", "]"));
+        state.output = utils.escapeLast(state.output, "[");
+        decrement("brackets");
+      }
+      while (state.parens > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError("closing", ")"));
+        state.output = utils.escapeLast(state.output, "(");
+        decrement("parens");
+      }
+      while (state.braces > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError("closing", "}"));
+        state.output = utils.escapeLast(state.output, "{");
+        decrement("braces");
+      }
+      if (opts.strictSlashes !== true && (prev.type === "star" || prev.type === "bracket")) {
+        push({ type: "maybe_slash", value: "", output: `${SLASH_LITERAL}?` });
+      }
+      if (state.backtrack === true) {
+        state.output = "";
+        for (const token of state.tokens) {
+          state.output += token.output != null ? token.output : token.value;
+          if (token.suffix) {
+            state.output += token.suffix;
+          }
+        }
+      }
+      return state;
+    };
+    parse.fastpaths = (input, options) => {
+      const opts = { ...options };
+      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
+      const len = input.length;
+      if (len > max) {
+        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
+      }
+      input = REPLACEMENTS[input] || input;
+      const {
+        DOT_LITERAL,
+        SLASH_LITERAL,
+        ONE_CHAR,
+        DOTS_SLASH,
+        NO_DOT,
+        NO_DOTS,
+        NO_DOTS_SLASH,
+        STAR,
+        START_ANCHOR
+      } = constants3.globChars(opts.windows);
+      const nodot = opts.dot ? NO_DOTS : NO_DOT;
+      const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
+      const capture = opts.capture ? "" : "?:";
+      const state = { negated: false, prefix: "" };
+      let star = opts.bash === true ? ".*?" : STAR;
+      if (opts.capture) {
+        star = `(${star})`;
+      }
+      const globstar = (opts2) => {
+        if (opts2.noglobstar === true) return star;
+        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
+      };
+      const create = (str) => {
+        switch (str) {
+          case "*":
+            return `${nodot}${ONE_CHAR}${star}`;
+          case ".*":
+            return `${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "*.*":
+            return `${nodot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "*/*":
+            return `${nodot}${star}${SLASH_LITERAL}${ONE_CHAR}${slashDot}${star}`;
+          case "**":
+            return nodot + globstar(opts);
+          case "**/*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${ONE_CHAR}${star}`;
+          case "**/*.*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "**/.*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${DOT_LITERAL}${ONE_CHAR}${star}`;
+          default: {
+            const match = /^(.*?)\.(\w+)$/.exec(str);
+            if (!match) return;
+            const source2 = create(match[1]);
+            if (!source2) return;
+            return source2 + DOT_LITERAL + match[2];
+          }
+        }
+      };
+      const output = utils.removePrefix(input, state);
+      let source = create(output);
+      if (source && opts.strictSlashes !== true) {
+        source += `${SLASH_LITERAL}?`;
+      }
+      return source;
+    };
+    module.exports = parse;
+  }
+});
+
+// node_modules/picomatch/lib/picomatch.js
+var require_picomatch = __commonJS({
+  "node_modules/picomatch/lib/picomatch.js"(exports, module) {
+    "use strict";
+    var scan = require_scan();
+    var parse = require_parse();
+    var utils = require_utils();
+    var constants3 = require_constants();
+    var isObject = (val) => val && typeof val === "object" && !Array.isArray(val);
+    var picomatch2 = (glob2, options, returnState = false) => {
+      if (Array.isArray(glob2)) {
+        const fns = glob2.map((input) => picomatch2(input, options, returnState));
+        const arrayMatcher = (str) => {
+          for (const isMatch of fns) {
+            const state2 = isMatch(str);
+            if (state2) return state2;
+          }
+          return false;
+        };
+        return arrayMatcher;
+      }
+      const isState = isObject(glob2) && glob2.tokens && glob2.input;
+      if (glob2 === "" || typeof glob2 !== "string" && !isState) {
+        throw new TypeError("Expected pattern to be a non-empty string");
+      }
+      const opts = options || {};
+      const posix2 = opts.windows;
+      const regex = isState ? picomatch2.compileRe(glob2, options) : picomatch2.makeRe(glob2, options, false, true);
+      const state = regex.state;
+      delete regex.state;
+      let isIgnored = () => false;
+      if (opts.ignore) {
+        const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
+        isIgnored = picomatch2(opts.ignore, ignoreOpts, returnState);
+      }
+      const matcher = (input, returnObject = false) => {
+        const { isMatch, match, output } = picomatch2.test(input, regex, options, { glob: glob2, posix: posix2 });
+        const result = { glob: glob2, state, regex, posix: posix2, input, output, match, isMatch };
+        if (typeof opts.onResult === "function") {
+          opts.onResult(result);
+        }
+        if (isMatch === false) {
+          result.isMatch = false;
+          return returnObject ? result : false;
+        }
+        if (isIgnored(input)) {
+          if (typeof opts.onIgnore === "function") {
+            opts.onIgnore(result);
+          }
+          result.isMatch = false;
+          return returnObject ? result : false;
+        }
+        if (typeof opts.onMatch === "function") {
+          opts.onMatch(result);
+        }
+        return returnObject ? result : true;
+      };
+      if (returnState) {
+        matcher.state = state;
+      }
+      return matcher;
+    };
+    picomatch2.test = (input, regex, options, { glob: glob2, posix: posix2 } = {}) => {
+      if (typeof input !== "string") {
+        throw new TypeError("Expected input to be a string");
+      }
+      if (input === "") {
+        return { isMatch: false, output: "" };
+      }
+      const opts = options || {};
+      const format = opts.format || (posix2 ? utils.toPosixSlashes : null);
+      let match = input === glob2;
+      let output = match && format ? format(input) : input;
+      if (match === false) {
+        output = format ? format(input) : input;
+        match = output === glob2;
+      }
+      if (match === false || opts.capture === true) {
+        if (opts.matchBase === true || opts.basename === true) {
+          match = picomatch2.matchBase(input, regex, options, posix2);
+        } else {
+          match = regex.exec(output);
+        }
+      }
+      return { isMatch: Boolean(match), match, output };
+    };
+    picomatch2.matchBase = (input, glob2, options, posix2 = options && options.windows) => {
+      const regex = glob2 instanceof RegExp ? glob2 : picomatch2.makeRe(glob2, options);
+      return regex.test(utils.basename(input, { windows: posix2 }));
+    };
+    picomatch2.isMatch = (str, patterns, options) => picomatch2(patterns, options)(str);
+    picomatch2.parse = (pattern, options) => {
+      if (Array.isArray(pattern)) return pattern.map((p) => picomatch2.parse(p, options));
+      return parse(pattern, { ...options, fastpaths: false });
+    };
+    picomatch2.scan = (input, options) => scan(input, options);
+    picomatch2.compileRe = (state, options, returnOutput = false, returnState = false) => {
+      if (returnOutput === true) {
+        return state.output;
+      }
+      const opts = options || {};
+      const prepend = opts.contains ? "" : "^";
+      const append = opts.contains ? "" : "$";
+      let source = `${prepend}(?:${state.output})${append}`;
+      if (state && state.negated === true) {
+        source = `^(?!${source}).*$`;
+      }
+      const regex = picomatch2.toRegex(source, options);
+      if (returnState === true) {
+        regex.state = state;
+      }
+      return regex;
+    };
+    picomatch2.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
+      if (!input || typeof input !== "string") {
+        throw new TypeError("Expected a non-empty string");
+      }
+      let parsed = { negated: false, fastpaths: true };
+      if (options.fastpaths !== false && (input[0] === "." || input[0] === "*")) {
+        parsed.output = parse.fastpaths(input, options);
+      }
+      if (!parsed.output) {
+        parsed = parse(input, options);
+      }
+      return picomatch2.compileRe(parsed, options, returnOutput, returnState);
+    };
+    picomatch2.toRegex = (source, options) => {
+      try {
+        const opts = options || {};
+        return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
+      } catch (err) {
+        if (options && options.debug === true) throw err;
+        return /$^/;
+      }
+    };
+    picomatch2.constants = constants3;
+    module.exports = picomatch2;
+  }
+});
+
+// node_modules/picomatch/index.js
+var require_picomatch2 = __commonJS({
+  "node_modules/picomatch/index.js"(exports, module) {
+    "use strict";
+    var pico = require_picomatch();
+    var utils = require_utils();
+    function picomatch2(glob2, options, returnState = false) {
+      if (options && (options.windows === null || options.windows === void 0)) {
+        options = { ...options, windows: utils.isWindows() };
+      }
+      return pico(glob2, options, returnState);
+    }
+    Object.assign(picomatch2, pico);
+    module.exports = picomatch2;
+  }
+});
+
+// src/action/main.ts
+import { spawn as spawn2 } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { appendFileSync, writeFileSync } from "node:fs";
+import { constants as constants2, EOL } from "node:os";
+
+// src/cli/client-commands.ts
+import { parseArgs } from "node:util";
+
+// src/cli/test-commands.ts
+import { execFileSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { constants } from "node:os";
+
+// node_modules/tinyglobby/dist/index.mjs
+import { readdir, readdirSync, realpath, realpathSync, stat, statSync } from "fs";
+import { isAbsolute, posix, resolve as resolve2 } from "path";
+import { fileURLToPath } from "url";
+
+// node_modules/fdir/dist/index.mjs
+import { createRequire } from "module";
+import { basename, dirname, normalize, relative, resolve, sep } from "path";
+import * as nativeFs from "fs";
+var __require = /* @__PURE__ */ createRequire(import.meta.url);
+function cleanPath(path) {
+  let normalized = normalize(path);
+  if (normalized.length > 1 && normalized[normalized.length - 1] === sep) normalized = normalized.substring(0, normalized.length - 1);
+  return normalized;
+}
+var SLASHES_REGEX = /[\\/]/g;
+function convertSlashes(path, separator) {
+  return path.replace(SLASHES_REGEX, separator);
+}
+var WINDOWS_ROOT_DIR_REGEX = /^[a-z]:[\\/]$/i;
+function isRootDirectory(path) {
+  return path === "/" || WINDOWS_ROOT_DIR_REGEX.test(path);
+}
+function normalizePath(path, options) {
+  const { resolvePaths, normalizePath: normalizePath$1, pathSeparator } = options;
+  const pathNeedsCleaning = process.platform === "win32" && path.includes("/") || path.startsWith(".");
+  if (resolvePaths) path = resolve(path);
+  if (normalizePath$1 || pathNeedsCleaning) path = cleanPath(path);
+  if (path === ".") return "";
+  const needsSeperator = path[path.length - 1] !== pathSeparator;
+  return convertSlashes(needsSeperator ? path + pathSeparator : path, pathSeparator);
+}
+function joinPathWithBasePath(filename, directoryPath) {
+  return directoryPath + filename;
+}
+function joinPathWithRelativePath(root, options) {
+  return function(filename, directoryPath) {
+    const sameRoot = directoryPath.startsWith(root);
+    if (sameRoot) return directoryPath.slice(root.length) + filename;
+    else return convertSlashes(relative(root, directoryPath), options.pathSeparator) + options.pathSeparator + filename;
+  };
+}
+function joinPath(filename) {
+  return filename;
+}
+function joinDirectoryPath(filename, directoryPath, separator) {
+  return directoryPath + filename + separator;
+}
+function build$7(root, options) {
+  const { relativePaths, includeBasePath } = options;
+  return relativePaths && root ? joinPathWithRelativePath(root, options) : includeBasePath ? joinPathWithBasePath : joinPath;
+}
+function pushDirectoryWithRelativePath(root) {
+  return function(directoryPath, paths) {
+    paths.push(directoryPath.substring(root.length) || ".");
+  };
+}
+function pushDirectoryFilterWithRelativePath(root) {
+  return function(directoryPath, paths, filters) {
+    const relativePath = directoryPath.substring(root.length) || ".";
+    if (filters.every((filter) => filter(relativePath, true))) paths.push(relativePath);
+  };
+}
+var pushDirectory = (directoryPath, paths) => {
+  paths.push(directoryPath || ".");
+};
+var pushDirectoryFilter = (directoryPath, paths, filters) => {
+  const path = directoryPath || ".";
+  if (filters.every((filter) => filter(path, true))) paths.push(path);
+};
+var empty$2 = () => {
+};
+function build$6(root, options) {
+  const { includeDirs, filters, relativePaths } = options;
+  if (!includeDirs) return empty$2;
+  if (relativePaths) return filters && filters.length ? pushDirectoryFilterWithRelativePath(root) : pushDirectoryWithRelativePath(root);
+  return filters && filters.length ? pushDirectoryFilter : pushDirectory;
+}
+var pushFileFilterAndCount = (filename, _paths, counts, filters) => {
+  if (filters.every((filter) => filter(filename, false))) counts.files++;
+};
+var pushFileFilter = (filename, paths, _counts, filters) => {
+  if (filters.every((filter) => filter(filename, false))) paths.push(filename);
+};
+var pushFileCount = (_filename, _paths, counts, _filters) => {
+  counts.files++;
+};
+var pushFile = (filename, paths) => {
+  paths.push(filename);
+};
+var empty$1 = () => {
+};
+function build$5(options) {
+  const { excludeFiles, filters, onlyCounts } = options;
+  if (excludeFiles) return empty$1;
+  if (filters && filters.length) return onlyCounts ? pushFileFilterAndCount : pushFileFilter;
+  else if (onlyCounts) return pushFileCount;
+  else return pushFile;
+}
+var getArray = (paths) => {
+  return paths;
+};
+var getArrayGroup = () => {
+  return [""].slice(0, 0);
+};
+function build$4(options) {
+  return options.group ? getArrayGroup : getArray;
+}
+var groupFiles = (groups, directory, files) => {
+  groups.push({
+    directory,
+    files,
+    dir: directory
+  });
+};
+var empty = () => {
+};
+function build$3(options) {
+  return options.group ? groupFiles : empty;
+}
+var resolveSymlinksAsync = function(path, state, callback$1) {
+  const { queue, fs, options: { suppressErrors } } = state;
+  queue.enqueue();
+  fs.realpath(path, (error, resolvedPath) => {
+    if (error) return queue.dequeue(suppressErrors ? null : error, state);
+    fs.stat(resolvedPath, (error$1, stat2) => {
+      if (error$1) return queue.dequeue(suppressErrors ? null : error$1, state);
+      if (stat2.isDirectory() && isRecursive(path, resolvedPath, state)) return queue.dequeue(null, state);
+      callback$1(stat2, resolvedPath);
+      queue.dequeue(null, state);
+    });
+  });
+};
+var resolveSymlinks = function(path, state, callback$1) {
+  const { queue, fs, options: { suppressErrors } } = state;
+  queue.enqueue();
+  try {
+    const resolvedPath = fs.realpathSync(path);
+    const stat2 = fs.statSync(resolvedPath);
+    if (stat2.isDirectory() && isRecursive(path, resolvedPath, state)) return;
+    callback$1(stat2, resolvedPath);
+  } catch (e) {
+    if (!suppressErrors) throw e;
+  }
+};
+function build$2(options, isSynchronous) {
+  if (!options.resolveSymlinks || options.excludeSymlinks) return null;
+  return isSynchronous ? resolveSymlinks : resolveSymlinksAsync;
+}
+function isRecursive(path, resolved, state) {
+  if (state.options.useRealPaths) return isRecursiveUsingRealPaths(resolved, state);
+  let parent = dirname(path);
+  let depth = 1;
+  while (parent !== state.root && depth < 2) {
+    const resolvedPath = state.symlinks.get(parent);
+    const isSameRoot = !!resolvedPath && (resolvedPath === resolved || resolvedPath.startsWith(resolved) || resolved.startsWith(resolvedPath));
+    if (isSameRoot) depth++;
+    else parent = dirname(parent);
+  }
+  state.symlinks.set(path, resolved);
+  return depth > 1;
+}
+function isRecursiveUsingRealPaths(resolved, state) {
+  return state.visited.includes(resolved + state.options.pathSeparator);
+}
+var onlyCountsSync = (state) => {
+  return state.counts;
+};
+var groupsSync = (state) => {
+  return state.groups;
+};
+var defaultSync = (state) => {
+  return state.paths;
+};
+var limitFilesSync = (state) => {
+  return state.paths.slice(0, state.options.maxFiles);
+};
+var onlyCountsAsync = (state, error, callback$1) => {
+  report(error, callback$1, state.counts, state.options.suppressErrors);
+  return null;
+};
+var defaultAsync = (state, error, callback$1) => {
+  report(error, callback$1, state.paths, state.options.suppressErrors);
+  return null;
+};
+var limitFilesAsync = (state, error, callback$1) => {
+  report(error, callback$1, state.paths.slice(0, state.options.maxFiles), state.options.suppressErrors);
+  return null;
+};
+var groupsAsync = (state, error, callback$1) => {
+  report(error, callback$1, state.groups, state.options.suppressErrors);
+  return null;
+};
+function report(error, callback$1, output, suppressErrors) {
+  if (error && !suppressErrors) callback$1(error, output);
+  else callback$1(null, output);
+}
+function build$1(options, isSynchronous) {
+  const { onlyCounts, group, maxFiles } = options;
+  if (onlyCounts) return isSynchronous ? onlyCountsSync : onlyCountsAsync;
+  else if (group) return isSynchronous ? groupsSync : groupsAsync;
+  else if (maxFiles) return isSynchronous ? limitFilesSync : limitFilesAsync;
+  else return isSynchronous ? defaultSync : defaultAsync;
+}
+var readdirOpts = { withFileTypes: true };
+var walkAsync = (state, crawlPath, directoryPath, currentDepth, callback$1) => {
+  state.queue.enqueue();
+  if (currentDepth < 0) return state.queue.dequeue(null, state);
+  const { fs } = state;
+  state.visited.push(crawlPath);
+  state.counts.directories++;
+  fs.readdir(crawlPath || ".", readdirOpts, (error, entries = []) => {
+    callback$1(entries, directoryPath, currentDepth);
+    state.queue.dequeue(state.options.suppressErrors ? null : error, state);
+  });
+};
+var walkSync = (state, crawlPath, directoryPath, currentDepth, callback$1) => {
+  const { fs } = state;
+  if (currentDepth < 0) return;
+  state.visited.push(crawlPath);
+  state.counts.directories++;
+  let entries = [];
+  try {
+    entries = fs.readdirSync(crawlPath || ".", readdirOpts);
+  } catch (e) {
+    if (!state.options.suppressErrors) throw e;
+  }
+  callback$1(entries, directoryPath, currentDepth);
+};
+function build(isSynchronous) {
+  return isSynchronous ? walkSync : walkAsync;
+}
+var Queue = class {
+  count = 0;
+  constructor(onQueueEmpty) {
+    this.onQueueEmpty = onQueueEmpty;
+  }
+  enqueue() {
+    this.count++;
+    return this.count;
+  }
+  dequeue(error, output) {
+    if (this.onQueueEmpty && (--this.count <= 0 || error)) {
+      this.onQueueEmpty(error, output);
+      if (error) {
+        output.controller.abort();
+        this.onQueueEmpty = void 0;
+      }
+    }
+  }
+};
+var Counter = class {
+  _files = 0;
+  _directories = 0;
+  set files(num) {
+    this._files = num;
+  }
+  get files() {
+    return this._files;
+  }
+  set directories(num) {
+    this._directories = num;
+  }
+  get directories() {
+    return this._directories;
+  }
+  /**
+  * @deprecated use `directories` instead
+  */
+  /* c8 ignore next 3 */
+  get dirs() {
+    return this._directories;
+  }
+};
+var Aborter = class {
+  aborted = false;
+  abort() {
+    this.aborted = true;
+  }
+};
+var Walker = class {
+  root;
+  isSynchronous;
+  state;
+  joinPath;
+  pushDirectory;
+  pushFile;
+  getArray;
+  groupFiles;
+  resolveSymlink;
+  walkDirectory;
+  callbackInvoker;
+  constructor(root, options, callback$1) {
+    this.isSynchronous = !callback$1;
+    this.callbackInvoker = build$1(options, this.isSynchronous);
+    this.root = normalizePath(root, options);
+    this.state = {
+      root: isRootDirectory(this.root) ? this.root : this.root.slice(0, -1),
+      paths: [""].slice(0, 0),
+      groups: [],
+      counts: new Counter(),
+      options,
+      queue: new Queue((error, state) => this.callbackInvoker(state, error, callback$1)),
+      symlinks: /* @__PURE__ */ new Map(),
+      visited: [""].slice(0, 0),
+      controller: new Aborter(),
+      fs: options.fs || nativeFs
+    };
+    this.joinPath = build$7(this.root, options);
+    this.pushDirectory = build$6(this.root, options);
+    this.pushFile = build$5(options);
+    this.getArray = build$4(options);
+    this.groupFiles = build$3(options);
+    this.resolveSymlink = build$2(options, this.isSynchronous);
+    this.walkDirectory = build(this.isSynchronous);
+  }
+  start() {
+    this.pushDirectory(this.root, this.state.paths, this.state.options.filters);
+    this.walkDirectory(this.state, this.root, this.root, this.state.options.maxDepth, this.walk);
+    return this.isSynchronous ? this.callbackInvoker(this.state, null) : null;
+  }
+  walk = (entries, directoryPath, depth) => {
+    const { paths, options: { filters, resolveSymlinks: resolveSymlinks$1, excludeSymlinks, exclude, maxFiles, signal, useRealPaths, pathSeparator }, controller } = this.state;
+    if (controller.aborted || signal && signal.aborted || maxFiles && paths.length > maxFiles) return;
+    const files = this.getArray(this.state.paths);
+    for (let i = 0; i < entries.length; ++i) {
+      const entry = entries[i];
+      if (entry.isFile() || entry.isSymbolicLink() && !resolveSymlinks$1 && !excludeSymlinks) {
+        const filename = this.joinPath(entry.name, directoryPath);
+        this.pushFile(filename, files, this.state.counts, filters);
+      } else if (entry.isDirectory()) {
+        let path = joinDirectoryPath(entry.name, directoryPath, this.state.options.pathSeparator);
+        if (exclude && exclude(entry.name, path)) continue;
+        this.pushDirectory(path, paths, filters);
+        this.walkDirectory(this.state, path, path, depth - 1, this.walk);
+      } else if (this.resolveSymlink && entry.isSymbolicLink()) {
+        let path = joinPathWithBasePath(entry.name, directoryPath);
+        this.resolveSymlink(path, this.state, (stat2, resolvedPath) => {
+          if (stat2.isDirectory()) {
+            resolvedPath = normalizePath(resolvedPath, this.state.options);
+            if (exclude && exclude(entry.name, useRealPaths ? resolvedPath : path + pathSeparator)) return;
+            this.walkDirectory(this.state, resolvedPath, useRealPaths ? resolvedPath : path + pathSeparator, depth - 1, this.walk);
+          } else {
+            resolvedPath = useRealPaths ? resolvedPath : path;
+            const filename = basename(resolvedPath);
+            const directoryPath$1 = normalizePath(dirname(resolvedPath), this.state.options);
+            resolvedPath = this.joinPath(filename, directoryPath$1);
+            this.pushFile(resolvedPath, files, this.state.counts, filters);
+          }
+        });
+      }
+    }
+    this.groupFiles(this.state.groups, directoryPath, files);
+  };
+};
+function promise(root, options) {
+  return new Promise((resolve$1, reject) => {
+    callback(root, options, (err, output) => {
+      if (err) return reject(err);
+      resolve$1(output);
+    });
+  });
+}
+function callback(root, options, callback$1) {
+  let walker = new Walker(root, options, callback$1);
+  walker.start();
+}
+function sync(root, options) {
+  const walker = new Walker(root, options);
+  return walker.start();
+}
+var APIBuilder = class {
+  constructor(root, options) {
+    this.root = root;
+    this.options = options;
+  }
+  withPromise() {
+    return promise(this.root, this.options);
+  }
+  withCallback(cb) {
+    callback(this.root, this.options, cb);
+  }
+  sync() {
+    return sync(this.root, this.options);
+  }
+};
+var pm = null;
+try {
+  __require.resolve("picomatch");
+  pm = __require("picomatch");
+} catch {
+}
+var Builder = class {
+  globCache = {};
+  options = {
+    maxDepth: Infinity,
+    suppressErrors: true,
+    pathSeparator: sep,
+    filters: []
+  };
+  globFunction;
+  constructor(options) {
+    this.options = {
+      ...this.options,
+      ...options
+    };
+    this.globFunction = this.options.globFunction;
+  }
+  group() {
+    this.options.group = true;
+    return this;
+  }
+  withPathSeparator(separator) {
+    this.options.pathSeparator = separator;
+    return this;
+  }
+  withBasePath() {
+    this.options.includeBasePath = true;
+    return this;
+  }
+  withRelativePaths() {
+    this.options.relativePaths = true;
+    return this;
+  }
+  withDirs() {
+    this.options.includeDirs = true;
+    return this;
+  }
+  withMaxDepth(depth) {
+    this.options.maxDepth = depth;
+    return this;
+  }
+  withMaxFiles(limit) {
+    this.options.maxFiles = limit;
+    return this;
+  }
+  withFullPaths() {
+    this.options.resolvePaths = true;
+    this.options.includeBasePath = true;
+    return this;
+  }
+  withErrors() {
+    this.options.suppressErrors = false;
+    return this;
+  }
+  withSymlinks({ resolvePaths = true } = {}) {
+    this.options.resolveSymlinks = true;
+    this.options.useRealPaths = resolvePaths;
+    return this.withFullPaths();
+  }
+  withAbortSignal(signal) {
+    this.options.signal = signal;
+    return this;
+  }
+  normalize() {
+    this.options.normalizePath = true;
+    return this;
+  }
+  filter(predicate) {
+    this.options.filters.push(predicate);
+    return this;
+  }
+  onlyDirs() {
+    this.options.excludeFiles = true;
+    this.options.includeDirs = true;
+    return this;
+  }
+  exclude(predicate) {
+    this.options.exclude = predicate;
+    return this;
+  }
+  onlyCounts() {
+    this.options.onlyCounts = true;
+    return this;
+  }
+  crawl(root) {
+    return new APIBuilder(root || ".", this.options);
+  }
+  withGlobFunction(fn) {
+    this.globFunction = fn;
+    return this;
+  }
+  /**
+  * @deprecated Pass options using the constructor instead:
+  * ```ts
+  * new fdir(options).crawl("/path/to/root");
+  * ```
+  * This method will be removed in v7.0
+  */
+  /* c8 ignore next 4 */
+  crawlWithOptions(root, options) {
+    this.options = {
+      ...this.options,
+      ...options
+    };
+    return new APIBuilder(root || ".", this.options);
+  }
+  glob(...patterns) {
+    if (this.globFunction) return this.globWithOptions(patterns);
+    return this.globWithOptions(patterns, ...[{ dot: true }]);
+  }
+  globWithOptions(patterns, ...options) {
+    const globFn = this.globFunction || pm;
+    if (!globFn) throw new Error("Please specify a glob function to use glob matching.");
+    var isMatch = this.globCache[patterns.join("\0")];
+    if (!isMatch) {
+      isMatch = globFn(patterns, ...options);
+      this.globCache[patterns.join("\0")] = isMatch;
+    }
+    this.options.filters.push((path) => isMatch(path));
+    return this;
+  }
+};
+
+// node_modules/tinyglobby/dist/index.mjs
+var import_picomatch = __toESM(require_picomatch2(), 1);
+var isReadonlyArray = Array.isArray;
+var BACKSLASHES = /\\/g;
+var DRIVE_RELATIVE_PATH = /^[A-Za-z]:$/;
+var isWin = process.platform === "win32";
+var ONLY_PARENT_DIRECTORIES = /^(\/?\.\.)+$/;
+function getPartialMatcher(patterns, options = {}) {
+  const patternsCount = patterns.length;
+  const patternsParts = Array(patternsCount);
+  const matchers = Array(patternsCount);
+  let i, j;
+  for (i = 0; i < patternsCount; i++) {
+    const parts = splitPattern(patterns[i]);
+    patternsParts[i] = parts;
+    const partsCount = parts.length;
+    const partMatchers = Array(partsCount);
+    for (j = 0; j < partsCount; j++) partMatchers[j] = (0, import_picomatch.default)(parts[j], options);
+    matchers[i] = partMatchers;
+  }
+  return (input) => {
+    const inputParts = input.split("/");
+    if (inputParts[0] === ".." && ONLY_PARENT_DIRECTORIES.test(input)) return true;
+    for (i = 0; i < patternsCount; i++) {
+      const patternParts = patternsParts[i];
+      const matcher = matchers[i];
+      const inputPatternCount = inputParts.length;
+      const minParts = Math.min(inputPatternCount, patternParts.length);
+      j = 0;
+      while (j < minParts) {
+        const part = patternParts[j];
+        if (part.includes("/")) return true;
+        if (!matcher[j](inputParts[j])) break;
+        if (!options.noglobstar && part === "**") return true;
+        j++;
+      }
+      if (j === inputPatternCount) return true;
+    }
+    return false;
+  };
+}
+var WIN32_ROOT_DIR = /^[A-Z]:\/$/i;
+var isRoot = isWin ? (p) => WIN32_ROOT_DIR.test(p) : (p) => p === "/";
+function buildFormat(cwd, root, absolute) {
+  if (cwd === root || root.startsWith(`${cwd}/`)) {
+    if (absolute) {
+      const start = cwd.length + +!isRoot(cwd);
+      return (p, isDir) => p.slice(start, isDir ? -1 : void 0) || ".";
+    }
+    const prefix = root.slice(cwd.length + 1);
+    if (prefix) return (p, isDir) => {
+      if (p === ".") return prefix;
+      const result = `${prefix}/${p}`;
+      return isDir ? result.slice(0, -1) : result;
+    };
+    return (p, isDir) => isDir && p !== "." ? p.slice(0, -1) : p;
+  }
+  if (absolute) return (p) => posix.relative(cwd, p) || ".";
+  return (p) => posix.relative(cwd, `${root}/${p}`) || ".";
+}
+function buildRelative(cwd, root) {
+  if (root.startsWith(`${cwd}/`)) {
+    const prefix = root.slice(cwd.length + 1);
+    return (p) => `${prefix}/${p}`;
+  }
+  return (p) => {
+    const result = posix.relative(cwd, `${root}/${p}`);
+    return p[p.length - 1] === "/" && result !== "" ? `${result}/` : result || ".";
+  };
+}
+function ensureNonDriveRelativePath(path) {
+  return path.replace(DRIVE_RELATIVE_PATH, (match) => `${match}/`);
+}
+var splitPatternOptions = { parts: true };
+function splitPattern(path) {
+  var _result$parts;
+  const result = import_picomatch.default.scan(path, splitPatternOptions);
+  return ((_result$parts = result.parts) === null || _result$parts === void 0 ? void 0 : _result$parts.length) ? result.parts : [path];
+}
+var POSIX_UNESCAPED_GLOB_SYMBOLS = /(?<!\\)([()[\]{}*?|]|^!|[!+@](?=\()|\\(?![()[\]{}!*+?@|]))/g;
+var WIN32_UNESCAPED_GLOB_SYMBOLS = /(?<!\\)([()[\]{}]|^!|[!+@](?=\())/g;
+var escapePosixPath = (path) => path.replace(POSIX_UNESCAPED_GLOB_SYMBOLS, "\\$&");
+var escapeWin32Path = (path) => path.replace(WIN32_UNESCAPED_GLOB_SYMBOLS, "\\$&");
+var escapePath = isWin ? escapeWin32Path : escapePosixPath;
+function isDynamicPattern(pattern, options) {
+  if ((options === null || options === void 0 ? void 0 : options.caseSensitiveMatch) === false) return true;
+  const scan = import_picomatch.default.scan(pattern);
+  return scan.isGlob || scan.negated;
+}
+function log(...tasks) {
+  console.log(`[tinyglobby ${(/* @__PURE__ */ new Date()).toLocaleTimeString("es")}]`, ...tasks);
+}
+function ensureStringArray(value) {
+  return typeof value === "string" ? [value] : value !== null && value !== void 0 ? value : [];
+}
+var PARENT_DIRECTORY = /^(\/?\.\.)+/;
+var ESCAPING_BACKSLASHES = /\\(?=[()[\]{}!*+?@|])/g;
+function normalizePattern(pattern, opts, props, isIgnore) {
+  var _PARENT_DIRECTORY$exe;
+  const cwd = opts.cwd;
+  let result = pattern;
+  if (pattern[pattern.length - 1] === "/") result = pattern.slice(0, -1);
+  if (result[result.length - 1] !== "*" && opts.expandDirectories) result += "/**";
+  const escapedCwd = escapePath(cwd);
+  result = isAbsolute(result.replace(ESCAPING_BACKSLASHES, "")) ? posix.relative(escapedCwd, result) : posix.normalize(result);
+  const parentDir = (_PARENT_DIRECTORY$exe = PARENT_DIRECTORY.exec(result)) === null || _PARENT_DIRECTORY$exe === void 0 ? void 0 : _PARENT_DIRECTORY$exe[0];
+  const parts = splitPattern(result);
+  if (parentDir) {
+    const n = (parentDir.length + 1) / 3;
+    let i = 0;
+    const cwdParts = escapedCwd.split("/");
+    while (i < n && parts[i + n] === cwdParts[cwdParts.length + i - n]) {
+      result = result.slice(0, (n - i - 1) * 3) + result.slice((n - i) * 3 + parts[i + n].length + 1) || ".";
+      i++;
+    }
+    const potentialRoot = posix.join(cwd, parentDir.slice(i * 3));
+    if (potentialRoot[0] !== "." && props.root.length > potentialRoot.length) {
+      props.root = ensureNonDriveRelativePath(potentialRoot);
+      props.depthOffset = -n + i;
+    }
+  }
+  if (!isIgnore && props.depthOffset >= 0) {
+    var _props$commonPath;
+    (_props$commonPath = props.commonPath) !== null && _props$commonPath !== void 0 || (props.commonPath = parts);
+    const newCommonPath = [];
+    const length = Math.min(props.commonPath.length, parts.length);
+    for (let i = 0; i < length; i++) {
+      const part = parts[i];
+      if (part === "**" && !parts[i + 1]) {
+        newCommonPath.pop();
+        break;
+      }
+      if (i === parts.length - 1 || part !== props.commonPath[i] || isDynamicPattern(part)) break;
+      newCommonPath.push(part);
+    }
+    props.depthOffset = newCommonPath.length;
+    props.commonPath = newCommonPath;
+    props.root = ensureNonDriveRelativePath(newCommonPath.length > 0 ? posix.join(cwd, ...newCommonPath) : cwd);
+  }
+  return result;
+}
+function processPatterns(options, patterns, props) {
+  const matchPatterns = [];
+  const ignorePatterns = [];
+  for (const pattern of options.ignore) {
+    if (!pattern) continue;
+    if (pattern[0] !== "!" || pattern[1] === "(") ignorePatterns.push(normalizePattern(pattern, options, props, true));
+  }
+  for (const pattern of patterns) {
+    if (!pattern) continue;
+    if (pattern[0] !== "!" || pattern[1] === "(") matchPatterns.push(normalizePattern(pattern, options, props, false));
+    else if (pattern[1] !== "!" || pattern[2] === "(") ignorePatterns.push(normalizePattern(pattern.slice(1), options, props, true));
+  }
+  return {
+    match: matchPatterns,
+    ignore: ignorePatterns
+  };
+}
+function buildCrawler(options, patterns) {
+  const cwd = options.cwd;
+  const props = {
+    root: cwd,
+    depthOffset: 0
+  };
+  const processed = processPatterns(options, patterns, props);
+  if (options.debug) log("internal processing patterns:", processed);
+  const { absolute, caseSensitiveMatch, debug, dot, followSymbolicLinks, onlyDirectories } = options;
+  const root = props.root.replace(BACKSLASHES, "");
+  const matchOptions = {
+    dot,
+    nobrace: options.braceExpansion === false,
+    nocase: !caseSensitiveMatch,
+    noextglob: options.extglob === false,
+    noglobstar: options.globstar === false,
+    posix: true
+  };
+  const matcher = (0, import_picomatch.default)(processed.match, matchOptions);
+  const ignore = (0, import_picomatch.default)(processed.ignore, matchOptions);
+  const partialMatcher = getPartialMatcher(processed.match, matchOptions);
+  const format = buildFormat(cwd, root, absolute);
+  const excludeFormatter = absolute ? format : buildFormat(cwd, root, true);
+  const excludePredicate = (_, p) => {
+    const relativePath = excludeFormatter(p, true);
+    return relativePath !== "." && !partialMatcher(relativePath) || ignore(relativePath);
+  };
+  let maxDepth;
+  if (options.deep !== void 0) maxDepth = Math.round(options.deep - props.depthOffset);
+  const crawler = new Builder({
+    filters: [debug ? (p, isDirectory) => {
+      const path = format(p, isDirectory);
+      const matches = matcher(path) && !ignore(path);
+      if (matches) log(`matched ${path}`);
+      return matches;
+    } : (p, isDirectory) => {
+      const path = format(p, isDirectory);
+      return matcher(path) && !ignore(path);
+    }],
+    exclude: debug ? (_, p) => {
+      const skipped = excludePredicate(_, p);
+      log(`${skipped ? "skipped" : "crawling"} ${p}`);
+      return skipped;
+    } : excludePredicate,
+    fs: options.fs,
+    pathSeparator: "/",
+    relativePaths: !absolute,
+    resolvePaths: absolute,
+    includeBasePath: absolute,
+    resolveSymlinks: followSymbolicLinks,
+    excludeSymlinks: !followSymbolicLinks,
+    excludeFiles: onlyDirectories,
+    includeDirs: onlyDirectories || !options.onlyFiles,
+    maxDepth,
+    signal: options.signal
+  }).crawl(root);
+  if (options.debug) log("internal properties:", {
+    ...props,
+    root
+  });
+  return [crawler, cwd !== root && !absolute && buildRelative(cwd, root)];
+}
+function formatPaths(paths, mapper) {
+  if (mapper) for (let i = paths.length - 1; i >= 0; i--) paths[i] = mapper(paths[i]);
+  return paths;
+}
+var defaultOptions = {
+  caseSensitiveMatch: true,
+  debug: !!process.env.TINYGLOBBY_DEBUG,
+  expandDirectories: true,
+  followSymbolicLinks: true,
+  onlyFiles: true
+};
+function getOptions(options) {
+  const opts = Object.assign({}, options);
+  for (const key in defaultOptions) if (opts[key] === void 0) Object.assign(opts, { [key]: defaultOptions[key] });
+  opts.cwd = (opts.cwd instanceof URL ? fileURLToPath(opts.cwd) : resolve2(opts.cwd || process.cwd())).replace(BACKSLASHES, "/");
+  opts.ignore = ensureStringArray(opts.ignore);
+  opts.fs && (opts.fs = {
+    readdir: opts.fs.readdir || readdir,
+    readdirSync: opts.fs.readdirSync || readdirSync,
+    realpath: opts.fs.realpath || realpath,
+    realpathSync: opts.fs.realpathSync || realpathSync,
+    stat: opts.fs.stat || stat,
+    statSync: opts.fs.statSync || statSync
+  });
+  if (opts.debug) log("globbing with options:", opts);
+  return opts;
+}
+function getCrawler(globInput, inputOptions = {}) {
+  var _ref;
+  if (globInput && (inputOptions === null || inputOptions === void 0 ? void 0 : inputOptions.patterns)) throw new Error("Cannot pass patterns as both an argument and an option");
+  const isModern = isReadonlyArray(globInput) || typeof globInput === "string";
+  const patterns = ensureStringArray((_ref = isModern ? globInput : globInput.patterns) !== null && _ref !== void 0 ? _ref : "**/*");
+  const options = getOptions(isModern ? inputOptions : globInput);
+  return patterns.length > 0 ? buildCrawler(options, patterns) : [];
+}
+async function glob(globInput, options) {
+  const [crawler, relative2] = getCrawler(globInput, options);
+  return crawler ? formatPaths(await crawler.withPromise(), relative2) : [];
+}
+
+// src/domain/flaky/attempts.ts
+var FAILED = 1;
+var PASSED = 2;
+var RESULT = FAILED | PASSED;
+var RAN = 4;
+var ENDED_PASSING = 8;
+var ENDED_FAILING = 16;
+var VARIANTS = 32;
+function addTestCase(flags, c) {
+  if (!c.failed && !c.passed) return flags;
+  let f = flags;
+  if (f & RAN && (!c.repeatIsRetry || f & ENDED_PASSING)) f |= VARIANTS;
+  f |= RAN | (c.failed ? FAILED : 0) | (c.passed ? ENDED_PASSING : ENDED_FAILING);
+  const passed = f & VARIANTS ? !(f & ENDED_FAILING) : (f & ENDED_PASSING) !== 0;
+  return passed ? f | PASSED : f & ~PASSED;
+}
+
+// src/domain/text.ts
+var LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+var isWellFormed = (text) => text.isWellFormed();
+function unstorableCharacter(text) {
+  const nul = text.indexOf("\0");
+  const lone = isWellFormed(text) ? -1 : text.search(LONE_SURROGATE);
+  if (nul === -1 && lone === -1) return null;
+  return nul !== -1 && (lone === -1 || nul < lone) ? { kind: "nul", index: nul } : { kind: "lone_surrogate", index: lone };
+}
+
+// src/formats/junit.ts
+var JUnitError = class extends Error {
+  constructor(message, line, column) {
+    super(message);
+    this.line = line;
+    this.column = column;
+  }
+  line;
+  column;
+};
+var MAX_MESSAGE = 2e3;
+function parseTimestamp(value) {
+  if (!value) return null;
+  const text = value.trim();
+  const zoned = /([zZ]|[+-]\d\d:?\d\d)$/.test(text) ? text : `${text}Z`;
+  const ms = Date.parse(zoned);
+  return Number.isFinite(ms) ? ms : null;
+}
+function parseJUnit(xml, onCase) {
+  const reader = new JUnitReader(xml);
+  let testCases = 0;
+  for (let batch = reader.read(1024); batch.length > 0; batch = reader.read(1024)) {
+    testCases += batch.length;
+    batch.forEach(onCase);
+  }
+  return { testCases };
+}
+var JUnitReader = class {
+  #scanner;
+  #batch = [];
+  constructor(xml) {
+    this.#scanner = new JUnitScanner(xml, (c) => this.#batch.push(c));
+  }
+  read(max) {
+    this.#batch = [];
+    this.#scanner.scan(() => this.#batch.length >= max);
+    return this.#batch;
+  }
+};
+var OTHER = 0;
+var SUITE = 1;
+var CASE = 2;
+var FAILURE = 3;
+var FLAKY = 4;
+var SKIPPED = 5;
+var PROPERTY = 6;
+function kindAt(xml, start, length) {
+  const is = (word) => xml.startsWith(word, start);
+  switch (length) {
+    case 5:
+      return is("error") ? FAILURE : OTHER;
+    case 7:
+      return is("failure") ? FAILURE : is("skipped") ? SKIPPED : OTHER;
+    case 8:
+      return is("testcase") ? CASE : is("property") ? PROPERTY : OTHER;
+    case 9:
+      return is("testsuite") ? SUITE : OTHER;
+    case 10:
+      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : OTHER;
+    case 12:
+      return is("rerunFailure") ? FAILURE : is("flakyFailure") ? FLAKY : OTHER;
+    default:
+      return OTHER;
+  }
+}
+var NONE = 0;
+var NAME = 1;
+var CLASSNAME = 2;
+var FILE = 3;
+var FILEPATH = 4;
+var ID = 5;
+var MESSAGE = 6;
+var TIMESTAMP = 7;
+var STATUS = 8;
+var SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status"];
+var NOT_RUN_STATUSES = /* @__PURE__ */ new Set(["disabled", "skipped", "notrun"]);
+var SOUGHT = ["&", "<", "\n", "	", "\r", "]]>"];
+var AMP = 0;
+var LT = 1;
+var LF = 2;
+var TAB = 3;
+var CR = 4;
+var CDATA_END = 5;
+var XML_DECLARATION = /^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*\?>$/;
+var ENTITIES = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
+var isSpace = (c) => c === 32 || c === 10 || c === 9 || c === 13;
+var isNameStart = (c) => c >= 97 && c <= 122 || c >= 65 && c <= 90 || c === 95 || c === 58 || c >= 192;
+var isNameChar = (c) => isNameStart(c) || c >= 48 && c <= 57 || c === 45 || c === 46 || c === 183;
+var JUnitScanner = class {
+  constructor(xml, onCase) {
+    this.xml = xml;
+    this.onCase = onCase;
+  }
+  xml;
+  onCase;
+  pos = 0;
+  /** The open elements, outermost first: where each one's name starts, its length, and the element's kind. */
+  open = [];
+  suites = [];
+  rootClosed = false;
+  count = 0;
+  /** A suite had the `go.version` property: a Go report, from there on (Go reports are Go throughout). */
+  goReport = false;
+  /**
+   * Where the next `&`, `<`, tab, line feed and carriage return are (xml.length when none), so
+   * that text and attribute values are checked with the native string search, each character
+   * looked at once, rather than character by character.
+   */
+  next = new Int32Array(SOUGHT.length).fill(-1);
+  /** Offsets of the current tag's attribute names, for the duplicate check. */
+  attrNames = [];
+  // The testcase being read, if any.
+  inCase = false;
+  name = "";
+  classname = "";
+  file;
+  explicitId = "";
+  failed = false;
+  flaky = false;
+  skipped = false;
+  message = null;
+  /** Collecting the text of the first failure element when it has no message attribute. */
+  collecting = false;
+  text = "";
+  /** The attributes of the tag being read that a test case needs, by slot (see `slotOf`). */
+  attrs = new Array(STATUS + 1).fill(void 0);
+  finished = false;
+  /** Reads on until `enough()` holds after a testcase, or to the end of the document. */
+  scan(enough) {
+    const xml = this.xml;
+    if (this.finished) return;
+    if (this.pos === 0) this.refuseUnstorable();
+    if (this.pos === 0 && xml.charCodeAt(0) === 65279) this.pos = 1;
+    const count = this.count;
+    for (; ; ) {
+      if (this.count !== count && enough()) return;
+      const lt = xml.indexOf("<", this.pos);
+      const textEnd = lt === -1 ? xml.length : lt;
+      if (textEnd > this.pos) this.readText(this.pos, textEnd);
+      if (lt === -1) break;
+      this.pos = lt;
+      const next = xml.charCodeAt(lt + 1);
+      if (next === 47) this.readCloseTag();
+      else if (next === 33) this.readDeclaration();
+      else if (next === 63) this.readInstruction();
+      else this.readOpenTag();
+    }
+    if (this.open.length > 0) throw this.error(`unexpected end of document: <${this.openName()}> is not closed`, xml.length);
+    if (!this.rootClosed) throw this.error("no root element: expected <testsuites> or <testsuite>", xml.length);
+    this.finished = true;
+  }
+  /** NUL and lone surrogates, which a JSON string can hold and XML cannot, anywhere in the report. */
+  refuseUnstorable() {
+    const found = unstorableCharacter(this.xml);
+    if (found?.kind === "nul") throw this.error("NUL characters are not allowed in XML", found.index);
+    if (found) throw this.error(`a lone surrogate (U+${this.xml.charCodeAt(found.index).toString(16).toUpperCase()}) is not a character`, found.index);
+  }
+  error(message, at = this.pos) {
+    let line = 1;
+    let lineStart = 0;
+    for (let nl = this.xml.indexOf("\n"); nl !== -1 && nl < at; nl = this.xml.indexOf("\n", nl + 1)) {
+      line++;
+      lineStart = nl + 1;
+    }
+    return new JUnitError(message, line, at - lineStart + 1);
+  }
+  readText(start, end) {
+    const xml = this.xml;
+    if (this.open.length === 0) {
+      for (let i = start; i < end; i++) {
+        if (!isSpace(xml.charCodeAt(i))) throw this.error(this.rootClosed ? "text after the root element" : "text before the root element", i);
+      }
+      return;
+    }
+    for (let amp = this.nextOf(AMP, start); amp < end; amp = this.nextOf(AMP, this.entityEnd(amp))) ;
+    const cdataEnd = this.nextOf(CDATA_END, start);
+    if (cdataEnd < end) throw this.error("]]> is not allowed in text", cdataEnd);
+    if (this.collecting) this.collect(start, end, true);
+  }
+  /** The first SOUGHT[which] at or after `from`, or xml.length. */
+  nextOf(which, from) {
+    const known = this.next[which];
+    if (known >= from) return known;
+    const at = this.xml.indexOf(SOUGHT[which], from);
+    return this.next[which] = at === -1 ? this.xml.length : at;
+  }
+  /** Checks the entity or character reference at `amp` and answers where it ends. */
+  entityEnd(amp) {
+    const semicolon = this.xml.indexOf(";", amp + 1);
+    if (semicolon === -1 || semicolon - amp > 32) throw this.error("& must start an entity reference (write &amp; for a literal &)", amp);
+    this.entity(amp, semicolon);
+    return semicolon + 1;
+  }
+  /** The text of the reference `&…;` spanning [amp, semicolon]. */
+  entity(amp, semicolon) {
+    const body = this.xml.slice(amp + 1, semicolon);
+    if (!/^(#x?[0-9a-fA-F]+|[A-Za-z_][\w.-]*)$/.test(body)) throw this.error("& must start an entity reference (write &amp; for a literal &)", amp);
+    if (body.charCodeAt(0) === 35) {
+      const hex = body.charCodeAt(1) === 120;
+      const digits = body.slice(hex ? 2 : 1);
+      const code = (hex ? /^[0-9a-fA-F]+$/ : /^[0-9]+$/).test(digits) ? parseInt(digits, hex ? 16 : 10) : NaN;
+      if (!(code > 0 && code <= 1114111) || code >= 55296 && code <= 57343) throw this.error(`&${body}; is not a valid character reference`, amp);
+      return String.fromCodePoint(code);
+    }
+    const text = ENTITIES[body];
+    if (text === void 0) throw this.error(`unknown entity &${body};`, amp);
+    return text;
+  }
+  /**
+   * Text with its references replaced, up to `limit` characters, line ends normalized as XML
+   * does; in attribute values, literal tabs and line ends become spaces (character references
+   * are kept as written).
+   */
+  decode(start, end, limit, attribute) {
+    const xml = this.xml;
+    let out = "";
+    for (let i = start; i < end && out.length < limit; ) {
+      let amp = xml.indexOf("&", i);
+      if (amp === -1 || amp > end) amp = end;
+      const stop = Math.min(amp, i + (limit - out.length));
+      const raw = xml.slice(i, stop);
+      out += attribute ? raw.replace(/\r\n?|[\t\n]/g, " ") : raw.replace(/\r\n?/g, "\n");
+      if (stop < amp || amp === end) break;
+      const semicolon = xml.indexOf(";", amp);
+      out += this.entity(amp, semicolon);
+      i = semicolon + 1;
+    }
+    return out;
+  }
+  collect(start, end, references) {
+    const room = MAX_MESSAGE - this.text.length;
+    if (room <= 0) return;
+    this.text += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
+  }
+  /** The end of the XML name starting at `start` (`start` itself when there is none). */
+  nameEnd(start) {
+    const xml = this.xml;
+    if (!isNameStart(xml.charCodeAt(start))) return start;
+    let i = start + 1;
+    while (isNameChar(xml.charCodeAt(i))) i++;
+    return i;
+  }
+  skipSpace(i) {
+    while (isSpace(this.xml.charCodeAt(i))) i++;
+    return i;
+  }
+  readOpenTag() {
+    const xml = this.xml;
+    const nameStart = this.pos + 1;
+    const nameEnd = this.nameEnd(nameStart);
+    if (nameEnd === nameStart) throw this.error("< must start a tag (write &lt; for a literal <)");
+    if (this.open.length === 0) {
+      const name = xml.slice(nameStart, nameEnd);
+      if (this.rootClosed) throw this.error(`a second root element <${name}>`);
+      if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
+    }
+    const kind = kindAt(xml, nameStart, nameEnd - nameStart);
+    if (kind !== OTHER) for (let k = NAME; k <= STATUS; k++) this.attrs[k] = void 0;
+    this.attrNames.length = 0;
+    let i = nameEnd;
+    let selfClosing = false;
+    for (; ; ) {
+      const afterSpace = this.skipSpace(i);
+      const c = xml.charCodeAt(afterSpace);
+      if (c === 62) {
+        i = afterSpace + 1;
+        break;
+      }
+      if (c === 47 && xml.charCodeAt(afterSpace + 1) === 62) {
+        i = afterSpace + 2;
+        selfClosing = true;
+        break;
+      }
+      if (afterSpace >= xml.length) throw this.error(`unexpected end of document in the tag <${xml.slice(nameStart, nameEnd)}>`, afterSpace);
+      const attrEnd = this.nameEnd(afterSpace);
+      if (attrEnd === afterSpace) throw this.error(`unexpected ${JSON.stringify(xml[afterSpace])} in the tag <${xml.slice(nameStart, nameEnd)}>`, afterSpace);
+      if (afterSpace === i) throw this.error(`attributes of <${xml.slice(nameStart, nameEnd)}> must be separated by whitespace`, afterSpace);
+      i = this.readAttribute(kind, nameStart, nameEnd, afterSpace, attrEnd);
+    }
+    this.pos = i;
+    if (!selfClosing) this.open.push(nameStart, nameEnd - nameStart, kind);
+    this.openElement(kind);
+    if (selfClosing) this.closeElement(kind);
+  }
+  /** Reads the attribute whose name spans [start, end), keeping its value if a test case needs it; answers where it ends. */
+  readAttribute(kind, tagStart, tagEnd, start, end) {
+    const xml = this.xml;
+    const length = end - start;
+    const names = this.attrNames;
+    for (let k = 0; k < names.length; k += 2) {
+      if (names[k + 1] - names[k] === length && this.sameAt(start, names[k], length)) {
+        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+      }
+    }
+    names.push(start, end);
+    let i = this.skipSpace(end);
+    if (xml.charCodeAt(i) !== 61) throw this.error(`the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> has no value (expected =)`, i);
+    i = this.skipSpace(i + 1);
+    const quote = xml.charCodeAt(i);
+    if (quote !== 34 && quote !== 39) throw this.error(`the value of the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> must be quoted`, i);
+    const valueStart = i + 1;
+    const valueEnd = xml.indexOf(quote === 34 ? '"' : "'", valueStart);
+    if (valueEnd === -1) throw this.error(`unexpected end of document in the value of the attribute ${xml.slice(start, end)}`, xml.length);
+    const lt = this.nextOf(LT, valueStart);
+    if (lt < valueEnd) throw this.error(`< is not allowed in an attribute value (write &lt;)`, lt);
+    let plain = true;
+    for (let amp = this.nextOf(AMP, valueStart); amp < valueEnd; amp = this.nextOf(AMP, this.entityEnd(amp))) plain = false;
+    if (plain) plain = this.nextOf(LF, valueStart) > valueEnd && this.nextOf(TAB, valueStart) > valueEnd && this.nextOf(CR, valueStart) > valueEnd;
+    const slot = kind === OTHER ? NONE : this.slotOf(kind, start, length);
+    if (slot !== NONE) this.attrs[slot] = plain ? xml.slice(valueStart, valueEnd) : this.decode(valueStart, valueEnd, Infinity, true);
+    return valueEnd + 1;
+  }
+  /** Which of the attributes a test case needs the one at `start` is, for an element of `kind`. */
+  slotOf(kind, start, length) {
+    const first = this.xml.charCodeAt(start);
+    let slot = NONE;
+    if (kind === CASE || kind === SUITE) {
+      if (length === 4) slot = first === 110 ? NAME : first === 102 ? FILE : NONE;
+      else if (length === 8 && first === 102) slot = FILEPATH;
+      else if (kind === CASE && length === 9 && first === 99) slot = CLASSNAME;
+      else if (kind === CASE && length === 2 && first === 105) slot = ID;
+      else if (kind === CASE && length === 6 && first === 115) slot = STATUS;
+      else if (kind === SUITE && length === 9 && first === 116) slot = TIMESTAMP;
+    } else if (kind === PROPERTY) {
+      if (length === 4 && first === 110) slot = NAME;
+    } else if ((kind === FAILURE || kind === FLAKY) && length === 7 && first === 109) {
+      slot = MESSAGE;
+    }
+    return slot !== NONE && this.isAt(SLOT_NAMES[slot], start) ? slot : NONE;
+  }
+  // String comparisons in place (startsWith costs more than these for the short names compared).
+  sameAt(a, b, length) {
+    for (let k = 0; k < length; k++) if (this.xml.charCodeAt(a + k) !== this.xml.charCodeAt(b + k)) return false;
+    return true;
+  }
+  isAt(word, at) {
+    for (let k = 0; k < word.length; k++) if (this.xml.charCodeAt(at + k) !== word.charCodeAt(k)) return false;
+    return true;
+  }
+  openElement(kind) {
+    if (kind === SUITE) {
+      const outer = this.suites.at(-1);
+      const a = this.attrs;
+      this.suites.push({
+        name: a[NAME] ?? "",
+        file: a[FILE] ?? a[FILEPATH] ?? outer?.file ?? "",
+        at: parseTimestamp(a[TIMESTAMP]) ?? outer?.at ?? null
+      });
+    } else if (kind === CASE) {
+      this.inCase = true;
+      const a = this.attrs;
+      this.name = a[NAME] ?? "";
+      this.classname = a[CLASSNAME] ?? "";
+      this.file = a[FILE] ?? a[FILEPATH];
+      this.explicitId = a[ID] ?? "";
+      this.failed = this.flaky = this.collecting = false;
+      this.skipped = a[STATUS] !== void 0 && NOT_RUN_STATUSES.has(a[STATUS].toLowerCase());
+      this.message = null;
+      this.text = "";
+    } else if (this.inCase && (kind === FAILURE || kind === FLAKY)) {
+      if (kind === FAILURE) this.failed = true;
+      else this.flaky = true;
+      if (this.message === null && !this.collecting) {
+        const message = this.attrs[MESSAGE]?.trim();
+        if (message) this.message = message.slice(0, MAX_MESSAGE);
+        else this.collecting = true;
+      }
+    } else if (this.inCase && kind === SKIPPED) {
+      this.skipped = true;
+    } else if (kind === PROPERTY && !this.inCase && this.suites.length > 0 && this.attrs[NAME] === "go.version") {
+      this.goReport = true;
+    }
+  }
+  closeElement(kind) {
+    if (this.open.length === 0) this.rootClosed = true;
+    if (kind === SUITE) {
+      this.suites.pop();
+    } else if (kind === CASE && this.inCase) {
+      this.inCase = false;
+      const suite = this.suites.at(-1);
+      const failed = this.failed || this.flaky;
+      this.count++;
+      this.onCase({
+        name: this.name,
+        classname: this.classname,
+        file: this.file ?? suite?.file ?? "",
+        parent: this.suites[0]?.name ?? "",
+        explicitId: this.explicitId,
+        at: suite?.at ?? null,
+        failed,
+        passed: !this.failed && !(this.skipped && !this.flaky),
+        skipped: this.skipped && !failed,
+        repeatIsRetry: this.goReport,
+        message: failed ? this.message ?? firstLine(this.text) : null
+      });
+    } else if (this.collecting && (kind === FAILURE || kind === FLAKY)) {
+      this.collecting = false;
+      this.message = firstLine(this.text);
+    }
+  }
+  readCloseTag() {
+    const xml = this.xml;
+    const nameStart = this.pos + 2;
+    const nameEnd = this.nameEnd(nameStart);
+    const open = this.open;
+    if (open.length === 0) throw this.error(`</${xml.slice(nameStart, nameEnd)}> closes no open element`);
+    const [openStart, openLength, kind] = [open[open.length - 3], open[open.length - 2], open[open.length - 1]];
+    if (nameEnd - nameStart !== openLength || !this.sameAt(nameStart, openStart, openLength)) {
+      throw this.error(`</${xml.slice(nameStart, nameEnd)}> where </${this.openName()}> was expected`);
+    }
+    const end = this.skipSpace(nameEnd);
+    if (xml.charCodeAt(end) !== 62) throw this.error(`expected > to end </${xml.slice(nameStart, nameEnd)}`, end);
+    this.pos = end + 1;
+    open.length -= 3;
+    this.closeElement(kind);
+  }
+  /** The name of the innermost open element. */
+  openName() {
+    const start = this.open[this.open.length - 3];
+    return this.xml.slice(start, start + this.open[this.open.length - 2]);
+  }
+  /** `<!--…-->`, `<![CDATA[…]]>` or `<!DOCTYPE …>`. */
+  readDeclaration() {
+    const xml = this.xml;
+    const at = this.pos;
+    if (xml.startsWith("<!--", at)) {
+      const end = xml.indexOf("-->", at + 4);
+      if (end === -1) throw this.error("unterminated comment");
+      const dashes = xml.indexOf("--", at + 4);
+      if (dashes < end) throw this.error("-- is not allowed in a comment", dashes);
+      this.pos = end + 3;
+    } else if (xml.startsWith("<![CDATA[", at)) {
+      if (this.open.length === 0) throw this.error("CDATA outside the root element");
+      const end = xml.indexOf("]]>", at + 9);
+      if (end === -1) throw this.error("unterminated CDATA section");
+      if (this.collecting) this.collect(at + 9, end, false);
+      this.pos = end + 3;
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed) {
+      const bracket = xml.indexOf("[", at);
+      const close = xml.indexOf(">", at);
+      const subsetEnd = bracket !== -1 && bracket < close ? xml.indexOf("]", bracket) : at;
+      const end = subsetEnd === -1 ? -1 : xml.indexOf(">", subsetEnd);
+      if (end === -1) throw this.error("unterminated DOCTYPE");
+      this.pos = end + 1;
+    } else {
+      throw this.error("<! must start a comment, a CDATA section or the DOCTYPE");
+    }
+  }
+  /** `<?target …?>`, the XML declaration included. */
+  readInstruction() {
+    const nameStart = this.pos + 2;
+    const nameEnd = this.nameEnd(nameStart);
+    if (nameEnd === nameStart) throw this.error("<? must start a processing instruction");
+    const end = this.xml.indexOf("?>", nameStart);
+    if (end === -1) throw this.error("unterminated processing instruction");
+    if (nameEnd - nameStart === 3 && this.xml.slice(nameStart, nameEnd).toLowerCase() === "xml") {
+      if (this.pos > (this.xml.charCodeAt(0) === 65279 ? 1 : 0)) throw this.error("the XML declaration is allowed only at the start of the document");
+      if (!XML_DECLARATION.test(this.xml.slice(this.pos, end + 2))) throw this.error('malformed XML declaration (expected <?xml version="1.x" encoding="\u2026"?>)');
+    } else if (nameEnd < end && !isSpace(this.xml.charCodeAt(nameEnd))) {
+      throw this.error("a processing instruction's target must be followed by whitespace", nameEnd);
+    }
+    this.pos = end + 2;
+  }
+};
+function firstLine(text) {
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed) return trimmed.slice(0, MAX_MESSAGE);
+  }
+  return null;
+}
+
+// src/cli/ci-context.ts
+function parseRemoteUrl(url) {
+  const text = url?.trim();
+  if (!text) return void 0;
+  const scp = /^[^@/\s]+@([^:/\s]+):(?!\/)(.+)$/.exec(text);
+  let host;
+  let path;
+  if (scp) {
+    host = scp[1];
+    path = scp[2];
+  } else {
+    try {
+      const parsed = new URL(text);
+      host = parsed.hostname;
+      path = parsed.pathname;
+    } catch {
+      return void 0;
+    }
+  }
+  const repo = path.replace(/^\/+|\/+$/g, "").replace(/\.git$/, "").trim();
+  if (!host || !repo.includes("/")) return void 0;
+  return { host, repo };
+}
+var nonEmpty = (value) => value?.trim() ? value.trim() : void 0;
+function prNumber(value) {
+  const text = String(value ?? "").trim();
+  return /^[1-9]\d*$/.test(text) ? text : void 0;
+}
+function fromGitHubActions({ env, githubEvent }) {
+  const event = githubEvent;
+  const ref = env.GITHUB_REF ?? "";
+  const branchFromRef = /^refs\/heads\/(.+)$/.exec(ref)?.[1];
+  return {
+    ci: "github-actions",
+    host: env.GITHUB_SERVER_URL ? safeHost(env.GITHUB_SERVER_URL) : void 0,
+    repo: nonEmpty(env.GITHUB_REPOSITORY),
+    commit: nonEmpty(env.GITHUB_SHA),
+    // On pull_request events GITHUB_REF is refs/pull/N/merge; the PR's own branch is GITHUB_HEAD_REF.
+    branch: nonEmpty(env.GITHUB_HEAD_REF) ?? branchFromRef ?? nonEmpty(env.GITHUB_REF_NAME),
+    pr: prNumber(event?.pull_request?.number) ?? prNumber(/^refs\/pull\/(\d+)\//.exec(ref)?.[1])
+  };
+}
+function fromGitLab({ env }) {
+  return {
+    ci: "gitlab-ci",
+    host: nonEmpty(env.CI_SERVER_HOST),
+    repo: nonEmpty(env.CI_PROJECT_PATH),
+    commit: nonEmpty(env.CI_COMMIT_SHA),
+    branch: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_NAME) ?? nonEmpty(env.CI_COMMIT_REF_NAME),
+    pr: prNumber(env.CI_MERGE_REQUEST_IID)
+  };
+}
+function fromBuildkite({ env }) {
+  const remote = parseRemoteUrl(env.BUILDKITE_REPO);
+  return {
+    ci: "buildkite",
+    host: remote?.host,
+    repo: remote?.repo,
+    commit: nonEmpty(env.BUILDKITE_COMMIT),
+    branch: nonEmpty(env.BUILDKITE_BRANCH),
+    pr: prNumber(env.BUILDKITE_PULL_REQUEST)
+  };
+}
+function fromCircleCi({ env }) {
+  const owner = nonEmpty(env.CIRCLE_PROJECT_USERNAME);
+  const name = nonEmpty(env.CIRCLE_PROJECT_REPONAME);
+  return {
+    ci: "circleci",
+    host: parseRemoteUrl(env.CIRCLE_REPOSITORY_URL)?.host,
+    repo: owner && name ? `${owner}/${name}` : void 0,
+    commit: nonEmpty(env.CIRCLE_SHA1),
+    branch: nonEmpty(env.CIRCLE_BRANCH),
+    pr: prNumber(/\/pull\/(\d+)\/?$/.exec(env.CIRCLE_PULL_REQUEST ?? "")?.[1] ?? env.CIRCLE_PR_NUMBER)
+  };
+}
+function fromJenkins({ env }) {
+  const remote = parseRemoteUrl(env.GIT_URL);
+  const branch = nonEmpty(env.CHANGE_BRANCH) ?? nonEmpty(env.GIT_BRANCH)?.replace(/^(?:refs\/heads\/|origin\/)/, "") ?? nonEmpty(env.BRANCH_NAME);
+  return { ci: "jenkins", host: remote?.host, repo: remote?.repo, commit: nonEmpty(env.GIT_COMMIT), branch, pr: prNumber(env.CHANGE_ID) };
+}
+function fromGit({ git: git2 }) {
+  const remote = parseRemoteUrl(git2.remoteUrl);
+  const branch = nonEmpty(git2.branch);
+  return { ci: "git", host: remote?.host, repo: remote?.repo, commit: nonEmpty(git2.head), branch: branch === "HEAD" ? void 0 : branch };
+}
+function safeHost(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return void 0;
+  }
+}
+function detectCi(env) {
+  if (env.GITHUB_ACTIONS === "true") return "github-actions";
+  if (env.GITLAB_CI) return "gitlab-ci";
+  if (env.BUILDKITE === "true") return "buildkite";
+  if (env.CIRCLECI === "true") return "circleci";
+  if (env.JENKINS_URL || env.JENKINS_HOME) return "jenkins";
+  return "git";
+}
+var READERS = {
+  "github-actions": fromGitHubActions,
+  "gitlab-ci": fromGitLab,
+  buildkite: fromBuildkite,
+  circleci: fromCircleCi,
+  jenkins: fromJenkins,
+  git: fromGit
+};
+function inferCiContext(facts) {
+  const ci = detectCi(facts.env);
+  const found = READERS[ci](facts);
+  if (ci === "git") return found;
+  const local = fromGit(facts);
+  return {
+    ci,
+    host: found.host ?? (found.repo ? void 0 : local.host),
+    repo: found.repo ?? local.repo,
+    commit: found.commit ?? local.commit,
+    branch: found.branch ?? local.branch,
+    pr: found.pr
+  };
+}
+
+// src/cli/unreachable.ts
+var SERVICE_UNAVAILABLE = 69;
+var ServiceUnreachableError = class extends Error {
+};
+var CAUSES = {
+  ECONNREFUSED: "connection refused (is Greenline running there?)",
+  ECONNRESET: "connection reset",
+  ENOTFOUND: "no such host (DNS)",
+  EAI_AGAIN: "DNS lookup failed (temporary)",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ETIMEDOUT: "timed out",
+  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+  UND_ERR_HEADERS_TIMEOUT: "timed out waiting for an answer",
+  UND_ERR_SOCKET: "connection closed",
+  EPROTO: "TLS handshake failed (is the URL http, not https?)",
+  ERR_SSL_WRONG_VERSION_NUMBER: "TLS handshake failed (is the URL http, not https?)",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "TLS: self-signed certificate",
+  SELF_SIGNED_CERT_IN_CHAIN: "TLS: self-signed certificate in chain",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "TLS: certificate not trusted",
+  CERT_HAS_EXPIRED: "TLS: certificate expired",
+  ERR_TLS_CERT_ALTNAME_INVALID: "TLS: certificate does not match the host name"
+};
+function codeOf(error) {
+  for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth++) {
+    if (typeof e.code === "string") return e.code;
+  }
+  return void 0;
+}
+function describeUnreachable(url, error) {
+  const name = error?.name;
+  if (name === "TimeoutError" || name === "AbortError") return new ServiceUnreachableError(`cannot reach Greenline at ${url}: timed out`);
+  const code = codeOf(error);
+  const deepest = (() => {
+    let e = error;
+    while (e?.cause && typeof e.cause === "object") e = e.cause;
+    return e?.message;
+  })();
+  const cause = code ? CAUSES[code] ? `${CAUSES[code]} [${code}]` : `${deepest ?? code} [${code}]` : deepest ?? String(error);
+  return new ServiceUnreachableError(`cannot reach Greenline at ${url}: ${cause}`);
+}
+
+// src/cli/test-commands.ts
+var CliUsageError = class extends Error {
+};
+var UPLOAD_FAILED = 70;
+function git(args) {
+  try {
+    return execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || void 0;
+  } catch {
+    return void 0;
+  }
+}
+function readGitFacts() {
+  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
+}
+function readGitHubEvent(path) {
+  if (!path) return void 0;
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return void 0;
+  }
+}
+function context(options) {
+  const env = process.env;
+  const need = (value, what) => {
+    if (!value) throw new CliUsageError(`${what} is required`);
+    return value;
+  };
+  const url = need(options.url ?? env.GREENLINE_URL, "--url (or GREENLINE_URL)").replace(/\/+$/, "");
+  const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
+  const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
+  const flagsSayAll = options.repo && options.commit && options.branch && options.host;
+  const inferred = flagsSayAll ? { ci: "git" } : inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+  const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
+  const [owner, name, ...extra] = full.split("/");
+  if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+  const host = options.host ?? inferred.host ?? "github.com";
+  const commit = need(options.commit ?? inferred.commit, "--commit (or a CI environment, or a git checkout)");
+  const branch = need(options.branch ?? inferred.branch, "--branch (or a CI environment, or a git checkout on a branch)");
+  const prText = options.pr ?? inferred.pr;
+  const pr = prText === void 0 ? void 0 : Number(prText);
+  if (pr !== void 0 && !(Number.isSafeInteger(pr) && pr > 0)) throw new CliUsageError("--pr must be a pull request number");
+  const jobUrl = env.GITHUB_RUN_ID && env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY ? `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}/actions/runs/${env.GITHUB_RUN_ID}` : void 0;
+  return { url, token, scope: { repo: { host, owner, name }, org_url_slug: org }, commit, branch, pr, jobUrl, variant: options.variant ?? "" };
+}
+async function reportFiles(patterns) {
+  if (!patterns || patterns.length === 0) throw new CliUsageError("--junit <glob> is required (e.g. --junit 'reports/**/*.xml')");
+  return (await glob(
+    patterns.flatMap((p) => p.split(",")).map((p) => p.trim()).filter(Boolean),
+    { absolute: true, onlyFiles: true }
+  )).sort();
+}
+async function post(ctx, operation, body) {
+  const url = `${ctx.url}/v1/flaky-tests/${operation}`;
+  let response;
+  let text;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": ctx.token },
+      body: JSON.stringify({ ...ctx.scope, ...body }),
+      signal: AbortSignal.timeout(6e4)
+    });
+    text = await response.text();
+  } catch (error) {
+    throw describeUnreachable(url, error);
+  }
+  if (!response.ok) throw new Error(`${operation} answered ${response.status}: ${text.slice(0, 500)}`);
+  return JSON.parse(text);
+}
+async function upload(ctx, reports, codeowners, out) {
+  const answer = await post(ctx, "upload", {
+    commit_sha: ctx.commit,
+    branch: ctx.branch,
+    ...ctx.pr ? { pr_number: ctx.pr } : {},
+    ...ctx.jobUrl ? { job_url: ctx.jobUrl } : {},
+    ...ctx.variant ? { variant: ctx.variant } : {},
+    ...codeowners ? { codeowners: readFileSync(codeowners, "utf8") } : {},
+    junit_xml: reports
+  });
+  out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
+  if (answer.unnamed_test_cases > 0) out(`greenline: ${answer.unnamed_test_cases} testcase(s) with neither name nor classname were not stored`);
+}
+async function testUpload(options, out) {
+  const ctx = context(options);
+  const files = await reportFiles(options.junit);
+  if (files.length === 0) {
+    out(`greenline: no JUnit reports match ${options.junit.join(", ")}`);
+    return UPLOAD_FAILED;
+  }
+  try {
+    await upload(
+      ctx,
+      files.map((f) => readFileSync(f, "utf8")),
+      options.codeowners,
+      out
+    );
+    return 0;
+  } catch (error) {
+    out(`greenline: upload failed: ${error.message}`);
+    return UPLOAD_FAILED;
+  }
+}
+async function testRun(options, command2, out) {
+  if (command2.length === 0) throw new CliUsageError("test run needs a command after --");
+  const ctx = context(options);
+  const code = await new Promise((resolve3) => {
+    const child = spawn(command2[0], command2.slice(1), { stdio: "inherit" });
+    child.on("error", (error) => {
+      out(`greenline: could not run ${command2[0]}: ${error.message}`);
+      resolve3(127);
+    });
+    child.on("exit", (exitCode, signal) => resolve3(exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0)));
+  });
+  const files = await reportFiles(options.junit);
+  if (files.length === 0) {
+    out(`greenline: no JUnit reports match ${options.junit.join(", ")}; exit code ${code} stands`);
+    return code;
+  }
+  const runs = /* @__PURE__ */ new Map();
+  const reports = files.map((f) => readFileSync(f, "utf8"));
+  for (const report2 of reports) {
+    parseJUnit(report2, (c) => {
+      const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
+      const run = runs.get(key);
+      if (run) run.flags = addTestCase(run.flags, c);
+      else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
+    });
+  }
+  const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
+  try {
+    await upload(ctx, reports, options.codeowners, out);
+    if (code === 0 || tests.length === 0) return code;
+    const check = await post(ctx, "check-quarantine", { variant: ctx.variant, tests });
+    const quarantined = new Set(check.quarantined_test_ids);
+    out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
+    if (quarantined.size > 0 && quarantined.size >= tests.length) {
+      out(`greenline: every failure is a quarantined test; exiting 0 instead of ${code}`);
+      return 0;
+    }
+    return code;
+  } catch (error) {
+    out(`greenline: ${error.message}; exit code ${code} stands`);
+    return code;
+  }
+}
+async function testQuarantine(options, testId, setting, out) {
+  if (!testId) throw new CliUsageError("test quarantine needs a test id");
+  const ctx = context({ commit: "-", branch: "-", ...options });
+  const answer = await post(ctx, "set-quarantine-setting", { test_id: testId, setting });
+  out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
+  return 0;
+}
+
+// src/cli/usage.ts
+import { existsSync, readFileSync as readFileSync2 } from "node:fs";
+import { dirname as dirname2, join } from "node:path";
+
+// src/defaults.ts
+var DEFAULT_DATABASE_URL = "file:./data/greenline.db";
+
+// src/cli/usage.ts
+var CONNECTION_OPTIONS = [
+  "--url <url>          Greenline's address (GREENLINE_URL)",
+  "--token <token>      an API token (GREENLINE_API_TOKEN)",
+  "--org <slug>         the organization (GREENLINE_ORG)",
+  "--repo owner/name    the repository (default: from the CI, else the git remote origin)",
+  "--host <host>        the code host (default: from the CI or remote, else github.com)"
+];
+var WHERE_OPTIONS = [
+  "--commit <sha>       the commit tested (default: from the CI, else git HEAD)",
+  "--branch <name>      its branch (default: from the CI, else git's current branch)",
+  "--pr <number>        its pull request (default: from the CI)",
+  "--variant <name>     a variant of the same tests (e.g. an OS), kept apart",
+  "--codeowners <path>  a CODEOWNERS file to send with the results",
+  "--junit <glob>       JUnit XML reports (repeat, or separate with commas)"
+];
+var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
+var COMMANDS = {
+  "token create": {
+    usage: "greenline token create --org <slug> [--name <label>]",
+    summary: "Create an API token; prints it as the last line.",
+    options: ["--org <slug>         the organization it belongs to", "--name <label>       a label shown by token list (default: cli)", DATABASE_NOTE]
+  },
+  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
+  "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "setup github": {
+    usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
+    summary: "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\nAPP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\nit prints a local address to open in a browser; there GitHub asks you to name the App and create it,\nthen sends you back, and the command prints the App's page and its install link. Run it where the\nservice runs: the service reads .env from its working directory at start. Exit 1 when GitHub refuses.",
+    options: [
+      "--webhook-url <url>  required: the public address GitHub delivers webhooks to,",
+      "                     https://<your host>/api/github/webhooks (a smee.io channel to forward while developing)",
+      "--org <login>        register the App under this organization (you must own it; default: your account)",
+      "--name <name>        the App's name (default: app.yml's; names are unique on GitHub, and GitHub's page lets you change it)",
+      "--dotenv <path>      where the credentials are written (default: .env); other variables in it are kept",
+      "--force              replace credentials already in the env file (default: refuse, register nothing)",
+      "--port <port>        the local port of the setup page and GitHub's callback (default: 3456, on 127.0.0.1)",
+      "--github-url <url>   GitHub's web address (default: https://github.com; GitHub Enterprise Server: https://<host>)",
+      "--api-url <url>      GitHub's API (default: GITHUB_API_URL, else https://api.github.com, or <github-url>/api/v3 for",
+      "                     an Enterprise Server); written as GITHUB_API_URL when not api.github.com",
+      "The browser must run on the machine the command runs on (the callback is http://127.0.0.1:<port>/callback);",
+      "on a remote server, forward the port (ssh -L 3456:127.0.0.1:3456 <server>). It gives up after 15 minutes."
+    ]
+  },
+  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
+  "test upload": {
+    usage: "greenline test upload --junit <glob> [options]",
+    summary: "Upload JUnit reports to Greenline. Exit 70 when the upload fails or no report matches.",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS]
+  },
+  "test run": {
+    usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
+    summary: "Run the command, upload its reports, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer).",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS]
+  },
+  "test quarantine": {
+    usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
+    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
+    options: [...CONNECTION_OPTIONS]
+  }
+};
+var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
+function overview() {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  return [
+    "Usage: greenline <command> [options]",
+    "",
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`),
+    "",
+    "Run 'greenline help <command>' (or 'greenline <command> --help') for a command's options.",
+    "greenline --version prints the version.",
+    EXIT_CODES
+  ].join("\n");
+}
+function commandHelp(words) {
+  const key = words.join(" ");
+  const command2 = COMMANDS[key];
+  if (command2) return [`Usage: ${command2.usage}`, "", command2.summary, ...command2.options ? ["", "Options:", ...command2.options.map((o) => `  ${o}`)] : [], "", EXIT_CODES].join("\n");
+  const group = Object.entries(COMMANDS).filter(([name]) => name.split(" ")[0] === key);
+  if (words.length === 1 && group.length > 0) return ["Usage:", ...group.map(([, c]) => `  ${c.usage}`), "", `Run 'greenline help ${key} <command>' for a command's options.`].join("\n");
+  return void 0;
+}
+function shortUsage(words) {
+  const key = words.slice(0, 2).join(" ");
+  const command2 = COMMANDS[key];
+  if (command2) return `Usage: ${command2.usage}
+Run 'greenline help ${key}' for its options.`;
+  return "Usage: greenline <command> [options]\nRun 'greenline help' for the commands, 'greenline help <command>' for one.";
+}
+function version() {
+  for (let dir = import.meta.dirname; ; dir = dirname2(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync2(file, "utf8"));
+      if (pkg.version && (pkg.name?.startsWith("greenline") || pkg.name?.startsWith("@greenline/"))) return pkg.version;
+    }
+    if (dirname2(dir) === dir) return "unknown";
+  }
+}
+
+// src/cli/client-commands.ts
+var OPTIONS = {
+  org: { type: "string" },
+  name: { type: "string" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+  url: { type: "string" },
+  token: { type: "string" },
+  repo: { type: "string" },
+  host: { type: "string" },
+  commit: { type: "string" },
+  branch: { type: "string" },
+  pr: { type: "string" },
+  variant: { type: "string" },
+  codeowners: { type: "string" },
+  junit: { type: "string", multiple: true },
+  always: { type: "boolean" },
+  never: { type: "boolean" },
+  auto: { type: "boolean" },
+  // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
+  "webhook-url": { type: "string" },
+  port: { type: "string" },
+  "github-url": { type: "string" },
+  "api-url": { type: "string" },
+  dotenv: { type: "string" },
+  force: { type: "boolean" }
+};
+async function runClientCommand(key, values, rest, out) {
+  switch (key) {
+    case "test upload":
+      return testUpload(values, out);
+    case "test run":
+      return testRun(values, rest, out);
+    case "test quarantine": {
+      const chosen = ["always", "never", "auto"].filter((s) => values[s]);
+      if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
+      return testQuarantine(values, rest[0], chosen[0], out);
+    }
+    default:
+      return void 0;
+  }
+}
+async function runCli(argv, out, more) {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const [group, command2, ...rest] = positionals;
+  if (values.version) {
+    out(version());
+    return 0;
+  }
+  if (group === "help" || values.help) {
+    const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
+    if (words.length === 0) {
+      out(overview());
+      return 0;
+    }
+    const help = commandHelp(words);
+    if (!help) throw new CliUsageError(`no command ${words.join(" ")}`);
+    out(help);
+    return 0;
+  }
+  if (!group) throw new CliUsageError("a command is needed");
+  const key = `${group} ${command2 ?? ""}`;
+  const code = await runClientCommand(key, values, rest, out) ?? await more(key, values, rest, out);
+  if (code === void 0) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);
+  return code;
+}
+function runClient(argv, out) {
+  return runCli(argv, out, async (key) => {
+    if (!COMMANDS[key]) return void 0;
+    throw new CliUsageError(
+      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: there, run \`npx greenline ${key} \u2026\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} \u2026\` in its container`
+    );
+  });
+}
+function commandWords(argv) {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end)).filter((a) => !a.startsWith("-")).slice(0, 2);
+}
+function exitCodeOf(error, argv, err) {
+  if (error instanceof CliUsageError || error.code?.startsWith("ERR_PARSE_ARGS")) {
+    err(`greenline: ${error.message}
+${shortUsage(commandWords(argv))}`);
+    return 2;
+  }
+  if (error instanceof ServiceUnreachableError) {
+    err(`greenline: ${error.message}`);
+    return SERVICE_UNAVAILABLE;
+  }
+  err(`greenline: ${error instanceof Error ? error.message : String(error)}`);
+  return 1;
+}
+
+// src/action/inputs.ts
+import { join as join2 } from "node:path";
+var INPUT_NAMES = ["token", "url", "org", "junit-paths", "run", "quarantine", "variant", "impacted-targets", "submit", "target-branch", "priority", "pr-number"];
+var InputError = class extends Error {
+};
+function readInputs(env) {
+  return Object.fromEntries(INPUT_NAMES.map((name) => [name, (env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] ?? "").trim()]));
+}
+function booleanInput(inputs, name, fallback) {
+  const value = inputs[name];
+  if (value === "") return fallback;
+  if (["true", "True", "TRUE"].includes(value)) return true;
+  if (["false", "False", "FALSE"].includes(value)) return false;
+  throw new InputError(`${name} must be true or false (got ${JSON.stringify(value)})`);
+}
+function shellCommand(run) {
+  return ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run];
+}
+function plan(inputs, env) {
+  for (const name of ["token", "url"]) if (!inputs[name]) throw new InputError(`Input required and not supplied: ${name}`);
+  const submit = booleanInput(inputs, "submit", false);
+  const quarantine = booleanInput(inputs, "quarantine", true);
+  const jobs = [
+    ...inputs["junit-paths"] ? ["junit-paths (upload test results)"] : [],
+    ...inputs["impacted-targets"] ? ["impacted-targets (set impacted targets)"] : [],
+    ...submit ? ["submit: true (submit the pull request)"] : []
+  ];
+  if (jobs.length === 0) {
+    throw new InputError(
+      inputs.run ? "run needs junit-paths: the JUnit reports the command writes" : "nothing to do: set junit-paths (upload test results; with run, run the tests first), impacted-targets (a file, or ALL) or submit: true"
+    );
+  }
+  if (jobs.length > 1) throw new InputError(`one job per step: ${jobs.join(" and ")} cannot be combined; use a step for each`);
+  const job = inputs["junit-paths"] ? inputs.run ? "run" : "upload" : inputs["impacted-targets"] ? "targets" : "submit";
+  const belongs = [
+    ["run", ["run"], "junit-paths (it runs the tests that write them)"],
+    ["variant", ["upload", "run"], "junit-paths (test results)"],
+    ["target-branch", ["targets", "submit"], "impacted-targets and submit"],
+    ["priority", ["submit"], "submit"]
+  ];
+  for (const [name, jobsOf, where] of belongs) if (inputs[name] && !jobsOf.includes(job)) throw new InputError(`${name} applies only with ${where}`);
+  if (inputs["pr-number"] && !/^[1-9]\d{0,9}$/.test(inputs["pr-number"])) throw new InputError(`pr-number must be a pull request number (got ${JSON.stringify(inputs["pr-number"])})`);
+  const connection = ["--url", inputs.url, "--token", inputs.token, ...inputs.org ? ["--org", inputs.org] : []];
+  const pr = inputs["pr-number"] ? ["--pr", inputs["pr-number"]] : [];
+  const targetBranch = inputs["target-branch"] ? ["--target-branch", inputs["target-branch"]] : [];
+  if (job === "upload" || job === "run") {
+    if (!inputs.org && !env.GREENLINE_ORG?.trim()) throw new InputError("org is required to upload test results (or GREENLINE_ORG in the environment)");
+    const junit = inputs["junit-paths"].split(/[\n,]/).map((p) => p.trim()).filter(Boolean).flatMap((p) => ["--junit", p]);
+    const test = [...connection, ...pr, ...inputs.variant ? ["--variant", inputs.variant] : [], ...junit];
+    if (job === "upload") return { job, argv: ["test", "upload", ...test] };
+    if (quarantine) return { job, argv: ["test", "run", ...test, "--", ...shellCommand(inputs.run)] };
+    return { job, argv: ["test", "upload", ...test], command: shellCommand(inputs.run) };
+  }
+  if (job === "targets") {
+    const file = inputs["impacted-targets"];
+    const allTargetsFile = file === "ALL" ? join2(env.RUNNER_TEMP || ".", "greenline-impacted-targets-all") : void 0;
+    return { job, argv: ["targets", "set", allTargetsFile ?? file, ...connection, ...pr, ...targetBranch], ...allTargetsFile ? { allTargetsFile } : {} };
+  }
+  return { job, argv: ["pr", "submit", ...connection, ...pr, ...targetBranch, ...inputs.priority ? ["--priority", inputs.priority] : []] };
+}
+function shown(argv) {
+  return argv.map((a, i) => argv[i - 1] === "--token" ? "***" : /[\s"'$`\\]/.test(a) ? JSON.stringify(a) : a).join(" ");
+}
+
+// src/action/main.ts
+function escapeData(text) {
+  return text.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function command(name, data) {
+  process.stdout.write(`::${name}::${escapeData(data)}${EOL}`);
+}
+function setOutput(name, value) {
+  const file = process.env.GITHUB_OUTPUT;
+  if (!file) return;
+  const delimiter = `ghadelimiter_${randomUUID()}`;
+  appendFileSync(file, `${name}<<${delimiter}${EOL}${value}${EOL}${delimiter}${EOL}`, "utf8");
+}
+function runCommand(argv) {
+  return new Promise((resolve3) => {
+    const child = spawn2(argv[0], argv.slice(1), { stdio: "inherit" });
+    child.on("error", (error) => {
+      command("error", `could not run ${argv[0]}: ${error.message}`);
+      resolve3(127);
+    });
+    child.on("exit", (code, signal) => resolve3(code ?? 128 + (signal ? constants2.signals[signal] ?? 0 : 0)));
+  });
+}
+async function greenline(argv) {
+  const errors = [];
+  const code = await runClient(argv, (line) => console.log(line)).catch((error) => exitCodeOf(error, argv, (line) => errors.push(line)));
+  for (const line of errors) command("error", line);
+  return code;
+}
+async function main() {
+  const inputs = readInputs(process.env);
+  if (inputs.token) command("add-mask", inputs.token);
+  delete process.env.INPUT_TOKEN;
+  let chosen;
+  try {
+    chosen = plan(inputs, process.env);
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    command("error", `greenline action: ${error.message}`);
+    return 2;
+  }
+  setOutput("job", chosen.job);
+  if (chosen.allTargetsFile) writeFileSync(chosen.allTargetsFile, "ALL\n");
+  let code;
+  if (chosen.command) {
+    console.log(`greenline action: running ${shown(chosen.command)} (quarantine: false)`);
+    code = await runCommand(chosen.command);
+    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
+    const uploaded = await greenline(chosen.argv);
+    if (uploaded !== 0) console.log(`greenline action: the upload failed (exit ${uploaded}); the tests' exit code ${code} stands`);
+  } else {
+    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
+    code = await greenline(chosen.argv);
+  }
+  setOutput("exit-code", String(code));
+  if (code !== 0) command("error", `greenline action: the ${chosen.job} job failed (exit code ${code})`);
+  return code;
+}
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    command("error", `greenline action: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+);

@@ -1,0 +1,129 @@
+import { parseArgs } from "node:util";
+import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
+import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
+import { COMMANDS, commandHelp, overview, shortUsage, version } from "./usage.js";
+
+/**
+ * The commands that talk to Greenline over HTTP only, and the front both entries share (options,
+ * --version, help, exit codes). The packaged client (src/cli/client.ts → packages/cli) is this
+ * alone; the service's `greenline` (src/cli/main.ts) adds the commands that need its database.
+ * Nothing here may import the store, Prisma or the configuration: esbuild bundles it into a
+ * package without dependencies (scripts/build-cli.mjs refuses any other package).
+ */
+
+export type Out = (line: string) => void;
+
+export const OPTIONS = {
+  org: { type: "string" },
+  name: { type: "string" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+  url: { type: "string" },
+  token: { type: "string" },
+  repo: { type: "string" },
+  host: { type: "string" },
+  commit: { type: "string" },
+  branch: { type: "string" },
+  pr: { type: "string" },
+  variant: { type: "string" },
+  codeowners: { type: "string" },
+  junit: { type: "string", multiple: true },
+  always: { type: "boolean" },
+  never: { type: "boolean" },
+  auto: { type: "boolean" },
+  // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
+  "webhook-url": { type: "string" },
+  port: { type: "string" },
+  "github-url": { type: "string" },
+  "api-url": { type: "string" },
+  dotenv: { type: "string" },
+  force: { type: "boolean" },
+} as const;
+
+export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+
+/** A command of another entry: answers its exit code, or undefined when `key` ("group command") is not one of its commands. */
+export type MoreCommands = (key: string, values: Values, rest: string[], out: Out) => Promise<number | undefined>;
+
+/** Runs a command that needs only Greenline's HTTP API; undefined when `key` is none of them. */
+export async function runClientCommand(key: string, values: Values, rest: string[], out: Out): Promise<number | undefined> {
+  switch (key) {
+    case "test upload":
+      return testUpload(values as TestOptions, out);
+    case "test run":
+      return testRun(values as TestOptions, rest, out);
+    case "test quarantine": {
+      const chosen = (["always", "never", "auto"] as const).filter((s) => values[s]);
+      if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
+      return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The CLI: --version, help, the client commands, then `more` (the service's commands, or the client's refusal of them). */
+export async function runCli(argv: string[], out: Out, more: MoreCommands): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const [group, command, ...rest] = positionals;
+  if (values.version) {
+    out(version());
+    return 0;
+  }
+  if (group === "help" || values.help) {
+    const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
+    if (words.length === 0) {
+      out(overview());
+      return 0;
+    }
+    const help = commandHelp(words);
+    if (!help) throw new CliUsageError(`no command ${words.join(" ")}`);
+    out(help);
+    return 0;
+  }
+  if (!group) throw new CliUsageError("a command is needed");
+  const key = `${group} ${command ?? ""}`;
+  const code = (await runClientCommand(key, values, rest, out)) ?? (await more(key, values, rest, out));
+  if (code === undefined) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);
+  return code;
+}
+
+/** The packaged client: the service's commands (token, db, setup) are refused with where to run them. */
+export function runClient(argv: string[], out: Out): Promise<number> {
+  return runCli(argv, out, async (key) => {
+    if (!COMMANDS[key]) return undefined;
+    throw new CliUsageError(
+      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: ` +
+        `there, run \`npx greenline ${key} …\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} …\` in its container`,
+    );
+  });
+}
+
+/** The command words of argv (for the usage line of a mistake), even when parsing failed. */
+function commandWords(argv: string[]): string[] {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end)).filter((a) => !a.startsWith("-")).slice(0, 2);
+}
+
+/** The exit code of a command that threw, after printing why with `err`: 2 usage, 69 unreachable, 1 otherwise. */
+export function exitCodeOf(error: unknown, argv: string[], err: Out): number {
+  if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    err(`greenline: ${(error as Error).message}\n${shortUsage(commandWords(argv))}`);
+    return 2;
+  }
+  if (error instanceof ServiceUnreachableError) {
+    err(`greenline: ${error.message}`);
+    return SERVICE_UNAVAILABLE;
+  }
+  err(`greenline: ${error instanceof Error ? error.message : String(error)}`);
+  return 1;
+}
+
+/** Runs `run` on the process's arguments and exits with its code. */
+export function runAsProcess(run: (argv: string[], out: Out) => Promise<number>): void {
+  const argv = process.argv.slice(2);
+  run(argv, (line) => console.log(line)).then(
+    (code) => process.exit(code),
+    (error: unknown) => process.exit(exitCodeOf(error, argv, (line) => console.error(line))),
+  );
+}
