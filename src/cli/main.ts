@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_DATABASE_URL } from "../config.js";
 import type { Database } from "../store/database.js";
+import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { commandHelp, overview, shortUsage, version } from "./usage.js";
@@ -45,6 +46,10 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       always: { type: "boolean" },
       never: { type: "boolean" },
       auto: { type: "boolean" },
+      "target-branch": { type: "string" },
+      priority: { type: "string" },
+      "no-batch": { type: "boolean" },
+      json: { type: "boolean" },
     },
     allowPositionals: true,
   });
@@ -101,6 +106,22 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       if (chosen.length !== 1) throw new UsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
     }
+    case "pr submit":
+      return prSubmit(values as QueueOptions, out);
+    case "pr cancel":
+      return prCancel(values as QueueOptions, out);
+    case "pr status":
+      return prStatus(values as QueueOptions, out);
+    case "pr restart":
+      return prRestart(values as QueueOptions, out);
+    case "queue show":
+      return queueShow(values as QueueOptions, out);
+    case "queue pause":
+      return queueSetState(values as QueueOptions, "paused", out);
+    case "queue resume":
+      return queueSetState(values as QueueOptions, "running", out);
+    case "targets set":
+      return targetsSet(values as QueueOptions, rest[0], out);
     case "db migrate": {
       await withDatabase(async () => undefined);
       out("database is up to date");
