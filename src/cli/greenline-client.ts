@@ -10,6 +10,9 @@ import { describeUnreachable } from "./unreachable.js";
  * is bundled from these files alone.
  */
 
+/** A mistake in the command line: exit 2, with the command's usage line. */
+export class CliUsageError extends Error {}
+
 /** Greenline answered, and refused (4xx) or failed (5xx): the message names the operation, the status and Greenline's reason. */
 export class GreenlineRefusal extends Error {
   constructor(

@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import type { CiContext } from "./ci-context.js";
-import { GreenlineRefusal, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
-import { CliUsageError } from "./test-commands.js";
+import { CliUsageError, GreenlineRefusal, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
 
 /**
  * `greenline pr …`, `greenline queue …`, `greenline targets set`: the merge queue from a CI job
@@ -214,8 +213,8 @@ export async function queueShow(options: QueueOptions, out: Out): Promise<number
   }
   const batching = queue.batch ? `batches of up to ${queue.batchingMinSize}` : "no batching";
   out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
-  const statuses = queue.requiredStatuses.length > 0 ? queue.requiredStatuses.join(", ") : "(none set here)";
-  out(`  required statuses: ${statuses} [${queue.requiredStatusesSource}]`);
+  if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
+  else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
   if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);
   const prs = queue.enqueuedPullRequests;
   out(prs.length === 0 ? "  no pull requests in the queue" : `  ${prs.length} pull request(s):`);

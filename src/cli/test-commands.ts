@@ -6,7 +6,7 @@ import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { testCaseId } from "../domain/flaky/identity.js";
 import { parseJUnit } from "../formats/junit.js";
 import type { CiContext } from "./ci-context.js";
-import { inferFromEnvironment, postToGreenline } from "./greenline-client.js";
+import { CliUsageError, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -27,7 +27,7 @@ export type TestOptions = {
   junit?: string[] | undefined;
 };
 
-export class CliUsageError extends Error {}
+export { CliUsageError };
 
 /** The exit code when results could not be uploaded (Trunk's uploader uses the same). */
 export const UPLOAD_FAILED = 70;
