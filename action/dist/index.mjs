@@ -1813,9 +1813,429 @@ import { constants as constants2, EOL } from "node:os";
 // src/cli/client-commands.ts
 import { parseArgs } from "node:util";
 
-// src/cli/test-commands.ts
-import { execFileSync, spawn } from "node:child_process";
+// src/cli/queue-commands.ts
+import { readFileSync as readFileSync2 } from "node:fs";
+
+// src/domain/priority.ts
+var PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 };
+
+// src/cli/greenline-client.ts
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+
+// src/cli/ci-context.ts
+function parseRemoteUrl(url) {
+  const text = url?.trim();
+  if (!text) return void 0;
+  const scp = /^[^@/\s]+@([^:/\s]+):(?!\/)(.+)$/.exec(text);
+  let host;
+  let path;
+  if (scp) {
+    host = scp[1];
+    path = scp[2];
+  } else {
+    try {
+      const parsed = new URL(text);
+      host = parsed.hostname;
+      path = parsed.pathname;
+    } catch {
+      return void 0;
+    }
+  }
+  const repo = path.replace(/^\/+|\/+$/g, "").replace(/\.git$/, "").trim();
+  if (!host || !repo.includes("/")) return void 0;
+  return { host, repo };
+}
+var nonEmpty = (value) => value?.trim() ? value.trim() : void 0;
+function prNumber(value) {
+  const text = String(value ?? "").trim();
+  return /^[1-9]\d*$/.test(text) ? text : void 0;
+}
+function fromGitHubActions({ env, githubEvent }) {
+  const event = githubEvent;
+  const ref = env.GITHUB_REF ?? "";
+  const branchFromRef = /^refs\/heads\/(.+)$/.exec(ref)?.[1];
+  return {
+    ci: "github-actions",
+    host: env.GITHUB_SERVER_URL ? safeHost(env.GITHUB_SERVER_URL) : void 0,
+    repo: nonEmpty(env.GITHUB_REPOSITORY),
+    commit: nonEmpty(env.GITHUB_SHA),
+    // On pull_request events GITHUB_REF is refs/pull/N/merge; the PR's own branch is GITHUB_HEAD_REF.
+    branch: nonEmpty(env.GITHUB_HEAD_REF) ?? branchFromRef ?? nonEmpty(env.GITHUB_REF_NAME),
+    pr: prNumber(event?.pull_request?.number) ?? prNumber(/^refs\/pull\/(\d+)\//.exec(ref)?.[1]),
+    // GITHUB_BASE_REF is set on pull_request and pull_request_target events only.
+    targetBranch: nonEmpty(env.GITHUB_BASE_REF) ?? nonEmpty(event?.pull_request?.base?.ref),
+    // On pull_request events GITHUB_SHA is the merge commit; on pull_request_target, the base's last commit.
+    headSha: nonEmpty(event?.pull_request?.head?.sha)
+  };
+}
+function fromGitLab({ env }) {
+  return {
+    ci: "gitlab-ci",
+    host: nonEmpty(env.CI_SERVER_HOST),
+    repo: nonEmpty(env.CI_PROJECT_PATH),
+    commit: nonEmpty(env.CI_COMMIT_SHA),
+    branch: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_NAME) ?? nonEmpty(env.CI_COMMIT_REF_NAME),
+    pr: prNumber(env.CI_MERGE_REQUEST_IID),
+    targetBranch: nonEmpty(env.CI_MERGE_REQUEST_TARGET_BRANCH_NAME),
+    // Set only in merged results pipelines, where CI_COMMIT_SHA is the merge commit.
+    headSha: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_SHA)
+  };
+}
+function fromBuildkite({ env }) {
+  const remote = parseRemoteUrl(env.BUILDKITE_REPO);
+  return {
+    ci: "buildkite",
+    host: remote?.host,
+    repo: remote?.repo,
+    commit: nonEmpty(env.BUILDKITE_COMMIT),
+    branch: nonEmpty(env.BUILDKITE_BRANCH),
+    pr: prNumber(env.BUILDKITE_PULL_REQUEST),
+    targetBranch: nonEmpty(env.BUILDKITE_PULL_REQUEST_BASE_BRANCH)
+  };
+}
+function fromCircleCi({ env }) {
+  const owner = nonEmpty(env.CIRCLE_PROJECT_USERNAME);
+  const name = nonEmpty(env.CIRCLE_PROJECT_REPONAME);
+  return {
+    ci: "circleci",
+    host: parseRemoteUrl(env.CIRCLE_REPOSITORY_URL)?.host,
+    repo: owner && name ? `${owner}/${name}` : void 0,
+    commit: nonEmpty(env.CIRCLE_SHA1),
+    branch: nonEmpty(env.CIRCLE_BRANCH),
+    pr: prNumber(/\/pull\/(\d+)\/?$/.exec(env.CIRCLE_PULL_REQUEST ?? "")?.[1] ?? env.CIRCLE_PR_NUMBER)
+  };
+}
+function fromJenkins({ env }) {
+  const remote = parseRemoteUrl(env.GIT_URL);
+  const branch = nonEmpty(env.CHANGE_BRANCH) ?? nonEmpty(env.GIT_BRANCH)?.replace(/^(?:refs\/heads\/|origin\/)/, "") ?? nonEmpty(env.BRANCH_NAME);
+  return { ci: "jenkins", host: remote?.host, repo: remote?.repo, commit: nonEmpty(env.GIT_COMMIT), branch, pr: prNumber(env.CHANGE_ID), targetBranch: nonEmpty(env.CHANGE_TARGET) };
+}
+function fromGit({ git: git2 }) {
+  const remote = parseRemoteUrl(git2.remoteUrl);
+  const branch = nonEmpty(git2.branch);
+  return { ci: "git", host: remote?.host, repo: remote?.repo, commit: nonEmpty(git2.head), branch: branch === "HEAD" ? void 0 : branch };
+}
+function safeHost(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return void 0;
+  }
+}
+function detectCi(env) {
+  if (env.GITHUB_ACTIONS === "true") return "github-actions";
+  if (env.GITLAB_CI) return "gitlab-ci";
+  if (env.BUILDKITE === "true") return "buildkite";
+  if (env.CIRCLECI === "true") return "circleci";
+  if (env.JENKINS_URL || env.JENKINS_HOME) return "jenkins";
+  return "git";
+}
+var READERS = {
+  "github-actions": fromGitHubActions,
+  "gitlab-ci": fromGitLab,
+  buildkite: fromBuildkite,
+  circleci: fromCircleCi,
+  jenkins: fromJenkins,
+  git: fromGit
+};
+function inferCiContext(facts) {
+  const ci = detectCi(facts.env);
+  const found = READERS[ci](facts);
+  if (ci === "git") return found;
+  const local = fromGit(facts);
+  return {
+    ci,
+    host: found.host ?? (found.repo ? void 0 : local.host),
+    repo: found.repo ?? local.repo,
+    commit: found.commit ?? local.commit,
+    branch: found.branch ?? local.branch,
+    pr: found.pr,
+    targetBranch: found.targetBranch,
+    headSha: found.headSha
+  };
+}
+
+// src/cli/unreachable.ts
+var SERVICE_UNAVAILABLE = 69;
+var ServiceUnreachableError = class extends Error {
+};
+var CAUSES = {
+  ECONNREFUSED: "connection refused (is Greenline running there?)",
+  ECONNRESET: "connection reset",
+  ENOTFOUND: "no such host (DNS)",
+  EAI_AGAIN: "DNS lookup failed (temporary)",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ETIMEDOUT: "timed out",
+  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+  UND_ERR_HEADERS_TIMEOUT: "timed out waiting for an answer",
+  UND_ERR_SOCKET: "connection closed",
+  EPROTO: "TLS handshake failed (is the URL http, not https?)",
+  ERR_SSL_WRONG_VERSION_NUMBER: "TLS handshake failed (is the URL http, not https?)",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "TLS: self-signed certificate",
+  SELF_SIGNED_CERT_IN_CHAIN: "TLS: self-signed certificate in chain",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "TLS: certificate not trusted",
+  CERT_HAS_EXPIRED: "TLS: certificate expired",
+  ERR_TLS_CERT_ALTNAME_INVALID: "TLS: certificate does not match the host name"
+};
+function codeOf(error) {
+  for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth++) {
+    if (typeof e.code === "string") return e.code;
+  }
+  return void 0;
+}
+function describeUnreachable(url, error) {
+  const name = error?.name;
+  if (name === "TimeoutError" || name === "AbortError") return new ServiceUnreachableError(`cannot reach Greenline at ${url}: timed out`);
+  const code = codeOf(error);
+  const deepest = (() => {
+    let e = error;
+    while (e?.cause && typeof e.cause === "object") e = e.cause;
+    return e?.message;
+  })();
+  const cause = code ? CAUSES[code] ? `${CAUSES[code]} [${code}]` : `${deepest ?? code} [${code}]` : deepest ?? String(error);
+  return new ServiceUnreachableError(`cannot reach Greenline at ${url}: ${cause}`);
+}
+
+// src/cli/greenline-client.ts
+var CliUsageError = class extends Error {
+};
+var GreenlineRefusal = class extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+  status;
+};
+function reasonOf(text) {
+  try {
+    const message = JSON.parse(text).error?.message;
+    if (typeof message === "string" && message.trim()) return message;
+  } catch {
+  }
+  return text.trim().slice(0, 500) || "(empty answer)";
+}
+async function postToGreenline(baseUrl, token, path, body) {
+  const url = `${baseUrl}/v1/${path}`;
+  let response;
+  let text;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": token },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(6e4)
+    });
+    text = await response.text();
+  } catch (error) {
+    throw describeUnreachable(url, error);
+  }
+  if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
+  return JSON.parse(text);
+}
+function git(args) {
+  try {
+    return execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || void 0;
+  } catch {
+    return void 0;
+  }
+}
+function readGitFacts() {
+  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
+}
+function readGitHubEvent(path) {
+  if (!path) return void 0;
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return void 0;
+  }
+}
+function inferFromEnvironment() {
+  const env = process.env;
+  return inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+}
+
+// src/cli/queue-commands.ts
+var Context = class {
+  constructor(options) {
+    this.options = options;
+    const env = process.env;
+    const url = options.url ?? env.GREENLINE_URL;
+    const token = options.token ?? env.GREENLINE_API_TOKEN;
+    if (!url?.trim()) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+    if (!token?.trim()) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
+    this.url = url.trim().replace(/\/+$/, "");
+    this.token = token.trim();
+  }
+  options;
+  url;
+  token;
+  #inferred;
+  get inferred() {
+    this.#inferred ??= inferFromEnvironment();
+    return this.#inferred;
+  }
+  queue() {
+    const o = this.options;
+    const full = o.repo ?? this.inferred.repo;
+    if (!full) throw new CliUsageError("--repo owner/name is required (or a CI environment, or a git remote named origin)");
+    const [owner, name, ...extra] = full.split("/");
+    if (!owner?.trim() || !name?.trim() || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+    const targetBranch = (o["target-branch"] ?? this.inferred.targetBranch)?.trim();
+    if (!targetBranch) throw new CliUsageError("--target-branch is required (the branch the pull request merges into; a pull request build's CI names it)");
+    return { repo: { host: o.host ?? this.inferred.host ?? "github.com", owner, name }, targetBranch };
+  }
+  prNumber() {
+    const text = this.options.pr ?? this.inferred.pr;
+    if (text === void 0) throw new CliUsageError("--pr is required (the pull request's number; a pull request build's CI names it)");
+    const pr = Number(text);
+    if (!(/^\d+$/.test(text.trim()) && Number.isSafeInteger(pr) && pr > 0)) throw new CliUsageError(`--pr must be a pull request number (got ${text})`);
+    return pr;
+  }
+  post(operation, body) {
+    return postToGreenline(this.url, this.token, operation, body);
+  }
+};
+var queueName = (q) => `queue ${q.targetBranch} of ${q.repo.owner}/${q.repo.name}`;
+var short = (sha) => sha ? sha.slice(0, 12) : "-";
+var stateOf = (item) => item.stateReason && item.stateReason !== item.state ? `${item.state} (${item.stateReason})` : item.state;
+function priorityOf(text) {
+  if (text === void 0) return void 0;
+  const value = text.trim().toLowerCase();
+  if (value in PRIORITY_NAMES) return value;
+  if (/^\d{1,3}$/.test(value) && Number(value) <= 255) return Number(value);
+  throw new CliUsageError(`--priority must be urgent, high, medium, low or a number from 0 to 255 (got ${text})`);
+}
+async function prSubmit(options, out) {
+  const ctx = new Context(options);
+  const priority = priorityOf(options.priority);
+  const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
+  await ctx.post("submitPullRequest", { ...address, ...priority !== void 0 ? { priority } : {}, ...options["no-batch"] ? { noBatch: true } : {} });
+  const how = [priority !== void 0 ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : ""].filter(Boolean).join(", ");
+  out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
+  return 0;
+}
+async function prCancel(options, out) {
+  const ctx = new Context(options);
+  const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
+  await ctx.post("cancelPullRequest", address);
+  out(`greenline: cancelled PR #${address.pr.number} in the ${queueName(address)}`);
+  return 0;
+}
+async function prRestart(options, out) {
+  const ctx = new Context(options);
+  const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
+  await ctx.post("restartTestsOnPullRequest", address);
+  out(`greenline: restarted the tests of PR #${address.pr.number} in the ${queueName(address)}`);
+  return 0;
+}
+function testingLines(run) {
+  const lines = [`  test run ${run.testRunId}${run.isBisection ? " (bisection)" : ""}: ${run.status} on ${run.testBranch ?? "-"} at ${short(run.testBranchSha)}`];
+  if (run.failureReason) lines.push(`    failure reason: ${run.failureReason}`);
+  const tested = run.testedPullRequests.map((p) => `#${p.prNumber}`).join(", ");
+  if (tested) lines.push(`    tests ${tested}${run.dependentPrs.length > 0 ? ` on top of ${run.dependentPrs.map((n) => `#${n}`).join(", ")}` : ""}`);
+  if (run.impactedTargets === "ALL" || run.impactedTargets.length > 0) lines.push(`    impacted targets: ${run.impactedTargets === "ALL" ? "ALL" : run.impactedTargets.length}`);
+  for (const check of run.statusChecks) lines.push(`    ${check.context}: ${check.state}${check.url ? ` ${check.url}` : ""}`);
+  for (const suite of run.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${check.conclusion ?? check.status}`);
+  return lines;
+}
+async function prStatus(options, out) {
+  const ctx = new Context(options);
+  const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
+  const pr = await ctx.post("getSubmittedPullRequest", address);
+  if (options.json) {
+    out(JSON.stringify(pr, null, 2));
+    return pr.isCurrentlySubmittedToQueue ? 0 : 1;
+  }
+  out(`PR #${pr.prNumber} ${JSON.stringify(pr.prTitle)} in the ${queueName(address)}: ${stateOf(pr)}`);
+  if (pr.isCurrentlySubmittedToQueue) {
+    const queue = await ctx.post("getQueue", ctx.queue());
+    const at = queue.enqueuedPullRequests.findIndex((p) => p.prNumber === pr.prNumber);
+    const position = at === -1 ? "" : `position ${at + 1} of ${queue.enqueuedPullRequests.length}, `;
+    out(`  ${position}priority ${pr.priorityName} (${pr.priorityValue})${pr.noBatch ? ", never batched" : ""}; the queue is ${queue.state}`);
+  }
+  if (pr.failureMessage) out(`  failure: ${pr.failureMessage}`);
+  const r = pr.readiness;
+  if (!r.doesBaseBranchMatch) out(`  not ready: the pull request does not merge into ${address.targetBranch}`);
+  if (r.requiresImpactedTargets && !r.hasImpactedTargets) out(`  not ready: no impacted targets for its head ${short(pr.prSha)} (greenline targets set)`);
+  if (r.gitHubMergeability !== "mergeable") out(`  mergeability: ${r.gitHubMergeability}`);
+  try {
+    for (const line of testingLines(await ctx.post("getMergeQueueTestingDetails", address))) out(line);
+  } catch (error) {
+    if (!(error instanceof GreenlineRefusal && error.status === 404)) throw error;
+    out("  no test run yet");
+  }
+  if (!pr.isCurrentlySubmittedToQueue) {
+    out(`greenline: PR #${pr.prNumber} is not in the queue (${pr.state})`);
+    return 1;
+  }
+  return 0;
+}
+async function queueShow(options, out) {
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  const queue = await ctx.post("getQueue", address);
+  if (options.json) {
+    out(JSON.stringify(queue, null, 2));
+    return 0;
+  }
+  const batching = queue.batch ? `batches of up to ${queue.batchingMinSize}` : "no batching";
+  out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
+  if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
+  else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
+  if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);
+  const prs = queue.enqueuedPullRequests;
+  out(prs.length === 0 ? "  no pull requests in the queue" : `  ${prs.length} pull request(s):`);
+  prs.forEach((p, i) => out(`  ${String(i + 1).padStart(3)}. #${p.prNumber}  ${stateOf(p)}  ${p.priorityName}  ${p.prTitle}`));
+  return 0;
+}
+async function queueSetState(options, state, out) {
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  const queue = await ctx.post("updateQueue", { ...address, state });
+  out(`greenline: the ${queueName(address)} is ${queue.state}`);
+  return 0;
+}
+async function readInput(file) {
+  if (file !== "-") {
+    try {
+      return readFileSync2(file, "utf8");
+    } catch (error) {
+      throw new CliUsageError(`cannot read ${file}: ${error.code ?? error.message}`);
+    }
+  }
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
+var MAX_TARGET_LENGTH = 4096;
+function parseTargets(text, source) {
+  const targets = text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+  if (targets.length === 1 && targets[0] === "ALL") return "ALL";
+  if (targets.includes("ALL")) throw new CliUsageError(`${source}: ALL must be the only line (it means every target); found it among ${targets.length} lines`);
+  const long = targets.findIndex((t) => t.length > MAX_TARGET_LENGTH);
+  if (long !== -1) throw new CliUsageError(`${source}: target ${long + 1} is longer than ${MAX_TARGET_LENGTH} characters`);
+  return targets;
+}
+async function targetsSet(options, file, out) {
+  if (!file) throw new CliUsageError("targets set needs a file of targets, one a line (or - for stdin)");
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  const number = ctx.prNumber();
+  const sha = (options.commit ?? ctx.inferred.headSha ?? ctx.inferred.commit)?.trim();
+  if (sha !== void 0 && !/^[0-9a-f]{7,64}$/i.test(sha)) throw new CliUsageError(`--commit must be a commit sha (hex, 7 to 64 digits; got ${sha})`);
+  const impactedTargets = parseTargets(await readInput(file), file === "-" ? "stdin" : file);
+  await ctx.post("setImpactedTargets", { ...address, pr: { number, ...sha ? { sha } : {} }, impactedTargets });
+  const what = impactedTargets === "ALL" ? "ALL targets (every target)" : `${impactedTargets.length} impacted target(s)`;
+  out(`greenline: set ${what} for PR #${number}${sha ? ` at ${short(sha)}` : " at its head"} in the ${queueName(address)}`);
+  return 0;
+}
+
+// src/cli/test-commands.ts
+import { spawn } from "node:child_process";
+import { readFileSync as readFileSync3, statSync as statSync2 } from "node:fs";
 import { constants } from "node:os";
 
 // node_modules/tinyglobby/dist/index.mjs
@@ -2609,6 +3029,39 @@ function addTestCase(flags, c) {
   return passed ? f | PASSED : f & ~PASSED;
 }
 
+// src/domain/flaky/identity.ts
+import { hash } from "node:crypto";
+var NAMESPACE_URL = Buffer.from("6ba7b8119dad11d180b400c04fd430c8", "hex");
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-([0-9a-f])[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+var HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+var scratch = Buffer.alloc(1024);
+NAMESPACE_URL.copy(scratch);
+function uuidV5(name) {
+  if (16 + name.length * 3 > scratch.length) {
+    scratch = Buffer.alloc(2 * (16 + name.length * 3));
+    NAMESPACE_URL.copy(scratch);
+  }
+  const length = 16 + scratch.write(name, 16, "utf8");
+  const d = hash("sha1", scratch.subarray(0, length), "buffer");
+  const h = (i) => HEX[d[i]];
+  const version2 = HEX[d[6] & 15 | 80];
+  const variant = HEX[d[8] & 63 | 128];
+  return `${h(0)}${h(1)}${h(2)}${h(3)}-${h(4)}${h(5)}-${version2}${h(7)}-${variant}${h(9)}-${h(10)}${h(11)}${h(12)}${h(13)}${h(14)}${h(15)}`;
+}
+function isUuid(value) {
+  return UUID.test(value);
+}
+function testCaseId(orgSlug, repoFullName, test, variant = "", explicitId = "") {
+  const once = (id2) => {
+    const withVariant = (values) => uuidV5((variant ? [...values, variant] : values).join("#"));
+    if (id2.startsWith("trunk:")) return withVariant([orgSlug, repoFullName, id2]);
+    if (isUuid(id2) && id2[14] === "5") return variant ? uuidV5(`${id2}#${variant}`) : id2.toLowerCase();
+    return withVariant([orgSlug, repoFullName, test.file, test.classname, test.parent, test.name, "JUNIT_TESTCASE"]);
+  };
+  const id = once(explicitId);
+  return variant ? once(id) : id;
+}
+
 // src/domain/text.ts
 var LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 var isWellFormed = (text) => text.isWellFormed();
@@ -3091,193 +3544,8 @@ function firstLine(text) {
   return null;
 }
 
-// src/cli/ci-context.ts
-function parseRemoteUrl(url) {
-  const text = url?.trim();
-  if (!text) return void 0;
-  const scp = /^[^@/\s]+@([^:/\s]+):(?!\/)(.+)$/.exec(text);
-  let host;
-  let path;
-  if (scp) {
-    host = scp[1];
-    path = scp[2];
-  } else {
-    try {
-      const parsed = new URL(text);
-      host = parsed.hostname;
-      path = parsed.pathname;
-    } catch {
-      return void 0;
-    }
-  }
-  const repo = path.replace(/^\/+|\/+$/g, "").replace(/\.git$/, "").trim();
-  if (!host || !repo.includes("/")) return void 0;
-  return { host, repo };
-}
-var nonEmpty = (value) => value?.trim() ? value.trim() : void 0;
-function prNumber(value) {
-  const text = String(value ?? "").trim();
-  return /^[1-9]\d*$/.test(text) ? text : void 0;
-}
-function fromGitHubActions({ env, githubEvent }) {
-  const event = githubEvent;
-  const ref = env.GITHUB_REF ?? "";
-  const branchFromRef = /^refs\/heads\/(.+)$/.exec(ref)?.[1];
-  return {
-    ci: "github-actions",
-    host: env.GITHUB_SERVER_URL ? safeHost(env.GITHUB_SERVER_URL) : void 0,
-    repo: nonEmpty(env.GITHUB_REPOSITORY),
-    commit: nonEmpty(env.GITHUB_SHA),
-    // On pull_request events GITHUB_REF is refs/pull/N/merge; the PR's own branch is GITHUB_HEAD_REF.
-    branch: nonEmpty(env.GITHUB_HEAD_REF) ?? branchFromRef ?? nonEmpty(env.GITHUB_REF_NAME),
-    pr: prNumber(event?.pull_request?.number) ?? prNumber(/^refs\/pull\/(\d+)\//.exec(ref)?.[1])
-  };
-}
-function fromGitLab({ env }) {
-  return {
-    ci: "gitlab-ci",
-    host: nonEmpty(env.CI_SERVER_HOST),
-    repo: nonEmpty(env.CI_PROJECT_PATH),
-    commit: nonEmpty(env.CI_COMMIT_SHA),
-    branch: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_NAME) ?? nonEmpty(env.CI_COMMIT_REF_NAME),
-    pr: prNumber(env.CI_MERGE_REQUEST_IID)
-  };
-}
-function fromBuildkite({ env }) {
-  const remote = parseRemoteUrl(env.BUILDKITE_REPO);
-  return {
-    ci: "buildkite",
-    host: remote?.host,
-    repo: remote?.repo,
-    commit: nonEmpty(env.BUILDKITE_COMMIT),
-    branch: nonEmpty(env.BUILDKITE_BRANCH),
-    pr: prNumber(env.BUILDKITE_PULL_REQUEST)
-  };
-}
-function fromCircleCi({ env }) {
-  const owner = nonEmpty(env.CIRCLE_PROJECT_USERNAME);
-  const name = nonEmpty(env.CIRCLE_PROJECT_REPONAME);
-  return {
-    ci: "circleci",
-    host: parseRemoteUrl(env.CIRCLE_REPOSITORY_URL)?.host,
-    repo: owner && name ? `${owner}/${name}` : void 0,
-    commit: nonEmpty(env.CIRCLE_SHA1),
-    branch: nonEmpty(env.CIRCLE_BRANCH),
-    pr: prNumber(/\/pull\/(\d+)\/?$/.exec(env.CIRCLE_PULL_REQUEST ?? "")?.[1] ?? env.CIRCLE_PR_NUMBER)
-  };
-}
-function fromJenkins({ env }) {
-  const remote = parseRemoteUrl(env.GIT_URL);
-  const branch = nonEmpty(env.CHANGE_BRANCH) ?? nonEmpty(env.GIT_BRANCH)?.replace(/^(?:refs\/heads\/|origin\/)/, "") ?? nonEmpty(env.BRANCH_NAME);
-  return { ci: "jenkins", host: remote?.host, repo: remote?.repo, commit: nonEmpty(env.GIT_COMMIT), branch, pr: prNumber(env.CHANGE_ID) };
-}
-function fromGit({ git: git2 }) {
-  const remote = parseRemoteUrl(git2.remoteUrl);
-  const branch = nonEmpty(git2.branch);
-  return { ci: "git", host: remote?.host, repo: remote?.repo, commit: nonEmpty(git2.head), branch: branch === "HEAD" ? void 0 : branch };
-}
-function safeHost(url) {
-  try {
-    return new URL(url).host;
-  } catch {
-    return void 0;
-  }
-}
-function detectCi(env) {
-  if (env.GITHUB_ACTIONS === "true") return "github-actions";
-  if (env.GITLAB_CI) return "gitlab-ci";
-  if (env.BUILDKITE === "true") return "buildkite";
-  if (env.CIRCLECI === "true") return "circleci";
-  if (env.JENKINS_URL || env.JENKINS_HOME) return "jenkins";
-  return "git";
-}
-var READERS = {
-  "github-actions": fromGitHubActions,
-  "gitlab-ci": fromGitLab,
-  buildkite: fromBuildkite,
-  circleci: fromCircleCi,
-  jenkins: fromJenkins,
-  git: fromGit
-};
-function inferCiContext(facts) {
-  const ci = detectCi(facts.env);
-  const found = READERS[ci](facts);
-  if (ci === "git") return found;
-  const local = fromGit(facts);
-  return {
-    ci,
-    host: found.host ?? (found.repo ? void 0 : local.host),
-    repo: found.repo ?? local.repo,
-    commit: found.commit ?? local.commit,
-    branch: found.branch ?? local.branch,
-    pr: found.pr
-  };
-}
-
-// src/cli/unreachable.ts
-var SERVICE_UNAVAILABLE = 69;
-var ServiceUnreachableError = class extends Error {
-};
-var CAUSES = {
-  ECONNREFUSED: "connection refused (is Greenline running there?)",
-  ECONNRESET: "connection reset",
-  ENOTFOUND: "no such host (DNS)",
-  EAI_AGAIN: "DNS lookup failed (temporary)",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  ETIMEDOUT: "timed out",
-  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
-  UND_ERR_HEADERS_TIMEOUT: "timed out waiting for an answer",
-  UND_ERR_SOCKET: "connection closed",
-  EPROTO: "TLS handshake failed (is the URL http, not https?)",
-  ERR_SSL_WRONG_VERSION_NUMBER: "TLS handshake failed (is the URL http, not https?)",
-  DEPTH_ZERO_SELF_SIGNED_CERT: "TLS: self-signed certificate",
-  SELF_SIGNED_CERT_IN_CHAIN: "TLS: self-signed certificate in chain",
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "TLS: certificate not trusted",
-  CERT_HAS_EXPIRED: "TLS: certificate expired",
-  ERR_TLS_CERT_ALTNAME_INVALID: "TLS: certificate does not match the host name"
-};
-function codeOf(error) {
-  for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth++) {
-    if (typeof e.code === "string") return e.code;
-  }
-  return void 0;
-}
-function describeUnreachable(url, error) {
-  const name = error?.name;
-  if (name === "TimeoutError" || name === "AbortError") return new ServiceUnreachableError(`cannot reach Greenline at ${url}: timed out`);
-  const code = codeOf(error);
-  const deepest = (() => {
-    let e = error;
-    while (e?.cause && typeof e.cause === "object") e = e.cause;
-    return e?.message;
-  })();
-  const cause = code ? CAUSES[code] ? `${CAUSES[code]} [${code}]` : `${deepest ?? code} [${code}]` : deepest ?? String(error);
-  return new ServiceUnreachableError(`cannot reach Greenline at ${url}: ${cause}`);
-}
-
 // src/cli/test-commands.ts
-var CliUsageError = class extends Error {
-};
 var UPLOAD_FAILED = 70;
-function git(args) {
-  try {
-    return execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || void 0;
-  } catch {
-    return void 0;
-  }
-}
-function readGitFacts() {
-  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
-}
-function readGitHubEvent(path) {
-  if (!path) return void 0;
-  try {
-    return JSON.parse(readFileSync(path, "utf8"));
-  } catch {
-    return void 0;
-  }
-}
 function context(options) {
   const env = process.env;
   const need = (value, what) => {
@@ -3288,7 +3556,7 @@ function context(options) {
   const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
-  const inferred = flagsSayAll ? { ci: "git" } : inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+  const inferred = flagsSayAll ? { ci: "git" } : inferFromEnvironment();
   const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
   const [owner, name, ...extra] = full.split("/");
   if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
@@ -3308,23 +3576,8 @@ async function reportFiles(patterns) {
     { absolute: true, onlyFiles: true }
   )).sort();
 }
-async function post(ctx, operation, body) {
-  const url = `${ctx.url}/v1/flaky-tests/${operation}`;
-  let response;
-  let text;
-  try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": ctx.token },
-      body: JSON.stringify({ ...ctx.scope, ...body }),
-      signal: AbortSignal.timeout(6e4)
-    });
-    text = await response.text();
-  } catch (error) {
-    throw describeUnreachable(url, error);
-  }
-  if (!response.ok) throw new Error(`${operation} answered ${response.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text);
+function post(ctx, operation, body) {
+  return postToGreenline(ctx.url, ctx.token, `flaky-tests/${operation}`, { ...ctx.scope, ...body });
 }
 async function upload(ctx, reports, codeowners, out) {
   const answer = await post(ctx, "upload", {
@@ -3333,7 +3586,7 @@ async function upload(ctx, reports, codeowners, out) {
     ...ctx.pr ? { pr_number: ctx.pr } : {},
     ...ctx.jobUrl ? { job_url: ctx.jobUrl } : {},
     ...ctx.variant ? { variant: ctx.variant } : {},
-    ...codeowners ? { codeowners: readFileSync(codeowners, "utf8") } : {},
+    ...codeowners ? { codeowners: readFileSync3(codeowners, "utf8") } : {},
     junit_xml: reports
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
@@ -3349,7 +3602,7 @@ async function testUpload(options, out) {
   try {
     await upload(
       ctx,
-      files.map((f) => readFileSync(f, "utf8")),
+      files.map((f) => readFileSync3(f, "utf8")),
       options.codeowners,
       out
     );
@@ -3359,24 +3612,73 @@ async function testUpload(options, out) {
     return UPLOAD_FAILED;
   }
 }
+var signature = (stat2) => `${stat2.ino}:${stat2.size}:${stat2.mtimeMs}`;
+function statOrUndefined(file) {
+  try {
+    return statSync2(file);
+  } catch {
+    return void 0;
+  }
+}
+function runCommand(command2) {
+  return new Promise((resolve3) => {
+    const child = spawn(command2[0], command2.slice(1), { stdio: "inherit" });
+    child.on("error", (error) => {
+      if (error.code === "ENOENT") resolve3({ code: 127, cannotStart: "no such command or file (ENOENT)" });
+      else if (error.code === "EACCES") resolve3({ code: 126, cannotStart: "permission denied: not an executable file (EACCES)" });
+      else resolve3({ code: 126, cannotStart: error.message });
+    });
+    child.on("exit", (exitCode, signal) => resolve3({ code: exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0) }));
+  });
+}
+var label = (test) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
+async function quarantinedTests(ctx, tests) {
+  const ask = (some) => post(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
+  const answer = await ask(tests);
+  if (answer.quarantined_test_ids.length === 0) return /* @__PURE__ */ new Set();
+  const { host, owner, name } = ctx.scope.repo;
+  const org = ctx.scope.org_url_slug.trim().toLowerCase();
+  const byId = new Map(tests.map((t) => [testCaseId(org, `${host.trim()}/${owner.trim()}/${name.trim()}`, t, ctx.variant.trim(), t.id ?? ""), t]));
+  if (answer.quarantined_test_ids.every((id) => byId.has(id))) return new Set(answer.quarantined_test_ids.map((id) => byId.get(id)));
+  const quarantined = /* @__PURE__ */ new Set();
+  for (let i = 0; i < tests.length; i += 8) {
+    const slice = tests.slice(i, i + 8);
+    const answers = await Promise.all(slice.map((t) => ask([t])));
+    answers.forEach((a, j) => a.quarantined_test_ids.length > 0 && quarantined.add(slice[j]));
+  }
+  return quarantined;
+}
 async function testRun(options, command2, out) {
   if (command2.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
-  const code = await new Promise((resolve3) => {
-    const child = spawn(command2[0], command2.slice(1), { stdio: "inherit" });
-    child.on("error", (error) => {
-      out(`greenline: could not run ${command2[0]}: ${error.message}`);
-      resolve3(127);
-    });
-    child.on("exit", (exitCode, signal) => resolve3(exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0)));
-  });
-  const files = await reportFiles(options.junit);
+  const before = new Map((await reportFiles(options.junit)).map((f) => [f, statOrUndefined(f)]));
+  const started = Date.now();
+  const { code, cannotStart } = await runCommand(command2);
+  if (cannotStart) {
+    out(`greenline: cannot start ${command2[0]}: ${cannotStart}; exiting ${code}, nothing uploaded`);
+    return code;
+  }
+  const matched = await reportFiles(options.junit);
+  const files = [];
+  const stale = [];
+  for (const file of matched) {
+    const stat2 = statOrUndefined(file);
+    if (!stat2) continue;
+    const earlier = before.get(file);
+    if (stat2.mtimeMs >= started || !earlier || signature(earlier) !== signature(stat2)) files.push(file);
+    else stale.push(file);
+  }
+  if (stale.length > 0) {
+    const shown2 = stale.slice(0, 5).join(", ") + (stale.length > 5 ? `, and ${stale.length - 5} more` : "");
+    out(`greenline: ignored ${stale.length} report(s) older than the command (not written by this run; a stale report never decides the build): ${shown2}`);
+  }
   if (files.length === 0) {
-    out(`greenline: no JUnit reports match ${options.junit.join(", ")}; exit code ${code} stands`);
+    const why = stale.length > 0 ? "the command wrote no JUnit report" : `no JUnit reports match ${options.junit.join(", ")}`;
+    out(`greenline: ${why}; exit code ${code} stands`);
     return code;
   }
   const runs = /* @__PURE__ */ new Map();
-  const reports = files.map((f) => readFileSync(f, "utf8"));
+  const reports = files.map((f) => readFileSync3(f, "utf8"));
   for (const report2 of reports) {
     parseJUnit(report2, (c) => {
       const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
@@ -3388,17 +3690,23 @@ async function testRun(options, command2, out) {
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
     await upload(ctx, reports, options.codeowners, out);
-    if (code === 0 || tests.length === 0) return code;
-    const check = await post(ctx, "check-quarantine", { variant: ctx.variant, tests });
-    const quarantined = new Set(check.quarantined_test_ids);
+    if (code === 0) return code;
+    if (tests.length === 0) {
+      out(`greenline: the reports show no failing test; exit code ${code} stands`);
+      return code;
+    }
+    const quarantined = await quarantinedTests(ctx, tests);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
-    if (quarantined.size > 0 && quarantined.size >= tests.length) {
+    for (const test of tests) if (!quarantined.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (quarantined.has(test)) out(`greenline: failed, quarantined: ${label(test)}`);
+    if (quarantined.size === tests.length) {
       out(`greenline: every failure is a quarantined test; exiting 0 instead of ${code}`);
       return 0;
     }
     return code;
   } catch (error) {
     out(`greenline: ${error.message}; exit code ${code} stands`);
+    if (code !== 0) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
     return code;
   }
 }
@@ -3411,7 +3719,7 @@ async function testQuarantine(options, testId, setting, out) {
 }
 
 // src/cli/usage.ts
-import { existsSync, readFileSync as readFileSync2 } from "node:fs";
+import { existsSync, readFileSync as readFileSync4 } from "node:fs";
 import { dirname as dirname2, join } from "node:path";
 
 // src/defaults.ts
@@ -3433,6 +3741,11 @@ var WHERE_OPTIONS = [
   "--codeowners <path>  a CODEOWNERS file to send with the results",
   "--junit <glob>       JUnit XML reports (repeat, or separate with commas)"
 ];
+var QUEUE_CONNECTION = CONNECTION_OPTIONS.filter((o) => !o.startsWith("--org"));
+var TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR merges into (default: from a pull request build's CI)";
+var QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
+var PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
+var JSON_OPTION = "--json               print Greenline's answer as JSON";
 var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 var COMMANDS = {
   "token create": {
@@ -3475,6 +3788,30 @@ var COMMANDS = {
     usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
     summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
     options: [...CONNECTION_OPTIONS]
+  },
+  "pr submit": {
+    usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
+    summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
+    options: [...PR_OPTIONS, "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)", "--no-batch           test it on its own, never in a batch"]
+  },
+  "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
+  "pr status": {
+    usage: "greenline pr status [--pr N] [--target-branch B] [--json] [options]",
+    summary: "Show the pull request's state, position, failure reason and current test run.\nExit 1 when it is not in the queue (never submitted, cancelled, failed or merged).",
+    options: [...PR_OPTIONS, JSON_OPTION]
+  },
+  "pr restart": { usage: "greenline pr restart [--pr N] [--target-branch B] [options]", summary: "Run the queued pull request's tests again.", options: PR_OPTIONS },
+  "queue show": {
+    usage: "greenline queue show [--target-branch B] [--json] [options]",
+    summary: "Show the queue's state and settings and its pull requests in order.",
+    options: [...QUEUE_OPTIONS, JSON_OPTION]
+  },
+  "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
+  "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
+  "targets set": {
+    usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
+    summary: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
+    options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"]
   }
 };
 var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
@@ -3509,7 +3846,7 @@ function version() {
   for (let dir = import.meta.dirname; ; dir = dirname2(dir)) {
     const file = join(dir, "package.json");
     if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync2(file, "utf8"));
+      const pkg = JSON.parse(readFileSync4(file, "utf8"));
       if (pkg.version && (pkg.name?.startsWith("greenline") || pkg.name?.startsWith("@greenline/"))) return pkg.version;
     }
     if (dirname2(dir) === dir) return "unknown";
@@ -3535,6 +3872,10 @@ var OPTIONS = {
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
+  "target-branch": { type: "string" },
+  priority: { type: "string" },
+  "no-batch": { type: "boolean" },
+  json: { type: "boolean" },
   // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
   "webhook-url": { type: "string" },
   port: { type: "string" },
@@ -3554,6 +3895,22 @@ async function runClientCommand(key, values, rest, out) {
       if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values, rest[0], chosen[0], out);
     }
+    case "pr submit":
+      return prSubmit(values, out);
+    case "pr cancel":
+      return prCancel(values, out);
+    case "pr status":
+      return prStatus(values, out);
+    case "pr restart":
+      return prRestart(values, out);
+    case "queue show":
+      return queueShow(values, out);
+    case "queue pause":
+      return queueSetState(values, "paused", out);
+    case "queue resume":
+      return queueSetState(values, "running", out);
+    case "targets set":
+      return targetsSet(values, rest[0], out);
     default:
       return void 0;
   }
@@ -3685,7 +4042,7 @@ function setOutput(name, value) {
   const delimiter = `ghadelimiter_${randomUUID()}`;
   appendFileSync(file, `${name}<<${delimiter}${EOL}${value}${EOL}${delimiter}${EOL}`, "utf8");
 }
-function runCommand(argv) {
+function runCommand2(argv) {
   return new Promise((resolve3) => {
     const child = spawn2(argv[0], argv.slice(1), { stdio: "inherit" });
     child.on("error", (error) => {
@@ -3718,7 +4075,7 @@ async function main() {
   let code;
   if (chosen.command) {
     console.log(`greenline action: running ${shown(chosen.command)} (quarantine: false)`);
-    code = await runCommand(chosen.command);
+    code = await runCommand2(chosen.command);
     console.log(`greenline action: greenline ${shown(chosen.argv)}`);
     const uploaded = await greenline(chosen.argv);
     if (uploaded !== 0) console.log(`greenline action: the upload failed (exit ${uploaded}); the tests' exit code ${code} stands`);

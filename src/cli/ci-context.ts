@@ -30,6 +30,14 @@ export type CiContext = {
   commit?: string | undefined;
   branch?: string | undefined;
   pr?: string | undefined;
+  /** The branch the pull request merges into (the queue's target branch), when the CI names it. */
+  targetBranch?: string | undefined;
+  /**
+   * The pull request's head commit, when the CI builds another one (GitHub's pull_request
+   * events build the merge commit GITHUB_SHA; GitLab's merged results pipelines a merge commit):
+   * impacted targets are computed for the head.
+   */
+  headSha?: string | undefined;
 };
 
 /** host and owner/name of a git remote: https://host/o/n(.git), git@host:o/n.git, ssh://git@host[:port]/o/n.git. */
@@ -68,7 +76,7 @@ function prNumber(value: string | number | undefined): string | undefined {
 }
 
 function fromGitHubActions({ env, githubEvent }: CiFacts): CiContext {
-  const event = githubEvent as { pull_request?: { number?: number } } | undefined;
+  const event = githubEvent as { pull_request?: { number?: number; base?: { ref?: string }; head?: { sha?: string } } } | undefined;
   const ref = env.GITHUB_REF ?? "";
   const branchFromRef = /^refs\/heads\/(.+)$/.exec(ref)?.[1];
   return {
@@ -79,6 +87,10 @@ function fromGitHubActions({ env, githubEvent }: CiFacts): CiContext {
     // On pull_request events GITHUB_REF is refs/pull/N/merge; the PR's own branch is GITHUB_HEAD_REF.
     branch: nonEmpty(env.GITHUB_HEAD_REF) ?? branchFromRef ?? nonEmpty(env.GITHUB_REF_NAME),
     pr: prNumber(event?.pull_request?.number) ?? prNumber(/^refs\/pull\/(\d+)\//.exec(ref)?.[1]),
+    // GITHUB_BASE_REF is set on pull_request and pull_request_target events only.
+    targetBranch: nonEmpty(env.GITHUB_BASE_REF) ?? nonEmpty(event?.pull_request?.base?.ref),
+    // On pull_request events GITHUB_SHA is the merge commit; on pull_request_target, the base's last commit.
+    headSha: nonEmpty(event?.pull_request?.head?.sha),
   };
 }
 
@@ -90,6 +102,9 @@ function fromGitLab({ env }: CiFacts): CiContext {
     commit: nonEmpty(env.CI_COMMIT_SHA),
     branch: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_NAME) ?? nonEmpty(env.CI_COMMIT_REF_NAME),
     pr: prNumber(env.CI_MERGE_REQUEST_IID),
+    targetBranch: nonEmpty(env.CI_MERGE_REQUEST_TARGET_BRANCH_NAME),
+    // Set only in merged results pipelines, where CI_COMMIT_SHA is the merge commit.
+    headSha: nonEmpty(env.CI_MERGE_REQUEST_SOURCE_BRANCH_SHA),
   };
 }
 
@@ -102,6 +117,7 @@ function fromBuildkite({ env }: CiFacts): CiContext {
     commit: nonEmpty(env.BUILDKITE_COMMIT),
     branch: nonEmpty(env.BUILDKITE_BRANCH),
     pr: prNumber(env.BUILDKITE_PULL_REQUEST),
+    targetBranch: nonEmpty(env.BUILDKITE_PULL_REQUEST_BASE_BRANCH),
   };
 }
 
@@ -122,7 +138,7 @@ function fromJenkins({ env }: CiFacts): CiContext {
   const remote = parseRemoteUrl(env.GIT_URL);
   // Jenkins' GIT_BRANCH names the remote's branch ("origin/main"); a PR build has CHANGE_BRANCH.
   const branch = nonEmpty(env.CHANGE_BRANCH) ?? nonEmpty(env.GIT_BRANCH)?.replace(/^(?:refs\/heads\/|origin\/)/, "") ?? nonEmpty(env.BRANCH_NAME);
-  return { ci: "jenkins", host: remote?.host, repo: remote?.repo, commit: nonEmpty(env.GIT_COMMIT), branch, pr: prNumber(env.CHANGE_ID) };
+  return { ci: "jenkins", host: remote?.host, repo: remote?.repo, commit: nonEmpty(env.GIT_COMMIT), branch, pr: prNumber(env.CHANGE_ID), targetBranch: nonEmpty(env.CHANGE_TARGET) };
 }
 
 function fromGit({ git }: CiFacts): CiContext {
@@ -174,5 +190,7 @@ export function inferCiContext(facts: CiFacts): CiContext {
     commit: found.commit ?? local.commit,
     branch: found.branch ?? local.branch,
     pr: found.pr,
+    targetBranch: found.targetBranch,
+    headSha: found.headSha,
   };
 }

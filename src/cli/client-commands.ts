@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { COMMANDS, commandHelp, overview, shortUsage, version } from "./usage.js";
@@ -31,6 +32,10 @@ export const OPTIONS = {
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
+  "target-branch": { type: "string" },
+  priority: { type: "string" },
+  "no-batch": { type: "boolean" },
+  json: { type: "boolean" },
   // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
   "webhook-url": { type: "string" },
   port: { type: "string" },
@@ -57,6 +62,22 @@ export async function runClientCommand(key: string, values: Values, rest: string
       if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
     }
+    case "pr submit":
+      return prSubmit(values as QueueOptions, out);
+    case "pr cancel":
+      return prCancel(values as QueueOptions, out);
+    case "pr status":
+      return prStatus(values as QueueOptions, out);
+    case "pr restart":
+      return prRestart(values as QueueOptions, out);
+    case "queue show":
+      return queueShow(values as QueueOptions, out);
+    case "queue pause":
+      return queueSetState(values as QueueOptions, "paused", out);
+    case "queue resume":
+      return queueSetState(values as QueueOptions, "running", out);
+    case "targets set":
+      return targetsSet(values as QueueOptions, rest[0], out);
     default:
       return undefined;
   }

@@ -1,11 +1,12 @@
-import { execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { readFileSync, type Stats, statSync } from "node:fs";
 import { constants } from "node:os";
 import { glob } from "tinyglobby";
 import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
+import { testCaseId } from "../domain/flaky/identity.js";
 import { parseJUnit } from "../formats/junit.js";
-import { type CiContext, type GitFacts, inferCiContext } from "./ci-context.js";
-import { describeUnreachable } from "./unreachable.js";
+import type { CiContext } from "./ci-context.js";
+import { CliUsageError, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -26,34 +27,12 @@ export type TestOptions = {
   junit?: string[] | undefined;
 };
 
-export class CliUsageError extends Error {}
+export { CliUsageError };
 
 /** The exit code when results could not be uploaded (Trunk's uploader uses the same). */
 export const UPLOAD_FAILED = 70;
 
 type Out = (line: string) => void;
-
-function git(args: string[]): string | undefined {
-  try {
-    return execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The git facts of the working directory, read only when not every field came from a flag. */
-function readGitFacts(): GitFacts {
-  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
-}
-
-function readGitHubEvent(path: string | undefined): unknown {
-  if (!path) return undefined;
-  try {
-    return JSON.parse(readFileSync(path, "utf8"));
-  } catch {
-    return undefined;
-  }
-}
 
 /** Where the results belong: each flag, else the CI's environment (see ci-context.ts), else git. */
 function context(options: TestOptions) {
@@ -66,7 +45,8 @@ function context(options: TestOptions) {
   const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
-  const inferred: CiContext = flagsSayAll ? { ci: "git" } : inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+  // The environment and git are read only when not every field came from a flag.
+  const inferred: CiContext = flagsSayAll ? { ci: "git" } : inferFromEnvironment();
   const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
   const [owner, name, ...extra] = full.split("/");
   if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
@@ -94,23 +74,8 @@ async function reportFiles(patterns: string[] | undefined): Promise<string[]> {
 }
 
 /** POSTs to a flaky-tests operation; `Answer` is the fields of its answer the caller reads. */
-async function post<Answer>(ctx: ReturnType<typeof context>, operation: string, body: object): Promise<Answer> {
-  const url = `${ctx.url}/v1/flaky-tests/${operation}`;
-  let response: Response;
-  let text: string;
-  try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": ctx.token },
-      body: JSON.stringify({ ...ctx.scope, ...body }),
-      signal: AbortSignal.timeout(60_000),
-    });
-    text = await response.text();
-  } catch (error) {
-    throw describeUnreachable(url, error);
-  }
-  if (!response.ok) throw new Error(`${operation} answered ${response.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text) as Answer;
+function post<Answer>(ctx: ReturnType<typeof context>, operation: string, body: object): Promise<Answer> {
+  return postToGreenline<Answer>(ctx.url, ctx.token, `flaky-tests/${operation}`, { ...ctx.scope, ...body });
 }
 
 /** Uploads reports already read (their texts, in the order of `files`). */
@@ -150,30 +115,99 @@ export async function testUpload(options: TestOptions, out: Out): Promise<number
   }
 }
 
+/** A file's identity and last write: a report that still has the one it had before the command ran was not written by it. */
+const signature = (stat: Stats) => `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+
+function statOrUndefined(file: string): Stats | undefined {
+  try {
+    return statSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The command's exit code, or why it could not start (then the code a shell gives: 127 not found, 126 found but not runnable). */
+function runCommand(command: string[]): Promise<{ code: number; cannotStart?: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command[0]!, command.slice(1), { stdio: "inherit" });
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") resolve({ code: 127, cannotStart: "no such command or file (ENOENT)" });
+      else if (error.code === "EACCES") resolve({ code: 126, cannotStart: "permission denied: not an executable file (EACCES)" });
+      else resolve({ code: 126, cannotStart: error.message });
+    });
+    child.on("exit", (exitCode, signal) => resolve({ code: exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0) }));
+  });
+}
+
+type FailingTest = { name: string; classname: string; file: string; parent: string; id?: string };
+
+/** How a person finds a test in their suite: its class (else its suite, else its file) and its name. */
+const label = (test: FailingTest) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
+
 /**
- * `greenline test run -- <command>`: runs the command, uploads its reports, and exits 0 when
- * the command failed only through quarantined tests; otherwise with the command's own code.
+ * Which of `tests` are quarantined. check-quarantine answers with ids, derived from the test's
+ * identity as the server derives them (identity.ts); should one answer id not be among the ids
+ * derived here (the repository's name in another casing than it was registered with), each
+ * test is asked for on its own.
+ */
+async function quarantinedTests(ctx: ReturnType<typeof context>, tests: FailingTest[]): Promise<Set<FailingTest>> {
+  const ask = (some: FailingTest[]) => post<{ quarantined_test_ids: string[] }>(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
+  const answer = await ask(tests);
+  if (answer.quarantined_test_ids.length === 0) return new Set();
+  const { host, owner, name } = ctx.scope.repo;
+  const org = ctx.scope.org_url_slug.trim().toLowerCase();
+  const byId = new Map(tests.map((t) => [testCaseId(org, `${host.trim()}/${owner.trim()}/${name.trim()}`, t, ctx.variant.trim(), t.id ?? ""), t]));
+  if (answer.quarantined_test_ids.every((id) => byId.has(id))) return new Set(answer.quarantined_test_ids.map((id) => byId.get(id)!));
+  const quarantined = new Set<FailingTest>();
+  for (let i = 0; i < tests.length; i += 8) {
+    const slice = tests.slice(i, i + 8);
+    const answers = await Promise.all(slice.map((t) => ask([t])));
+    answers.forEach((a, j) => a.quarantined_test_ids.length > 0 && quarantined.add(slice[j]!));
+  }
+  return quarantined;
+}
+
+/**
+ * `greenline test run -- <command>`: runs the command, uploads the reports it wrote, and exits 0
+ * when the command failed only through quarantined tests; otherwise with the command's own code.
+ * A report the command did not write (there before it started, unchanged) is ignored: a stale
+ * report never passes a build. A command that cannot start exits 127/126 with nothing uploaded.
  * If Greenline cannot be reached, or the reports show no failing test, the command's code stands.
  */
 export async function testRun(options: TestOptions, command: string[], out: Out): Promise<number> {
   if (command.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
-  const code = await new Promise<number>((resolve) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: "inherit" });
-    child.on("error", (error) => {
-      out(`greenline: could not run ${command[0]}: ${error.message}`);
-      resolve(127);
-    });
-    child.on("exit", (exitCode, signal) => resolve(exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
-  });
-  const files = await reportFiles(options.junit);
+  // What the patterns match before the command runs, and when it starts (by the clock and by each file's last write).
+  const before = new Map((await reportFiles(options.junit)).map((f) => [f, statOrUndefined(f)] as const));
+  const started = Date.now();
+  const { code, cannotStart } = await runCommand(command);
+  if (cannotStart) {
+    out(`greenline: cannot start ${command[0]}: ${cannotStart}; exiting ${code}, nothing uploaded`);
+    return code;
+  }
+  const matched = await reportFiles(options.junit);
+  // Written by the command: modified since it started, or new or changed since (a coarse file clock may date a new file a little earlier).
+  const files: string[] = [];
+  const stale: string[] = [];
+  for (const file of matched) {
+    const stat = statOrUndefined(file);
+    if (!stat) continue;
+    const earlier = before.get(file);
+    if (stat.mtimeMs >= started || !earlier || signature(earlier) !== signature(stat)) files.push(file);
+    else stale.push(file);
+  }
+  if (stale.length > 0) {
+    const shown = stale.slice(0, 5).join(", ") + (stale.length > 5 ? `, and ${stale.length - 5} more` : "");
+    out(`greenline: ignored ${stale.length} report(s) older than the command (not written by this run; a stale report never decides the build): ${shown}`);
+  }
   if (files.length === 0) {
-    out(`greenline: no JUnit reports match ${options.junit!.join(", ")}; exit code ${code} stands`);
+    const why = stale.length > 0 ? "the command wrote no JUnit report" : `no JUnit reports match ${options.junit!.join(", ")}`;
+    out(`greenline: ${why}; exit code ${code} stands`);
     return code;
   }
   // Each test's testcases merged as the upload merges them: a test failed the run unless a
   // retry passed it or every variant passed.
-  const runs = new Map<string, { test: { name: string; classname: string; file: string; parent: string; id?: string }; flags: number }>();
+  const runs = new Map<string, { test: FailingTest; flags: number }>();
   const reports = files.map((f) => readFileSync(f, "utf8"));
   for (const report of reports) {
     parseJUnit(report, (c) => {
@@ -186,17 +220,23 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
     await upload(ctx, reports, options.codeowners, out);
-    if (code === 0 || tests.length === 0) return code;
-    const check = await post<{ quarantined_test_ids: string[] }>(ctx, "check-quarantine", { variant: ctx.variant, tests });
-    const quarantined = new Set<string>(check.quarantined_test_ids);
+    if (code === 0) return code;
+    if (tests.length === 0) {
+      out(`greenline: the reports show no failing test; exit code ${code} stands`);
+      return code;
+    }
+    const quarantined = await quarantinedTests(ctx, tests);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
-    if (quarantined.size > 0 && quarantined.size >= tests.length) {
+    for (const test of tests) if (!quarantined.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (quarantined.has(test)) out(`greenline: failed, quarantined: ${label(test)}`);
+    if (quarantined.size === tests.length) {
       out(`greenline: every failure is a quarantined test; exiting 0 instead of ${code}`);
       return 0;
     }
     return code;
   } catch (error) {
     out(`greenline: ${(error as Error).message}; exit code ${code} stands`);
+    if (code !== 0) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
     return code;
   }
 }

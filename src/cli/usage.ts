@@ -20,6 +20,11 @@ const WHERE_OPTIONS = [
   "--codeowners <path>  a CODEOWNERS file to send with the results",
   "--junit <glob>       JUnit XML reports (repeat, or separate with commas)",
 ];
+const QUEUE_CONNECTION = CONNECTION_OPTIONS.filter((o) => !o.startsWith("--org"));
+const TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR merges into (default: from a pull request build's CI)";
+const QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
+const PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
+const JSON_OPTION = "--json               print Greenline's answer as JSON";
 const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 
 export const COMMANDS: Record<string, CommandHelp> = {
@@ -68,6 +73,31 @@ export const COMMANDS: Record<string, CommandHelp> = {
     usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
     summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
     options: [...CONNECTION_OPTIONS],
+  },
+  "pr submit": {
+    usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
+    summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
+    options: [...PR_OPTIONS, "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)", "--no-batch           test it on its own, never in a batch"],
+  },
+  "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
+  "pr status": {
+    usage: "greenline pr status [--pr N] [--target-branch B] [--json] [options]",
+    summary: "Show the pull request's state, position, failure reason and current test run.\nExit 1 when it is not in the queue (never submitted, cancelled, failed or merged).",
+    options: [...PR_OPTIONS, JSON_OPTION],
+  },
+  "pr restart": { usage: "greenline pr restart [--pr N] [--target-branch B] [options]", summary: "Run the queued pull request's tests again.", options: PR_OPTIONS },
+  "queue show": {
+    usage: "greenline queue show [--target-branch B] [--json] [options]",
+    summary: "Show the queue's state and settings and its pull requests in order.",
+    options: [...QUEUE_OPTIONS, JSON_OPTION],
+  },
+  "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
+  "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
+  "targets set": {
+    usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
+    summary:
+      "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
+    options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"],
   },
 };
 

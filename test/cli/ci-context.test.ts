@@ -12,7 +12,7 @@ describe("where a CI job's results belong, from each CI's environment", () => {
       { ci: "github-actions", host: "github.com", repo: "acme/web", commit: "a".repeat(40), branch: "main", pr: undefined },
     ],
     [
-      "GitHub Actions, a pull_request event (PR from the event file, branch from GITHUB_HEAD_REF)",
+      "GitHub Actions, a pull_request event (PR and head commit from the event file, branch from GITHUB_HEAD_REF, target from GITHUB_BASE_REF)",
       {
         GITHUB_ACTIONS: "true",
         GITHUB_REPOSITORY: "acme/web",
@@ -20,22 +20,46 @@ describe("where a CI job's results belong, from each CI's environment", () => {
         GITHUB_REF: "refs/pull/42/merge",
         GITHUB_REF_NAME: "42/merge",
         GITHUB_HEAD_REF: "feature/x",
+        GITHUB_BASE_REF: "main",
         GITHUB_SERVER_URL: "https://ghe.example.com",
       },
-      { pull_request: { number: 42 } },
-      { ci: "github-actions", host: "ghe.example.com", repo: "acme/web", commit: "b".repeat(40), branch: "feature/x", pr: "42" },
+      { pull_request: { number: 42, head: { sha: "9".repeat(40) }, base: { ref: "main" } } },
+      // GITHUB_SHA is the merge commit GitHub built; the PR's own head is the event's.
+      { ci: "github-actions", host: "ghe.example.com", repo: "acme/web", commit: "b".repeat(40), branch: "feature/x", pr: "42", targetBranch: "main", headSha: "9".repeat(40) },
     ],
     [
-      "GitHub Actions, a pull_request_target event (GITHUB_REF is the base: the PR only in the event file)",
-      { GITHUB_ACTIONS: "true", GITHUB_REPOSITORY: "acme/web", GITHUB_SHA: "c".repeat(40), GITHUB_REF: "refs/heads/main", GITHUB_HEAD_REF: "fork-fix" },
-      { pull_request: { number: 7 } },
-      { ci: "github-actions", host: undefined, repo: "acme/web", commit: "c".repeat(40), branch: "fork-fix", pr: "7" },
+      "GitHub Actions, a pull_request_target event (GITHUB_REF is the base: the PR, its head and base only in the event file)",
+      { GITHUB_ACTIONS: "true", GITHUB_REPOSITORY: "acme/web", GITHUB_SHA: "c".repeat(40), GITHUB_REF: "refs/heads/release", GITHUB_HEAD_REF: "fork-fix" },
+      { pull_request: { number: 7, head: { sha: "8".repeat(40) }, base: { ref: "release" } } },
+      { ci: "github-actions", host: undefined, repo: "acme/web", commit: "c".repeat(40), branch: "fork-fix", pr: "7", targetBranch: "release", headSha: "8".repeat(40) },
     ],
     [
       "GitLab CI, a merge request pipeline",
-      { GITLAB_CI: "true", CI_PROJECT_PATH: "acme/web", CI_COMMIT_SHA: "d".repeat(40), CI_COMMIT_REF_NAME: "feature/y", CI_MERGE_REQUEST_IID: "15", CI_SERVER_HOST: "gitlab.com" },
+      {
+        GITLAB_CI: "true",
+        CI_PROJECT_PATH: "acme/web",
+        CI_COMMIT_SHA: "d".repeat(40),
+        CI_COMMIT_REF_NAME: "feature/y",
+        CI_MERGE_REQUEST_IID: "15",
+        CI_MERGE_REQUEST_TARGET_BRANCH_NAME: "main",
+        CI_SERVER_HOST: "gitlab.com",
+      },
       undefined,
-      { ci: "gitlab-ci", host: "gitlab.com", repo: "acme/web", commit: "d".repeat(40), branch: "feature/y", pr: "15" },
+      { ci: "gitlab-ci", host: "gitlab.com", repo: "acme/web", commit: "d".repeat(40), branch: "feature/y", pr: "15", targetBranch: "main" },
+    ],
+    [
+      "GitLab CI, a merged results pipeline (CI_COMMIT_SHA is the merge commit; the head is CI_MERGE_REQUEST_SOURCE_BRANCH_SHA)",
+      {
+        GITLAB_CI: "true",
+        CI_PROJECT_PATH: "acme/web",
+        CI_COMMIT_SHA: "d".repeat(40),
+        CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: "feature/y",
+        CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: "7".repeat(40),
+        CI_MERGE_REQUEST_IID: "15",
+        CI_MERGE_REQUEST_TARGET_BRANCH_NAME: "main",
+      },
+      undefined,
+      { ci: "gitlab-ci", host: undefined, repo: "acme/web", commit: "d".repeat(40), branch: "feature/y", pr: "15", targetBranch: "main", headSha: "7".repeat(40) },
     ],
     [
       "GitLab CI, a branch pipeline",
@@ -45,9 +69,16 @@ describe("where a CI job's results belong, from each CI's environment", () => {
     ],
     [
       "Buildkite, a pull request build",
-      { BUILDKITE: "true", BUILDKITE_REPO: "git@github.com:acme/web.git", BUILDKITE_COMMIT: "f".repeat(40), BUILDKITE_BRANCH: "feature/z", BUILDKITE_PULL_REQUEST: "99" },
+      {
+        BUILDKITE: "true",
+        BUILDKITE_REPO: "git@github.com:acme/web.git",
+        BUILDKITE_COMMIT: "f".repeat(40),
+        BUILDKITE_BRANCH: "feature/z",
+        BUILDKITE_PULL_REQUEST: "99",
+        BUILDKITE_PULL_REQUEST_BASE_BRANCH: "main",
+      },
       undefined,
-      { ci: "buildkite", host: "github.com", repo: "acme/web", commit: "f".repeat(40), branch: "feature/z", pr: "99" },
+      { ci: "buildkite", host: "github.com", repo: "acme/web", commit: "f".repeat(40), branch: "feature/z", pr: "99", targetBranch: "main" },
     ],
     [
       "Buildkite, a branch build (BUILDKITE_PULL_REQUEST=false)",
@@ -77,9 +108,9 @@ describe("where a CI job's results belong, from each CI's environment", () => {
     ],
     [
       "Jenkins multibranch, a change request",
-      { JENKINS_URL: "https://ci.example.com/", GIT_URL: "git@github.com:acme/web.git", GIT_COMMIT: "4".repeat(40), GIT_BRANCH: "PR-12", CHANGE_ID: "12", CHANGE_BRANCH: "feature/w" },
+      { JENKINS_URL: "https://ci.example.com/", GIT_URL: "git@github.com:acme/web.git", GIT_COMMIT: "4".repeat(40), GIT_BRANCH: "PR-12", CHANGE_ID: "12", CHANGE_BRANCH: "feature/w", CHANGE_TARGET: "main" },
       undefined,
-      { ci: "jenkins", host: "github.com", repo: "acme/web", commit: "4".repeat(40), branch: "feature/w", pr: "12" },
+      { ci: "jenkins", host: "github.com", repo: "acme/web", commit: "4".repeat(40), branch: "feature/w", pr: "12", targetBranch: "main" },
     ],
   ];
   test.each(rows)("%s", (_name, env, githubEvent, expected) => {

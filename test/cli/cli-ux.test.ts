@@ -43,6 +43,14 @@ describe("greenline's help, version and usage errors", () => {
     ["test upload", "--junit <glob>", "--codeowners <path>"],
     ["test run", "-- <command>", "--pr <number>"],
     ["test quarantine", "--always|--never|--auto", "--token <token>"],
+    ["pr submit", "--priority P", "--no-batch"],
+    ["pr cancel", "--target-branch B", "--pr <number>"],
+    ["pr status", "Exit 1 when it is not in the queue", "--json"],
+    ["pr restart", "--pr N", "--target-branch <b>"],
+    ["queue show", "--json", "--repo owner/name"],
+    ["queue pause", "nothing merges", "--target-branch <b>"],
+    ["queue resume", "running again", "--url <url>"],
+    ["targets set", "<file|->", "--commit <sha>"],
   ])("help %s, and the command with --help, print its usage and options", async (command, usage, option) => {
     const help = await greenline(["help", ...command.split(" ")]);
     expect(help.code).toBe(0);
@@ -55,7 +63,24 @@ describe("greenline's help, version and usage errors", () => {
   test("help alone lists every command; help of an unknown command is a usage error", async () => {
     const all = await greenline(["help"]);
     expect(all.code).toBe(0);
-    for (const command of ["token create", "token list", "token revoke", "db migrate", "test upload", "test run", "test quarantine"]) expect(all.stdout).toContain(`greenline ${command}`);
+    for (const command of [
+      "token create",
+      "token list",
+      "token revoke",
+      "db migrate",
+      "test upload",
+      "test run",
+      "test quarantine",
+      "pr submit",
+      "pr cancel",
+      "pr status",
+      "pr restart",
+      "queue show",
+      "queue pause",
+      "queue resume",
+      "targets set",
+    ])
+      expect(all.stdout).toContain(`greenline ${command}`);
     expect(await greenline(["help", "frobnicate"])).toMatchObject({ code: 2 });
   });
 

@@ -83,6 +83,12 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
   const cli = (command: string, ...args: string[]) =>
     greenline("file:/nonexistent/unused.db", "test", command, "--org", "acme", "--repo", "acme/web", "--branch", "main", "--junit", join(dir, "reports", "*.xml"), ...args);
   const withServer = (command: string, ...args: string[]) => cli(command, "--url", server.url, "--token", server.api.token, ...args);
+  /** A command that writes its report (the one report() staged: a report from before the command is ignored) and exits with `code`. */
+  const writesReportAndExits = (code: number) => [
+    process.execPath,
+    "-e",
+    `const fs = require("node:fs"), p = ${JSON.stringify(join(dir, "reports", "a.xml"))}; fs.writeFileSync(p, fs.readFileSync(p)); process.exit(${code})`,
+  ];
 
   beforeAll(async () => {
     server = await startTestServer(BACKENDS[0]!);
@@ -113,7 +119,7 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
       ["test_flaky", "fail"],
       ["test_solid", "pass"],
     ]);
-    const masked = await withServer("run", "--commit", "c0ffee1", "--", process.execPath, "-e", "process.exit(3)");
+    const masked = await withServer("run", "--commit", "c0ffee1", "--", ...writesReportAndExits(3));
     expect(masked.code).toBe(0);
     expect(masked.stdout).toContain("every failure is a quarantined test; exiting 0 instead of 3");
 
@@ -121,7 +127,7 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
       ["test_flaky", "fail"],
       ["test_solid", "fail"],
     ]);
-    const real = await withServer("run", "--commit", "c0ffee2", "--", process.execPath, "-e", "process.exit(3)");
+    const real = await withServer("run", "--commit", "c0ffee2", "--", ...writesReportAndExits(3));
     expect(real.code).toBe(3);
     expect(real.stdout).toContain("2 failing test(s), 1 quarantined");
 
@@ -131,13 +137,13 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
       ["test_each", "pass"],
       ["test_each", "fail"],
     ]);
-    const variant = await withServer("run", "--commit", "c0ffee5", "--", process.execPath, "-e", "process.exit(3)");
+    const variant = await withServer("run", "--commit", "c0ffee5", "--", ...writesReportAndExits(3));
     expect(variant.code).toBe(3);
     expect(variant.stdout).toContain("2 failing test(s), 1 quarantined");
 
     // Unreachable: the command's code stands.
     report("a.xml", [["test_flaky", "fail"]]);
-    const offline = await cli("run", "--commit", "c0ffee3", "--url", "http://127.0.0.1:9", "--token", "x", "--", process.execPath, "-e", "process.exit(4)");
+    const offline = await cli("run", "--commit", "c0ffee3", "--url", "http://127.0.0.1:9", "--token", "x", "--", ...writesReportAndExits(4));
     expect(offline.code).toBe(4);
     expect(offline.stdout).toContain("exit code 4 stands");
 
@@ -147,7 +153,7 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     const never = await greenline("file:/nonexistent/unused.db", "test", "quarantine", id, "--never", "--url", server.url, "--token", server.api.token, "--org", "acme", "--repo", "acme/web");
     expect(never.code).toBe(0);
     expect(never.stdout).toContain("never; quarantined no");
-    const unmasked = await withServer("run", "--commit", "c0ffee4", "--", process.execPath, "-e", "process.exit(3)");
+    const unmasked = await withServer("run", "--commit", "c0ffee4", "--", ...writesReportAndExits(3));
     expect(unmasked.code).toBe(3);
   });
 
@@ -174,5 +180,137 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     expect(none.code).toBe(70);
     const usage = await greenline("file:/nonexistent/unused.db", "test", "upload", "--junit", "x.xml", "--url", server.url, "--token", "t", "--org", "acme", "--repo", "nope");
     expect(usage.code).toBe(2);
+  });
+});
+
+describe("greenline test run is safe: stale reports, commands that cannot start, failing tests named (against a real server)", () => {
+  let server: TestServer;
+  let dir: string;
+  const scope = (name: string) => ({ repo: { host: "github.com", owner: "acme", name }, org_url_slug: "acme" });
+  const xml = (cases: [string, "pass" | "fail"][]) =>
+    `<testsuites><testsuite name="api">${cases.map(([test, outcome]) => `<testcase classname="api.Tests" name="${test}">${outcome === "fail" ? `<failure message="${test} failed"/>` : ""}</testcase>`).join("")}</testsuite></testsuites>`;
+  const report = (cases: [string, "pass" | "fail"][]) => writeFileSync(join(dir, "reports", "a.xml"), xml(cases));
+  /** `greenline test <command>` for the repository acme/<repo>, its reports in the directory's reports/*.xml. */
+  const cli = (repo: string, command: string, ...args: string[]) =>
+    greenline("file:/nonexistent/unused.db", "test", command, "--org", "acme", "--repo", repo, "--branch", "main", "--junit", join(dir, "reports", "*.xml"), "--url", server.url, "--token", server.api.token, ...args);
+  /** A node command that writes `cases` as the report and exits with `code`. */
+  const writesReportAndExits = (cases: [string, "pass" | "fail"][], code: number) => [
+    process.execPath,
+    "-e",
+    `require("node:fs").writeFileSync(${JSON.stringify(join(dir, "reports", "a.xml"))}, ${JSON.stringify(xml(cases))}); process.exit(${code})`,
+  ];
+
+  beforeAll(async () => {
+    server = await startTestServer(BACKENDS[0]!);
+    dir = mkdtempSync(join(tmpdir(), "greenline-cli-safe-"));
+    mkdirSync(join(dir, "reports"));
+    // test_flaky failed and passed on one commit: flaky, and quarantined.
+    report([["test_flaky", "fail"]]);
+    expect((await cli("acme/safe", "upload", "--commit", "c0ffee0")).code).toBe(0);
+    report([["test_flaky", "pass"]]);
+    expect((await cli("acme/safe", "upload", "--commit", "c0ffee0")).code).toBe(0);
+    const quarantined = await server.api.ok("flaky-tests/list-quarantined-tests", { ...scope("safe"), page_query: { page_size: 10 } });
+    expect(quarantined.quarantined_tests.map((t: { name: string }) => t.name)).toEqual(["test_flaky"]);
+  });
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await server?.close();
+  });
+
+  test("a report left from before the command never decides the build: it is ignored, said so, and the command's code stands", async () => {
+    // The stale report holds only a quarantined failure: read, it would turn exit 3 into 0.
+    report([["test_flaky", "fail"]]);
+    const run = await cli("acme/safe", "run", "--commit", "c0ffee1", "--", process.execPath, "-e", "process.exit(3)");
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain(`greenline: ignored 1 report(s) older than the command`);
+    expect(run.stdout).toContain(join(dir, "reports", "a.xml"));
+    expect(run.stdout).toContain("the command wrote no JUnit report; exit code 3 stands");
+    expect(run.stdout).not.toContain("uploaded");
+  });
+
+  test("the same report rewritten by the command counts", async () => {
+    report([["test_solid", "fail"]]);
+    const run = await cli("acme/safe", "run", "--commit", "c0ffee2", "--", ...writesReportAndExits([["test_flaky", "fail"]], 3));
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain("ignored");
+    expect(run.stdout).toContain("every failure is a quarantined test; exiting 0 instead of 3");
+  });
+
+  test.each([
+    ["a command that does not exist exits 127", () => join(dir, "no-such-command"), 127, "no such command or file (ENOENT)"],
+    [
+      "a file that is not executable exits 126",
+      () => {
+        writeFileSync(join(dir, "not-executable.sh"), "#!/bin/sh\nexit 0\n", { mode: 0o644 });
+        return join(dir, "not-executable.sh");
+      },
+      126,
+      "permission denied: not an executable file (EACCES)",
+    ],
+  ])("%s, never 0, and nothing is uploaded", async (_name, command, code, why) => {
+    // Were the stale report (only a quarantined failure) read, the verdict would be 0.
+    report([["test_flaky", "fail"]]);
+    const path = command();
+    const run = await cli("acme/safe", "run", "--commit", "c0ffee3", "--", path, "--flag");
+    expect(run.code).toBe(code);
+    expect(run.stdout).toBe(`greenline: cannot start ${path}: ${why}; exiting ${code}, nothing uploaded\n`);
+  });
+
+  test.each([
+    ["acme/safe", "the repository as registered"],
+    ["ACME/Safe", "the repository in another casing (each test asked for on its own)"],
+  ])("every failing test is named, the quarantined ones apart (%s: %s)", async (repo) => {
+    report([]);
+    const run = await cli(
+      repo,
+      "run",
+      "--commit",
+      "c0ffee4",
+      "--",
+      ...writesReportAndExits(
+        [
+          ["test_flaky", "fail"],
+          ["test_solid", "fail"],
+          ["test_other", "fail"],
+          ["test_fine", "pass"],
+        ],
+        3,
+      ),
+    );
+    expect(run.code).toBe(3);
+    const lines = run.stdout.split("\n");
+    expect(lines).toEqual(
+      expect.arrayContaining(["greenline: 3 failing test(s), 1 quarantined", "greenline: failed: api.Tests test_solid", "greenline: failed: api.Tests test_other", "greenline: failed, quarantined: api.Tests test_flaky"]),
+    );
+    expect(run.stdout).not.toContain("test_fine");
+  });
+
+  test("Greenline refusing (a wrong token): the command's code stands and the failing tests are still named", async () => {
+    report([]);
+    const run = await greenline(
+      "file:/nonexistent/unused.db",
+      "test",
+      "run",
+      "--org",
+      "acme",
+      "--repo",
+      "acme/safe",
+      "--branch",
+      "main",
+      "--commit",
+      "c0ffee5",
+      "--junit",
+      join(dir, "reports", "*.xml"),
+      "--url",
+      server.url,
+      "--token",
+      "glt_wrong",
+      "--",
+      ...writesReportAndExits([["test_flaky", "fail"]], 3),
+    );
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain("flaky-tests/upload answered 401");
+    expect(run.stdout).toContain("exit code 3 stands");
+    expect(run.stdout).toContain("greenline: failed (quarantine unknown): api.Tests test_flaky");
   });
 });

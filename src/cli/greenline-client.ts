@@ -1,0 +1,87 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { type CiContext, type GitFacts, inferCiContext } from "./ci-context.js";
+import { describeUnreachable } from "./unreachable.js";
+
+/**
+ * What every client command shares: one way to post to Greenline's v1 API (an error answer
+ * becomes a message naming the status and Greenline's own words), and the CI context read from
+ * the environment, GitHub's event file and git. No database, no server code: the client CLI
+ * is bundled from these files alone.
+ */
+
+/** A mistake in the command line: exit 2, with the command's usage line. */
+export class CliUsageError extends Error {}
+
+/** Greenline answered, and refused (4xx) or failed (5xx): the message names the operation, the status and Greenline's reason. */
+export class GreenlineRefusal extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Greenline's error text: `error.message` of its JSON error answer, else the answer's start. */
+function reasonOf(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === "string" && message.trim()) return message;
+  } catch {
+    // not JSON (a proxy's page): its start says more than nothing
+  }
+  return text.trim().slice(0, 500) || "(empty answer)";
+}
+
+/**
+ * POSTs `body` as JSON to `${baseUrl}/v1/${path}` with the token. Unreachable: a
+ * ServiceUnreachableError (exit 69); an error answer: a GreenlineRefusal. `Answer` is the fields
+ * of the answer the caller reads.
+ */
+export async function postToGreenline<Answer>(baseUrl: string, token: string, path: string, body: object): Promise<Answer> {
+  const url = `${baseUrl}/v1/${path}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": token },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    text = await response.text();
+  } catch (error) {
+    throw describeUnreachable(url, error);
+  }
+  if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
+  return JSON.parse(text) as Answer;
+}
+
+function git(args: string[]): string | undefined {
+  try {
+    return execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The git facts of the working directory. */
+function readGitFacts(): GitFacts {
+  return { remoteUrl: git(["remote", "get-url", "origin"]), head: git(["rev-parse", "HEAD"]), branch: git(["rev-parse", "--abbrev-ref", "HEAD"]) };
+}
+
+function readGitHubEvent(path: string | undefined): unknown {
+  if (!path) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** This job's CI context (ci-context.ts) from the process's environment, GitHub's event file and git. */
+export function inferFromEnvironment(): CiContext {
+  const env = process.env;
+  return inferCiContext({ env, git: readGitFacts(), githubEvent: readGitHubEvent(env.GITHUB_EVENT_PATH) });
+}
