@@ -432,15 +432,19 @@ const ZTrunkTest = z.object({
   className: ZCliText.nullish(),
   file: ZCliText.nullish(),
   id: ZCliText.describe("the client's id of the test (derived as Greenline derives ids, or the testcase's id attribute)"),
-  timestamp_millis: z.number().nullish(),
+  timestamp_millis: z.number().int().min(-8.64e15).max(8.64e15).nullish(),
   is_quarantined: z.boolean().optional(),
-  failure_message: z.string().nullish(),
+  failure_message: z
+    .string()
+    .max(1024 * 1024)
+    .check(storableText)
+    .nullish(),
   variant: z.string().max(255).check(storableText).nullish(),
 });
 export const ZGetQuarantineConfigRequest = z.object({
   repo: ZRepo,
   orgUrlSlug: ZName,
-  remoteUrls: z.array(z.string().max(4096)).max(100).optional(),
+  remoteUrls: z.array(z.string().max(4096).check(storableText)).max(100).optional(),
   testIdentifiers: z.array(ZTrunkTest).max(100_000).default([]).describe("the run's failed tests"),
 });
 export const ZGetQuarantineConfigResponse = z.strictObject({
@@ -450,10 +454,10 @@ export const ZGetQuarantineConfigResponse = z.strictObject({
 export const ZCreateBundleUploadRequest = z.object({
   repo: ZRepo,
   orgUrlSlug: ZName,
-  clientVersion: z.string().max(1024).optional(),
-  remoteUrls: z.array(z.string().max(4096)).max(100).optional(),
-  externalId: z.string().max(1024).nullish(),
-  testCollectionShortId: z.string().max(1024).nullish(),
+  clientVersion: ZName.optional(),
+  remoteUrls: z.array(z.string().max(4096).check(storableText)).max(100).optional(),
+  externalId: z.string().max(1024).check(storableText).nullish(),
+  testCollectionShortId: z.string().max(1024).check(storableText).nullish(),
 });
 export const ZCreateBundleUploadResponse = z.strictObject({
   id: z.string().describe("the bundle's id; its results are stored as the upload of this id"),
