@@ -192,6 +192,18 @@ describe.each(BACKENDS)("Trunk's analytics CLI against Greenline on $name", (bac
     // Two bundles of the test so far (the first test's and this one), not three.
     expect(refunds.test.failure_rate_last_7d).toBe(1);
     expect(refunds.test.most_common_failures[0].occurrence_count).toBe(2);
+
+    // Sent twice at once (a retry racing the first attempt): one of them stores it.
+    const raced = await createUpload();
+    const racedBody = await bundle({ id: raced.id }, new Date(clock.ms - HOUR));
+    const answers = await Promise.all([put(raced.url, racedBody), put(raced.url, racedBody)]);
+    const bodies = (await Promise.all(answers.map((a) => a.json()))) as { stored: boolean }[];
+    expect([answers.map((a) => a.status), bodies.map((b) => b.stored).sort()]).toEqual([
+      [200, 200],
+      [false, true],
+    ]);
+    const afterRace = await server.api.ok("flaky-tests/get-test-details", { ...scope, test_id: clientId({ file: "src/checkout.test.ts", className: "shop.Checkout", parentName: "checkout", name: "refunds" }) });
+    expect(afterRace.test.most_common_failures[0].occurrence_count).toBe(3);
   });
 
   test("getQuarantineConfig answers the quarantined failures by the ids the client computed, including a testcase's own id", async () => {
@@ -262,6 +274,10 @@ describe.each(BACKENDS)("Trunk's analytics CLI against Greenline on $name", (bac
     });
     const streamed = await put(upload.url, Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3]), ...blocks]));
     expect([streamed.status, ((await streamed.json()) as any).error.message]).toEqual([400, "(body): the bundle unpacks to more than the limit of 64 MiB"]);
+    const badXml = await put(upload.url, await bundle({ id: upload.id, xml: "<testsuite><testcase name=" }, clock.now()));
+    const badXmlError = ((await badXml.json()) as any).error;
+    expect([badXml.status, badXmlError.details[0].path]).toEqual([400, "junit/0"]);
+    expect(badXmlError.message).toMatch(/^junit\/0: is not a JUnit report: line 1, column \d+/);
     const elsewhere = await put(upload.url, await bundle({ id: upload.id, repoName: "api" }, clock.now()));
     expect([elsewhere.status, ((await elsewhere.json()) as any).error.message]).toEqual([400, "meta.json: repo.repo: is github.com/acme/api, but the upload URL was made for github.com/acme/web"]);
   });
