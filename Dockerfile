@@ -33,6 +33,8 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 # Migrations are read from prisma/migrations and applied at start (src/store/migrate.ts).
 COPY --from=build /app/prisma/migrations ./prisma/migrations
+# The protobuf schema of Trunk's bundles is loaded at run time (src/flaky/bundle.ts).
+COPY --from=build /app/proto ./proto
 COPY LICENSE README.md app.yml ./
 # SQLite's default database (file:./data/greenline.db) lives here; mount a volume on it.
 RUN mkdir -p /app/data && chown node:node /app/data

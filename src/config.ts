@@ -41,6 +41,15 @@ const ZEnvironment = z
     GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.idleInTransactionTimeoutMs),
     GREENLINE_GITHUB_RESERVE_PERCENT: z.coerce.number().min(0).max(90).default(20),
     GREENLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    // Trunk's analytics CLI uploads its bundle to a URL Greenline signs: the address clients reach it at, the key, and how long a URL lasts.
+    GREENLINE_PUBLIC_URL: ZOptionalString.pipe(
+      z
+        .url()
+        .regex(/^https?:\/\/[^?#]*$/, "must be an http(s) URL without a query or fragment")
+        .optional(),
+    ),
+    GREENLINE_BUNDLE_URL_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    GREENLINE_BUNDLE_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -98,6 +107,13 @@ export type Config = {
   postgresTimeouts: PostgresTimeouts;
   /** On SIGTERM/SIGINT: how long in-flight work may take before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /** The address clients reach the service at (GREENLINE_PUBLIC_URL); unset: each request's Host. */
+  publicUrl?: string | undefined;
+  /**
+   * The bundle upload URLs handed to Trunk's analytics CLI: the HMAC key they are signed with
+   * (unset: a random key per process, so a restart voids URLs not yet used) and their lifetime.
+   */
+  bundleUrls?: { secret: string | undefined; ttlMs: number };
 };
 
 export { DEFAULT_DATABASE_URL };
@@ -139,5 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     ciPoll: { firstMs: e.GREENLINE_CI_POLL_FIRST_MS, maxMs: Math.max(e.GREENLINE_CI_POLL_FIRST_MS, e.GREENLINE_CI_POLL_MAX_MS) },
     postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
+    publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
+    bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
   };
 }

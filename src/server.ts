@@ -13,6 +13,7 @@ import type { Config } from "./config.js";
 import { createGitHubApp, recordGitHubDelivery } from "./webhooks/github.js";
 import type { DeliveryHandler } from "./app/webhook-inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
+import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
@@ -145,7 +146,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     }
     const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
-    const api = createApiApp(services, log);
+    const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
     server.addHandler((req, res) => {
       api(req, res);
       return true;

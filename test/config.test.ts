@@ -33,7 +33,14 @@ describe("loadConfig", () => {
       ciPoll: { firstMs: 30_000, maxMs: 300_000 },
       postgresTimeouts: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 },
       shutdownTimeoutMs: 10_000,
+      bundleUrls: { secret: undefined, ttlMs: 900_000 },
     });
+  });
+
+  test("the public address and the bundle URLs' key and lifetime", () => {
+    const config = loadConfig({ GREENLINE_PUBLIC_URL: "https://greenline.example.com/", GREENLINE_BUNDLE_URL_SECRET: "k".repeat(32), GREENLINE_BUNDLE_URL_TTL_SECONDS: "60" }, noFile);
+    expect(config.publicUrl).toBe("https://greenline.example.com");
+    expect(config.bundleUrls).toEqual({ secret: "k".repeat(32), ttlMs: 60_000 });
   });
 
   test.each([
@@ -51,6 +58,10 @@ describe("loadConfig", () => {
     [{ GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0" }, "GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS"],
     [{ GREENLINE_SHUTDOWN_TIMEOUT_MS: "-1" }, "GREENLINE_SHUTDOWN_TIMEOUT_MS"],
     [{ GREENLINE_GITHUB_RESERVE_PERCENT: "most" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],
+    [{ GREENLINE_PUBLIC_URL: "greenline.example.com" }, "GREENLINE_PUBLIC_URL"],
+    [{ GREENLINE_PUBLIC_URL: "https://greenline.example.com/?x=1" }, "GREENLINE_PUBLIC_URL"],
+    [{ GREENLINE_BUNDLE_URL_SECRET: "short" }, "GREENLINE_BUNDLE_URL_SECRET"],
+    [{ GREENLINE_BUNDLE_URL_TTL_SECONDS: "1" }, "GREENLINE_BUNDLE_URL_TTL_SECONDS"],
     [{ GREENLINE_GITHUB_RESERVE_PERCENT: "95" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],
   ])("%p is refused, naming %s", (env, variable) => {
     const problems = problemsOf(env);

@@ -4,12 +4,24 @@ import { authenticateForkedRun, FORKED_RUN_HEADER } from "../app/forked-runs.js"
 import type { Services } from "../app/services.js";
 import { authenticate, type Principal } from "../auth/tokens.js";
 import type { Logger } from "../log.js";
-import { jsonBody } from "./body.js";
+import { bundleUrls as makeBundleUrls, receiveBundle, type BundleUrls } from "../flaky/bundle-uploads.js";
+import type { UploadInput } from "../flaky/ingest.js";
+import { jsonBody, rawBody } from "./body.js";
 import { sendError, toAppError, validationError } from "./errors.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { OPERATIONS, type Operation, type RawResponse } from "./operations.js";
+import { ZUploadTestResultsRequest } from "./schemas.js";
 
 export const MAX_BODY_BYTES = 20 * 1024 * 1024;
+/** Trunk's CLI telemetry (protobuf, a few hundred bytes) is read and dropped. */
+const MAX_TELEMETRY_BYTES = 1024 * 1024;
+
+export type ApiOptions = {
+  /** The service's public address (GREENLINE_PUBLIC_URL); unset: each request's own. */
+  publicUrl?: string | undefined;
+  /** How bundle upload URLs are signed (default: a random key, 15 minutes). */
+  bundleUrls?: BundleUrls;
+};
 
 /** `principal` once authenticated; `forkedRunId` while a fork PR's upload waits for its body to be checked. */
 type Locals = { principal?: Principal; forkedRunId?: string };
@@ -29,12 +41,12 @@ function isRaw(value: object): value is RawResponse {
  * or empty, as merge-action sends it) but a run id through: the run is checked once the body
  * says what it is for (serve).
  */
-function requireToken(services: Services, op: Operation) {
+function requireToken(services: Services, op?: Operation) {
   return async (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
     const token = headerOf(req, "x-api-token");
     const runId = headerOf(req, FORKED_RUN_HEADER);
     if (!token) {
-      if (runId && op.forkedRun) {
+      if (runId && op?.forkedRun) {
         res.locals.forkedRunId = runId;
         return next();
       }
@@ -48,7 +60,12 @@ function requireToken(services: Services, op: Operation) {
   };
 }
 
-function serve(services: Services, op: Operation) {
+type Served = { services: Services; publicUrl: string | undefined; bundleUrls: BundleUrls };
+
+/** The address a client reached the service at: configured, else the request's scheme and Host. */
+const originOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
+
+function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
   return async (req: Request, res: Response<unknown, Locals>) => {
     const source = op.method === "get" ? req.query : req.body;
     const parsed = op.request.safeParse(source ?? {});
@@ -59,14 +76,15 @@ function serve(services: Services, op: Operation) {
       if (forkedRunId === undefined || !op.forkedRun) throw new Error(`${op.operationId} reached without a principal`);
       principal = await authenticateForkedRun(services, forkedRunId, op.forkedRun(parsed.data));
     }
-    const result = await op.handle({ services, principal }, parsed.data);
+    const result = await op.handle({ services, principal, origin: originOf(req, publicUrl), bundleUrls }, parsed.data);
     if (isRaw(result)) res.type(result.contentType).send(result.body);
     else res.json(result);
   };
 }
 
 /** The Express app serving /healthz and the /v1 API. */
-export function createApiApp(services: Services, log: Logger): express.Express {
+export function createApiApp(services: Services, log: Logger, options: ApiOptions = {}): express.Express {
+  const served: Served = { services, publicUrl: options.publicUrl, bundleUrls: options.bundleUrls ?? makeBundleUrls() };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -87,13 +105,30 @@ export function createApiApp(services: Services, log: Logger): express.Express {
   });
   for (const op of OPERATIONS) {
     const auth = requireToken(services, op);
-    if (op.method === "get") v1.get(op.path, auth, serve(services, op));
-    else v1.post(op.path, auth, jsonBody(MAX_BODY_BYTES), serve(services, op));
+    if (op.method === "get") v1.get(op.path, auth, serve(served, op));
+    else v1.post(op.path, auth, jsonBody(MAX_BODY_BYTES), serve(served, op));
     v1.all(op.path, (req, res, next) => {
       res.setHeader("Allow", op.method === "get" ? "GET, HEAD" : "POST");
       next(new AppError("method_not_allowed", `${req.method} is not allowed on ${op.path}; use ${op.method.toUpperCase()}`));
     });
   }
+  // Trunk's analytics CLI PUTs its bundle to the URL createBundleUpload signed: no token, the URL authorizes itself.
+  v1.put("/bundles/:id", rawBody(MAX_BODY_BYTES), async (req, res) => {
+    const validate = (input: UploadInput) => {
+      const parsed = ZUploadTestResultsRequest.safeParse(input);
+      if (!parsed.success) throw validationError(parsed.error.issues, "bundle");
+      return parsed.data;
+    };
+    res.json(await receiveBundle(services, served.bundleUrls, { id: String(req.params.id), query: req.query, body: req.body as Buffer }, validate));
+  });
+  v1.all("/bundles/:id", (req, res, next) => {
+    res.setHeader("Allow", "PUT");
+    next(new AppError("method_not_allowed", `${req.method} is not allowed on /bundles/{id}; use PUT`));
+  });
+  // Its telemetry: accepted and dropped, whatever its type (protobuf).
+  v1.post("/flakytests-cli/upload-metrics", requireToken(services), rawBody(MAX_TELEMETRY_BYTES), (_req, res) => {
+    res.json({});
+  });
   app.use("/v1", v1);
 
   app.use((req, _res, next) => next(new AppError("not_found", `no such path: ${req.method} ${req.path}`)));

@@ -24,21 +24,7 @@ export function jsonBody(limit: number) {
     const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
     if (encoding !== "identity") return refuse(new AppError("unsupported_media_type", `Content-Encoding ${encoding} is not supported`));
 
-    // With a declared length, chunks are copied into one buffer as they come, so the body is
-    // held once (its pages become resident only as bytes arrive); otherwise they are joined.
-    const into = declared > 0 ? Buffer.allocUnsafe(declared) : null;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (error?: AppError) => {
-      if (done) return;
-      done = true;
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      if (error) return refuse(error);
-      const joined = into && chunks.length === 0 ? into.subarray(0, size) : Buffer.concat(chunks, size);
-      chunks.length = 0;
+    collect(req, limit, declared, refuse, (joined) => {
       try {
         req.body = parseJsonBody(joined);
       } catch (parseError) {
@@ -46,29 +32,72 @@ export function jsonBody(limit: number) {
         return next(new AppError("invalid_argument", `malformed JSON: ${(parseError as Error).message}`, [{ path: "(body)", message: rule }]));
       }
       next();
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.pause();
-        return finish(tooLarge(limit));
-      }
-      if (into && size <= into.length) {
-        chunk.copy(into, size - chunk.length);
-        return;
-      }
-      // More than was declared (Node's parser prevents it): what was copied goes first.
-      if (into && chunks.length === 0) chunks.push(into.subarray(0, size - chunk.length));
-      chunks.push(chunk);
-    };
-    const onEnd = () => finish();
-    const onError = () => {
-      done = true;
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
+    });
   };
+}
+
+/**
+ * Reads a request body of any type, of at most `limit` bytes, into `req.body` as a Buffer:
+ * refused as jsonBody refuses an oversized one. A Content-Encoding is refused (the body is
+ * read as sent).
+ */
+export function rawBody(limit: number) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const refuse = (error: AppError) => {
+      closeAfterAnswer(req, res);
+      next(error);
+    };
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (declared > limit) return refuse(tooLarge(limit, declared));
+    const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
+    if (encoding !== "identity") return refuse(new AppError("unsupported_media_type", `Content-Encoding ${encoding} is not supported`));
+    collect(req, limit, declared, refuse, (body) => {
+      req.body = body;
+      next();
+    });
+  };
+}
+
+/** Reads the body as it streams in, refusing it once past `limit`; hands the whole body to `done`. */
+function collect(req: Request, limit: number, declared: number, refuse: (error: AppError) => void, done: (body: Buffer) => void): void {
+  // With a declared length, chunks are copied into one buffer as they come, so the body is
+  // held once (its pages become resident only as bytes arrive); otherwise they are joined.
+  const into = declared > 0 ? Buffer.allocUnsafe(declared) : null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  const finish = (error?: AppError) => {
+    if (finished) return;
+    finished = true;
+    req.off("data", onData);
+    req.off("end", onEnd);
+    req.off("error", onError);
+    if (error) return refuse(error);
+    const joined = into && chunks.length === 0 ? into.subarray(0, size) : Buffer.concat(chunks, size);
+    chunks.length = 0;
+    done(joined);
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) {
+      req.pause();
+      return finish(tooLarge(limit));
+    }
+    if (into && size <= into.length) {
+      chunk.copy(into, size - chunk.length);
+      return;
+    }
+    // More than was declared (Node's parser prevents it): what was copied goes first.
+    if (into && chunks.length === 0) chunks.push(into.subarray(0, size - chunk.length));
+    chunks.push(chunk);
+  };
+  const onEnd = () => finish();
+  const onError = () => {
+    finished = true;
+  };
+  req.on("data", onData);
+  req.on("end", onEnd);
+  req.on("error", onError);
 }
 
 /** Names the media type sent, when there is one: a header of only parameters (`; charset=utf-8`) has none. */

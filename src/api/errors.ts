@@ -6,6 +6,7 @@ import type { Logger } from "../log.js";
 export const HTTP_STATUS: Record<ErrorCode, number> = {
   invalid_argument: 400,
   unauthenticated: 401,
+  permission_denied: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZErrorResponse } from "./schemas.js";
+import { ZBundleReceived, ZEmptyResponse, ZErrorResponse } from "./schemas.js";
 import type { Operation } from "./operations.js";
 
 type JsonSchema = Record<string, unknown>;
@@ -57,6 +57,45 @@ export function buildOpenApiDocument(operations: Operation[]): JsonSchema {
       },
     };
   }
+  const errors = (statuses: Record<string, string>) => Object.fromEntries(Object.entries(statuses).map(([status, description]) => [status, { description, ...errorResponse }]));
+  // Trunk's analytics CLI's bundle PUT and telemetry: not JSON operations, served beside them (app.ts).
+  paths["/bundles/{id}"] = {
+    put: {
+      operationId: "putBundle",
+      summary: "Trunk's analytics CLI: PUT a test bundle (tar + zstd) to the URL createBundleUpload answered; stored as a JUnit upload",
+      description:
+        "No token: the URL's grant and signature authorize it until it expires. The bundle holds meta.json, internal.bin, the JUnit files (junit/<n>) and optionally CODEOWNERS; a truncated or corrupt bundle is refused and nothing is stored; a bundle sent again is stored once.",
+      security: [],
+      parameters: [
+        { name: "id", in: "path", required: true, schema: { type: "string" } },
+        { name: "grant", in: "query", required: true, schema: { type: "string" } },
+        { name: "signature", in: "query", required: true, schema: { type: "string" } },
+      ],
+      requestBody: { required: true, content: { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/zstd" } } } },
+      responses: {
+        "200": { description: "Stored (or stored already)", content: { "application/json": { schema: schemaOf(ZBundleReceived, "output") } } },
+        ...errors({
+          "400": "The bundle cannot be read (truncated, corrupt, over 64 MiB unpacked) or its results are invalid: nothing is stored",
+          "403": "The URL's signature is not valid, or the URL expired",
+          "405": ERROR_STATUSES["405"]!,
+          "409": "The same bundle is being stored by a concurrent request: retry",
+          "413": ERROR_STATUSES["413"]!,
+        }),
+      },
+    },
+  };
+  paths["/flakytests-cli/upload-metrics"] = {
+    post: {
+      operationId: "uploadCliMetrics",
+      summary: "Trunk's analytics CLI's telemetry (protobuf): accepted and dropped",
+      security: [{ apiToken: [] }],
+      requestBody: { required: false, content: { "application/x-protobuf": { schema: { type: "string" } } } },
+      responses: {
+        "200": { description: "OK", content: { "application/json": { schema: schemaOf(ZEmptyResponse, "output") } } },
+        ...errors({ "401": ERROR_STATUSES["401"]!, "413": "Body over 1 MiB" }),
+      },
+    },
+  };
   return {
     openapi: "3.1.0",
     info: { title: "Greenline API", version: "1.0.0", description: "Merge queue and flaky-test API (Trunk-compatible v1)." },

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
 import { renderMetrics } from "../app/metrics.js";
+import { createBundleUpload, getQuarantineConfig, type BundleUrls } from "../flaky/bundle-uploads.js";
 import { uploadTestResults } from "../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
 import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
@@ -10,7 +11,13 @@ import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queu
 import type { Services } from "../app/services.js";
 import * as s from "./schemas.js";
 
-export type OperationContext = { services: Services; principal: Principal };
+export type OperationContext = {
+  services: Services;
+  principal: Principal;
+  /** The service's public address (GREENLINE_PUBLIC_URL, else the request's), for URLs answered. */
+  origin: string;
+  bundleUrls: BundleUrls;
+};
 
 /** A response that is not JSON (the metrics text). */
 export type RawResponse = { raw: true; contentType: string; body: string };
@@ -281,5 +288,23 @@ export const OPERATIONS: Operation[] = [
     request: s.ZUpdateFlakySettingsRequest,
     response: s.ZFlakySettingsResponse,
     handle: ({ services, principal }, input) => updateFlakySettings(services, principal, input),
+  }),
+  operation({
+    operationId: "getQuarantineConfig",
+    method: "post",
+    path: "/metrics/getQuarantineConfig",
+    summary: "Trunk's analytics CLI: which of a run's failed tests are quarantined (answered by the client's ids)",
+    request: s.ZGetQuarantineConfigRequest,
+    response: s.ZGetQuarantineConfigResponse,
+    handle: ({ services, principal }, input) => getQuarantineConfig(services, principal, input),
+  }),
+  operation({
+    operationId: "createBundleUpload",
+    method: "post",
+    path: "/metrics/createBundleUpload",
+    summary: "Trunk's analytics CLI: a signed, short-lived URL on Greenline to PUT a test bundle to (PUT /bundles/{id})",
+    request: s.ZCreateBundleUploadRequest,
+    response: s.ZCreateBundleUploadResponse,
+    handle: async ({ services, principal, origin, bundleUrls }, input) => createBundleUpload(services, principal, bundleUrls, origin, input),
   }),
 ];

@@ -5,6 +5,7 @@ import { DatabaseClosingError } from "../store/database.js";
 export const ERROR_CODES = [
   "invalid_argument",
   "unauthenticated",
+  "permission_denied",
   "not_found",
   "method_not_allowed",
   "conflict",
@@ -31,6 +32,7 @@ export class AppError extends Error {
   }
 }
 
+export const permissionDenied = (message: string) => new AppError("permission_denied", message);
 export const notFound = (message: string) => new AppError("not_found", message);
 export const conflict = (message: string) => new AppError("conflict", message);
 export const failedPrecondition = (message: string) => new AppError("failed_precondition", message);

@@ -116,7 +116,7 @@ function remember(read: Map<string, CodeOwners | null>, key: string, owners: Cod
  * report rolls everything back, and what is held is a batch of testcases and a few bytes per
  * test, not the upload's test cases.
  */
-export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput) {
+export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput, options: { uploadId?: string } = {}) {
   const now = services.now();
   let repository = await repositoryInScope(services, principal, input);
   const newRepository = !repository;
@@ -133,7 +133,7 @@ export async function uploadTestResults(services: Services, principal: Principal
     repoFullName: `${repository.host}/${repository.owner}/${repository.name}`,
     orgSlug: principal.organizationSlug,
     variant: input.variant ?? "",
-    uploadId: services.newId(),
+    uploadId: options.uploadId ?? services.newId(),
     input,
     owners,
     now,

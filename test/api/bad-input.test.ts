@@ -34,6 +34,13 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "flaky-tests/link-ticket-to-test-case": { repo: queueOf().repo, org_url_slug: "acme", test_case_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", ticket_url: "https://tickets.example/T-1" },
   "flaky-tests/get-settings": { repo: queueOf().repo, org_url_slug: "acme" },
   "flaky-tests/update-settings": { repo: queueOf().repo, org_url_slug: "acme", settings: { minSamples: 5 } },
+  "metrics/getQuarantineConfig": {
+    repo: queueOf().repo,
+    orgUrlSlug: "acme",
+    remoteUrls: ["https://github.com/acme/web.git"],
+    testIdentifiers: [{ name: "t", parentName: "p", className: "c", file: "f.ts", id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", timestamp_millis: 1, is_quarantined: false, failure_message: "boom", variant: "" }],
+  },
+  "metrics/createBundleUpload": { repo: queueOf().repo, orgUrlSlug: "acme", clientVersion: "trunk-analytics-cli 0.11.9", remoteUrls: [], externalId: null, testCollectionShortId: null },
 };
 
 /** Characters JSON carries and no store holds: NUL (PostgreSQL refuses it) and lone surrogates. */
@@ -85,7 +92,7 @@ function setAt(body: Record<string, unknown>, path: string[], value: unknown, re
 }
 
 /** Fields where null is a valid value (priority: null means the default). */
-const NULLABLE = new Set(["priority", "ticket_url"]);
+const NULLABLE = new Set(["priority", "ticket_url", "externalId", "testCollectionShortId"]);
 
 /** Fields of free text, held to the storable-text rule itself (others have a shape: enums, hex, uuids, dates, URLs). */
 const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slug", "branch", "requiredStatuses", "impactedTargets", "page_token", "variant", "codeowners", "classname", "file", "parent", "id"]);
@@ -93,7 +100,24 @@ const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slu
 const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** Optional fields: removing them leaves a valid body. */
-const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token", "pr_number", "test_ids", "minSamples"]);
+const OPTIONAL = new Set([
+  "priority",
+  "noBatch",
+  "sha",
+  "concurrency",
+  "mode",
+  "state",
+  "requiredStatuses",
+  "page_token",
+  "pr_number",
+  "test_ids",
+  "minSamples",
+  "remoteUrls",
+  "testIdentifiers",
+  "clientVersion",
+  "externalId",
+  "testCollectionShortId",
+]);
 
 function brokenBody(operation: string): fc.Arbitrary<unknown> {
   const valid = VALID_BODIES[operation]!;

@@ -30,6 +30,10 @@ const ADDED_OPERATIONS = [
   "POST /flaky-tests/link-ticket-to-test-case",
   "POST /flaky-tests/get-settings",
   "POST /flaky-tests/update-settings",
+  "POST /metrics/getQuarantineConfig",
+  "POST /metrics/createBundleUpload",
+  "PUT /bundles/{id}",
+  "POST /flakytests-cli/upload-metrics",
 ];
 
 describe("OpenAPI document", () => {
@@ -81,12 +85,12 @@ describe("OpenAPI document", () => {
     expect(submit.properties.repo.properties.owner.description).toContain("whitespace is trimmed");
   });
 
-  test("every operation needs the x-api-token header; setImpactedTargets also takes a fork PR's workflow run id", () => {
+  test("every operation needs the x-api-token header; setImpactedTargets also takes a fork PR's workflow run id; the bundle PUT is authorized by its signed URL", () => {
     expect(document.components.securitySchemes.apiToken).toEqual({ type: "apiKey", in: "header", name: "x-api-token" });
     expect(document.components.securitySchemes.forkedWorkflowRun).toMatchObject({ type: "apiKey", in: "header", name: "x-forked-workflow-run-id" });
     for (const [path, methods] of Object.entries(document.paths) as [string, Record<string, any>][]) {
-      const expected = path === "/setImpactedTargets" ? [{ apiToken: [] }, { forkedWorkflowRun: [] }] : [{ apiToken: [] }];
-      for (const op of Object.values(methods)) expect(op.security).toEqual(expected);
+      const expected = path === "/setImpactedTargets" ? [{ apiToken: [] }, { forkedWorkflowRun: [] }] : path === "/bundles/{id}" ? [] : [{ apiToken: [] }];
+      for (const op of Object.values(methods)) expect([path, op.security]).toEqual([path, expected]);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.js";
 import { BACKENDS } from "../support/backends.js";
@@ -96,6 +96,12 @@ describe("the container image (Dockerfile, compose.yaml)", () => {
     // WORKDIR /app: the migrations must land in /app/prisma/migrations, beside package.json.
     expect(runtimeInstructions()).toContain("WORKDIR /app");
     expect(runtimeInstructions().some((line) => /^COPY\s.*\s(\.\/|\/app\/)?prisma\/migrations\/?$/.test(line))).toBe(true);
+  });
+
+  test("ships the protobuf schema of Trunk's bundles, which the service loads at run time, and the build context keeps it", () => {
+    expect(runtimeInstructions().some((line) => /^COPY\s.*\s(\.\/|\/app\/)?proto\/?$/.test(line))).toBe(true);
+    expect(read(".dockerignore").split("\n")).not.toContain("proto");
+    expect(existsSync(join(root, "proto/trunk/test_context.proto"))).toBe(true);
   });
 
   test("compose.yaml runs PostgreSQL 15 and sets only variables Greenline reads, with values it accepts", () => {

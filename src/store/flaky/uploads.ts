@@ -29,6 +29,12 @@ export async function insertUpload(sql: Sql, upload: NewUpload): Promise<number>
   return integer(row!.key);
 }
 
+/** Whether an upload with this id is stored (a bundle sent again is stored once). */
+export async function uploadExists(sql: Sql, id: string): Promise<boolean> {
+  const rows = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "id" = ?`, [id]);
+  return rows.length > 0;
+}
+
 export async function setUploadTotals(sql: Sql, uploadKey: number, totals: { testCases: number; failures: number }): Promise<void> {
   await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [totals.testCases, totals.failures, uploadKey]);
 }
