@@ -178,7 +178,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const line = await queueLine(services, viewer.principal, address);
     const now = services.now();
     if (req.get("hx-request") === "true") return send(res, status, liveSection(viewer, address, line, now, notice));
-    send(res, status, queuePage(assets, viewer, address, line, now));
+    send(res, status, queuePage(assets, viewer, address, line, now, notice));
   });
 
   app.use((_req, res: Response<unknown, Locals>) => {

@@ -97,13 +97,13 @@ ${
 </div>`;
 }
 
-export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date): Html {
+export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice): Html {
   const { repo, targetBranch } = address;
   const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
 <div hx-ext="sse" sse-connect="${stream}">
-${liveSection(viewer, address, line, now)}
+${liveSection(viewer, address, line, now, notice)}
 </div>
 ${canWrite(viewer) ? html`<details class="card"><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>` : ""}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
