@@ -14,7 +14,7 @@ import type { Html } from "./html.js";
 import { errorPage, type Viewer } from "./layout.js";
 import { LiveHub } from "./live.js";
 import { overviewPage } from "./pages/overview.js";
-import { liveSection, type Notice, queuePage } from "./pages/queue.js";
+import { actionAnswer, liveSection, type Notice, queuePage } from "./pages/queue.js";
 import { signInPage } from "./pages/sign-in.js";
 import { cookieOf, SESSION_COOKIE, SESSION_MS, SessionKeys, sessionCookie } from "./session.js";
 import { settingsUpdate } from "./settings-form.js";
@@ -177,7 +177,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
     const line = await queueLine(services, viewer.principal, address);
     const now = services.now();
-    if (req.get("hx-request") === "true") return send(res, status, liveSection(viewer, address, line, now, notice));
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice));
     send(res, status, queuePage(assets, viewer, address, line, now, notice));
   });
 

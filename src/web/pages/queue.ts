@@ -11,6 +11,20 @@ import { queuePath, since, words } from "./format.js";
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
 
+/**
+ * Where an action's outcome shows: outside the part the live stream refreshes, so the next
+ * refresh does not wipe it. An action's answer replaces it out of band (hx-swap-oob).
+ */
+export function noticeArea(notice: Notice | undefined, outOfBand = false): Html {
+  const role = notice?.kind === "error" ? "alert" : "status";
+  return html`<div id="notice" role="${role}" aria-live="polite"${outOfBand ? html` hx-swap-oob="true"` : ""}>${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>`;
+}
+
+/** An action's answer to htmx: the refreshed live part, and the notice. */
+export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice): Html {
+  return html`${liveSection(viewer, address, line, now)}${noticeArea(notice, true)}`;
+}
+
 /** The hidden fields of every action form: the CSRF token and the queue's address. */
 function hidden(viewer: Viewer, address: QueueAddress): Html {
   const { repo, targetBranch } = address;
@@ -67,14 +81,13 @@ ${run.checks.length > 0 ? html`<ul class="checks">${run.checks.map((c) => html`<
 }
 
 /** The part of the page the live stream refreshes. */
-export function liveSection(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice): Html {
+export function liveSection(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date): Html {
   const { queue } = line;
   const inLine = queue.enqueuedPullRequests.filter((pr) => pr.state !== "not_ready");
   const waiting = queue.enqueuedPullRequests.filter((pr) => pr.state === "not_ready");
   return html`<div id="queue-live" hx-get="${queuePath(address.repo, address.targetBranch)}?part=live" hx-trigger="sse:queue" hx-swap="outerHTML">
-${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${notice.text}</p>` : ""}
 <section class="status" aria-label="Queue state">
-<p><span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>
+<p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>
 <span class="muted">${queue.mode} mode · concurrency ${queue.concurrency}${queue.batch ? " · batching" : ""}</span></p>
 ${line.blockedReason ? html`<p class="blocked">${line.blockedReason}</p>` : ""}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
@@ -102,8 +115,9 @@ export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress,
   const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
-<div hx-ext="sse" sse-connect="${stream}">
-${liveSection(viewer, address, line, now, notice)}
+${noticeArea(notice)}
+<div hx-ext="sse" sse-connect="${stream}" class="live-stream">
+${liveSection(viewer, address, line, now)}
 </div>
 ${canWrite(viewer) ? html`<details class="card"><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>` : ""}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
