@@ -126,6 +126,10 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Save settings" }).click();
     await page.getByText("Settings saved.").waitFor(WAIT);
     expect((await server.api.ok("getQueue", queueOf())).concurrency).toBe(3);
+    await page.getByLabel(/^Required statuses/).fill("ci/build");
+    await page.getByLabel(/^Delete required statuses/).selectOption("true");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByRole("alert").getByText("deleteRequiredStatuses: cannot be true while requiredStatuses is also given").waitFor(WAIT);
     await page.screenshot({ path: join(SCREENSHOTS, "queue-settings-desktop.png"), fullPage: true });
   });
 
