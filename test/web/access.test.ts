@@ -108,6 +108,20 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     expect(conflict.status).toBe(404);
   });
 
+  test("a PR's priority, restart and cancel go through the API's operations", async () => {
+    const csrf = await acme.csrf();
+    const pr = { ...queueForm(), pr: "1", csrf };
+    expect((await acme.post("/actions/queue", { ...pr, action: "priority", priority: "urgent" })).text).toContain("#1: Priority changed.");
+    expect((await server.api.ok("getSubmittedPullRequest", prOf(1))).priorityName).toBe("urgent");
+    const bad = await acme.post("/actions/queue", { ...pr, action: "priority", priority: "soonish" });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain("priority:");
+    expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).status).toBe(200);
+    expect((await acme.post("/actions/queue", { ...pr, action: "cancel" })).text).toContain("#1: Cancelled.");
+    expect((await server.api.ok("getSubmittedPullRequest", prOf(1))).state).toBe("cancelled");
+    await server.api.ok("submitPullRequest", prOf(1));
+  });
+
   test("another organization's queue page and live stream are 404, exactly like a queue that does not exist", async () => {
     const { token } = await createToken(server.greenline.services.db, "globex", "test");
     const globex = await DashboardClient.signIn(server.url, token);

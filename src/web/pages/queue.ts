@@ -20,9 +20,15 @@ export function noticeArea(notice: Notice | undefined, outOfBand = false): Html 
   return html`<div id="notice" role="${role}" aria-live="polite"${outOfBand ? html` hx-swap-oob="true"` : ""}>${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>`;
 }
 
-/** An action's answer to htmx: the refreshed live part, and the notice. */
-export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice): Html {
-  return html`${liveSection(viewer, address, line, now)}${noticeArea(notice, true)}`;
+/** An action's answer to htmx: the refreshed live part, the notice, and after a settings change the form with the new values. */
+export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settingsChanged: boolean): Html {
+  return html`${liveSection(viewer, address, line, now)}${noticeArea(notice, true)}${settingsChanged ? settingsPanel(viewer, address, line, { open: true, outOfBand: true }) : ""}`;
+}
+
+/** The settings form, folded away until opened (write tokens only). */
+function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean }): Html {
+  if (!canWrite(viewer)) return html``;
+  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>`;
 }
 
 /** The hidden fields of every action form: the CSRF token and the queue's address. */
@@ -119,6 +125,6 @@ ${noticeArea(notice)}
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveSection(viewer, address, line, now)}
 </div>
-${canWrite(viewer) ? html`<details class="card"><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>` : ""}`;
+${settingsPanel(viewer, address, line, { open: false, outOfBand: false })}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
 }
