@@ -30,7 +30,7 @@
         width: widthOf(el),
         height: 110,
         cursor: { show: false },
-        legend: { show: true },
+        legend: { show: true, live: false },
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [{ space: 60 }, { size: 30, incrs: [1, 2, 5, 10, 20, 50, 100] }],
         series: [{}, ...series],
