@@ -35,6 +35,8 @@ COPY --from=build /app/bin ./bin
 COPY --from=build /app/prisma/migrations ./prisma/migrations
 # The protobuf schema of Trunk's bundles is loaded at run time (src/flaky/bundle.ts).
 COPY --from=build /app/proto ./proto
+# The dashboard's own client module and stylesheet (served from their source, hashed at start).
+COPY --from=build /app/src/web/assets ./src/web/assets
 COPY LICENSE README.md app.yml ./
 # SQLite's default database (file:./data/greenline.db) lives here; mount a volume on it.
 RUN mkdir -p /app/data && chown node:node /app/data

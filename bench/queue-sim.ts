@@ -259,7 +259,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
   let events = 0;
   try {
     const org = await db.transaction((tx) => ensureOrganization(tx, "sim"));
-    const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim" };
+    const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim", role: "write" };
     const address = { repo: { host: "github.com", owner: "sim", name: "repo" }, targetBranch: "main" };
     await createQueue(services, principal, { ...address, ...strategy.settings, mode: strategy.parallel ? "parallel" : "single" });
     const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "main" } }));

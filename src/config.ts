@@ -49,6 +49,8 @@ const ZEnvironment = z
         .optional(),
     ),
     GREENLINE_BUNDLE_URL_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    // Signs the dashboard's session cookies; unset, a random key per process (a restart signs everyone out).
+    GREENLINE_SESSION_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     GREENLINE_BUNDLE_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
@@ -114,6 +116,8 @@ export type Config = {
    * (unset: a random key per process, so a restart voids URLs not yet used) and their lifetime.
    */
   bundleUrls?: { secret: string | undefined; ttlMs: number };
+  /** The key the dashboard's session cookies are signed with (GREENLINE_SESSION_SECRET); unset: random per process. */
+  sessionSecret?: string | undefined;
 };
 
 export { DEFAULT_DATABASE_URL };
@@ -157,5 +161,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
+    sessionSecret: e.GREENLINE_SESSION_SECRET,
   };
 }

@@ -15,6 +15,7 @@ import type { DeliveryHandler } from "./app/webhook-inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
 import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
+import { createWebApp, isDashboardPath } from "./web/app.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -45,6 +46,8 @@ export type StartOptions = {
   startWorker?: boolean;
   /** Replaces some of HTTP_TIMEOUTS (tests). */
   httpTimeouts?: Partial<HttpTimeouts>;
+  /** How often the dashboard's live stream looks for changed queues (default 200 ms). */
+  liveIntervalMs?: number;
 };
 
 export type HttpTimeouts = {
@@ -98,7 +101,7 @@ function githubRequestPolicy(options: OctokitOptions, throttle: boolean): Octoki
 
 /**
  * Starts Greenline: opens and migrates the database, registers the bootstrap token, and serves
- * Probot's webhook route, /healthz and /v1 on one port.
+ * Probot's webhook route, /healthz, /v1 and the web dashboard on one port.
  */
 export async function startGreenline(config: Config, options: StartOptions): Promise<Greenline> {
   const { log } = options;
@@ -147,8 +150,10 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
+    const web = createWebApp(services, log, { sessionSecret: config.sessionSecret, publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs });
     server.addHandler((req, res) => {
-      api(req, res);
+      if (isDashboardPath(req.url ?? "/")) web.handle(req, res);
+      else api(req, res);
       return true;
     });
     const http = await server.start();
@@ -164,6 +169,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       sandbox,
       async close() {
         const deadline = Date.now() + config.shutdownTimeoutMs;
+        // Live streams never end on their own: they end now, and browsers reconnect elsewhere.
+        web.close();
         const served = await Promise.all([settlesBy(worker.stop(), deadline), stopServing(server, http, responses, deadline)]);
         // The database waits for every transaction already asked for, including those of
         // requests whose client went away (their handlers still run).

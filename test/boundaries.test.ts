@@ -85,6 +85,12 @@ const PROBES: Probe[] = [
   refused("src/api/", `import "../webhooks/github.js";`),
   refused("src/api/", `import "../adapters/github/code-host.js";`),
 
+  allowed("src/web/", `import "../app/dashboard.js";`),
+  allowed("src/web/", `import "../api/operations.js";`),
+  refused("src/web/", `import "../store/queues.js";`),
+  refused("src/web/", `import "../worker/worker.js";`),
+  refused("src/web/", `import "../server.js";`),
+
   allowed("src/webhooks/", `import "../app/queue-events.js";`),
   allowed("src/webhooks/", `import "../net.js";`),
   refused("src/webhooks/", `import "../api/app.js";`),

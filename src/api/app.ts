@@ -55,10 +55,14 @@ function requireToken(services: Services, op?: Operation) {
     }
     const principal = await authenticate(services.db, token);
     if (!principal) return next(new AppError("unauthenticated", "unknown or revoked API token"));
+    if (op?.writes && principal.role !== "write") return next(readOnlyRefusal(op.operationId));
     res.locals.principal = principal;
     next();
   };
 }
+
+/** A read token asked for a change. */
+export const readOnlyRefusal = (what: string) => new AppError("permission_denied", `this API token is read-only (role "read"): ${what} needs a token with role "write"`);
 
 type Served = { services: Services; publicUrl: string | undefined; bundleUrls: BundleUrls };
 

@@ -36,6 +36,7 @@ export function buildOpenApiDocument(operations: Operation[]): JsonSchema {
       if (op.method === "get" && (status === "413" || status === "415")) continue;
       responses[status] = { description, ...errorResponse };
     }
+    if (op.writes) responses["403"] = { description: 'The x-api-token is read-only (role "read"): this operation changes something', ...errorResponse };
     const input = schemaOf(op.request, "input");
     const parameters =
       op.method === "get"

@@ -38,6 +38,8 @@ export type Operation<S extends z.ZodType = z.ZodType> = {
    * what the request says the run is for, checked by app/forked-runs.ts.
    */
   forkedRun?(input: z.output<S>): ForkedRunUpload;
+  /** The operation changes something: a read-only token is refused (403). */
+  writes?: true;
 };
 
 function operation<S extends z.ZodType>(op: Operation<S>): Operation {
@@ -73,6 +75,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "submitPullRequest",
+    writes: true,
     method: "post",
     path: "/submitPullRequest",
     summary: "Submit a pull request to the queue, or update its priority and batching if it is queued",
@@ -85,6 +88,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "cancelPullRequest",
+    writes: true,
     method: "post",
     path: "/cancelPullRequest",
     summary: "Remove a pull request from the queue",
@@ -97,6 +101,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "restartTestsOnPullRequest",
+    writes: true,
     method: "post",
     path: "/restartTestsOnPullRequest",
     summary: "Re-run the tests of a pull request in the queue",
@@ -127,6 +132,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "setImpactedTargets",
+    writes: true,
     method: "post",
     path: "/setImpactedTargets",
     summary: "Set the targets a pull request impacts (parallel mode builds lanes from them)",
@@ -149,6 +155,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "createQueue",
+    writes: true,
     method: "post",
     path: "/createQueue",
     summary: "Create a queue for a branch, optionally with any updateQueue setting",
@@ -158,6 +165,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "deleteQueue",
+    writes: true,
     method: "post",
     path: "/deleteQueue",
     summary: "Delete a queue that holds no pull requests still in play",
@@ -179,6 +187,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "updateQueue",
+    writes: true,
     method: "post",
     path: "/updateQueue",
     summary: "Change a queue's state or settings; omitted fields are unchanged",
@@ -237,6 +246,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "uploadTestResults",
+    writes: true,
     method: "post",
     path: "/flaky-tests/upload",
     summary: "Upload JUnit XML results of one CI job (atomic: all stored, or nothing)",
@@ -255,6 +265,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "setQuarantineSetting",
+    writes: true,
     method: "post",
     path: "/flaky-tests/set-quarantine-setting",
     summary: "Always or never quarantine a test, or return it to automatic quarantine",
@@ -264,6 +275,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "linkTicketToTestCase",
+    writes: true,
     method: "post",
     path: "/flaky-tests/link-ticket-to-test-case",
     summary: "Link a ticket to a test case (null unlinks)",
@@ -282,6 +294,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "updateFlakySettings",
+    writes: true,
     method: "post",
     path: "/flaky-tests/update-settings",
     summary: "Change a repository's detection and quarantine settings; tests are re-judged",
@@ -300,6 +313,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "createBundleUpload",
+    writes: true,
     method: "post",
     path: "/metrics/createBundleUpload",
     summary: "Trunk's analytics CLI: a signed, short-lived URL on Greenline to PUT a test bundle to (PUT /bundles/{id})",

@@ -61,5 +61,5 @@ export async function handlePullRequestComment(services: Services, comment: Pull
 /** The organization that owns the repository in Greenline, acting through a comment. */
 async function principalOf(services: Services, repo: RepoRef): Promise<Principal | null> {
   const owner = await services.db.read((tx) => repositoryOwnerByKey(tx, repositoryKey(repo)));
-  return owner ? { ...owner, tokenId: "" } : null;
+  return owner ? { ...owner, tokenId: "", role: "write" } : null;
 }

@@ -2,7 +2,8 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import type { Database, Tx } from "../store/database.js";
 import * as tokenStore from "../store/tokens.js";
 
-export type { TokenSummary } from "../store/tokens.js";
+export type { TokenRole, TokenSummary } from "../store/tokens.js";
+export { TOKEN_ROLES } from "../store/tokens.js";
 
 const TOKEN_PREFIX = "glt_";
 
@@ -15,7 +16,10 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
-export type Principal = { organizationId: string; organizationSlug: string; tokenId: string };
+/** Who is asking: the token's organization and role ("read" tokens may only read). */
+export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole };
+
+const principalOf = (row: tokenStore.TokenOwner): Principal => ({ organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id, role: row.role });
 
 /**
  * The organization a token belongs to, or null. The lookup goes by the token's hash (so the
@@ -27,7 +31,14 @@ export async function authenticate(db: Database, token: string): Promise<Princip
   const row = await tokenStore.tokenByHash(db, hash);
   if (!row || row.revoked) return null;
   if (!timingSafeEqual(Buffer.from(row.tokenHash, "hex"), Buffer.from(hash, "hex"))) return null;
-  return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id };
+  return principalOf(row);
+}
+
+/** The principal of the token `tokenId` if it still counts (not revoked), else null: a dashboard session's re-check. */
+export async function authenticateTokenId(db: Database, tokenId: string): Promise<Principal | null> {
+  if (tokenId.length === 0 || tokenId.length > 64) return null;
+  const row = await tokenStore.tokenById(db, tokenId);
+  return row && !row.revoked ? principalOf(row) : null;
 }
 
 /** The organization `slug`, created if needed. Replicas starting together may race: the insert is a no-op for the loser. */
@@ -36,7 +47,7 @@ export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: st
 }
 
 /** Registers `token` for the organization `slug`, creating it if needed. Idempotent. */
-export async function registerToken(db: Database, slug: string, token: string, name: string): Promise<{ id: string; created: boolean }> {
+export async function registerToken(db: Database, slug: string, token: string, name: string, role: tokenStore.TokenRole = "write"): Promise<{ id: string; created: boolean }> {
   const hash = hashToken(token);
   return db.transaction(async (tx) => {
     const org = await ensureOrganization(tx, slug);
@@ -47,15 +58,15 @@ export async function registerToken(db: Database, slug: string, token: string, n
       return { id: existing.id, created: false };
     }
     const id = randomUUID();
-    const row = await tokenStore.insertToken(tx, { id, organizationId: org.id, name, hash });
+    const row = await tokenStore.insertToken(tx, { id, organizationId: org.id, name, hash, role });
     if (row.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
     return { id: row.id, created: row.id === id };
   });
 }
 
-export async function createToken(db: Database, slug: string, name: string): Promise<{ id: string; token: string }> {
+export async function createToken(db: Database, slug: string, name: string, role: tokenStore.TokenRole = "write"): Promise<{ id: string; token: string }> {
   const token = generateToken();
-  const { id } = await registerToken(db, slug, token, name);
+  const { id } = await registerToken(db, slug, token, name, role);
   return { id, token };
 }
 

@@ -17,6 +17,7 @@ export type Out = (line: string) => void;
 export const OPTIONS = {
   org: { type: "string" },
   name: { type: "string" },
+  role: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
   url: { type: "string" },

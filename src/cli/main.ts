@@ -35,14 +35,16 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
     case "token create": {
       const org = option(values, "org");
       if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
-      const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli"));
-      out(`Created token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
+      const role = values.role ?? "write";
+      if (role !== "write" && role !== "read") throw new UsageError("--role must be write (every operation, the default) or read (reads only: viewers)");
+      const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli", role));
+      out(`Created ${role} token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
       out(token);
       return 0;
     }
     case "token list": {
       const tokens = await withDatabase((db, { listTokens }) => listTokens(db, option(values, "org")));
-      for (const t of tokens) out(`${t.id}\t${t.name}\tcreated ${t.createdAt.toISOString()}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : "active"}`);
+      for (const t of tokens) out(`${t.id}\t${t.name}\t${t.role}\tcreated ${t.createdAt.toISOString()}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : "active"}`);
       if (tokens.length === 0) out("no tokens");
       return 0;
     }

@@ -29,9 +29,14 @@ const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_
 
 export const COMMANDS: Record<string, CommandHelp> = {
   "token create": {
-    usage: "greenline token create --org <slug> [--name <label>]",
+    usage: "greenline token create --org <slug> [--name <label>] [--role write|read]",
     summary: "Create an API token; prints it as the last line.",
-    options: ["--org <slug>         the organization it belongs to", "--name <label>       a label shown by token list (default: cli)", DATABASE_NOTE],
+    options: [
+      "--org <slug>         the organization it belongs to",
+      "--name <label>       a label shown by token list (default: cli)",
+      "--role write|read    write: every operation (default); read: reads only (dashboard viewers)",
+      DATABASE_NOTE,
+    ],
   },
   "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
   "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },

@@ -99,7 +99,7 @@ export async function receiveBundle(
   validate: (input: UploadInput) => UploadInput,
 ): Promise<ReceivedBundle> {
   const grant = verify(urls, request.id, request.query, services.now());
-  const principal: Principal = { organizationId: grant.org, organizationSlug: grant.slug, tokenId: grant.token };
+  const principal: Principal = { organizationId: grant.org, organizationSlug: grant.slug, tokenId: grant.token, role: "write" };
   if (await services.db.sqlRead((sql) => uploadExists(sql, grant.id))) return { id: grant.id, stored: false, test_cases: 0, failures: 0 };
   let bundle: Bundle;
   try {

@@ -8,7 +8,7 @@ export type StoredTransition = { id: string; entryId: string; queueId: string; f
 
 /** What the metrics of an organization's queues are computed from. */
 export type MetricsData = {
-  queues: { id: string; branch: string; repository: { owner: string; name: string } }[];
+  queues: { id: string; branch: string; state: string; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
   /** The transitions since the window started. */
@@ -33,7 +33,7 @@ function toTransition(row: TransitionRow): StoredTransition {
 export async function loadMetricsData(tx: Tx, organizationId: string, repositoryKey: string | undefined, windowStart: Date): Promise<MetricsData> {
   const queues = await tx.queue.findMany({
     where: { repository: { organizationId, ...(repositoryKey ? { key: repositoryKey } : {}) } },
-    select: { id: true, branch: true, repository: { select: { owner: true, name: true } } },
+    select: { id: true, branch: true, state: true, repository: { select: { host: true, owner: true, name: true } } },
   });
   const ids = queues.map((q) => q.id);
   const counts = await tx.queueEntry.groupBy({

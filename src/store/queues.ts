@@ -191,3 +191,9 @@ export async function findQueueInRepository(tx: Tx, id: string): Promise<QueueIn
   const row = await tx.queue.findUnique({ where: { id }, include: { repository: true } });
   return row && { ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } };
 }
+
+/** The current version of each of the queues that still exist (the dashboard's live updates watch them). */
+export async function versionsOf(tx: Tx, ids: string[]): Promise<Map<string, number>> {
+  const rows = await tx.queue.findMany({ where: { id: { in: ids } }, select: { id: true, version: true } });
+  return new Map(rows.map((row) => [row.id, Number(row.version)]));
+}

@@ -122,3 +122,17 @@ export async function runsStartedSince(tx: Tx, queueId: string, since: Date, lim
   const rows = await tx.testRun.findMany({ where: { queueId, startedAt: { gte: since } }, orderBy: { startedAt: "desc" }, take: limit });
   return rows.map(toTestRun);
 }
+
+/** The queue's running runs, oldest first. */
+export async function runningRunsOf(tx: Tx, queueId: string): Promise<TestRun[]> {
+  const rows = await tx.testRun.findMany({ where: { queueId, status: "running" }, orderBy: { startedAt: "asc" } });
+  return rows.map(toTestRun).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || runNumberOf(a.runId) - runNumberOf(b.runId));
+}
+
+const runNumberOf = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
+
+/** How many runs each of the queues started at or after `since`. */
+export async function runCountsSince(tx: Tx, queueIds: string[], since: Date): Promise<Map<string, number>> {
+  const rows = await tx.testRun.groupBy({ by: ["queueId"], where: { queueId: { in: queueIds }, startedAt: { gte: since } }, _count: { _all: true } });
+  return new Map(rows.map((row) => [row.queueId, row._count._all]));
+}

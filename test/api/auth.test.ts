@@ -113,4 +113,23 @@ describe.each(BACKENDS)("authentication and organizations on $name", (backend) =
     expect(all).not.toContain(server.api.token);
     expect(all).not.toContain(globex.token);
   });
+  test("a read token reads but every write operation refuses it (403, naming the role)", async () => {
+    const { createToken } = await import("../../src/auth/tokens.js");
+    const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
+    const { ApiClient } = await import("../support/harness.js");
+    const viewer = new ApiClient(server.url, token);
+    expect((await viewer.ok("getQueue", queueOf())).enqueuedPullRequests).toHaveLength(1);
+    expect((await viewer.ok("getSubmittedPullRequest", prOf(1))).state).toBeDefined();
+    for (const [op, body] of [
+      ["updateQueue", { ...queueOf(), state: "paused" }],
+      ["submitPullRequest", prOf(2)],
+      ["cancelPullRequest", prOf(1)],
+      ["createQueue", queueOf("other")],
+    ] as const) {
+      const response = await viewer.call(op, body);
+      expect([op, response.status, response.body.error.code]).toEqual([op, 403, "permission_denied"]);
+      expect(response.body.error.message).toContain('read-only (role "read")');
+    }
+    expect((await server.api.ok("getQueue", queueOf())).state).toBe("running");
+  });
 });

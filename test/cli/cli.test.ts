@@ -58,8 +58,18 @@ describe.each(BACKENDS)("greenline CLI on $name", (backend) => {
     expect((await client.call("getQueue", queueOf())).status).toBe(404);
   });
 
+  test("token create --role read makes a viewer's token: it reads, and the API refuses its writes", async () => {
+    const created = await greenline(server.databaseUrl, "token", "create", "--org", "acme", "--name", "viewer", "--role", "read");
+    expect(created.stdout).toContain("Created read token");
+    const viewer = new ApiClient(server.url, created.stdout.trim().split("\n").at(-1)!);
+    expect((await viewer.call("getQueue", queueOf())).status).toBe(200);
+    expect((await viewer.call("updateQueue", { ...queueOf(), state: "paused" })).status).toBe(403);
+    expect((await greenline(server.databaseUrl, "token", "list", "--org", "acme")).stdout).toMatch(/\tviewer\tread\tcreated /);
+  });
+
   test("mistakes are reported with usage and exit code 2", async () => {
     expect((await greenline(server.databaseUrl, "token", "create")).code).toBe(2);
+    expect((await greenline(server.databaseUrl, "token", "create", "--org", "acme", "--role", "admin")).code).toBe(2);
     expect((await greenline(server.databaseUrl, "token", "create", "--org", "bad slug!")).code).toBe(2);
     expect((await greenline(server.databaseUrl, "frobnicate")).code).toBe(2);
     const missing = await greenline(server.databaseUrl, "token", "revoke", "no-such-id");

@@ -104,6 +104,11 @@ describe("the container image (Dockerfile, compose.yaml)", () => {
     expect(existsSync(join(root, "proto/trunk/test_context.proto"))).toBe(true);
   });
 
+  test("ships the dashboard's own client module and stylesheet, which the service reads at start", () => {
+    expect(runtimeInstructions().some((line) => /^COPY\s.*\s(\.\/|\/app\/)?src\/web\/assets\/?$/.test(line))).toBe(true);
+    for (const file of ["app.js", "app.css"]) expect(existsSync(join(root, "src/web/assets", file))).toBe(true);
+  });
+
   test("compose.yaml runs PostgreSQL 15 and sets only variables Greenline reads, with values it accepts", () => {
     expect(read("compose.yaml")).toMatch(/^ {4}image: postgres:15$/m);
     const env = composeEnvironment("greenline");

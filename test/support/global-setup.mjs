@@ -1,4 +1,5 @@
 // Plain JavaScript: Jest loads global setup outside its module transform.
+import { existsSync } from "node:fs";
 import pg from "pg";
 
 const url = process.env.GREENLINE_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -20,7 +21,21 @@ async function reachable() {
  * Decides once whether the PostgreSQL suites run. Without a server they are skipped with a
  * notice, except where GREENLINE_REQUIRE_POSTGRES=1 (CI), where that is a failure.
  */
+/**
+ * Decides once whether the browser suites (test/web/*browser*) run: they need Chromium (Debian's
+ * `chromium`, or GREENLINE_CHROMIUM). Without it they are skipped with a notice, except where
+ * GREENLINE_REQUIRE_BROWSER=1 (CI), where that is a failure.
+ */
+function checkBrowser() {
+  const path = process.env.GREENLINE_CHROMIUM ?? "/usr/bin/chromium";
+  const ok = existsSync(path);
+  if (!ok && process.env.GREENLINE_REQUIRE_BROWSER === "1") throw new Error(`GREENLINE_REQUIRE_BROWSER=1 but there is no Chromium at ${path} (apt-get install chromium)`);
+  process.env.GREENLINE_TEST_BROWSER = ok ? "1" : "0";
+  if (!ok) console.warn(`\n*** No Chromium at ${path}: the dashboard's browser suites are SKIPPED. Install Debian's chromium or set GREENLINE_CHROMIUM. ***\n`);
+}
+
 export default async function globalSetup() {
+  checkBrowser();
   const ok = await reachable();
   if (!ok && process.env.GREENLINE_REQUIRE_POSTGRES === "1") {
     throw new Error(`GREENLINE_REQUIRE_POSTGRES=1 but PostgreSQL is not reachable at ${url}`);

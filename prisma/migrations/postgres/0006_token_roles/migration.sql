@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "ApiToken" ADD COLUMN     "role" TEXT NOT NULL DEFAULT 'write';
+

@@ -1,0 +1,156 @@
+import type { Principal } from "../auth/tokens.js";
+import type { QueueState } from "../domain/states.js";
+import { isTerminal } from "../domain/states.js";
+import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
+import { versionsOf } from "../store/queues.js";
+import { runCountsSince, runningRunsOf } from "../store/runs.js";
+import { measureEntry } from "./metrics.js";
+import { listPullRequests } from "./pull-request-list.js";
+import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "./queues.js";
+import type { MergeItemRecord } from "./records.js";
+import type { Services } from "./services.js";
+
+/**
+ * What the web dashboard reads, composed from the same store queries and application services
+ * the API answers with (getQueue, listPullRequests, the metrics' durations): no second data path.
+ */
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+
+export type QueueSummary = {
+  repo: { host: string; owner: string; name: string };
+  branch: string;
+  state: QueueState;
+  /** PRs in line (not counting those waiting for readiness). */
+  depth: number;
+  /** PRs waiting for readiness (not_ready). */
+  waiting: number;
+  /** PRs testing now. */
+  testing: number;
+  merged24h: number;
+  failed24h: number;
+  /** Time in queue of the PRs that concluded in the last 24 h, seconds; null when none did. */
+  timeInQueueP50: number | null;
+  timeInQueueP95: number | null;
+  /** Runs started in the last 24 h per PR merged then; null when none merged. */
+  runsPerMerged: number | null;
+  /** Why nothing moves, when the queue says so itself. */
+  blockedReason: string | null;
+  /** PRs merged in each of the last 24 hours, oldest first, and each hour's start (ms since the epoch). */
+  trend: { hours: number[]; merged: number[]; failed: number[] };
+};
+
+const BLOCKED_REASONS: Partial<Record<QueueState, string>> = {
+  paused: "Paused: nothing starts testing and nothing merges until it is resumed",
+  draining: "Draining: runs in flight finish, nothing new starts testing",
+  switching_modes: "Switching modes: waits for the runs in flight to finish",
+};
+
+/** The quantile `q` (0..1) of `values` by the nearest rank; null when there are none. */
+export function quantile(values: number[], q: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/** Every queue of the principal's organization with its figures of the last 24 hours, by repository and branch. */
+export async function queueOverview(services: Services, principal: Principal): Promise<QueueSummary[]> {
+  const now = services.now().getTime();
+  const windowStart = new Date(now - DAY_MS);
+  const { data, runCounts } = await services.db.read(async (tx) => {
+    const data = await loadMetricsData(tx, principal.organizationId, undefined, windowStart);
+    const runCounts = await runCountsSince(
+      tx,
+      data.queues.map((q) => q.id),
+      windowStart,
+    );
+    return { data, runCounts };
+  });
+  const firstHour = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
+  const hours = Array.from({ length: 24 }, (_, i) => firstHour + i * HOUR_MS);
+  const byEntry = new Map<string, StoredTransition[]>();
+  for (const t of data.histories) byEntry.set(t.entryId, [...(byEntry.get(t.entryId) ?? []), t]);
+  return data.queues
+    .map((queue): QueueSummary => {
+      const counts = data.counts.filter((c) => c.queueId === queue.id);
+      const count = (test: (state: string) => boolean) => counts.filter((c) => test(c.state)).reduce((sum, c) => sum + c.count, 0);
+      const recent = data.recent.filter((t) => t.queueId === queue.id && isTerminal(t.toState));
+      const merged = new Array<number>(24).fill(0);
+      const failed = new Array<number>(24).fill(0);
+      for (const t of recent) {
+        const hour = Math.floor((t.at.getTime() - firstHour) / HOUR_MS);
+        if (hour < 0 || hour > 23) continue;
+        if (t.toState === "merged") merged[hour]!++;
+        if (t.toState === "failed") failed[hour]!++;
+      }
+      const timesInQueue = [...byEntry.values()].filter((h) => h[0]!.queueId === queue.id).flatMap((h) => measureEntry(h, windowStart).timesInQueue);
+      const merged24h = recent.filter((t) => t.toState === "merged").length;
+      const state = queue.state as QueueState;
+      return {
+        repo: queue.repository,
+        branch: queue.branch,
+        state,
+        depth: count((s) => s !== "not_ready"),
+        waiting: count((s) => s === "not_ready"),
+        testing: count((s) => s === "testing"),
+        merged24h,
+        failed24h: recent.filter((t) => t.toState === "failed").length,
+        timeInQueueP50: quantile(timesInQueue, 0.5),
+        timeInQueueP95: quantile(timesInQueue, 0.95),
+        runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
+        blockedReason: BLOCKED_REASONS[state] ?? null,
+        trend: { hours, merged, failed },
+      };
+    })
+    .sort((a, b) => `${a.repo.host}/${a.repo.owner}/${a.repo.name}/${a.branch}`.localeCompare(`${b.repo.host}/${b.repo.owner}/${b.repo.name}/${b.branch}`));
+}
+
+export type RunView = {
+  runId: string;
+  kind: "main" | "bisection";
+  /** PRs the run tests on top of (in line ahead, not yet merged). */
+  stackedOn: number[];
+  /** PRs whose result the run decides. */
+  tested: number[];
+  startedAt: string;
+  testBranch: string | null;
+  checks: { context: string; state: string }[];
+};
+
+export type QueueLine = {
+  /** getQueue's answer. */
+  queue: QueueWithEntries;
+  blockedReason: string | null;
+  runs: RunView[];
+  /** PRs that concluded in the last 24 h, latest submitted first (at most 10). */
+  concluded: MergeItemRecord[];
+};
+
+/** The queue page: getQueue's record and line, the runs in flight, and what concluded lately. */
+export async function queueLine(services: Services, principal: Principal, address: QueueAddress): Promise<QueueLine> {
+  const { id } = await findQueueVersion(services, principal, address);
+  const queue = JSON.parse(await getQueueJson(services, principal, address)) as QueueWithEntries;
+  const runs = await services.db.read((tx) => runningRunsOf(tx, id));
+  const since = new Date(services.now().getTime() - DAY_MS);
+  const { pullRequests } = await listPullRequests(services, principal, { ...address, since, take: 10 });
+  return {
+    queue,
+    blockedReason: BLOCKED_REASONS[queue.state] ?? null,
+    runs: runs.map((run) => ({
+      runId: run.runId,
+      kind: run.kind,
+      stackedOn: run.stack.filter((n) => !run.tested.includes(n)),
+      tested: run.tested,
+      startedAt: run.startedAt.toISOString(),
+      testBranch: run.testBranch,
+      checks: Object.entries(run.statusChecks).map(([context, check]) => ({ context, state: check.state })),
+    })),
+    concluded: pullRequests,
+  };
+}
+
+/** The current version of each queue id given (absent: deleted); the live stream compares them. */
+export async function queueVersions(services: Services, ids: string[]): Promise<Map<string, number>> {
+  return services.db.read((tx) => versionsOf(tx, ids));
+}

@@ -1,0 +1,242 @@
+import express, { type NextFunction, type Request, type Response } from "express";
+import { readOnlyRefusal } from "../api/app.js";
+import { HTTP_STATUS, toAppError, validationError } from "../api/errors.js";
+import { OPERATIONS } from "../api/operations.js";
+import { queueLine, queueOverview } from "../app/dashboard.js";
+import { AppError } from "../app/errors.js";
+import { findQueueVersion, type QueueAddress } from "../app/queues.js";
+import type { Services } from "../app/services.js";
+import { authenticate, authenticateTokenId, type Principal } from "../auth/tokens.js";
+import { bundleUrls as makeBundleUrls } from "../flaky/bundle-uploads.js";
+import type { Logger } from "../log.js";
+import { Assets } from "./assets.js";
+import type { Html } from "./html.js";
+import { errorPage, type Viewer } from "./layout.js";
+import { LiveHub } from "./live.js";
+import { overviewPage } from "./pages/overview.js";
+import { actionAnswer, liveSection, type Notice, queuePage } from "./pages/queue.js";
+import { signInPage } from "./pages/sign-in.js";
+import { cookieOf, SESSION_COOKIE, SESSION_MS, SessionKeys, sessionCookie } from "./session.js";
+import { settingsUpdate } from "./settings-form.js";
+
+export type WebOptions = {
+  /** GREENLINE_SESSION_SECRET: signs session cookies; unset, a random key per process (sessions end on restart). */
+  sessionSecret?: string | undefined;
+  /** GREENLINE_PUBLIC_URL: the origin state-changing requests must come from; unset, the request's own. */
+  publicUrl?: string | undefined;
+  /** How often the live stream looks for changed queues. */
+  liveIntervalMs?: number;
+};
+
+/** The paths the dashboard serves; everything else is the API's (server.ts routes by this). */
+export function isDashboardPath(url: string): boolean {
+  const path = url.split("?")[0]!;
+  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || /^\/(queues|assets|actions)\//.test(path);
+}
+
+/**
+ * The headers of every dashboard answer: a CSP that allows only Greenline's own scripts and
+ * styles (no inline script, no eval), no framing, no MIME sniffing, no referrer to other sites.
+ */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+  res.setHeader("content-security-policy", CSP);
+  res.setHeader("x-content-type-options", "nosniff");
+  res.setHeader("x-frame-options", "DENY");
+  res.setHeader("referrer-policy", "same-origin");
+  res.setHeader("cross-origin-opener-policy", "same-origin");
+  next();
+}
+
+type Locals = { viewer?: Viewer; cookie?: string };
+
+export type WebApp = { handle: express.Express; close(): void };
+
+/** The web dashboard: server-rendered pages (htmx for actions and live updates) on the API's port. */
+export function createWebApp(services: Services, log: Logger, options: WebOptions = {}): WebApp {
+  const assets = new Assets();
+  const keys = new SessionKeys(options.sessionSecret);
+  const hub = new LiveHub(services, log, { intervalMs: options.liveIntervalMs });
+  const bundleUrls = makeBundleUrls();
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(securityHeaders);
+
+  const originOf = (req: Request) => options.publicUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
+  const secure = (req: Request) => originOf(req).startsWith("https:");
+  const send = (res: Response, status: number, page: Html): void => {
+    res.status(status).type("html").setHeader("cache-control", "no-store").send(page.text);
+  };
+
+  app.get("/assets/:file", (req, res) => {
+    const asset = assets.byUrl(req.path);
+    if (!asset) return send(res, 404, errorPage(assets, null, 404, "No such page."));
+    const gzip = /\bgzip\b/.test(req.get("accept-encoding") ?? "");
+    res.setHeader("content-type", asset.type);
+    res.setHeader("cache-control", "public, max-age=31536000, immutable");
+    res.setHeader("vary", "accept-encoding");
+    if (gzip) res.setHeader("content-encoding", "gzip");
+    res.send(gzip ? asset.gzip : asset.body);
+  });
+
+  /** State-changing requests must come from the dashboard's own pages (Origin, else Sec-Fetch-Site). */
+  function sameOrigin(req: Request): boolean {
+    const origin = req.get("origin");
+    if (origin !== undefined) return origin === originOf(req);
+    const site = req.get("sec-fetch-site");
+    return site === undefined || site === "same-origin";
+  }
+
+  /** The session's viewer, its token re-checked (revoked: signed out at once); undefined when there is none. */
+  async function viewerOf(req: Request): Promise<{ viewer: Viewer; cookie: string } | undefined> {
+    const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
+    const session = keys.open(cookie, Date.now());
+    if (!cookie || !session) return undefined;
+    const principal = await authenticateTokenId(services.db, session.tokenId);
+    if (!principal || principal.organizationId !== session.organizationId) return undefined;
+    return { viewer: { principal, csrf: keys.csrfToken(cookie) }, cookie };
+  }
+
+  const urlencoded = express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 200 });
+
+  /** Pages: a session, or the sign-in page (the address to come back to kept). */
+  const page = async (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
+    const found = await viewerOf(req);
+    if (!found) {
+      if (req.path === "/events" || req.method !== "GET") return send(res, 401, errorPage(assets, null, 401, "Sign in first."));
+      return res.redirect(303, `/sign-in?next=${encodeURIComponent(req.originalUrl)}`);
+    }
+    res.locals.viewer = found.viewer;
+    res.locals.cookie = found.cookie;
+    next();
+  };
+
+  /** Every POST of a signed-in page: same origin and the session's CSRF token (a form field or the X-CSRF-Token header). */
+  const csrf = (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
+    const given = (req.body as Record<string, unknown> | undefined)?.csrf ?? req.get("x-csrf-token");
+    if (!sameOrigin(req) || !keys.checkCsrf(res.locals.cookie!, typeof given === "string" ? given : undefined)) {
+      return send(res, 403, errorPage(assets, res.locals.viewer ?? null, 403, "This request did not come from a Greenline page (CSRF check failed): reload the page and try again."));
+    }
+    next();
+  };
+
+  const safeNext = (value: unknown) => (typeof value === "string" && /^\/(?![/\\])/.test(value) ? value : "/");
+
+  app.get("/sign-in", (req, res) => {
+    send(res, 200, signInPage(assets, { next: safeNext(req.query.next) }));
+  });
+
+  app.post("/sign-in", urlencoded, async (req, res) => {
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    const next = safeNext(form.next);
+    if (!sameOrigin(req)) return send(res, 403, errorPage(assets, null, 403, "This request did not come from a Greenline page."));
+    const token = typeof form.token === "string" ? form.token.trim() : "";
+    const principal = token ? await authenticate(services.db, token) : null;
+    if (!principal) return send(res, 401, signInPage(assets, { next, error: token ? "Unknown or revoked API token." : "token: required" }));
+    const value = keys.seal({ tokenId: principal.tokenId, organizationId: principal.organizationId, expiresAt: Date.now() + SESSION_MS });
+    res.setHeader("set-cookie", sessionCookie(value, { secure: secure(req), maxAgeSeconds: SESSION_MS / 1000 }));
+    res.redirect(303, next);
+  });
+
+  app.post("/sign-out", urlencoded, page, csrf, (req, res) => {
+    res.setHeader("set-cookie", sessionCookie("", { secure: secure(req), maxAgeSeconds: 0 }));
+    res.redirect(303, "/sign-in");
+  });
+
+  app.get("/", page, async (_req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    send(res, 200, overviewPage(assets, viewer, await queueOverview(services, viewer.principal)));
+  });
+
+  app.get("/queues/:host/:owner/:repo/*branch", page, async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    const branch = (req.params as unknown as { branch: string[] }).branch.join("/");
+    const address: QueueAddress = { repo: { host: String(req.params.host), owner: String(req.params.owner), name: String(req.params.repo) }, targetBranch: branch };
+    const line = await queueLine(services, viewer.principal, address);
+    const now = services.now();
+    if (req.query.part === "live") return send(res, 200, liveSection(viewer, address, line, now));
+    send(res, 200, queuePage(assets, viewer, address, line, now));
+  });
+
+  app.get("/events", page, async (req, res: Response<unknown, Locals>) => {
+    const address = addressOf(String(req.query.queue ?? ""));
+    if (!address) throw new AppError("not_found", "no such queue");
+    // Another organization's queue is not found, exactly like a missing one.
+    const { id, version } = await findQueueVersion(services, res.locals.viewer!.principal, address);
+    hub.watch(id, version, res);
+  });
+
+  app.post("/actions/queue", urlencoded, page, csrf, async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    const form = req.body as Record<string, unknown>;
+    const address: QueueAddress = { repo: { host: String(form.host ?? ""), owner: String(form.owner ?? ""), name: String(form.repo ?? "") }, targetBranch: String(form.branch ?? "") };
+    const notice = await act(services, viewer.principal, address, form, bundleUrls, originOf(req));
+    const status = notice.kind === "ok" ? 200 : notice.status;
+    if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
+    const line = await queueLine(services, viewer.principal, address);
+    const now = services.now();
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, notice.kind === "ok" && form.action === "settings"));
+    send(res, status, queuePage(assets, viewer, address, line, now, notice));
+  });
+
+  app.use((_req, res: Response<unknown, Locals>) => {
+    send(res, 404, errorPage(assets, res.locals.viewer ?? null, 404, "No such page."));
+  });
+  app.use((error: unknown, _req: Request, res: Response<unknown, Locals>, _next: NextFunction) => {
+    const appError = toAppError(error, log);
+    const status = HTTP_STATUS[appError.code];
+    // Not found is worded alike whatever was missing (or another organization's).
+    const message = status === 404 ? "No such page." : status >= 500 ? "Something went wrong; it has been logged." : appError.message;
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    send(res, status, errorPage(assets, res.locals.viewer ?? null, status, message));
+  });
+
+  return { handle: app, close: () => hub.close() };
+}
+
+/** "host/owner/repo/branch/with/slashes" → the queue's address. */
+function addressOf(value: string): QueueAddress | null {
+  const [host, owner, name, ...branch] = value.split("/");
+  if (!host || !owner || !name || branch.length === 0 || branch.join("/") === "") return null;
+  return { repo: { host, owner, name }, targetBranch: branch.join("/") };
+}
+
+type ActionOutcome = { kind: "ok"; text: string } | { kind: "error"; text: string; status: number };
+
+/** What each action of the queue page asks of the API's operations, and what it says when done. */
+const ACTIONS: Record<string, { operationId: string; body(form: Record<string, unknown>): Record<string, unknown>; done: string }> = {
+  pause: { operationId: "updateQueue", body: () => ({ state: "paused" }), done: "The queue is paused." },
+  resume: { operationId: "updateQueue", body: () => ({ state: "running" }), done: "The queue is running." },
+  drain: { operationId: "updateQueue", body: () => ({ state: "draining" }), done: "The queue is draining." },
+  settings: { operationId: "updateQueue", body: (form) => settingsUpdate(form), done: "Settings saved." },
+  cancel: { operationId: "cancelPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Cancelled." },
+  restart: { operationId: "restartTestsOnPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Tests restarted." },
+  priority: { operationId: "submitPullRequest", body: (form) => ({ pr: { number: form.pr }, priority: form.priority }), done: "Priority changed." },
+};
+
+/**
+ * Carries out an action through the API's own operation: the same validation, the same
+ * application service, the same refusal for a read-only token. Refusals come back as notices
+ * with the application's message verbatim.
+ */
+async function act(services: Services, principal: Principal, address: QueueAddress, form: Record<string, unknown>, bundleUrls: ReturnType<typeof makeBundleUrls>, origin: string): Promise<Notice & ActionOutcome> {
+  const action = ACTIONS[String(form.action ?? "")];
+  try {
+    if (!action) throw new AppError("invalid_argument", `action: must be one of ${Object.keys(ACTIONS).join(", ")}`);
+    const op = OPERATIONS.find((o) => o.operationId === action.operationId)!;
+    if (op.writes && principal.role !== "write") throw readOnlyRefusal(op.operationId);
+    const parsed = op.request.safeParse({ ...action.body(form), repo: address.repo, targetBranch: address.targetBranch });
+    if (!parsed.success) throw validationError(parsed.error.issues);
+    await op.handle({ services, principal, origin, bundleUrls }, parsed.data);
+    const pr = typeof form.pr === "string" ? `#${form.pr}: ` : "";
+    return { kind: "ok", text: `${pr}${action.done}` };
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return { kind: "error", text: error.message, status: HTTP_STATUS[error.code] };
+  }
+}

@@ -1,0 +1,66 @@
+import type { Principal } from "../auth/tokens.js";
+import type { Assets } from "./assets.js";
+import { html, type Html } from "./html.js";
+
+/** Who is looking at a page: the session's principal and the CSRF token of its forms. */
+export type Viewer = { principal: Principal; csrf: string };
+
+export const canWrite = (viewer: Viewer) => viewer.principal.role === "write";
+
+/**
+ * htmx as the page's CSP allows it: no indicator <style> of its own, no eval, no inline scripts
+ * in swapped content; error answers (4xx/5xx) are swapped too, so the API's refusal shows verbatim.
+ */
+const HTMX_CONFIG = JSON.stringify({
+  includeIndicatorStyles: false,
+  allowEval: false,
+  allowScriptTags: false,
+  selfRequestsOnly: true,
+  responseHandling: [
+    { code: "204", swap: false },
+    { code: "[2345]..", swap: true, error: false },
+  ],
+});
+
+/** The one layout of every page. */
+export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string }): Html {
+  const { viewer } = options;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="htmx-config" content="${HTMX_CONFIG}">
+${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
+<title>${options.title} · Greenline</title>
+<link rel="stylesheet" href="${assets.url("uplot.css")}">
+<link rel="stylesheet" href="${assets.url("app.css")}">
+<script src="${assets.url("htmx.js")}" defer></script>
+<script src="${assets.url("htmx-sse.js")}" defer></script>
+<script src="${assets.url("uplot.js")}" defer></script>
+<script src="${assets.url("app.js")}" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+<a class="brand" href="/">Greenline</a>
+${
+  viewer
+    ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a></nav>
+<div class="who"><span>${viewer.principal.organizationSlug}</span>${canWrite(viewer) ? "" : html` <span class="badge">read-only</span>`}
+<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
+    : ""
+}
+</header>
+<main id="main">
+${options.body}
+</main>
+</body>
+</html>`;
+}
+
+/** A page for an error: its status and a plain sentence, nothing more (no stack, no internals). */
+export function errorPage(assets: Assets, viewer: Viewer | null, status: number, message: string): Html {
+  const title = status === 404 ? "Not found" : status === 403 ? "Refused" : status === 401 ? "Sign in needed" : "Error";
+  return layout(assets, { title, viewer, body: html`<h1>${title}</h1><p role="alert">${message}</p><p><a href="/">Back to the queues</a></p>` });
+}

@@ -1,0 +1,22 @@
+import type { RepoRef } from "../../ports/code-host.js";
+
+/** "3 min", "2 h 5 min": a duration in seconds as people read it. */
+export function duration(seconds: number | null): string {
+  if (seconds === null) return "—";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+}
+
+export function since(iso: string, now: Date): string {
+  return duration(Math.max(0, (now.getTime() - Date.parse(iso)) / 1000));
+}
+
+/** The queue page's address: a deep link that can be pasted anywhere. */
+export function queuePath(repo: RepoRef, branch: string): string {
+  return `/queues/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${branch.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+export const words = (value: string) => value.replaceAll("_", " ");

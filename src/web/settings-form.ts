@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { ZQueueSettings } from "../api/schemas.js";
+import type { QueueRecord } from "../app/records.js";
+import { html, type Html } from "./html.js";
+
+/**
+ * The queue settings form, generated from the zod schema updateQueue validates with: a field per
+ * setting, its kind, bounds and choices taken from the schema, so a setting added to the API
+ * appears here without more code. Every field starts empty ("unchanged"): only what the
+ * operator changes is sent, and the API's own validation judges it.
+ */
+type JsonField = { type?: string; enum?: string[]; minimum?: number; maximum?: number; items?: JsonField; maxItems?: number };
+
+/** Set by their own buttons (pause, resume, drain), not by the form. */
+const NOT_IN_FORM = new Set(["state"]);
+
+export type SettingField = { name: string; kind: "boolean" | "integer" | "choice" | "list"; choices: string[]; minimum?: number; maximum?: number };
+
+export const SETTING_FIELDS: SettingField[] = Object.entries((z.toJSONSchema(ZQueueSettings, { io: "input", unrepresentable: "any" }) as { properties: Record<string, JsonField> }).properties)
+  .filter(([name]) => !NOT_IN_FORM.has(name))
+  .map(([name, field]): SettingField => {
+    if (field.type === "boolean") return { name, kind: "boolean", choices: ["true", "false"] };
+    if (field.type === "integer" || field.type === "number") return { name, kind: "integer", choices: [], minimum: field.minimum, maximum: field.maximum };
+    if (field.type === "array") return { name, kind: "list", choices: [] };
+    // caseInsensitiveEnum accepts UPPERCASE too: offer each value once.
+    return { name, kind: "choice", choices: [...new Set((field.enum ?? []).map((v) => v.toLowerCase()))] };
+  });
+
+/** "batchingMinSize" → "Batching min size". */
+function labelOf(name: string): string {
+  const words = name.replace(/([A-Z])/g, " $1").toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function currentOf(queue: QueueRecord, name: string): string {
+  const value = (queue as Record<string, unknown>)[name];
+  if (Array.isArray(value)) return value.join(", ") || "none";
+  return value === undefined ? "—" : String(value);
+}
+
+function fieldHtml(field: SettingField, queue: QueueRecord): Html {
+  const id = `setting-${field.name}`;
+  const current = currentOf(queue, field.name);
+  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span></label>`;
+  if (field.kind === "integer") {
+    return html`${label}<input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged">`;
+  }
+  if (field.kind === "list") {
+    return html`${label}<textarea id="${id}" name="${field.name}" rows="2" placeholder="unchanged; one per line"></textarea>`;
+  }
+  return html`${label}<select id="${id}" name="${field.name}"><option value="">unchanged</option>${field.choices.map((c) => html`<option value="${c}">${c}</option>`)}</select>`;
+}
+
+export function settingsForm(queue: QueueRecord, hidden: Html): Html {
+  return html`<form class="settings" method="post" action="/actions/queue" hx-post="/actions/queue" hx-target="#queue-live" hx-swap="outerHTML" hx-confirm="Change these queue settings?">
+${hidden}<input type="hidden" name="action" value="settings">
+<div class="fields">${SETTING_FIELDS.map((f) => html`<div class="field">${fieldHtml(f, queue)}</div>`)}</div>
+<button type="submit">Save settings</button>
+</form>`;
+}
+
+/** The fields the operator changed, typed as updateQueue takes them (the API's schema then validates them). */
+export function settingsUpdate(form: Record<string, unknown>): Record<string, unknown> {
+  const update: Record<string, unknown> = {};
+  for (const field of SETTING_FIELDS) {
+    const raw = form[field.name];
+    if (typeof raw !== "string" || raw.trim() === "") continue;
+    const value = raw.trim();
+    if (field.kind === "boolean") update[field.name] = value === "true" ? true : value === "false" ? false : value;
+    else if (field.kind === "integer") update[field.name] = /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+    else if (field.kind === "list")
+      update[field.name] = value
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter(Boolean);
+    else update[field.name] = value;
+  }
+  return update;
+}
