@@ -247,7 +247,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(gh.comments.filter((c) => c.repo === `${OWNER}/mergerefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Repository rule violations found")]);
     expect(gh.pr(`${OWNER}/mergerefused`, 1)!.merged).toBe(false);
     expect(await pendingEffects("mergerefused")).toEqual([]);
-  });
+  }, 180_000);
 
   test("a testing branch GitHub will not build (a missing permission: permanent) fails the PR with GitHub's message at the first refusal", async () => {
     await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
