@@ -636,7 +636,7 @@ var require_scan = __commonJS({
 var require_parse = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
-    var constants3 = require_constants();
+    var constants2 = require_constants();
     var utils = require_utils();
     var {
       MAX_LENGTH,
@@ -644,7 +644,7 @@ var require_parse = __commonJS({
       REGEX_NON_SPECIAL_CHARS,
       REGEX_SPECIAL_CHARS_BACKREF,
       REPLACEMENTS
-    } = constants3;
+    } = constants2;
     var expandRange = (args, options) => {
       if (typeof options.expandRange === "function") {
         return options.expandRange(...args, options);
@@ -853,7 +853,7 @@ var require_parse = __commonJS({
       if (options.maxExtglobRecursion === false) {
         return { risky: false };
       }
-      const max = typeof options.maxExtglobRecursion === "number" ? options.maxExtglobRecursion : constants3.DEFAULT_MAX_EXTGLOB_RECURSION;
+      const max = typeof options.maxExtglobRecursion === "number" ? options.maxExtglobRecursion : constants2.DEFAULT_MAX_EXTGLOB_RECURSION;
       const branches = splitTopLevel(body).map((branch) => branch.trim());
       if (branches.length > 1) {
         if (branches.some((branch) => branch === "") || branches.some((branch) => /^[*?]+$/.test(branch)) || hasRepeatedCharPrefixOverlap(branches)) {
@@ -899,8 +899,8 @@ var require_parse = __commonJS({
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
       const tokens = [bos];
       const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants3.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants3.extglobChars(PLATFORM_CHARS);
+      const PLATFORM_CHARS = constants2.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants2.extglobChars(PLATFORM_CHARS);
       const {
         DOT_LITERAL,
         PLUS_LITERAL,
@@ -1596,7 +1596,7 @@ var require_parse = __commonJS({
         NO_DOTS_SLASH,
         STAR,
         START_ANCHOR
-      } = constants3.globChars(opts.windows);
+      } = constants2.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
@@ -1654,7 +1654,7 @@ var require_picomatch = __commonJS({
     var scan = require_scan();
     var parse = require_parse();
     var utils = require_utils();
-    var constants3 = require_constants();
+    var constants2 = require_constants();
     var isObject = (val) => val && typeof val === "object" && !Array.isArray(val);
     var picomatch2 = (glob2, options, returnState = false) => {
       if (Array.isArray(glob2)) {
@@ -1782,7 +1782,7 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch2.constants = constants3;
+    picomatch2.constants = constants2;
     module.exports = picomatch2;
   }
 });
@@ -1805,10 +1805,9 @@ var require_picomatch2 = __commonJS({
 });
 
 // src/action/main.ts
-import { spawn as spawn2 } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { appendFileSync, writeFileSync } from "node:fs";
-import { constants as constants2, EOL } from "node:os";
+import { EOL } from "node:os";
 
 // src/cli/client-commands.ts
 import { parseArgs } from "node:util";
@@ -2032,7 +2031,37 @@ async function postToGreenline(baseUrl, token, path, body) {
     throw describeUnreachable(url, error);
   }
   if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
-  return JSON.parse(text);
+  try {
+    return JSON.parse(text);
+  } catch {
+    const type = response.headers.get("content-type") ?? "no content type";
+    const start = text.trim().slice(0, 200);
+    throw new ServiceUnreachableError(
+      `${path}: the answer from ${url} (${response.status}, ${type}) is not JSON, so it is not Greenline's API: is the URL Greenline's address?${start ? ` It begins: ${start}` : " It is empty."}`
+    );
+  }
+}
+function greenlineUrl(flag, env) {
+  const source = flag !== void 0 ? "--url" : "GREENLINE_URL";
+  const text = (flag ?? env)?.trim();
+  if (!text) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+  let parsed;
+  try {
+    parsed = new URL(text);
+  } catch {
+    parsed = void 0;
+  }
+  if (!parsed || parsed.protocol !== "http:" && parsed.protocol !== "https:" || parsed.search || parsed.hash) {
+    throw new CliUsageError(`${source} must be Greenline's http or https address, such as https://greenline.example.com (got ${JSON.stringify(text)})`);
+  }
+  return text.replace(/\/+$/, "");
+}
+function splitRepo(full) {
+  const parts = full.trim().split("/");
+  if (parts.length < 2 || parts.some((p) => p.trim() === "")) {
+    throw new CliUsageError(`--repo must be owner/name (or group/subgroup/name for a GitLab project in nested groups; got ${full})`);
+  }
+  return { owner: parts.slice(0, -1).join("/"), name: parts.at(-1) };
 }
 function git(args) {
   try {
@@ -2062,11 +2091,9 @@ var Context = class {
   constructor(options) {
     this.options = options;
     const env = process.env;
-    const url = options.url ?? env.GREENLINE_URL;
     const token = options.token ?? env.GREENLINE_API_TOKEN;
-    if (!url?.trim()) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+    this.url = greenlineUrl(options.url, env.GREENLINE_URL);
     if (!token?.trim()) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-    this.url = url.trim().replace(/\/+$/, "");
     this.token = token.trim();
   }
   options;
@@ -2081,8 +2108,7 @@ var Context = class {
     const o = this.options;
     const full = o.repo ?? this.inferred.repo;
     if (!full) throw new CliUsageError("--repo owner/name is required (or a CI environment, or a git remote named origin)");
-    const [owner, name, ...extra] = full.split("/");
-    if (!owner?.trim() || !name?.trim() || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+    const { owner, name } = splitRepo(full);
     const targetBranch = (o["target-branch"] ?? this.inferred.targetBranch)?.trim();
     if (!targetBranch) throw new CliUsageError("--target-branch is required (the branch the pull request merges into; a pull request build's CI names it)");
     return { repo: { host: o.host ?? this.inferred.host ?? "github.com", owner, name }, targetBranch };
@@ -3552,14 +3578,13 @@ function context(options) {
     if (!value) throw new CliUsageError(`${what} is required`);
     return value;
   };
-  const url = need(options.url ?? env.GREENLINE_URL, "--url (or GREENLINE_URL)").replace(/\/+$/, "");
+  const url = greenlineUrl(options.url, env.GREENLINE_URL);
   const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
   const inferred = flagsSayAll ? { ci: "git" } : inferFromEnvironment();
   const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
-  const [owner, name, ...extra] = full.split("/");
-  if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+  const { owner, name } = splitRepo(full);
   const host = options.host ?? inferred.host ?? "github.com";
   const commit = need(options.commit ?? inferred.commit, "--commit (or a CI environment, or a git checkout)");
   const branch = need(options.branch ?? inferred.branch, "--branch (or a CI environment, or a git checkout on a branch)");
@@ -3579,6 +3604,15 @@ async function reportFiles(patterns) {
 function post(ctx, operation, body) {
   return postToGreenline(ctx.url, ctx.token, `flaky-tests/${operation}`, { ...ctx.scope, ...body });
 }
+function readCodeowners(path) {
+  if (path === void 0) return void 0;
+  try {
+    return readFileSync3(path, "utf8");
+  } catch (error) {
+    const e = error;
+    throw new CliUsageError(`--codeowners: cannot read ${path}: ${e.code === "ENOENT" ? "no such file (ENOENT)" : e.code ?? e.message}`);
+  }
+}
 async function upload(ctx, reports, codeowners, out) {
   const answer = await post(ctx, "upload", {
     commit_sha: ctx.commit,
@@ -3586,7 +3620,7 @@ async function upload(ctx, reports, codeowners, out) {
     ...ctx.pr ? { pr_number: ctx.pr } : {},
     ...ctx.jobUrl ? { job_url: ctx.jobUrl } : {},
     ...ctx.variant ? { variant: ctx.variant } : {},
-    ...codeowners ? { codeowners: readFileSync3(codeowners, "utf8") } : {},
+    ...codeowners !== void 0 ? { codeowners } : {},
     junit_xml: reports
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
@@ -3594,6 +3628,7 @@ async function upload(ctx, reports, codeowners, out) {
 }
 async function testUpload(options, out) {
   const ctx = context(options);
+  const codeowners = readCodeowners(options.codeowners);
   const files = await reportFiles(options.junit);
   if (files.length === 0) {
     out(`greenline: no JUnit reports match ${options.junit.join(", ")}`);
@@ -3603,7 +3638,7 @@ async function testUpload(options, out) {
     await upload(
       ctx,
       files.map((f) => readFileSync3(f, "utf8")),
-      options.codeowners,
+      codeowners,
       out
     );
     return 0;
@@ -3651,6 +3686,8 @@ async function quarantinedTests(ctx, tests) {
 async function testRun(options, command2, out) {
   if (command2.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
+  const codeowners = readCodeowners(options.codeowners);
+  const quarantine = !options["no-quarantine"];
   const before = new Map((await reportFiles(options.junit)).map((f) => [f, statOrUndefined(f)]));
   const started = Date.now();
   const { code, cannotStart } = await runCommand(command2);
@@ -3678,19 +3715,27 @@ async function testRun(options, command2, out) {
     return code;
   }
   const runs = /* @__PURE__ */ new Map();
-  const reports = files.map((f) => readFileSync3(f, "utf8"));
-  for (const report2 of reports) {
-    parseJUnit(report2, (c) => {
-      const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
-      const run = runs.get(key);
-      if (run) run.flags = addTestCase(run.flags, c);
-      else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
-    });
+  const reports = [];
+  for (const file of files) {
+    try {
+      const report2 = readFileSync3(file, "utf8");
+      parseJUnit(report2, (c) => {
+        const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
+        const run = runs.get(key);
+        if (run) run.flags = addTestCase(run.flags, c);
+        else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
+      });
+      reports.push(report2);
+    } catch (error) {
+      const why = error instanceof JUnitError ? `not a JUnit report: line ${error.line}, column ${error.column}: ${error.message}` : `cannot read it: ${error.code ?? error.message}`;
+      out(`greenline: ${file}: ${why}; exit code ${code} stands, nothing uploaded`);
+      return code;
+    }
   }
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
-    await upload(ctx, reports, options.codeowners, out);
-    if (code === 0) return code;
+    await upload(ctx, reports, codeowners, out);
+    if (code === 0 || !quarantine) return code;
     if (tests.length === 0) {
       out(`greenline: the reports show no failing test; exit code ${code} stands`);
       return code;
@@ -3706,7 +3751,7 @@ async function testRun(options, command2, out) {
     return code;
   } catch (error) {
     out(`greenline: ${error.message}; exit code ${code} stands`);
-    if (code !== 0) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
+    if (code !== 0 && quarantine) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
     return code;
   }
 }
@@ -3749,12 +3794,23 @@ var JSON_OPTION = "--json               print Greenline's answer as JSON";
 var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 var COMMANDS = {
   "token create": {
-    usage: "greenline token create --org <slug> [--name <label>]",
+    usage: "greenline token create --org <slug> [--name <label>] [--role write|read]",
     summary: "Create an API token; prints it as the last line.",
-    options: ["--org <slug>         the organization it belongs to", "--name <label>       a label shown by token list (default: cli)", DATABASE_NOTE]
+    service: true,
+    options: [
+      "--org <slug>         the organization it belongs to",
+      "--name <label>       a label shown by token list (default: cli)",
+      "--role write|read    write: every operation (default); read: reads only (dashboard viewers)",
+      DATABASE_NOTE
+    ]
   },
-  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
-  "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE], service: true },
+  "token revoke": {
+    usage: "greenline token revoke <id>",
+    summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.",
+    options: [DATABASE_NOTE],
+    service: true
+  },
   "setup github": {
     usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
     summary: "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\nAPP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\nit prints a local address to open in a browser; there GitHub asks you to name the App and create it,\nthen sends you back, and the command prints the App's page and its install link. Run it where the\nservice runs: the service reads .env from its working directory at start. Exit 1 when GitHub refuses.",
@@ -3771,9 +3827,10 @@ var COMMANDS = {
       "                     an Enterprise Server); written as GITHUB_API_URL when not api.github.com",
       "The browser must run on the machine the command runs on (the callback is http://127.0.0.1:<port>/callback);",
       "on a remote server, forward the port (ssh -L 3456:127.0.0.1:3456 <server>). It gives up after 15 minutes."
-    ]
+    ],
+    service: true
   },
-  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
+  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE], service: true },
   "test upload": {
     usage: "greenline test upload --junit <glob> [options]",
     summary: "Upload JUnit reports to Greenline. Exit 70 when the upload fails or no report matches.",
@@ -3781,13 +3838,13 @@ var COMMANDS = {
   },
   "test run": {
     usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
-    summary: "Run the command, upload its reports, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer).",
-    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS]
+    summary: "Run the command, upload the reports it wrote, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer or a report is malformed).",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS, "--no-quarantine      only upload the reports the command wrote: its exit code always stands"]
   },
   "test quarantine": {
     usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
     summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
-    options: [...CONNECTION_OPTIONS]
+    options: ["--always             quarantined whatever its history", "--never              never quarantined", "--auto               quarantined when its history finds it flaky (the default)", ...CONNECTION_OPTIONS]
   },
   "pr submit": {
     usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
@@ -3814,13 +3871,22 @@ var COMMANDS = {
     options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"]
   }
 };
-var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
-function overview() {
+var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";
+var GLOBAL_OPTIONS = ["help", "version"];
+function optionsOf(key) {
+  const command2 = COMMANDS[key];
+  if (!command2) return void 0;
+  return /* @__PURE__ */ new Set([...GLOBAL_OPTIONS, ...(command2.options ?? []).flatMap((line) => /^--([a-z][a-z-]*)/.exec(line)?.[1] ?? [])]);
+}
+function overview(client = false) {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  const line = (c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`;
+  const all = Object.values(COMMANDS);
+  const commands = client ? [...all.filter((c) => !c.service).map(line), "", "Run where the service runs (its checkout or container), not in this client:", ...all.filter((c) => c.service).map(line)] : all.map(line);
   return [
     "Usage: greenline <command> [options]",
     "",
-    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`),
+    ...commands,
     "",
     "Run 'greenline help <command>' (or 'greenline <command> --help') for a command's options.",
     "greenline --version prints the version.",
@@ -3857,6 +3923,7 @@ function version() {
 var OPTIONS = {
   org: { type: "string" },
   name: { type: "string" },
+  role: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
   url: { type: "string" },
@@ -3869,6 +3936,7 @@ var OPTIONS = {
   variant: { type: "string" },
   codeowners: { type: "string" },
   junit: { type: "string", multiple: true },
+  "no-quarantine": { type: "boolean" },
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
@@ -3915,7 +3983,13 @@ async function runClientCommand(key, values, rest, out) {
       return void 0;
   }
 }
-async function runCli(argv, out, more) {
+function checkOptions(key, values) {
+  const allowed = optionsOf(key);
+  if (!allowed) return;
+  const foreign = Object.keys(values).filter((name) => values[name] !== void 0 && !allowed.has(name));
+  if (foreign.length > 0) throw new CliUsageError(`${key} does not take ${foreign.map((name) => `--${name}`).join(", ")}`);
+}
+async function runCli(argv, out, more, client = false) {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const [group, command2, ...rest] = positionals;
   if (values.version) {
@@ -3925,7 +3999,7 @@ async function runCli(argv, out, more) {
   if (group === "help" || values.help) {
     const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
     if (words.length === 0) {
-      out(overview());
+      out(overview(client));
       return 0;
     }
     const help = commandHelp(words);
@@ -3935,17 +4009,23 @@ async function runCli(argv, out, more) {
   }
   if (!group) throw new CliUsageError("a command is needed");
   const key = `${group} ${command2 ?? ""}`;
+  checkOptions(key, values);
   const code = await runClientCommand(key, values, rest, out) ?? await more(key, values, rest, out);
   if (code === void 0) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);
   return code;
 }
 function runClient(argv, out) {
-  return runCli(argv, out, async (key) => {
-    if (!COMMANDS[key]) return void 0;
-    throw new CliUsageError(
-      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: there, run \`npx greenline ${key} \u2026\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} \u2026\` in its container`
-    );
-  });
+  return runCli(
+    argv,
+    out,
+    async (key) => {
+      if (!COMMANDS[key]) return void 0;
+      throw new CliUsageError(
+        `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: there, run \`npx greenline ${key} \u2026\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} \u2026\` in its container`
+      );
+    },
+    true
+  );
 }
 function commandWords(argv) {
   const end = argv.indexOf("--");
@@ -4007,16 +4087,15 @@ function plan(inputs, env) {
   ];
   for (const [name, jobsOf, where] of belongs) if (inputs[name] && !jobsOf.includes(job)) throw new InputError(`${name} applies only with ${where}`);
   if (inputs["pr-number"] && !/^[1-9]\d{0,9}$/.test(inputs["pr-number"])) throw new InputError(`pr-number must be a pull request number (got ${JSON.stringify(inputs["pr-number"])})`);
-  const connection = ["--url", inputs.url, "--token", inputs.token, ...inputs.org ? ["--org", inputs.org] : []];
+  const connection = ["--url", inputs.url, "--token", inputs.token];
   const pr = inputs["pr-number"] ? ["--pr", inputs["pr-number"]] : [];
   const targetBranch = inputs["target-branch"] ? ["--target-branch", inputs["target-branch"]] : [];
   if (job === "upload" || job === "run") {
     if (!inputs.org && !env.GREENLINE_ORG?.trim()) throw new InputError("org is required to upload test results (or GREENLINE_ORG in the environment)");
     const junit = inputs["junit-paths"].split(/[\n,]/).map((p) => p.trim()).filter(Boolean).flatMap((p) => ["--junit", p]);
-    const test = [...connection, ...pr, ...inputs.variant ? ["--variant", inputs.variant] : [], ...junit];
+    const test = [...connection, ...inputs.org ? ["--org", inputs.org] : [], ...pr, ...inputs.variant ? ["--variant", inputs.variant] : [], ...junit];
     if (job === "upload") return { job, argv: ["test", "upload", ...test] };
-    if (quarantine) return { job, argv: ["test", "run", ...test, "--", ...shellCommand(inputs.run)] };
-    return { job, argv: ["test", "upload", ...test], command: shellCommand(inputs.run) };
+    return { job, argv: ["test", "run", ...test, ...quarantine ? [] : ["--no-quarantine"], "--", ...shellCommand(inputs.run)] };
   }
   if (job === "targets") {
     const file = inputs["impacted-targets"];
@@ -4042,16 +4121,6 @@ function setOutput(name, value) {
   const delimiter = `ghadelimiter_${randomUUID()}`;
   appendFileSync(file, `${name}<<${delimiter}${EOL}${value}${EOL}${delimiter}${EOL}`, "utf8");
 }
-function runCommand2(argv) {
-  return new Promise((resolve3) => {
-    const child = spawn2(argv[0], argv.slice(1), { stdio: "inherit" });
-    child.on("error", (error) => {
-      command("error", `could not run ${argv[0]}: ${error.message}`);
-      resolve3(127);
-    });
-    child.on("exit", (code, signal) => resolve3(code ?? 128 + (signal ? constants2.signals[signal] ?? 0 : 0)));
-  });
-}
 async function greenline(argv) {
   const errors = [];
   const code = await runClient(argv, (line) => console.log(line)).catch((error) => exitCodeOf(error, argv, (line) => errors.push(line)));
@@ -4072,17 +4141,8 @@ async function main() {
   }
   setOutput("job", chosen.job);
   if (chosen.allTargetsFile) writeFileSync(chosen.allTargetsFile, "ALL\n");
-  let code;
-  if (chosen.command) {
-    console.log(`greenline action: running ${shown(chosen.command)} (quarantine: false)`);
-    code = await runCommand2(chosen.command);
-    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
-    const uploaded = await greenline(chosen.argv);
-    if (uploaded !== 0) console.log(`greenline action: the upload failed (exit ${uploaded}); the tests' exit code ${code} stands`);
-  } else {
-    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
-    code = await greenline(chosen.argv);
-  }
+  console.log(`greenline action: greenline ${shown(chosen.argv)}`);
+  const code = await greenline(chosen.argv);
   setOutput("exit-code", String(code));
   if (code !== 0) command("error", `greenline action: the ${chosen.job} job failed (exit code ${code})`);
   return code;

@@ -3,8 +3,8 @@ import { join } from "node:path";
 /**
  * The GitHub Action's inputs (action.yml) and the `greenline` command they choose. Pure: the
  * entry (main.ts) reads the environment, runs the plan and reports. Which job runs is chosen by
- * which inputs are set: `junit-paths` uploads results (with `run`, runs the tests first and, with
- * `quarantine`, lets quarantined failures pass), `impacted-targets` sets the pull request's impacted
+ * which inputs are set: `junit-paths` uploads results (with `run`, runs the tests first, uploads
+ * the reports they wrote and, with `quarantine`, lets quarantined failures pass), `impacted-targets` sets the pull request's impacted
  * targets, `submit: true` submits the pull request to the merge queue. One job per step.
  */
 
@@ -36,8 +36,6 @@ export type Plan = {
   job: Job;
   /** The `greenline` arguments (run in the same process by the entry). */
   argv: string[];
-  /** The run job without quarantine: the command the entry runs itself before uploading with `argv`. */
-  command?: string[];
   /** The file the entry writes "ALL" into before setting the targets, when `impacted-targets` is ALL. */
   allTargetsFile?: string;
 };
@@ -72,7 +70,8 @@ export function plan(inputs: Inputs, env: Record<string, string | undefined>): P
   ];
   for (const [name, jobsOf, where] of belongs) if (inputs[name] && !jobsOf.includes(job)) throw new InputError(`${name} applies only with ${where}`);
   if (inputs["pr-number"] && !/^[1-9]\d{0,9}$/.test(inputs["pr-number"])) throw new InputError(`pr-number must be a pull request number (got ${JSON.stringify(inputs["pr-number"])})`);
-  const connection = ["--url", inputs.url, "--token", inputs.token, ...(inputs.org ? ["--org", inputs.org] : [])];
+  // The organization is the flaky-test commands' only: a queue's is the token's.
+  const connection = ["--url", inputs.url, "--token", inputs.token];
   const pr = inputs["pr-number"] ? ["--pr", inputs["pr-number"]] : [];
   const targetBranch = inputs["target-branch"] ? ["--target-branch", inputs["target-branch"]] : [];
 
@@ -83,10 +82,10 @@ export function plan(inputs: Inputs, env: Record<string, string | undefined>): P
       .map((p) => p.trim())
       .filter(Boolean)
       .flatMap((p) => ["--junit", p]);
-    const test = [...connection, ...pr, ...(inputs.variant ? ["--variant", inputs.variant] : []), ...junit];
+    const test = [...connection, ...(inputs.org ? ["--org", inputs.org] : []), ...pr, ...(inputs.variant ? ["--variant", inputs.variant] : []), ...junit];
     if (job === "upload") return { job, argv: ["test", "upload", ...test] };
-    if (quarantine) return { job, argv: ["test", "run", ...test, "--", ...shellCommand(inputs.run)] };
-    return { job, argv: ["test", "upload", ...test], command: shellCommand(inputs.run) };
+    // Without quarantine, test run still uploads only the reports the command wrote (none when it cannot start), and its code stands.
+    return { job, argv: ["test", "run", ...test, ...(quarantine ? [] : ["--no-quarantine"]), "--", ...shellCommand(inputs.run)] };
   }
   if (job === "targets") {
     const file = inputs["impacted-targets"];

@@ -1,7 +1,6 @@
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { appendFileSync, writeFileSync } from "node:fs";
-import { constants, EOL } from "node:os";
+import { EOL } from "node:os";
 import { exitCodeOf, runClient } from "../cli/client-commands.js";
 import { InputError, type Plan, plan, readInputs, shown } from "./inputs.js";
 
@@ -29,18 +28,6 @@ function setOutput(name: string, value: string): void {
   appendFileSync(file, `${name}<<${delimiter}${EOL}${value}${EOL}${delimiter}${EOL}`, "utf8");
 }
 
-/** Runs the tests without quarantine: the command's own exit code decides (as `test run`'s does when Greenline cannot answer). */
-function runCommand(argv: string[]): Promise<number> {
-  return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: "inherit" });
-    child.on("error", (error) => {
-      command("error", `could not run ${argv[0]}: ${error.message}`);
-      resolve(127);
-    });
-    child.on("exit", (code, signal) => resolve(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
-  });
-}
-
 async function greenline(argv: string[]): Promise<number> {
   const errors: string[] = [];
   const code = await runClient(argv, (line) => console.log(line)).catch((error: unknown) => exitCodeOf(error, argv, (line) => errors.push(line)));
@@ -63,17 +50,8 @@ async function main(): Promise<number> {
   }
   setOutput("job", chosen.job);
   if (chosen.allTargetsFile) writeFileSync(chosen.allTargetsFile, "ALL\n");
-  let code: number;
-  if (chosen.command) {
-    console.log(`greenline action: running ${shown(chosen.command)} (quarantine: false)`);
-    code = await runCommand(chosen.command);
-    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
-    const uploaded = await greenline(chosen.argv);
-    if (uploaded !== 0) console.log(`greenline action: the upload failed (exit ${uploaded}); the tests' exit code ${code} stands`);
-  } else {
-    console.log(`greenline action: greenline ${shown(chosen.argv)}`);
-    code = await greenline(chosen.argv);
-  }
+  console.log(`greenline action: greenline ${shown(chosen.argv)}`);
+  const code = await greenline(chosen.argv);
   setOutput("exit-code", String(code));
   if (code !== 0) command("error", `greenline action: the ${chosen.job} job failed (exit code ${code})`);
   return code;

@@ -23,6 +23,16 @@ export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef
 }
 
 /**
+ * Whether an upload for `repo` would be stored (claimRepository would find or register it),
+ * without registering anything; else the same 404 as a missing repository, so nothing leaks
+ * whether another organization owns it. For an upload that arrives later (a bundle's URL).
+ */
+export async function checkRepositoryClaimable(services: Services, tx: Tx, principal: Principal, repo: RepoRef): Promise<void> {
+  const existing = await repositoryByKey(tx, repositoryKey(repo));
+  if (existing ? existing.organizationId !== principal.organizationId : !(await services.codeHost.mayOwnRepository(tx, principal.organizationId, repo))) throw repoNotFound(repo);
+}
+
+/**
  * Finds the principal's repository, registering it on first use when the code host lets the
  * organization own it (anyone, in the sandbox; with GitHub, the organizations the App is
  * installed for on the repository's account): the first to claim it owns it.

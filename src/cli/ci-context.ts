@@ -25,7 +25,7 @@ export type CiName = "github-actions" | "gitlab-ci" | "buildkite" | "circleci" |
 export type CiContext = {
   ci: CiName;
   host?: string | undefined;
-  /** "owner/name" (GitLab's nested groups keep their full path). */
+  /** "owner/name"; a GitLab project in nested groups keeps its full path ("group/sub/proj"), and the CLI splits it at the last slash (owner "group/sub"). */
   repo?: string | undefined;
   commit?: string | undefined;
   branch?: string | undefined;

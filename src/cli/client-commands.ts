@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
-import { COMMANDS, commandHelp, overview, shortUsage, version } from "./usage.js";
+import { COMMANDS, commandHelp, optionsOf, overview, shortUsage, version } from "./usage.js";
 
 /**
  * The commands that talk to Greenline over HTTP only, and the front both entries share (options,
@@ -30,6 +30,7 @@ export const OPTIONS = {
   variant: { type: "string" },
   codeowners: { type: "string" },
   junit: { type: "string", multiple: true },
+  "no-quarantine": { type: "boolean" },
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
@@ -84,8 +85,20 @@ export async function runClientCommand(key: string, values: Values, rest: string
   }
 }
 
-/** The CLI: --version, help, the client commands, then `more` (the service's commands, or the client's refusal of them). */
-export async function runCli(argv: string[], out: Out, more: MoreCommands): Promise<number> {
+/** Refuses an option the command does not take (one option table serves every command; each command's help says which it takes). */
+function checkOptions(key: string, values: Values): void {
+  const allowed = optionsOf(key);
+  if (!allowed) return;
+  const foreign = Object.keys(values).filter((name) => values[name as keyof Values] !== undefined && !allowed.has(name));
+  if (foreign.length > 0) throw new CliUsageError(`${key} does not take ${foreign.map((name) => `--${name}`).join(", ")}`);
+}
+
+/**
+ * The CLI: --version, help, the client commands, then `more` (the service's commands, or the
+ * client's refusal of them). `client`: the packaged client, whose overview lists the service's
+ * commands apart.
+ */
+export async function runCli(argv: string[], out: Out, more: MoreCommands, client = false): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const [group, command, ...rest] = positionals;
   if (values.version) {
@@ -95,7 +108,7 @@ export async function runCli(argv: string[], out: Out, more: MoreCommands): Prom
   if (group === "help" || values.help) {
     const words = group === "help" ? positionals.slice(1, 3) : positionals.slice(0, 2);
     if (words.length === 0) {
-      out(overview());
+      out(overview(client));
       return 0;
     }
     const help = commandHelp(words);
@@ -105,6 +118,7 @@ export async function runCli(argv: string[], out: Out, more: MoreCommands): Prom
   }
   if (!group) throw new CliUsageError("a command is needed");
   const key = `${group} ${command ?? ""}`;
+  checkOptions(key, values);
   const code = (await runClientCommand(key, values, rest, out)) ?? (await more(key, values, rest, out));
   if (code === undefined) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);
   return code;
@@ -112,13 +126,18 @@ export async function runCli(argv: string[], out: Out, more: MoreCommands): Prom
 
 /** The packaged client: the service's commands (token, db, setup) are refused with where to run them. */
 export function runClient(argv: string[], out: Out): Promise<number> {
-  return runCli(argv, out, async (key) => {
-    if (!COMMANDS[key]) return undefined;
-    throw new CliUsageError(
-      `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: ` +
-        `there, run \`npx greenline ${key} …\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} …\` in its container`,
-    );
-  });
+  return runCli(
+    argv,
+    out,
+    async (key) => {
+      if (!COMMANDS[key]) return undefined;
+      throw new CliUsageError(
+        `${key} works on the service's own database and settings, so it runs where the Greenline service runs, not in the packaged client: ` +
+          `there, run \`npx greenline ${key} …\` in its checkout (with its DATABASE_URL) or \`docker compose exec greenline node bin/greenline.js ${key} …\` in its container`,
+      );
+    },
+    true,
+  );
 }
 
 /** The command words of argv (for the usage line of a mistake), even when parsing failed. */

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { type CiContext, type GitFacts, inferCiContext } from "./ci-context.js";
-import { describeUnreachable } from "./unreachable.js";
+import { describeUnreachable, ServiceUnreachableError } from "./unreachable.js";
 
 /**
  * What every client command shares: one way to post to Greenline's v1 API (an error answer
@@ -55,7 +55,45 @@ export async function postToGreenline<Answer>(baseUrl: string, token: string, pa
     throw describeUnreachable(url, error);
   }
   if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
-  return JSON.parse(text) as Answer;
+  try {
+    return JSON.parse(text) as Answer;
+  } catch {
+    // Something answered, but not Greenline's API (a login page, a proxy, another service at that address).
+    const type = response.headers.get("content-type") ?? "no content type";
+    const start = text.trim().slice(0, 200);
+    throw new ServiceUnreachableError(
+      `${path}: the answer from ${url} (${response.status}, ${type}) is not JSON, so it is not Greenline's API: is the URL Greenline's address?${start ? ` It begins: ${start}` : " It is empty."}`,
+    );
+  }
+}
+
+/** Greenline's address from --url, else GREENLINE_URL: an http(s) URL, without a trailing slash; a usage error naming which otherwise. */
+export function greenlineUrl(flag: string | undefined, env: string | undefined): string {
+  const source = flag !== undefined ? "--url" : "GREENLINE_URL";
+  const text = (flag ?? env)?.trim();
+  if (!text) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.search || parsed.hash) {
+    throw new CliUsageError(`${source} must be Greenline's http or https address, such as https://greenline.example.com (got ${JSON.stringify(text)})`);
+  }
+  return text.replace(/\/+$/, "");
+}
+
+/**
+ * owner and name of --repo (or the CI's): the last segment is the name, everything before it
+ * the owner, so a GitLab project in nested groups (group/subgroup/project) keeps its full path.
+ */
+export function splitRepo(full: string): { owner: string; name: string } {
+  const parts = full.trim().split("/");
+  if (parts.length < 2 || parts.some((p) => p.trim() === "")) {
+    throw new CliUsageError(`--repo must be owner/name (or group/subgroup/name for a GitLab project in nested groups; got ${full})`);
+  }
+  return { owner: parts.slice(0, -1).join("/"), name: parts.at(-1)! };
 }
 
 function git(args: string[]): string | undefined {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import type { CiContext } from "./ci-context.js";
-import { CliUsageError, GreenlineRefusal, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
+import { CliUsageError, GreenlineRefusal, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
 
 /**
  * `greenline pr …`, `greenline queue …`, `greenline targets set`: the merge queue from a CI job
@@ -77,11 +77,9 @@ class Context {
 
   constructor(readonly options: QueueOptions) {
     const env = process.env;
-    const url = options.url ?? env.GREENLINE_URL;
     const token = options.token ?? env.GREENLINE_API_TOKEN;
-    if (!url?.trim()) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+    this.url = greenlineUrl(options.url, env.GREENLINE_URL);
     if (!token?.trim()) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-    this.url = url.trim().replace(/\/+$/, "");
     this.token = token.trim();
   }
 
@@ -94,8 +92,7 @@ class Context {
     const o = this.options;
     const full = o.repo ?? this.inferred.repo;
     if (!full) throw new CliUsageError("--repo owner/name is required (or a CI environment, or a git remote named origin)");
-    const [owner, name, ...extra] = full.split("/");
-    if (!owner?.trim() || !name?.trim() || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+    const { owner, name } = splitRepo(full);
     const targetBranch = (o["target-branch"] ?? this.inferred.targetBranch)?.trim();
     if (!targetBranch) throw new CliUsageError("--target-branch is required (the branch the pull request merges into; a pull request build's CI names it)");
     return { repo: { host: o.host ?? this.inferred.host ?? "github.com", owner, name }, targetBranch };

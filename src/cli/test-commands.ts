@@ -4,9 +4,9 @@ import { constants } from "node:os";
 import { glob } from "tinyglobby";
 import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { testCaseId } from "../domain/flaky/identity.js";
-import { parseJUnit } from "../formats/junit.js";
+import { JUnitError, parseJUnit } from "../formats/junit.js";
 import type { CiContext } from "./ci-context.js";
-import { CliUsageError, inferFromEnvironment, postToGreenline } from "./greenline-client.js";
+import { CliUsageError, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -25,6 +25,7 @@ export type TestOptions = {
   variant?: string | undefined;
   codeowners?: string | undefined;
   junit?: string[] | undefined;
+  "no-quarantine"?: boolean | undefined;
 };
 
 export { CliUsageError };
@@ -41,15 +42,14 @@ function context(options: TestOptions) {
     if (!value) throw new CliUsageError(`${what} is required`);
     return value;
   };
-  const url = need(options.url ?? env.GREENLINE_URL, "--url (or GREENLINE_URL)").replace(/\/+$/, "");
+  const url = greenlineUrl(options.url, env.GREENLINE_URL);
   const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
   // The environment and git are read only when not every field came from a flag.
   const inferred: CiContext = flagsSayAll ? { ci: "git" } : inferFromEnvironment();
   const full = need(options.repo ?? inferred.repo, "--repo owner/name (or a CI environment, or a git remote named origin)");
-  const [owner, name, ...extra] = full.split("/");
-  if (!owner || !name || extra.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${full})`);
+  const { owner, name } = splitRepo(full);
   const host = options.host ?? inferred.host ?? "github.com";
   const commit = need(options.commit ?? inferred.commit, "--commit (or a CI environment, or a git checkout)");
   const branch = need(options.branch ?? inferred.branch, "--branch (or a CI environment, or a git checkout on a branch)");
@@ -78,7 +78,18 @@ function post<Answer>(ctx: ReturnType<typeof context>, operation: string, body: 
   return postToGreenline<Answer>(ctx.url, ctx.token, `flaky-tests/${operation}`, { ...ctx.scope, ...body });
 }
 
-/** Uploads reports already read (their texts, in the order of `files`). */
+/** The CODEOWNERS file's text, read before anything runs: a file that cannot be read is a mistake in the command line. */
+function readCodeowners(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    throw new CliUsageError(`--codeowners: cannot read ${path}: ${e.code === "ENOENT" ? "no such file (ENOENT)" : (e.code ?? e.message)}`);
+  }
+}
+
+/** Uploads reports already read (their texts, in the order of `files`), with the CODEOWNERS text if any. */
 async function upload(ctx: ReturnType<typeof context>, reports: string[], codeowners: string | undefined, out: Out) {
   const answer = await post<{ test_cases: number; failures: number; upload_id: string; unnamed_test_cases: number }>(ctx, "upload", {
     commit_sha: ctx.commit,
@@ -86,7 +97,7 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
     ...(ctx.pr ? { pr_number: ctx.pr } : {}),
     ...(ctx.jobUrl ? { job_url: ctx.jobUrl } : {}),
     ...(ctx.variant ? { variant: ctx.variant } : {}),
-    ...(codeowners ? { codeowners: readFileSync(codeowners, "utf8") } : {}),
+    ...(codeowners !== undefined ? { codeowners } : {}),
     junit_xml: reports,
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
@@ -96,6 +107,7 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
 /** `greenline test upload --junit <glob>`: uploads the reports; 70 when that fails. */
 export async function testUpload(options: TestOptions, out: Out): Promise<number> {
   const ctx = context(options);
+  const codeowners = readCodeowners(options.codeowners);
   const files = await reportFiles(options.junit);
   if (files.length === 0) {
     out(`greenline: no JUnit reports match ${options.junit!.join(", ")}`);
@@ -105,7 +117,7 @@ export async function testUpload(options: TestOptions, out: Out): Promise<number
     await upload(
       ctx,
       files.map((f) => readFileSync(f, "utf8")),
-      options.codeowners,
+      codeowners,
       out,
     );
     return 0;
@@ -172,11 +184,15 @@ async function quarantinedTests(ctx: ReturnType<typeof context>, tests: FailingT
  * when the command failed only through quarantined tests; otherwise with the command's own code.
  * A report the command did not write (there before it started, unchanged) is ignored: a stale
  * report never passes a build. A command that cannot start exits 127/126 with nothing uploaded.
- * If Greenline cannot be reached, or the reports show no failing test, the command's code stands.
+ * If Greenline cannot be reached, or the reports show no failing test, or a report cannot be
+ * read (nothing is uploaded then), the command's code stands. With --no-quarantine the reports
+ * are only uploaded: the command's code always stands.
  */
 export async function testRun(options: TestOptions, command: string[], out: Out): Promise<number> {
   if (command.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
+  const codeowners = readCodeowners(options.codeowners);
+  const quarantine = !options["no-quarantine"];
   // What the patterns match before the command runs, and when it starts (by the clock and by each file's last write).
   const before = new Map((await reportFiles(options.junit)).map((f) => [f, statOrUndefined(f)] as const));
   const started = Date.now();
@@ -208,19 +224,28 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   // Each test's testcases merged as the upload merges them: a test failed the run unless a
   // retry passed it or every variant passed.
   const runs = new Map<string, { test: FailingTest; flags: number }>();
-  const reports = files.map((f) => readFileSync(f, "utf8"));
-  for (const report of reports) {
-    parseJUnit(report, (c) => {
-      const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
-      const run = runs.get(key);
-      if (run) run.flags = addTestCase(run.flags, c);
-      else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) }, flags: addTestCase(0, c) });
-    });
+  const reports: string[] = [];
+  for (const file of files) {
+    // A report that cannot be read or parsed: nothing is uploaded (an upload is whole or nothing), and the command's code stands.
+    try {
+      const report = readFileSync(file, "utf8");
+      parseJUnit(report, (c) => {
+        const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
+        const run = runs.get(key);
+        if (run) run.flags = addTestCase(run.flags, c);
+        else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) }, flags: addTestCase(0, c) });
+      });
+      reports.push(report);
+    } catch (error) {
+      const why = error instanceof JUnitError ? `not a JUnit report: line ${error.line}, column ${error.column}: ${error.message}` : `cannot read it: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+      out(`greenline: ${file}: ${why}; exit code ${code} stands, nothing uploaded`);
+      return code;
+    }
   }
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
-    await upload(ctx, reports, options.codeowners, out);
-    if (code === 0) return code;
+    await upload(ctx, reports, codeowners, out);
+    if (code === 0 || !quarantine) return code;
     if (tests.length === 0) {
       out(`greenline: the reports show no failing test; exit code ${code} stands`);
       return code;
@@ -236,7 +261,7 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
     return code;
   } catch (error) {
     out(`greenline: ${(error as Error).message}; exit code ${code} stands`);
-    if (code !== 0) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
+    if (code !== 0 && quarantine) for (const test of tests) out(`greenline: failed (quarantine unknown): ${label(test)}`);
     return code;
   }
 }

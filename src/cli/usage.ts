@@ -2,8 +2,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DEFAULT_DATABASE_URL } from "../defaults.js";
 
-/** Each command's own help: its usage line, what it does, and its options. */
-type CommandHelp = { usage: string; summary: string; options?: string[] };
+/**
+ * Each command's own help: its usage line, what it does, and its options. The options a command
+ * takes are the ones its help lists (a line starting with --name): the CLI refuses any other.
+ * `service`: the command needs the service's database or settings, so runs where it runs.
+ */
+type CommandHelp = { usage: string; summary: string; options?: string[]; service?: true };
 
 const CONNECTION_OPTIONS = [
   "--url <url>          Greenline's address (GREENLINE_URL)",
@@ -31,6 +35,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
   "token create": {
     usage: "greenline token create --org <slug> [--name <label>] [--role write|read]",
     summary: "Create an API token; prints it as the last line.",
+    service: true,
     options: [
       "--org <slug>         the organization it belongs to",
       "--name <label>       a label shown by token list (default: cli)",
@@ -38,8 +43,13 @@ export const COMMANDS: Record<string, CommandHelp> = {
       DATABASE_NOTE,
     ],
   },
-  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE] },
-  "token revoke": { usage: "greenline token revoke <id>", summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.", options: [DATABASE_NOTE] },
+  "token list": { usage: "greenline token list --org <slug>", summary: "List an organization's tokens (never the secrets).", options: ["--org <slug>         the organization", DATABASE_NOTE], service: true },
+  "token revoke": {
+    usage: "greenline token revoke <id>",
+    summary: "Revoke a token (its id is in token list). Exit 1 when there is no such token.",
+    options: [DATABASE_NOTE],
+    service: true,
+  },
   "setup github": {
     usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
     summary:
@@ -62,8 +72,9 @@ export const COMMANDS: Record<string, CommandHelp> = {
       "The browser must run on the machine the command runs on (the callback is http://127.0.0.1:<port>/callback);",
       "on a remote server, forward the port (ssh -L 3456:127.0.0.1:3456 <server>). It gives up after 15 minutes.",
     ],
+    service: true,
   },
-  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE] },
+  "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE], service: true },
   "test upload": {
     usage: "greenline test upload --junit <glob> [options]",
     summary: "Upload JUnit reports to Greenline. Exit 70 when the upload fails or no report matches.",
@@ -71,13 +82,13 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   "test run": {
     usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
-    summary: "Run the command, upload its reports, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer).",
-    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS],
+    summary: "Run the command, upload the reports it wrote, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer or a report is malformed).",
+    options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS, "--no-quarantine      only upload the reports the command wrote: its exit code always stands"],
   },
   "test quarantine": {
     usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
     summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
-    options: [...CONNECTION_OPTIONS],
+    options: ["--always             quarantined whatever its history", "--never              never quarantined", "--auto               quarantined when its history finds it flaky (the default)", ...CONNECTION_OPTIONS],
   },
   "pr submit": {
     usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
@@ -106,15 +117,31 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
 };
 
-export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
+export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";
 
-/** The manual: every command on one line each. */
-export function overview(): string {
+/** The options that apply to every command. */
+const GLOBAL_OPTIONS = ["help", "version"];
+
+/** The options `key` takes (without the dashes), from its help; undefined when there is no such command. */
+export function optionsOf(key: string): Set<string> | undefined {
+  const command = COMMANDS[key];
+  if (!command) return undefined;
+  return new Set([...GLOBAL_OPTIONS, ...(command.options ?? []).flatMap((line) => /^--([a-z][a-z-]*)/.exec(line)?.[1] ?? [])]);
+}
+
+/**
+ * The manual: every command on one line each. The packaged client (`client`) lists the
+ * service's commands apart, under where they run.
+ */
+export function overview(client = false): string {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  const line = (c: CommandHelp) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`;
+  const all = Object.values(COMMANDS);
+  const commands = client ? [...all.filter((c) => !c.service).map(line), "", "Run where the service runs (its checkout or container), not in this client:", ...all.filter((c) => c.service).map(line)] : all.map(line);
   return [
     "Usage: greenline <command> [options]",
     "",
-    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`),
+    ...commands,
     "",
     "Run 'greenline help <command>' (or 'greenline <command> --help') for a command's options.",
     "greenline --version prints the version.",

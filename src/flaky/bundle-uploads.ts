@@ -3,6 +3,7 @@ import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { testCaseId } from "../domain/flaky/identity.js";
 import { AppError, invalidArgument, notFound, permissionDenied } from "../app/errors.js";
+import { checkRepositoryClaimable } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { findQuarantinedTestIds, uploadExists } from "../store/flaky-store.js";
 import { BundleError, readBundle, RUN_STATUS, type Bundle, type TestReport } from "./bundle.js";
@@ -66,10 +67,13 @@ function checkSlug(principal: Principal, orgUrlSlug: string): void {
 /**
  * An upload intent: a new bundle id and a URL on Greenline (`origin`) that accepts one PUT of
  * the bundle until it expires. The URL is signed (HMAC-SHA256 over the id, organization, token,
- * repository and expiry), so nothing is stored until the bundle comes.
+ * repository and expiry), so nothing is stored until the bundle comes. A repository the
+ * organization could not upload to (another's, or one the code host does not let it claim)
+ * answers 404 now, as its PUT would, exactly as a missing one.
  */
-export function createBundleUpload(services: Services, principal: Principal, urls: BundleUrls, origin: string, input: CreateBundleUploadInput) {
+export async function createBundleUpload(services: Services, principal: Principal, urls: BundleUrls, origin: string, input: CreateBundleUploadInput) {
   checkSlug(principal, input.orgUrlSlug);
+  await services.db.read((tx) => checkRepositoryClaimable(services, tx, principal, input.repo));
   const id = services.newId();
   const repo = { host: input.repo.host, owner: input.repo.owner, name: input.repo.name };
   const grant: Grant = { id, org: principal.organizationId, slug: principal.organizationSlug, token: principal.tokenId, repo, exp: services.now().getTime() + urls.ttlMs };
@@ -128,6 +132,8 @@ const sameRepo = (a: RepoRef, b: RepoRef) => a.host.toLowerCase() === b.host.toL
  */
 function uploadInput(bundle: Bundle, grant: Grant): UploadInput {
   const { meta } = bundle;
+  // The client writes the id createBundleUpload answered (cli/src/upload_command.rs: bundle_upload_id: upload.id).
+  if (meta.bundle_upload_id !== grant.id) throw invalidArgument("meta.json: bundle_upload_id", `is "${meta.bundle_upload_id}", but the upload URL was made for bundle "${grant.id}"`);
   const repo = meta.repo.repo;
   if (!sameRepo(repo, grant.repo)) {
     throw invalidArgument("meta.json: repo.repo", `is ${repo.host}/${repo.owner}/${repo.name}, but the upload URL was made for ${grant.repo.host}/${grant.repo.owner}/${grant.repo.name}`);

@@ -278,8 +278,41 @@ describe.each(BACKENDS)("Trunk's analytics CLI against Greenline on $name", (bac
     const badXmlError = ((await badXml.json()) as any).error;
     expect([badXml.status, badXmlError.details[0].path]).toEqual([400, "junit/0"]);
     expect(badXmlError.message).toMatch(/^junit\/0: is not a JUnit report: line 1, column \d+/);
+    const otherId = await put(upload.url, await bundle({ id: "0197a000-0000-7000-8000-000000000000" }, clock.now()));
+    expect([otherId.status, ((await otherId.json()) as any).error]).toEqual([
+      400,
+      {
+        code: "invalid_argument",
+        message: `meta.json: bundle_upload_id: is "0197a000-0000-7000-8000-000000000000", but the upload URL was made for bundle "${upload.id}"`,
+        details: [{ path: "meta.json: bundle_upload_id", message: `is "0197a000-0000-7000-8000-000000000000", but the upload URL was made for bundle "${upload.id}"` }],
+      },
+    ]);
     const elsewhere = await put(upload.url, await bundle({ id: upload.id, repoName: "api" }, clock.now()));
     expect([elsewhere.status, ((await elsewhere.json()) as any).error.message]).toEqual([400, "meta.json: repo.repo: is github.com/acme/api, but the upload URL was made for github.com/acme/web"]);
+  });
+
+  test("createBundleUpload for another organization's repository answers 404 as a missing repository, and no URL", async () => {
+    const globex = await server.clientFor("globex");
+    const theirs = repo("theirs");
+    await globex.ok("flaky-tests/upload", { repo: theirs, org_url_slug: "globex", commit_sha: SHA, branch: "main", junit_xml: ["<testsuite><testcase name='a'/></testsuite>"] });
+    const answer = await server.api.call("metrics/createBundleUpload", { repo: theirs, orgUrlSlug: ORG, remoteUrls: [] });
+    expect([answer.status, answer.body]).toEqual([404, { error: { code: "not_found", message: `repository github.com/${theirs.owner}/theirs not found`, details: [] } }]);
+    // The same answer as the JUnit upload of the same repository gives.
+    const upload = await server.api.call("flaky-tests/upload", { ...scope, repo: theirs, commit_sha: SHA, branch: "main", junit_xml: ["<testsuite/>"] });
+    expect([upload.status, upload.body]).toEqual([answer.status, answer.body]);
+    // Its own repositories, known or new, still get their URLs.
+    expect((await createUpload({ repo: repo("brand-new") })).url).toContain("/v1/bundles/");
+  });
+
+  test("a bundle URL's grant and signature never reach the logs", async () => {
+    const upload = await createUpload();
+    const url = new URL(upload.url);
+    const answer = await put(upload.url, await bundle({ id: upload.id }, new Date(clock.ms - HOUR)));
+    expect(answer.status).toBe(200);
+    const logs = server.logs.join("");
+    expect(logs).toContain(`/v1/bundles/${upload.id}?grant=[redacted]&signature=[redacted]`);
+    expect(logs).not.toContain(url.searchParams.get("signature")!);
+    expect(logs).not.toContain(url.searchParams.get("grant")!);
   });
 
   test("a bundle with only internal.bin (the client given its own reports) lands from it", async () => {

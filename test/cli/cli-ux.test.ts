@@ -63,6 +63,8 @@ describe("greenline's help, version and usage errors", () => {
   test("help alone lists every command; help of an unknown command is a usage error", async () => {
     const all = await greenline(["help"]);
     expect(all.code).toBe(0);
+    // The service's own greenline runs every command: none is set apart.
+    expect(all.stdout).not.toContain("Run where the service runs");
     for (const command of [
       "token create",
       "token list",
@@ -96,6 +98,25 @@ describe("greenline's help, version and usage errors", () => {
     expect(unknownOption.stderr).toContain("Run 'greenline help test upload'");
     expect(unknownOption.stderr).not.toContain("token create");
 
+    // One option table serves every command, but each takes only its own options.
+    const foreign = await greenline(["queue", "pause", "--target-branch", "main", "--force", "--junit", "x"]);
+    expect(foreign).toMatchObject({ code: 2, stdout: "" });
+    expect(foreign.stderr).toBe("greenline: queue pause does not take --force, --junit\nUsage: greenline queue pause [--target-branch B] [options]\nRun 'greenline help queue pause' for its options.\n");
+    expect((await greenline(["token", "revoke", "x", "--org", "acme"])).stderr).toContain("greenline: token revoke does not take --org");
+    expect((await greenline(["pr", "submit", "--org", "acme"])).stderr).toContain("greenline: pr submit does not take --org");
+
+    // --url must be an address; a --codeowners file that cannot be read is named.
+    const where = ["--token", "t", "--org", "acme", "--repo", "acme/web", "--commit", "abc1234", "--branch", "main", "--junit", "x.xml"];
+    const badUrl = await greenline(["test", "upload", "--url", "not-a-url", ...where]);
+    expect(badUrl).toMatchObject({ code: 2, stdout: "" });
+    expect(badUrl.stderr).toContain('greenline: --url must be Greenline\'s http or https address, such as https://greenline.example.com (got "not-a-url")');
+    expect((await greenline(["queue", "show", "--target-branch", "main", "--repo", "acme/web", "--token", "t"], { GREENLINE_URL: "ftp://x" })).stderr).toContain(
+      "greenline: GREENLINE_URL must be Greenline's http or https address",
+    );
+    const codeowners = await greenline(["test", "upload", "--url", "http://127.0.0.1:9", ...where, "--codeowners", "/nonexistent/CODEOWNERS"]);
+    expect(codeowners).toMatchObject({ code: 2, stdout: "" });
+    expect(codeowners.stderr).toContain("greenline: --codeowners: cannot read /nonexistent/CODEOWNERS: no such file (ENOENT)\nUsage: greenline test upload");
+
     for (const args of [[], ["frobnicate"]]) {
       const general = await greenline(args);
       expect(general.code).toBe(2);
@@ -109,6 +130,7 @@ describe("an unreachable Greenline is named with its URL and the cause, never a 
   let closedPort: number;
   let plain: Server;
   let silent: Server;
+  let html: Server;
   beforeAll(async () => {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
@@ -118,11 +140,13 @@ describe("an unreachable Greenline is named with its URL and the cause, never a 
     await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
     silent = createServer(() => undefined);
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    // Not Greenline: a login page answering 200 to everything.
+    html = createServer((_request, response) => response.writeHead(200, { "content-type": "text/html" }).end("<html><body>Sign in</body></html>"));
+    await new Promise<void>((resolve) => html.listen(0, "127.0.0.1", resolve));
   });
   afterAll(async () => {
-    plain.closeAllConnections();
-    silent.closeAllConnections();
-    await Promise.all([new Promise((r) => plain.close(r)), new Promise((r) => silent.close(r))]);
+    for (const s of [plain, silent, html]) s.closeAllConnections();
+    await Promise.all([plain, silent, html].map((s) => new Promise((r) => s.close(r))));
   });
 
   const quarantine = (url: string) => greenline(["test", "quarantine", "some-test", "--never", "--url", url, "--token", "t", "--org", "acme", "--repo", "acme/web"]);
@@ -134,6 +158,15 @@ describe("an unreachable Greenline is named with its URL and the cause, never a 
     expect(refused.stderr).toContain(`cannot reach Greenline at ${url}/v1/flaky-tests/set-quarantine-setting: connection refused`);
     expect(refused.stderr).toContain("[ECONNREFUSED]");
     expect(refused.stderr).not.toMatch(STACK_FRAME);
+  });
+
+  test("an answer that is not JSON (not Greenline at that address): exit 69, the operation, the URL and what came", async () => {
+    const url = `http://127.0.0.1:${(html.address() as AddressInfo).port}`;
+    const notGreenline = await quarantine(url);
+    expect(notGreenline.code).toBe(69);
+    expect(notGreenline.stderr).toBe(
+      `greenline: flaky-tests/set-quarantine-setting: the answer from ${url}/v1/flaky-tests/set-quarantine-setting (200, text/html) is not JSON, so it is not Greenline's API: is the URL Greenline's address? It begins: <html><body>Sign in</body></html>\n`,
+    );
   });
 
   test("no such host: the DNS failure is named", async () => {
@@ -224,6 +257,34 @@ describe("repository, commit, branch and PR from the CI environment (against a r
     expect(upload).toMatchObject({ code: 0 });
     expect(await failing("from-flag")).toEqual([expect.objectContaining({ name: "test_inferred" })]);
     expect(await failing("from-env")).toHaveLength(1);
+  });
+
+  test("GitLab CI, a project in nested groups: the owner is its groups' full path", async () => {
+    const env = {
+      GITLAB_CI: "true",
+      CI_SERVER_HOST: "gitlab.example.com",
+      CI_PROJECT_PATH: "group/sub/proj",
+      CI_COMMIT_SHA: "b".repeat(40),
+      CI_COMMIT_REF_NAME: "main",
+      GREENLINE_URL: server.url,
+      GREENLINE_API_TOKEN: server.api.token,
+      GREENLINE_ORG: "acme",
+    };
+    const upload = await greenline(["test", "upload", "--junit", join(dir, "reports", "*.xml")], env, dir);
+    expect(upload).toMatchObject({ code: 0 });
+    const nested = { repo: { host: "gitlab.example.com", owner: "group/sub", name: "proj" }, org_url_slug: "acme" };
+    const listed = await server.api.ok("flaky-tests/list-failing-tests", {
+      ...nested,
+      start_time: new Date(Date.now() - 3 * DAY).toISOString(),
+      end_time: new Date(Date.now() + 3 * DAY).toISOString(),
+      page_query: { page_size: 100 },
+    });
+    expect(listed.tests).toEqual([expect.objectContaining({ name: "test_inferred", repository: { html_url: "https://gitlab.example.com/group/sub/proj" } })]);
+    // --repo takes the same path; a path without a name is still refused.
+    expect(await greenline(["test", "upload", "--junit", join(dir, "reports", "*.xml"), "--repo", "group/sub/proj"], env, dir)).toMatchObject({ code: 0 });
+    const bad = await greenline(["test", "upload", "--junit", join(dir, "reports", "*.xml"), "--repo", "group/"], env, dir);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--repo must be owner/name (or group/subgroup/name for a GitLab project in nested groups; got group/)");
   });
 
   test("outside CI, from the git remote origin and HEAD", async () => {

@@ -295,6 +295,42 @@ describe("greenline test run is safe: stale reports, commands that cannot start,
     expect(run.stdout).not.toContain("test_fine");
   });
 
+  test.each([4, 0])("a malformed report the command wrote: its code %i stands, the file and the place are named, nothing is uploaded", async (code) => {
+    report([]);
+    const before = await server.api.ok("flaky-tests/list-failing-tests", {
+      ...scope("safe"),
+      start_time: new Date(Date.now() - 86_400_000).toISOString(),
+      end_time: new Date(Date.now() + 86_400_000).toISOString(),
+      page_query: { page_size: 100 },
+    });
+    const good = join(dir, "reports", "a.xml");
+    const bad = join(dir, "reports", "b.xml");
+    const script = `const fs = require("node:fs"); fs.writeFileSync(${JSON.stringify(good)}, ${JSON.stringify(xml([["test_new_failure", "fail"]]))}); fs.writeFileSync(${JSON.stringify(bad)}, "<testsuite><testcase name=x"); process.exit(${code})`;
+    try {
+      const run = await cli("acme/safe", "run", "--commit", "c0ffee6", "--", process.execPath, "-e", script);
+      expect(run.code).toBe(code);
+      expect(run.stdout).toMatch(new RegExp(`^greenline: ${bad.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: not a JUnit report: line \\d+, column \\d+: .+; exit code ${code} stands, nothing uploaded\n$`));
+      expect(run.stderr).toBe("");
+      const after = await server.api.ok("flaky-tests/list-failing-tests", {
+        ...scope("safe"),
+        start_time: new Date(Date.now() - 86_400_000).toISOString(),
+        end_time: new Date(Date.now() + 86_400_000).toISOString(),
+        page_query: { page_size: 100 },
+      });
+      expect(after).toEqual(before);
+    } finally {
+      rmSync(bad, { force: true });
+    }
+  });
+
+  test("--no-quarantine: the reports the command wrote are uploaded, and its code stands even when every failure is quarantined", async () => {
+    report([]);
+    const run = await cli("acme/safe", "run", "--commit", "c0ffee7", "--no-quarantine", "--", ...writesReportAndExits([["test_flaky", "fail"]], 3));
+    expect(run.code).toBe(3);
+    expect(run.stdout).toMatch(/uploaded 1 tests \(1 failed\)/);
+    expect(run.stdout).not.toContain("quarantined");
+  });
+
   test("Greenline refusing (a wrong token): the command's code stands and the failing tests are still named", async () => {
     report([]);
     const run = await greenline(

@@ -57,7 +57,7 @@ describe("the action's inputs → the greenline command", () => {
     expect(read).toMatchObject({ "junit-paths": "reports/*.xml", "pr-number": "7", token: "t", run: "" });
   });
 
-  test("junit-paths: test upload (globs split on commas and newlines); with run: test run under bash; quarantine: false runs the command itself", () => {
+  test("junit-paths: test upload (globs split on commas and newlines); with run: test run under bash; quarantine: false adds --no-quarantine", () => {
     expect(plan(inputs({ "junit-paths": "a/*.xml, b/*.xml\nc.xml", org: "acme", variant: "linux", "pr-number": "7" }), {})).toEqual({
       job: "upload",
       argv: ["test", "upload", ...connection, "--org", "acme", "--pr", "7", "--variant", "linux", "--junit", "a/*.xml", "--junit", "b/*.xml", "--junit", "c.xml"],
@@ -66,8 +66,7 @@ describe("the action's inputs → the greenline command", () => {
     expect(plan(inputs({ "junit-paths": "r.xml", run: "npm test" }), { GREENLINE_ORG: "acme" })).toEqual({ job: "run", argv: ["test", "run", ...connection, "--junit", "r.xml", "--", ...bash] });
     expect(plan(inputs({ "junit-paths": "r.xml", run: "npm test", quarantine: "False", org: "acme" }), {})).toEqual({
       job: "run",
-      argv: ["test", "upload", ...connection, "--org", "acme", "--junit", "r.xml"],
-      command: bash,
+      argv: ["test", "run", ...connection, "--org", "acme", "--junit", "r.xml", "--no-quarantine", "--", ...bash],
     });
   });
 
@@ -79,7 +78,8 @@ describe("the action's inputs → the greenline command", () => {
     const all = join("/runner/tmp", "greenline-impacted-targets-all");
     expect(plan(inputs({ "impacted-targets": "ALL", org: "acme" }), { RUNNER_TEMP: "/runner/tmp" })).toEqual({
       job: "targets",
-      argv: ["targets", "set", all, ...connection, "--org", "acme"],
+      // org is the flaky-test commands' only: targets set does not take it.
+      argv: ["targets", "set", all, ...connection],
       allTargetsFile: all,
     });
   });
@@ -243,6 +243,32 @@ describe("the bundled action run as GitHub Actions runs it, against a real Green
     const real = await action({ ...base, run: `cp '${broken}' reports/junit.xml && exit 4` }, sha(6));
     expect(real).toMatchObject({ code: 4, outputs: { job: "run", "exit-code": "4" } });
     expect(real.stdout).toContain("2 failing test(s), 1 quarantined");
+  });
+
+  test("quarantine: false uploads only the reports the command wrote: a stale report is not uploaded, also when the command cannot start", async () => {
+    const base = { token: server.api.token, url: server.url, org: "acme", "junit-paths": "reports/*.xml", quarantine: "false" };
+    const stale = { "reports/junit.xml": report([["test_stale", "fail"]]) };
+    const before = (await failing()).length;
+    const wroteNothing = await action({ ...base, run: "exit 3" }, sha(10), stale);
+    expect(wroteNothing).toMatchObject({ code: 3, outputs: { job: "run", "exit-code": "3" } });
+    expect(wroteNothing.stdout).toContain("the command wrote no JUnit report; exit code 3 stands");
+    expect(wroteNothing.stdout).not.toContain("uploaded");
+    const cannotStart = await action({ ...base, run: "no-such-command-here" }, sha(11), stale);
+    expect(cannotStart).toMatchObject({ code: 127, outputs: { job: "run", "exit-code": "127" } });
+    expect(cannotStart.stdout).not.toContain("uploaded");
+    expect((await failing()).map((t: { name: string }) => t.name)).not.toContain("test_stale");
+    expect((await failing()).length).toBe(before);
+    // And a command passing with a failing report it wrote: uploaded, its 0 stands.
+    const written = report([["test_fresh", "fail"]]).replace(/'/g, "'\\''");
+    const passing = await action({ ...base, run: `echo '${written}' > reports/junit.xml` }, sha(12));
+    expect(passing).toMatchObject({ code: 0, outputs: { job: "run", "exit-code": "0" } });
+    expect(passing.stdout).toMatch(/uploaded 1 tests \(1 failed\)/);
+  });
+
+  test("the targets and submit jobs work with org set (the queue commands do not take --org)", async () => {
+    await server.api.ok("createQueue", queueOf("action-org"));
+    const submitted = await action({ token: server.api.token, url: server.url, org: "acme", submit: "true" }, sha(13), {}, 9, "acme/action-org");
+    expect(submitted).toMatchObject({ code: 0, outputs: { job: "submit", "exit-code": "0" } });
   });
 
   test("contradictory or missing inputs: an ::error:: annotation naming them, exit 2, nothing sent", async () => {

@@ -81,6 +81,12 @@ describe("@greenline/cli, packed and installed into an empty project", () => {
     const help = await greenline("help");
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("greenline test upload --junit <glob>");
+    // The service's commands are listed apart, under where they run: the client cannot run them.
+    const [client, service] = help.stdout.split("Run where the service runs (its checkout or container), not in this client:\n");
+    for (const command of ["token create", "token list", "token revoke", "setup github", "db migrate"]) {
+      expect([command, client!.includes(`greenline ${command}`), service?.includes(`greenline ${command}`)]).toEqual([command, false, true]);
+    }
+    expect(service).not.toContain("greenline test upload");
     expect((await greenline("help", "test", "run")).stdout).toContain("Usage: greenline test run");
   });
 
