@@ -23,6 +23,10 @@ export class WebhookReceiver {
   /** Every request that arrived, answered or not. */
   requests = 0;
   behaviour: Behaviour = { kind: "ok" };
+  /** Every answer waits this long (a slow receiver: requests are in flight when a test kills the sender). */
+  delayMs = 0;
+  /** Requests being answered now. */
+  inFlight = 0;
   #server: Server | null = null;
   readonly #hanging = new Set<ServerResponse>();
   url = "";
@@ -42,6 +46,11 @@ export class WebhookReceiver {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
     const n = ++this.requests;
+    if (this.delayMs > 0) {
+      this.inFlight++;
+      await new Promise((r) => setTimeout(r, this.delayMs));
+      this.inFlight--;
+    }
     const headers = { "webhook-id": String(req.headers["webhook-id"]), "webhook-timestamp": String(req.headers["webhook-timestamp"]), "webhook-signature": String(req.headers["webhook-signature"]) };
     const verified = this.secrets.some((secret) => {
       try {
