@@ -51,6 +51,15 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
       "api-url": { type: "string" },
       dotenv: { type: "string" },
       force: { type: "boolean" },
+      "endpoint-url": { type: "string" },
+      events: { type: "string" },
+      description: { type: "string" },
+      secret: { type: "string" },
+      enable: { type: "boolean" },
+      disable: { type: "boolean" },
+      "rotate-secret": { type: "boolean" },
+      limit: { type: "string" },
+      "page-token": { type: "string" },
     },
     allowPositionals: true,
   });
@@ -110,6 +119,15 @@ export async function run(argv: string[], out: (line: string) => void): Promise<
     case "setup github": {
       const { setupGitHub } = await import("./setup-github.js");
       return setupGitHub(values, out);
+    }
+    case "webhooks create":
+    case "webhooks list":
+    case "webhooks update":
+    case "webhooks delete":
+    case "webhooks deliveries":
+    case "webhooks redeliver": {
+      const { webhookCommand } = await import("./webhook-commands.js");
+      return webhookCommand(command, rest, values, out);
     }
     case "db migrate": {
       await withDatabase(async () => undefined);

@@ -20,6 +20,7 @@ const WHERE_OPTIONS = [
   "--codeowners <path>  a CODEOWNERS file to send with the results",
   "--junit <glob>       JUnit XML reports (repeat, or separate with commas)",
 ];
+const WEBHOOK_CONNECTION = ["--url <url>            Greenline's address (GREENLINE_URL)", "--token <token>        an API token (GREENLINE_API_TOKEN)"];
 const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 
 export const COMMANDS: Record<string, CommandHelp> = {
@@ -69,6 +70,38 @@ export const COMMANDS: Record<string, CommandHelp> = {
     summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
     options: [...CONNECTION_OPTIONS],
   },
+  "webhooks create": {
+    usage: "greenline webhooks create --endpoint-url <url> --events <types> [options]",
+    summary: "Create an outbound webhook endpoint; prints its signing secret as the last line.",
+    options: [
+      "--url <url>            Greenline's address (GREENLINE_URL)",
+      "--token <token>        an API token (GREENLINE_API_TOKEN)",
+      "--endpoint-url <url>   where events are POSTed (https://)",
+      '--events <types>       event types separated by commas, or "*" (see docs/webhooks.md)',
+      "--description <text>   a label",
+      "--secret <whsec_…>     a signing secret of your own (default: generated)",
+    ],
+  },
+  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks update": {
+    usage: "greenline webhooks update <id> [options]",
+    summary: "Change an endpoint; --rotate-secret prints the new secret (the previous one signs too for 24 h).",
+    options: [
+      ...WEBHOOK_CONNECTION,
+      "--endpoint-url <url>   a new URL",
+      "--events <types>       a new event filter",
+      "--description <text>   a new label",
+      "--enable | --disable   enable it again (pending deliveries resume) or disable it",
+      "--rotate-secret        a new signing secret",
+    ],
+  },
+  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks deliveries": {
+    usage: "greenline webhooks deliveries <id> [--limit <n>] [--page-token <t>]",
+    summary: "List an endpoint's deliveries, newest first: status, attempts, last answer.",
+    options: [...WEBHOOK_CONNECTION, "--limit <n>            at most n (1 to 500, default 50)", "--page-token <t>       the next page (printed after a full page)"],
+  },
+  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: [...WEBHOOK_CONNECTION] },
 };
 
 export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable, 70 upload failed.";
