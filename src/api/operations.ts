@@ -294,7 +294,7 @@ export const OPERATIONS: Operation[] = [
   }),
   operation({
     operationId: "listWebhookEndpoints",
-    method: "post",
+    method: "get",
     path: "/webhooks/list-endpoints",
     summary: "List the organization's outbound webhook endpoints (disabled ones say why)",
     request: s.ZListWebhookEndpointsRequest,

@@ -465,7 +465,7 @@ export const ZWebhookEndpointWithSecret = z.strictObject({
   secret: z.string().optional().describe("the signing secret, answered only when created or rotated"),
 });
 
-export const ZListWebhookEndpointsRequest = z.strictObject({});
+export const ZListWebhookEndpointsRequest = z.object({});
 export const ZListWebhookEndpointsResponse = z.strictObject({ endpoints: z.array(ZWebhookEndpoint) });
 
 export const ZUpdateWebhookEndpointRequest = z.strictObject({

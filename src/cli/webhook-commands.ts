@@ -28,7 +28,7 @@ class ApiRefusal extends Error {}
 type Endpoint = { id: string; url: string; events: string[]; enabled: boolean; disabledReason: string | null; failingSince: string | null; previousSecretExpiresAt: string | null };
 type Delivery = { id: string; webhookId: string; eventType: string; status: string; attempts: number; lastStatus: number | null; lastError: string | null };
 
-async function call<T>(options: WebhookOptions, operation: string, body: object): Promise<T> {
+async function call<T>(options: WebhookOptions, operation: string, body: object | null): Promise<T> {
   const base = (options.url ?? process.env.GREENLINE_URL)?.replace(/\/+$/, "");
   const token = options.token ?? process.env.GREENLINE_API_TOKEN;
   if (!base) throw new CliUsageError("--url (or GREENLINE_URL) is required");
@@ -36,7 +36,10 @@ async function call<T>(options: WebhookOptions, operation: string, body: object)
   const url = `${base}/v1/webhooks/${operation}`;
   let response: Response;
   try {
-    response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+    // null: a GET (list-endpoints).
+    const request: RequestInit =
+      body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
+    response = await fetch(url, { ...request, signal: AbortSignal.timeout(30_000) });
   } catch (error) {
     throw describeUnreachable(base, error);
   }
@@ -99,7 +102,7 @@ async function run(command: string | undefined, args: string[], options: Webhook
       return 0;
     }
     case "list": {
-      const { endpoints } = await call<{ endpoints: Endpoint[] }>(options, "list-endpoints", {});
+      const { endpoints } = await call<{ endpoints: Endpoint[] }>(options, "list-endpoints", null);
       for (const e of endpoints) out(describeEndpoint(e));
       if (endpoints.length === 0) out("no webhook endpoints");
       return 0;

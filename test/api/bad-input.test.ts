@@ -34,6 +34,11 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "flaky-tests/link-ticket-to-test-case": { repo: queueOf().repo, org_url_slug: "acme", test_case_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", ticket_url: "https://tickets.example/T-1" },
   "flaky-tests/get-settings": { repo: queueOf().repo, org_url_slug: "acme" },
   "flaky-tests/update-settings": { repo: queueOf().repo, org_url_slug: "acme", settings: { minSamples: 5 } },
+  "webhooks/create-endpoint": { url: "https://hooks.example/greenline", events: ["pull_request.merged"] },
+  "webhooks/update-endpoint": { id: "0190b8a4-0000-7000-8000-000000000000", url: "https://hooks.example/other", events: ["*"], description: "x", enabled: true, rotateSecret: false },
+  "webhooks/delete-endpoint": { id: "0190b8a4-0000-7000-8000-000000000000" },
+  "webhooks/list-deliveries": { id: "0190b8a4-0000-7000-8000-000000000000", pageSize: 10, pageToken: "" },
+  "webhooks/redeliver": { id: "0190b8a4-0000-7000-8000-000000000000", deliveryId: "0190b8a4-0000-7000-8000-000000000001" },
 };
 
 /** Characters JSON carries and no store holds: NUL (PostgreSQL refuses it) and lone surrogates. */

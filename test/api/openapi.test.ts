@@ -30,6 +30,12 @@ const ADDED_OPERATIONS = [
   "POST /flaky-tests/link-ticket-to-test-case",
   "POST /flaky-tests/get-settings",
   "POST /flaky-tests/update-settings",
+  "POST /webhooks/create-endpoint",
+  "GET /webhooks/list-endpoints",
+  "POST /webhooks/update-endpoint",
+  "POST /webhooks/delete-endpoint",
+  "POST /webhooks/list-deliveries",
+  "POST /webhooks/redeliver",
 ];
 
 describe("OpenAPI document", () => {

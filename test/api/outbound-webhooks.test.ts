@@ -42,7 +42,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
   }
 
   const deliveries = async (id: string) => (await server.api.ok("webhooks/list-deliveries", { id, pageSize: 500 })).deliveries;
-  const endpoint = async (id: string) => (await server.api.ok("webhooks/list-endpoints", {})).endpoints.find((e: { id: string }) => e.id === id);
+  const endpoint = async (id: string) => JSON.parse((await server.api.get("webhooks/list-endpoints")).body).endpoints.find((e: { id: string }) => e.id === id);
 
   async function mergeThrough(queue: string, prs: number[]): Promise<void> {
     await server.api.ok("createQueue", { ...queueOf(queue), concurrency: 3 });
@@ -249,7 +249,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     const r = await receiver();
     const id = await endpointFor(r);
     const rival = await server.clientFor("rival-webhooks");
-    expect((await rival.ok("webhooks/list-endpoints", {})).endpoints).toEqual([]);
+    expect(JSON.parse((await rival.get("webhooks/list-endpoints")).body).endpoints).toEqual([]);
     const missing = "0190b8a4-0000-7000-8000-000000000000";
     for (const [operation, body] of [
       ["webhooks/update-endpoint", { enabled: false }],
