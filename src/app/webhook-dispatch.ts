@@ -19,11 +19,11 @@ import { settingsOf } from "./webhook-endpoints.js";
 import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressError, signatureHeader } from "./webhook-security.js";
 
 /** How many pending messages of an endpoint one round looks at to find each ordering key's oldest. */
-const SCAN_LIMIT = 2_000;
+const SCAN_LIMIT = 500;
 /** At most this many messages of one endpoint in flight per round (and per dispatcher). */
-const PER_ENDPOINT = 32;
+const PER_ENDPOINT = 50;
 /** At most this many requests in flight per dispatcher. */
-const CONCURRENCY = 64;
+const CONCURRENCY = 100;
 /** How much of a failed answer's body is kept with the delivery. */
 const ERROR_BODY_CHARS = 300;
 

@@ -59,11 +59,12 @@ const MESSAGE_COLUMNS = ["id", "endpointId", "eventId", "eventType", "orderingKe
 
 /**
  * Publishes events of an organization: one message per event and enabled endpoint whose filter
- * takes it, in the caller's transaction (a Prisma transaction or plain SQL). Answers how many
- * messages were written. An organization without endpoints costs one indexed query.
+ * takes it, in the caller's transaction (a Prisma transaction or plain SQL). Answers the
+ * webhook-ids of the events that some endpoint takes. An organization without endpoints costs
+ * one indexed query.
  */
-export async function publishEvents(target: Tx | Sql, organizationId: string, events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<number> {
-  if (events.length === 0) return 0;
+export async function publishEvents(target: Tx | Sql, organizationId: string, events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
+  if (events.length === 0) return [];
   const endpoints = isSql(target)
     ? await target.all<{ id: string; events: string }>(`SELECT "id", "events" FROM "WebhookEndpoint" WHERE "organizationId" = ? AND "enabled" = ? ORDER BY "id"`, [organizationId, true])
     : await target.webhookEndpoint.findMany({ where: { organizationId, enabled: true }, select: { id: true, events: true }, orderBy: { id: "asc" } });
@@ -75,22 +76,25 @@ export async function publishEvents(target: Tx | Sql, organizationId: string, ev
   );
 }
 
-async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<number> {
-  if (endpoints.length === 0) return 0;
+async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
+  if (endpoints.length === 0) return [];
   const rows: (readonly unknown[])[] = [];
+  const published: string[] = [];
   const timestamp = context.now.toISOString();
   for (const event of events) {
     const eventId = `msg_${context.newId().replaceAll("-", "")}`;
     const payload = JSON.stringify({ type: event.type, timestamp, data: event.data });
+    const before = rows.length;
     for (const endpoint of endpoints) {
       if (!endpointWants(endpoint.events, event.type)) continue;
       rows.push([context.newId(), endpoint.id, eventId, event.type, event.orderingKey, payload, context.now, "pending", 0, context.now]);
     }
+    if (rows.length > before) published.push(eventId);
   }
-  if (rows.length === 0) return 0;
+  if (rows.length === 0) return [];
   if (isSql(target)) await target.insert("WebhookMessage", MESSAGE_COLUMNS, rows);
   else await target.webhookMessage.createMany({ data: rows.map((row) => Object.fromEntries(MESSAGE_COLUMNS.map((column, i) => [column, row[i]])) as never) });
-  return rows.length;
+  return published;
 }
 
 /** The enabled endpoints of the organization that owns a repository, and the repository's name; null when it has none. */
@@ -235,8 +239,9 @@ export async function redeliverMessage(tx: Tx, message: WebhookMessageRow, conte
 
 /** Enabled endpoints with messages pending. */
 export async function endpointsWithPending(tx: Tx): Promise<string[]> {
-  const rows = await tx.webhookMessage.findMany({ where: { status: "pending", endpoint: { enabled: true } }, distinct: ["endpointId"], select: { endpointId: true } });
-  return rows.map((row) => row.endpointId);
+  // An EXISTS per endpoint on (endpointId, status, id): Prisma's `distinct` would read every pending row.
+  const rows = await tx.webhookEndpoint.findMany({ where: { enabled: true, messages: { some: { status: "pending" } } }, select: { id: true } });
+  return rows.map((row) => row.id);
 }
 
 /**
