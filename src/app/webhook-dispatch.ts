@@ -11,6 +11,7 @@ import {
   markFailed,
   noteEndpointOutcome,
   pendingHeads,
+  pruneDeliveredMessages,
   type ClaimedMessage,
   type WebhookEndpointRow,
 } from "../store/webhook-outbox.js";
@@ -134,6 +135,15 @@ async function record(services: Services, settings: WebhookSettings, outcomes: O
     }
   });
   for (const d of disabled) services.log?.warn({ webhookEndpoint: d.endpointId, reason: d.reason }, "webhook endpoint disabled");
+}
+
+/** Delivered messages are kept this long (an endpoint's deliveries list, redelivery). */
+export const DELIVERED_RETENTION_MS = 7 * 24 * 3600_000;
+
+/** Forgets messages delivered longer ago than the retention. */
+export async function pruneWebhookMessages(services: Services): Promise<number> {
+  const before = new Date(services.now().getTime() - DELIVERED_RETENTION_MS);
+  return services.db.transaction((tx) => pruneDeliveredMessages(tx, before));
 }
 
 /** Keep-alive connections to endpoints, reused across rounds. */

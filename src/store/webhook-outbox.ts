@@ -357,3 +357,9 @@ export async function publishTestEvents(sql: Sql, repositoryId: string, changes:
   }
   await publishEvents(sql, place.organizationId, events, { now, newId: () => orderedId() });
 }
+
+/** Forgets messages delivered before `before` (their endpoint's deliveries list no longer shows them). */
+export async function pruneDeliveredMessages(tx: Tx, before: Date): Promise<number> {
+  const { count } = await tx.webhookMessage.deleteMany({ where: { status: "delivered", deliveredAt: { lt: before } } });
+  return count;
+}

@@ -9,7 +9,7 @@ import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
-import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks } from "../app/webhook-dispatch.js";
+import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
 import { settingsOf } from "../app/webhook-endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
@@ -52,6 +52,7 @@ export class Worker {
   #ticking: Promise<number> | null = null;
   #flakyRefreshedAt = Number.NEGATIVE_INFINITY;
   #inboxPrunedAt = Number.NEGATIVE_INFINITY;
+  #outboxPrunedAt = Number.NEGATIVE_INFINITY;
   /** Outbound webhooks are delivered by a loop of their own: a slow endpoint never holds the queues' work. */
   readonly #webhookAgents = createWebhookAgents();
   #webhookTimer: NodeJS.Timeout | null = null;
@@ -153,6 +154,11 @@ export class Worker {
       } catch (error) {
         this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
       }
+    }
+    if (services.now().getTime() - this.#outboxPrunedAt >= INBOX_PRUNE_MS) {
+      this.#outboxPrunedAt = services.now().getTime();
+      // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).
+      await pruneWebhookMessages(services);
     }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();

@@ -265,6 +265,23 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect(await endpoint(id)).toMatchObject({ enabled: true });
   });
 
+  test("delivered messages are forgotten after 7 days; pending ones are kept", async () => {
+    const ok = await receiver();
+    const okId = await endpointFor(ok, ["pull_request.submitted"]);
+    const down = await receiver();
+    const downId = await endpointFor(down, ["pull_request.submitted"]);
+    down.behaviour = { kind: "status", status: 500 };
+    await server.api.ok("createQueue", queueOf("retention"));
+    await server.api.ok("submitPullRequest", prOf(1, "retention"));
+    await worker().deliverWebhooks();
+    expect((await deliveries(okId)).map((d: { status: string }) => d.status)).toEqual(["delivered"]);
+    await server.api.ok("webhooks/update-endpoint", { id: downId, enabled: false });
+    clock.advance(7 * 24 * 3600_000 + 1);
+    await worker().tick();
+    expect(await deliveries(okId)).toEqual([]);
+    expect((await deliveries(downId)).map((d: { status: string }) => d.status)).toEqual(["pending"]);
+  });
+
   test("bad input is a 400 naming the field and the rule", async () => {
     const bad = async (body: unknown) => (await server.api.call("webhooks/create-endpoint", body)).body.error.details;
     expect(await bad({ url: "https://example.com/hook", events: ["nope"] })).toEqual([{ path: "events.0", message: expect.stringContaining("pull_request.submitted") }]);
