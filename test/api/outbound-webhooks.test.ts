@@ -342,3 +342,34 @@ describe.each(BACKENDS)("outbound webhooks refuse private addresses by default, 
     expect(r.received).toHaveLength(2);
   });
 });
+
+describe.each(BACKENDS)("signing secrets at rest with GREENLINE_SECRET_KEY, on $name", (backend) => {
+  let server: TestServer;
+  let r: WebhookReceiver;
+  beforeAll(async () => {
+    server = await startTestServer(backend, { webhooks: { allowPrivate: true, secretKey: "k".repeat(40) } });
+    r = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await r?.close();
+    await server?.close();
+  });
+
+  test("are stored encrypted, sign deliveries, and without the right key cannot sign (the attempt says so)", async () => {
+    const created = await server.api.ok("webhooks/create-endpoint", { url: r.url, events: ["pull_request.submitted"] });
+    r.secrets.push(created.secret);
+    const row = await server.greenline.services.db.read((tx) => tx.webhookEndpoint.findUniqueOrThrow({ where: { id: created.endpoint.id } }));
+    expect(row.secret).toMatch(/^enc:v1:/);
+    expect(row.secret).not.toContain(created.secret.slice(6));
+    await server.api.ok("createQueue", queueOf("sealed"));
+    await server.api.ok("submitPullRequest", prOf(1, "sealed"));
+    await server.greenline.worker.deliverWebhooks();
+    expect(r.received.map((m) => m.type)).toEqual(["pull_request.submitted"]);
+    server.greenline.services.webhooks!.secretKey = "w".repeat(40);
+    await server.api.ok("submitPullRequest", prOf(2, "sealed"));
+    await server.greenline.worker.deliverWebhooks();
+    const [latest] = (await server.api.ok("webhooks/list-deliveries", { id: created.endpoint.id })).deliveries;
+    expect(latest).toMatchObject({ status: "pending", lastError: "cannot sign: Unsupported state or unable to authenticate data" });
+    expect(r.requests).toBe(1);
+  });
+});
