@@ -68,6 +68,28 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect(new Set(r.received.map((m) => m.webhookId)).size).toBe(r.received.length);
   });
 
+  test("a PR that fails and one cancelled: pull_request.failed and .cancelled, each with its transition", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["pull_request.failed", "pull_request.cancelled"]);
+    await server.api.ok("createQueue", { ...queueOf("leaving"), concurrency: 1 });
+    await server.greenline.sandbox!.openPullRequest({ host: "github.com", owner: "acme", name: "leaving" }, { number: 1, targetBranch: "main", files: { "bad.ts": "x" }, broken: true });
+    await server.api.ok("submitPullRequest", prOf(1, "leaving"));
+    await server.api.ok("submitPullRequest", prOf(2, "leaving"));
+    await server.api.ok("cancelPullRequest", prOf(2, "leaving"));
+    // A failure may be tested again (a flaky run is not a broken PR) before the PR fails.
+    for (let i = 0; i < 5 && (await server.api.ok("getSubmittedPullRequest", prOf(1, "leaving"))).state !== "failed"; i++) {
+      await worker().drain();
+      clock.advance(CI_MS);
+      await worker().drain();
+    }
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.pullRequest.number, m.data.timelineEntry.to])).toEqual([
+      ["pull_request.cancelled", 2, "cancelled"],
+      ["pull_request.failed", 1, "failed"],
+    ]);
+    expect(r.received[0]!.data.timelineEntry.reason).toBe("cancelled_by_user");
+  });
+
   test("the event filter: an endpoint gets only the types it asked for", async () => {
     const r = await receiver();
     await endpointFor(r, ["pull_request.merged"]);
