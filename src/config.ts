@@ -6,6 +6,33 @@ export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTi
 
 export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 };
 
+/** Outbound webhooks: delivery, retries, and what endpoints may be (docs/webhooks.md). */
+export type WebhookSettings = {
+  /** Endpoints may be http:// and resolve to loopback/private addresses (an operator's choice; tests). */
+  allowPrivate: boolean;
+  /** A delivery attempt not answered within this is a failure. */
+  timeoutMs: number;
+  /** Retries wait base·2^(n-1), capped at max, with jitter. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** An endpoint failing (no success) for this long is disabled, with the reason. */
+  disableAfterMs: number;
+  /** How often an idle dispatcher looks for messages due. */
+  pollMs: number;
+  /** Encrypts signing secrets at rest (GREENLINE_SECRET_KEY); null: stored as given. */
+  secretKey: string | null;
+};
+
+export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
+  allowPrivate: false,
+  timeoutMs: 10_000,
+  retryBaseMs: 5_000,
+  retryMaxMs: 60 * 60_000,
+  disableAfterMs: 24 * 3600_000,
+  pollMs: 100,
+  secretKey: null,
+};
+
 const ZOptionalString = z
   .string()
   .optional()
@@ -52,6 +79,19 @@ const ZEnvironment = z
     // Signs the dashboard's session cookies; unset, a random key per process (a restart signs everyone out).
     GREENLINE_SESSION_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     GREENLINE_BUNDLE_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
+    // Outbound webhooks (docs/webhooks.md).
+    GREENLINE_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false", ""]).default("false"),
+    GREENLINE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(DEFAULT_WEBHOOK_SETTINGS.timeoutMs),
+    GREENLINE_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(DEFAULT_WEBHOOK_SETTINGS.retryBaseMs),
+    GREENLINE_WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(1).max(86_400_000).default(DEFAULT_WEBHOOK_SETTINGS.retryMaxMs),
+    GREENLINE_WEBHOOK_DISABLE_AFTER_MS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400_000)
+      .default(DEFAULT_WEBHOOK_SETTINGS.disableAfterMs),
+    GREENLINE_WEBHOOK_POLL_MS: z.coerce.number().int().min(5).max(60_000).default(DEFAULT_WEBHOOK_SETTINGS.pollMs),
+    GREENLINE_SECRET_KEY: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     GREENLINE_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -118,6 +158,8 @@ export type Config = {
   bundleUrls?: { secret: string | undefined; ttlMs: number };
   /** The key the dashboard's session cookies are signed with (GREENLINE_SESSION_SECRET); unset: random per process. */
   sessionSecret?: string | undefined;
+  /** Outbound webhooks (default: DEFAULT_WEBHOOK_SETTINGS). */
+  webhooks?: WebhookSettings;
 };
 
 export { DEFAULT_DATABASE_URL };
@@ -162,5 +204,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
     sessionSecret: e.GREENLINE_SESSION_SECRET,
+    webhooks: {
+      allowPrivate: e.GREENLINE_WEBHOOK_ALLOW_PRIVATE === "true",
+      timeoutMs: e.GREENLINE_WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.GREENLINE_WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: Math.max(e.GREENLINE_WEBHOOK_RETRY_BASE_MS, e.GREENLINE_WEBHOOK_RETRY_MAX_MS),
+      disableAfterMs: e.GREENLINE_WEBHOOK_DISABLE_AFTER_MS,
+      pollMs: e.GREENLINE_WEBHOOK_POLL_MS,
+      secretKey: e.GREENLINE_SECRET_KEY ?? null,
+    },
   };
 }

@@ -34,6 +34,7 @@ describe("loadConfig", () => {
       postgresTimeouts: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 },
       shutdownTimeoutMs: 10_000,
       bundleUrls: { secret: undefined, ttlMs: 900_000 },
+      webhooks: { allowPrivate: false, timeoutMs: 10_000, retryBaseMs: 5_000, retryMaxMs: 3_600_000, disableAfterMs: 86_400_000, pollMs: 100, secretKey: null },
     });
   });
 
@@ -55,6 +56,9 @@ describe("loadConfig", () => {
     [{ APP_ID: "123", PRIVATE_KEY: "k" }, "WEBHOOK_SECRET"],
     [{ APP_ID: "abc", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s" }, "APP_ID"],
     [{ GREENLINE_PG_STATEMENT_TIMEOUT_MS: "soon" }, "GREENLINE_PG_STATEMENT_TIMEOUT_MS"],
+    [{ GREENLINE_WEBHOOK_ALLOW_PRIVATE: "yes" }, "GREENLINE_WEBHOOK_ALLOW_PRIVATE"],
+    [{ GREENLINE_WEBHOOK_TIMEOUT_MS: "10" }, "GREENLINE_WEBHOOK_TIMEOUT_MS"],
+    [{ GREENLINE_SECRET_KEY: "too-short" }, "GREENLINE_SECRET_KEY"],
     [{ GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0" }, "GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS"],
     [{ GREENLINE_SHUTDOWN_TIMEOUT_MS: "-1" }, "GREENLINE_SHUTDOWN_TIMEOUT_MS"],
     [{ GREENLINE_GITHUB_RESERVE_PERCENT: "most" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],

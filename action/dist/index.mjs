@@ -2157,14 +2157,14 @@ async function prRestart(options, out) {
   out(`greenline: restarted the tests of PR #${address.pr.number} in the ${queueName(address)}`);
   return 0;
 }
-function testingLines(run) {
-  const lines = [`  test run ${run.testRunId}${run.isBisection ? " (bisection)" : ""}: ${run.status} on ${run.testBranch ?? "-"} at ${short(run.testBranchSha)}`];
-  if (run.failureReason) lines.push(`    failure reason: ${run.failureReason}`);
-  const tested = run.testedPullRequests.map((p) => `#${p.prNumber}`).join(", ");
-  if (tested) lines.push(`    tests ${tested}${run.dependentPrs.length > 0 ? ` on top of ${run.dependentPrs.map((n) => `#${n}`).join(", ")}` : ""}`);
-  if (run.impactedTargets === "ALL" || run.impactedTargets.length > 0) lines.push(`    impacted targets: ${run.impactedTargets === "ALL" ? "ALL" : run.impactedTargets.length}`);
-  for (const check of run.statusChecks) lines.push(`    ${check.context}: ${check.state}${check.url ? ` ${check.url}` : ""}`);
-  for (const suite of run.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${check.conclusion ?? check.status}`);
+function testingLines(run2) {
+  const lines = [`  test run ${run2.testRunId}${run2.isBisection ? " (bisection)" : ""}: ${run2.status} on ${run2.testBranch ?? "-"} at ${short(run2.testBranchSha)}`];
+  if (run2.failureReason) lines.push(`    failure reason: ${run2.failureReason}`);
+  const tested = run2.testedPullRequests.map((p) => `#${p.prNumber}`).join(", ");
+  if (tested) lines.push(`    tests ${tested}${run2.dependentPrs.length > 0 ? ` on top of ${run2.dependentPrs.map((n) => `#${n}`).join(", ")}` : ""}`);
+  if (run2.impactedTargets === "ALL" || run2.impactedTargets.length > 0) lines.push(`    impacted targets: ${run2.impactedTargets === "ALL" ? "ALL" : run2.impactedTargets.length}`);
+  for (const check of run2.statusChecks) lines.push(`    ${check.context}: ${check.state}${check.url ? ` ${check.url}` : ""}`);
+  for (const suite of run2.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${check.conclusion ?? check.status}`);
   return lines;
 }
 async function prStatus(options, out) {
@@ -3721,8 +3721,8 @@ async function testRun(options, command2, out) {
       const report2 = readFileSync3(file, "utf8");
       parseJUnit(report2, (c) => {
         const key = JSON.stringify([c.file, c.classname, c.parent, c.name, c.explicitId]);
-        const run = runs.get(key);
-        if (run) run.flags = addTestCase(run.flags, c);
+        const run2 = runs.get(key);
+        if (run2) run2.flags = addTestCase(run2.flags, c);
         else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
       });
       reports.push(report2);
@@ -3763,6 +3763,129 @@ async function testQuarantine(options, testId, setting, out) {
   return 0;
 }
 
+// src/cli/webhook-commands.ts
+var ApiRefusal = class extends Error {
+};
+async function call(options, operation, body) {
+  const base = (options.url ?? process.env.GREENLINE_URL)?.replace(/\/+$/, "");
+  const token = options.token ?? process.env.GREENLINE_API_TOKEN;
+  if (!base) throw new CliUsageError("--url (or GREENLINE_URL) is required");
+  if (!token) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
+  const url = `${base}/v1/webhooks/${operation}`;
+  let response;
+  try {
+    const request = body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
+    response = await fetch(url, { ...request, signal: AbortSignal.timeout(3e4) });
+  } catch (error) {
+    throw describeUnreachable(base, error);
+  }
+  const text = await response.text();
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ApiRefusal(`Greenline answered ${response.status} with no JSON: ${text.slice(0, 200)}`);
+  }
+  if (!response.ok) throw new ApiRefusal(`Greenline refused (${response.status}): ${parsed?.error?.message ?? text.slice(0, 200)}`);
+  return parsed;
+}
+function eventsOf(options) {
+  if (options.events === void 0) return void 0;
+  return options.events.split(",").map((e) => e.trim()).filter(Boolean);
+}
+function describeEndpoint(e) {
+  const state = e.enabled ? e.failingSince ? `enabled, failing since ${e.failingSince}` : "enabled" : `disabled: ${e.disabledReason ?? "by a user"}`;
+  return `${e.id}	${e.url}	${e.events.join(",")}	${state}`;
+}
+async function webhookCommand(command2, args, options, out) {
+  try {
+    return await run(command2, args, options, out);
+  } catch (error) {
+    if (error instanceof ApiRefusal) {
+      out(`greenline: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+}
+async function run(command2, args, options, out) {
+  const id = () => {
+    if (!args[0]) throw new CliUsageError(`webhooks ${command2} needs the endpoint's id (see webhooks list)`);
+    return args[0];
+  };
+  switch (command2) {
+    case "create": {
+      const url = options["endpoint-url"];
+      const events = eventsOf(options);
+      if (!url) throw new CliUsageError("--endpoint-url is required");
+      if (!events || events.length === 0) throw new CliUsageError('--events is required: event types separated by commas, or "*"');
+      const created = await call(options, "create-endpoint", {
+        url,
+        events,
+        ...options.description !== void 0 ? { description: options.description } : {},
+        ...options.secret !== void 0 ? { secret: options.secret } : {}
+      });
+      out(`Created webhook endpoint ${created.endpoint.id}. Its signing secret (store it now; it is not shown again):`);
+      out(created.secret);
+      return 0;
+    }
+    case "list": {
+      const { endpoints } = await call(options, "list-endpoints", null);
+      for (const e of endpoints) out(describeEndpoint(e));
+      if (endpoints.length === 0) out("no webhook endpoints");
+      return 0;
+    }
+    case "update": {
+      if (options.enable && options.disable) throw new CliUsageError("--enable and --disable exclude each other");
+      const body = {
+        id: id(),
+        ...options["endpoint-url"] !== void 0 ? { url: options["endpoint-url"] } : {},
+        ...options.events !== void 0 ? { events: eventsOf(options) } : {},
+        ...options.description !== void 0 ? { description: options.description } : {},
+        ...options.enable ? { enabled: true } : options.disable ? { enabled: false } : {},
+        ...options["rotate-secret"] ? { rotateSecret: true } : {}
+      };
+      const updated = await call(options, "update-endpoint", body);
+      out(describeEndpoint(updated.endpoint));
+      if (updated.secret) {
+        out(`New signing secret (the previous one signs too until ${updated.endpoint.previousSecretExpiresAt}):`);
+        out(updated.secret);
+      }
+      return 0;
+    }
+    case "delete": {
+      await call(options, "delete-endpoint", { id: id() });
+      out(`deleted ${args[0]}`);
+      return 0;
+    }
+    case "deliveries": {
+      const limit = options.limit === void 0 ? void 0 : Number(options.limit);
+      if (limit !== void 0 && !(Number.isInteger(limit) && limit >= 1 && limit <= 500)) throw new CliUsageError("--limit must be a number from 1 to 500");
+      const page = await call(options, "list-deliveries", {
+        id: id(),
+        ...limit ? { pageSize: limit } : {},
+        ...options["page-token"] ? { pageToken: options["page-token"] } : {}
+      });
+      for (const d of page.deliveries) {
+        const last = d.lastStatus !== null ? `last ${d.lastStatus}` : d.lastError ? "no answer" : "not tried";
+        out(`${d.id}	${d.eventType}	${d.status}	${d.attempts} attempt(s)	${last}${d.lastError ? `	${d.lastError}` : ""}`);
+      }
+      if (page.deliveries.length === 0) out("no deliveries");
+      if (page.nextPageToken) out(`more: --page-token ${page.nextPageToken}`);
+      return 0;
+    }
+    case "redeliver": {
+      const deliveryId = args[1];
+      if (!deliveryId) throw new CliUsageError("webhooks redeliver needs the endpoint's id and the delivery's id (see webhooks deliveries)");
+      const { delivery } = await call(options, "redeliver", { id: id(), deliveryId });
+      out(`redelivering ${delivery.webhookId} as ${delivery.id}`);
+      return 0;
+    }
+    default:
+      throw new CliUsageError(`unknown command: webhooks ${command2 ?? ""}`);
+  }
+}
+
 // src/cli/usage.ts
 import { existsSync, readFileSync as readFileSync4 } from "node:fs";
 import { dirname as dirname2, join } from "node:path";
@@ -3791,6 +3914,7 @@ var TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR mer
 var QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
 var PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
 var JSON_OPTION = "--json               print Greenline's answer as JSON";
+var WEBHOOK_CONNECTION = ["--url <url>            Greenline's address (GREENLINE_URL)", "--token <token>        an API token (GREENLINE_API_TOKEN)"];
 var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 var COMMANDS = {
   "token create": {
@@ -3869,7 +3993,39 @@ var COMMANDS = {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
     summary: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
     options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"]
-  }
+  },
+  "webhooks create": {
+    usage: "greenline webhooks create --endpoint-url <url> --events <types> [options]",
+    summary: "Create an outbound webhook endpoint; prints its signing secret as the last line.",
+    options: [
+      "--url <url>            Greenline's address (GREENLINE_URL)",
+      "--token <token>        an API token (GREENLINE_API_TOKEN)",
+      "--endpoint-url <url>   where events are POSTed (https://)",
+      '--events <types>       event types separated by commas, or "*" (see docs/webhooks.md)',
+      "--description <text>   a label",
+      "--secret <whsec_\u2026>     a signing secret of your own (default: generated)"
+    ]
+  },
+  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks update": {
+    usage: "greenline webhooks update <id> [options]",
+    summary: "Change an endpoint; --rotate-secret prints the new secret (the previous one signs too for 24 h).",
+    options: [
+      ...WEBHOOK_CONNECTION,
+      "--endpoint-url <url>   a new URL",
+      "--events <types>       a new event filter",
+      "--description <text>   a new label",
+      "--enable | --disable   enable it again (pending deliveries resume) or disable it",
+      "--rotate-secret        a new signing secret"
+    ]
+  },
+  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks deliveries": {
+    usage: "greenline webhooks deliveries <id> [--limit <n>] [--page-token <t>]",
+    summary: "List an endpoint's deliveries, newest first: status, attempts, last answer.",
+    options: [...WEBHOOK_CONNECTION, "--limit <n>            at most n (1 to 500, default 50)", "--page-token <t>       the next page (printed after a full page)"]
+  },
+  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: [...WEBHOOK_CONNECTION] }
 };
 var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";
 var GLOBAL_OPTIONS = ["help", "version"];
@@ -3944,6 +4100,16 @@ var OPTIONS = {
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
   json: { type: "boolean" },
+  // webhooks (webhook-commands.ts)
+  "endpoint-url": { type: "string" },
+  events: { type: "string" },
+  description: { type: "string" },
+  secret: { type: "string" },
+  enable: { type: "boolean" },
+  disable: { type: "boolean" },
+  "rotate-secret": { type: "boolean" },
+  limit: { type: "string" },
+  "page-token": { type: "string" },
   // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
   "webhook-url": { type: "string" },
   port: { type: "string" },
@@ -3979,6 +4145,13 @@ async function runClientCommand(key, values, rest, out) {
       return queueSetState(values, "running", out);
     case "targets set":
       return targetsSet(values, rest[0], out);
+    case "webhooks create":
+    case "webhooks list":
+    case "webhooks update":
+    case "webhooks delete":
+    case "webhooks deliveries":
+    case "webhooks redeliver":
+      return webhookCommand(key.slice("webhooks ".length), rest, values, out);
     default:
       return void 0;
   }
@@ -4060,8 +4233,8 @@ function booleanInput(inputs, name, fallback) {
   if (["false", "False", "FALSE"].includes(value)) return false;
   throw new InputError(`${name} must be true or false (got ${JSON.stringify(value)})`);
 }
-function shellCommand(run) {
-  return ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run];
+function shellCommand(run2) {
+  return ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run2];
 }
 function plan(inputs, env) {
   for (const name of ["token", "url"]) if (!inputs[name]) throw new InputError(`Input required and not supplied: ${name}`);

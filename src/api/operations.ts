@@ -9,6 +9,7 @@ import type { ForkedRunUpload } from "../app/forked-runs.js";
 import { listPullRequests } from "../app/pull-request-list.js";
 import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
+import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhook, updateWebhookEndpoint } from "../app/webhook-endpoints.js";
 import * as s from "./schemas.js";
 
 export type OperationContext = {
@@ -320,5 +321,66 @@ export const OPERATIONS: Operation[] = [
     request: s.ZCreateBundleUploadRequest,
     response: s.ZCreateBundleUploadResponse,
     handle: async ({ services, principal, origin, bundleUrls }, input) => createBundleUpload(services, principal, bundleUrls, origin, input),
+  }),
+  operation({
+    operationId: "createWebhookEndpoint",
+    writes: true,
+    method: "post",
+    path: "/webhooks/create-endpoint",
+    summary: "Create an outbound webhook endpoint: its URL, the events it receives, its signing secret (answered once)",
+    request: s.ZCreateWebhookEndpointRequest,
+    response: s.ZWebhookEndpointWithSecret,
+    handle: ({ services, principal }, input) => createWebhookEndpoint(services, principal, input),
+  }),
+  operation({
+    operationId: "listWebhookEndpoints",
+    method: "get",
+    path: "/webhooks/list-endpoints",
+    summary: "List the organization's outbound webhook endpoints (disabled ones say why)",
+    request: s.ZListWebhookEndpointsRequest,
+    response: s.ZListWebhookEndpointsResponse,
+    handle: ({ services, principal }) => listWebhookEndpoints(services, principal),
+  }),
+  operation({
+    operationId: "updateWebhookEndpoint",
+    writes: true,
+    method: "post",
+    path: "/webhooks/update-endpoint",
+    summary: "Change an endpoint's URL, events or description, enable or disable it, or rotate its secret",
+    request: s.ZUpdateWebhookEndpointRequest,
+    response: s.ZWebhookEndpointWithSecret,
+    handle: ({ services, principal }, input) => updateWebhookEndpoint(services, principal, input),
+  }),
+  operation({
+    operationId: "deleteWebhookEndpoint",
+    writes: true,
+    method: "post",
+    path: "/webhooks/delete-endpoint",
+    summary: "Delete an endpoint and its deliveries",
+    request: s.ZWebhookEndpointAddress,
+    response: s.ZEmptyResponse,
+    async handle({ services, principal }, input) {
+      await deleteWebhookEndpoint(services, principal, input.id);
+      return EMPTY;
+    },
+  }),
+  operation({
+    operationId: "listWebhookDeliveries",
+    method: "post",
+    path: "/webhooks/list-deliveries",
+    summary: "List an endpoint's deliveries, newest first (paged), with their attempts and last answer",
+    request: s.ZListWebhookDeliveriesRequest,
+    response: s.ZListWebhookDeliveriesResponse,
+    handle: ({ services, principal }, input) => listWebhookDeliveries(services, principal, input),
+  }),
+  operation({
+    operationId: "redeliverWebhook",
+    writes: true,
+    method: "post",
+    path: "/webhooks/redeliver",
+    summary: "Send a delivery again (the same webhook-id): now if still pending, else as a new delivery",
+    request: s.ZRedeliverWebhookRequest,
+    response: s.ZRedeliverWebhookResponse,
+    handle: ({ services, principal }, input) => redeliverWebhook(services, principal, input),
   }),
 ];

@@ -16,6 +16,8 @@ import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
 import type { Services } from "./services.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { pullRequestEvent } from "../domain/webhook-events.js";
 import { hostRequiredChecks } from "./status-checks.js";
 
 export type PullRequestAddress = QueueAddress & { prNumber: number };
@@ -93,6 +95,9 @@ export async function submitPullRequest(services: Services, principal: Principal
     const state: PrState = ready ? "pending" : "not_ready";
     const reason: TransitionReason = existing ? "resubmitted" : "submitted";
     await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at: services.now() }, services.newId);
+    // Outbound webhooks: pull_request.submitted, with the transition saveSubmission wrote.
+    const entry = { from: existing?.state ?? null, to: state, reason, at: services.now().toISOString() };
+    await publishQueueEvents(tx, queue.id, (place) => [pullRequestEvent(place, pr.number, entry, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
     await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
   });

@@ -12,6 +12,9 @@ import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecor
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 import { hostRequiredChecks } from "./status-checks.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { LIVE_PR_STATES } from "../domain/states.js";
+import { queueBlocked, queueStateChanged, type WebhookEvent } from "../domain/webhook-events.js";
 
 export type QueueAddress = { repo: RepoRef; targetBranch: string };
 
@@ -125,6 +128,20 @@ export async function updateQueue(services: Services, principal: Principal, inpu
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
     const next = planQueueStateChange(queue, update, inFlight > 0);
     const updated = await queueStore.updateQueueSettings(tx, queue.id, update, next);
+    if (updated.state !== queue.state) {
+      const at = services.now();
+      const waiting = updated.state === "paused" ? await countEntriesIn(tx, queue.id, LIVE_PR_STATES) : 0;
+      await publishQueueEvents(
+        tx,
+        queue.id,
+        (place) => {
+          const events: WebhookEvent[] = [queueStateChanged(place, queue.state, updated.state, at.toISOString())];
+          if (waiting > 0) events.push(queueBlocked(place, "paused_with_prs_waiting", { pullRequestsWaiting: waiting }, at.toISOString()));
+          return events;
+        },
+        { now: at, newId: services.newId },
+      );
+    }
     // Resuming, pausing or a new setting can start or stop work at once.
     await applyEvent(services, tx, updated, { kind: "config_changed" });
     return toQueueRecord(await queueStore.getQueue(tx, queue.id), host);

@@ -2,6 +2,7 @@ import type { CodeHost } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import type { Database } from "../store/database.js";
 import type { ReadCache } from "./read-cache.js";
+import type { WebhookSettings } from "../config.js";
 
 /** What the application services need from the outside world; main.ts builds it. */
 export type Services = {
@@ -13,4 +14,6 @@ export type Services = {
   random?: () => number;
   readCache: ReadCache;
   log?: Logger;
+  /** Outbound webhooks' settings (default: DEFAULT_WEBHOOK_SETTINGS). */
+  webhooks?: WebhookSettings;
 };

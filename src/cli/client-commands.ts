@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
+import { webhookCommand } from "./webhook-commands.js";
 import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { COMMANDS, commandHelp, optionsOf, overview, shortUsage, version } from "./usage.js";
@@ -38,6 +39,16 @@ export const OPTIONS = {
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
   json: { type: "boolean" },
+  // webhooks (webhook-commands.ts)
+  "endpoint-url": { type: "string" },
+  events: { type: "string" },
+  description: { type: "string" },
+  secret: { type: "string" },
+  enable: { type: "boolean" },
+  disable: { type: "boolean" },
+  "rotate-secret": { type: "boolean" },
+  limit: { type: "string" },
+  "page-token": { type: "string" },
   // setup github (the service's command: main.ts); one option table, so the packaged client can say where it runs.
   "webhook-url": { type: "string" },
   port: { type: "string" },
@@ -80,6 +91,13 @@ export async function runClientCommand(key: string, values: Values, rest: string
       return queueSetState(values as QueueOptions, "running", out);
     case "targets set":
       return targetsSet(values as QueueOptions, rest[0], out);
+    case "webhooks create":
+    case "webhooks list":
+    case "webhooks update":
+    case "webhooks delete":
+    case "webhooks deliveries":
+    case "webhooks redeliver":
+      return webhookCommand(key.slice("webhooks ".length), rest, values, out);
     default:
       return undefined;
   }

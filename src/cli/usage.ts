@@ -29,6 +29,7 @@ const TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR m
 const QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
 const PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
 const JSON_OPTION = "--json               print Greenline's answer as JSON";
+const WEBHOOK_CONNECTION = ["--url <url>            Greenline's address (GREENLINE_URL)", "--token <token>        an API token (GREENLINE_API_TOKEN)"];
 const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 
 export const COMMANDS: Record<string, CommandHelp> = {
@@ -115,6 +116,38 @@ export const COMMANDS: Record<string, CommandHelp> = {
       "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
     options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"],
   },
+  "webhooks create": {
+    usage: "greenline webhooks create --endpoint-url <url> --events <types> [options]",
+    summary: "Create an outbound webhook endpoint; prints its signing secret as the last line.",
+    options: [
+      "--url <url>            Greenline's address (GREENLINE_URL)",
+      "--token <token>        an API token (GREENLINE_API_TOKEN)",
+      "--endpoint-url <url>   where events are POSTed (https://)",
+      '--events <types>       event types separated by commas, or "*" (see docs/webhooks.md)',
+      "--description <text>   a label",
+      "--secret <whsec_…>     a signing secret of your own (default: generated)",
+    ],
+  },
+  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks update": {
+    usage: "greenline webhooks update <id> [options]",
+    summary: "Change an endpoint; --rotate-secret prints the new secret (the previous one signs too for 24 h).",
+    options: [
+      ...WEBHOOK_CONNECTION,
+      "--endpoint-url <url>   a new URL",
+      "--events <types>       a new event filter",
+      "--description <text>   a new label",
+      "--enable | --disable   enable it again (pending deliveries resume) or disable it",
+      "--rotate-secret        a new signing secret",
+    ],
+  },
+  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks deliveries": {
+    usage: "greenline webhooks deliveries <id> [--limit <n>] [--page-token <t>]",
+    summary: "List an endpoint's deliveries, newest first: status, attempts, last answer.",
+    options: [...WEBHOOK_CONNECTION, "--limit <n>            at most n (1 to 500, default 50)", "--page-token <t>       the next page (printed after a full page)"],
+  },
+  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: [...WEBHOOK_CONNECTION] },
 };
 
 export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";

@@ -15,6 +15,7 @@ import {
   type Judgment,
 } from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
+import { publishTestEvents, type TestChange } from "../store/webhook-outbox.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -30,7 +31,7 @@ export type Flake = { at: number; reason: string };
  * of detection.ts with any new pass-on-retry evidence, and writes what changed — status with
  * its reason and time, the evidence, and quarantine with its time. Answers how many changed.
  */
-export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date): Promise<number> {
+export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date, repositoryId: string): Promise<number> {
   if (tests.length === 0) return 0;
   const stats = await countRunsSince(
     sql,
@@ -38,12 +39,18 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, tests: D
     now.getTime() - settings.windowDays * DAY_MS,
   );
   let changed = 0;
+  const events: TestChange[] = [];
   for (const test of tests) {
     const judgment = judge(test, flakes.get(test.key), stats.get(test.key) ?? { runs: 0, failures: 0 }, settings, now);
     if (!judgment) continue;
     changed++;
     await saveJudgment(sql, test.key, judgment);
+    const status = judgment.status ? { from: test.status, to: judgment.status.value, reason: judgment.status.reason } : undefined;
+    const quarantined = judgment.quarantined !== test.quarantined ? { from: test.quarantined, to: judgment.quarantined } : undefined;
+    if (status || quarantined) events.push({ key: test.key, ...(status ? { status } : {}), ...(quarantined ? { quarantined } : {}) });
   }
+  // Outbound webhooks: in the same transaction as the judgments.
+  await publishTestEvents(sql, repositoryId, events, now);
   return changed;
 }
 
@@ -73,7 +80,7 @@ export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
   for (const id of await listRepositoryIds(sql)) {
     await lockRepositoryTests(sql, id);
     const tests = await findWatchedTests(sql, id);
-    if (tests.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now);
+    if (tests.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now, id);
   }
   return changed;
 }
@@ -82,7 +89,7 @@ export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
 export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, now: Date): Promise<void> {
   await lockRepositoryTests(sql, repositoryId);
   await saveQuarantineSetting(sql, key, setting);
-  await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now);
+  await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now, repositoryId);
 }
 
 /** Changes some of a repository's detection settings and re-judges its tests under them; answers the settings now in force. */
@@ -95,6 +102,6 @@ export async function changeFlakySettings(sql: Sql, repositoryId: string, change
   await saveFlakySettings(sql, repositoryId, settings, now);
   // Every test that has failed or is quarantined may change status under the new thresholds.
   const tests = await findTestsToRejudge(sql, repositoryId, now.getTime() - settings.windowDays * DAY_MS);
-  await applyDetection(sql, settings, tests, new Map(), now);
+  await applyDetection(sql, settings, tests, new Map(), now, repositoryId);
   return settings;
 }

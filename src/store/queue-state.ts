@@ -7,6 +7,7 @@ import { toQueueEntry, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { toTestRun, type TestRun } from "./runs.js";
+import { publishDecisionEvents } from "./webhook-outbox.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
 export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
@@ -175,6 +176,8 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
 
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
+  // Outbound webhooks: the decision's events, in its transaction (docs/webhooks.md).
+  await publishDecisionEvents(tx, loaded, decision, context);
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
   await tx.queue.update({
     where: { id: queue.id },

@@ -8,6 +8,8 @@ import { findQueueInRepository, type QueueInRepository } from "../store/queues.j
 import { recordTestBranch, runOf } from "../store/runs.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { queueBlocked } from "../domain/webhook-events.js";
 
 /**
  * How a failed effect is tried again: after an exponential backoff with full jitter (a random
@@ -91,7 +93,14 @@ async function recordFailure(services: Services, queue: QueueInRepository, pendi
     return false;
   }
   services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts, refusal: refusal?.kind ?? "unclassified", error: message }, "effect given up");
-  await services.db.transaction((tx) => giveUpEffect(tx, pending.id, message, services.now()));
+  await services.db.transaction(async (tx) => {
+    await giveUpEffect(tx, pending.id, message, services.now());
+    const at = services.now();
+    await publishQueueEvents(tx, pending.queueId, (place) => [queueBlocked(place, "effect_given_up", { effect: pending.kind, attempts, error: message.slice(0, 500) }, at.toISOString())], {
+      now: at,
+      newId: services.newId,
+    });
+  });
   await giveUp(services, queue, pending.effect, message);
   return true;
 }

@@ -9,6 +9,8 @@ import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
+import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
+import { settingsOf } from "../app/webhook-endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
@@ -50,6 +52,12 @@ export class Worker {
   #ticking: Promise<number> | null = null;
   #flakyRefreshedAt = Number.NEGATIVE_INFINITY;
   #inboxPrunedAt = Number.NEGATIVE_INFINITY;
+  #outboxPrunedAt = Number.NEGATIVE_INFINITY;
+  /** Outbound webhooks are delivered by a loop of their own: a slow endpoint never holds the queues' work. */
+  readonly #webhookAgents = createWebhookAgents();
+  #webhookTimer: NodeJS.Timeout | null = null;
+  #dispatching: Promise<number> | null = null;
+  #running = false;
 
   constructor(
     private readonly services: Services,
@@ -60,12 +68,51 @@ export class Worker {
     this.#interval ??= setInterval(() => {
       if (!this.#ticking) this.tick().catch((error: unknown) => this.options.log.error({ err: error }, "worker tick failed"));
     }, this.options.intervalMs);
+    if (!this.#running) {
+      this.#running = true;
+      this.#scheduleWebhooks(0);
+    }
   }
 
   async stop(): Promise<void> {
     if (this.#interval) clearInterval(this.#interval);
     this.#interval = null;
-    await this.#ticking?.catch(() => undefined);
+    this.#running = false;
+    if (this.#webhookTimer) clearTimeout(this.#webhookTimer);
+    this.#webhookTimer = null;
+    await Promise.all([this.#ticking?.catch(() => undefined), this.#dispatching?.catch(() => undefined)]);
+    closeWebhookAgents(this.#webhookAgents);
+  }
+
+  /** Next round of outbound webhooks: at once after a round that did work, else after the poll interval. */
+  #scheduleWebhooks(delayMs: number): void {
+    if (!this.#running) return;
+    this.#webhookTimer = setTimeout(() => {
+      this.deliverWebhooksOnce().then(
+        (work) => this.#scheduleWebhooks(work > 0 ? 0 : settingsOf(this.services).pollMs),
+        (error: unknown) => {
+          this.options.log.error({ err: error }, "delivering outbound webhooks failed");
+          this.#scheduleWebhooks(settingsOf(this.services).pollMs);
+        },
+      );
+    }, delayMs);
+  }
+
+  /** One round of outbound webhook delivery (answers how many messages it attempted). */
+  deliverWebhooksOnce(): Promise<number> {
+    this.#dispatching ??= dispatchWebhooks(this.services, this.#webhookAgents).finally(() => (this.#dispatching = null));
+    return this.#dispatching;
+  }
+
+  /** Rounds of outbound webhook delivery until none is due now (tests, with an injected clock). */
+  async deliverWebhooks(maxRounds = 1_000): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < maxRounds; i++) {
+      const work = await this.deliverWebhooksOnce();
+      if (work === 0) return total;
+      total += work;
+    }
+    throw new Error("outbound webhooks did not settle");
   }
 
   /** One round of work; answers how many things it did. */
@@ -107,6 +154,11 @@ export class Worker {
       } catch (error) {
         this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
       }
+    }
+    if (services.now().getTime() - this.#outboxPrunedAt >= INBOX_PRUNE_MS) {
+      this.#outboxPrunedAt = services.now().getTime();
+      // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).
+      await pruneWebhookMessages(services);
     }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();

@@ -41,6 +41,11 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
     testIdentifiers: [{ name: "t", parentName: "p", className: "c", file: "f.ts", id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", timestamp_millis: 1, is_quarantined: false, failure_message: "boom", variant: "" }],
   },
   "metrics/createBundleUpload": { repo: queueOf().repo, orgUrlSlug: "acme", clientVersion: "trunk-analytics-cli 0.11.9", remoteUrls: [], externalId: null, testCollectionShortId: null },
+  "webhooks/create-endpoint": { url: "https://hooks.example/greenline", events: ["pull_request.merged"] },
+  "webhooks/update-endpoint": { id: "0190b8a4-0000-7000-8000-000000000000", url: "https://hooks.example/other", events: ["*"], description: "x", enabled: true, rotateSecret: false },
+  "webhooks/delete-endpoint": { id: "0190b8a4-0000-7000-8000-000000000000" },
+  "webhooks/list-deliveries": { id: "0190b8a4-0000-7000-8000-000000000000", pageSize: 10, pageToken: "" },
+  "webhooks/redeliver": { id: "0190b8a4-0000-7000-8000-000000000000", deliveryId: "0190b8a4-0000-7000-8000-000000000001" },
 };
 
 /** Characters JSON carries and no store holds: NUL (PostgreSQL refuses it) and lone surrogates. */

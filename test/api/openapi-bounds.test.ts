@@ -13,6 +13,8 @@ import { ABSENT, documentAllows, isPlainObject, sampleOf, type JsonSchema } from
 const VALID_CONTENT: Record<string, Record<string, unknown>> = {
   uploadTestResults: { "junit_xml.0": "<testsuite/>" },
   listFailingTests: { start_time: "2026-11-01T00:00:00Z", end_time: "2026-11-02T00:00:00Z" },
+  createWebhookEndpoint: { url: "https://hooks.example/greenline", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
+  updateWebhookEndpoint: { url: "https://hooks.example/greenline" },
 };
 
 /**
@@ -28,6 +30,10 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "uploadTestResults junit_xml.0": "JUnit XML",
   "getMergeQueueMetrics repo": "requires repoHost",
   "getMergeQueueMetrics repoHost": "requires repo",
+  "createWebhookEndpoint url": "https://",
+  "updateWebhookEndpoint url": "https://",
+  "createWebhookEndpoint secret": "whsec_",
+  "listWebhookDeliveries pageToken": "nextPageToken",
 };
 
 /** `union`: the nearest enclosing field of several shapes, which may answer for a value none of them takes. */

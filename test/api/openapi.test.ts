@@ -34,6 +34,12 @@ const ADDED_OPERATIONS = [
   "POST /metrics/createBundleUpload",
   "PUT /bundles/{id}",
   "POST /flakytests-cli/upload-metrics",
+  "POST /webhooks/create-endpoint",
+  "GET /webhooks/list-endpoints",
+  "POST /webhooks/update-endpoint",
+  "POST /webhooks/delete-endpoint",
+  "POST /webhooks/list-deliveries",
+  "POST /webhooks/redeliver",
 ];
 
 describe("OpenAPI document", () => {

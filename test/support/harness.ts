@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { createToken, registerToken } from "../../src/auth/tokens.js";
 import type { CodeHost } from "../../src/ports/code-host.js";
-import type { Config } from "../../src/config.js";
+import { DEFAULT_WEBHOOK_SETTINGS, type Config, type WebhookSettings } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
 import { startGreenline, type Greenline, type StartOptions } from "../../src/server.js";
 import { checkAnswer } from "./answers.js";
@@ -74,6 +74,8 @@ export type TestServerOptions = {
   /** Let the worker run on its own timer (default: tests drive it with worker.tick/drain). */
   startWorker?: boolean;
   httpTimeouts?: StartOptions["httpTimeouts"];
+  /** Outbound webhooks' settings over the defaults (tests allow 127.0.0.1 receivers, fast retries). */
+  webhooks?: Partial<WebhookSettings>;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -98,6 +100,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     workerIntervalMs: 20,
     postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
     shutdownTimeoutMs: 10_000,
+    webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, ...options.webhooks },
   };
   const greenline = await startGreenline(config, {
     log: createLogger("info", sink),

@@ -1,0 +1,223 @@
+import http from "node:http";
+import https from "node:https";
+import { isIP } from "node:net";
+import type { WebhookSettings } from "../config.js";
+import {
+  claimMessages,
+  disableEndpoint,
+  endpointsByIds,
+  endpointsWithPending,
+  markDelivered,
+  markFailed,
+  noteEndpointOutcome,
+  pendingHeads,
+  pruneDeliveredMessages,
+  type ClaimedMessage,
+  type WebhookEndpointRow,
+} from "../store/webhook-outbox.js";
+import type { Services } from "./services.js";
+import { settingsOf } from "./webhook-endpoints.js";
+import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressError, signatureHeader } from "./webhook-security.js";
+
+/** How many pending messages of an endpoint one round looks at to find each ordering key's oldest. */
+const SCAN_LIMIT = 500;
+/** At most this many messages of one endpoint in flight per round (and per dispatcher). */
+const PER_ENDPOINT = 50;
+/** At most this many requests in flight per dispatcher. */
+const CONCURRENCY = 100;
+/** How much of a failed answer's body is kept with the delivery. */
+const ERROR_BODY_CHARS = 300;
+
+/** The wait before attempt n+1 after n failures: base·2^(n-1), capped, with jitter (half to all of it). */
+export function webhookRetryDelayMs(failures: number, settings: WebhookSettings, random: () => number): number {
+  const exponential = Math.min(settings.retryMaxMs, settings.retryBaseMs * 2 ** Math.min(Math.max(0, failures - 1), 40));
+  return Math.round(exponential * (0.5 + random() * 0.5));
+}
+
+type Outcome = { message: ClaimedMessage; ok: boolean; status: number | null; error: string; gone: boolean; retryAfterMs: number | null };
+
+/**
+ * Delivers webhook messages: one round. For each enabled endpoint with messages pending, the
+ * oldest pending message of each ordering key, if due, is claimed (a lease: another dispatcher
+ * takes it again only if this one dies), sent, and recorded: 2xx delivered; anything else (3xx
+ * included: redirects are not followed) retried with backoff; 410 Gone disables the endpoint. An
+ * endpoint that has not succeeded for `disableAfterMs` is disabled with the reason. A key's later
+ * messages wait until its oldest is delivered, so each endpoint receives them in order. Answers
+ * how many messages were attempted.
+ */
+export async function dispatchWebhooks(services: Services, agents: WebhookAgents): Promise<number> {
+  const settings = settingsOf(services);
+  const now = services.now();
+  const endpointIds = await services.db.read((tx) => endpointsWithPending(tx));
+  if (endpointIds.length === 0) return 0;
+  const due: string[] = [];
+  for (const id of endpointIds) {
+    const heads = await services.db.read((tx) => pendingHeads(tx, id, SCAN_LIMIT));
+    due.push(
+      ...heads
+        .filter((h) => h.nextAttemptAt <= now)
+        .map((h) => h.id)
+        .slice(0, PER_ENDPOINT),
+    );
+  }
+  if (due.length === 0) return 0;
+  const leaseUntil = new Date(now.getTime() + leaseMs(settings));
+  const claimed = await services.db.sqlTransaction((sql) => claimMessages(sql, due, now, leaseUntil));
+  if (claimed.length === 0) return 0;
+  const endpoints = new Map((await services.db.read((tx) => endpointsByIds(tx, [...new Set(claimed.map((c) => c.endpointId))]))).map((e) => [e.id, e]));
+  const outcomes = await mapLimit(claimed, CONCURRENCY, (message) => attempt(services, settings, agents, endpoints.get(message.endpointId), message));
+  await record(services, settings, outcomes);
+  return claimed.length;
+}
+
+/** A claim outlives any attempt: the request's timeout, twice, and a second. */
+function leaseMs(settings: WebhookSettings): number {
+  return 2 * settings.timeoutMs + 1000;
+}
+
+async function attempt(services: Services, settings: WebhookSettings, agents: WebhookAgents, endpoint: WebhookEndpointRow | undefined, message: ClaimedMessage): Promise<Outcome> {
+  const failed = (error: string, status: number | null = null): Outcome => ({ message, ok: false, status, error, gone: false, retryAfterMs: null });
+  if (!endpoint) return failed("the endpoint is gone");
+  let secrets: string[];
+  try {
+    secrets = [openSecret(endpoint.secret, settings.secretKey)];
+    if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > services.now()) secrets.push(openSecret(endpoint.previousSecret, settings.secretKey));
+  } catch (error) {
+    return failed(`cannot sign: ${(error as Error).message}`);
+  }
+  // The timestamp is the wall clock's: receivers compare it with theirs (Standard Webhooks allows 5 minutes).
+  const timestamp = Math.floor(Date.now() / 1000);
+  const headers = {
+    "content-type": "application/json",
+    "user-agent": "Greenline-Webhooks/1",
+    "webhook-id": message.eventId,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": signatureHeader(secrets, message.eventId, timestamp, message.payload),
+  };
+  try {
+    const answer = await post(endpoint.url, headers, message.payload, settings, agents);
+    if (answer.status >= 200 && answer.status < 300) return { message, ok: true, status: answer.status, error: "", gone: false, retryAfterMs: null };
+    const what =
+      answer.status >= 300 && answer.status < 400
+        ? `redirect ${answer.status} not followed${answer.location ? ` (to ${answer.location.slice(0, 200)})` : ""}`
+        : `answered ${answer.status}${answer.body ? `: ${answer.body}` : ""}`;
+    return { message, ok: false, status: answer.status, error: what, gone: answer.status === 410, retryAfterMs: answer.retryAfterMs };
+  } catch (error) {
+    return failed(error instanceof Error ? error.message : String(error));
+  }
+}
+
+async function record(services: Services, settings: WebhookSettings, outcomes: Outcome[]): Promise<void> {
+  const at = services.now();
+  const random = services.random ?? Math.random;
+  const delivered = outcomes.filter((o) => o.ok).map((o) => ({ id: o.message.id, status: o.status! }));
+  const succeeded = new Set(outcomes.filter((o) => o.ok).map((o) => o.message.endpointId));
+  const failing = new Set(outcomes.filter((o) => !o.ok && !succeeded.has(o.message.endpointId)).map((o) => o.message.endpointId));
+  const gone = new Set(outcomes.filter((o) => o.gone).map((o) => o.message.endpointId));
+  const disabled: { endpointId: string; reason: string }[] = [];
+  await services.db.transaction(async (tx) => {
+    await markDelivered(tx, delivered, at);
+    for (const o of outcomes) {
+      if (o.ok) continue;
+      const delay = Math.min(settings.retryMaxMs, Math.max(webhookRetryDelayMs(o.message.attempts + 1, settings, random), o.retryAfterMs ?? 0));
+      await markFailed(tx, o.message.id, { status: o.status, error: o.error, retryAt: new Date(at.getTime() + delay) }, at);
+    }
+    for (const id of succeeded) await noteEndpointOutcome(tx, id, true, at);
+    for (const id of failing) {
+      await noteEndpointOutcome(tx, id, false, at);
+      const hours = Math.round((settings.disableAfterMs / 3600_000) * 10) / 10;
+      const reason = `disabled after failing for ${hours} h without a success (last error: ${outcomes.find((o) => o.message.endpointId === id && !o.ok)?.error.slice(0, 300)})`;
+      if (await disableEndpoint(tx, id, reason, at, new Date(at.getTime() - settings.disableAfterMs))) disabled.push({ endpointId: id, reason });
+    }
+    for (const id of gone) {
+      const reason = "disabled: the endpoint answered 410 Gone";
+      if (await disableEndpoint(tx, id, reason, at)) disabled.push({ endpointId: id, reason });
+    }
+  });
+  for (const d of disabled) services.log?.warn({ webhookEndpoint: d.endpointId, reason: d.reason }, "webhook endpoint disabled");
+}
+
+/** Delivered messages are kept this long (an endpoint's deliveries list, redelivery). */
+export const DELIVERED_RETENTION_MS = 7 * 24 * 3600_000;
+
+/** Forgets messages delivered longer ago than the retention. */
+export async function pruneWebhookMessages(services: Services): Promise<number> {
+  const before = new Date(services.now().getTime() - DELIVERED_RETENTION_MS);
+  return services.db.transaction((tx) => pruneDeliveredMessages(tx, before));
+}
+
+/** Keep-alive connections to endpoints, reused across rounds. */
+export type WebhookAgents = { http: http.Agent; https: https.Agent };
+
+export function createWebhookAgents(): WebhookAgents {
+  return { http: new http.Agent({ keepAlive: true, maxSockets: PER_ENDPOINT }), https: new https.Agent({ keepAlive: true, maxSockets: PER_ENDPOINT }) };
+}
+
+export function closeWebhookAgents(agents: WebhookAgents): void {
+  agents.http.destroy();
+  agents.https.destroy();
+}
+
+type Answer = { status: number; body: string; location: string | null; retryAfterMs: number | null };
+
+/**
+ * POSTs a body to an endpoint: to an address checked against the refused ranges (an IP in the
+ * URL directly, a hostname in the connection's lookup), never following a redirect, and given
+ * up after the timeout.
+ */
+function post(urlText: string, headers: Record<string, string>, body: string, settings: WebhookSettings, agents: WebhookAgents): Promise<Answer> {
+  const url = new URL(urlText);
+  const host = bareHost(url);
+  if (!settings.allowPrivate && isIP(host) !== 0 && isRefusedAddress(host)) return Promise.reject(new RefusedAddressError(host, host));
+  const secure = url.protocol === "https:";
+  if (!secure && url.protocol !== "http:") return Promise.reject(new Error(`unsupported protocol ${url.protocol}`));
+  return new Promise<Answer>((resolve, reject) => {
+    const request = (secure ? https : http).request(
+      url,
+      {
+        method: "POST",
+        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+        agent: secure ? agents.https : agents.http,
+        lookup: guardedLookup(settings.allowPrivate) as never,
+      },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          if (text.length < ERROR_BODY_CHARS) text += chunk;
+        });
+        response.on("error", reject);
+        response.on("end", () => {
+          clearTimeout(timer);
+          const status = response.statusCode ?? 0;
+          const retryAfter = Number(response.headers["retry-after"]);
+          resolve({
+            status,
+            body: status >= 200 && status < 300 ? "" : text.slice(0, ERROR_BODY_CHARS).replace(/\s+/g, " ").trim(),
+            location: typeof response.headers.location === "string" ? response.headers.location : null,
+            retryAfterMs: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : null,
+          });
+        });
+      },
+    );
+    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
+    request.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.end(body);
+  });
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}

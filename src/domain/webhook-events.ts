@@ -1,0 +1,73 @@
+import type { PrState, QueueState } from "./states.js";
+
+/**
+ * The events Greenline sends to an organization's webhook endpoints (docs/webhooks.md). Each is
+ * delivered as a Standard Webhooks message whose body is `{ type, timestamp, data }`.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  "pull_request.submitted",
+  "pull_request.testing",
+  "pull_request.merged",
+  "pull_request.failed",
+  "pull_request.cancelled",
+  "run.started",
+  "run.finished",
+  "queue.state_changed",
+  "queue.blocked",
+  "test.status_changed",
+  "test.quarantine_changed",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** An endpoint's filter: event types, or "*" for every one. */
+export const ALL_WEBHOOK_EVENTS = "*";
+
+/**
+ * An event to publish. Events with the same `orderingKey` reach each endpoint in the order they
+ * were published (a PR's, a queue's, a test's); `data` is the body's data.
+ */
+export type WebhookEvent = { type: WebhookEventType; orderingKey: string; data: Record<string, unknown> };
+
+export function endpointWants(filter: readonly string[], type: string): boolean {
+  return filter.includes(ALL_WEBHOOK_EVENTS) || filter.includes(type);
+}
+
+/** Where a queue is: its repository and branch, as every queue event names it. */
+export type QueuePlace = { queueId: string; repository: string; branch: string };
+
+export const prOrderingKey = (queueId: string, prNumber: number) => `pr:${queueId}:${prNumber}`;
+export const queueOrderingKey = (queueId: string) => `queue:${queueId}`;
+export const testOrderingKey = (repositoryId: string, testId: string) => `test:${repositoryId}:${testId}`;
+
+/** The pull request event a transition is, if any: entering the queue, testing, and leaving it. */
+export function pullRequestEventOf(from: PrState | null, to: PrState): WebhookEventType | null {
+  if (to === "merged" || to === "failed" || to === "cancelled") return `pull_request.${to}`;
+  if (to === "testing" && from !== "testing") return "pull_request.testing";
+  if ((to === "pending" || to === "not_ready") && (from === null || from === "merged" || from === "failed" || from === "cancelled")) return "pull_request.submitted";
+  return null;
+}
+
+/** The timeline entry behind a pull request event: the transition, as stored with its reason. */
+export type TimelineEntry = { from: PrState | null; to: PrState; reason: string; message?: string; at: string };
+
+export function pullRequestEvent(place: QueuePlace, prNumber: number, entry: TimelineEntry, extra: Record<string, unknown> = {}): WebhookEvent | null {
+  const type = pullRequestEventOf(entry.from, entry.to);
+  if (!type) return null;
+  return {
+    type,
+    orderingKey: prOrderingKey(place.queueId, prNumber),
+    data: { repository: place.repository, branch: place.branch, pullRequest: { number: prNumber, state: entry.to, ...extra }, timelineEntry: entry },
+  };
+}
+
+export function queueStateChanged(place: QueuePlace, from: QueueState, to: QueueState, at: string): WebhookEvent {
+  return { type: "queue.state_changed", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, from, to, at } };
+}
+
+/**
+ * A queue that cannot go on by itself: paused (or draining) with pull requests waiting, or an
+ * effect it needs (a merge, a testing branch) given up after repeated failures.
+ */
+export function queueBlocked(place: QueuePlace, reason: "paused_with_prs_waiting" | "effect_given_up", details: Record<string, unknown>, at: string): WebhookEvent {
+  return { type: "queue.blocked", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, reason, ...details, at } };
+}

@@ -1,0 +1,365 @@
+import type { Decision } from "../domain/engine/types.js";
+import { endpointWants, pullRequestEvent, queueOrderingKey, queueStateChanged, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
+import { orderedId } from "./ids.js";
+import type { Tx } from "./database.js";
+import type { Loaded } from "./queue-state.js";
+import type { Sql } from "./sql.js";
+
+/**
+ * Outbound webhooks: endpoints, and the outbox of messages to them (one row per event and
+ * endpoint), written in the transaction of the change each event tells of.
+ */
+
+export type WebhookEndpointRow = {
+  id: string;
+  organizationId: string;
+  url: string;
+  description: string;
+  events: string[];
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export type WebhookMessageRow = {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  orderingKey: string;
+  payload: string;
+  createdAt: Date;
+  status: "pending" | "delivered";
+  attempts: number;
+  nextAttemptAt: Date;
+  deliveredAt: Date | null;
+  lastAttemptAt: Date | null;
+  lastStatus: number | null;
+  lastError: string | null;
+};
+
+type EndpointRecord = Omit<WebhookEndpointRow, "events"> & { events: string };
+
+function toEndpoint(row: EndpointRecord): WebhookEndpointRow {
+  return { ...row, events: JSON.parse(row.events) as string[] };
+}
+
+function toMessage(row: Omit<WebhookMessageRow, "status"> & { status: string }): WebhookMessageRow {
+  return { ...row, status: row.status === "delivered" ? "delivered" : "pending" };
+}
+
+const isSql = (target: Tx | Sql): target is Sql => typeof (target as Sql).anyOf === "function" && typeof (target as Sql).insert === "function";
+
+const MESSAGE_COLUMNS = ["id", "endpointId", "eventId", "eventType", "orderingKey", "payload", "createdAt", "status", "attempts", "nextAttemptAt"] as const;
+
+/**
+ * Publishes events of an organization: one message per event and enabled endpoint whose filter
+ * takes it, in the caller's transaction (a Prisma transaction or plain SQL). Answers the
+ * webhook-ids of the events that some endpoint takes. An organization without endpoints costs
+ * one indexed query.
+ */
+export async function publishEvents(target: Tx | Sql, organizationId: string, events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
+  if (events.length === 0) return [];
+  const endpoints = isSql(target)
+    ? await target.all<{ id: string; events: string }>(`SELECT "id", "events" FROM "WebhookEndpoint" WHERE "organizationId" = ? AND "enabled" = ? ORDER BY "id"`, [organizationId, true])
+    : await target.webhookEndpoint.findMany({ where: { organizationId, enabled: true }, select: { id: true, events: true }, orderBy: { id: "asc" } });
+  return insertMessages(
+    target,
+    endpoints.map((e) => ({ id: e.id, events: JSON.parse(e.events) as string[] })),
+    events,
+    context,
+  );
+}
+
+async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
+  if (endpoints.length === 0) return [];
+  const rows: (readonly unknown[])[] = [];
+  const published: string[] = [];
+  const timestamp = context.now.toISOString();
+  for (const event of events) {
+    const eventId = `msg_${context.newId().replaceAll("-", "")}`;
+    const payload = JSON.stringify({ type: event.type, timestamp, data: event.data });
+    const before = rows.length;
+    for (const endpoint of endpoints) {
+      if (!endpointWants(endpoint.events, event.type)) continue;
+      rows.push([context.newId(), endpoint.id, eventId, event.type, event.orderingKey, payload, context.now, "pending", 0, context.now]);
+    }
+    if (rows.length > before) published.push(eventId);
+  }
+  if (rows.length === 0) return [];
+  if (isSql(target)) await target.insert("WebhookMessage", MESSAGE_COLUMNS, rows);
+  else await target.webhookMessage.createMany({ data: rows.map((row) => Object.fromEntries(MESSAGE_COLUMNS.map((column, i) => [column, row[i]])) as never) });
+  return published;
+}
+
+/** The enabled endpoints of the organization that owns a repository, and the repository's name; null when it has none. */
+async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ organizationId: string; repository: string; endpoints: { id: string; events: string[] }[] } | null> {
+  const endpoints = await tx.webhookEndpoint.findMany({
+    where: { enabled: true, organization: { repositories: { some: { id: repositoryId } } } },
+    select: { id: true, events: true, organizationId: true },
+    orderBy: { id: "asc" },
+  });
+  if (endpoints.length === 0) return null;
+  const repository = await tx.repository.findUniqueOrThrow({ where: { id: repositoryId }, select: { host: true, owner: true, name: true } });
+  return {
+    organizationId: endpoints[0]!.organizationId,
+    repository: `${repository.host}/${repository.owner}/${repository.name}`,
+    endpoints: endpoints.map((e) => ({ id: e.id, events: JSON.parse(e.events) as string[] })),
+  };
+}
+
+/**
+ * The webhook events of an engine decision, published in its transaction (saveDecision): each
+ * PR transition that enters, tests or leaves the queue (with the transition, its timeline
+ * entry), runs started and finished, and the queue's own state changing.
+ */
+export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string } }): Promise<void> {
+  const { queue } = loaded;
+  const startedOrFinished = decision.queue.runs.some((run) => {
+    const before = loaded.runs.get(run.id);
+    return !before || before.status !== run.status;
+  });
+  if (decision.transitions.length === 0 && !startedOrFinished && decision.queue.state === loaded.engine.state) return;
+  const targets = await endpointsOfRepository(tx, queue.repositoryId);
+  if (!targets) return;
+  const place: QueuePlace = { queueId: queue.id, repository: targets.repository, branch: queue.branch };
+  const at = context.now.toISOString();
+  const events: WebhookEvent[] = [];
+  for (const t of decision.transitions) {
+    const entry = loaded.entries.get(t.prNumber);
+    const event = pullRequestEvent(
+      place,
+      t.prNumber,
+      { from: t.from, to: t.to, reason: t.reason, ...(t.message !== undefined ? { message: t.message } : {}), at },
+      entry ? { sha: entry.prSha, title: entry.prTitle } : {},
+    );
+    if (event) events.push(event);
+  }
+  for (const run of decision.queue.runs) {
+    const before = loaded.runs.get(run.id);
+    const data = { repository: place.repository, branch: place.branch, run: { id: run.id, kind: run.kind, baseSha: run.baseSha, stack: run.stack, tested: run.tested, status: run.status, failure: run.failure } };
+    if (!before) events.push({ type: "run.started", orderingKey: queueOrderingKey(queue.id), data: { ...data, at } });
+    if (run.status !== "running" && (!before || before.status === "running")) events.push({ type: "run.finished", orderingKey: queueOrderingKey(queue.id), data: { ...data, at } });
+  }
+  if (decision.queue.state !== loaded.engine.state) events.push(queueStateChanged(place, loaded.engine.state, decision.queue.state, at));
+  await insertMessages(tx, targets.endpoints, events, context);
+}
+
+/** The place (repository name, branch) of a queue, for events published outside saveDecision. */
+export async function queuePlace(tx: Tx, queueId: string): Promise<(QueuePlace & { organizationId: string }) | null> {
+  const row = await tx.queue.findUnique({ where: { id: queueId }, select: { branch: true, repository: { select: { host: true, owner: true, name: true, organizationId: true } } } });
+  if (!row) return null;
+  const r = row.repository;
+  return { queueId, branch: row.branch, repository: `${r.host}/${r.owner}/${r.name}`, organizationId: r.organizationId };
+}
+
+/** The organization of a repository and its name (plain SQL: the flaky-test code's transactions). */
+export async function repositoryPlace(sql: Sql, repositoryId: string): Promise<{ organizationId: string; repository: string } | null> {
+  const [row] = await sql.all<{ organizationId: string; host: string; owner: string; name: string }>(`SELECT "organizationId", "host", "owner", "name" FROM "Repository" WHERE "id" = ?`, [repositoryId]);
+  return row ? { organizationId: row.organizationId, repository: `${row.host}/${row.owner}/${row.name}` } : null;
+}
+
+/** Whether the organization has an enabled endpoint (cheap check before building events). */
+export async function hasEnabledEndpoints(sql: Sql, organizationId: string): Promise<boolean> {
+  const rows = await sql.all(`SELECT "id" FROM "WebhookEndpoint" WHERE "organizationId" = ? AND "enabled" = ? LIMIT 1`, [organizationId, true]);
+  return rows.length > 0;
+}
+
+// Endpoints.
+
+export async function insertEndpoint(tx: Tx, row: Omit<WebhookEndpointRow, "previousSecret" | "previousSecretExpiresAt" | "disabledReason" | "failingSince">): Promise<WebhookEndpointRow> {
+  const created = await tx.webhookEndpoint.create({ data: { ...row, events: JSON.stringify(row.events) } });
+  return toEndpoint(created);
+}
+
+export async function endpointsOf(tx: Tx, organizationId: string): Promise<WebhookEndpointRow[]> {
+  return (await tx.webhookEndpoint.findMany({ where: { organizationId }, orderBy: { id: "asc" } })).map(toEndpoint);
+}
+
+/** The organization's endpoint `id`, or null (another organization's is null as well). */
+export async function findEndpoint(tx: Tx, organizationId: string, id: string): Promise<WebhookEndpointRow | null> {
+  const row = await tx.webhookEndpoint.findFirst({ where: { id, organizationId } });
+  return row ? toEndpoint(row) : null;
+}
+
+export type EndpointChanges = Partial<Pick<WebhookEndpointRow, "url" | "description" | "events" | "secret" | "previousSecret" | "previousSecretExpiresAt" | "enabled" | "disabledReason" | "failingSince">>;
+
+export async function updateEndpoint(tx: Tx, id: string, changes: EndpointChanges, now: Date): Promise<WebhookEndpointRow> {
+  const { events, ...rest } = changes;
+  const row = await tx.webhookEndpoint.update({ where: { id }, data: { ...rest, ...(events ? { events: JSON.stringify(events) } : {}), updatedAt: now } });
+  return toEndpoint(row);
+}
+
+export async function deleteEndpoint(tx: Tx, organizationId: string, id: string): Promise<boolean> {
+  const { count } = await tx.webhookEndpoint.deleteMany({ where: { id, organizationId } });
+  return count === 1;
+}
+
+// Messages (deliveries).
+
+/** An endpoint's messages, newest first, after the cursor `before` (a message id). */
+export async function messagesOf(tx: Tx, endpointId: string, before: string | undefined, take: number): Promise<WebhookMessageRow[]> {
+  const rows = await tx.webhookMessage.findMany({ where: { endpointId, ...(before ? { id: { lt: before } } : {}) }, orderBy: { id: "desc" }, take });
+  return rows.map(toMessage);
+}
+
+export async function findMessage(tx: Tx, endpointId: string, id: string): Promise<WebhookMessageRow | null> {
+  const row = await tx.webhookMessage.findFirst({ where: { id, endpointId } });
+  return row ? toMessage(row) : null;
+}
+
+/** A message still pending is made due now; a delivered one is sent again as a new message with the same webhook-id (after the key's pending ones). */
+export async function redeliverMessage(tx: Tx, message: WebhookMessageRow, context: { now: Date; newId: () => string }): Promise<WebhookMessageRow> {
+  if (message.status === "pending") {
+    const row = await tx.webhookMessage.update({ where: { id: message.id }, data: { nextAttemptAt: context.now } });
+    return toMessage(row);
+  }
+  const row = await tx.webhookMessage.create({
+    data: {
+      id: context.newId(),
+      endpointId: message.endpointId,
+      eventId: message.eventId,
+      eventType: message.eventType,
+      orderingKey: message.orderingKey,
+      payload: message.payload,
+      createdAt: context.now,
+      status: "pending",
+      nextAttemptAt: context.now,
+    },
+  });
+  return toMessage(row);
+}
+
+// The dispatcher.
+
+/** Enabled endpoints with messages pending. */
+export async function endpointsWithPending(tx: Tx): Promise<string[]> {
+  // An EXISTS per endpoint on (endpointId, status, id): Prisma's `distinct` would read every pending row.
+  const rows = await tx.webhookEndpoint.findMany({ where: { enabled: true, messages: { some: { status: "pending" } } }, select: { id: true } });
+  return rows.map((row) => row.id);
+}
+
+/**
+ * The oldest pending message of each ordering key of an endpoint (among its first `scanLimit`
+ * pending ones), due or not: a key's later messages wait behind it.
+ */
+export async function pendingHeads(tx: Tx, endpointId: string, scanLimit: number): Promise<{ id: string; nextAttemptAt: Date }[]> {
+  const rows = await tx.webhookMessage.findMany({ where: { endpointId, status: "pending" }, orderBy: { id: "asc" }, take: scanLimit, select: { id: true, orderingKey: true, nextAttemptAt: true } });
+  const heads = new Map<string, { id: string; nextAttemptAt: Date }>();
+  for (const row of rows) if (!heads.has(row.orderingKey)) heads.set(row.orderingKey, { id: row.id, nextAttemptAt: row.nextAttemptAt });
+  return [...heads.values()];
+}
+
+export type ClaimedMessage = { id: string; endpointId: string; eventId: string; payload: string; attempts: number };
+
+/**
+ * Takes due pending messages for one dispatcher until `leaseUntil` (another, or this one after a
+ * crash, may take them again after that): one UPDATE that answers the rows it changed, so two
+ * replicas claiming the same rows each get a different share (PostgreSQL re-checks the WHERE of
+ * a row another transaction updated; SQLite has one writer).
+ */
+export async function claimMessages(sql: Sql, ids: readonly string[], now: Date, leaseUntil: Date): Promise<ClaimedMessage[]> {
+  if (ids.length === 0) return [];
+  const [inIds, param] = sql.anyOf(`"id"`, ids as string[]);
+  const rows = await sql.all<ClaimedMessage>(
+    `UPDATE "WebhookMessage" SET "nextAttemptAt" = ? WHERE ${inIds} AND "status" = 'pending' AND "nextAttemptAt" <= ? RETURNING "id", "endpointId", "eventId", "payload", "attempts"`,
+    [leaseUntil, param, now],
+  );
+  return rows.map((row) => ({ ...row, attempts: Number(row.attempts) }));
+}
+
+export async function endpointsByIds(tx: Tx, ids: readonly string[]): Promise<WebhookEndpointRow[]> {
+  return (await tx.webhookEndpoint.findMany({ where: { id: { in: [...ids] } } })).map(toEndpoint);
+}
+
+/** Marks messages delivered, grouped by the status the endpoint answered. */
+export async function markDelivered(tx: Tx, delivered: { id: string; status: number }[], at: Date): Promise<void> {
+  const byStatus = new Map<number, string[]>();
+  for (const d of delivered) byStatus.set(d.status, [...(byStatus.get(d.status) ?? []), d.id]);
+  for (const [status, ids] of byStatus) {
+    await tx.webhookMessage.updateMany({
+      where: { id: { in: ids }, status: "pending" },
+      data: { status: "delivered", deliveredAt: at, lastAttemptAt: at, lastStatus: status, lastError: null, attempts: { increment: 1 } },
+    });
+  }
+}
+
+export async function markFailed(tx: Tx, id: string, failure: { status: number | null; error: string; retryAt: Date }, at: Date): Promise<void> {
+  await tx.webhookMessage.updateMany({
+    where: { id, status: "pending" },
+    data: { attempts: { increment: 1 }, lastAttemptAt: at, lastStatus: failure.status, lastError: failure.error.slice(0, 2000), nextAttemptAt: failure.retryAt },
+  });
+}
+
+/** Counts an endpoint's success (failingSince cleared) or failure (set, if not yet). */
+export async function noteEndpointOutcome(tx: Tx, id: string, succeeded: boolean, at: Date): Promise<void> {
+  if (succeeded) await tx.webhookEndpoint.updateMany({ where: { id, failingSince: { not: null } }, data: { failingSince: null } });
+  else await tx.webhookEndpoint.updateMany({ where: { id, failingSince: null }, data: { failingSince: at } });
+}
+
+/** Disables an endpoint still enabled; answers whether it did. */
+export async function disableEndpoint(tx: Tx, id: string, reason: string, at: Date, onlyFailingSinceBefore?: Date): Promise<boolean> {
+  const { count } = await tx.webhookEndpoint.updateMany({
+    where: { id, enabled: true, ...(onlyFailingSinceBefore ? { failingSince: { lte: onlyFailingSinceBefore } } : {}) },
+    data: { enabled: false, disabledReason: reason, updatedAt: at },
+  });
+  return count === 1;
+}
+
+/** How many messages are pending, in all (the bench and the tests watch it drain). */
+export async function countPendingMessages(tx: Tx): Promise<number> {
+  return tx.webhookMessage.count({ where: { status: "pending" } });
+}
+
+/** Publishes events about a queue, built from its place; nothing when its organization has no enabled endpoint. */
+export async function publishQueueEvents(tx: Tx, queueId: string, build: (place: QueuePlace) => WebhookEvent[], context: { now: Date; newId: () => string }): Promise<void> {
+  const place = await queuePlace(tx, queueId);
+  if (!place) return;
+  const enabled = await tx.webhookEndpoint.count({ where: { organizationId: place.organizationId, enabled: true } });
+  if (enabled === 0) return;
+  await publishEvents(tx, place.organizationId, build(place), context);
+}
+
+/** A test whose status or quarantine detection changed. */
+export type TestChange = { key: number; status?: { from: string; to: string; reason: string }; quarantined?: { from: boolean; to: boolean } };
+
+/**
+ * Publishes test.status_changed and test.quarantine_changed for tests of a repository, in the
+ * flaky-test code's plain-SQL transaction; nothing when its organization has no enabled endpoint.
+ */
+export async function publishTestEvents(sql: Sql, repositoryId: string, changes: readonly TestChange[], now: Date): Promise<void> {
+  if (changes.length === 0) return;
+  const place = await repositoryPlace(sql, repositoryId);
+  if (!place || !(await hasEnabledEndpoints(sql, place.organizationId))) return;
+  const [inKeys, param] = sql.anyOf(
+    `"key"`,
+    changes.map((c) => c.key),
+  );
+  const tests = await sql.all<{ key: number; id: string; name: string; file: string; classname: string; parent: string; variant: string }>(
+    `SELECT "key", "id", "name", "file", "classname", "parent", "variant" FROM "TestCase" WHERE ${inKeys}`,
+    [param],
+  );
+  const byKey = new Map(tests.map((t) => [Number(t.key), t]));
+  const at = now.toISOString();
+  const events: WebhookEvent[] = [];
+  for (const change of changes) {
+    const t = byKey.get(change.key);
+    if (!t) continue;
+    const test = { id: t.id, name: t.name, file: t.file, classname: t.classname, parent: t.parent, variant: t.variant };
+    const orderingKey = testOrderingKey(repositoryId, t.id);
+    if (change.status) events.push({ type: "test.status_changed", orderingKey, data: { repository: place.repository, test, from: change.status.from, to: change.status.to, reason: change.status.reason, at } });
+    if (change.quarantined) events.push({ type: "test.quarantine_changed", orderingKey, data: { repository: place.repository, test, quarantined: change.quarantined.to, at } });
+  }
+  await publishEvents(sql, place.organizationId, events, { now, newId: () => orderedId() });
+}
+
+/** Forgets messages delivered before `before` (their endpoint's deliveries list no longer shows them). */
+export async function pruneDeliveredMessages(tx: Tx, before: Date): Promise<number> {
+  const { count } = await tx.webhookMessage.deleteMany({ where: { status: "delivered", deliveredAt: { lt: before } } });
+  return count;
+}

@@ -1,0 +1,397 @@
+import { BACKENDS } from "../support/backends.js";
+import { prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
+import { WebhookReceiver, type Received } from "../support/webhook-receiver.js";
+
+const CI_MS = 60_000;
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
+const DISABLE_AFTER_MS = 3_600_000;
+
+/** The events of one PR, in the order they arrived. */
+const ofPr = (received: Received[], n: number) => received.filter((r) => r.type.startsWith("pull_request.") && r.data.pullRequest.number === n).map((r) => r.type);
+
+describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
+  let server: TestServer;
+  const clock = new TestClock();
+  const receivers: WebhookReceiver[] = [];
+  const worker = () => server.greenline.worker;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, {
+      now: clock.now,
+      sandbox: { ciMs: CI_MS },
+      webhooks: { allowPrivate: true, retryBaseMs: RETRY_BASE_MS, retryMaxMs: RETRY_MAX_MS, disableAfterMs: DISABLE_AFTER_MS, timeoutMs: 500 },
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+    await server?.close();
+  });
+
+  async function receiver(): Promise<WebhookReceiver> {
+    const r = await new WebhookReceiver().start();
+    receivers.push(r);
+    return r;
+  }
+
+  /** An endpoint for `r` (its secret handed to the receiver), receiving `events`. */
+  async function endpointFor(r: WebhookReceiver, events: string[] = ["*"], api: ApiClient = server.api): Promise<string> {
+    const created = await api.ok("webhooks/create-endpoint", { url: r.url, events, description: "test" });
+    r.secrets.push(created.secret);
+    return created.endpoint.id;
+  }
+
+  const deliveries = async (id: string) => (await server.api.ok("webhooks/list-deliveries", { id, pageSize: 500 })).deliveries;
+  const endpoint = async (id: string) => JSON.parse((await server.api.get("webhooks/list-endpoints")).body).endpoints.find((e: { id: string }) => e.id === id);
+
+  async function mergeThrough(queue: string, prs: number[]): Promise<void> {
+    await server.api.ok("createQueue", { ...queueOf(queue), concurrency: 3 });
+    for (const n of prs) await server.api.ok("submitPullRequest", prOf(n, queue));
+    await worker().drain();
+    clock.advance(CI_MS);
+    await worker().drain();
+  }
+
+  test("a PR's life arrives signed (verified by standardwebhooks), with its timeline entries, in order per PR", async () => {
+    const r = await receiver();
+    await endpointFor(r);
+    await mergeThrough("life", [1, 2]);
+    await worker().deliverWebhooks();
+    expect(r.unverified).toBe(0);
+    for (const n of [1, 2]) expect(ofPr(r.received, n)).toEqual(["pull_request.submitted", "pull_request.testing", "pull_request.merged"]);
+    const merged = r.received.find((m) => m.type === "pull_request.merged" && m.data.pullRequest.number === 1)!;
+    expect(merged.data).toMatchObject({ repository: "github.com/acme/life", branch: "main", pullRequest: { number: 1, state: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) } });
+    expect(merged.data.timelineEntry).toMatchObject({ from: "tests_passed", to: "merged", reason: expect.any(String), at: expect.any(String) });
+    expect(r.received.filter((m) => m.type === "run.started").length).toBeGreaterThan(0);
+    expect(r.received.filter((m) => m.type === "run.finished").map((m) => m.data.run.status)).toContain("passed");
+    // Each message once: ids differ, and nothing is left pending.
+    expect(new Set(r.received.map((m) => m.webhookId)).size).toBe(r.received.length);
+  });
+
+  test("a PR that fails and one cancelled: pull_request.failed and .cancelled, each with its transition", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["pull_request.failed", "pull_request.cancelled"]);
+    await server.api.ok("createQueue", { ...queueOf("leaving"), concurrency: 1 });
+    await server.greenline.sandbox!.openPullRequest({ host: "github.com", owner: "acme", name: "leaving" }, { number: 1, targetBranch: "main", files: { "bad.ts": "x" }, broken: true });
+    await server.api.ok("submitPullRequest", prOf(1, "leaving"));
+    await server.api.ok("submitPullRequest", prOf(2, "leaving"));
+    await server.api.ok("cancelPullRequest", prOf(2, "leaving"));
+    // A failure may be tested again (a flaky run is not a broken PR) before the PR fails.
+    for (let i = 0; i < 5 && (await server.api.ok("getSubmittedPullRequest", prOf(1, "leaving"))).state !== "failed"; i++) {
+      await worker().drain();
+      clock.advance(CI_MS);
+      await worker().drain();
+    }
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.pullRequest.number, m.data.timelineEntry.to])).toEqual([
+      ["pull_request.cancelled", 2, "cancelled"],
+      ["pull_request.failed", 1, "failed"],
+    ]);
+    expect(r.received[0]!.data.timelineEntry.reason).toBe("cancelled_by_user");
+  });
+
+  test("the event filter: an endpoint gets only the types it asked for", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["pull_request.merged"]);
+    await mergeThrough("filtered", [1]);
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => m.type)).toEqual(["pull_request.merged"]);
+  });
+
+  test("pausing a queue with PRs waiting: queue.state_changed, then queue.blocked", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["queue.state_changed", "queue.blocked"]);
+    await server.api.ok("createQueue", { ...queueOf("paused"), concurrency: 1 });
+    await server.api.ok("submitPullRequest", prOf(1, "paused"));
+    await server.api.ok("submitPullRequest", prOf(2, "paused"));
+    await server.api.ok("updateQueue", { ...queueOf("paused"), state: "paused" });
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.from ?? m.data.reason])).toEqual([
+      ["queue.state_changed", "running"],
+      ["queue.blocked", "paused_with_prs_waiting"],
+    ]);
+    expect(r.received[0]!.data).toMatchObject({ to: "paused", repository: "github.com/acme/paused" });
+  });
+
+  test("a failing receiver is retried with backoff; its PR's later events wait; it recovers and gets all in order", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r, ["pull_request.submitted", "pull_request.testing", "pull_request.merged"]);
+    r.behaviour = { kind: "status", status: 500 };
+    await mergeThrough("flaky-receiver", [1]);
+    await worker().deliverWebhooks();
+    expect(r.requests).toBe(1);
+    const [head] = (await deliveries(id)).filter((d: { attempts: number }) => d.attempts > 0);
+    expect(head).toMatchObject({ eventType: "pull_request.submitted", status: "pending", attempts: 1, lastStatus: 500, lastError: "answered 500: receiver says no" });
+    // Backoff: not before half the base delay (jitter), and the PR's later events wait behind it.
+    const wait = Date.parse(head.nextAttemptAt) - clock.ms;
+    expect(wait).toBeGreaterThanOrEqual(RETRY_BASE_MS / 2);
+    expect(wait).toBeLessThanOrEqual(RETRY_BASE_MS);
+    await worker().deliverWebhooks();
+    expect(r.requests).toBe(1);
+    // Second failure: the delay doubles.
+    clock.advance(RETRY_BASE_MS);
+    await worker().deliverWebhooks();
+    expect(r.requests).toBe(2);
+    const second = (await deliveries(id)).find((d: { id: string }) => d.id === head.id);
+    expect(second.attempts).toBe(2);
+    expect(Date.parse(second.nextAttemptAt) - clock.ms).toBeGreaterThanOrEqual(RETRY_BASE_MS);
+    r.behaviour = { kind: "ok" };
+    clock.advance(2 * RETRY_BASE_MS);
+    await worker().deliverWebhooks();
+    expect(ofPr(r.received, 1)).toEqual(["pull_request.submitted", "pull_request.testing", "pull_request.merged"]);
+    expect((await deliveries(id)).every((d: { status: string }) => d.status === "delivered")).toBe(true);
+    expect((await endpoint(id)).failingSince).toBeNull();
+  });
+
+  test("a receiver that does not answer is timed out, retried, and delivered to once it answers", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r, ["pull_request.submitted"]);
+    r.behaviour = { kind: "hang" };
+    await server.api.ok("createQueue", queueOf("hanging"));
+    await server.api.ok("submitPullRequest", prOf(1, "hanging"));
+    await worker().deliverWebhooks();
+    expect(r.requests).toBe(1);
+    expect((await deliveries(id))[0]).toMatchObject({ status: "pending", attempts: 1, lastStatus: null, lastError: "no answer within 500 ms" });
+    r.behaviour = { kind: "ok" };
+    clock.advance(RETRY_BASE_MS);
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => m.type)).toEqual(["pull_request.submitted"]);
+  });
+
+  test("a redirect is not followed: the attempt fails and the redirect's target receives nothing", async () => {
+    const target = await receiver();
+    const redirecting = await receiver();
+    const id = await endpointFor(redirecting, ["pull_request.submitted"]);
+    target.secrets.push(...redirecting.secrets);
+    redirecting.behaviour = { kind: "redirect", location: target.url };
+    await server.api.ok("createQueue", queueOf("redirected"));
+    await server.api.ok("submitPullRequest", prOf(1, "redirected"));
+    await worker().deliverWebhooks();
+    expect((await deliveries(id))[0]).toMatchObject({ status: "pending", lastStatus: 307, lastError: `redirect 307 not followed (to ${target.url})` });
+    expect(target.requests).toBe(0);
+  });
+
+  test("an endpoint failing for the whole window is disabled and says why; enabled again, it gets what waited", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r, ["pull_request.submitted"]);
+    r.behaviour = { kind: "status", status: 503 };
+    await server.api.ok("createQueue", queueOf("dead"));
+    await server.api.ok("submitPullRequest", prOf(1, "dead"));
+    await worker().deliverWebhooks();
+    const start = clock.ms;
+    while (clock.ms - start <= DISABLE_AFTER_MS) {
+      clock.advance(RETRY_MAX_MS);
+      await worker().deliverWebhooks();
+    }
+    const disabled = await endpoint(id);
+    expect(disabled).toMatchObject({ enabled: false, failingSince: new Date(start).toISOString() });
+    expect(disabled.disabledReason).toMatch(/^disabled after failing for 1 h without a success \(last error: answered 503/);
+    const attempts = r.requests;
+    clock.advance(RETRY_MAX_MS);
+    await worker().deliverWebhooks();
+    expect(r.requests).toBe(attempts);
+    // A new event is not queued for a disabled endpoint; what was pending waits for it.
+    await server.api.ok("submitPullRequest", prOf(2, "dead"));
+    r.behaviour = { kind: "ok" };
+    expect((await server.api.ok("webhooks/update-endpoint", { id, enabled: true })).endpoint).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+    clock.advance(RETRY_MAX_MS);
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.pullRequest.number])).toEqual([["pull_request.submitted", 1]]);
+  });
+
+  test("410 Gone disables the endpoint at once", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r, ["pull_request.submitted"]);
+    r.behaviour = { kind: "status", status: 410 };
+    await server.api.ok("createQueue", queueOf("gone"));
+    await server.api.ok("submitPullRequest", prOf(1, "gone"));
+    await worker().deliverWebhooks();
+    expect(await endpoint(id)).toMatchObject({ enabled: false, disabledReason: "disabled: the endpoint answered 410 Gone" });
+  });
+
+  test("a rotated secret: for 24 h both the new and the previous secret verify; then only the new one", async () => {
+    const old = await receiver();
+    const id = await endpointFor(old, ["pull_request.submitted"]);
+    const rotated = await server.api.ok("webhooks/update-endpoint", { id, rotateSecret: true });
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(old.secrets[0]);
+    expect(Date.parse(rotated.endpoint.previousSecretExpiresAt) - clock.ms).toBe(24 * 3600_000);
+    // The same endpoint URL, seen by a receiver holding only the new secret, then only the old.
+    const fresh = await receiver();
+    fresh.secrets.push(rotated.secret);
+    await server.api.ok("webhooks/update-endpoint", { id, url: fresh.url });
+    await server.api.ok("createQueue", queueOf("rotation"));
+    await server.api.ok("submitPullRequest", prOf(1, "rotation"));
+    await worker().deliverWebhooks();
+    expect(fresh.received.map((m) => m.type)).toEqual(["pull_request.submitted"]);
+    await server.api.ok("webhooks/update-endpoint", { id, url: old.url });
+    await server.api.ok("submitPullRequest", prOf(2, "rotation"));
+    await worker().deliverWebhooks();
+    expect(old.received.map((m) => m.data.pullRequest.number)).toEqual([2]);
+    // After the overlap the previous secret no longer signs.
+    clock.advance(24 * 3600_000 + 1);
+    expect((await endpoint(id)).previousSecretExpiresAt).toBeNull();
+    await server.api.ok("submitPullRequest", prOf(3, "rotation"));
+    await worker().deliverWebhooks();
+    expect(old.unverified).toBe(1);
+    expect(old.received.map((m) => m.data.pullRequest.number)).toEqual([2]);
+  });
+
+  test("redeliver sends a delivered message again with the same webhook-id", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r, ["pull_request.submitted"]);
+    await server.api.ok("createQueue", queueOf("again"));
+    await server.api.ok("submitPullRequest", prOf(1, "again"));
+    await worker().deliverWebhooks();
+    const [delivered] = await deliveries(id);
+    expect(delivered).toMatchObject({ status: "delivered", attempts: 1, lastStatus: 204, webhookId: r.received[0]!.webhookId });
+    const again = await server.api.ok("webhooks/redeliver", { id, deliveryId: delivered.id });
+    expect(again.delivery).toMatchObject({ status: "pending", webhookId: delivered.webhookId });
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => m.webhookId)).toEqual([delivered.webhookId, delivered.webhookId]);
+  });
+
+  test("a test's quarantine and status changes are published", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["test.status_changed", "test.quarantine_changed"]);
+    const repo = { host: "github.com", owner: "acme", name: "tests" };
+    const upload = (xml: string) => server.api.ok("flaky-tests/upload", { repo, org_url_slug: "acme", commit_sha: "b".repeat(40), branch: "main", junit_xml: [xml] });
+    await upload('<testsuite name="s"><testcase classname="c" name="t"><failure message="boom"/></testcase></testsuite>');
+    await upload('<testsuite name="s"><testcase classname="c" name="t"/></testsuite>');
+    const test = await server.greenline.services.db.read((tx) => tx.testCase.findFirstOrThrow({ where: { name: "t" } }));
+    await server.api.ok("flaky-tests/set-quarantine-setting", { repo, org_url_slug: "acme", test_id: test.id, setting: "always" });
+    await worker().deliverWebhooks();
+    const types = r.received.map((m) => m.type);
+    expect(types).toContain("test.status_changed");
+    expect(r.received.find((m) => m.type === "test.status_changed")!.data).toMatchObject({ repository: "github.com/acme/tests", test: { id: test.id, name: "t" }, to: "flaky" });
+    expect(r.received.filter((m) => m.type === "test.quarantine_changed").at(-1)!.data).toMatchObject({ test: { id: test.id }, quarantined: true });
+  });
+
+  test("another organization's endpoints are 404, exactly as endpoints that do not exist", async () => {
+    const r = await receiver();
+    const id = await endpointFor(r);
+    const rival = await server.clientFor("rival-webhooks");
+    expect(JSON.parse((await rival.get("webhooks/list-endpoints")).body).endpoints).toEqual([]);
+    const missing = "0190b8a4-0000-7000-8000-000000000000";
+    for (const [operation, body] of [
+      ["webhooks/update-endpoint", { enabled: false }],
+      ["webhooks/delete-endpoint", {}],
+      ["webhooks/list-deliveries", {}],
+      ["webhooks/redeliver", { deliveryId: "x" }],
+    ] as const) {
+      const theirs = await rival.call(operation, { id, ...body });
+      const none = await rival.call(operation, { id: missing, ...body });
+      expect(theirs.status).toBe(404);
+      expect({ status: theirs.status, text: theirs.text.replace(id, "(id)") }).toEqual({ status: none.status, text: none.text.replace(missing, "(id)") });
+    }
+    expect(await endpoint(id)).toMatchObject({ enabled: true });
+  });
+
+  test("delivered messages are forgotten after 7 days; pending ones are kept", async () => {
+    const ok = await receiver();
+    const okId = await endpointFor(ok, ["pull_request.submitted"]);
+    const down = await receiver();
+    const downId = await endpointFor(down, ["pull_request.submitted"]);
+    down.behaviour = { kind: "status", status: 500 };
+    await server.api.ok("createQueue", queueOf("retention"));
+    await server.api.ok("submitPullRequest", prOf(1, "retention"));
+    await worker().deliverWebhooks();
+    expect((await deliveries(okId)).map((d: { status: string }) => d.status)).toEqual(["delivered"]);
+    await server.api.ok("webhooks/update-endpoint", { id: downId, enabled: false });
+    clock.advance(7 * 24 * 3600_000 + 1);
+    await worker().tick();
+    expect(await deliveries(okId)).toEqual([]);
+    expect((await deliveries(downId)).map((d: { status: string }) => d.status)).toEqual(["pending"]);
+  });
+
+  test("bad input is a 400 naming the field and the rule", async () => {
+    const bad = async (body: unknown) => (await server.api.call("webhooks/create-endpoint", body)).body.error.details;
+    expect(await bad({ url: "https://example.com/hook", events: ["nope"] })).toEqual([{ path: "events.0", message: expect.stringContaining("pull_request.submitted") }]);
+    expect(await bad({ url: "https://example.com/hook", events: [] })).toEqual([{ path: "events", message: expect.any(String) }]);
+    expect(await bad({ url: "not a url", events: ["*"] })).toEqual([{ path: "url", message: "must be an absolute URL" }]);
+    expect(await bad({ url: "ftp://example.com/", events: ["*"] })).toEqual([{ path: "url", message: "must be an https:// URL" }]);
+    expect(await bad({ url: "https://example.com/", events: ["*"], secret: "hunter2" })).toEqual([{ path: "secret", message: expect.stringContaining("whsec_") }]);
+  });
+});
+
+describe.each(BACKENDS)("outbound webhooks refuse private addresses by default, on $name", (backend) => {
+  let server: TestServer;
+  const receivers: WebhookReceiver[] = [];
+  beforeAll(async () => {
+    server = await startTestServer(backend, { webhooks: { allowPrivate: false, timeoutMs: 500 } });
+  });
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+    await server?.close();
+  });
+
+  test.each([
+    ["http://example.com/hook", "must be an https:// URL (http:// only when the operator sets GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://127.0.0.1/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://10.1.2.3/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://169.254.169.254/latest/meta-data", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://[::1]/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://[fd00::1]/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ["https://localhost/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+  ])("creating an endpoint at %s is refused", async (url, message) => {
+    const response = await server.api.call("webhooks/create-endpoint", { url, events: ["*"] });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([{ path: "url", message }]);
+  });
+
+  test("at delivery, a hostname resolving to loopback (and a loopback IP) is refused: no request is made", async () => {
+    const r = await new WebhookReceiver().start();
+    receivers.push(r);
+    const settings = server.greenline.services.webhooks!;
+    // Created while the operator allowed it; refused once that is withdrawn.
+    settings.allowPrivate = true;
+    const byName = await server.api.ok("webhooks/create-endpoint", { url: r.url.replace("127.0.0.1", "localhost"), events: ["pull_request.submitted"] });
+    const byIp = await server.api.ok("webhooks/create-endpoint", { url: r.url, events: ["pull_request.submitted"] });
+    r.secrets.push(byName.secret, byIp.secret);
+    settings.allowPrivate = false;
+    await server.api.ok("createQueue", queueOf("ssrf"));
+    await server.api.ok("submitPullRequest", prOf(1, "ssrf"));
+    await server.greenline.worker.deliverWebhooks();
+    expect(r.requests).toBe(0);
+    for (const created of [byName, byIp]) {
+      const [delivery] = (await server.api.ok("webhooks/list-deliveries", { id: created.endpoint.id })).deliveries;
+      expect(delivery).toMatchObject({ status: "pending", attempts: 1, lastStatus: null, lastError: expect.stringMatching(/resolves to (127\.0\.0\.1|::1), a loopback, private or reserved address: refused/) });
+    }
+    // Allowed again, the same deliveries go through.
+    settings.allowPrivate = true;
+    await server.greenline.services.db.transaction((tx) => tx.webhookMessage.updateMany({ data: { nextAttemptAt: new Date() } }));
+    await server.greenline.worker.deliverWebhooks();
+    expect(r.received).toHaveLength(2);
+  });
+});
+
+describe.each(BACKENDS)("signing secrets at rest with GREENLINE_SECRET_KEY, on $name", (backend) => {
+  let server: TestServer;
+  let r: WebhookReceiver;
+  beforeAll(async () => {
+    server = await startTestServer(backend, { webhooks: { allowPrivate: true, secretKey: "k".repeat(40) } });
+    r = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await r?.close();
+    await server?.close();
+  });
+
+  test("are stored encrypted, sign deliveries, and without the right key cannot sign (the attempt says so)", async () => {
+    const created = await server.api.ok("webhooks/create-endpoint", { url: r.url, events: ["pull_request.submitted"] });
+    r.secrets.push(created.secret);
+    const row = await server.greenline.services.db.read((tx) => tx.webhookEndpoint.findUniqueOrThrow({ where: { id: created.endpoint.id } }));
+    expect(row.secret).toMatch(/^enc:v1:/);
+    expect(row.secret).not.toContain(created.secret.slice(6));
+    await server.api.ok("createQueue", queueOf("sealed"));
+    await server.api.ok("submitPullRequest", prOf(1, "sealed"));
+    await server.greenline.worker.deliverWebhooks();
+    expect(r.received.map((m) => m.type)).toEqual(["pull_request.submitted"]);
+    server.greenline.services.webhooks!.secretKey = "w".repeat(40);
+    await server.api.ok("submitPullRequest", prOf(2, "sealed"));
+    await server.greenline.worker.deliverWebhooks();
+    const [latest] = (await server.api.ok("webhooks/list-deliveries", { id: created.endpoint.id })).deliveries;
+    expect(latest).toMatchObject({ status: "pending", lastError: "cannot sign: Unsupported state or unable to authenticate data" });
+    expect(r.requests).toBe(1);
+  });
+});
