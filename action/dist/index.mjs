@@ -4032,7 +4032,7 @@ var GLOBAL_OPTIONS = ["help", "version"];
 function optionsOf(key) {
   const command2 = COMMANDS[key];
   if (!command2) return void 0;
-  return /* @__PURE__ */ new Set([...GLOBAL_OPTIONS, ...(command2.options ?? []).flatMap((line) => /^--([a-z][a-z-]*)/.exec(line)?.[1] ?? [])]);
+  return /* @__PURE__ */ new Set([...GLOBAL_OPTIONS, ...(command2.options ?? []).flatMap((line) => [...(line.split(/\s{2,}/)[0] ?? "").matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]))]);
 }
 function overview(client = false) {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));

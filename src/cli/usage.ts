@@ -159,7 +159,7 @@ const GLOBAL_OPTIONS = ["help", "version"];
 export function optionsOf(key: string): Set<string> | undefined {
   const command = COMMANDS[key];
   if (!command) return undefined;
-  return new Set([...GLOBAL_OPTIONS, ...(command.options ?? []).flatMap((line) => /^--([a-z][a-z-]*)/.exec(line)?.[1] ?? [])]);
+  return new Set([...GLOBAL_OPTIONS, ...(command.options ?? []).flatMap((line) => [...(line.split(/\s{2,}/)[0] ?? "").matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!))]);
 }
 
 /**
