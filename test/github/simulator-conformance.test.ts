@@ -315,6 +315,7 @@ describe("the simulator's OAuth web flow and user-token routes conform to GitHub
       headers: json ? { accept: "application/json", "content-type": "application/json" } : { "content-type": "application/x-www-form-urlencoded" },
       body: json ? JSON.stringify(params) : new URLSearchParams(params).toString(),
     });
+  const errorOf = async (response: Response) => ((await response.json()) as { error?: string }).error;
   async function codeFor(extra: Record<string, string> = {}): Promise<string> {
     const page = await authorize({ client_id: gh.clientId, redirect_uri: callback, state: "s1", ...extra });
     expect(page.status).toBe(302);
@@ -342,20 +343,22 @@ describe("the simulator's OAuth web flow and user-token routes conform to GitHub
     const answer = Object.fromEntries(new URLSearchParams(await form.text()));
     expect(answer).toMatchObject({ access_token: expect.stringMatching(/^ghu_/), token_type: "bearer", expires_in: "28800", refresh_token: expect.stringMatching(/^ghr_/) });
     const again = await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code });
-    expect([again.status, (await again.json()).error]).toEqual([200, "bad_verification_code"]);
+    expect([again.status, await errorOf(again)]).toEqual([200, "bad_verification_code"]);
     const wrongSecret = await exchange({ client_id: gh.clientId, client_secret: "nope", code: await codeFor() });
-    expect((await wrongSecret.json()).error).toBe("incorrect_client_credentials");
+    expect(await errorOf(wrongSecret)).toBe("incorrect_client_credentials");
     const otherRedirect = await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: await codeFor(), redirect_uri: "http://127.0.0.1:9/elsewhere" });
-    expect((await otherRedirect.json()).error).toBe("redirect_uri_mismatch");
+    expect(await errorOf(otherRedirect)).toBe("redirect_uri_mismatch");
   });
 
   test("PKCE: a code issued for a challenge is exchanged only with its verifier (S256)", async () => {
     const verifier = "v".repeat(43);
     const challenge = createHash("sha256").update(verifier).digest("base64url");
     const code = await codeFor({ code_challenge: challenge, code_challenge_method: "S256" });
-    expect((await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code, code_verifier: "w".repeat(43) })).json()).error).toBe("bad_verification_code");
+    const wrong = (await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code, code_verifier: "w".repeat(43) })).json()) as { error?: string };
+    expect(wrong.error).toBe("bad_verification_code");
     const second = await codeFor({ code_challenge: challenge, code_challenge_method: "S256" });
-    expect((await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: second, code_verifier: verifier })).json()).access_token).toMatch(/^ghu_/);
+    const right = (await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: second, code_verifier: verifier })).json()) as { access_token?: string };
+    expect(right.access_token).toMatch(/^ghu_/);
   });
 
   test("GET /user, /user/installations and /user/installations/{id}/repositories answer a user token as the description says", async () => {

@@ -1066,6 +1066,8 @@ export class GitHubSimulator {
     const ownerType = org ? "Organization" : "User";
     this.#manifestCodes.set(code, { manifest, owner, ownerType, expiresAt: this.#clock() + 3600_000 });
     this.registeredApps.push({ owner, ownerType, manifest });
+    // The simulator hosts one App: the last registration's callback URLs are its.
+    if (manifest.callback_urls) this.callbackUrls = [...manifest.callback_urls];
     const target = new URL(manifest.redirect_url!);
     target.searchParams.set("code", code);
     const state = query.get("state") ?? (typeof form.state === "string" ? form.state : null);
