@@ -38,6 +38,7 @@ const OAUTH_COOKIE = "greenline_oauth";
 const CHOICE_COOKIE = "greenline_choice";
 const OAUTH_MS = 10 * 60 * 1000;
 const OAUTH_PATH = "/sign-in/github";
+const MAX_USED_STATES = 100_000;
 
 /** The paths the dashboard serves; everything else is the API's (server.ts routes by this). */
 export function isDashboardPath(url: string): boolean {
@@ -192,6 +193,8 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
       return send(res, 403, errorPage(assets, null, 403, "state: does not match the sign-in this browser started (refused): sign in again."));
     }
     usedStates.set(state, expiresAt);
+    // Bounded: past this many sign-ins in 10 minutes, the oldest are forgotten (their cookies are still single-use in the browser).
+    if (usedStates.size > MAX_USED_STATES) usedStates.delete(usedStates.keys().next().value!);
     if (typeof req.query.error === "string") {
       const why = typeof req.query.error_description === "string" ? `: ${req.query.error_description}` : "";
       return send(res, 403, errorPage(assets, null, 403, `GitHub did not authorize the sign-in (${req.query.error}${why}).`));
