@@ -54,6 +54,16 @@ const ZEnvironment = z
     PRIVATE_KEY_PATH: ZOptionalString,
     WEBHOOK_SECRET: ZOptionalString,
     GITHUB_API_URL: ZOptionalString.pipe(z.url().optional()),
+    // The App's OAuth client ("Sign in with GitHub" on the dashboard); `greenline setup github` writes both.
+    GITHUB_CLIENT_ID: ZOptionalString,
+    GITHUB_CLIENT_SECRET: ZOptionalString,
+    // GitHub's web address, where users authorize the App; unset: derived from GITHUB_API_URL.
+    GITHUB_URL: ZOptionalString.pipe(
+      z
+        .url()
+        .regex(/^https?:\/\/[^?#]*$/, "must be an http(s) URL without a query or fragment")
+        .optional(),
+    ),
     GREENLINE_API_TOKEN: ZOptionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
     GREENLINE_SANDBOX_CI_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
     GREENLINE_SANDBOX_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0),
@@ -103,6 +113,13 @@ const ZEnvironment = z
     if (env.GREENLINE_API_TOKEN && !env.GREENLINE_ORG) {
       ctx.addIssue({ code: "custom", path: ["GREENLINE_ORG"], message: "is required when GREENLINE_API_TOKEN is set" });
     }
+    if (Boolean(env.GITHUB_CLIENT_ID) !== Boolean(env.GITHUB_CLIENT_SECRET)) {
+      const missing = env.GITHUB_CLIENT_ID ? "GITHUB_CLIENT_SECRET" : "GITHUB_CLIENT_ID";
+      ctx.addIssue({ code: "custom", path: [missing], message: "is required when the other of GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET is set (the App's OAuth client)" });
+    }
+    if (env.GITHUB_CLIENT_ID && !env.APP_ID) {
+      ctx.addIssue({ code: "custom", path: ["APP_ID"], message: "is required when GITHUB_CLIENT_ID is set (Sign in with GitHub goes through the GitHub App)" });
+    }
     const app = [env.APP_ID, env.PRIVATE_KEY ?? env.PRIVATE_KEY_PATH, env.WEBHOOK_SECRET];
     if (app.some(Boolean) && !app.every(Boolean)) {
       for (const [name, value] of [
@@ -130,6 +147,8 @@ export type GitHubAppConfig = {
    * retries wait for the reset (GREENLINE_GITHUB_RESERVE_PERCENT, default 20).
    */
   reservePercent?: number;
+  /** The App's OAuth client, for "Sign in with GitHub" (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET); null: sign-in with API tokens only. */
+  oauth?: { clientId: string; clientSecret: string; webUrl: string } | null;
 };
 
 export type Config = {
@@ -187,7 +206,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
         throw new ConfigError([`PRIVATE_KEY_PATH cannot be read: ${(error as Error).message}`]);
       }
     }
-    githubApp = { appId: e.APP_ID, privateKey: privateKey!.replace(/\\n/g, "\n"), webhookSecret: e.WEBHOOK_SECRET, apiUrl: e.GITHUB_API_URL, reservePercent: e.GREENLINE_GITHUB_RESERVE_PERCENT };
+    const oauth = e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET ? { clientId: e.GITHUB_CLIENT_ID, clientSecret: e.GITHUB_CLIENT_SECRET, webUrl: e.GITHUB_URL?.replace(/\/+$/, "") ?? githubWebUrl(e.GITHUB_API_URL) } : null;
+    githubApp = { appId: e.APP_ID, privateKey: privateKey!.replace(/\\n/g, "\n"), webhookSecret: e.WEBHOOK_SECRET, apiUrl: e.GITHUB_API_URL, reservePercent: e.GREENLINE_GITHUB_RESERVE_PERCENT, oauth };
   }
   return {
     port: e.PORT,
@@ -214,4 +234,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
       secretKey: e.GREENLINE_SECRET_KEY ?? null,
     },
   };
+}
+
+/**
+ * GitHub's web address from its API's: api.github.com → github.com; a GitHub Enterprise Server's
+ * `<server>/api/v3` → `<server>`; anything else (a proxy, the tests' simulator) → its origin.
+ */
+export function githubWebUrl(apiUrl: string | undefined): string {
+  if (!apiUrl) return "https://github.com";
+  const url = new URL(apiUrl);
+  if (url.hostname === "api.github.com") return "https://github.com";
+  const path = url.pathname.replace(/\/+$/, "");
+  return path.endsWith("/api/v3") ? `${url.origin}${path.slice(0, -"/api/v3".length)}` : url.origin;
 }

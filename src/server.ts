@@ -150,7 +150,9 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log, webhooks: config.webhooks };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
-    const web = createWebApp(services, log, { sessionSecret: config.sessionSecret, publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs });
+    const oauth = config.githubApp?.oauth;
+    const github = config.githubApp && oauth ? { ...oauth, apiUrl: config.githubApp.apiUrl ?? "https://api.github.com", appId: config.githubApp.appId } : undefined;
+    const web = createWebApp(services, log, { sessionSecret: config.sessionSecret, publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, github });
     server.addHandler((req, res) => {
       if (isDashboardPath(req.url ?? "/")) web.handle(req, res);
       else api(req, res);

@@ -67,6 +67,10 @@ describe("loadConfig", () => {
     [{ GREENLINE_BUNDLE_URL_SECRET: "short" }, "GREENLINE_BUNDLE_URL_SECRET"],
     [{ GREENLINE_BUNDLE_URL_TTL_SECONDS: "1" }, "GREENLINE_BUNDLE_URL_TTL_SECONDS"],
     [{ GREENLINE_GITHUB_RESERVE_PERCENT: "95" }, "GREENLINE_GITHUB_RESERVE_PERCENT"],
+    [{ APP_ID: "99", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s", GITHUB_CLIENT_ID: "Iv1.abc" }, "GITHUB_CLIENT_SECRET"],
+    [{ APP_ID: "99", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s", GITHUB_CLIENT_SECRET: "secret" }, "GITHUB_CLIENT_ID"],
+    [{ GITHUB_CLIENT_ID: "Iv1.abc", GITHUB_CLIENT_SECRET: "secret" }, "APP_ID"],
+    [{ GITHUB_URL: "github.example.com" }, "GITHUB_URL"],
   ])("%p is refused, naming %s", (env, variable) => {
     const problems = problemsOf(env);
     expect(problems.some((p) => p.startsWith(variable))).toBe(true);
@@ -80,6 +84,7 @@ describe("loadConfig", () => {
     expect(config.githubApp).toMatchObject({ appId: "99", webhookSecret: "s", privateKey: "-----BEGIN KEY-----\nabc\n-----END KEY-----", reservePercent: 20 });
     const reserved = loadConfig({ APP_ID: "99", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s", GREENLINE_GITHUB_RESERVE_PERCENT: "35" }, noFile);
     expect(reserved.githubApp).toMatchObject({ reservePercent: 35 });
+    expect(config.githubApp?.oauth).toBeNull();
     expect(config.bootstrap).toEqual({ token: "0123456789abcdef", org: "acme" });
     expect(config.databaseUrl).toBe("postgresql://x@y/z");
   });
@@ -98,6 +103,14 @@ function startService(env: Record<string, string>): { done: Promise<{ code: numb
 }
 
 describe("the service process", () => {
+  test("the App's OAuth client turns on Sign in with GitHub; GitHub's web address follows the API's unless GITHUB_URL is set", () => {
+    const app = { APP_ID: "99", PRIVATE_KEY: "k", WEBHOOK_SECRET: "s", GITHUB_CLIENT_ID: "Iv1.abc", GITHUB_CLIENT_SECRET: "secret" };
+    expect(loadConfig(app, noFile).githubApp?.oauth).toEqual({ clientId: "Iv1.abc", clientSecret: "secret", webUrl: "https://github.com" });
+    expect(loadConfig({ ...app, GITHUB_API_URL: "https://api.github.com" }, noFile).githubApp?.oauth?.webUrl).toBe("https://github.com");
+    expect(loadConfig({ ...app, GITHUB_API_URL: "https://ghe.example.com/api/v3" }, noFile).githubApp?.oauth?.webUrl).toBe("https://ghe.example.com");
+    expect(loadConfig({ ...app, GITHUB_API_URL: "https://ghe.example.com/api/v3", GITHUB_URL: "https://code.example.com/" }, noFile).githubApp?.oauth?.webUrl).toBe("https://code.example.com");
+  });
+
   test("a bad variable stops the start with a message naming it", async () => {
     const { code, output } = await startService({ PORT: "eighty" }).done;
     expect(code).toBe(78);

@@ -16,8 +16,11 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
-/** Who is asking: the token's organization and role ("read" tokens may only read). */
-export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole };
+/**
+ * Who is asking: the token's organization and role ("read" tokens may only read). `actor` names a
+ * person when one is known (a dashboard user signed in with GitHub: "github:<login>").
+ */
+export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole; actor?: string };
 
 const principalOf = (row: tokenStore.TokenOwner): Principal => ({ organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id, role: row.role });
 

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
+import { githubWebUrl } from "../config.js";
 import { CliUsageError } from "./test-commands.js";
 
 /**
@@ -93,6 +94,8 @@ export function buildManifest(appYml: string, options: { webhookUrl: string; red
     name: options.name ?? yml.name,
     hook_attributes: { ...hook, url: options.webhookUrl, active: true },
     redirect_url: options.redirectUrl,
+    // The dashboard's "Sign in with GitHub" comes back here (the service serves the webhook route and the dashboard on one origin).
+    callback_urls: yml.callback_urls ?? [new URL("/sign-in/github/callback", options.webhookUrl).href],
     public: yml.public === true,
   };
 }
@@ -180,7 +183,7 @@ async function convert(apiUrl: string, code: string): Promise<Conversion> {
 }
 
 /** Exchanges the code, writes the credentials, says what to do next; answers the App's install URL. */
-async function register(apiUrl: string, code: string, envFile: string, out: (line: string) => void): Promise<string> {
+async function register(apiUrl: string, githubUrl: string, code: string, envFile: string, out: (line: string) => void): Promise<string> {
   const app = await convert(apiUrl, code);
   if (!app.webhook_secret) throw new Error("GitHub created the App without a webhook secret: set one in the App's settings and write it as WEBHOOK_SECRET");
   const credentials: Record<string, string> = {
@@ -191,6 +194,8 @@ async function register(apiUrl: string, code: string, envFile: string, out: (lin
     GITHUB_CLIENT_SECRET: app.client_secret,
   };
   if (apiUrl !== GITHUB_API) credentials.GITHUB_API_URL = apiUrl;
+  // Where "Sign in with GitHub" sends users, when the API's address does not tell it.
+  if (githubUrl !== githubWebUrl(apiUrl)) credentials.GITHUB_URL = githubUrl;
   writeEnvFile(envFile, credentials);
   const label = app.name ?? app.slug;
   const install = `${app.html_url}/installations/new`;
@@ -262,7 +267,7 @@ export async function setupGitHub(values: SetupGitHubOptions, out: (line: string
           if (!code) return page(res, 400, "No code", "<p>GitHub's redirect has no <code>code</code>; nothing was written.</p>");
           used = true;
           clearTimeout(timer);
-          register(apiUrl, code, envFile, out).then(
+          register(apiUrl, githubUrl, code, envFile, out).then(
             (install) => {
               res.on("finish", () => finish(0));
               page(

@@ -45,3 +45,21 @@ export async function installationAccountsOf(tx: Tx, organizationId: string): Pr
   const rows = await tx.installation.findMany({ where: { organizationId }, select: { accountLogin: true } });
   return rows.map((row) => row.accountLogin);
 }
+
+/** The organizations the installations `ids` belong to (installations Greenline does not know are left out). */
+export async function organizationsOfInstallations(tx: Tx, ids: number[]): Promise<{ installationId: number; organizationId: string; slug: string }[]> {
+  if (ids.length === 0) return [];
+  const rows = await tx.installation.findMany({ where: { id: { in: ids.map((id) => BigInt(id)) } }, select: { id: true, organizationId: true, organization: { select: { slug: true } } }, orderBy: { id: "asc" } });
+  return rows.map((row) => ({ installationId: Number(row.id), organizationId: row.organizationId, slug: row.organization.slug }));
+}
+
+/** The organization `id` and its slug when it still has at least one installation of the App, else null. */
+export async function installedOrganization(tx: Tx, id: string): Promise<{ id: string; slug: string } | null> {
+  return tx.organization.findFirst({ where: { id, installations: { some: {} } }, select: { id: true, slug: true } });
+}
+
+/** The keys of the organization's repositories that have a queue. */
+export async function queuedRepositoryKeys(tx: Tx, organizationId: string): Promise<string[]> {
+  const rows = await tx.repository.findMany({ where: { organizationId, queues: { some: {} } }, select: { key: true } });
+  return rows.map((row) => row.key);
+}

@@ -100,7 +100,13 @@ describe("greenline setup github", () => {
 
     // The manifest GitHub receives is app.yml's, with the webhook and callback of this setup.
     const appYml = parseYaml(readFileSync(join(root, "app.yml"), "utf8")) as Record<string, any>;
-    expect(manifest).toEqual({ ...appYml, hook_attributes: { url: WEBHOOK_URL, active: true }, redirect_url: `${local}/callback`, public: false });
+    expect(manifest).toEqual({
+      ...appYml,
+      hook_attributes: { url: WEBHOOK_URL, active: true },
+      redirect_url: `${local}/callback`,
+      callback_urls: [new URL("/sign-in/github/callback", WEBHOOK_URL).href],
+      public: false,
+    });
     expect(gh.registeredApps.at(-1)).toMatchObject({ owner: "octocat", ownerType: "User", manifest });
     expect(`${redirect.origin}${redirect.pathname}`).toBe(`${local}/callback`);
 
@@ -238,6 +244,7 @@ describe("the manifest built from app.yml", () => {
       default_events: ["issue_comment"],
       hook_attributes: { url: WEBHOOK_URL, active: true },
       redirect_url: options.redirectUrl,
+      callback_urls: [new URL("/sign-in/github/callback", WEBHOOK_URL).href],
       public: false,
     });
     expect(buildManifest("url: https://g.example\npublic: true\n", { ...options, name: "Other" })).toMatchObject({ name: "Other", public: true });

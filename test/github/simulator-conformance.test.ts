@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { ProbotOctokit } from "probot";
 import { componentSchema, operationFor, responseSchema, validate } from "../support/github/openapi.js";
 import { DEFAULT_PERMISSIONS, routeNeeds } from "../support/github/permissions.js";
@@ -284,5 +285,111 @@ describe("the simulator's App manifest flow conforms to GitHub's", () => {
   test("the permissions the page accepts are GitHub's app-permissions, with their access levels", () => {
     const schema = componentSchema("app-permissions");
     expect(Object.fromEntries(Object.entries(schema.properties!).map(([name, p]) => [name, p.enum]))).toEqual(APP_PERMISSIONS);
+  });
+});
+
+/**
+ * "Sign in with GitHub" (the dashboard): GitHub's OAuth web flow for the App — the authorize
+ * page's redirects and refusals, the code exchange's answers (200 with `error` when refused) —
+ * and the routes a user access token reads, whose answers must match GitHub's description.
+ */
+describe("the simulator's OAuth web flow and user-token routes conform to GitHub's", () => {
+  let gh: GitHubSimulator;
+  const callback = "http://127.0.0.1:9/sign-in/github/callback";
+  beforeAll(async () => {
+    gh = await new GitHubSimulator().start();
+    gh.callbackUrls = [callback];
+    gh.installApp(701, "octo-user-conf");
+    gh.grant("octo-user-conf/app", "alice", "write");
+    gh.grant("octo-user-conf/lib", "alice", "read");
+    gh.webUser = "alice";
+  });
+  afterAll(async () => {
+    await gh?.stop();
+  });
+
+  const authorize = (params: Record<string, string>) => fetch(`${gh.url}/login/oauth/authorize?${new URLSearchParams(params)}`, { redirect: "manual" });
+  const exchange = (params: Record<string, string>, json = true) =>
+    fetch(`${gh.url}/login/oauth/access_token`, {
+      method: "POST",
+      headers: json ? { accept: "application/json", "content-type": "application/json" } : { "content-type": "application/x-www-form-urlencoded" },
+      body: json ? JSON.stringify(params) : new URLSearchParams(params).toString(),
+    });
+  const errorOf = async (response: Response) => ((await response.json()) as { error?: string }).error;
+  async function codeFor(extra: Record<string, string> = {}): Promise<string> {
+    const page = await authorize({ client_id: gh.clientId, redirect_uri: callback, state: "s1", ...extra });
+    expect(page.status).toBe(302);
+    const location = new URL(page.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(callback);
+    expect(location.searchParams.get("state")).toBe("s1");
+    return location.searchParams.get("code")!;
+  }
+
+  test("the authorize page: an unknown client is not found; a redirect_uri that is not a callback URL goes back with redirect_uri_mismatch", async () => {
+    expect((await authorize({ client_id: "Iv1.unknown", state: "s1" })).status).toBe(404);
+    const mismatch = await authorize({ client_id: gh.clientId, redirect_uri: "http://127.0.0.1:9/elsewhere", state: "s1" });
+    expect(mismatch.status).toBe(302);
+    const location = new URL(mismatch.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(callback);
+    expect(Object.fromEntries(location.searchParams)).toMatchObject({ error: "redirect_uri_mismatch", state: "s1" });
+    const plain = await authorize({ client_id: gh.clientId, code_challenge: "x".repeat(43), code_challenge_method: "plain" });
+    expect(new URL(plain.headers.get("location")!).searchParams.get("error")).toBe("invalid_request");
+  });
+
+  test("the code exchange answers a user access token once; refusals are 200 with GitHub's error names; a form is answered as a form", async () => {
+    const code = await codeFor();
+    const form = await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code }, false);
+    expect(form.headers.get("content-type")).toMatch(/^application\/x-www-form-urlencoded/);
+    const answer = Object.fromEntries(new URLSearchParams(await form.text()));
+    expect(answer).toMatchObject({ access_token: expect.stringMatching(/^ghu_/), token_type: "bearer", expires_in: "28800", refresh_token: expect.stringMatching(/^ghr_/) });
+    const again = await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code });
+    expect([again.status, await errorOf(again)]).toEqual([200, "bad_verification_code"]);
+    const wrongSecret = await exchange({ client_id: gh.clientId, client_secret: "nope", code: await codeFor() });
+    expect(await errorOf(wrongSecret)).toBe("incorrect_client_credentials");
+    const otherRedirect = await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: await codeFor(), redirect_uri: "http://127.0.0.1:9/elsewhere" });
+    expect(await errorOf(otherRedirect)).toBe("redirect_uri_mismatch");
+  });
+
+  test("PKCE: a code issued for a challenge is exchanged only with its verifier (S256)", async () => {
+    const verifier = "v".repeat(43);
+    const challenge = createHash("sha256").update(verifier).digest("base64url");
+    const code = await codeFor({ code_challenge: challenge, code_challenge_method: "S256" });
+    const wrong = (await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code, code_verifier: "w".repeat(43) })).json()) as { error?: string };
+    expect(wrong.error).toBe("bad_verification_code");
+    const second = await codeFor({ code_challenge: challenge, code_challenge_method: "S256" });
+    const right = (await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: second, code_verifier: verifier })).json()) as { access_token?: string };
+    expect(right.access_token).toMatch(/^ghu_/);
+  });
+
+  test("GET /user, /user/installations and /user/installations/{id}/repositories answer a user token as the description says", async () => {
+    const { access_token: token } = (await (await exchange({ client_id: gh.clientId, client_secret: gh.clientSecret, code: await codeFor() })).json()) as { access_token: string };
+    const user = new ProbotOctokit({ auth: { token }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    expect((await user.rest.users.getAuthenticated()).data.login).toBe("alice");
+    const { data: installations } = await user.rest.apps.listInstallationsForAuthenticatedUser();
+    expect(installations.installations.map((i) => [i.id, i.account && "login" in i.account ? i.account.login : null])).toEqual([[701, "octo-user-conf"]]);
+    const { data: repos } = await user.rest.apps.listInstallationReposForAuthenticatedUser({ installation_id: 701 });
+    expect(repos.repositories.map((r) => [r.full_name, r.permissions?.push])).toEqual([
+      ["octo-user-conf/app", true],
+      ["octo-user-conf/lib", false],
+    ]);
+    await expect(user.rest.apps.listInstallationReposForAuthenticatedUser({ installation_id: 999 })).rejects.toMatchObject({ status: 404 });
+    const stranger = new ProbotOctokit({ auth: { token: "ghu_unknown" }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
+    await expect(stranger.rest.users.getAuthenticated()).rejects.toMatchObject({ status: 401 });
+
+    const problems: string[] = [];
+    const checked = gh.requests.filter((r) => r.path.startsWith("/user"));
+    for (const request of checked) {
+      const { template, operation } = operationFor(request.method, request.path)!;
+      const schema = responseSchema(operation, request.status!) ?? componentSchema("basic-error");
+      for (const error of validate(schema, request.response)) problems.push(`${request.method} ${template} ${request.status}: ${error}`);
+    }
+    expect(problems).toEqual([]);
+    expect(checked.map((r) => `${r.method} ${operationFor(r.method, r.path)!.template} ${r.status}`)).toEqual([
+      "GET /user 200",
+      "GET /user/installations 200",
+      "GET /user/installations/{installation_id}/repositories 200",
+      "GET /user/installations/{installation_id}/repositories 404",
+      "GET /user 401",
+    ]);
   });
 });

@@ -240,6 +240,9 @@ class Refusal extends Error {
 export class GitHubSimulator {
   readonly appId = "12345";
   readonly webhookSecret = "simulated-webhook-secret";
+  /** The App's OAuth client (what a manifest conversion answers, and what `greenline setup github` writes). */
+  readonly clientId = `Iv1.${createHash("sha256").update(`client:12345`).digest("hex").slice(0, 16)}`;
+  readonly clientSecret = createHash("sha256").update(`secret:12345`).digest("hex").slice(0, 40);
   readonly privateKey: string;
   readonly #publicKey;
   readonly #mergeabilityDelay: number;
@@ -1063,6 +1066,8 @@ export class GitHubSimulator {
     const ownerType = org ? "Organization" : "User";
     this.#manifestCodes.set(code, { manifest, owner, ownerType, expiresAt: this.#clock() + 3600_000 });
     this.registeredApps.push({ owner, ownerType, manifest });
+    // The simulator hosts one App: the last registration's callback URLs are its.
+    if (manifest.callback_urls) this.callbackUrls = [...manifest.callback_urls];
     const target = new URL(manifest.redirect_url!);
     target.searchParams.set("code", code);
     const state = query.get("state") ?? (typeof form.state === "string" ? form.state : null);
@@ -1086,7 +1091,7 @@ export class GitHubSimulator {
       id,
       slug,
       node_id: shape.nodeId("Integration", id),
-      client_id: `Iv1.${createHash("sha256").update(`client:${id}`).digest("hex").slice(0, 16)}`,
+      client_id: this.clientId,
       owner: shape.user(owner, ownerType),
       name: manifest.name!,
       description: manifest.description ?? null,
@@ -1097,10 +1102,141 @@ export class GitHubSimulator {
       permissions: { ...manifest.default_permissions },
       events: [...(manifest.default_events ?? [])],
       installations_count: 0,
-      client_secret: createHash("sha256").update(`secret:${id}`).digest("hex").slice(0, 40),
+      client_secret: this.clientSecret,
       webhook_secret: this.webhookSecret,
       pem: this.privateKey,
     };
+  }
+
+  // ---- Signing users in with the App (GitHub's OAuth web application flow) ----
+
+  /**
+   * The App's callback URLs ("Callback URL" in its settings): `redirect_uri` must be one of them,
+   * exactly (docs.github.com, "Generating a user access token for a GitHub App").
+   */
+  callbackUrls: string[] = [];
+  /** When set, the simulated consent page is cancelled: GitHub redirects back with `error=access_denied`. */
+  consentDenied = false;
+  /** Codes handed back by the authorize page, until exchanged (once) or ten minutes old. */
+  readonly #oauthCodes = new Map<string, { login: string; redirectUri: string; challenge: string | null; expiresAt: number }>();
+  /** User access tokens (`ghu_…`) and whose they are. */
+  readonly #userTokens = new Map<string, string>();
+
+  /** The user a user access token belongs to (`Authorization: token ghu_…` or `Bearer ghu_…`). */
+  #userOf(authorization: string | undefined): string | undefined {
+    const token = /^(?:token|bearer) (ghu_\S+)$/i.exec(authorization ?? "")?.[1];
+    return token === undefined ? undefined : this.#userTokens.get(token);
+  }
+
+  /** The repositories of `account` the user was granted access to (`grant`), with the permission. */
+  #repositoriesOfUser(login: string, account: string): [string, "admin" | "write" | "read"][] {
+    const found: [string, "admin" | "write" | "read"][] = [];
+    for (const [key, permission] of this.#permissions) {
+      const [repo, user] = key.split(":") as [string, string];
+      if (user === login.toLowerCase() && repo.startsWith(`${account.toLowerCase()}/`) && permission !== "none") found.push([repo, permission]);
+    }
+    return found.sort(([a], [b]) => a.localeCompare(b));
+  }
+
+  /**
+   * The installations a user access token reaches: those on the user's own account, and those on an
+   * account where the user was granted a repository (a member or collaborator there).
+   */
+  #installationsOfUser(login: string): [number, { account: string; permissions: Permissions }][] {
+    return [...this.#installations].filter(([, i]) => i.account.toLowerCase() === login.toLowerCase() || this.#repositoriesOfUser(login, i.account).length > 0);
+  }
+
+  /**
+   * `GET /login/oauth/authorize`: GitHub's consent page, which the signed-in user (`webUser`)
+   * accepts at once here. An unknown client_id is GitHub's 404 page; a redirect_uri that is not one
+   * of the App's callback URLs sends the browser to the first callback URL with
+   * `error=redirect_uri_mismatch` (docs.github.com, "Troubleshooting authorization request
+   * errors"); PKCE accepts only S256.
+   */
+  #authorize(res: ServerResponse, record: SimulatorRequest, query: URLSearchParams): void {
+    const page = (status: number, text: string) => {
+      record.status = status;
+      res.writeHead(status, { "content-type": "text/html; charset=utf-8" }).end(`<!doctype html><title>${text}</title><p>${text}</p>`);
+    };
+    const redirect = (target: string, params: Record<string, string | null>) => {
+      const url = new URL(target);
+      for (const [name, value] of Object.entries(params)) if (value !== null) url.searchParams.set(name, value);
+      record.status = 302;
+      res.writeHead(302, { location: url.href }).end();
+    };
+    if (query.get("client_id") !== this.clientId) return page(404, "Not Found");
+    const state = query.get("state");
+    const registered = this.callbackUrls[0];
+    if (registered === undefined) return page(404, "Not Found");
+    const redirectUri = query.get("redirect_uri") ?? registered;
+    if (!this.callbackUrls.includes(redirectUri)) {
+      return redirect(registered, {
+        error: "redirect_uri_mismatch",
+        error_description: "The redirect_uri MUST match the registered callback URL for this application.",
+        error_uri: "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-authorization-request-errors/#redirect-uri-mismatch",
+        state,
+      });
+    }
+    const challenge = query.get("code_challenge");
+    const method = query.get("code_challenge_method");
+    if ((challenge !== null || method !== null) && (method !== "S256" || !challenge || !/^[A-Za-z0-9_-]{43}$/.test(challenge))) {
+      return redirect(redirectUri, { error: "invalid_request", error_description: "code_challenge_method must be S256, with a code_challenge", state });
+    }
+    if (this.consentDenied) {
+      return redirect(redirectUri, {
+        error: "access_denied",
+        error_description: "The user has denied your application access.",
+        error_uri: "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-authorization-request-errors/#access-denied",
+        state,
+      });
+    }
+    const code = createHash("sha256")
+      .update(`${this.#counter++}:${Math.random()}`)
+      .digest("hex")
+      .slice(0, 20);
+    this.#oauthCodes.set(code, { login: this.webUser, redirectUri, challenge, expiresAt: this.#clock() + 600_000 });
+    redirect(redirectUri, { code, state });
+  }
+
+  /**
+   * `POST /login/oauth/access_token`: the code (single use, ten minutes) for a user access token.
+   * Parameters come as a form, JSON or the query. GitHub answers 200 even when it refuses, with an
+   * `error` (`incorrect_client_credentials`, `redirect_uri_mismatch`, `bad_verification_code`:
+   * "Troubleshooting OAuth App access token request errors"); JSON with `Accept: application/json`,
+   * a form otherwise.
+   */
+  #exchangeCode(req: IncomingMessage, res: ServerResponse, record: SimulatorRequest, query: URLSearchParams, body: Record<string, unknown>): void {
+    const params: Record<string, string> = Object.fromEntries(query);
+    for (const [name, value] of Object.entries(body)) if (typeof value === "string") params[name] = value;
+    const json = /application\/json/.test(String(req.headers.accept ?? ""));
+    const answer = (value: Record<string, string | number>) => {
+      record.status = 200;
+      record.response = value;
+      if (json) res.writeHead(200, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(value));
+      else res.writeHead(200, { "content-type": "application/x-www-form-urlencoded; charset=utf-8" }).end(new URLSearchParams(Object.entries(value).map(([k, v]): [string, string] => [k, String(v)])).toString());
+    };
+    const docs = "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors";
+    const refuse = (error: string, description: string) => answer({ error, error_description: description, error_uri: `${docs}#${error.replace(/_/g, "-")}` });
+    if (params.client_id !== this.clientId || params.client_secret !== this.clientSecret) return refuse("incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.");
+    const pending = this.#oauthCodes.get(params.code ?? "");
+    if (!pending || pending.expiresAt <= this.#clock()) return refuse("bad_verification_code", "The code passed is incorrect or expired.");
+    if (params.redirect_uri !== undefined && params.redirect_uri !== pending.redirectUri) return refuse("redirect_uri_mismatch", "The redirect_uri MUST match the registered callback URL for this application.");
+    this.#oauthCodes.delete(params.code!);
+    if (pending.challenge !== null) {
+      const verifier = params.code_verifier ?? "";
+      if (createHash("sha256").update(verifier).digest("base64url") !== pending.challenge) return refuse("bad_verification_code", "The code passed is incorrect or expired.");
+    }
+    const token = `ghu_${createHash("sha256")
+      .update(`user:${this.#counter++}:${Math.random()}`)
+      .digest("base64url")
+      .slice(0, 36)}`;
+    this.#userTokens.set(token, pending.login);
+    answer({ access_token: token, expires_in: 28800, refresh_token: `ghr_${token.slice(4)}`, refresh_token_expires_in: 15811200, token_type: "bearer", scope: "" });
+  }
+
+  /** Revokes every user access token (as when users revoke the App's authorization). */
+  revokeUserTokens(): void {
+    this.#userTokens.clear();
   }
 
   // ---- HTTP ----
@@ -1135,6 +1271,8 @@ export class GitHubSimulator {
     const error = (status: number, message: string, documentation = "https://docs.github.com/rest") => send(status, { message, documentation_url: documentation, status: String(status) });
     const notFound = (message = "Not Found") => error(404, message);
     if (this.#answerLimitsAndFaults(req, res, path)) return;
+    if (path === "/login/oauth/authorize" && method === "GET") return this.#authorize(res, record, url.searchParams);
+    if (path === "/login/oauth/access_token" && method === "POST") return this.#exchangeCode(req, res, record, url.searchParams, body);
     const registration = /^(?:\/organizations\/([^/]+))?\/settings\/apps\/new$/.exec(path);
     if (registration && method === "POST") return this.#registerFromManifest(res, record, registration[1], url.searchParams, body);
     try {
@@ -1183,6 +1321,30 @@ export class GitHubSimulator {
         permissions: installation.permissions,
         repository_selection: "all",
       });
+    }
+    if (path === "/user" || path.startsWith("/user/")) {
+      if (this.outage !== null) return error(this.outage, "Server Error");
+      const login = this.#userOf(req.headers.authorization);
+      if (login === undefined) return error(401, "Bad credentials");
+      const page = Math.max(1, Number(query.get("page") ?? 1) || 1);
+      const perPage = Math.min(100, Math.max(1, Number(query.get("per_page") ?? 30) || 30));
+      const slice = <T>(items: T[]) => items.slice((page - 1) * perPage, page * perPage);
+      if (path === "/user" && method === "GET") return send(200, shape.publicUser(login));
+      if (path === "/user/installations" && method === "GET") {
+        const reachable = this.#installationsOfUser(login);
+        return send(200, { total_count: reachable.length, installations: slice(reachable).map(([id, i]) => shape.installation(appId, id, i.account, i.permissions as Record<string, string>)) });
+      }
+      if ((match = /^\/user\/installations\/(\d+)\/repositories$/.exec(path)) && method === "GET") {
+        const id = Number(match[1]);
+        if (!this.#installationsOfUser(login).some(([reachable]) => reachable === id)) return notFound();
+        const repositories = this.#repositoriesOfUser(login, this.#installations.get(id)!.account);
+        return send(200, {
+          total_count: repositories.length,
+          repository_selection: "all",
+          repositories: slice(repositories).map(([repo, permission]) => ({ ...shape.repository(repo, this.#settings(repo)), permissions: shape.repositoryPermissions(permission) })),
+        });
+      }
+      return notFound();
     }
     const repoMatch = /^\/repos\/([^/]+)\/([^/]+)(\/|$)/.exec(path);
     if (!repoMatch) return notFound();

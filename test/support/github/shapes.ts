@@ -41,6 +41,31 @@ export function user(login: string, type: "User" | "Organization" | "Bot" = "Use
   };
 }
 
+/** `public-user`: what `GET /user` answers a user access token without the profile permission. */
+export function publicUser(login: string) {
+  return {
+    ...user(login),
+    name: null,
+    company: null,
+    blog: "",
+    location: null,
+    email: null,
+    hireable: null,
+    bio: null,
+    public_repos: 0,
+    public_gists: 0,
+    followers: 0,
+    following: 0,
+    created_at: T0,
+    updated_at: T0,
+  };
+}
+
+/** A repository's `permissions` for a user with `permission` (what `GET /user/installations/{id}/repositories` includes). */
+export function repositoryPermissions(permission: "admin" | "write" | "read") {
+  return { admin: permission === "admin", maintain: permission === "admin", push: permission !== "read", triage: permission !== "read", pull: true };
+}
+
 /** The App as GitHub shows it (`app` of check runs and suites). */
 export function app(appId: number) {
   return {
