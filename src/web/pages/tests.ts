@@ -51,10 +51,10 @@ function failingTable(repo: RepoRef, failing: FailingTests): Html {
 <tbody>${failing.tests.map(
     (t) => html`<tr data-test="${t.id}">
 <th scope="row"><a href="${testPath(repo, t.id)}">${t.name}</a><div class="muted small">${t.classname || t.file_path || t.parent}</div></th>
-<td>${statusBadge(t.status.value)}${t.quarantined ? html` <span class="badge quarantined">quarantined</span>` : ""}</td>
-<td>${percent(t.failure_rate_last_24h)} / ${percent(t.failure_rate_last_7d)}</td>
-<td>${t.pull_requests_impacted_last_7d}</td>
-<td>${t.codeowners.length === 0 ? html`<span class="muted">none</span>` : t.codeowners.join(", ")}</td>
+<td data-label="Status">${statusBadge(t.status.value)}${t.quarantined ? html` <span class="badge quarantined">quarantined</span>` : ""}</td>
+<td data-label="Failure rate 24 h / 7 d">${percent(t.failure_rate_last_24h)} / ${percent(t.failure_rate_last_7d)}</td>
+<td data-label="PRs impacted, 7 d">${t.pull_requests_impacted_last_7d}</td>
+<td data-label="Owners">${t.codeowners.length === 0 ? html`<span class="muted">none</span>` : t.codeowners.join(", ")}</td>
 </tr>`,
   )}</tbody></table></div>`;
 }
@@ -78,7 +78,7 @@ export function repoTestsPage(assets: Assets, viewer: Viewer, repo: RepoRef, ran
   const body = html`<p class="crumbs"><a href="/tests">Flaky tests</a> / ${repo.host}</p>
 <h1>Tests of ${repoName(repo)}</h1>
 <form class="range" method="get" action="${testsPath(repo)}">
-<label for="range">Failing in the</label>
+<label for="range">Time range</label>
 <select id="range" name="range">${Object.entries(RANGES).map(([value, r]) => html`<option value="${value}"${value === range ? html` selected` : ""}>${r.label}</option>`)}</select>
 <button type="submit">Show</button>
 </form>
