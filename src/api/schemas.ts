@@ -202,7 +202,7 @@ export const ZSetQuarantineSettingRequest = z.object({
     .enum(["always", "never", "auto", "ALWAYS", "NEVER", "AUTO", "ALWAYS_QUARANTINE", "NEVER_QUARANTINE", "AUTO_QUARANTINE"])
     .transform((v) => v.toLowerCase().replace("_quarantine", "") as "always" | "never" | "auto")
     .describe("always or never quarantine this test, or auto (quarantined while flaky)"),
-  reason: z.string().trim().max(1000).check(storableText).optional().describe("why (shown with the test; empty or absent clears the previous reason)"),
+  reason: z.string().max(1000).trim().check(storableText).optional().describe("why (shown with the test; empty or absent clears the previous reason)"),
 });
 export const ZLinkTicketRequest = z.object({
   ...ZTestScope,
