@@ -37,7 +37,7 @@ export function testsIndexPage(assets: Assets, viewer: Viewer, repos: RepoRef[])
   const body = html`<h1>Flaky tests of ${viewer.principal.organizationSlug}</h1>
 ${
   repos.length === 0
-    ? html`<p class="empty">No repositories yet. Upload JUnit results with the API's <code>flaky-tests/upload</code> (README, Flaky tests).</p>`
+    ? html`<p class="empty">No repositories yet. Upload JUnit results with the API's <code>flaky-tests/upload</code> (README, "Flaky tests").</p>`
     : html`<ul class="repos">${repos.map((r) => html`<li><a href="${testsPath(r)}">${repoName(r)}</a> <span class="muted">${r.host}</span></li>`)}</ul>`
 }`;
   return layout(assets, { title: "Flaky tests", viewer, body, current: "tests" });
