@@ -271,7 +271,7 @@ export const OPERATIONS: Operation[] = [
     path: "/flaky-tests/set-quarantine-setting",
     summary: "Always or never quarantine a test, or return it to automatic quarantine",
     request: s.ZSetQuarantineSettingRequest,
-    response: s.ZGetTestDetailsResponse,
+    response: s.ZTestCaseResponse,
     handle: ({ services, principal }, input) => setQuarantineSetting(services, principal, input),
   }),
   operation({
@@ -281,7 +281,7 @@ export const OPERATIONS: Operation[] = [
     path: "/flaky-tests/link-ticket-to-test-case",
     summary: "Link a ticket to a test case (null unlinks)",
     request: s.ZLinkTicketRequest,
-    response: s.ZGetTestDetailsResponse,
+    response: s.ZTestCaseResponse,
     handle: ({ services, principal }, input) => linkTicket(services, principal, input),
   }),
   operation({

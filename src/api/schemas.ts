@@ -203,6 +203,7 @@ export const ZSetQuarantineSettingRequest = z.object({
     .enum(["always", "never", "auto", "ALWAYS", "NEVER", "AUTO", "ALWAYS_QUARANTINE", "NEVER_QUARANTINE", "AUTO_QUARANTINE"])
     .transform((v) => v.toLowerCase().replace("_quarantine", "") as "always" | "never" | "auto")
     .describe("always or never quarantine this test, or auto (quarantined while flaky)"),
+  reason: z.string().max(1000).trim().check(storableText).optional().describe("why (shown with the test; empty or absent clears the previous reason)"),
 });
 export const ZLinkTicketRequest = z.object({
   ...ZTestScope,
@@ -322,6 +323,7 @@ const ZTestCase = z.strictObject({
   pull_requests_impacted_last_7d: z.number().int(),
   quarantined: z.boolean(),
   quarantine_setting: z.enum(["auto", "always", "never"]),
+  quarantine_reason: z.string().nullable().describe("why the quarantine setting was last set, when a reason was given"),
   file_path: z.string(),
   parent: z.string(),
   classname: z.string(),
@@ -372,7 +374,16 @@ export const ZListUnhealthyTestsResponse = z.strictObject({
   ),
   page: ZPageInfo,
 });
-export const ZGetTestDetailsResponse = z.strictObject({ test: ZTestCase });
+export const ZTestCaseResponse = z.strictObject({ test: ZTestCase });
+export const ZGetTestDetailsResponse = z.strictObject({
+  test: ZTestCase,
+  history: z.strictObject({
+    days: z.array(z.strictObject({ date: z.iso.date(), runs: z.number().int(), failures: z.number().int() })).describe("runs and failed runs per UTC day, the last 30 days, oldest first"),
+    pull_requests_impacted: z
+      .array(z.strictObject({ number: z.number().int(), html_url: z.string(), failures: z.number().int(), last_failure: z.iso.datetime() }))
+      .describe("pull requests the test failed on in the last 7 days, most recent first (at most 50)"),
+  }),
+});
 
 export const ZErrorResponse = z.strictObject({
   error: z.strictObject({

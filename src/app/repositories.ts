@@ -1,7 +1,7 @@
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import type { Tx } from "../store/database.js";
-import { insertRepository, repositoryByKey } from "../store/repositories.js";
+import { insertRepository, repositoriesOf, repositoryByKey } from "../store/repositories.js";
 import { notFound } from "./errors.js";
 import type { Services } from "./services.js";
 
@@ -20,6 +20,12 @@ export function repoNotFound(repo: RepoRef) {
 export async function findRepository(tx: Tx, principal: Principal, repo: RepoRef): Promise<RepositoryRow | null> {
   const row = await repositoryByKey(tx, repositoryKey(repo));
   return row && row.organizationId === principal.organizationId ? row : null;
+}
+
+/** The principal's organization's repositories (only its own), by host, owner and name. */
+export async function listRepositories(services: Services, principal: Principal): Promise<RepoRef[]> {
+  const rows = await services.db.read((tx) => repositoriesOf(tx, principal.organizationId));
+  return rows.map(({ host, owner, name }) => ({ host, owner, name }));
 }
 
 /**

@@ -6,11 +6,13 @@ import type { TestCase } from "../domain/flaky/test-case.js";
 import {
   countPullRequestsImpacted,
   countRecentRuns,
+  countRunsPerDay,
   findQuarantinedTestIds,
   findTestCaseById,
   findTestCases,
   listFailingTestKeys,
   listFailureSignatures,
+  listPullRequestsImpacted,
   listQuarantinedTestKeys,
   listTestKeysByStatus,
   setTicketUrl,
@@ -90,6 +92,7 @@ async function testCaseRecords(services: Services, repo: RepositoryRow, keys: nu
         pull_requests_impacted_last_7d: f.prs,
         quarantined: t.quarantined,
         quarantine_setting: t.quarantineSetting,
+        quarantine_reason: t.quarantineReason,
         file_path: t.file,
         parent: t.parent,
         classname: t.classname,
@@ -171,16 +174,40 @@ async function findTestCase(services: Services, principal: Principal, input: Sco
   return { repo, test };
 }
 
-export async function getTestDetails(services: Services, principal: Principal, input: Scope & { test_id: string }) {
-  const { repo, test } = await findTestCase(services, principal, input, input.test_id);
-  const [record] = await testCaseRecords(services, repo, [test.key]);
-  return { test: record! };
+/** How many days of history a test's details carry (its chart), and how many impacted PRs at most. */
+export const HISTORY_DAYS = 30;
+const MAX_PULL_REQUESTS = 50;
+
+/**
+ * A test's history: its runs and failed runs on each UTC day of the last HISTORY_DAYS (oldest
+ * first, days without runs as zeros), and the pull requests it failed on in the last 7 days.
+ */
+async function historyOf(services: Services, repo: RepositoryRow, key: number) {
+  const now = services.now().getTime();
+  const firstDay = Math.floor(now / DAY_MS) * DAY_MS - (HISTORY_DAYS - 1) * DAY_MS;
+  const [perDay, prs] = await services.db.sqlRead((sql) => Promise.all([countRunsPerDay(sql, key, firstDay, now), listPullRequestsImpacted(sql, key, now - 7 * DAY_MS, now, MAX_PULL_REQUESTS)]));
+  const byDay = new Map(perDay.map((d) => [d.day, d]));
+  return {
+    days: Array.from({ length: HISTORY_DAYS }, (_, i) => {
+      const day = firstDay + i * DAY_MS;
+      const found = byDay.get(day);
+      return { date: new Date(day).toISOString().slice(0, 10), runs: found?.runs ?? 0, failures: found?.failures ?? 0 };
+    }),
+    pull_requests_impacted: prs.map((p) => ({ number: p.prNumber, html_url: `${repositoryUrl(repo)}/pull/${p.prNumber}`, failures: p.failures, last_failure: new Date(p.lastAt).toISOString() })),
+  };
 }
 
-/** Sets a test's quarantine override (always / never) or returns it to automatic. */
-export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting }) {
+export async function getTestDetails(services: Services, principal: Principal, input: Scope & { test_id: string }) {
   const { repo, test } = await findTestCase(services, principal, input, input.test_id);
-  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, services.now()));
+  const [[record], history] = await Promise.all([testCaseRecords(services, repo, [test.key]), historyOf(services, repo, test.key)]);
+  return { test: record!, history };
+}
+
+/** Sets a test's quarantine override (always / never) or returns it to automatic, with an optional reason. */
+export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting; reason?: string | undefined }) {
+  const { repo, test } = await findTestCase(services, principal, input, input.test_id);
+  const reason = input.reason ? input.reason : null;
+  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, reason, services.now()));
   const [record] = await testCaseRecords(services, repo, [test.key]);
   return { test: record! };
 }

@@ -86,9 +86,9 @@ export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
 }
 
 /** Sets a test's quarantine override (always / never) or returns it to automatic, and re-judges the test under it. */
-export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, now: Date): Promise<void> {
+export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, reason: string | null, now: Date): Promise<void> {
   await lockRepositoryTests(sql, repositoryId);
-  await saveQuarantineSetting(sql, key, setting);
+  await saveQuarantineSetting(sql, key, setting, reason);
   await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now, repositoryId);
 }
 

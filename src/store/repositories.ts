@@ -10,6 +10,11 @@ export async function repositoryByKey(tx: Tx, key: string): Promise<Repository |
   return tx.repository.findUnique({ where: { key }, select: REPOSITORY_COLUMNS });
 }
 
+/** The organization's repositories, by host, owner and name. */
+export async function repositoriesOf(tx: Tx, organizationId: string): Promise<Repository[]> {
+  return tx.repository.findMany({ where: { organizationId }, select: REPOSITORY_COLUMNS, orderBy: [{ host: "asc" }, { owner: "asc" }, { name: "asc" }] });
+}
+
 /** The repository with the key `key` and its organization's slug, or null. */
 export async function repositoryOwnerByKey(tx: Tx, key: string): Promise<{ organizationId: string; organizationSlug: string } | null> {
   const row = await tx.repository.findUnique({ where: { key }, select: { organizationId: true, organization: { select: { slug: true } } } });

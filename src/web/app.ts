@@ -3,12 +3,15 @@ import { readOnlyRefusal } from "../api/app.js";
 import { HTTP_STATUS, toAppError, validationError } from "../api/errors.js";
 import { OPERATIONS } from "../api/operations.js";
 import { queueLine, queueOverview } from "../app/dashboard.js";
-import { AppError } from "../app/errors.js";
+import { AppError, notFound } from "../app/errors.js";
 import { githubPrincipal, knownInstallations, roleFromRepositories } from "../app/github-members.js";
 import { findQueueVersion, type QueueAddress } from "../app/queues.js";
+import { listRepositories } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { authenticate, authenticateTokenId, type Principal, type TokenRole } from "../auth/tokens.js";
 import { bundleUrls as makeBundleUrls } from "../flaky/bundle-uploads.js";
+import { getTestDetails, listFailingTests, listQuarantinedTests, repositoryInScope } from "../flaky/queries.js";
+import type { RepoRef } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { Assets } from "./assets.js";
 import type { Html } from "./html.js";
@@ -18,6 +21,7 @@ import { LiveHub } from "./live.js";
 import { overviewPage } from "./pages/overview.js";
 import { actionAnswer, liveSection, type Notice, queuePage } from "./pages/queue.js";
 import { chooseOrganizationPage, signInPage } from "./pages/sign-in.js";
+import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "./pages/tests.js";
 import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS, type SessionSubject, SessionKeys, sessionCookie } from "./session.js";
 import { settingsUpdate } from "./settings-form.js";
 
@@ -43,7 +47,7 @@ const MAX_USED_STATES = 100_000;
 /** The paths the dashboard serves; everything else is the API's (server.ts routes by this). */
 export function isDashboardPath(url: string): boolean {
   const path = url.split("?")[0]!;
-  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || /^\/(queues|assets|actions|sign-in)\//.test(path);
+  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
 }
 
 /**
@@ -298,6 +302,50 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     send(res, status, queuePage(assets, viewer, address, line, now, notice));
   });
 
+  app.get("/tests", page, async (_req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    send(res, 200, testsIndexPage(assets, viewer, await listRepositories(services, viewer.principal)));
+  });
+
+  app.get("/tests/:host/:owner/:repo", page, async (req, res: Response<unknown, Locals>) => {
+    const { principal } = res.locals.viewer!;
+    const repo = repoOf(req.params);
+    const range = typeof req.query.range === "string" && req.query.range !== "" ? req.query.range : DEFAULT_RANGE;
+    if (!Object.hasOwn(RANGES, range)) throw new AppError("invalid_argument", `range: must be one of ${Object.keys(RANGES).join(", ")}`);
+    const scope = { repo, org_url_slug: principal.organizationSlug };
+    // Another organization's repository is not found, exactly like a missing one (the API's own check).
+    if (!(await repositoryInScope(services, principal, scope))) throw notFound("no such repository");
+    // [end - range, end): up to and including this millisecond.
+    const end = services.now().getTime() + 1;
+    const pageQuery = (token: unknown) => ({ page_size: 100, page_token: typeof token === "string" ? token : "" });
+    const [failing, quarantined] = await Promise.all([
+      listFailingTests(services, principal, { ...scope, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery(req.query.failing_page) }),
+      listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery(req.query.quarantined_page) }),
+    ]);
+    send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, failing, quarantined));
+  });
+
+  app.get("/tests/:host/:owner/:repo/:testId", page, async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    const repo = repoOf(req.params);
+    const details = await getTestDetails(services, viewer.principal, { repo, org_url_slug: viewer.principal.organizationSlug, test_id: String(req.params.testId) });
+    send(res, 200, testPage(assets, viewer, repo, details));
+  });
+
+  app.post("/actions/test", urlencoded, page, csrf, async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer!;
+    const form = req.body as Record<string, unknown>;
+    const repo: RepoRef = { host: String(form.host ?? ""), owner: String(form.owner ?? ""), name: String(form.repo ?? "") };
+    const scope = { repo, org_url_slug: viewer.principal.organizationSlug };
+    const body = { ...scope, test_id: form.test_id, setting: form.setting, reason: form.reason };
+    const setting = typeof form.setting === "string" ? form.setting : "";
+    const notice = await perform(services, viewer.principal, "setQuarantineSetting", body, bundleUrls, originOf(req), `Quarantine setting saved: ${setting}.`);
+    const status = notice.kind === "ok" ? 200 : notice.status;
+    if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
+    const details = await getTestDetails(services, viewer.principal, { ...scope, test_id: String(form.test_id ?? "") });
+    send(res, status, testPage(assets, viewer, repo, details, notice));
+  });
+
   app.use((_req, res: Response<unknown, Locals>) => {
     send(res, 404, errorPage(assets, res.locals.viewer ?? null, 404, "No such page."));
   });
@@ -314,6 +362,11 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
   });
 
   return { handle: app, close: () => hub.close() };
+}
+
+/** A route's repository parameters. */
+function repoOf(params: Record<string, unknown>): RepoRef {
+  return { host: String(params.host), owner: String(params.owner), name: String(params.repo) };
 }
 
 /** "host/owner/repo/branch/with/slashes" → the queue's address. */
@@ -343,15 +396,33 @@ const ACTIONS: Record<string, { operationId: string; body(form: Record<string, u
  */
 async function act(services: Services, principal: Principal, address: QueueAddress, form: Record<string, unknown>, bundleUrls: ReturnType<typeof makeBundleUrls>, origin: string): Promise<Notice & ActionOutcome> {
   const action = ACTIONS[String(form.action ?? "")];
+  if (!action) return { kind: "error", text: `action: must be one of ${Object.keys(ACTIONS).join(", ")}`, status: 400 };
+  const pr = typeof form.pr === "string" ? `#${form.pr}: ` : "";
+  const body = { ...action.body(form), repo: address.repo, targetBranch: address.targetBranch };
+  return perform(services, principal, action.operationId, body, bundleUrls, origin, `${pr}${action.done}`);
+}
+
+/**
+ * Runs one of the API's operations for a page: its zod schema validates the body, its
+ * application service handles it, a read-only token is refused as the API refuses it. Refusals
+ * come back as notices with the application's message verbatim.
+ */
+async function perform(
+  services: Services,
+  principal: Principal,
+  operationId: string,
+  body: Record<string, unknown>,
+  bundleUrls: ReturnType<typeof makeBundleUrls>,
+  origin: string,
+  done: string,
+): Promise<Notice & ActionOutcome> {
   try {
-    if (!action) throw new AppError("invalid_argument", `action: must be one of ${Object.keys(ACTIONS).join(", ")}`);
-    const op = OPERATIONS.find((o) => o.operationId === action.operationId)!;
+    const op = OPERATIONS.find((o) => o.operationId === operationId)!;
     if (op.writes && principal.role !== "write") throw readOnlyRefusal(op.operationId);
-    const parsed = op.request.safeParse({ ...action.body(form), repo: address.repo, targetBranch: address.targetBranch });
+    const parsed = op.request.safeParse(body);
     if (!parsed.success) throw validationError(parsed.error.issues);
     await op.handle({ services, principal, origin, bundleUrls }, parsed.data);
-    const pr = typeof form.pr === "string" ? `#${form.pr}: ` : "";
-    return { kind: "ok", text: `${pr}${action.done}` };
+    return { kind: "ok", text: done };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     return { kind: "error", text: error.message, status: HTTP_STATUS[error.code] };

@@ -15,6 +15,8 @@ export type TestCase = TestIdentity & {
   quarantineSetting: QuarantineSetting;
   quarantined: boolean;
   quarantinedAt: Date | null;
+  /** Why the quarantine setting was last set, when someone said. */
+  quarantineReason: string | null;
   ticketUrl: string | null;
 };
 

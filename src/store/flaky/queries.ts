@@ -5,6 +5,8 @@ import type { Tx } from "../database.js";
 import type { Sql } from "../sql.js";
 import { integer, owners, quarantineSetting, testStatus } from "./rows.js";
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 /** What the flaky-test API reads: test cases, and the figures computed from their results. */
 
 function testCaseOf(row: TestCaseRow): TestCase {
@@ -23,6 +25,7 @@ function testCaseOf(row: TestCaseRow): TestCase {
     quarantineSetting: quarantineSetting(row.quarantineSetting),
     quarantined: row.quarantined,
     quarantinedAt: row.quarantinedAt,
+    quarantineReason: row.quarantineReason,
     ticketUrl: row.ticketUrl,
   };
 }
@@ -89,6 +92,26 @@ export async function countPullRequestsImpacted(sql: Sql, keys: readonly number[
     [keysParam, since, until],
   );
   return rows.map((row) => ({ testCaseKey: integer(row.k), pullRequests: integer(row.n) }));
+}
+
+/** A test's runs and failed runs per UTC day in [since, until] (ms), by day; days without runs are absent. */
+export async function countRunsPerDay(sql: Sql, key: number, since: number, until: number): Promise<{ day: number; runs: number; failures: number }[]> {
+  const rows = await sql.all<Record<string, unknown>>(
+    `SELECT "at" / ${DAY_MS} AS d, COUNT(*) AS runs, SUM(CASE WHEN "failed" THEN 1 ELSE 0 END) AS failures
+       FROM "TestResult" WHERE "testCaseKey" = ? AND "at" >= ? AND "at" <= ? GROUP BY "at" / ${DAY_MS} ORDER BY d`,
+    [key, since, until],
+  );
+  return rows.map((r) => ({ day: integer(r.d) * DAY_MS, runs: integer(r.runs), failures: integer(r.failures) }));
+}
+
+/** The pull requests a test failed on in [since, until] (ms), most recent failure first, at most `limit`. */
+export async function listPullRequestsImpacted(sql: Sql, key: number, since: number, until: number, limit: number): Promise<{ prNumber: number; failures: number; lastAt: number }[]> {
+  const rows = await sql.all<Record<string, unknown>>(
+    `SELECT "prNumber" AS pr, COUNT(*) AS n, MAX("at") AS last FROM "TestFailure"
+       WHERE "testCaseKey" = ? AND "at" >= ? AND "at" <= ? AND "prNumber" IS NOT NULL GROUP BY "prNumber" ORDER BY last DESC, pr DESC LIMIT ?`,
+    [key, since, until, limit],
+  );
+  return rows.map((r) => ({ prNumber: integer(r.pr), failures: integer(r.n), lastAt: integer(r.last) }));
 }
 
 /** Each test's failures grouped by signature, by test, most frequent first, then most recent. */

@@ -112,6 +112,7 @@ export async function saveJudgment(sql: Sql, key: number, judgment: Judgment): P
   );
 }
 
-export async function saveQuarantineSetting(sql: Sql, key: number, setting: QuarantineSetting): Promise<void> {
-  await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ? WHERE "key" = ?`, [setting, key]);
+/** Sets a test's quarantine setting and why (null: no reason given). */
+export async function saveQuarantineSetting(sql: Sql, key: number, setting: QuarantineSetting, reason: string | null): Promise<void> {
+  await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ?, "quarantineReason" = ? WHERE "key" = ?`, [setting, reason, key]);
 }

@@ -19,4 +19,16 @@ export function queuePath(repo: RepoRef, branch: string): string {
   return `/queues/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${branch.split("/").map(encodeURIComponent).join("/")}`;
 }
 
+const repoSegments = (repo: RepoRef) => [repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/");
+
+/** A repository's flaky-test page. */
+export function testsPath(repo: RepoRef): string {
+  return `/tests/${repoSegments(repo)}`;
+}
+
+/** A test's page: a deep link that can be pasted in a PR comment. */
+export function testPath(repo: RepoRef, testId: string): string {
+  return `${testsPath(repo)}/${encodeURIComponent(testId)}`;
+}
+
 export const words = (value: string) => value.replaceAll("_", " ");

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "TestCase" ADD COLUMN "quarantineReason" TEXT;
+

@@ -1,0 +1,165 @@
+import type { getTestDetails, listFailingTests, listQuarantinedTests } from "../../flaky/queries.js";
+import type { RepoRef } from "../../ports/code-host.js";
+import type { Assets } from "../assets.js";
+import { html, type Html, jsonData } from "../html.js";
+import { canWrite, layout, type Viewer } from "../layout.js";
+import { testPath, testsPath } from "./format.js";
+import type { Notice } from "./queue.js";
+
+/**
+ * The flaky-test pages: the organization's repositories (/tests), a repository's failing tests in
+ * a time range and its quarantined tests (/tests/<host>/<owner>/<repo>), and one test's details
+ * with its quarantine override (/tests/<host>/<owner>/<repo>/<test id>). Every one is a deep link.
+ */
+
+export type FailingTests = Awaited<ReturnType<typeof listFailingTests>>;
+export type QuarantinedTests = Awaited<ReturnType<typeof listQuarantinedTests>>;
+export type TestDetails = Awaited<ReturnType<typeof getTestDetails>>;
+
+/** The time ranges the failing-test list offers, as `range=` values; the API allows at most 7 days. */
+export const RANGES: Record<string, { label: string; ms: number }> = {
+  "1h": { label: "last hour", ms: 3600_000 },
+  "24h": { label: "last 24 hours", ms: 24 * 3600_000 },
+  "3d": { label: "last 3 days", ms: 3 * 24 * 3600_000 },
+  "7d": { label: "last 7 days", ms: 7 * 24 * 3600_000 },
+};
+export const DEFAULT_RANGE = "24h";
+
+const percent = (rate: number) => `${(rate * 100).toFixed(rate > 0 && rate < 0.1 ? 1 : 0)} %`;
+const repoName = (repo: RepoRef) => `${repo.owner}/${repo.name}`;
+
+function statusBadge(value: string): Html {
+  const status = value.toLowerCase();
+  return html`<span class="state test-${status}" data-status="${status}">${status}</span>`;
+}
+
+export function testsIndexPage(assets: Assets, viewer: Viewer, repos: RepoRef[]): Html {
+  const body = html`<h1>Flaky tests of ${viewer.principal.organizationSlug}</h1>
+${
+  repos.length === 0
+    ? html`<p class="empty">No repositories yet. Upload JUnit results with the API's <code>flaky-tests/upload</code> (README, "Flaky tests").</p>`
+    : html`<ul class="repos">${repos.map((r) => html`<li><a href="${testsPath(r)}">${repoName(r)}</a> <span class="muted">${r.host}</span></li>`)}</ul>`
+}`;
+  return layout(assets, { title: "Flaky tests", viewer, body, current: "tests" });
+}
+
+function failingTable(repo: RepoRef, failing: FailingTests): Html {
+  if (failing.tests.length === 0) return html`<p class="empty">No test failed in this range.</p>`;
+  return html`<div class="table-wrap"><table class="tests" id="failing-tests">
+<caption class="sr-only">Tests that failed in the range</caption>
+<thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Failure rate 24 h / 7 d</th><th scope="col">PRs impacted, 7 d</th><th scope="col">Owners</th></tr></thead>
+<tbody>${failing.tests.map(
+    (t) => html`<tr data-test="${t.id}">
+<th scope="row"><a href="${testPath(repo, t.id)}">${t.name}</a><div class="muted small">${t.classname || t.file_path || t.parent}</div></th>
+<td data-label="Status">${statusBadge(t.status.value)}${t.quarantined ? html` <span class="badge quarantined">quarantined</span>` : ""}</td>
+<td data-label="Failure rate 24 h / 7 d">${percent(t.failure_rate_last_24h)} / ${percent(t.failure_rate_last_7d)}</td>
+<td data-label="PRs impacted, 7 d">${t.pull_requests_impacted_last_7d}</td>
+<td data-label="Owners">${t.codeowners.length === 0 ? html`<span class="muted">none</span>` : t.codeowners.join(", ")}</td>
+</tr>`,
+  )}</tbody></table></div>`;
+}
+
+function quarantinedList(repo: RepoRef, quarantined: QuarantinedTests): Html {
+  if (quarantined.quarantined_tests.length === 0) return html`<p class="empty">No test is quarantined.</p>`;
+  return html`<ul class="quarantined" id="quarantined-tests">${quarantined.quarantined_tests.map(
+    (t) => html`<li data-test="${t.test_case_id}"><a href="${testPath(repo, t.test_case_id)}">${t.name}</a> ${statusBadge(t.status)}
+<span class="muted">${t.quarantine_setting === "ALWAYS_QUARANTINE" ? "always quarantined" : "quarantined while flaky"} since <time datetime="${t.quarantined_at}">${t.quarantined_at.slice(0, 16).replace("T", " ")} UTC</time></span></li>`,
+  )}</ul>`;
+}
+
+/** A link to the next page of a list, keeping the other parameters. */
+function nextPage(repo: RepoRef, range: string, param: string, token: string, label: string): Html {
+  if (!token) return html``;
+  const query = new URLSearchParams({ range, [param]: token });
+  return html`<p><a href="${testsPath(repo)}?${query.toString()}">${label}</a></p>`;
+}
+
+export function repoTestsPage(assets: Assets, viewer: Viewer, repo: RepoRef, range: string, failing: FailingTests, quarantined: QuarantinedTests): Html {
+  const body = html`<p class="crumbs"><a href="/tests">Flaky tests</a> / ${repo.host}</p>
+<h1>Tests of ${repoName(repo)}</h1>
+<form class="range" method="get" action="${testsPath(repo)}">
+<label for="range">Time range</label>
+<select id="range" name="range">${Object.entries(RANGES).map(([value, r]) => html`<option value="${value}"${value === range ? html` selected` : ""}>${r.label}</option>`)}</select>
+<button type="submit">Show</button>
+</form>
+<section aria-labelledby="failing-h"><h2 id="failing-h">Failing in the ${RANGES[range]!.label} (${failing.page.total_rows})</h2>
+${failingTable(repo, failing)}
+${nextPage(repo, range, "failing_page", failing.page.next_page_token, "More failing tests")}</section>
+<section aria-labelledby="quarantined-h"><h2 id="quarantined-h">Quarantined (${quarantined.page.total_rows})</h2>
+${quarantinedList(repo, quarantined)}
+${nextPage(repo, range, "quarantined_page", quarantined.page.next_page_token, "More quarantined tests")}</section>`;
+  return layout(assets, { title: `Tests of ${repoName(repo)}`, viewer, body, current: "tests" });
+}
+
+const SETTINGS = [
+  { value: "auto", label: "Auto: quarantined while flaky or broken" },
+  { value: "always", label: "Always quarantine" },
+  { value: "never", label: "Never quarantine" },
+] as const;
+
+/** The quarantine override form (write tokens only): the API's set-quarantine-setting, with a reason. */
+function quarantineForm(viewer: Viewer, repo: RepoRef, test: TestDetails["test"]): Html {
+  if (!canWrite(viewer)) return html``;
+  return html`<form class="quarantine-form" method="post" action="/actions/test">
+<input type="hidden" name="csrf" value="${viewer.csrf}"><input type="hidden" name="host" value="${repo.host}"><input type="hidden" name="owner" value="${repo.owner}"><input type="hidden" name="repo" value="${repo.name}"><input type="hidden" name="test_id" value="${test.id}">
+<fieldset><legend>Quarantine override</legend>
+${SETTINGS.map((s) => html`<label class="choice"><input type="radio" name="setting" value="${s.value}"${s.value === test.quarantine_setting ? html` checked` : ""}> ${s.label}</label>`)}
+</fieldset>
+<label for="reason">Reason <span class="muted">(optional, kept with the test)</span></label>
+<input id="reason" name="reason" type="text" maxlength="1000" value="${test.quarantine_reason ?? ""}">
+<button type="submit">Save quarantine setting</button>
+</form>`;
+}
+
+function historyChart(details: TestDetails): Html {
+  const { days } = details.history;
+  const x = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
+  return html`<figure class="chart wide"><div data-chart="history" role="img" aria-label="Runs and failed runs per day, last ${days.length} days"></div>
+<script type="application/json" id="history">${jsonData({
+    x,
+    series: [
+      { label: "runs", values: days.map((d) => d.runs) },
+      { label: "failed", values: days.map((d) => d.failures) },
+    ],
+  })}</script>
+<figcaption>Runs and failed runs per day (UTC), last ${days.length} days</figcaption></figure>
+<details><summary>The history as a table</summary><div class="table-wrap"><table class="history"><thead><tr><th scope="col">Day</th><th scope="col">Runs</th><th scope="col">Failed</th></tr></thead>
+<tbody>${days.filter((d) => d.runs > 0).map((d) => html`<tr><th scope="row">${d.date}</th><td>${d.runs}</td><td>${d.failures}</td></tr>`)}</tbody></table></div></details>`;
+}
+
+export function testPage(assets: Assets, viewer: Viewer, repo: RepoRef, details: TestDetails, notice?: Notice): Html {
+  const { test, history } = details;
+  const role = notice?.kind === "error" ? "alert" : "status";
+  const body = html`<p class="crumbs"><a href="/tests">Flaky tests</a> / <a href="${testsPath(repo)}">${repoName(repo)}</a></p>
+<h1>${test.name}</h1>
+<div id="notice" role="${role}" aria-live="polite">${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>
+<p>${statusBadge(test.status.value)} <span class="muted">${test.status.reason}</span></p>
+<p id="quarantine-state" data-quarantined="${String(test.quarantined)}" data-setting="${test.quarantine_setting}">${test.quarantined ? html`<strong>Quarantined</strong>` : "Not quarantined"}
+<span class="muted">· setting: ${test.quarantine_setting}${test.quarantine_reason ? html` · reason: ${test.quarantine_reason}` : ""}</span></p>
+<dl class="figures">
+<div><dt>Failure rate, 24 h</dt><dd>${percent(test.failure_rate_last_24h)}</dd></div>
+<div><dt>Failure rate, 7 d</dt><dd>${percent(test.failure_rate_last_7d)}</dd></div>
+<div><dt>PRs impacted, 7 d</dt><dd>${test.pull_requests_impacted_last_7d}</dd></div>
+<div><dt>Variant</dt><dd>${test.variant || "—"}</dd></div>
+</dl>
+<p class="muted small">${test.classname ? html`<span>class <code>${test.classname}</code></span> ` : ""}${test.file_path ? html`<span>file <a href="${test.html_url}"><code>${test.file_path}</code></a></span> ` : ""}${test.parent ? html`<span>suite <code>${test.parent}</code></span>` : ""}${test.ticket ? html` · <a href="${test.ticket.html_url}">ticket</a>` : ""}</p>
+<section aria-labelledby="history-h" class="card"><h2 id="history-h">History</h2>${historyChart(details)}</section>
+<div class="cards">
+<section aria-labelledby="signatures-h" class="card"><h2 id="signatures-h">Failure signatures</h2>
+${
+  test.most_common_failures.length === 0
+    ? html`<p class="empty">No failure recorded.</p>`
+    : html`<ul class="signatures">${test.most_common_failures.map((f) => html`<li><code>${f.summary}</code> <span class="muted">×${f.occurrence_count}, last ${f.last_occurrence.slice(0, 16).replace("T", " ")} UTC</span></li>`)}</ul>`
+}</section>
+<section aria-labelledby="owners-h" class="card"><h2 id="owners-h">Owners</h2>
+${test.codeowners.length === 0 ? html`<p class="empty">No owner in CODEOWNERS.</p>` : html`<ul class="owners">${test.codeowners.map((o) => html`<li>${o}</li>`)}</ul>`}</section>
+<section aria-labelledby="prs-h" class="card"><h2 id="prs-h">Pull requests impacted, 7 d</h2>
+${
+  history.pull_requests_impacted.length === 0
+    ? html`<p class="empty">No pull request failed on it.</p>`
+    : html`<ul class="impacted">${history.pull_requests_impacted.map((p) => html`<li data-pr="${p.number}"><a href="${p.html_url}">#${p.number}</a> <span class="muted">failed ${p.failures}×, last ${p.last_failure.slice(0, 16).replace("T", " ")} UTC</span></li>`)}</ul>`
+}</section>
+</div>
+${quarantineForm(viewer, repo, test)}`;
+  return layout(assets, { title: test.name, viewer, body, current: "tests" });
+}
