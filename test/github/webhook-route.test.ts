@@ -132,8 +132,15 @@ describe.each(BACKENDS)("the webhook route as a GitHub App, on $name", (backend)
   test("a large delivery signed correctly is received, streamed in chunks or with its length", async () => {
     const parts = paddedPing(LIMIT);
     const signature = signatureOf(parts, gh.webhookSecret);
-    expect(await deliver(server, { "x-hub-signature-256": signature }, parts)).toMatchObject({ status: 200, text: "ok\n" });
-    expect(await deliver(server, { "x-hub-signature-256": signature }, parts, sizeOf(parts))).toMatchObject({ status: 200, text: "ok\n" });
+    // Taken: 200 once recorded, or 202 when recording 25 MiB outlasts GitHub's wait (a loaded machine); never refused.
+    const taken = [
+      { status: 200, text: "ok\n" },
+      { status: 202, text: "still processing\n" },
+    ];
+    for (const length of [undefined, sizeOf(parts)]) {
+      const { status, text } = await deliver(server, { "x-hub-signature-256": signature }, parts, length);
+      expect(taken).toContainEqual({ status, text });
+    }
   }, 30_000);
 
   test("a delivery without its headers, or not JSON, is refused as @octokit/webhooks refuses it", async () => {
