@@ -193,6 +193,16 @@ export const ZUploadTestResultsResponse = z.strictObject({
   test_cases: z.number().int().describe("distinct tests in the upload"),
   failures: z.number().int().describe("distinct tests that failed"),
   unnamed_test_cases: z.number().int().describe("testcases with neither name nor classname: not stored, as no test can be followed by them"),
+  infrastructure_failure: z.boolean().describe("the upload reads as an infrastructure failure (most tests failed, or one failure across unrelated tests): its failures mark no test flaky or broken"),
+  infrastructure_failure_reason: z.string().optional().describe("why, when infrastructure_failure"),
+  run: z
+    .strictObject({
+      id: z.string().describe("the run's testRunId"),
+      number: z.number().int().describe("the run's number in its queue (run-<n>)"),
+      queue: z.string().describe("the queue's target branch"),
+    })
+    .optional()
+    .describe("the merge-queue run that tested the commit (its testing branch at commit_sha), when there is one"),
 });
 
 const ZTestScope = { repo: ZRepo, org_url_slug: ZName };

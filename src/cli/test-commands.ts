@@ -91,7 +91,15 @@ function readCodeowners(path: string | undefined): string | undefined {
 
 /** Uploads reports already read (their texts, in the order of `files`), with the CODEOWNERS text if any. */
 async function upload(ctx: ReturnType<typeof context>, reports: string[], codeowners: string | undefined, out: Out) {
-  const answer = await post<{ test_cases: number; failures: number; upload_id: string; unnamed_test_cases: number }>(ctx, "upload", {
+  const answer = await post<{
+    test_cases: number;
+    failures: number;
+    upload_id: string;
+    unnamed_test_cases: number;
+    infrastructure_failure?: boolean;
+    infrastructure_failure_reason?: string;
+    run?: { number: number; queue: string };
+  }>(ctx, "upload", {
     commit_sha: ctx.commit,
     branch: ctx.branch,
     ...(ctx.pr ? { pr_number: ctx.pr } : {}),
@@ -102,6 +110,8 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
   if (answer.unnamed_test_cases > 0) out(`greenline: ${answer.unnamed_test_cases} testcase(s) with neither name nor classname were not stored`);
+  if (answer.run) out(`greenline: the results of merge-queue run ${answer.run.number} of ${answer.run.queue}`);
+  if (answer.infrastructure_failure) out(`greenline: read as an infrastructure failure (${answer.infrastructure_failure_reason}): no test is marked flaky or broken by it`);
 }
 
 /** `greenline test upload --junit <glob>`: uploads the reports; 70 when that fails. */

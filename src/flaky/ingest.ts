@@ -4,13 +4,17 @@ import type { RepoRef } from "../ports/code-host.js";
 import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
 import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
+import { infrastructureFailure, NO_FAILURE_MESSAGE, type UploadFailure } from "../domain/flaky/infrastructure.js";
+import { flakesAgainst } from "../domain/flaky/queue-evidence.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
 import {
   addFailureSignatures,
   findCodeOwnersHash,
   findDetectionStates,
   findOtherUploadsOfCommit,
+  findRunTestedAt,
   findTestCaseOwners,
+  findUploadsOfSameTree,
   findTestsFailedIn,
   findTestsPassedIn,
   findWatchedTests,
@@ -18,11 +22,13 @@ import {
   insertTestResults,
   insertUpload,
   lockRepositoryTests,
+  markRunInfrastructureFailure,
   saveCodeOwnersHash,
   setTestCaseOwners,
   setUploadTotals,
   updateTestResult,
   type FailureRow,
+  type LinkedRun,
   type ResultRow,
   type SignatureCount,
 } from "../store/flaky-store.js";
@@ -144,8 +150,20 @@ export async function uploadTestResults(services: Services, principal: Principal
   // Tests are remembered only once their rows are committed.
   forgetIfFull(services.db, stored.learned.size);
   known.absorb(stored.learned);
-  return { upload_id: upload.uploadId, test_cases: stored.testCases, failures: stored.failures, unnamed_test_cases: stored.unnamed };
+  const run = stored.run && { id: stored.run.id, number: runNumber(stored.run.runId), queue: stored.run.targetBranch };
+  return {
+    upload_id: upload.uploadId,
+    test_cases: stored.testCases,
+    failures: stored.failures,
+    unnamed_test_cases: stored.unnamed,
+    infrastructure_failure: stored.infrastructureFailure !== null,
+    ...(stored.infrastructureFailure !== null && { infrastructure_failure_reason: stored.infrastructureFailure }),
+    ...(run && { run }),
+  };
 }
+
+/** The number of an engine run id ("run-<n>"). */
+const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
 
 /**
  * A testcase with neither a name nor a classname names no test that could be followed from run
@@ -155,10 +173,14 @@ const isUnnamed = (c: JUnitCase) => c.name === "" && c.classname === "";
 
 type Upload = TestScope & { uploadId: string; input: UploadInput };
 
-async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failures: number; unnamed: number; learned: TestKeys }> {
+type Stored = { testCases: number; failures: number; unnamed: number; learned: TestKeys; run: LinkedRun | null; infrastructureFailure: string | null };
+
+async function ingest(sql: Sql, u: Upload): Promise<Stored> {
   const { repositoryId, input, now } = u;
-  // Before any read: what this upload judges must not interleave with another judgment.
+  // Before any read: what this upload judges must not interleave with another judgment (nor
+  // with a run's testing branch being recorded: one of the two links them, store/flaky/runs.ts).
   await lockRepositoryTests(sql, repositoryId);
+  const run = await findRunTestedAt(sql, repositoryId, input.commit_sha, input.branch);
   const uploadKey = await insertUpload(sql, {
     id: u.uploadId,
     repositoryId,
@@ -168,11 +190,14 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
     jobUrl: input.job_url ?? null,
     variant: u.variant,
     createdAt: now,
+    runId: run?.id ?? null,
   });
   const ownersChanged = u.owners !== null && (await codeOwnersChanged(sql, u));
   const runs = new Runs();
   const signatures = new Map<string, SignatureCount>();
   const learned = new TestKeys();
+  /** Each failed test's file (its classname when the report names none) and failure: what tells an infrastructure failure. */
+  const failed: UploadFailure[] = [];
   let failures = 0;
   let unnamed = 0;
 
@@ -202,8 +227,9 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
       else if (!first && (after & RESULT) !== (before & RESULT) && !rerun.has(slot)) rerun.set(slot, before);
       if (c.failed && !(before & FAILED)) {
         failures++;
-        const summary = normalizeFailure(c.message ?? "") || "(no failure message)";
+        const summary = normalizeFailure(c.message ?? "") || NO_FAILURE_MESSAGE;
         const signature = failureSignature(summary);
+        failed.push({ file: c.file || c.classname, summary });
         const group = signatures.get(`${key} ${signature}`);
         if (group) {
           group.count++;
@@ -219,10 +245,16 @@ async function ingest(sql: Sql, u: Upload): Promise<{ testCases: number; failure
     await writeReruns(sql, runs, rerun, uploadKey);
     await insertTestFailures(sql, failureRows);
   }
-  await addFailureSignatures(sql, [...signatures.values()]);
-  await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures });
-  await detect(sql, u, uploadKey, runs);
-  return { testCases: runs.size, failures, unnamed, learned };
+  // An infrastructure failure is no evidence about its tests: their failure modes and statuses stay as they were.
+  const infrastructure = infrastructureFailure(runs.size, failed);
+  await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures, infrastructureFailure: infrastructure });
+  if (infrastructure !== null) {
+    if (run) await markRunInfrastructureFailure(sql, run.id, infrastructure);
+  } else {
+    await addFailureSignatures(sql, [...signatures.values()]);
+    await detect(sql, u, uploadKey, runs, run);
+  }
+  return { testCases: runs.size, failures, unnamed, learned, run, infrastructureFailure: infrastructure };
 }
 
 /** Writes the results that repeats changed: inserted if every earlier testcase was skipped, else updated. */
@@ -261,10 +293,11 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.
 
 /**
  * Re-judges the tests this upload can have changed: those that failed, those with new
- * pass-on-retry evidence (within the run, or against other uploads of the same commit), and
- * those already flaky, broken or quarantined.
+ * pass-on-retry evidence (within the run, against other uploads of the same commit, or against
+ * the uploads of the queue's other runs of the same tree), and those already flaky, broken or
+ * quarantined.
  */
-async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promise<void> {
+async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs, run: LinkedRun | null): Promise<void> {
   const sha = u.input.commit_sha.slice(0, 12);
   const flakes = new Map<number, Flake>();
   const candidates = new Set<number>();
@@ -283,8 +316,17 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs): Promi
   const others = await findOtherUploadsOfCommit(sql, u.repositoryId, u.input.commit_sha, uploadKey);
   if (others.length > 0) {
     const sameCommit = { at: u.now.getTime(), reason: `failed and passed on the same commit ${sha}` };
-    if (failedOnly.length > 0) for (const key of await findTestsPassedIn(sql, failedOnly, others)) flakes.set(key, sameCommit);
-    for (const key of await findTestsFailedIn(sql, others)) if (flagsOf(key) === PASSED) flakes.set(key, sameCommit);
+    const passed = failedOnly.length > 0 ? await findTestsPassedIn(sql, failedOnly, others) : [];
+    for (const key of flakesAgainst(flagsOf, failedOnly, passed, await findTestsFailedIn(sql, others))) flakes.set(key, sameCommit);
+  }
+  // A queue run is one more run of its tree: a test that failed in one and passed in another is flaky.
+  const sameTree = run ? await findUploadsOfSameTree(sql, run) : [];
+  if (run && sameTree.length > 0) {
+    const keys = sameTree.map((s) => s.uploadKey);
+    const runIds = [...new Set(sameTree.map((s) => s.runId))].sort();
+    const reason = `failed and passed on the same tree in queue runs of ${run.targetBranch} (${run.runId} and ${runIds.join(", ")})`;
+    const passed = failedOnly.length > 0 ? await findTestsPassedIn(sql, failedOnly, keys) : [];
+    for (const key of flakesAgainst(flagsOf, failedOnly, passed, await findTestsFailedIn(sql, keys))) if (!flakes.has(key)) flakes.set(key, { at: u.now.getTime(), reason });
   }
   for (const key of flakes.keys()) candidates.add(key);
   for (const { key } of await findWatchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);

@@ -34,6 +34,13 @@ export type TestRun = {
   ciPolledAt: Date | null;
   /** No PR it tested is in line any more: the engine no longer loads it. */
   archived: boolean;
+  /** The tree it tested (domain/flaky/queue-evidence.ts treeKeyOf), once its testing branch is built. */
+  treeKey: string | null;
+  /**
+   * Why test results linked to it read as an infrastructure failure (null: none did): the job
+   * is to be retried, not the PRs ejected (the engine's verdict reads it; not yet acted on).
+   */
+  infrastructureFailure: string | null;
 };
 
 export function toTestRun(row: RunRow): TestRun {
@@ -54,6 +61,8 @@ export function toTestRun(row: RunRow): TestRun {
     statusChecks: reportedChecksOf(row.statusChecks),
     ciPolledAt: row.ciPolledAt,
     archived: row.archived,
+    treeKey: row.treeKey,
+    infrastructureFailure: row.infrastructureFailure,
   };
 }
 
@@ -85,11 +94,6 @@ export async function runOf(tx: Tx, queueId: string, runId: string): Promise<Tes
 export async function findRun(tx: Tx, id: string): Promise<TestRun | null> {
   const row = await tx.testRun.findUnique({ where: { id } });
   return row && toTestRun(row);
-}
-
-/** Records the testing branch the code host built for the run. */
-export async function recordTestBranch(tx: Tx, id: string, testBranch: string, sha: string): Promise<void> {
-  await tx.testRun.update({ where: { id }, data: { testBranch, testBranchSha: sha } });
 }
 
 /** Records what CI has reported on the run's testing branch. */

@@ -5,7 +5,9 @@ import { applyQueueEvent } from "../app/queue-events.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, type QueueInRepository } from "../store/queues.js";
-import { recordTestBranch, runOf } from "../store/runs.js";
+import { runOf } from "../store/runs.js";
+import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
+import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
@@ -161,7 +163,9 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
         return;
       }
-      await db.transaction((tx) => recordTestBranch(tx, run.id, started.testBranch, started.sha));
+      // Test results uploaded for the testing branch before it was recorded are linked to the run now.
+      const treeKey = treeKeyOf(baseSha, stack, heads);
+      await db.sqlTransaction((sql) => recordTestBranchAndLinkUploads(sql, run.id, started.testBranch, started.sha, treeKey));
       return;
     }
     case "cancel_run": {

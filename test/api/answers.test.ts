@@ -15,7 +15,7 @@ test("a 200 is checked against its operation's response schema, strictly", () =>
   expect(check(200, { ...queueRecord, undocumented: 1 })).toThrow('Unrecognized key: "undocumented"');
   const { requiredStatusesSource: _left, ...missing } = queueRecord;
   expect(check(200, missing)).toThrow("requiredStatusesSource");
-  expect(check(200, { upload_id: "u", test_cases: 1, failures: 0, unnamed_test_cases: 0 }, "flaky-tests/upload")).not.toThrow();
+  expect(check(200, { upload_id: "u", test_cases: 1, failures: 0, unnamed_test_cases: 0, infrastructure_failure: false }, "flaky-tests/upload")).not.toThrow();
 });
 
 test("any other answer is checked against the Error schema; the metrics text against its content type", () => {

@@ -110,6 +110,17 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     await server?.close();
   });
 
+  test("upload says when the results read as an infrastructure failure", async () => {
+    report(
+      "a.xml",
+      Array.from({ length: 10 }, (_, i): [string, "pass" | "fail"] => [`test_infra_${i}`, i < 6 ? "fail" : "pass"]),
+    );
+    const uploaded = await withServer("upload", "--commit", "badc0de");
+    expect(uploaded.code).toBe(0);
+    expect(uploaded.stdout).toContain("greenline: read as an infrastructure failure (6 of 10 tests failed (60%;");
+    expect(uploaded.stdout).toContain("no test is marked flaky or broken by it");
+  });
+
   test("upload, then run: a command failing only through quarantined tests exits 0; any other failure keeps its code", async () => {
     // The same commit fails and passes test_flaky: it is found flaky and quarantined.
     report("a.xml", [

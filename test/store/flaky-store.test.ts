@@ -46,7 +46,8 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     await database.drop();
   });
 
-  const upload = (id: string, commitSha: string) => db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, variant: "", createdAt: now }));
+  const upload = (id: string, commitSha: string) =>
+    db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, variant: "", createdAt: now, runId: null }));
   const newTest = (id: string, codeowners: string[]) => ({ id, name: id, file: "src/a.test.ts", classname: "a", parent: "suite", variant: "", codeowners });
 
   test("what an upload writes reads back as numbers, booleans, lists and dates", async () => {

@@ -78,12 +78,17 @@ export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedS
   return rows.map(detectionState);
 }
 
-/** Runs and failed runs of each of the tests since `since` (ms); tests without runs are absent. */
+/**
+ * Runs and failed runs of each of the tests since `since` (ms); tests without runs are absent.
+ * Results of uploads that were infrastructure failures are no evidence and are not counted.
+ */
 export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number }>> {
-  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
+  const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
   const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown }>(
-    `SELECT "testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN "failed" THEN 1 ELSE 0 END) AS failures
-       FROM "TestResult" WHERE ${inKeys} AND "at" >= ? GROUP BY "testCaseKey"`,
+    `SELECT r."testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN r."failed" THEN 1 ELSE 0 END) AS failures
+       FROM "TestResult" r WHERE ${inKeys} AND r."at" >= ?
+        AND NOT EXISTS (SELECT 1 FROM "TestUpload" u WHERE u."key" = r."uploadKey" AND u."infrastructureFailure" IS NOT NULL)
+      GROUP BY r."testCaseKey"`,
     [keysParam, since],
   );
   return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures) }]));

@@ -17,14 +17,16 @@ export type NewUpload = {
   jobUrl: string | null;
   variant: string;
   createdAt: Date;
+  /** The queue run that tested the commit (store/flaky/runs.ts), when known. */
+  runId: string | null;
 };
 
 /** Stores an upload with no test cases counted yet; answers its key. */
 export async function insertUpload(sql: Sql, upload: NewUpload): Promise<number> {
   const [row] = await sql.all<{ key: unknown }>(
-    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures")
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0) RETURNING "key"`,
-    [upload.id, upload.repositoryId, upload.commitSha, upload.branch, upload.prNumber, upload.jobUrl, upload.variant, upload.createdAt],
+    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures", "runId")
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) RETURNING "key"`,
+    [upload.id, upload.repositoryId, upload.commitSha, upload.branch, upload.prNumber, upload.jobUrl, upload.variant, upload.createdAt, upload.runId],
   );
   return integer(row!.key);
 }
@@ -35,8 +37,9 @@ export async function uploadExists(sql: Sql, id: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export async function setUploadTotals(sql: Sql, uploadKey: number, totals: { testCases: number; failures: number }): Promise<void> {
-  await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ? WHERE "key" = ?`, [totals.testCases, totals.failures, uploadKey]);
+/** The upload's totals, and why it is an infrastructure failure (null: it is not). */
+export async function setUploadTotals(sql: Sql, uploadKey: number, totals: { testCases: number; failures: number; infrastructureFailure: string | null }): Promise<void> {
+  await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ?, "infrastructureFailure" = ? WHERE "key" = ?`, [totals.testCases, totals.failures, totals.infrastructureFailure, uploadKey]);
 }
 
 /** The keys of the repository's test cases among `ids`, by id. */
@@ -115,9 +118,9 @@ export async function setTestCaseOwners(sql: Sql, key: number, codeowners: reado
   await sql.run(`UPDATE "TestCase" SET "codeowners" = ? WHERE "key" = ?`, [JSON.stringify(codeowners), key]);
 }
 
-/** The repository's other uploads for the commit: their keys. */
+/** The repository's other uploads for the commit, infrastructure failures left out: their keys. */
 export async function findOtherUploadsOfCommit(sql: Sql, repositoryId: string, commitSha: string, uploadKey: number): Promise<number[]> {
-  const rows = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ?`, [repositoryId, commitSha, uploadKey]);
+  const rows = await sql.all<{ key: unknown }>(`SELECT "key" FROM "TestUpload" WHERE "repositoryId" = ? AND "commitSha" = ? AND "key" <> ? AND "infrastructureFailure" IS NULL`, [repositoryId, commitSha, uploadKey]);
   return rows.map((row) => integer(row.key));
 }
 
