@@ -59,7 +59,8 @@ function serve(services: Services, op: Operation) {
       if (forkedRunId === undefined || !op.forkedRun) throw new Error(`${op.operationId} reached without a principal`);
       principal = await authenticateForkedRun(services, forkedRunId, op.forkedRun(parsed.data));
     }
-    const result = await op.handle({ services, principal }, parsed.data);
+    // Timelines and queue events say which operation did it.
+    const result = await op.handle({ services, principal: { ...principal, via: op.operationId } }, parsed.data);
     if (isRaw(result)) res.type(result.contentType).send(result.body);
     else res.json(result);
   };

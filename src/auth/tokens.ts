@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Database, Tx } from "../store/database.js";
+import type { Actor } from "../domain/timeline.js";
 import * as tokenStore from "../store/tokens.js";
 
 export type { TokenSummary } from "../store/tokens.js";
@@ -15,7 +16,12 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
-export type Principal = { organizationId: string; organizationSlug: string; tokenId: string };
+/**
+ * Who a request acts for: the organization, and — for timelines and queue events — who did it
+ * (`actor`: the API token's name, a comment's author, a fork's workflow run) and through what
+ * (`via`: the API operation or the comment command).
+ */
+export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; actor?: Actor; via?: string };
 
 /**
  * The organization a token belongs to, or null. The lookup goes by the token's hash (so the
@@ -27,7 +33,7 @@ export async function authenticate(db: Database, token: string): Promise<Princip
   const row = await tokenStore.tokenByHash(db, hash);
   if (!row || row.revoked) return null;
   if (!timingSafeEqual(Buffer.from(row.tokenHash, "hex"), Buffer.from(hash, "hex"))) return null;
-  return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id };
+  return { organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id, actor: { kind: "token", name: row.name } };
 }
 
 /** The organization `slug`, created if needed. Replicas starting together may race: the insert is a no-op for the loser. */

@@ -10,6 +10,11 @@ export async function repositoryByKey(tx: Tx, key: string): Promise<Repository |
   return tx.repository.findUnique({ where: { key }, select: REPOSITORY_COLUMNS });
 }
 
+/** The repository `id`, or null. */
+export async function repositoryById(tx: Tx, id: string): Promise<Repository | null> {
+  return tx.repository.findUnique({ where: { id }, select: REPOSITORY_COLUMNS });
+}
+
 /** The repository with the key `key` and its organization's slug, or null. */
 export async function repositoryOwnerByKey(tx: Tx, key: string): Promise<{ organizationId: string; organizationSlug: string } | null> {
   const row = await tx.repository.findUnique({ where: { key }, select: { organizationId: true, organization: { select: { slug: true } } } });

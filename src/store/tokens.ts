@@ -2,13 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Database, Tx } from "./database.js";
 
 /** An API token as authentication needs it: whose it is, and whether it still counts. */
-export type TokenOwner = { id: string; organizationId: string; tokenHash: string; revoked: boolean; slug: string };
+export type TokenOwner = { id: string; organizationId: string; name: string; tokenHash: string; revoked: boolean; slug: string };
 
 export type TokenSummary = { id: string; name: string; createdAt: Date; revokedAt: Date | null };
 
 const TOKEN_BY_HASH = {
   name: "greenline_token_by_hash",
-  text: `SELECT t."id", t."organizationId", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug"
+  text: `SELECT t."id", t."organizationId", t."name", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug"
   FROM "ApiToken" t JOIN "Organization" o ON o."id" = t."organizationId" WHERE t."tokenHash" = $1`,
 };
 
