@@ -2,7 +2,7 @@ import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
 import { estimatesOf } from "../domain/engine/estimates.js";
-import { placeOf, sentenceOf, statusDescriptionOf } from "../domain/reasons.js";
+import { placeOf, statusDescriptionOf } from "../domain/reasons.js";
 import type { ReportedCheck } from "../domain/status-checks.js";
 import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from "../domain/timeline.js";
 import type { PrState } from "../domain/states.js";
@@ -44,10 +44,8 @@ function notificationsOf(queue: Queue, entry: QueueEntry, e: TimelineEvent, plac
     out.push({ kind: "pr_status", prNumber: e.prNumber, sha: entry.prSha, state: STATUS_OF[e.state], description: statusDescriptionOf(e.reason, e.hostMessage, place) });
   }
   if (queue.commentsEnabled && (e.state === "failed" || (e.state === "cancelled" && e.reason !== "cancelled_by_user"))) {
-    // The code host's own words, quoted, when it refused the PR.
-    const refusal = e.hostMessage ?? (e.state === "failed" ? entry.failureMessage : null);
-    const said = refusal ? `\n\nReason given:\n> ${refusal.replaceAll("\n", "\n> ")}` : "";
-    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${e.state}** (\`${e.reason}\`). ${sentenceOf(e.reason)}${said}` });
+    // The same sentence as the timeline's and the status's (with the code host's own words when it refused the PR).
+    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${e.state}** (\`${e.reason}\`). ${e.message}` });
   } else if (queue.commentsEnabled && EXPLAINED.has(e.reason)) {
     out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${e.state.replaceAll("_", " ")}** (\`${e.reason}\`). ${e.message}` });
   }

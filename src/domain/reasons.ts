@@ -26,15 +26,14 @@ export const REASONS = {
   direct_merge: "Up to date and green on its own checks: merged directly, without a queue run.",
   merged: "Merged.",
   merged_by_later_run: "Merged: a pull request behind it passed on a tree holding it.",
-  merged_after_target_moved:
-    "Merged, but a commit not made by the queue landed on the target branch just before its merge, so the result on the target branch was not tested as such. The pull requests after it are tested again.",
-  target_moved_during_merge: "A pull request merged ahead of this one landed on top of a commit not made by the queue: not merged, tested again on the new head of the target branch.",
+  merged_after_target_moved: "Merged, but a commit from outside the queue landed just before it, so the target's result was not tested as such.",
+  target_moved_during_merge: "A PR merged ahead of it landed on a commit from outside the queue: not merged, tested again on the new head.",
   pr_ahead_not_merged: "A pull request ahead of it, tested together with it, was not merged: tested again without it.",
   merge_failed_target_moved: "The target branch moved before the merge: tested again on the new head.",
   merge_refused: "The code host refused to merge it.",
   cancelled_by_user: "Cancelled on request.",
   pr_closed: "The pull request was closed.",
-  pr_updated: "New commits were pushed to the pull request: it left the queue (submit it again to test the new head).",
+  pr_updated: "New commits were pushed to the pull request: it left the queue (submit it again to test its new head).",
   base_branch_changed: "The pull request's base branch changed: it left the queue.",
 } as const satisfies Record<string, string>;
 
