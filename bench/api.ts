@@ -2,7 +2,8 @@
 //
 // The API under load, on SQLite and on PostgreSQL, side by side with a bare Express 5 handler
 // measured in the same run: getQueue with 1,000 PRs enqueued, getSubmittedPullRequest, and
-// submitPullRequest (a new PR each request). The service runs in its own process, as `npm start`
+// submitPullRequest (a new PR each request), and getSubmittedPullRequest with includeTimeline
+// on a PR whose timeline holds 200 events (the most kept). The service runs in its own process, as `npm start`
 // runs it; autocannon drives it over HTTP at 10 connections.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -44,12 +45,28 @@ async function seed(base: string, prs: number): Promise<void> {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
+/** A PR in the queue "timeline" whose timeline holds the most events kept: submitted, tested and cancelled over and over. */
+async function seedTimeline(base: string): Promise<void> {
+  await post(base, "createQueue", { repo, targetBranch: "timeline" });
+  const pr = { repo, targetBranch: "timeline", pr: { number: 1 } };
+  // Each round is three transitions (submitted or resubmitted, testing, cancelled).
+  for (let round = 0; round < 70; round++) {
+    await post(base, "submitPullRequest", pr);
+    await post(base, "cancelPullRequest", pr);
+  }
+  await post(base, "submitPullRequest", pr);
+  const answer = await fetch(`${base}/v1/getSubmittedPullRequest`, { method: "POST", headers, body: JSON.stringify({ ...pr, includeTimeline: true }) });
+  const events = ((await answer.json()) as { timeline: unknown[] }).timeline.length;
+  if (events !== 200) throw new Error(`the timeline PR holds ${events} events, not 200`);
+}
+
 async function measureBackend(backend: string, databaseUrl: string): Promise<{ rows: Row[]; queueBody: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = await startProcess(mainScript, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" }, `${base}/healthz`);
   try {
     await seed(base, 1000);
+    await seedTimeline(base);
     const queueBody = await (await fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) })).text();
     const rows: Row[] = [];
     const run = async (operation: string, options: Parameters<typeof load>[0]) => {
@@ -58,6 +75,9 @@ async function measureBackend(backend: string, databaseUrl: string): Promise<{ r
     };
     await run("getQueue (1,000 PRs)", { url: `${base}/v1/getQueue`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) });
     await run("getSubmittedPullRequest", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) });
+    const timeline = { repo, targetBranch: "timeline", pr: { number: 1 } };
+    await run("getSubmittedPullRequest (same PR, no timeline)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify(timeline) });
+    await run("getSubmittedPullRequest includeTimeline (200 events)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ ...timeline, includeTimeline: true }) });
     let number = 1;
     await run("submitPullRequest (new PR)", {
       url: `${base}/v1/submitPullRequest`,
