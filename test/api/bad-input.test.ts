@@ -94,7 +94,7 @@ const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slu
 const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** Optional fields: removing them leaves a valid body. */
-const OPTIONAL = new Set(["priority", "noBatch", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token", "pr_number", "test_ids", "minSamples"]);
+const OPTIONAL = new Set(["priority", "noBatch", "includeTimeline", "limit", "sha", "concurrency", "mode", "state", "requiredStatuses", "page_token", "pr_number", "test_ids", "minSamples"]);
 
 function brokenBody(operation: string): fc.Arbitrary<unknown> {
   const valid = VALID_BODIES[operation]!;
