@@ -435,7 +435,7 @@ function evictFailed(ctx: Context): void {
       move(ctx, entry, "pending", "retrying_failed_run", undefined, { runId: run.id });
       continue;
     }
-    // The culprit of a bisected batch is named as such, with the group it failed in.
+    // The culprit of a bisected batch is named as such, with the batch it came from.
     const batch = run.kind === "bisection" ? q.runs.findLast((r) => r.kind === "main" && r.status === "failed" && r.tested.length > 1 && r.tested.includes(entry.prNumber)) : undefined;
     const bisection = run.kind === "bisection" ? { bisection: { batch: batch?.tested ?? run.tested, culprit: entry.prNumber }, blamedPr: entry.prNumber } : {};
     entry.bisectionGroupLimit = null;
