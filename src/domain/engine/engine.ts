@@ -386,7 +386,7 @@ function mergePassed(ctx: Context): void {
     for (const pr of bestPrs) {
       const entry = entryOf(q, pr)!;
       entry.bisectionGroupLimit = null;
-      // Out of the line, "Passed, merging" until the code host confirms (merge_landed).
+      // Out of the line, `tests_passed` (reason merging) until the code host confirms (merge_landed).
       move(ctx, entry, "tests_passed", best.tested.includes(pr) ? MERGING_REASON.run : MERGING_REASON.laterRun, undefined, { runId: best.id });
     }
     q.merged.push(...bestPrs);

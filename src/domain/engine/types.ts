@@ -85,7 +85,7 @@ export type EngineQueue = {
   /**
    * PRs the queue decided to merge on top of baseSha, in order, until the code host confirms
    * them (merge_landed), which folds them into baseSha and only then makes them `merged`.
-   * Until then they stay `tests_passed` ("Passed, merging") and are out of the line.
+   * Until then they stay `tests_passed` (reason `merging`) and are out of the line.
    */
   merged: number[];
   entries: EngineEntry[];
