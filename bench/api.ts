@@ -45,12 +45,15 @@ async function seed(base: string, prs: number): Promise<void> {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
-/** A PR in the queue "timeline" whose timeline holds the most events kept: submitted, tested and cancelled over and over. */
+/**
+ * A PR in the queue "timeline" whose timeline holds the most events kept: submitted and
+ * cancelled over and over. The queue is paused, so the sandbox's CI never merges the PR.
+ */
 async function seedTimeline(base: string): Promise<void> {
-  await post(base, "createQueue", { repo, targetBranch: "timeline" });
+  await post(base, "createQueue", { repo, targetBranch: "timeline", state: "paused" });
   const pr = { repo, targetBranch: "timeline", pr: { number: 1 } };
-  // Each round is three transitions (submitted or resubmitted, testing, cancelled).
-  for (let round = 0; round < 70; round++) {
+  // Each round is two transitions (submitted or resubmitted, cancelled).
+  for (let round = 0; round < 105; round++) {
     await post(base, "submitPullRequest", pr);
     await post(base, "cancelPullRequest", pr);
   }
