@@ -24,6 +24,7 @@ const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql:/
 const TOKEN = "bench-token-0123456789abcdef";
 const repo = { host: "github.com", owner: "bench", name: "web" };
 const headers = { "content-type": "application/json", "x-api-token": TOKEN };
+const TIMELINE_PR = 999_999;
 
 type Row = { backend: string; operation: string } & LoadResult;
 
@@ -51,7 +52,8 @@ async function seed(base: string, prs: number): Promise<void> {
  */
 async function seedTimeline(base: string): Promise<void> {
   await post(base, "createQueue", { repo, targetBranch: "timeline", state: "paused" });
-  const pr = { repo, targetBranch: "timeline", pr: { number: 1 } };
+  // A number no other queue of the bench uses: the sandbox has one PR per number, and the "main" queue merges its own.
+  const pr = { repo, targetBranch: "timeline", pr: { number: TIMELINE_PR } };
   // Each round is two transitions (submitted or resubmitted, cancelled).
   for (let round = 0; round < 105; round++) {
     await post(base, "submitPullRequest", pr);
@@ -78,7 +80,7 @@ async function measureBackend(backend: string, databaseUrl: string): Promise<{ r
     };
     await run("getQueue (1,000 PRs)", { url: `${base}/v1/getQueue`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) });
     await run("getSubmittedPullRequest", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) });
-    const timeline = { repo, targetBranch: "timeline", pr: { number: 1 } };
+    const timeline = { repo, targetBranch: "timeline", pr: { number: TIMELINE_PR } };
     await run("getSubmittedPullRequest (same PR, no timeline)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify(timeline) });
     await run("getSubmittedPullRequest includeTimeline (200 events)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ ...timeline, includeTimeline: true }) });
     let number = 1;
