@@ -2,7 +2,8 @@
 //
 // The API under load, on SQLite and on PostgreSQL, side by side with a bare Express 5 handler
 // measured in the same run: getQueue with 1,000 PRs enqueued, getSubmittedPullRequest, and
-// submitPullRequest (a new PR each request). The service runs in its own process, as `npm start`
+// submitPullRequest (a new PR each request), and getSubmittedPullRequest with includeTimeline
+// on a PR whose timeline holds 200 events (the most kept). The service runs in its own process, as `npm start`
 // runs it; autocannon drives it over HTTP at 10 connections.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +24,7 @@ const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql:/
 const TOKEN = "bench-token-0123456789abcdef";
 const repo = { host: "github.com", owner: "bench", name: "web" };
 const headers = { "content-type": "application/json", "x-api-token": TOKEN };
+const TIMELINE_PR = 999_999;
 
 type Row = { backend: string; operation: string } & LoadResult;
 
@@ -44,12 +46,32 @@ async function seed(base: string, prs: number): Promise<void> {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
+/**
+ * A PR in the queue "timeline" whose timeline holds the most events kept: submitted and
+ * cancelled over and over. The queue is paused, so the sandbox's CI never merges the PR.
+ */
+async function seedTimeline(base: string): Promise<void> {
+  await post(base, "createQueue", { repo, targetBranch: "timeline", state: "paused" });
+  // A number no other queue of the bench uses: the sandbox has one PR per number, and the "main" queue merges its own.
+  const pr = { repo, targetBranch: "timeline", pr: { number: TIMELINE_PR } };
+  // Each round is two transitions (submitted or resubmitted, cancelled).
+  for (let round = 0; round < 105; round++) {
+    await post(base, "submitPullRequest", pr);
+    await post(base, "cancelPullRequest", pr);
+  }
+  await post(base, "submitPullRequest", pr);
+  const answer = await fetch(`${base}/v1/getSubmittedPullRequest`, { method: "POST", headers, body: JSON.stringify({ ...pr, includeTimeline: true }) });
+  const events = ((await answer.json()) as { timeline: unknown[] }).timeline.length;
+  if (events !== 200) throw new Error(`the timeline PR holds ${events} events, not 200`);
+}
+
 async function measureBackend(backend: string, databaseUrl: string): Promise<{ rows: Row[]; queueBody: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = await startProcess(mainScript, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" }, `${base}/healthz`);
   try {
     await seed(base, 1000);
+    await seedTimeline(base);
     const queueBody = await (await fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) })).text();
     const rows: Row[] = [];
     const run = async (operation: string, options: Parameters<typeof load>[0]) => {
@@ -58,6 +80,9 @@ async function measureBackend(backend: string, databaseUrl: string): Promise<{ r
     };
     await run("getQueue (1,000 PRs)", { url: `${base}/v1/getQueue`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) });
     await run("getSubmittedPullRequest", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main", pr: { number: 500 } }) });
+    const timeline = { repo, targetBranch: "timeline", pr: { number: TIMELINE_PR } };
+    await run("getSubmittedPullRequest (same PR, no timeline)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify(timeline) });
+    await run("getSubmittedPullRequest includeTimeline (200 events)", { url: `${base}/v1/getSubmittedPullRequest`, method: "POST", headers, body: JSON.stringify({ ...timeline, includeTimeline: true }) });
     let number = 1;
     await run("submitPullRequest (new PR)", {
       url: `${base}/v1/submitPullRequest`,

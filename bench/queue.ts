@@ -16,7 +16,7 @@ import { generatePrs, rng, simulate, type SimResult, type Strategy, type Workloa
 
 const quick = process.argv.includes("--quick");
 /** Only the engine-cost measurement (it takes a while on its own). */
-const costOnly = process.argv.includes("--cost-only");
+const costOnly = process.argv.includes("--cost-only") || process.argv.some((a) => a.startsWith("--cost-prs="));
 const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 const T = 30;
@@ -125,7 +125,9 @@ for (const w of costOnly ? [] : quick ? [GOAL] : [GOAL_LINE, GOAL]) {
 const goal = results.filter((r) => r.workload === GOAL.name);
 
 // Engine cost.
-const costPrs = quick ? 60 : 10_000;
+/** `--cost-prs=N` measures the engine cost on N PRs (10,000 by default) without the rest. */
+const costPrsArg = process.argv.find((a) => a.startsWith("--cost-prs="));
+const costPrs = costPrsArg ? Number(costPrsArg.slice("--cost-prs=".length)) : quick ? 60 : 10_000;
 // A configuration that keeps up with its arrivals, so the line stays as long as in real use.
 const costStrategy = STRATEGIES.find((s) => s.name === "greenline-parallel")!;
 const costWorkload: Workload = { ...GOAL, name: `${costPrs} PRs, 30/h, 5% flaky, monorepo` };

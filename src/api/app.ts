@@ -80,7 +80,8 @@ function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
       if (forkedRunId === undefined || !op.forkedRun) throw new Error(`${op.operationId} reached without a principal`);
       principal = await authenticateForkedRun(services, forkedRunId, op.forkedRun(parsed.data));
     }
-    const result = await op.handle({ services, principal, origin: originOf(req, publicUrl), bundleUrls }, parsed.data);
+    // Timelines and queue events say which operation did it.
+    const result = await op.handle({ services, principal: { ...principal, via: op.operationId }, origin: originOf(req, publicUrl), bundleUrls }, parsed.data);
     if (isRaw(result)) res.type(result.contentType).send(result.body);
     else res.json(result);
   };

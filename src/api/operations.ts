@@ -7,7 +7,7 @@ import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFail
 import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
 import type { ForkedRunUpload } from "../app/forked-runs.js";
 import { listPullRequests } from "../app/pull-request-list.js";
-import { createQueue, deleteQueue, getQueueJson, updateQueue } from "../app/queues.js";
+import { createQueue, deleteQueue, getQueueEvents, getQueueJson, updateQueue } from "../app/queues.js";
 import type { Services } from "../app/services.js";
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhook, updateWebhookEndpoint } from "../app/webhook-endpoints.js";
 import * as s from "./schemas.js";
@@ -117,10 +117,10 @@ export const OPERATIONS: Operation[] = [
     operationId: "getSubmittedPullRequest",
     method: "post",
     path: "/getSubmittedPullRequest",
-    summary: "Read a submitted pull request's state, priority and readiness",
-    request: s.ZPullRequestAddress,
-    response: s.ZSubmittedPullRequest,
-    handle: async ({ services, principal }, input) => json(await getSubmittedPullRequestJson(services, principal, prAddress(input))),
+    summary: "Read a submitted pull request's state, priority, readiness, place in line and estimated merge time, and (includeTimeline) its timeline",
+    request: s.ZGetSubmittedPullRequestRequest,
+    response: s.ZSubmittedPullRequestAnswer,
+    handle: async ({ services, principal }, input) => json(await getSubmittedPullRequestJson(services, principal, { ...prAddress(input), includeTimeline: input.includeTimeline === true })),
   }),
   operation({
     operationId: "listPullRequests",
@@ -185,6 +185,15 @@ export const OPERATIONS: Operation[] = [
     request: s.ZQueueAddress,
     response: s.ZQueueWithEntries,
     handle: async ({ services, principal }, input) => json(await getQueueJson(services, principal, input)),
+  }),
+  operation({
+    operationId: "getQueueEvents",
+    method: "post",
+    path: "/getQueueEvents",
+    summary: "List who paused, resumed or drained the queue, changed its settings, submitted urgently or cancelled someone else's pull request, newest first (paged)",
+    request: s.ZGetQueueEventsRequest,
+    response: s.ZGetQueueEventsResponse,
+    handle: ({ services, principal }, input) => getQueueEvents(services, principal, input),
   }),
   operation({
     operationId: "updateQueue",

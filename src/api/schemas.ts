@@ -6,6 +6,7 @@ import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 import { unstorableCharacter } from "../domain/text.js";
 import { ALL_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES } from "../domain/webhook-events.js";
+import { ACTOR_KINDS, EVIDENCE_LIST_MAX, OPERATOR_EVENT_KINDS, TIMELINE_MAX } from "../domain/timeline.js";
 
 /**
  * Request and response schemas of the /v1 API. The same schemas validate requests and
@@ -308,7 +309,92 @@ export const ZSubmittedPullRequest = ZMergeItem.extend({
   }),
 });
 
-export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZMergeItem) });
+const ZPosition = z
+  .strictObject({
+    index: z.number().int().min(1).describe("1-based place in the line (single mode) or in the PR's lane (parallel mode)"),
+    ahead: z.number().int().min(0).describe("how many PRs are ahead of it there"),
+  })
+  .nullable()
+  .describe("null when the PR is not in line (not ready, being merged, or out of the queue)");
+const ZEstimatedMergeAt = z.iso.datetime().nullable().describe("when the PR should merge, from the queue's recent CI durations and failure rate (docs/engine.md); null without history or when the PR is not in line");
+
+/** A getQueue entry: a merge item with its place in line and estimate. */
+export const ZQueuedItem = ZMergeItem.extend({ position: ZPosition, estimatedMergeAt: ZEstimatedMergeAt });
+export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZQueuedItem) });
+
+export const ZActor = z.strictObject({
+  kind: z
+    .enum(ACTOR_KINDS)
+    .describe(
+      "token: an API token (its name); user: a code host user's comment command (their login); engine: the queue's own decision; code_host: CI results, pushes, closed PRs, refusals (the host's name); fork_run: a fork PR's workflow run (its id)",
+    ),
+  name: z.string(),
+});
+const ZPrList = z.array(z.number().int());
+const ZCheckEvidence = z.strictObject({ name: z.string(), state: z.enum(["pending", "success", "failure", "error"]), url: z.string().nullable() });
+export const ZEvidence = z
+  .strictObject({
+    run: z
+      .strictObject({
+        id: z.string(),
+        kind: z.enum(["main", "bisection"]),
+        testBranch: z.string().nullable(),
+        testedHead: z.string().nullable(),
+        tested: ZPrList,
+        testedTotal: z.number().int().optional(),
+        stack: ZPrList,
+        stackTotal: z.number().int().optional(),
+      })
+      .optional(),
+    failingChecks: z.array(ZCheckEvidence).optional(),
+    failingChecksTotal: z.number().int().optional(),
+    missingChecks: z.array(z.string()).optional(),
+    missingChecksTotal: z.number().int().optional(),
+    blamedPr: z.number().int().optional(),
+    bisection: z.strictObject({ batch: ZPrList, batchTotal: z.number().int().optional(), groupSize: z.number().int().optional(), culprit: z.number().int().optional() }).optional(),
+    effect: z.strictObject({ kind: z.enum(["start_run", "merge"]), message: z.string() }).optional(),
+    command: z.string().optional(),
+    prHead: z.string().optional(),
+  })
+  .describe(`what the queue knew when the PR moved; lists keep at most ${EVIDENCE_LIST_MAX} items (…Total then says how many there were)`);
+export const ZTimelineEntry = z.strictObject({
+  at: z.iso.datetime(),
+  state: z.enum(PR_STATES),
+  previousState: z.enum(PR_STATES).nullable(),
+  reason: z.string().describe("a stable reason code (docs/reasons.md)"),
+  message: z.string().describe("the sentence the PR's status and comment on the code host say"),
+  actor: ZActor,
+  evidence: ZEvidence,
+});
+
+export const ZGetSubmittedPullRequestRequest = ZPullRequestAddress.extend({
+  includeTimeline: z.boolean().optional().describe(`answer the PR's timeline: every transition, oldest first (at most ${TIMELINE_MAX}: the first and the latest are kept)`),
+});
+export const ZSubmittedPullRequestAnswer = ZSubmittedPullRequest.extend({
+  position: ZPosition,
+  estimatedMergeAt: ZEstimatedMergeAt,
+  timeline: z.array(ZTimelineEntry).optional().describe("present when includeTimeline was true"),
+});
+
+export const ZGetQueueEventsRequest = ZQueueAddress.extend({
+  cursor: z.string().min(1).max(64).check(storableText).optional().describe("an earlier answer's nextCursor; omit for the first page"),
+  limit: z.number().int().min(1).max(100).default(50).describe("page size"),
+});
+export const ZQueueEvent = z.strictObject({
+  id: z.string(),
+  kind: z.enum(OPERATOR_EVENT_KINDS),
+  at: z.iso.datetime(),
+  actor: ZActor,
+  details: z
+    .record(z.string(), z.unknown())
+    .describe(
+      "paused/resumed/draining: from, to; settings_changed: changes (field → from, to); urgent_submission: prNumber; cancelled_by_other: prNumber, submittedBy; command: the API operation or comment command used",
+    ),
+});
+export const ZGetQueueEventsResponse = z.strictObject({
+  events: z.array(ZQueueEvent).describe("operator actions, newest first"),
+  nextCursor: z.string().optional().describe("present when more events follow: send it as cursor for the next page"),
+});
 
 const ZPageInfo = z.strictObject({
   total_rows: z.number().int(),

@@ -24,8 +24,8 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   const command = parseCommentCommand(comment.body);
   if (command === null) return;
   const { repo, prNumber, author } = comment;
-  const principal = await principalOf(services, repo);
-  if (!principal) return;
+  const owner = await principalOf(services, repo);
+  if (!owner) return;
   const reply = (text: string) => services.codeHost.commentOnPullRequest(repo, prNumber, text);
   if (command instanceof Error) return reply(`@${author} Greenline did not understand that: ${command.message}.\n\n${COMMENT_USAGE}`);
   if (command.kind === "help") return reply(COMMENT_USAGE);
@@ -33,7 +33,7 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "", directMerge: false }))?.baseBranch;
   if (targetBranch === undefined) return;
   // A queue whose settings turn comment commands off does not hear them (the API still works).
-  const queue = await services.db.read((tx) => findQueue(tx, principal.organizationId, repositoryKey(repo), targetBranch));
+  const queue = await services.db.read((tx) => findQueue(tx, owner.organizationId, repositoryKey(repo), targetBranch));
   if (queue && !queue.commandsEnabled) {
     services.log?.info({ repository: repositoryKey(repo), pr: prNumber, branch: targetBranch, command: command.kind }, "comment command ignored: the queue has commands disabled");
     return;
@@ -43,6 +43,8 @@ export async function handlePullRequestComment(services: Services, comment: Pull
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
   }
   const address = { repo, targetBranch, prNumber };
+  // Timelines and queue events name the commenter and the command.
+  const principal: Principal = { ...owner, actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
   try {
     if (command.kind === "merge") {
       await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch });

@@ -65,5 +65,5 @@ export async function authenticateForkedRun(services: Services, runId: string, u
   const pr = await services.codeHost.getPullRequest(repo, upload.prNumber, { targetBranch: upload.targetBranch, directMerge: false });
   if (!pr) throw refused(`pull request #${upload.prNumber} not found in ${repo.owner}/${repo.name}`);
   if (pr.headSha.toLowerCase() !== sha) throw refused(`pr.sha ${upload.sha} is not the head of pull request #${upload.prNumber} (its head is ${pr.headSha})`);
-  return { organizationId: owner.organizationId, organizationSlug: owner.organizationSlug, tokenId: "", role: "write" };
+  return { organizationId: owner.organizationId, organizationSlug: owner.organizationSlug, tokenId: "", role: "write", actor: { kind: "fork_run", name: runId } };
 }

@@ -39,5 +39,5 @@ export async function roleFromRepositories(services: Services, organizationId: s
 export async function githubPrincipal(services: Services, session: { organizationId: string; login: string; role: TokenRole }): Promise<Principal | null> {
   const organization = await services.db.read((tx) => installedOrganization(tx, session.organizationId));
   if (!organization) return null;
-  return { organizationId: organization.id, organizationSlug: organization.slug, tokenId: "", role: session.role, actor: `github:${session.login}` };
+  return { organizationId: organization.id, organizationSlug: organization.slug, tokenId: "", role: session.role, actor: { kind: "user", name: session.login } };
 }

@@ -11,10 +11,15 @@ import { getQueue, lockQueueRow, queueIdsOfRepository, type Queue } from "../sto
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
 import { findRun, runsStartedSince, type TestRun } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
+import { PRIORITY_NAMES } from "../domain/priority.js";
+import { timelineEventOf } from "../domain/timeline.js";
+import { causeOf } from "./causes.js";
+import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { failedPrecondition, notFound } from "./errors.js";
 import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
-import { requiredStatusesOf, toMergeItemRecord, type RequiredStatuses, type SubmittedPullRequestRecord } from "./records.js";
+import { requiredStatusesOf, toMergeItemRecord, toTimelineRecord, type RequiredStatuses, type SubmittedPullRequestRecord, type TimelineRecord } from "./records.js";
+import { placesInQueue, type PlaceRecord } from "./estimates.js";
 import type { Services } from "./services.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { pullRequestEvent } from "../domain/webhook-events.js";
@@ -51,6 +56,7 @@ export async function submitPullRequest(services: Services, principal: Principal
   const pr = await fetchPullRequest(services, input, known.directMergeMode === "always");
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   const priority = resolvePriority(input.priority);
+  const cause = causeOf(principal);
   await services.db.transaction(async (tx) => {
     let queue = await lockQueue(tx, principal, input);
     if (queue.state === "draining" || queue.state === "switching_modes") {
@@ -64,7 +70,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     if (existing && !isTerminal(existing.state) && existing.prSha !== pr.headSha && existing.state !== "not_ready" && existing.state !== "pending") {
       // New commits on a PR under test: the head the queue tests (and merges, pinned) is the
       // old one. The PR leaves the queue as on a push, and enters again at its new head.
-      await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: pr.number, reason: "pr_updated" });
+      await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: pr.number, reason: "pr_updated" }, cause);
       existing = await entryOf(tx, queue.id, pr.number);
       // The decision moved the queue on (runs started, their numbers): read it again.
       queue = (await lockQueueRow(tx, queue.id)) ?? queue;
@@ -85,21 +91,34 @@ export async function submitPullRequest(services: Services, principal: Principal
     // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
     const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
     const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
+    // An urgent submission jumps the line (and restarts what it displaces): an operator action.
+    if (priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
+      await insertQueueEvent(tx, {
+        id: services.newId(),
+        queueId: queue.id,
+        kind: "urgent_submission",
+        at: services.now(),
+        actor: cause.actor,
+        payload: { prNumber: pr.number, ...(cause.command ? { command: cause.command } : {}) },
+      });
+    }
     if (existing && !isTerminal(existing.state)) {
       // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
       await updateEntryFacts(tx, existing.id, { ...facts, ready });
       await scheduleRecheck();
-      await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
+      await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
       return;
     }
     const state: PrState = ready ? "pending" : "not_ready";
     const reason: TransitionReason = existing ? "resubmitted" : "submitted";
-    await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at: services.now() }, services.newId);
+    const at = services.now();
+    const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
+    await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
     // Outbound webhooks: pull_request.submitted, with the transition saveSubmission wrote.
-    const entry = { from: existing?.state ?? null, to: state, reason, at: services.now().toISOString() };
+    const entry = { from: existing?.state ?? null, to: state, reason, at: at.toISOString() };
     await publishQueueEvents(tx, queue.id, (place) => [pullRequestEvent(place, pr.number, entry, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
     await scheduleRecheck();
-    await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number });
+    await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });
 }
 
@@ -117,7 +136,20 @@ export async function cancelPullRequest(services: Services, principal: Principal
     if (isTerminal(entry.state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
     // Past cancelling: the code host is merging it (its answer decides what becomes of it).
     if (queue.mergedPrs.includes(entry.prNumber)) throw failedPrecondition(`pull request #${entry.prNumber} is being merged`);
-    await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" });
+    const cause = causeOf(principal);
+    // Someone else's PR taken out of the queue: an operator action, recorded as such.
+    const submitter = await submitterOf(tx, entry.id);
+    if (submitter && (submitter.kind !== cause.actor.kind || submitter.name !== cause.actor.name)) {
+      await insertQueueEvent(tx, {
+        id: services.newId(),
+        queueId: queue.id,
+        kind: "cancelled_by_other",
+        at: services.now(),
+        actor: cause.actor,
+        payload: { prNumber: entry.prNumber, submittedBy: submitter, ...(cause.command ? { command: cause.command } : {}) },
+      });
+    }
+    await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" }, cause);
   });
 }
 
@@ -128,25 +160,32 @@ export async function restartTestsOnPullRequest(services: Services, principal: P
     if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
     // A PR that has not started testing has nothing to restart.
     if (state === "not_ready" || state === "pending") return;
-    await applyEvent(services, tx, queue, { kind: "restart_requested", prNumber: entry.prNumber });
+    await applyEvent(services, tx, queue, { kind: "restart_requested", prNumber: entry.prNumber }, causeOf(principal));
   });
 }
 
-/** getSubmittedPullRequest's answer, serialized; served from the ReadCache while the queue is unchanged. */
-export async function getSubmittedPullRequestJson(services: Services, principal: Principal, address: PullRequestAddress): Promise<string> {
+/**
+ * getSubmittedPullRequest's answer, serialized; served from the ReadCache while the queue is
+ * unchanged (every transition bumps the queue's version, so a cached timeline is current).
+ * With `includeTimeline`, the PR's timeline, oldest first.
+ */
+export async function getSubmittedPullRequestJson(services: Services, principal: Principal, address: PullRequestAddress & { includeTimeline?: boolean }): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
-  const key = `pr:${id}:${address.prNumber}`;
+  const key = `pr:${id}:${address.prNumber}${address.includeTimeline ? ":timeline" : ""}`;
   const cached = services.readCache.get(key, version);
   if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
     const queue = await getQueue(tx, id);
     const entry = await entryOf(tx, id, address.prNumber);
     if (!entry) throw prNotSubmitted(address);
-    const record: SubmittedPullRequestRecord = {
+    const place = isTerminal(entry.state) ? { position: null, estimatedMergeAt: null } : (await placesInQueue(tx, queue, services.now()))(entry.prNumber);
+    const record: SubmittedPullRequestRecord & PlaceRecord & { timeline?: TimelineRecord[] } = {
       ...toMergeItemRecord(entry),
       forceEnqueued: entry.forceEnqueued,
       isCurrentlySubmittedToQueue: entry.isCurrentlySubmitted,
       readiness: await readinessOf(tx, queue, entry),
+      ...place,
+      ...(address.includeTimeline ? { timeline: (await timelineOf(tx, entry.id, entry.prNumber)).map(toTimelineRecord) } : {}),
     };
     const json = JSON.stringify(record);
     services.readCache.set(key, queue.version, json);
@@ -173,7 +212,7 @@ export async function setImpactedTargets(services: Services, principal: Principa
       const ready = isReady(await readinessOf(tx, queue, entry));
       // New targets may change the PR's lane even when its readiness stays the same.
       const event = ready !== entry.ready ? ({ kind: "readiness_changed", prNumber: entry.prNumber, ready } as const) : ({ kind: "targets_changed", prNumber: entry.prNumber } as const);
-      await applyEvent(services, tx, queue, event);
+      await applyEvent(services, tx, queue, event, causeOf(principal));
     }
   });
 }

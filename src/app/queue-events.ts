@@ -1,15 +1,21 @@
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
-import type { Decision, EngineEvent, NotifyEffect, Transition } from "../domain/engine/types.js";
+import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
+import { estimatesOf } from "../domain/engine/estimates.js";
+import { placeOf, statusDescriptionOf } from "../domain/reasons.js";
+import type { ReportedCheck } from "../domain/status-checks.js";
+import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from "../domain/timeline.js";
 import type { PrState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
 import { countPendingMerges } from "../store/effects.js";
 import type { QueueEntry } from "../store/entries.js";
-import { loadQueueState, saveDecision } from "../store/queue-state.js";
+import { loadQueueState, saveDecision, type Loaded } from "../store/queue-state.js";
+import { repositoryById } from "../store/repositories.js";
+import { recentRunStats } from "../store/timeline.js";
 import { findQueueInRepository, lockQueueRow, queueIdsOfRepository, recordTargetHead, type Queue } from "../store/queues.js";
 import type { Services } from "./services.js";
 
-/** The commit status and description each PR state shows on the code host. */
+/** The commit status each PR state shows on the code host. */
 const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {
   not_ready: "pending",
   pending: "pending",
@@ -20,60 +26,131 @@ const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = 
   failed: "failure",
   cancelled: "error",
 };
-const DESCRIPTION_OF: Record<PrState, string> = {
-  not_ready: "Not ready",
-  pending: "Queued",
-  testing: "Testing",
-  tests_passed: "Passed, merging",
-  pending_failure: "Failed, waiting for the PRs ahead",
-  merged: "Merged",
-  failed: "Failed",
-  cancelled: "Cancelled",
-};
 
 /**
  * Transitions that are not what they seem from the state alone, when PRs merged together did
- * not all land as tested: each PR is told what happened to it.
+ * not all land as tested: each PR is told what happened to it in a comment.
  */
-const EXPLAINED: Readonly<Record<string, string>> = {
-  merged_after_target_moved:
-    "This pull request is merged, but a commit not made by the queue landed on the target branch just before its merge, so the result on the target branch was not tested as such. The pull requests after it are tested again.",
-  target_moved_during_merge: "A pull request merged ahead of this one landed on top of a commit not made by the queue: this pull request was not merged, and is tested again on the new head of the target branch.",
-  pr_ahead_not_merged: "A pull request ahead of this one, tested together with it, was not merged: this pull request is tested again without it.",
-};
+const EXPLAINED: ReadonlySet<string> = new Set(["merged_after_target_moved", "target_moved_during_merge", "pr_ahead_not_merged"]);
 
-/** The status and comment a transition shows on the PR, per the queue's settings. */
-function notificationsOf(queue: Queue, entry: QueueEntry, t: Transition): NotifyEffect[] {
+/**
+ * The status and comment a timeline event shows on the PR, per the queue's settings: its
+ * `message` (the same sentence the API's timeline answers), with the PR's place in line and
+ * estimate on the status while it waits.
+ */
+function notificationsOf(queue: Queue, entry: QueueEntry, e: TimelineEvent, place: string): NotifyEffect[] {
   const out: NotifyEffect[] = [];
-  const reason = t.reason.replaceAll("_", " ");
-  const explained = EXPLAINED[t.reason];
   if (queue.statusCheckEnabled) {
-    const plain = (t.to === "merged" || t.to === "pending" || t.to === "testing" || t.to === "tests_passed") && !explained;
-    const description = plain ? DESCRIPTION_OF[t.to] : `${DESCRIPTION_OF[t.to]}: ${reason}${t.message ? `: ${t.message}` : ""}`;
-    out.push({ kind: "pr_status", prNumber: t.prNumber, sha: entry.prSha, state: STATUS_OF[t.to], description });
+    out.push({ kind: "pr_status", prNumber: e.prNumber, sha: entry.prSha, state: STATUS_OF[e.state], description: statusDescriptionOf(e.reason, e.hostMessage, place) });
   }
-  if (queue.commentsEnabled && (t.to === "failed" || (t.to === "cancelled" && t.reason !== "cancelled_by_user"))) {
-    // The code host's own words, quoted, when it refused the PR.
-    const refusal = t.message ?? (t.to === "failed" ? entry.failureMessage : null);
-    const said = refusal ? `\n\nReason given:\n> ${refusal.replaceAll("\n", "\n> ")}` : "";
-    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${t.to}** (${reason}).${said}` });
-  } else if (queue.commentsEnabled && explained) {
-    out.push({ kind: "pr_comment", prNumber: t.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${t.to.replaceAll("_", " ")}** (${reason}). ${explained}` });
+  if (queue.commentsEnabled && (e.state === "failed" || (e.state === "cancelled" && e.reason !== "cancelled_by_user"))) {
+    // The same sentence as the timeline's and the status's (with the code host's own words when it refused the PR).
+    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${e.state}** (\`${e.reason}\`). ${e.message}` });
+  } else if (queue.commentsEnabled && EXPLAINED.has(e.reason)) {
+    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${e.state.replaceAll("_", " ")}** (\`${e.reason}\`). ${e.message}` });
   }
   return out;
 }
 
+/** The PRs an event is about: their transitions are the event's actor's doing; the rest are the engine's. */
+function prsNamedBy(event: EngineEvent, loaded: Loaded): Set<number> | "all" {
+  switch (event.kind) {
+    case "submitted":
+    case "cancelled":
+    case "restart_requested":
+    case "readiness_changed":
+    case "targets_changed":
+    case "merge_head_moved":
+      return new Set([event.prNumber]);
+    case "merge_failed":
+    case "merge_refused":
+    case "merge_landed":
+      return new Set(event.prNumbers);
+    case "run_finished":
+      return new Set(loaded.engine.runs.find((r) => r.id === event.runId)?.tested ?? []);
+    case "timer_fired":
+      return new Set();
+    case "base_moved":
+    case "config_changed":
+      return "all";
+  }
+}
+
+/** Who causes an event when the caller does not say: the code host for what it reports, else the engine. */
+export function defaultCause(services: Services, event: EngineEvent): Cause {
+  const host: Cause = { actor: { kind: "code_host", name: services.codeHost.name } };
+  switch (event.kind) {
+    case "cancelled":
+      return event.reason === "cancelled_by_user" ? { actor: ENGINE_ACTOR } : host;
+    case "readiness_changed":
+    case "run_finished":
+    case "merge_failed":
+    case "merge_refused":
+    case "merge_head_moved":
+    case "merge_landed":
+    case "base_moved":
+      return host;
+    default:
+      return { actor: ENGINE_ACTOR };
+  }
+}
+
+/** A check's page on the code host: check runs have one (from their id); commit statuses' are not kept. */
+function checkUrlOf(repo: RepoRef | null): (check: ReportedCheck) => string | null {
+  return (check) => (repo && check.kind === "check_run" && check.id !== null ? `https://${repo.host}/${repo.owner}/${repo.name}/runs/${check.id}` : null);
+}
+
+/** The decision's transitions as timeline events: the one place they get their actor and evidence. */
+async function timelineOf(tx: Tx, queue: Queue, loaded: Loaded, decision: Decision, event: EngineEvent, cause: Cause, now: Date): Promise<TimelineEvent[]> {
+  if (decision.transitions.length === 0) return [];
+  const named = prsNamedBy(event, loaded);
+  const needsRepo = decision.transitions.some((t) => t.to === "pending_failure" || t.to === "failed");
+  const repo = needsRepo ? await repositoryById(tx, queue.repositoryId) : null;
+  const checkUrl = checkUrlOf(repo);
+  const runs = new Map(decision.queue.runs.map((r) => [r.id, r]));
+  return decision.transitions.map((t) => {
+    const entry = loaded.entries.get(t.prNumber)!;
+    const runId = t.evidence?.runId;
+    const engineRun = runId === undefined ? undefined : runs.get(runId);
+    const row = runId === undefined ? undefined : loaded.runs.get(runId);
+    const run = engineRun
+      ? { id: engineRun.id, kind: engineRun.kind, tested: engineRun.tested, stack: engineRun.stack, testBranch: row?.testBranch ?? null, testBranchSha: row?.testBranchSha ?? null, statusChecks: row?.statusChecks ?? {} }
+      : undefined;
+    const ownCause = named === "all" || named.has(t.prNumber) ? cause : { actor: ENGINE_ACTOR };
+    return timelineEventOf(t, { at: now, cause: ownCause, prHead: entry.prSha, ...(run ? { run } : {}), requiredChecks: queue.requiredStatuses, checkUrl, recordedRefusal: entry.failureMessage });
+  });
+}
+
+/** The place in line and estimate the PR's status shows while it waits (not_ready, pending, testing). */
+async function placesOf(tx: Tx, queue: Queue, decision: Decision, timeline: readonly TimelineEvent[], now: Date): Promise<Map<number, string>> {
+  const waiting = timeline.filter((e) => e.state === "pending" || e.state === "testing");
+  if (waiting.length === 0) return new Map();
+  const estimates = estimatesOf(decision.queue, await recentRunStats(tx, queue.id), now.getTime());
+  return new Map(
+    waiting.map((e) => {
+      const estimate = estimates.get(e.prNumber);
+      return [e.prNumber, estimate ? placeOf(estimate.position, estimate.estimatedSecondsToMerge) : ""];
+    }),
+  );
+}
+
 /**
  * Feeds one event to the engine inside the caller's transaction (which holds the queue's
- * lock) and stores the decision: state, transitions with reasons, effects. The API, the
- * worker and webhooks all change a queue through here.
+ * lock) and stores the decision: state, transitions with reasons, actor and evidence (the
+ * PR's timeline), effects. The API, the worker and webhooks all change a queue through here.
+ * `cause`: who caused the event (defaultCause when not given).
  */
-export async function applyEvent(services: Services, tx: Tx, queue: Queue, event: EngineEvent): Promise<Decision> {
+export async function applyEvent(services: Services, tx: Tx, queue: Queue, event: EngineEvent, cause: Cause = defaultCause(services, event)): Promise<Decision> {
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : []);
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
-  const notifications = services.codeHost.notifiesPullRequests ? decision.transitions.flatMap((t) => notificationsOf(queue, loaded.entries.get(t.prNumber)!, t)) : [];
-  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, notifications });
+  const timeline = await timelineOf(tx, queue, loaded, decision, event, cause, now);
+  let notifications: NotifyEffect[] = [];
+  if (services.codeHost.notifiesPullRequests && timeline.length > 0) {
+    const places = queue.statusCheckEnabled ? await placesOf(tx, queue, decision, timeline, now) : new Map<number, string>();
+    notifications = timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, places.get(e.prNumber) ?? ""));
+  }
+  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications });
   return decision;
 }
 
@@ -81,12 +158,12 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
  * Applies an event in a transaction of its own. `guard` runs first, under the queue's lock;
  * when it answers false nothing is applied (the event was already delivered, say).
  */
-export async function applyQueueEvent(services: Services, queueId: string, event: EngineEvent, guard?: (tx: Tx, queue: Queue) => Promise<boolean>): Promise<Decision | null> {
+export async function applyQueueEvent(services: Services, queueId: string, event: EngineEvent, guard?: (tx: Tx, queue: Queue) => Promise<boolean>, cause?: Cause): Promise<Decision | null> {
   return services.db.transaction(async (tx) => {
     const queue = await lockQueueRow(tx, queueId);
     if (!queue) return null;
     if (guard && !(await guard(tx, queue))) return null;
-    return applyEvent(services, tx, queue, event);
+    return applyEvent(services, tx, queue, event, cause);
   });
 }
 

@@ -7,6 +7,11 @@ import { countEntriesIn, liveEntriesInOrder, someLiveEntries } from "../store/en
 import * as queueStore from "../store/queues.js";
 import type { Queue } from "../store/queues.js";
 import { applyEvent } from "./queue-events.js";
+import type { QueueState } from "../domain/states.js";
+import { ENGINE_ACTOR, OPERATOR_EVENT_KINDS, type Cause, type OperatorEventKind } from "../domain/timeline.js";
+import { insertQueueEvent, queueEventsPage } from "../store/timeline.js";
+import { causeOf } from "./causes.js";
+import { placesInQueue, type PlaceRecord } from "./estimates.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { claimRepository, repositoryKey } from "./repositories.js";
@@ -99,7 +104,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
   });
 }
 
-export type QueueWithEntries = QueueRecord & { enqueuedPullRequests: MergeItemRecord[] };
+export type QueueWithEntries = QueueRecord & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
 
 /** getQueue's answer, serialized: polled often, it is served from the ReadCache when unchanged. */
 export async function getQueueJson(services: Services, principal: Principal, address: QueueAddress): Promise<string> {
@@ -112,7 +117,9 @@ export async function getQueueJson(services: Services, principal: Principal, add
   return services.db.read(async (tx) => {
     const queue = await queueStore.getQueue(tx, id);
     const entries = await liveEntriesInOrder(tx, queue.id);
-    const json = JSON.stringify({ ...toQueueRecord(queue, host), enqueuedPullRequests: entries.map(toMergeItemRecord) } satisfies QueueWithEntries);
+    const placeOf = await placesInQueue(tx, queue, services.now());
+    const enqueuedPullRequests = entries.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
+    const json = JSON.stringify({ ...toQueueRecord(queue, host), enqueuedPullRequests } satisfies QueueWithEntries);
     // Cached under the version of the row read: entries read after it are never older.
     services.readCache.set(key, queue.version, json);
     return json;
@@ -142,9 +149,50 @@ export async function updateQueue(services: Services, principal: Principal, inpu
         { now: at, newId: services.newId },
       );
     }
+    const cause = causeOf(principal);
+    await recordOperatorActions(services, tx, queue, updated, update, cause);
     // Resuming, pausing or a new setting can start or stop work at once.
-    await applyEvent(services, tx, updated, { kind: "config_changed" });
+    await applyEvent(services, tx, updated, { kind: "config_changed" }, cause);
     return toQueueRecord(await queueStore.getQueue(tx, queue.id), host);
+  });
+}
+
+const STATE_EVENTS: Partial<Record<QueueState, OperatorEventKind>> = { paused: "paused", running: "resumed", draining: "draining" };
+
+/**
+ * Records who paused, resumed or drained the queue, and which settings they changed (old →
+ * new), as queue events (getQueueEvents). An update that changes nothing records nothing.
+ */
+async function recordOperatorActions(services: Services, tx: Tx, before: Queue, after: Queue, update: QueueSettingsUpdate, cause: Cause): Promise<void> {
+  const at = services.now();
+  const record = (kind: OperatorEventKind, payload: object) =>
+    insertQueueEvent(tx, { id: services.newId(), queueId: before.id, kind, at, actor: cause.actor, payload: { ...payload, ...(cause.command ? { command: cause.command } : {}) } });
+  const stateEvent = update.state !== undefined && update.state !== before.state ? STATE_EVENTS[update.state] : undefined;
+  if (stateEvent) await record(stateEvent, { from: before.state, to: after.state });
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  const { state: _state, deleteRequiredStatuses: _delete, ...fields } = update;
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    const from = (before as Record<string, unknown>)[key] ?? null;
+    // A mode change waiting for the work in flight shows as the mode it switches to.
+    const to = key === "mode" ? (after.pendingMode ?? after.mode) : ((after as Record<string, unknown>)[key] ?? null);
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[key] = { from, to };
+  }
+  if (update.deleteRequiredStatuses && before.requiredStatuses !== null) changes.requiredStatuses = { from: before.requiredStatuses, to: null };
+  if (Object.keys(changes).length > 0) await record("settings_changed", { changes });
+}
+
+export type QueueEventsInput = QueueAddress & { cursor?: string; limit: number };
+
+/** getQueueEvents: the queue's operator actions, newest first, paged by cursor (the last event's id). */
+export async function getQueueEvents(services: Services, principal: Principal, input: QueueEventsInput) {
+  return services.db.read(async (tx) => {
+    const queue = await findQueue(tx, principal, input);
+    const page = await queueEventsPage(tx, queue.id, OPERATOR_EVENT_KINDS, input.cursor, input.limit);
+    if (!page) throw invalidArgument("cursor", "is not a cursor of this queue (use an earlier answer's nextCursor)");
+    const events = page.events.map((e) => ({ id: e.id, kind: e.kind, at: e.at.toISOString(), actor: e.actor ?? ENGINE_ACTOR, details: e.payload }));
+    const last = page.events.at(-1);
+    return { events, ...(page.more && last ? { nextCursor: last.id } : {}) };
   });
 }
 

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Database, Tx } from "../store/database.js";
+import type { Actor } from "../domain/timeline.js";
 import * as tokenStore from "../store/tokens.js";
 
 export type { TokenRole, TokenSummary } from "../store/tokens.js";
@@ -17,12 +18,20 @@ export function hashToken(token: string): string {
 }
 
 /**
- * Who is asking: the token's organization and role ("read" tokens may only read). `actor` names a
- * person when one is known (a dashboard user signed in with GitHub: "github:<login>").
+ * Who a request acts for: the organization, its role ("read" tokens may only read), and — for
+ * timelines, queue events and logs — who did it (`actor`: the API token's name, a comment's or
+ * a dashboard's GitHub user, a fork's workflow run) and through what (`via`: the API operation
+ * or the comment command).
  */
-export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole; actor?: string };
+export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole; actor?: Actor; via?: string };
 
-const principalOf = (row: tokenStore.TokenOwner): Principal => ({ organizationId: row.organizationId, organizationSlug: row.slug, tokenId: row.id, role: row.role });
+const principalOf = (row: tokenStore.TokenOwner): Principal => ({
+  organizationId: row.organizationId,
+  organizationSlug: row.slug,
+  tokenId: row.id,
+  role: row.role,
+  actor: { kind: "token", name: row.name },
+});
 
 /**
  * The organization a token belongs to, or null. The lookup goes by the token's hash (so the

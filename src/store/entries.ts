@@ -1,7 +1,9 @@
 import type { QueueEntry as EntryRow } from "../generated/sqlite/client.js";
 import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrState } from "../domain/states.js";
+import type { TimelineEvent } from "../domain/timeline.js";
 import { oneOf } from "./columns.js";
 import type { Tx } from "./database.js";
+import { pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
 export type QueueEntry = {
@@ -31,6 +33,8 @@ export type QueueEntry = {
   /** The code host's own words when it refused the PR for good; null otherwise. */
   failureMessage: string | null;
   submittedAt: Date;
+  /** How many transitions its timeline holds. */
+  timelineCount: number;
 };
 
 export function toQueueEntry(row: EntryRow): QueueEntry {
@@ -58,6 +62,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     directMergeBase: row.directMergeBase,
     failureMessage: row.failureMessage,
     submittedAt: row.submittedAt,
+    timelineCount: row.timelineCount,
   };
 }
 
@@ -128,11 +133,13 @@ export type Submission = {
   state: PrState;
   reason: string;
   at: Date;
+  /** The submission's timeline event (who submitted it, with what). */
+  event: TimelineEvent;
 };
 
 /** Enters a PR in the queue (again), with the transition that says so. */
 export async function saveSubmission(tx: Tx, submission: Submission, newId: () => string): Promise<void> {
-  const { queueId, prNumber, existing, facts, ready, state, reason, at } = submission;
+  const { queueId, prNumber, existing, facts, ready, state, reason, at, event } = submission;
   const data = {
     ...facts,
     noBatch: facts.noBatch ?? false,
@@ -145,11 +152,11 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateReason: reason,
     stateChangedAt: at,
     failureMessage: null,
+    timelineCount: (existing?.timelineCount ?? 0) + 1,
   };
   const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
-  await tx.transition.create({
-    data: { id: newId(), entryId: entry.id, queueId, fromState: existing?.state ?? null, toState: state, reason, at },
-  });
+  await tx.transition.createMany({ data: transitionRows([event], { queueId, entryIdOf: () => entry.id, newId }) });
+  await pruneTimeline(tx, entry.id, data.timelineCount);
 }
 
 /** Records the code host's reason for refusing these PRs for good (shown with their failure). */

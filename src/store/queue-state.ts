@@ -1,6 +1,7 @@
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
+import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import type { Tx } from "./database.js";
 import { appendEffects } from "./effects.js";
 import { toQueueEntry, type QueueEntry } from "./entries.js";
@@ -8,6 +9,7 @@ import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.j
 import type { Queue } from "./queues.js";
 import { toTestRun, type TestRun } from "./runs.js";
 import { publishDecisionEvents } from "./webhook-outbox.js";
+import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
 export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
@@ -110,10 +112,16 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
  * runs, then `notifications`), the queue's own fields, and the event itself. All in the caller's
  * transaction, so the state, its reasons and its effects commit together or not at all.
  */
-export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string }; notifications: OutboxEffect[] }): Promise<void> {
+export async function saveDecision(
+  tx: Tx,
+  loaded: Loaded,
+  decision: Decision,
+  context: { now: Date; newId: () => string; event: { kind: string }; cause: Cause; timeline: readonly TimelineEvent[]; notifications: OutboxEffect[] },
+): Promise<void> {
   const { queue } = loaded;
   const { now, newId } = context;
   const next = decision.queue;
+  const pruning: [string, number][] = [];
 
   for (const entry of next.entries) {
     const row = loaded.entries.get(entry.prNumber);
@@ -122,7 +130,8 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
     if (!changed) continue;
     // The host's words come with the transition that reports them (kept until resubmission).
     const message = decision.transitions.findLast((t) => t.prNumber === entry.prNumber)?.message;
-    await tx.queueEntry.update({
+    const added = context.timeline.filter((e) => e.prNumber === entry.prNumber).length;
+    const updated = await tx.queueEntry.update({
       where: { id: row.id },
       data: {
         state: entry.state,
@@ -133,22 +142,17 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
         ready: entry.ready,
         linePosition: entry.position === null ? null : BigInt(entry.position),
         ...(entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled" ? { isCurrentlySubmitted: false } : {}),
+        ...(added > 0 ? { timelineCount: { increment: added } } : {}),
       },
+      select: { timelineCount: true },
     });
+    if (added > 0) pruning.push([row.id, updated.timelineCount]);
   }
-  if (decision.transitions.length > 0) {
-    await tx.transition.createMany({
-      data: decision.transitions.map((t) => ({
-        id: newId(),
-        entryId: loaded.entries.get(t.prNumber)!.id,
-        queueId: queue.id,
-        fromState: t.from,
-        toState: t.to,
-        reason: t.reason,
-        at: now,
-      })),
-    });
+  if (context.timeline.length > 0) {
+    await tx.transition.createMany({ data: transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId }) });
   }
+  // Bounded timelines: only a PR past the limit pays for it.
+  for (const [entryId, count] of pruning) await pruneTimeline(tx, entryId, count);
 
   // A run is archived once no PR it tested is in line: the engine will never look at it again,
   // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
@@ -192,5 +196,5 @@ export async function saveDecision(tx: Tx, loaded: Loaded, decision: Decision, c
       version: { increment: 1 },
     },
   });
-  await tx.queueEvent.create({ data: { id: newId(), queueId: queue.id, kind: context.event.kind, payload: JSON.stringify(context.event), at: now } });
+  await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
 }

@@ -15,6 +15,11 @@ export async function repositoriesOf(tx: Tx, organizationId: string): Promise<Re
   return tx.repository.findMany({ where: { organizationId }, select: REPOSITORY_COLUMNS, orderBy: [{ host: "asc" }, { owner: "asc" }, { name: "asc" }] });
 }
 
+/** The repository `id`, or null. */
+export async function repositoryById(tx: Tx, id: string): Promise<Repository | null> {
+  return tx.repository.findUnique({ where: { id }, select: REPOSITORY_COLUMNS });
+}
+
 /** The repository with the key `key` and its organization's slug, or null. */
 export async function repositoryOwnerByKey(tx: Tx, key: string): Promise<{ organizationId: string; organizationSlug: string } | null> {
   const row = await tx.repository.findUnique({ where: { key }, select: { organizationId: true, organization: { select: { slug: true } } } });

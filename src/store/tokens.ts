@@ -3,7 +3,7 @@ import { oneOf } from "./columns.js";
 import type { Database, Tx } from "./database.js";
 
 /** An API token as authentication needs it: whose it is, and whether it still counts. */
-export type TokenOwner = { id: string; organizationId: string; tokenHash: string; revoked: boolean; slug: string; role: TokenRole };
+export type TokenOwner = { id: string; organizationId: string; name: string; tokenHash: string; revoked: boolean; slug: string; role: TokenRole };
 
 /** What a token may do: "write", every operation; "read", reads only (viewers). */
 export const TOKEN_ROLES = ["write", "read"] as const;
@@ -15,13 +15,13 @@ const roleOf = (value: string): TokenRole => oneOf(TOKEN_ROLES, value, "ApiToken
 
 const TOKEN_BY_HASH = {
   name: "greenline_token_by_hash",
-  text: `SELECT t."id", t."organizationId", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug", t."role"
+  text: `SELECT t."id", t."organizationId", t."name", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug", t."role"
   FROM "ApiToken" t JOIN "Organization" o ON o."id" = t."organizationId" WHERE t."tokenHash" = $1`,
 };
 
 const TOKEN_BY_ID = {
   name: "greenline_token_by_id",
-  text: `SELECT t."id", t."organizationId", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug", t."role"
+  text: `SELECT t."id", t."organizationId", t."name", t."tokenHash", t."revokedAt" IS NOT NULL AS "revoked", o."slug", t."role"
   FROM "ApiToken" t JOIN "Organization" o ON o."id" = t."organizationId" WHERE t."id" = $1`,
 };
 

@@ -292,7 +292,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const form = req.body as Record<string, unknown>;
     const address: QueueAddress = { repo: { host: String(form.host ?? ""), owner: String(form.owner ?? ""), name: String(form.repo ?? "") }, targetBranch: String(form.branch ?? "") };
     const notice = await act(services, viewer.principal, address, form, bundleUrls, originOf(req));
-    const actor = viewer.principal.actor ?? `token:${viewer.principal.tokenId}`;
+    const actor = viewer.principal.actor?.kind === "user" ? `github:${viewer.principal.actor.name}` : `token:${viewer.principal.tokenId}`;
     log.info({ actor, action: String(form.action ?? ""), queue: `${address.repo.owner}/${address.repo.name}/${address.targetBranch}`, outcome: notice.kind === "ok" ? "done" : notice.status }, "dashboard action");
     const status = notice.kind === "ok" ? 200 : notice.status;
     if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));

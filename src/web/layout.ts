@@ -47,7 +47,7 @@ ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 ${
   viewer
     ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a> <a href="/tests"${options.current === "tests" ? html` aria-current="page"` : ""}>Flaky tests</a></nav>
-<div class="who">${viewer.principal.actor?.startsWith("github:") ? html`<span>${viewer.principal.actor.slice("github:".length)} ·</span> ` : ""}<span>${viewer.principal.organizationSlug}</span>${canWrite(viewer) ? "" : html` <span class="badge">read-only</span>`}
+<div class="who">${viewer.principal.actor?.kind === "user" ? html`<span>${viewer.principal.actor.name} ·</span> ` : ""}<span>${viewer.principal.organizationSlug}</span>${canWrite(viewer) ? "" : html` <span class="badge">read-only</span>`}
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
     : ""
 }

@@ -23,6 +23,7 @@ const SPEC_OPERATIONS = [
 const ADDED_OPERATIONS = [
   "GET /status",
   "POST /listPullRequests",
+  "POST /getQueueEvents",
   "POST /flaky-tests/list-unhealthy-tests",
   "POST /flaky-tests/upload",
   "POST /flaky-tests/check-quarantine",

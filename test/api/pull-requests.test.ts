@@ -31,6 +31,9 @@ describe.each(BACKENDS)("pull requests on $name", (backend) => {
       prBaseBranch: "main",
       prAuthor: expect.any(String),
       readiness: { requiresImpactedTargets: false, doesBaseBranchMatch: true, hasImpactedTargets: false, gitHubMergeability: "mergeable" },
+      // First in line; no run has finished yet, so there is nothing to estimate from.
+      position: { index: 1, ahead: 0 },
+      estimatedMergeAt: null,
     });
   });
 

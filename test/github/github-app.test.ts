@@ -201,6 +201,10 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
     expect((await deliver("issue_comment", commented(30, "maintainer", "/greenline cancel"))).status).toBe(200);
     expect(await octo.ok("getSubmittedPullRequest", address(30))).toMatchObject({ state: "cancelled" });
     expect(replies(30).at(-1)).toBe("@maintainer taken out of the queue for `main`.");
+    // The PR's timeline names the GitHub user and the command, for the submission and the cancel.
+    const { timeline } = await octo.ok("getSubmittedPullRequest", { ...address(30), includeTimeline: true });
+    expect(timeline[0]).toMatchObject({ reason: "submitted", actor: { kind: "user", name: "maintainer" }, evidence: { command: "/greenline merge" } });
+    expect(timeline.at(-1)).toMatchObject({ state: "cancelled", reason: "cancelled_by_user", actor: { kind: "user", name: "maintainer" }, evidence: { command: "/greenline cancel" } });
     expect((await deliver("issue_comment", commented(31, "maintainer", "/greenline merge --priority soon"))).status).toBe(200);
     expect(replies(31).at(-1)).toContain("`--priority` must be urgent, high, medium, low or a number from 0 to 255, not `soon`");
     expect(replies(31).at(-1)).toContain("`/greenline merge`");

@@ -1,3 +1,4 @@
+import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
@@ -108,9 +109,13 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(gh.pr(full("reviews"), 1)).toMatchObject({ merged: false, state: "open" });
     // One CI run: a refusal is not a moved target, nothing is retested.
     expect(ciRuns.get("reviews")).toBe(1);
-    expect(statusesOf("reviews", 1).at(-1)).toMatchObject({ state: "failure", description: `Failed: merge refused: ${message}` });
-    expect(statusesOf("reviews", 1).map((st) => st.description)).not.toContain("Merged");
-    expect(gh.comments.filter((c) => c.repo === full("reviews")).map((c) => c.body)).toEqual([expect.stringContaining(`**failed** (merge refused).\n\nReason given:\n> ${message}`)]);
+    // The status, the comment and the API's timeline say the same sentence, with GitHub's words.
+    const said = `${REASONS.merge_refused} ${message}`;
+    expect(statusesOf("reviews", 1).at(-1)).toMatchObject({ state: "failure", description: said });
+    expect(statusesOf("reviews", 1).map((st) => st.description)).not.toContain(REASONS.merged);
+    expect(gh.comments.filter((c) => c.repo === full("reviews")).map((c) => c.body)).toEqual([expect.stringContaining(`**failed** (\`merge_refused\`). ${said}`)]);
+    const timeline = (await api.ok("getSubmittedPullRequest", { ...queue("reviews"), pr: { number: 1 }, includeTimeline: true })).timeline;
+    expect(timeline.at(-1)).toMatchObject({ state: "failed", reason: "merge_refused", message: said, actor: { kind: "code_host", name: "github" }, evidence: { effect: { kind: "merge", message } } });
     expect(await failingEffects("reviews")).toEqual([]);
   });
 
@@ -126,7 +131,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     expect(gh.pr(full("confirm"), 1)!.merged).toBe(true);
     expect(await prOf("confirm", 1)).toMatchObject({ state: "merged", stateReason: "merged" });
-    expect(statusesOf("confirm", 1).map((st) => st.description)).toEqual(["Testing", "Passed, merging", "Merged"]);
+    expect(statusesOf("confirm", 1).map((st) => st.description)).toEqual([`${REASONS.testing.replace(/\.$/, "")} (1st in line).`, REASONS.tests_passed, REASONS.merged]);
     // The "Merged" status went out after GitHub's merge, not before.
     const paths = gh.requests.map((r) => `${r.method} ${r.path}`);
     const merge = paths.indexOf(`PUT /repos/${full("confirm")}/pulls/1/merge`);
@@ -152,7 +157,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     // #2, tested on top of #1, is tested again without it and lands.
     expect((await prOf("pinned", 2)).state).toBe("merged");
     expect(Object.keys(gh.files(full("pinned"), "main")).sort()).toEqual(["README.md", "src/b.ts"]);
-    expect(gh.comments.filter((c) => c.repo === full("pinned") && c.number === 1).map((c) => c.body)).toEqual([expect.stringContaining("**cancelled** (pr updated)")]);
+    expect(gh.comments.filter((c) => c.repo === full("pinned") && c.number === 1).map((c) => c.body)).toEqual([expect.stringContaining(`**cancelled** (\`pr_updated\`). ${REASONS.pr_updated}`)]);
     expect(await failingEffects("pinned")).toEqual([]);
   });
 
@@ -264,7 +269,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     expect(comments(1)).toEqual([]);
     expect(comments(2)).toEqual([expect.stringContaining("was not tested as such")]);
     expect(comments(3)).toEqual([expect.stringContaining("tested again on the new head")]);
-    expect(statusesOf("foreign", 2).at(-1)).toMatchObject({ state: "success", description: "Merged: merged after target moved" });
+    expect(statusesOf("foreign", 2).at(-1)).toMatchObject({ state: "success", description: REASONS.merged_after_target_moved });
 
     await runUntilDrained("foreign");
     expect((await prOf("foreign", 3)).state).toBe("merged");

@@ -1,3 +1,4 @@
+import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { postWebhook } from "../support/webhook-post.js";
@@ -95,10 +96,10 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect(gh.branches(`${OWNER}/app`, "greenline/")).toEqual([]);
     // Each PR's head carries the queue's status; the failed PR was told why in a comment.
     const lastStatus = (n: number) => gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, n)!.headSha && st.context === "greenline/merge-queue").at(-1);
-    expect(lastStatus(1)).toMatchObject({ state: "success", description: "Merged" });
-    expect(lastStatus(2)).toMatchObject({ state: "failure", description: "Failed: tests failed" });
+    expect(lastStatus(1)).toMatchObject({ state: "success", description: REASONS.merged });
+    expect(lastStatus(2)).toMatchObject({ state: "failure", description: REASONS.tests_failed });
     expect(gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, 3)!.headSha).map((st) => st.state)).toContain("pending");
-    expect(gh.comments.map((c) => [c.number, c.body])).toEqual([[2, expect.stringContaining("**failed** (tests failed)")]]);
+    expect(gh.comments.map((c) => [c.number, c.body])).toEqual([[2, expect.stringContaining(`**failed** (\`tests_failed\`). ${REASONS.tests_failed}`)]]);
     const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 3 } });
     expect(details).toMatchObject({
       status: "succeeded",
@@ -109,6 +110,35 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     });
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
     expect(failing.map((e) => [e.kind, e.lastError])).toEqual([]);
+  });
+
+  test("a failed PR's timeline names the failing check with its page and the required check that never reported; the status, the comment and the API say the same sentence", async () => {
+    await api.ok("createQueue", { ...queue("checks"), requiredStatuses: ["build", "deploy-preview"] });
+    gh.openPr(`${OWNER}/checks`, { number: 1, files: { "src/a.ts": "a", BROKEN: "yes" } });
+    await api.ok("submitPullRequest", { ...queue("checks"), pr: { number: 1 } });
+    await runUntilDrained("checks", "check_run");
+
+    const pr = await api.ok("getSubmittedPullRequest", { ...queue("checks"), pr: { number: 1 }, includeTimeline: true });
+    expect(pr).toMatchObject({ state: "failed", stateReason: "tests_failed" });
+    const failed = pr.timeline.at(-1);
+    expect(failed).toMatchObject({
+      state: "failed",
+      reason: "tests_failed",
+      message: REASONS.tests_failed,
+      evidence: {
+        run: { kind: "main", tested: [1], stack: [1], testBranch: expect.stringMatching(/^greenline\/main\/run-\d+$/), testedHead: expect.stringMatching(/^[0-9a-f]{40}$/) },
+        failingChecks: [{ name: "build", state: "failure", url: `https://github.com/${OWNER}/checks/runs/1` }],
+        missingChecks: ["deploy-preview"],
+      },
+    });
+    // Failed alone with nothing behind it: it was given one more run first.
+    expect(pr.timeline.map((e: { reason: string }) => e.reason)).toContain("retrying_failed_run");
+    // The same words on GitHub: the PR's status and the queue's comment.
+    const statuses = gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/checks`, 1)!.headSha && st.context === "greenline/merge-queue");
+    expect(statuses.at(-1)).toMatchObject({ state: "failure", description: failed.message });
+    expect(gh.comments.filter((c) => c.repo === `${OWNER}/checks`).map((c) => c.body)).toEqual([`Greenline removed this pull request from the merge queue for \`main\`: **failed** (\`tests_failed\`). ${failed.message}`]);
+    // While it waited, the status said where it stood in the API's words.
+    expect(statuses[0]).toMatchObject({ state: "pending", description: expect.stringContaining(REASONS.testing.replace(/\.$/, "")) });
   });
 
   test("parallel mode with squash merges and branch protection's required checks: each PR lands as one commit", async () => {

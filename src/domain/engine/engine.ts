@@ -1,7 +1,7 @@
 import type { PrState } from "../states.js";
 import { Line, overlaps } from "./line.js";
 import { isInFlight } from "./order.js";
-import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition } from "./types.js";
+import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition, TransitionEvidence } from "./types.js";
 
 /**
  * The merge queue engine: (queue, event, now) → (queue, effects, transitions).
@@ -44,9 +44,11 @@ function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
   return q.entries.find((e) => e.prNumber === prNumber);
 }
 
-function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string, message?: string): void {
+function move(ctx: Context, entry: EngineEntry, to: PrState, reason: string, message?: string, evidence?: TransitionEvidence): void {
   if (entry.state === to && entry.reason === reason) return;
-  if (entry.state !== to) ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason, ...(message !== undefined ? { message } : {}) });
+  if (entry.state !== to) {
+    ctx.transitions.push({ prNumber: entry.prNumber, from: entry.state, to, reason, ...(message !== undefined ? { message } : {}), ...(evidence !== undefined ? { evidence } : {}) });
+  }
   if (!isInFlight(to)) entry.position = null;
   entry.state = to;
   entry.reason = reason;
@@ -302,8 +304,24 @@ function requeueStale(ctx: Context): void {
       for (const run of q.runs) if (run.status === "running" && !isCurrent(q, line, run)) cancelRun(ctx, run);
       return;
     }
-    move(ctx, stale, "pending", "restarted_prs_ahead_changed");
+    move(ctx, stale, "pending", "restarted_prs_ahead_changed", undefined, staleEvidence(q, line, stale.prNumber));
   }
+}
+
+/**
+ * Why a PR's run went stale: its latest run, and the first PR under it that is no longer in
+ * line as it was (failed, cancelled, waiting on a failure, or gone back to pending).
+ */
+function staleEvidence(q: EngineQueue, line: Line, prNumber: number): TransitionEvidence {
+  let run: EngineRun | undefined;
+  for (let i = q.runs.length - 1; i >= 0 && !run; i--) if (q.runs[i]!.tested.includes(prNumber)) run = q.runs[i];
+  if (!run) return {};
+  const blamed = run.stack.find((pr) => {
+    if (run.tested.includes(pr)) return false;
+    const other = entryOf(q, pr);
+    return other === undefined || (!isMergedOrMerging(q, other) && (!line.has(pr) || !isInFlight(other.state) || other.state === "pending_failure"));
+  });
+  return { runId: run.id, ...(blamed !== undefined ? { blamedPr: blamed } : {}) };
 }
 
 /** Moves in-flight PRs to the state their current run's result calls for. */
@@ -319,11 +337,11 @@ function applyResults(ctx: Context): void {
       for (const pr of run.tested) {
         const member = entryOf(q, pr)!;
         member.bisectionGroupLimit = null;
-        move(ctx, member, "pending", "bisection_passed");
+        move(ctx, member, "pending", "bisection_passed", undefined, { runId: run.id });
       }
-    } else if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed");
+    } else if (run.status === "passed") move(ctx, entry, "tests_passed", "tests_passed", undefined, { runId: run.id });
     else if (run.status === "failed" && run.tested.length > 1 && run.kind === "bisection") bisect(ctx, run);
-    else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed");
+    else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed", undefined, { runId: run.id });
   }
 }
 
@@ -342,7 +360,7 @@ function bisect(ctx: Context, run: EngineRun): void {
   for (const pr of run.tested) {
     const member = entryOf(q, pr)!;
     member.bisectionGroupLimit = limit;
-    move(ctx, member, "pending", "bisecting_failed_batch");
+    move(ctx, member, "pending", "bisecting_failed_batch", undefined, { runId: run.id, bisection: { batch: run.tested, groupSize: limit } });
   }
 }
 
@@ -368,8 +386,8 @@ function mergePassed(ctx: Context): void {
     for (const pr of bestPrs) {
       const entry = entryOf(q, pr)!;
       entry.bisectionGroupLimit = null;
-      // Out of the line, "Passed, merging" until the code host confirms (merge_landed).
-      move(ctx, entry, "tests_passed", best.tested.includes(pr) ? MERGING_REASON.run : MERGING_REASON.laterRun);
+      // Out of the line, `tests_passed` (reason merging) until the code host confirms (merge_landed).
+      move(ctx, entry, "tests_passed", best.tested.includes(pr) ? MERGING_REASON.run : MERGING_REASON.laterRun, undefined, { runId: best.id });
     }
     q.merged.push(...bestPrs);
   }
@@ -414,11 +432,14 @@ function evictFailed(ctx: Context): void {
       continue;
     }
     if (run.kind === "main" && shouldRetry(q, line, entry.prNumber, run)) {
-      move(ctx, entry, "pending", "retrying_failed_run");
+      move(ctx, entry, "pending", "retrying_failed_run", undefined, { runId: run.id });
       continue;
     }
+    // The culprit of a bisected batch is named as such, with the batch it came from.
+    const batch = run.kind === "bisection" ? q.runs.findLast((r) => r.kind === "main" && r.status === "failed" && r.tested.length > 1 && r.tested.includes(entry.prNumber)) : undefined;
+    const bisection = run.kind === "bisection" ? { bisection: { batch: batch?.tested ?? run.tested, culprit: entry.prNumber }, blamedPr: entry.prNumber } : {};
     entry.bisectionGroupLimit = null;
-    move(ctx, entry, "failed", run.failure ?? "tests_failed");
+    move(ctx, entry, "failed", run.failure ?? "tests_failed", undefined, { runId: run.id, ...bisection });
   }
 }
 
@@ -499,7 +520,7 @@ function startRuns(ctx: Context): void {
     }
     q.runs.push(run);
     group.forEach((member, index) => {
-      move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection");
+      move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection", undefined, { runId: run.id });
       member.position = runNumber * 1_000_000 + index;
     });
     i += group.length;

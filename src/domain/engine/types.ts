@@ -85,7 +85,7 @@ export type EngineQueue = {
   /**
    * PRs the queue decided to merge on top of baseSha, in order, until the code host confirms
    * them (merge_landed), which folds them into baseSha and only then makes them `merged`.
-   * Until then they stay `tests_passed` ("Passed, merging") and are out of the line.
+   * Until then they stay `tests_passed` (reason `merging`) and are out of the line.
    */
   merged: number[];
   entries: EngineEntry[];
@@ -143,8 +143,21 @@ export type Effect =
   | { kind: "merge"; prNumbers: number[]; runId: string | null; exactTree: boolean }
   | { kind: "schedule_timer"; at: number };
 
+/**
+ * What the engine knows of why a PR moved: the run that decided it, the PR a stale run is
+ * blamed on (it failed or left the line under this one), and for a failed batch its bisection.
+ * The application adds the run's branch, head and checks, and who caused the event.
+ */
+export type TransitionEvidence = {
+  runId?: string;
+  /** The PR whose failure or departure made this PR's run stale, or the culprit of its batch. */
+  blamedPr?: number;
+  /** `batch`: the PRs of the failed run being bisected; `groupSize`: the largest group they are tested in; `culprit`: the PR found failing alone. */
+  bisection?: { batch: number[]; groupSize?: number; culprit?: number };
+};
+
 /** `message`: the code host's own words, when it refused something (shown to people verbatim). */
-export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string; message?: string };
+export type Transition = { prNumber: number; from: PrState; to: PrState; reason: string; message?: string; evidence?: TransitionEvidence };
 
 /**
  * What the runner adds to the engine's effects in the outbox: telling the code host about a

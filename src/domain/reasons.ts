@@ -1,0 +1,86 @@
+/**
+ * Every reason code a PR's transition can carry, with the one sentence users read for it. The
+ * API's timeline (`message`), the PR's commit status on the code host and the queue's comment
+ * on the PR all use `sentenceOf`, so they say the same thing in the same words. The codes are
+ * stable: they are stored with every transition and documented in docs/reasons.md.
+ */
+export const REASONS = {
+  submitted: "Submitted to the merge queue.",
+  resubmitted: "Submitted to the merge queue again.",
+  readiness_met: "Ready: waiting in line to be tested.",
+  readiness_lost: "Not ready: the pull request cannot be tested until its readiness is met again.",
+  testing: "Testing on top of the pull requests ahead of it.",
+  testing_bisection: "Testing again in a smaller group, to find which pull request broke its batch.",
+  tests_passed: "Tests passed.",
+  tests_failed: "Tests failed.",
+  timeout: "Tests did not finish within the queue's testing timeout.",
+  merge_conflict: "The pull request does not apply cleanly on top of the pull requests ahead of it.",
+  start_refused: "The code host refused to build or start the testing branch.",
+  restarted_prs_ahead_changed: "The pull requests ahead of it changed: tested again.",
+  bisecting_failed_batch: "Its batch failed: it is tested again in smaller groups to find the culprit.",
+  bisection_passed: "Proven innocent by the bisection of its failed batch: back in line.",
+  retrying_failed_run: "Tests failed with nothing behind it to clear it: tested once more before failing.",
+  restart_requested: "Tests restarted on request.",
+  merging: "Tests passed: merging.",
+  merging_by_later_run: "Passed with a pull request behind it: merging.",
+  direct_merge: "Up to date and green on its own checks: merged directly, without a queue run.",
+  merged: "Merged.",
+  merged_by_later_run: "Merged: a pull request behind it passed on a tree holding it.",
+  merged_after_target_moved: "Merged, but a commit from outside the queue landed just before it, so the target's result was not tested as such.",
+  target_moved_during_merge: "A PR merged ahead of it landed on a commit from outside the queue: not merged, tested again on the new head.",
+  pr_ahead_not_merged: "A pull request ahead of it, tested together with it, was not merged: tested again without it.",
+  merge_failed_target_moved: "The target branch moved before the merge: tested again on the new head.",
+  merge_refused: "The code host refused to merge it.",
+  cancelled_by_user: "Cancelled on request.",
+  pr_closed: "The pull request was closed.",
+  pr_updated: "New commits were pushed to the pull request: it left the queue (submit it again to test its new head).",
+  base_branch_changed: "The pull request's base branch changed: it left the queue.",
+} as const satisfies Record<string, string>;
+
+export type ReasonCode = keyof typeof REASONS;
+
+export function isReasonCode(code: string): code is ReasonCode {
+  return Object.hasOwn(REASONS, code);
+}
+
+/**
+ * The sentence for a transition: the reason's own, with the code host's words after it when it
+ * refused something. An unknown code (a row older than this list) reads as itself.
+ */
+export function sentenceOf(reason: string, hostMessage?: string | null): string {
+  const base = isReasonCode(reason) ? REASONS[reason] : `${reason.replaceAll("_", " ")}.`;
+  return hostMessage ? `${base} ${hostMessage}` : base;
+}
+
+/** GitHub's limit for a commit status description. */
+export const STATUS_DESCRIPTION_MAX = 140;
+
+/** Cuts `text` to `max` characters, ending with "…" when it was cut. */
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** 1st, 2nd, 3rd, 4th, 11th, 21st… */
+export function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
+/** A place in line and an estimate, as the PR's status shows them: "3rd in line, ~12 min". */
+export function placeOf(position: { index: number } | null, estimatedSeconds: number | null): string {
+  const parts: string[] = [];
+  if (position) parts.push(`${ordinal(position.index)} in line`);
+  if (estimatedSeconds !== null) parts.push(estimatedSeconds < 90 ? "~1 min" : estimatedSeconds < 5400 ? `~${Math.round(estimatedSeconds / 60)} min` : `~${Math.round(estimatedSeconds / 3600)} h`);
+  return parts.join(", ");
+}
+
+/**
+ * The PR status description for a transition: the same sentence as the API's
+ * timeline, with the place in line while waiting, within GitHub's 140 characters.
+ */
+export function statusDescriptionOf(reason: string, hostMessage?: string | null, place?: string): string {
+  const sentence = sentenceOf(reason, hostMessage);
+  const text = place ? `${sentence.replace(/\.$/, "")} (${place}).` : sentence;
+  return clip(text, STATUS_DESCRIPTION_MAX);
+}

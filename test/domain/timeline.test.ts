@@ -1,0 +1,94 @@
+import { readFileSync } from "node:fs";
+import { estimatesOf } from "../../src/domain/engine/estimates.js";
+import type { EngineEntry, EngineQueue } from "../../src/domain/engine/types.js";
+import { ordinal, placeOf, REASONS, sentenceOf, STATUS_DESCRIPTION_MAX, statusDescriptionOf } from "../../src/domain/reasons.js";
+import { EVIDENCE_LIST_MAX, timelineEventOf } from "../../src/domain/timeline.js";
+
+describe("reason sentences", () => {
+  test("every reason's sentence fits a GitHub status description whole, and docs/reasons.md documents every code", () => {
+    const doc = readFileSync(new URL("../../docs/reasons.md", import.meta.url), "utf8");
+    for (const [code, sentence] of Object.entries(REASONS)) {
+      expect([code, sentence.length <= STATUS_DESCRIPTION_MAX]).toEqual([code, true]);
+      expect([code, doc.includes(`\`${code}\``)]).toEqual([code, true]);
+      expect([code, doc.includes(sentence)]).toEqual([code, true]);
+    }
+  });
+
+  test("a status description is the sentence, with the place in line, cut to 140 characters", () => {
+    expect(statusDescriptionOf("readiness_met", null, "3rd in line, ~12 min")).toBe("Ready: waiting in line to be tested (3rd in line, ~12 min).");
+    expect(statusDescriptionOf("merge_refused", "x".repeat(300))).toHaveLength(STATUS_DESCRIPTION_MAX);
+    expect(statusDescriptionOf("merge_refused", "x".repeat(300)).endsWith("…")).toBe(true);
+    expect(sentenceOf("merge_refused", "Reviews required.")).toBe(`${REASONS.merge_refused} Reviews required.`);
+    expect(sentenceOf("some_old_code")).toBe("some old code.");
+    expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal)).toEqual(["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]);
+    expect(placeOf({ index: 3 }, 720)).toBe("3rd in line, ~12 min");
+    expect(placeOf(null, null)).toBe("");
+  });
+});
+
+describe("timeline evidence", () => {
+  test("lists are cut with their total; failing checks only on a failure", () => {
+    const stack = Array.from({ length: 120 }, (_, i) => i + 1);
+    const run = { id: "run-9", kind: "main" as const, testBranch: "b", testBranchSha: "s", tested: [120], stack, statusChecks: { ci: { state: "failure" as const, kind: "check_run" as const, id: 5 } } };
+    const context = { at: new Date(0), cause: { actor: { kind: "engine" as const, name: "greenline" } }, prHead: "h", run, requiredChecks: ["ci", "lint"], checkUrl: () => "u" };
+    const failed = timelineEventOf({ prNumber: 120, from: "testing", to: "pending_failure", reason: "tests_failed", evidence: { runId: "run-9" } }, context);
+    expect(failed.evidence.run!.stack).toHaveLength(EVIDENCE_LIST_MAX);
+    expect(failed.evidence.run!.stackTotal).toBe(120);
+    expect(failed.evidence.failingChecks).toEqual([{ name: "ci", state: "failure", url: "u" }]);
+    expect(failed.evidence.missingChecks).toEqual(["lint"]);
+    const testing = timelineEventOf({ prNumber: 120, from: "pending", to: "testing", reason: "testing", evidence: { runId: "run-9" } }, context);
+    expect(testing.evidence).not.toHaveProperty("failingChecks");
+  });
+});
+
+describe("position and estimated time to merge", () => {
+  const entry = (prNumber: number, state: EngineEntry["state"], position: number | null = null): EngineEntry => ({
+    prNumber,
+    state,
+    stateChangedAt: 0,
+    priority: 100,
+    submittedAt: prNumber,
+    noBatch: false,
+    ready: true,
+    bisectionGroupLimit: null,
+    reason: state,
+    position,
+    targets: null,
+    directMergeBase: null,
+  });
+  const queue = (entries: EngineEntry[], concurrency: number): EngineQueue => ({
+    state: "running",
+    mode: "single",
+    pendingMode: null,
+    settings: {
+      mode: "single",
+      concurrency,
+      bisectionConcurrency: 1,
+      testingTimeoutMinutes: 300,
+      pendingFailureDepth: 0,
+      canOptimisticallyMerge: false,
+      batch: false,
+      batchingMaxWaitTimeMinutes: 5,
+      batchingMinSize: 4,
+      optimizationMode: "off",
+      directMergeMode: "off",
+    },
+    baseSha: "b",
+    merged: [],
+    entries,
+    runs: [{ id: "run-1", kind: "main", baseSha: "b", stack: [1], tested: [1], status: "running", startedAt: 0, finishedAt: null, failure: null }],
+    nextRunNumber: 2,
+  });
+
+  test("⌈index / width⌉ × D − elapsed, stretched by the failure rate; null without history", () => {
+    const q = queue([entry(1, "testing", 1_000_000), entry(2, "pending"), entry(3, "pending"), entry(4, "not_ready")], 2);
+    const stats = { runs: 4, meanSeconds: 600, failureRate: 0.25 };
+    const estimates = estimatesOf(q, stats, 120_000);
+    // #1 has run 2 of its 10 minutes; #2 is in the first wave of two, #3 in the second.
+    expect(estimates.get(1)).toEqual({ position: { index: 1, ahead: 0 }, estimatedSecondsToMerge: Math.round((600 - 120) / 0.75) });
+    expect(estimates.get(2)).toEqual({ position: { index: 2, ahead: 1 }, estimatedSecondsToMerge: 800 });
+    expect(estimates.get(3)).toEqual({ position: { index: 3, ahead: 2 }, estimatedSecondsToMerge: 1600 });
+    expect(estimates.has(4)).toBe(false);
+    expect(estimatesOf(q, null, 0).get(3)).toEqual({ position: { index: 3, ahead: 2 }, estimatedSecondsToMerge: null });
+  });
+});
