@@ -74,7 +74,7 @@ export const ZQueueSettings = z.object({
   mode: caseInsensitiveEnum(QUEUE_MODES).optional(),
   concurrency: ZUint32.optional(),
   bisectionConcurrency: ZUint32.optional(),
-  testingTimeoutMinutes: ZUint32.optional(),
+  testingTimeoutMinutes: ZUint32.optional().describe("greater than checksStartTimeoutMinutes when a request gives both"),
   checksStartTimeoutMinutes: ZUint32.optional().describe(
     "minutes after a run starts by which every required check must have appeared on its testing branch, else the run is diagnosed (default 10); less than testingTimeoutMinutes",
   ),
