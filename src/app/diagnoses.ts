@@ -107,8 +107,11 @@ export type QueueDiagnoses = { neverSeenRequiredChecks: string[]; blockedReason:
  */
 export async function queueDiagnoses(services: Services, tx: Tx, queue: Queue, repo: RepoRef, required: readonly string[]): Promise<QueueDiagnoses> {
   const now = services.now();
-  const seen = await seenCheckNames(tx, queue.id, new Date(now.getTime() - queue.checksStartTimeoutMinutes * MINUTE));
-  const neverSeenRequiredChecks = seen.judged === 0 ? [] : required.filter((name) => !seen.names.has(name));
+  let neverSeenRequiredChecks: string[] = [];
+  if (required.length > 0) {
+    const seen = await seenCheckNames(tx, queue.id, new Date(now.getTime() - queue.checksStartTimeoutMinutes * MINUTE));
+    if (seen.judged > 0) neverSeenRequiredChecks = required.filter((name) => !seen.names.has(name));
+  }
   return { neverSeenRequiredChecks, blockedReason: await blockedReasonOf(services, tx, queue, repo) };
 }
 
