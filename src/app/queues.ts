@@ -12,6 +12,7 @@ import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecor
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 import { hostRequiredChecks } from "./status-checks.js";
+import type { RequiredChecks } from "../domain/status-checks.js";
 import { queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
@@ -120,11 +121,7 @@ export async function getQueueJson(services: Services, principal: Principal, add
   const { id, version } = await findQueueVersion(services, principal, address);
   // The code host's requirements change without the queue changing: part of the cache key.
   const host = await hostRequiredChecks(services, address);
-  // Diagnoses change with time and the code host's answers too (a rate limit): part of the key.
-  const diagnoses = await services.db.read(async (tx) => {
-    const queue = await queueStore.getQueue(tx, id);
-    return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
-  });
+  const diagnoses = await cachedDiagnoses(services, id, version, address, host);
   const key = `queue:${id}:${host.source}:${host.contexts.join(",")}:${JSON.stringify(diagnoses)}`;
   const cached = services.readCache.get(key, version);
   if (cached !== undefined) return cached;
@@ -136,6 +133,31 @@ export async function getQueueJson(services: Services, principal: Principal, add
     services.readCache.set(key, queue.version, json);
     return json;
   });
+}
+
+/** How long getQueue's diagnoses are reused for one version of a queue. */
+const DIAGNOSES_TTL_MS = 5_000;
+
+/**
+ * The queue's diagnoses: they change with time and with what is not the queue's row (an effect's
+ * failed attempt, the code host's rate limit), so they are part of getQueue's cache key, and are
+ * themselves reused for one version of the queue for at most DIAGNOSES_TTL_MS (getQueue is
+ * polled often).
+ */
+async function cachedDiagnoses(services: Services, id: string, version: number, address: QueueAddress, host: RequiredChecks): Promise<QueueDiagnoses> {
+  const key = `diagnoses:${id}:${host.source}:${host.contexts.join(",")}`;
+  const now = services.now().getTime();
+  const cached = services.readCache.get(key, version);
+  if (cached !== undefined) {
+    const { at, diagnoses } = JSON.parse(cached) as { at: number; diagnoses: QueueDiagnoses };
+    if (now >= at && now - at < DIAGNOSES_TTL_MS) return diagnoses;
+  }
+  const diagnoses = await services.db.read(async (tx) => {
+    const queue = await queueStore.getQueue(tx, id);
+    return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
+  });
+  services.readCache.set(key, version, JSON.stringify({ at: now, diagnoses }));
+  return diagnoses;
 }
 
 export async function updateQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
