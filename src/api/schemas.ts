@@ -1,3 +1,4 @@
+import { BLOCKED_REASON_CODES, RUN_DIAGNOSIS_CODES } from "../domain/diagnoses.js";
 import { z } from "zod";
 import { ERROR_CODES } from "../app/errors.js";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
@@ -74,7 +75,10 @@ export const ZQueueSettings = z.object({
   mode: caseInsensitiveEnum(QUEUE_MODES).optional(),
   concurrency: ZUint32.optional(),
   bisectionConcurrency: ZUint32.optional(),
-  testingTimeoutMinutes: ZUint32.optional(),
+  testingTimeoutMinutes: ZUint32.optional().describe("greater than checksStartTimeoutMinutes when a request gives both"),
+  checksStartTimeoutMinutes: ZUint32.optional().describe(
+    "minutes after a run starts by which every required check must have appeared on its testing branch, else the run is diagnosed (default 10); less than testingTimeoutMinutes",
+  ),
   pendingFailureDepth: ZUint32.optional(),
   canOptimisticallyMerge: z.boolean().optional(),
   batch: z.boolean().optional(),
@@ -259,6 +263,7 @@ export const ZQueueRecord = z.strictObject({
   concurrency: z.number().int(),
   bisectionConcurrency: z.number().int(),
   testingTimeoutMinutes: z.number().int(),
+  checksStartTimeoutMinutes: z.number().int(),
   pendingFailureDepth: z.number().int(),
   canOptimisticallyMerge: z.boolean(),
   batch: z.boolean(),
@@ -320,7 +325,6 @@ const ZEstimatedMergeAt = z.iso.datetime().nullable().describe("when the PR shou
 
 /** A getQueue entry: a merge item with its place in line and estimate. */
 export const ZQueuedItem = ZMergeItem.extend({ position: ZPosition, estimatedMergeAt: ZEstimatedMergeAt });
-export const ZQueueWithEntries = ZQueueRecord.extend({ enqueuedPullRequests: z.array(ZQueuedItem) });
 
 export const ZActor = z.strictObject({
   kind: z
@@ -394,6 +398,34 @@ export const ZQueueEvent = z.strictObject({
 export const ZGetQueueEventsResponse = z.strictObject({
   events: z.array(ZQueueEvent).describe("operator actions, newest first"),
   nextCursor: z.string().optional().describe("present when more events follow: send it as cursor for the next page"),
+});
+
+export const ZRunDiagnosis = z
+  .strictObject({
+    code: z.enum(RUN_DIAGNOSIS_CODES),
+    message: z.string(),
+    missingChecks: z.array(z.string()).describe("required checks with no report at all on the testing branch"),
+    seenChecks: z.array(z.string()).describe("the checks that did appear on it"),
+    suggestions: z.record(z.string(), z.array(z.string())).describe("per missing check, seen names it may have been meant as (case, punctuation, a few edits)"),
+    at: z.iso.datetime(),
+  })
+  .describe(
+    "why required checks had not appeared on the testing branch checksStartTimeoutMinutes after the run started (docs/diagnoses.md): no_checks_started (no check of any kind: CI does not trigger on greenline/**), check_names_mismatch (other checks appeared), path_filter_likely (they appeared on earlier testing branches of the queue). The run keeps waiting until the testing timeout",
+  );
+
+export const ZBlockedReason = z
+  .strictObject({
+    code: z.enum(BLOCKED_REASON_CODES),
+    message: z.string(),
+    since: z.iso.datetime().nullable(),
+    evidence: z.record(z.string(), z.unknown()),
+  })
+  .describe("why the queue merges nothing while pull requests wait (docs/diagnoses.md)");
+
+export const ZQueueWithEntries = ZQueueRecord.extend({
+  neverSeenRequiredChecks: z.array(z.string()).describe("required checks never reported on any of the queue's latest 200 testing branches (empty until one of them had checksStartTimeoutMinutes to report)"),
+  blockedReason: ZBlockedReason.nullable(),
+  enqueuedPullRequests: z.array(ZQueuedItem),
 });
 
 const ZPageInfo = z.strictObject({
@@ -518,6 +550,7 @@ export const ZTestingDetails = z.strictObject({
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),
   finishedAt: z.iso.datetime().nullable(),
+  diagnosis: ZRunDiagnosis.nullable(),
 });
 
 export const ZStatusQuery = z.object({});

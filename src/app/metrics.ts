@@ -1,6 +1,9 @@
 import { Gauge, Histogram, Registry } from "prom-client";
 import type { Principal } from "../auth/tokens.js";
-import { isTerminal } from "../domain/states.js";
+import { BLOCKED_REASON_CODES, type BlockedReasonCode } from "../domain/diagnoses.js";
+import { isTerminal, QUEUE_STATES } from "../domain/states.js";
+import { oneOf } from "../store/columns.js";
+import { blockedReasonOf } from "./diagnoses.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
 import { invalidArgument } from "./errors.js";
 import { repositoryKey } from "./repositories.js";
@@ -54,6 +57,11 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const now = services.now();
   const windowStart = new Date(now.getTime() - WINDOW_MS);
   const data = await services.db.read((tx) => loadMetricsData(tx, principal.organizationId, key, windowStart));
+  const blocked = await services.db.read(async (tx) => {
+    const out = new Map<string, BlockedReasonCode | null>();
+    for (const q of data.queues) out.set(q.id, (await blockedReasonOf(services, tx, { id: q.id, state: oneOf(QUEUE_STATES, q.state, "Queue.state") }, q.repository))?.code ?? null);
+    return out;
+  });
 
   const registry = new Registry();
   const gauge = (name: string, help: string, extra: string[] = []) => new Gauge({ name, help, labelNames: [...LABELS, ...extra], registers: [registry] });
@@ -66,12 +74,17 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const wait = histogram("mq_pr_wait_duration_1h_seconds", "Time from entering the queue to testing, last hour");
   const test = histogram("mq_pr_test_duration_1h_seconds", "Time spent testing, last hour");
   const inQueue = histogram("mq_pr_time_in_queue_1h_seconds", "Time from entering the queue to leaving it, last hour");
+  const blockedGauge = gauge("greenline_queue_blocked", "1 for the reason the queue merges nothing while pull requests wait (getQueue's blockedReason), 0 for the others", ["reason"]);
 
   const labelsOf = new Map(data.queues.map((q) => [q.id, { repo: `${q.repository.owner}/${q.repository.name}`, branch: q.branch, queue_type: "main" }]));
   for (const labels of labelsOf.values()) {
     for (const metric of [depth, awaiting, testing, restarts]) metric.set(labels, 0);
     for (const conclusion of ["merged", "failed", "cancelled"]) conclusions.set({ ...labels, conclusion }, 0);
     for (const metric of [wait, test, inQueue]) metric.zero(labels);
+  }
+  for (const [queueId, reason] of blocked) {
+    const labels = labelsOf.get(queueId)!;
+    for (const code of BLOCKED_REASON_CODES) blockedGauge.set({ ...labels, reason: code }, code === reason ? 1 : 0);
   }
   for (const row of data.counts) {
     const labels = labelsOf.get(row.queueId)!;

@@ -1,3 +1,4 @@
+import type { RunDiagnosis } from "../domain/diagnoses.js";
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { resolvePriority, type PriorityName } from "../domain/priority.js";
@@ -233,6 +234,8 @@ export type TestingDetails = RequiredStatuses & {
   dependentPrs: number[];
   createdAt: string;
   finishedAt: string | null;
+  /** Why required checks had not appeared on the testing branch in time (docs/diagnoses.md); null: none. */
+  diagnosis: RunDiagnosis | null;
 };
 
 type CheckRunDetails = { name: string; url: string | null; status: "queued" | "in_progress" | "completed"; conclusion: "success" | "failure" | null };
@@ -312,6 +315,7 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
       dependentPrs: run.stack.filter((n) => !run.tested.includes(n) && !merged.includes(n)),
       createdAt: run.startedAt.toISOString(),
       finishedAt: run.finishedAt?.toISOString() ?? null,
+      diagnosis: run.diagnosis,
     };
   });
 }

@@ -17,6 +17,8 @@ import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecor
 import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 import { hostRequiredChecks } from "./status-checks.js";
+import type { RequiredChecks } from "../domain/status-checks.js";
+import { queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
 import { queueBlocked, queueStateChanged, type WebhookEvent } from "../domain/webhook-events.js";
@@ -65,6 +67,18 @@ function checkUpdate(update: QueueSettingsUpdate) {
   }
 }
 
+/**
+ * A checks-start timeout given in a request must end before the testing timeout (the one the
+ * request sets, else the queue's): a diagnosis after the run timed out would say nothing.
+ */
+function checkChecksStartTimeout(update: QueueSettingsUpdate, current: Pick<QueueSettings, "testingTimeoutMinutes">) {
+  if (update.checksStartTimeoutMinutes === undefined) return;
+  const testing = update.testingTimeoutMinutes ?? current.testingTimeoutMinutes;
+  if (update.checksStartTimeoutMinutes >= testing) {
+    throw invalidArgument("checksStartTimeoutMinutes", `must be less than testingTimeoutMinutes (${testing})`);
+  }
+}
+
 /** A new queue's settings: the defaults, and the request's own where it gives them. */
 function newQueueSettings(update: QueueSettingsUpdate): QueueSettings {
   const { state: _state, deleteRequiredStatuses: _delete, requiredStatuses, ...given } = update;
@@ -78,6 +92,7 @@ const queueExists = (branch: string) => conflict(`A merge queue already exists f
 
 export async function createQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
   checkUpdate(input);
+  checkChecksStartTimeout(input, DEFAULT_QUEUE_SETTINGS);
   const { repo, targetBranch, ...update } = input;
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
@@ -104,14 +119,15 @@ export async function createQueue(services: Services, principal: Principal, inpu
   });
 }
 
-export type QueueWithEntries = QueueRecord & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
+export type QueueWithEntries = QueueRecord & QueueDiagnoses & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
 
 /** getQueue's answer, serialized: polled often, it is served from the ReadCache when unchanged. */
 export async function getQueueJson(services: Services, principal: Principal, address: QueueAddress): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
   // The code host's requirements change without the queue changing: part of the cache key.
   const host = await hostRequiredChecks(services, address);
-  const key = `queue:${id}:${host.source}:${host.contexts.join(",")}`;
+  const diagnoses = await cachedDiagnoses(services, id, version, address, host);
+  const key = `queue:${id}:${host.source}:${host.contexts.join(",")}:${JSON.stringify(diagnoses)}`;
   const cached = services.readCache.get(key, version);
   if (cached !== undefined) return cached;
   return services.db.read(async (tx) => {
@@ -119,11 +135,36 @@ export async function getQueueJson(services: Services, principal: Principal, add
     const entries = await liveEntriesInOrder(tx, queue.id);
     const placeOf = await placesInQueue(tx, queue, services.now());
     const enqueuedPullRequests = entries.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
-    const json = JSON.stringify({ ...toQueueRecord(queue, host), enqueuedPullRequests } satisfies QueueWithEntries);
+    const json = JSON.stringify({ ...toQueueRecord(queue, host), ...diagnoses, enqueuedPullRequests } satisfies QueueWithEntries);
     // Cached under the version of the row read: entries read after it are never older.
     services.readCache.set(key, queue.version, json);
     return json;
   });
+}
+
+/** How long getQueue's diagnoses are reused for one version of a queue. */
+const DIAGNOSES_TTL_MS = 5_000;
+
+/**
+ * The queue's diagnoses: they change with time and with what is not the queue's row (an effect's
+ * failed attempt, the code host's rate limit), so they are part of getQueue's cache key, and are
+ * themselves reused for one version of the queue for at most DIAGNOSES_TTL_MS (getQueue is
+ * polled often).
+ */
+async function cachedDiagnoses(services: Services, id: string, version: number, address: QueueAddress, host: RequiredChecks): Promise<QueueDiagnoses> {
+  const key = `diagnoses:${id}:${host.source}:${host.contexts.join(",")}`;
+  const now = services.now().getTime();
+  const cached = services.readCache.get(key, version);
+  if (cached !== undefined) {
+    const { at, diagnoses } = JSON.parse(cached) as { at: number; diagnoses: QueueDiagnoses };
+    if (now >= at && now - at < DIAGNOSES_TTL_MS) return diagnoses;
+  }
+  const diagnoses = await services.db.read(async (tx) => {
+    const queue = await queueStore.getQueue(tx, id);
+    return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
+  });
+  services.readCache.set(key, version, JSON.stringify({ at: now, diagnoses }));
+  return diagnoses;
 }
 
 export async function updateQueue(services: Services, principal: Principal, input: QueueAddress & QueueSettingsUpdate): Promise<QueueRecord> {
@@ -132,6 +173,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
   const host = await hostRequiredChecks(services, { repo, targetBranch });
   return services.db.transaction(async (tx) => {
     const queue = await lockQueue(tx, principal, { repo, targetBranch });
+    checkChecksStartTimeout(update, queue);
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
     const next = planQueueStateChange(queue, update, inFlight > 0);
     const updated = await queueStore.updateQueueSettings(tx, queue.id, update, next);

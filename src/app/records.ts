@@ -31,6 +31,7 @@ export function settingsOf(queue: Queue): QueueSettings {
     concurrency: queue.concurrency,
     bisectionConcurrency: queue.bisectionConcurrency,
     testingTimeoutMinutes: queue.testingTimeoutMinutes,
+    checksStartTimeoutMinutes: queue.checksStartTimeoutMinutes,
     pendingFailureDepth: queue.pendingFailureDepth,
     canOptimisticallyMerge: queue.canOptimisticallyMerge,
     batch: queue.batch,

@@ -19,6 +19,12 @@ export type QueueSettings = {
   concurrency: number;
   bisectionConcurrency: number;
   testingTimeoutMinutes: number;
+  /**
+   * Minutes after a run starts by which every required check must have appeared on its
+   * testing branch; after that the run is diagnosed (docs/diagnoses.md). Less than
+   * testingTimeoutMinutes when set.
+   */
+  checksStartTimeoutMinutes: number;
   /** 0 = a failing PR waits only for the PRs ahead of it. */
   pendingFailureDepth: number;
   canOptimisticallyMerge: boolean;
@@ -42,6 +48,7 @@ export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
   concurrency: 1,
   bisectionConcurrency: 1,
   testingTimeoutMinutes: 300,
+  checksStartTimeoutMinutes: 10,
   pendingFailureDepth: 0,
   canOptimisticallyMerge: false,
   batch: false,

@@ -56,3 +56,8 @@ export async function queuesWithPendingEffects(tx: Tx, now: Date): Promise<strin
 export async function countPendingMerges(tx: Tx, queueId: string): Promise<number> {
   return tx.effect.count({ where: { queueId, doneAt: null, kind: "merge" } });
 }
+
+/** The first effect of the queue's outbox not yet done, as stored (attempts, last error), or null. */
+export async function outboxHead(tx: Tx, queueId: string): Promise<{ kind: string; attempts: number; lastError: string | null; nextAttemptAt: Date | null; createdAt: Date } | null> {
+  return tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" }, select: { kind: true, attempts: true, lastError: true, nextAttemptAt: true, createdAt: true } });
+}

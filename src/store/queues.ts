@@ -37,6 +37,7 @@ export function toQueue(row: QueueRow): Queue {
     concurrency: Number(row.concurrency),
     bisectionConcurrency: Number(row.bisectionConcurrency),
     testingTimeoutMinutes: Number(row.testingTimeoutMinutes),
+    checksStartTimeoutMinutes: Number(row.checksStartTimeoutMinutes),
     pendingFailureDepth: Number(row.pendingFailureDepth),
     canOptimisticallyMerge: row.canOptimisticallyMerge,
     batch: row.batch,
@@ -196,4 +197,10 @@ export async function findQueueInRepository(tx: Tx, id: string): Promise<QueueIn
 export async function versionsOf(tx: Tx, ids: string[]): Promise<Map<string, number>> {
   const rows = await tx.queue.findMany({ where: { id: { in: ids } }, select: { id: true, version: true } });
   return new Map(rows.map((row) => [row.id, Number(row.version)]));
+}
+
+/** When the queue's settings (its state among them) last changed, as its event log says; null: never. */
+export async function lastSettingsChangeAt(tx: Tx, queueId: string): Promise<Date | null> {
+  const row = await tx.queueEvent.findFirst({ where: { queueId, kind: "config_changed" }, orderBy: { at: "desc" }, select: { at: true } });
+  return row?.at ?? null;
 }

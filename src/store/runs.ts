@@ -1,6 +1,7 @@
 import type { TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
 import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
+import { RUN_DIAGNOSIS_CODES, type RunDiagnosis } from "../domain/diagnoses.js";
 import { jsonNumbers, oneOf, oneOfOrNull } from "./columns.js";
 import type { Tx } from "./database.js";
 import { toQueue, type Queue, type QueueInRepository } from "./queues.js";
@@ -41,6 +42,8 @@ export type TestRun = {
    * is to be retried, not the PRs ejected (the engine's verdict reads it; not yet acted on).
    */
   infrastructureFailure: string | null;
+  /** Why required checks never appeared on its testing branch (docs/diagnoses.md); null: none. */
+  diagnosis: RunDiagnosis | null;
 };
 
 export function toTestRun(row: RunRow): TestRun {
@@ -63,7 +66,41 @@ export function toTestRun(row: RunRow): TestRun {
     archived: row.archived,
     treeKey: row.treeKey,
     infrastructureFailure: row.infrastructureFailure,
+    diagnosis: diagnosisOf(row.diagnosis),
   };
+}
+
+/** The diagnosis column: JSON of a RunDiagnosis, or null. */
+function diagnosisOf(text: string | null): RunDiagnosis | null {
+  if (text === null) return null;
+  const value = JSON.parse(text) as RunDiagnosis;
+  return { ...value, code: oneOf(RUN_DIAGNOSIS_CODES, value.code, "TestRun.diagnosis.code") };
+}
+
+/** Records a run's diagnosis. */
+export async function recordDiagnosis(tx: Tx, id: string, diagnosis: RunDiagnosis): Promise<void> {
+  await tx.testRun.update({ where: { id }, data: { diagnosis: JSON.stringify(diagnosis) } });
+}
+
+/**
+ * The check names reported on the queue's latest `limit` testing branches (a bounded memory of
+ * what the queue's CI reports), with how many of those runs were judged: built, and finished
+ * or started before `judgedBefore` (a run just started has had no time to report anything).
+ */
+export async function seenCheckNames(tx: Tx, queueId: string, judgedBefore: Date, limit = 200, except?: string): Promise<{ names: Set<string>; judged: number }> {
+  const rows = await tx.testRun.findMany({
+    where: { queueId, testBranchSha: { not: null }, ...(except ? { id: { not: except } } : {}) },
+    orderBy: { startedAt: "desc" },
+    take: limit,
+    select: { statusChecks: true, startedAt: true, finishedAt: true },
+  });
+  const names = new Set<string>();
+  let judged = 0;
+  for (const row of rows) {
+    for (const name of Object.keys(reportedChecksOf(row.statusChecks))) names.add(name);
+    if (row.finishedAt !== null || row.startedAt <= judgedBefore) judged++;
+  }
+  return { names, judged };
 }
 
 /** The statusChecks column: context → { state, kind, id }, or (rows written before ids were kept) context → state. */

@@ -8,6 +8,7 @@ import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
+import { diagnoseRunsInFlight } from "../app/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
 import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
 import { settingsOf } from "../app/webhook-endpoints.js";
@@ -141,6 +142,8 @@ export class Worker {
     work += await recheckDueReadiness(services);
     // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
     work += await reconcileRunsInFlight(services, this.options.ciPoll);
+    // Runs whose required checks never started are told so, long before their testing timeout.
+    work += await diagnoseRunsInFlight(services);
     const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
     for (const id of due) {
       const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());

@@ -15,6 +15,8 @@ const VALID_CONTENT: Record<string, Record<string, unknown>> = {
   listFailingTests: { start_time: "2026-11-01T00:00:00Z", end_time: "2026-11-02T00:00:00Z" },
   createWebhookEndpoint: { url: "https://hooks.example/greenline", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
   updateWebhookEndpoint: { url: "https://hooks.example/greenline" },
+  createQueue: { testingTimeoutMinutes: 2 },
+  updateQueue: { testingTimeoutMinutes: 2 },
 };
 
 /**
@@ -34,6 +36,10 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "updateWebhookEndpoint url": "https://",
   "createWebhookEndpoint secret": "whsec_",
   "listWebhookDeliveries pageToken": "nextPageToken",
+  "createQueue checksStartTimeoutMinutes": "less than testingTimeoutMinutes",
+  "updateQueue checksStartTimeoutMinutes": "less than testingTimeoutMinutes",
+  "createQueue testingTimeoutMinutes": "greater than checksStartTimeoutMinutes",
+  "updateQueue testingTimeoutMinutes": "greater than checksStartTimeoutMinutes",
 };
 
 /** `union`: the nearest enclosing field of several shapes, which may answer for a value none of them takes. */

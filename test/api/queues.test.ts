@@ -17,6 +17,7 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       concurrency: 1,
       bisectionConcurrency: 1,
       testingTimeoutMinutes: 300,
+      checksStartTimeoutMinutes: 10,
       pendingFailureDepth: 0,
       canOptimisticallyMerge: false,
       batch: false,
@@ -33,7 +34,7 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       mergeMethod: "squash",
     });
     const fetched = await server.api.ok("getQueue", queueOf("defaults"));
-    expect(fetched).toEqual({ ...created, enqueuedPullRequests: [] });
+    expect(fetched).toEqual({ ...created, neverSeenRequiredChecks: [], blockedReason: null, enqueuedPullRequests: [] });
   });
 
   test("createQueue accepts any updateQueue setting and 409s when the queue exists", async () => {
