@@ -2,7 +2,7 @@ import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
 import { estimatesOf } from "../domain/engine/estimates.js";
-import { placeOf, statusDescriptionOf } from "../domain/reasons.js";
+import { placeOf, sentenceOf, statusDescriptionOf } from "../domain/reasons.js";
 import type { ReportedCheck } from "../domain/status-checks.js";
 import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from "../domain/timeline.js";
 import type { PrState } from "../domain/states.js";
@@ -33,6 +33,16 @@ const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = 
  */
 const EXPLAINED: ReadonlySet<string> = new Set(["merged_after_target_moved", "target_moved_during_merge", "pr_ahead_not_merged"]);
 
+/** A comment's text: the event's sentence, then the code host's own words (when it refused something) as a Markdown quote. */
+function commentText(e: TimelineEvent): string {
+  if (!e.hostMessage) return e.message;
+  const quoted = e.hostMessage
+    .split("\n")
+    .map((line) => (line.trim() === "" ? ">" : `> ${line}`))
+    .join("\n");
+  return `${sentenceOf(e.reason)}\n\n${quoted}`;
+}
+
 /**
  * The status and comment a timeline event shows on the PR, per the queue's settings: its
  * `message` (the same sentence the API's timeline answers), with the PR's place in line and
@@ -44,10 +54,10 @@ function notificationsOf(queue: Queue, entry: QueueEntry, e: TimelineEvent, plac
     out.push({ kind: "pr_status", prNumber: e.prNumber, sha: entry.prSha, state: STATUS_OF[e.state], description: statusDescriptionOf(e.reason, e.hostMessage, place) });
   }
   if (queue.commentsEnabled && (e.state === "failed" || (e.state === "cancelled" && e.reason !== "cancelled_by_user"))) {
-    // The same sentence as the timeline's and the status's (with the code host's own words when it refused the PR).
-    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${e.state}** (\`${e.reason}\`). ${e.message}` });
+    // The same sentence as the timeline's and the status's, with the code host's own words, when it refused the PR, quoted below it.
+    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline removed this pull request from the merge queue for \`${queue.branch}\`: **${e.state}** (\`${e.reason}\`). ${commentText(e)}` });
   } else if (queue.commentsEnabled && EXPLAINED.has(e.reason)) {
-    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${e.state.replaceAll("_", " ")}** (\`${e.reason}\`). ${e.message}` });
+    out.push({ kind: "pr_comment", prNumber: e.prNumber, body: `Greenline, merge queue for \`${queue.branch}\`: **${e.state.replaceAll("_", " ")}** (\`${e.reason}\`). ${commentText(e)}` });
   }
   return out;
 }

@@ -113,7 +113,8 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     const said = `${REASONS.merge_refused} ${message}`;
     expect(statusesOf("reviews", 1).at(-1)).toMatchObject({ state: "failure", description: said });
     expect(statusesOf("reviews", 1).map((st) => st.description)).not.toContain(REASONS.merged);
-    expect(gh.comments.filter((c) => c.repo === full("reviews")).map((c) => c.body)).toEqual([expect.stringContaining(`**failed** (\`merge_refused\`). ${said}`)]);
+    // The comment quotes GitHub's words under the sentence (Markdown), the same words.
+    expect(gh.comments.filter((c) => c.repo === full("reviews")).map((c) => c.body)).toEqual([expect.stringContaining(`**failed** (\`merge_refused\`). ${REASONS.merge_refused}\n\n> ${message}`)]);
     const timeline = (await api.ok("getSubmittedPullRequest", { ...queue("reviews"), pr: { number: 1 }, includeTimeline: true })).timeline;
     expect(timeline.at(-1)).toMatchObject({ state: "failed", reason: "merge_refused", message: said, actor: { kind: "code_host", name: "github" }, evidence: { effect: { kind: "merge", message } } });
     expect(await failingEffects("reviews")).toEqual([]);
