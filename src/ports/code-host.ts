@@ -238,7 +238,7 @@ export interface CodeHost {
    */
   requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks>;
   /** Sets the merge queue's status on a PR's head commit (context `greenline/merge-queue`). */
-  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void>;
+  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void>;
   /** Comments on a PR. */
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void>;
   /** What a user may do in the repository, as GitHub answers it ("none" for a stranger). */

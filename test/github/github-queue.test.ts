@@ -136,6 +136,8 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     // The same words on GitHub: the PR's status and the queue's comment.
     const statuses = gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/checks`, 1)!.headSha && st.context === "greenline/merge-queue");
     expect(statuses.at(-1)).toMatchObject({ state: "failure", description: failed.message });
+    // Without a public URL (GREENLINE_PUBLIC_URL), nothing links to the dashboard (test/github/pr-page-links.test.ts: with one).
+    expect(statuses.map((st) => st.targetUrl)).toEqual(statuses.map(() => null));
     expect(gh.comments.filter((c) => c.repo === `${OWNER}/checks`).map((c) => c.body)).toEqual([`Greenline removed this pull request from the merge queue for \`main\`: **failed** (\`tests_failed\`). ${failed.message}`]);
     // While it waited, the status said where it stood in the API's words.
     expect(statuses[0]).toMatchObject({ state: "pending", description: expect.stringContaining(REASONS.testing.replace(/\.$/, "")) });

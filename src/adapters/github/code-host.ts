@@ -108,7 +108,7 @@ export class GitHubCodeHost implements CodeHost {
     return classified(this.#checks.requiredStatuses(repo, branch), "read");
   }
 
-  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
+  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void> {
     return classified(this.#pulls.setPullRequestStatus(repo, sha, status), "write");
   }
 
