@@ -191,6 +191,8 @@ export interface CodeHost {
    * does not move the queue's view of its target back.
    */
   readonly ancestry?: { isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> };
+  /** Present when people can open a branch on the host: the branch's page (the dashboard links testing branches to it). */
+  branchUrl?(repo: RepoRef, branch: string): string;
   /**
    * Present when the host limits each installation's requests per window (GitHub's rate
    * limit): the window's end (epoch ms) while what is left of the repository's installation is
