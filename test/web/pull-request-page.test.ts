@@ -71,6 +71,8 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const missing = await acme.get(pullPath(99));
     const noQueue = await acme.get(`${queuePath("nope")}/pulls/2`);
     expect([theirs.status, missing.status, noQueue.status]).toEqual([404, 404, 404]);
+    // The same address is acme's PR page.
+    expect((await acme.get(pullPath(2))).status).toBe(200);
     const body = (text: string) => text.replace(/<meta name="csrf-token"[^>]*>/, "").replace(/<div class="who">[\s\S]*?<\/div>/, "");
     expect(body(theirs.text)).toBe(body(missing.text));
     expect(theirs.text).not.toContain("fail");
