@@ -3,11 +3,14 @@ import type { QueueState } from "../domain/states.js";
 import { isTerminal } from "../domain/states.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
 import { versionsOf } from "../store/queues.js";
-import { runCountsSince, runningRunsOf } from "../store/runs.js";
+import { runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
 import { measureEntry } from "./metrics.js";
 import { listPullRequests } from "./pull-request-list.js";
 import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "./queues.js";
-import type { MergeItemRecord } from "./records.js";
+import { AppError } from "./errors.js";
+import type { PlaceRecord } from "./estimates.js";
+import { getMergeQueueTestingDetails, getSubmittedPullRequestJson, type PullRequestAddress, type TestingDetails } from "./pull-requests.js";
+import type { MergeItemRecord, SubmittedPullRequestRecord, TimelineRecord } from "./records.js";
 import type { Services } from "./services.js";
 
 /**
@@ -153,4 +156,40 @@ export async function queueLine(services: Services, principal: Principal, addres
 /** The current version of each queue id given (absent: deleted); the live stream compares them. */
 export async function queueVersions(services: Services, ids: string[]): Promise<Map<string, number>> {
   return services.db.read((tx) => versionsOf(tx, ids));
+}
+
+/** A run of the PR's page: getMergeQueueTestingDetails' answer, and the testing branch's page on the code host when it has one. */
+export type PullRequestRun = TestingDetails & { runId: string; testBranchUrl: string | null };
+
+export type PullRequestView = {
+  /** getSubmittedPullRequest's answer with its timeline (oldest first), position and estimate. */
+  pr: SubmittedPullRequestRecord & PlaceRecord & { timeline: TimelineRecord[] };
+  /** The runs its timeline names, latest first (at most PR_PAGE_RUNS; runs no longer kept are left out). */
+  runs: PullRequestRun[];
+};
+
+/** The PR page shows this many of the PR's runs. */
+export const PR_PAGE_RUNS = 10;
+
+/**
+ * The pull request's page: getSubmittedPullRequest with its timeline, and getMergeQueueTestingDetails
+ * for each run its timeline names. Another organization's queue is not found, like a missing one.
+ */
+export async function pullRequestView(services: Services, principal: Principal, address: PullRequestAddress): Promise<PullRequestView> {
+  const pr = JSON.parse(await getSubmittedPullRequestJson(services, principal, { ...address, includeTimeline: true })) as PullRequestView["pr"];
+  const runIds = [...new Set(pr.timeline.flatMap((e) => (e.evidence.run ? [e.evidence.run.id] : [])).reverse())].slice(0, PR_PAGE_RUNS);
+  // The timeline names runs by the queue's run id ("run-2"); getMergeQueueTestingDetails by the run's own id.
+  const { id: queueId } = await findQueueVersion(services, principal, address);
+  const rows = await services.db.read(async (tx) => Promise.all(runIds.map((runId) => runOf(tx, queueId, runId))));
+  const runs: PullRequestRun[] = [];
+  for (const testRunId of rows.flatMap((row) => (row ? [row.id] : []))) {
+    try {
+      const details = await getMergeQueueTestingDetails(services, principal, { repo: address.repo, targetBranch: address.targetBranch, testRunId });
+      const branchUrl = details.testBranch && services.codeHost.branchUrl ? services.codeHost.branchUrl(address.repo, details.testBranch) : null;
+      runs.push({ ...details, runId: runIds[rows.findIndex((row) => row?.id === testRunId)]!, testBranchUrl: branchUrl });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== "not_found") throw error;
+    }
+  }
+  return { pr, runs };
 }

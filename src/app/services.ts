@@ -16,4 +16,6 @@ export type Services = {
   log?: Logger;
   /** Outbound webhooks' settings (default: DEFAULT_WEBHOOK_SETTINGS). */
   webhooks?: WebhookSettings;
+  /** GREENLINE_PUBLIC_URL (no trailing slash): the PR's status and comment link to its dashboard page; unset, they do not. */
+  publicUrl?: string | undefined;
 };

@@ -191,6 +191,8 @@ export interface CodeHost {
    * does not move the queue's view of its target back.
    */
   readonly ancestry?: { isAncestor(repo: RepoRef, ancestor: string, descendant: string): Promise<boolean> };
+  /** Present when people can open a branch on the host: the branch's page (the dashboard links testing branches to it). */
+  branchUrl?(repo: RepoRef, branch: string): string;
   /**
    * Present when the host limits each installation's requests per window (GitHub's rate
    * limit): the window's end (epoch ms) while what is left of the repository's installation is
@@ -238,7 +240,7 @@ export interface CodeHost {
    */
   requiredStatuses(repo: RepoRef, branch: string): Promise<RequiredChecks>;
   /** Sets the merge queue's status on a PR's head commit (context `greenline/merge-queue`). */
-  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void>;
+  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void>;
   /** Comments on a PR. */
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void>;
   /** What a user may do in the repository, as GitHub answers it ("none" for a stranger). */

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { readOnlyRefusal } from "../api/app.js";
 import { HTTP_STATUS, toAppError, validationError } from "../api/errors.js";
 import { OPERATIONS } from "../api/operations.js";
-import { queueLine, queueOverview } from "../app/dashboard.js";
+import { pullRequestView, queueLine, queueOverview } from "../app/dashboard.js";
 import { AppError, notFound } from "../app/errors.js";
 import { githubPrincipal, knownInstallations, roleFromRepositories } from "../app/github-members.js";
 import { findQueueVersion, type QueueAddress } from "../app/queues.js";
@@ -20,6 +20,7 @@ import { errorPage, type Viewer } from "./layout.js";
 import { LiveHub } from "./live.js";
 import { overviewPage } from "./pages/overview.js";
 import { actionAnswer, liveSection, type Notice, queuePage } from "./pages/queue.js";
+import { pullRequestPage } from "./pages/pull-request.js";
 import { chooseOrganizationPage, signInPage } from "./pages/sign-in.js";
 import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "./pages/tests.js";
 import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS, type SessionSubject, SessionKeys, sessionCookie } from "./session.js";
@@ -271,8 +272,16 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
 
   app.get("/queues/:host/:owner/:repo/*branch", page, async (req, res: Response<unknown, Locals>) => {
     const viewer = res.locals.viewer!;
-    const branch = (req.params as unknown as { branch: string[] }).branch.join("/");
-    const address: QueueAddress = { repo: { host: String(req.params.host), owner: String(req.params.owner), name: String(req.params.repo) }, targetBranch: branch };
+    const segments = (req.params as unknown as { branch: string[] }).branch;
+    const repo = { host: String(req.params.host), owner: String(req.params.owner), name: String(req.params.repo) };
+    // `<branch>/pulls/<number>`: the pull request's page in that queue (a deep link for the PR's status and comment).
+    const pull = pullOf(segments);
+    if (pull) {
+      const address: QueueAddress = { repo, targetBranch: pull.branch };
+      const view = await pullRequestView(services, viewer.principal, { ...address, prNumber: pull.prNumber });
+      return send(res, 200, pullRequestPage(assets, viewer, address, pull.prNumber, view, services.now()));
+    }
+    const address: QueueAddress = { repo, targetBranch: segments.join("/") };
     const line = await queueLine(services, viewer.principal, address);
     const now = services.now();
     if (req.query.part === "live") return send(res, 200, liveSection(viewer, address, line, now));
@@ -367,6 +376,13 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
 /** A route's repository parameters. */
 function repoOf(params: Record<string, unknown>): RepoRef {
   return { host: String(params.host), owner: String(params.owner), name: String(params.repo) };
+}
+
+/** A queue page's path segments after the repository, when they end in `pulls/<number>`: the PR page's branch and number. */
+function pullOf(segments: string[]): { branch: string; prNumber: number } | null {
+  if (segments.length < 3 || segments.at(-2) !== "pulls" || !/^[1-9]\d{0,9}$/.test(segments.at(-1)!)) return null;
+  const prNumber = Number(segments.at(-1));
+  return Number.isSafeInteger(prNumber) && prNumber <= 2_147_483_647 ? { branch: segments.slice(0, -2).join("/"), prNumber } : null;
 }
 
 /** "host/owner/repo/branch/with/slashes" → the queue's address. */

@@ -12,6 +12,7 @@ import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueBlocked } from "../domain/webhook-events.js";
+import { pullRequestPagePath } from "../domain/links.js";
 
 /**
  * How a failed effect is tried again: after an exponential backoff with full jitter (a random
@@ -133,6 +134,14 @@ async function giveUp(services: Services, queue: QueueInRepository, effect: Outb
   }
 }
 
+/**
+ * The PR's page on the dashboard, when GREENLINE_PUBLIC_URL is configured: the PR's status links
+ * to it and its comments end with it. Added as the effect runs, so the sentences stay as stored.
+ */
+function pullRequestPageUrl(services: Services, queue: QueueInRepository, prNumber: number): string | null {
+  return services.publicUrl ? `${services.publicUrl}${pullRequestPagePath(queue.repository, queue.branch, prNumber)}` : null;
+}
+
 async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<void> {
   const repo = queue.repository;
   const { codeHost, db } = services;
@@ -202,12 +211,16 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head);
       return;
     }
-    case "pr_status":
-      await codeHost.setPullRequestStatus(repo, effect.sha, { state: effect.state, description: effect.description });
+    case "pr_status": {
+      const page = pullRequestPageUrl(services, queue, effect.prNumber);
+      await codeHost.setPullRequestStatus(repo, effect.sha, { state: effect.state, description: effect.description, ...(page ? { targetUrl: page } : {}) });
       return;
-    case "pr_comment":
-      await codeHost.commentOnPullRequest(repo, effect.prNumber, effect.body);
+    }
+    case "pr_comment": {
+      const page = pullRequestPageUrl(services, queue, effect.prNumber);
+      await codeHost.commentOnPullRequest(repo, effect.prNumber, page ? `${effect.body}\n\nDetails: ${page}` : effect.body);
       return;
+    }
     case "schedule_timer":
       return;
   }

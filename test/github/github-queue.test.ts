@@ -1,5 +1,6 @@
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
+import { DashboardClient } from "../support/dashboard.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
@@ -136,6 +137,15 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     // The same words on GitHub: the PR's status and the queue's comment.
     const statuses = gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/checks`, 1)!.headSha && st.context === "greenline/merge-queue");
     expect(statuses.at(-1)).toMatchObject({ state: "failure", description: failed.message });
+    // Without a public URL (GREENLINE_PUBLIC_URL), nothing links to the dashboard (test/github/pr-page-links.test.ts: with one).
+    expect(statuses.map((st) => st.targetUrl)).toEqual(statuses.map(() => null));
+    // The PR's dashboard page links the testing branch to its page on GitHub and the failing check to its run.
+    const dashboard = await DashboardClient.signIn(server.url, api.token);
+    const page = await dashboard.get(`/queues/github.com/${OWNER}/checks/main/pulls/1`);
+    expect(page.status).toBe(200);
+    const branch = failed.evidence.run.testBranch;
+    expect(page.text).toContain(`<a href="https://github.com/${OWNER}/checks/tree/${branch}" rel="noreferrer"><code>${branch}</code></a>`);
+    expect(page.text).toContain(`<a href="https://github.com/${OWNER}/checks/runs/1" rel="noreferrer">build</a> (failure)`);
     expect(gh.comments.filter((c) => c.repo === `${OWNER}/checks`).map((c) => c.body)).toEqual([`Greenline removed this pull request from the merge queue for \`main\`: **failed** (\`tests_failed\`). ${failed.message}`]);
     // While it waited, the status said where it stood in the API's words.
     expect(statuses[0]).toMatchObject({ state: "pending", description: expect.stringContaining(REASONS.testing.replace(/\.$/, "")) });

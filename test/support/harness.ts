@@ -76,6 +76,8 @@ export type TestServerOptions = {
   httpTimeouts?: StartOptions["httpTimeouts"];
   /** Outbound webhooks' settings over the defaults (tests allow 127.0.0.1 receivers, fast retries). */
   webhooks?: Partial<WebhookSettings>;
+  /** GREENLINE_PUBLIC_URL (the PR's status and comment then link to its dashboard page). */
+  publicUrl?: string;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -101,6 +103,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
     shutdownTimeoutMs: 10_000,
     webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, ...options.webhooks },
+    ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
   };
   const greenline = await startGreenline(config, {
     log: createLogger("info", sink),

@@ -108,7 +108,12 @@ export class GitHubCodeHost implements CodeHost {
     return classified(this.#checks.requiredStatuses(repo, branch), "read");
   }
 
-  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
+  /** A branch's page on GitHub (or GitHub Enterprise Server, at its own host): `/<owner>/<repo>/tree/<branch>`. */
+  branchUrl(repo: RepoRef, branch: string): string {
+    return `https://${repo.host}/${encodeURIComponent(repo.owner)}/${encodeURIComponent(repo.name)}/tree/${branch.split("/").map(encodeURIComponent).join("/")}`;
+  }
+
+  setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void> {
     return classified(this.#pulls.setPullRequestStatus(repo, sha, status), "write");
   }
 

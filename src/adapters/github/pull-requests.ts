@@ -62,9 +62,10 @@ export class GitHubPullRequests {
     return comparison.behind_by === 0 && comparison.merge_base_commit.sha === branch.commit.sha ? branch.commit.sha : null;
   }
 
-  async setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string }): Promise<void> {
+  async setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void> {
     const octokit = await this.client.octokit(repo);
-    await octokit.rest.repos.createCommitStatus({ owner: repo.owner, repo: repo.name, sha, state: status.state, context: PR_STATUS_CONTEXT, description: status.description.slice(0, 140) });
+    const link = status.targetUrl === undefined ? {} : { target_url: status.targetUrl };
+    await octokit.rest.repos.createCommitStatus({ owner: repo.owner, repo: repo.name, sha, state: status.state, context: PR_STATUS_CONTEXT, description: status.description.slice(0, 140), ...link });
   }
 
   async commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {

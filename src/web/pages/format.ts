@@ -1,3 +1,4 @@
+import { pullRequestPagePath, queuePagePath } from "../../domain/links.js";
 import type { RepoRef } from "../../ports/code-host.js";
 
 /** "3 min", "2 h 5 min": a duration in seconds as people read it. */
@@ -16,7 +17,12 @@ export function since(iso: string, now: Date): string {
 
 /** The queue page's address: a deep link that can be pasted anywhere. */
 export function queuePath(repo: RepoRef, branch: string): string {
-  return `/queues/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${branch.split("/").map(encodeURIComponent).join("/")}`;
+  return queuePagePath(repo, branch);
+}
+
+/** A pull request's page in a queue (the PR's status and comment link here, src/worker/effects.ts). */
+export function pullPath(repo: RepoRef, branch: string, prNumber: number): string {
+  return pullRequestPagePath(repo, branch, prNumber);
 }
 
 const repoSegments = (repo: RepoRef) => [repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/");

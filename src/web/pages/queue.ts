@@ -6,7 +6,7 @@ import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { canWrite, layout, type Viewer } from "../layout.js";
 import { settingsForm } from "../settings-form.js";
-import { queuePath, since, words } from "./format.js";
+import { pullPath, queuePath, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -68,7 +68,7 @@ ${actionButton(viewer, address, "priority", "Set priority", `Change the priority
 
 function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, position: number, now: Date): Html {
   return html`<li class="pr state-${pr.state}" data-pr="${pr.prNumber}">
-<div class="pr-head"><span class="pos" aria-label="position">${position}</span> <strong>#${pr.prNumber}</strong> ${pr.prTitle}</div>
+<div class="pr-head"><span class="pos" aria-label="position">${position}</span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
 <div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
 <span>for ${since(pr.stateChangedAt, now)}</span> <span>${words(pr.stateReason)}</span>
 <span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span></div>
@@ -76,11 +76,15 @@ ${prActions(viewer, address, pr)}
 </li>`;
 }
 
-function runRow(run: RunView, now: Date): Html {
-  const tested = run.tested.map((n) => `#${n}`).join(", ");
+/** PR numbers, each linked to its page. */
+function prLinks(address: QueueAddress, numbers: number[]): Html {
+  return html`${numbers.map((n, i) => html`${i > 0 ? ", " : ""}<a href="${pullPath(address.repo, address.targetBranch, n)}">#${n}</a>`)}`;
+}
+
+function runRow(address: QueueAddress, run: RunView, now: Date): Html {
   return html`<li class="run" data-run="${run.runId}">
 <strong>${run.runId}</strong> <span class="muted">${run.kind === "bisection" ? "bisection" : run.tested.length > 1 ? "batch" : "single"}</span>
-tests ${tested}${run.stackedOn.length > 0 ? html` on top of ${run.stackedOn.map((n) => `#${n}`).join(", ")}` : " on the target branch"}
+tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}
 <span class="muted">· started ${since(run.startedAt, now)} ago${run.testBranch ? html` · <code>${run.testBranch}</code>` : ""}</span>
 ${run.checks.length > 0 ? html`<ul class="checks">${run.checks.map((c) => html`<li class="check check-${c.state}">${c.context}: ${c.state}</li>`)}</ul>` : ""}
 </li>`;
@@ -100,7 +104,7 @@ ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatus
 ${queueActions(viewer, line, address)}
 </section>
 <section aria-labelledby="runs-h"><h2 id="runs-h">Runs in flight (${line.runs.length})</h2>
-${line.runs.length === 0 ? html`<p class="empty">Nothing is testing.</p>` : html`<ol class="runs">${line.runs.map((r) => runRow(r, now))}</ol>`}</section>
+${line.runs.length === 0 ? html`<p class="empty">Nothing is testing.</p>` : html`<ol class="runs">${line.runs.map((r) => runRow(address, r, now))}</ol>`}</section>
 <section aria-labelledby="line-h"><h2 id="line-h">The line (${inLine.length})</h2>
 ${inLine.length === 0 ? html`<p class="empty">No pull request in line.</p>` : html`<ol class="line">${inLine.map((pr, i) => prRow(viewer, address, pr, i + 1, now))}</ol>`}</section>
 ${waiting.length > 0 ? html`<section aria-labelledby="waiting-h"><h2 id="waiting-h">Waiting for readiness (${waiting.length})</h2><ul class="line">${waiting.map((pr, i) => prRow(viewer, address, pr, i + 1, now))}</ul></section>` : ""}
@@ -110,7 +114,7 @@ ${
     ? html`<p class="empty">Nothing concluded yet.</p>`
     : html`<ul class="concluded">${line.concluded.map(
         (pr) =>
-          html`<li data-pr="${pr.prNumber}"><strong>#${pr.prNumber}</strong> ${pr.prTitle} <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${words(pr.stateReason)}, ${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
+          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${words(pr.stateReason)}, ${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
       )}</ul>`
 }</section>
 </div>`;

@@ -1,0 +1,81 @@
+import { SANDBOX_CI_CONTEXT } from "../../src/adapters/sandbox/code-host.js";
+import { createToken } from "../../src/auth/tokens.js";
+import { REASONS } from "../../src/domain/reasons.js";
+import { BACKENDS } from "../support/backends.js";
+import { DashboardClient, queuePath } from "../support/dashboard.js";
+import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+
+const CI_MS = 60_000;
+
+/** The pull request's page over plain HTTP, on the sandbox (its CI fails a PR opened as broken). */
+describe.each(BACKENDS)("the pull request page on $name", (backend) => {
+  let server: TestServer;
+  let acme: DashboardClient;
+  const clock = new TestClock();
+  const pullPath = (n: number, name = "fail") => `${queuePath(name)}/pulls/${n}`;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { now: clock.now, sandbox: { ciMs: CI_MS } });
+    acme = await DashboardClient.signIn(server.url, server.api.token);
+    await server.api.ok("createQueue", { ...queueOf("fail"), concurrency: 3 });
+    await server.greenline.sandbox!.openPullRequest(repo("fail"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
+    for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "fail"));
+    const worker = server.greenline.worker;
+    for (let round = 0; round < 6; round++) {
+      await worker.drain();
+      clock.advance(CI_MS);
+      await worker.drain();
+    }
+    expect((await server.api.ok("getSubmittedPullRequest", prOf(2, "fail"))).state).toBe("failed");
+  });
+  afterAll(() => server?.close());
+
+  test("a failed PR's page says why it is there: the reason, its sentence, the failing check, its timeline and runs", async () => {
+    const { status, text } = await acme.get(pullPath(2));
+    expect(status).toBe(200);
+    const why = /<section class="card why"[\s\S]*?<\/section>/.exec(text)![0];
+    expect(why).toContain('data-state="failed"');
+    expect(why).toContain(REASONS.tests_failed);
+    expect(why).toContain('<code class="reason" title="Reason code (docs/reasons.md)">tests_failed</code>');
+    // The failing check, named in the latest event's evidence.
+    expect(why).toMatch(new RegExp(`class="failing-checks">Failing checks: <span class="check check-failure" data-check="${SANDBOX_CI_CONTEXT}">`));
+    // The timeline, latest first, from the submission on, with who did it.
+    const reasons = [...text.matchAll(/<li class="event event-[a-z_]+" data-reason="([a-z_]+)">/g)].map((m) => m[1]);
+    expect(reasons.at(0)).toBe("tests_failed");
+    expect(reasons.at(-1)).toBe("submitted");
+    expect(text).toContain("API token <strong>bootstrap (GREENLINE_API_TOKEN)</strong>");
+    expect(text).toContain("the code host <strong>sandbox</strong>");
+    // Its runs, each with its testing branch and checks (the sandbox has no branch pages: no link).
+    expect(text).toMatch(/<li class="run card" id="run-run-\d+" data-run="run-\d+">/);
+    expect(text).toMatch(/Testing branch: <code>greenline\/main\/run-\d+<\/code>/);
+    expect(text).toContain(`<li class="check check-failure" data-check="${SANDBOX_CI_CONTEXT}">${SANDBOX_CI_CONTEXT}: failure</li>`);
+    // PR numbers link to their own pages.
+    expect(text).toContain(`<a href="${pullPath(1)}">#1</a>`);
+  });
+
+  test("a waiting PR's page shows its place in line; the queue page links each PR to its page", async () => {
+    await server.api.ok("createQueue", queueOf("wait"));
+    for (const n of [1, 2]) await server.api.ok("submitPullRequest", prOf(n, "wait"));
+    await server.greenline.worker.drain();
+    const { text } = await acme.get(pullPath(2, "wait"));
+    expect(/<p id="pr-place">([^<]*)/.exec(text)?.[1]).toBe("2nd in line");
+    const queue = await acme.get(queuePath("wait"));
+    expect(queue.text).toContain(`<a href="${pullPath(1, "wait")}"><strong>#1</strong>`);
+    expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
+  });
+
+  test("another organization's PR is not found, exactly like a missing one", async () => {
+    const { token } = await createToken(server.greenline.services.db, "globex", "viewer");
+    const globex = await DashboardClient.signIn(server.url, token);
+    const theirs = await globex.get(pullPath(2));
+    const missing = await acme.get(pullPath(99));
+    const noQueue = await acme.get(`${queuePath("nope")}/pulls/2`);
+    expect([theirs.status, missing.status, noQueue.status]).toEqual([404, 404, 404]);
+    // The same address is acme's PR page.
+    expect((await acme.get(pullPath(2))).status).toBe(200);
+    const body = (text: string) => text.replace(/<meta name="csrf-token"[^>]*>/, "").replace(/<div class="who">[\s\S]*?<\/div>/, "");
+    expect(body(theirs.text)).toBe(body(missing.text));
+    expect(theirs.text).not.toContain("fail");
+    expect(theirs.text).not.toContain(REASONS.tests_failed);
+  });
+});
