@@ -101,12 +101,14 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     res.send(gzip ? asset.gzip : asset.body);
   });
 
-  /** State-changing requests must come from the dashboard's own pages (Origin, else Sec-Fetch-Site). */
+  /** State-changing requests must come from the dashboard's own pages (Origin, else Sec-Fetch-Site, else Referer). */
   function sameOrigin(req: Request): boolean {
     const origin = req.get("origin");
     if (origin !== undefined) return origin === originOf(req);
     const site = req.get("sec-fetch-site");
-    return site === undefined || site === "same-origin";
+    if (site !== undefined) return site === "same-origin";
+    const referer = req.get("referer");
+    return referer === undefined || referer === originOf(req) || referer.startsWith(`${originOf(req)}/`);
   }
 
   /** The session's viewer, its token re-checked (revoked: signed out at once); undefined when there is none. */
@@ -127,6 +129,14 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
   const page = async (req: Request, res: Response<unknown, Locals>, next: NextFunction) => {
     const found = await viewerOf(req);
     if (!found) {
+      // A page's own htmx request (a live update, an action) after its session ended: the whole
+      // page goes to sign-in, rather than a sign-in page swapped into a part of it.
+      if (req.get("hx-request") === "true") {
+        const current = req.get("hx-current-url");
+        const back = current?.startsWith(`${originOf(req)}/`) ? current.slice(originOf(req).length) : "/";
+        res.setHeader("hx-redirect", `/sign-in?next=${encodeURIComponent(back)}`);
+        return res.status(401).end();
+      }
       if (req.path === "/events" || req.method !== "GET") return send(res, 401, errorPage(assets, null, 401, "Sign in first."));
       return res.redirect(303, `/sign-in?next=${encodeURIComponent(req.originalUrl)}`);
     }

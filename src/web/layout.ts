@@ -13,6 +13,8 @@ export const canWrite = (viewer: Viewer) => viewer.principal.role === "write";
  */
 const HTMX_CONFIG = JSON.stringify({
   includeIndicatorStyles: false,
+  // htmx's default also settles "style", writing style attributes while swapping: refused by style-src 'self'.
+  attributesToSettle: ["class", "width", "height"],
   allowEval: false,
   allowScriptTags: false,
   selfRequestsOnly: true,

@@ -31,14 +31,14 @@ export class DashboardClient {
     return token;
   }
 
-  async post(path: string, form: Record<string, string>, headers: Record<string, string> = { origin: this.baseUrl }): Promise<{ status: number; text: string }> {
+  async post(path: string, form: Record<string, string>, headers: Record<string, string> = { origin: this.baseUrl }): Promise<{ status: number; text: string; headers: Headers }> {
     const response = await fetch(`${this.baseUrl}${path}`, {
       method: "POST",
       redirect: "manual",
       headers: { "content-type": "application/x-www-form-urlencoded", cookie: this.cookie, ...headers },
       body: new URLSearchParams(form),
     });
-    return { status: response.status, text: await response.text() };
+    return { status: response.status, text: await response.text(), headers: response.headers };
   }
 }
 

@@ -65,6 +65,9 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
       const scripts = [...text.matchAll(/<script\b([^>]*)>/g)].map((m) => m[1]!);
       expect(scripts.filter((attrs) => !/\bsrc="\/assets\//.test(attrs) && !/type="application\/json"/.test(attrs))).toEqual([]);
       expect(text).not.toMatch(/\son[a-z]+=|hx-on|style="/);
+      // htmx writes no style attribute while it swaps (its default settles "style": a CSP violation per update).
+      const config = /<meta name="htmx-config" content="([^"]*)">/.exec(text)?.[1];
+      if (config) expect(JSON.parse(config.replaceAll("&quot;", '"')).attributesToSettle).toEqual(["class", "width", "height"]);
     }
   });
 
@@ -88,6 +91,8 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     expect((await acme.post("/actions/queue", pause)).status).toBe(403);
     expect((await acme.post("/actions/queue", { ...pause, csrf: `${csrf.slice(0, -2)}xx` })).status).toBe(403);
     expect((await acme.post("/actions/queue", { ...pause, csrf }, { origin: "https://evil.example" })).status).toBe(403);
+    // With neither Origin nor Sec-Fetch-Site (older browsers), another site's Referer is refused too.
+    expect((await acme.post("/actions/queue", { ...pause, csrf }, { referer: "https://evil.example/page" })).status).toBe(403);
     // The header htmx sends works as the field does, and only with the right value.
     expect((await acme.post("/actions/queue", pause, { origin: server.url, "x-csrf-token": "forged" })).status).toBe(403);
     expect(await queueState()).toBe("running");
@@ -158,6 +163,15 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     expect((await visitor.get("/")).status).toBe(200);
     await revokeToken(server.greenline.services.db, id, new Date());
     expect((await visitor.get("/")).status).toBe(303);
+    // The open page's own htmx requests (its live part, an action) send the whole page to sign in,
+    // instead of a sign-in page swapped into a part of it.
+    const page = `${server.url}${queuePath()}`;
+    const live = await visitor.get(queuePath(), { "hx-request": "true", "hx-current-url": page });
+    const action = await visitor.post("/actions/queue", { ...queueForm(), action: "pause" }, { origin: server.url, "hx-request": "true", "hx-current-url": page });
+    for (const answer of [live, action]) {
+      expect([answer.status, answer.headers.get("hx-redirect"), answer.text]).toEqual([401, `/sign-in?next=${encodeURIComponent(queuePath())}`, ""]);
+    }
+    expect(await queueState()).toBe("running");
   });
 
   test("the live stream says when the queue changes", async () => {
