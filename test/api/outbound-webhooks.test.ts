@@ -45,7 +45,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
   const endpoint = async (id: string) => JSON.parse((await server.api.get("webhooks/list-endpoints")).body).endpoints.find((e: { id: string }) => e.id === id);
 
   /** The PR's timeline as the API answers it. */
-  const timelineOf = async (queue: string, n: number) => (await server.api.ok("getSubmittedPullRequest", { ...prOf(n, queue), includeTimeline: true })).timeline;
+  const timelineOf = async (queue: string, n: number): Promise<unknown[]> => (await server.api.ok("getSubmittedPullRequest", { ...prOf(n, queue), includeTimeline: true })).timeline;
 
   async function mergeThrough(queue: string, prs: number[]): Promise<void> {
     await server.api.ok("createQueue", { ...queueOf(queue), concurrency: 3 });
@@ -113,7 +113,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
       const entries = r.received.filter((m) => m.data.pullRequest.number === n).map((m) => m.data.timelineEntry);
       // Every entry is the API's, exactly, and they come in the timeline's order.
       for (const entry of entries) expect(timeline).toContainEqual(entry);
-      const places = entries.map((entry) => timeline.findIndex((e) => JSON.stringify(e) === JSON.stringify(entry)));
+      const places = entries.map((entry) => timeline.findIndex((e: unknown) => JSON.stringify(e) === JSON.stringify(entry)));
       expect(places).toEqual([...places].sort((a, b) => a - b));
     }
     const one = r.received.filter((m) => m.data.pullRequest.number === 1).map((m) => m.data.timelineEntry);
