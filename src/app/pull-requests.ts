@@ -115,9 +115,8 @@ export async function submitPullRequest(services: Services, principal: Principal
     const at = services.now();
     const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
     await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
-    // Outbound webhooks: pull_request.submitted, with the transition saveSubmission wrote.
-    const entry = { from: existing?.state ?? null, to: state, reason, at: at.toISOString() };
-    await publishQueueEvents(tx, queue.id, (place) => [pullRequestEvent(place, pr.number, entry, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
+    // Outbound webhooks: pull_request.submitted, with the timeline event saveSubmission wrote.
+    await publishQueueEvents(tx, queue.id, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
     await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });

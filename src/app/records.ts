@@ -3,7 +3,6 @@ import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-sett
 import type { Readiness } from "../domain/readiness.js";
 import { requiredChecksWarning, requiredStatusesSourceOf, type RequiredChecks } from "../domain/status-checks.js";
 import type { PrState, QueueState } from "../domain/states.js";
-import type { Actor, Evidence, TimelineEvent } from "../domain/timeline.js";
 import type { QueueEntry } from "../store/entries.js";
 import type { Queue } from "../store/queues.js";
 
@@ -81,12 +80,8 @@ export type SubmittedPullRequestRecord = MergeItemRecord & {
   readiness: Readiness;
 };
 
-/** A timeline event as the API answers it. */
-export type TimelineRecord = { at: string; state: PrState; previousState: PrState | null; reason: string; message: string; actor: Actor; evidence: Evidence };
-
-export function toTimelineRecord(e: TimelineEvent): TimelineRecord {
-  return { at: e.at.toISOString(), state: e.state, previousState: e.previousState, reason: e.reason, message: e.message, actor: e.actor, evidence: e.evidence };
-}
+/** A timeline event as the API (and the pull_request.* webhook events) answer it: domain/timeline.ts. */
+export { toTimelineRecord, type TimelineRecord } from "../domain/timeline.js";
 
 export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
   return {

@@ -162,6 +162,16 @@ export function timelineEventOf(t: { prNumber: number; from: PrState | null; to:
 }
 
 /**
+ * A timeline event as the API answers it (getSubmittedPullRequest's timeline), and as the
+ * pull_request.* webhook events carry it: one mapping, so the two cannot differ.
+ */
+export type TimelineRecord = { at: string; state: PrState; previousState: PrState | null; reason: string; message: string; actor: Actor; evidence: Evidence };
+
+export function toTimelineRecord(e: TimelineEvent): TimelineRecord {
+  return { at: e.at.toISOString(), state: e.state, previousState: e.previousState, reason: e.reason, message: e.message, actor: e.actor, evidence: e.evidence };
+}
+
+/**
  * Operator actions a queue records with who did them (getQueueEvents): pause, resume, drain,
  * settings changes (field: old → new), urgent submissions, and cancels by someone other than
  * the PR's submitter.

@@ -1,4 +1,5 @@
 import type { PrState, QueueState } from "./states.js";
+import { toTimelineRecord, type TimelineEvent } from "./timeline.js";
 
 /**
  * The events Greenline sends to an organization's webhook endpoints (docs/webhooks.md). Each is
@@ -47,16 +48,17 @@ export function pullRequestEventOf(from: PrState | null, to: PrState): WebhookEv
   return null;
 }
 
-/** The timeline entry behind a pull request event: the transition, as stored with its reason. */
-export type TimelineEntry = { from: PrState | null; to: PrState; reason: string; message?: string; at: string };
-
-export function pullRequestEvent(place: QueuePlace, prNumber: number, entry: TimelineEntry, extra: Record<string, unknown> = {}): WebhookEvent | null {
-  const type = pullRequestEventOf(entry.from, entry.to);
+/**
+ * The event of a PR's transition, if any, carrying its timeline entry exactly as the API's
+ * timeline answers it (toTimelineRecord): state, previous state, reason, sentence, actor, evidence.
+ */
+export function pullRequestEvent(place: QueuePlace, event: TimelineEvent, extra: Record<string, unknown> = {}): WebhookEvent | null {
+  const type = pullRequestEventOf(event.previousState, event.state);
   if (!type) return null;
   return {
     type,
-    orderingKey: prOrderingKey(place.queueId, prNumber),
-    data: { repository: place.repository, branch: place.branch, pullRequest: { number: prNumber, state: entry.to, ...extra }, timelineEntry: entry },
+    orderingKey: prOrderingKey(place.queueId, event.prNumber),
+    data: { repository: place.repository, branch: place.branch, pullRequest: { number: event.prNumber, state: event.state, ...extra }, timelineEntry: toTimelineRecord(event) },
   };
 }
 

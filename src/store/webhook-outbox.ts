@@ -1,4 +1,5 @@
 import type { Decision } from "../domain/engine/types.js";
+import type { TimelineEvent } from "../domain/timeline.js";
 import { endpointWants, pullRequestEvent, queueOrderingKey, queueStateChanged, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
 import { orderedId } from "./ids.js";
 import type { Tx } from "./database.js";
@@ -115,10 +116,10 @@ async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ or
 
 /**
  * The webhook events of an engine decision, published in its transaction (saveDecision): each
- * PR transition that enters, tests or leaves the queue (with the transition, its timeline
- * entry), runs started and finished, and the queue's own state changing.
+ * PR transition that enters, tests or leaves the queue (with its timeline entry: the decision's
+ * timeline events, one per transition, as the API answers them), runs started and finished, and the queue's own state changing.
  */
-export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string } }): Promise<void> {
+export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string }; timeline: readonly TimelineEvent[] }): Promise<void> {
   const { queue } = loaded;
   const startedOrFinished = decision.queue.runs.some((run) => {
     const before = loaded.runs.get(run.id);
@@ -130,14 +131,9 @@ export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: De
   const place: QueuePlace = { queueId: queue.id, repository: targets.repository, branch: queue.branch };
   const at = context.now.toISOString();
   const events: WebhookEvent[] = [];
-  for (const t of decision.transitions) {
-    const entry = loaded.entries.get(t.prNumber);
-    const event = pullRequestEvent(
-      place,
-      t.prNumber,
-      { from: t.from, to: t.to, reason: t.reason, ...(t.message !== undefined ? { message: t.message } : {}), at },
-      entry ? { sha: entry.prSha, title: entry.prTitle } : {},
-    );
+  for (const e of context.timeline) {
+    const entry = loaded.entries.get(e.prNumber);
+    const event = pullRequestEvent(place, e, entry ? { sha: entry.prSha, title: entry.prTitle } : {});
     if (event) events.push(event);
   }
   for (const run of decision.queue.runs) {

@@ -44,6 +44,9 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
   const deliveries = async (id: string) => (await server.api.ok("webhooks/list-deliveries", { id, pageSize: 500 })).deliveries;
   const endpoint = async (id: string) => JSON.parse((await server.api.get("webhooks/list-endpoints")).body).endpoints.find((e: { id: string }) => e.id === id);
 
+  /** The PR's timeline as the API answers it. */
+  const timelineOf = async (queue: string, n: number): Promise<unknown[]> => (await server.api.ok("getSubmittedPullRequest", { ...prOf(n, queue), includeTimeline: true })).timeline;
+
   async function mergeThrough(queue: string, prs: number[]): Promise<void> {
     await server.api.ok("createQueue", { ...queueOf(queue), concurrency: 3 });
     for (const n of prs) await server.api.ok("submitPullRequest", prOf(n, queue));
@@ -61,7 +64,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     for (const n of [1, 2]) expect(ofPr(r.received, n)).toEqual(["pull_request.submitted", "pull_request.testing", "pull_request.merged"]);
     const merged = r.received.find((m) => m.type === "pull_request.merged" && m.data.pullRequest.number === 1)!;
     expect(merged.data).toMatchObject({ repository: "github.com/acme/life", branch: "main", pullRequest: { number: 1, state: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) } });
-    expect(merged.data.timelineEntry).toMatchObject({ from: "tests_passed", to: "merged", reason: expect.any(String), at: expect.any(String) });
+    expect(merged.data.timelineEntry).toMatchObject({ previousState: "tests_passed", state: "merged", reason: expect.any(String), at: expect.any(String) });
     expect(r.received.filter((m) => m.type === "run.started").length).toBeGreaterThan(0);
     expect(r.received.filter((m) => m.type === "run.finished").map((m) => m.data.run.status)).toContain("passed");
     // Each message once: ids differ, and nothing is left pending.
@@ -83,11 +86,48 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
       await worker().drain();
     }
     await worker().deliverWebhooks();
-    expect(r.received.map((m) => [m.type, m.data.pullRequest.number, m.data.timelineEntry.to])).toEqual([
+    expect(r.received.map((m) => [m.type, m.data.pullRequest.number, m.data.timelineEntry.state])).toEqual([
       ["pull_request.cancelled", 2, "cancelled"],
       ["pull_request.failed", 1, "failed"],
     ]);
     expect(r.received[0]!.data.timelineEntry.reason).toBe("cancelled_by_user");
+    // Each carries the API's timeline entry of its transition: the failure with its evidence.
+    for (const [m, n] of [
+      [r.received[0]!, 2],
+      [r.received[1]!, 1],
+    ] as const) {
+      expect((await timelineOf("leaving", n)).at(-1)).toEqual(m.data.timelineEntry);
+    }
+    expect(r.received[1]!.data.timelineEntry.evidence.run).toMatchObject({ id: expect.any(String), tested: [1] });
+  });
+
+  test("each pull_request event carries the timeline entry the API answers for its transition, actor and evidence included", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["pull_request.submitted", "pull_request.testing", "pull_request.merged", "pull_request.cancelled"]);
+    await mergeThrough("entries", [1]);
+    await server.api.ok("submitPullRequest", prOf(2, "entries"));
+    await server.api.ok("cancelPullRequest", prOf(2, "entries"));
+    await worker().deliverWebhooks();
+    for (const n of [1, 2]) {
+      const timeline = await timelineOf("entries", n);
+      const entries = r.received.filter((m) => m.data.pullRequest.number === n).map((m) => m.data.timelineEntry);
+      // Every entry is the API's, exactly, and they come in the timeline's order.
+      for (const entry of entries) expect(timeline).toContainEqual(entry);
+      const places = entries.map((entry) => timeline.findIndex((e: unknown) => JSON.stringify(e) === JSON.stringify(entry)));
+      expect(places).toEqual([...places].sort((a, b) => a - b));
+    }
+    const one = r.received.filter((m) => m.data.pullRequest.number === 1).map((m) => m.data.timelineEntry);
+    expect(one.map((e) => [e.previousState, e.state])).toEqual([
+      [null, "pending"],
+      ["pending", "testing"],
+      ["tests_passed", "merged"],
+    ]);
+    // The submission is the API token's doing (its sentence and evidence too), the merge the engine's or the code host's.
+    expect(one[0]).toMatchObject({ reason: "submitted", actor: { kind: "token" }, message: expect.any(String), evidence: { prHead: expect.stringMatching(/^[0-9a-f]{40}$/) } });
+    expect(one[1]!.evidence.run).toMatchObject({ id: expect.any(String), tested: [1] });
+    const two = r.received.filter((m) => m.data.pullRequest.number === 2).map((m) => m.data.timelineEntry);
+    expect(two.map((e) => e.state)).toEqual(["pending", "testing", "cancelled"]);
+    expect(two[2]).toMatchObject({ reason: "cancelled_by_user", actor: { kind: "token" } });
   });
 
   test("the event filter: an endpoint gets only the types it asked for", async () => {
