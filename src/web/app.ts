@@ -348,8 +348,12 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const viewer = res.locals.viewer!;
     const repo = repoOf(req.params);
     const details = await getTestDetails(services, viewer.principal, { repo, org_url_slug: viewer.principal.organizationSlug, test_id: String(req.params.testId) });
-    send(res, 200, testPage(assets, viewer, repo, details));
+    // After an override is saved, the browser lands here (POST, redirect, GET): the page says so.
+    const saved = typeof req.query.saved === "string" && QUARANTINE_SETTINGS.has(req.query.saved) ? req.query.saved : undefined;
+    send(res, 200, testPage(assets, viewer, repo, details, saved ? { kind: "ok", text: `Quarantine setting saved: ${saved}.` } : undefined));
   });
+
+  const QUARANTINE_SETTINGS = new Set(["always", "never", "auto"]);
 
   app.post("/actions/test", urlencoded, page, csrf, async (req, res: Response<unknown, Locals>) => {
     const viewer = res.locals.viewer!;
@@ -361,6 +365,11 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const notice = await perform(services, viewer.principal, "setQuarantineSetting", body, bundleUrls, originOf(req), `Quarantine setting saved: ${setting}.`);
     const status = notice.kind === "ok" ? 200 : notice.status;
     if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
+    if (notice.kind === "ok") {
+      // The test's own address (reloadable, shareable), not /actions/test.
+      const testId = encodeURIComponent(String(form.test_id ?? ""));
+      return res.redirect(303, `/tests/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${testId}?saved=${encodeURIComponent(setting)}`);
+    }
     const details = await getTestDetails(services, viewer.principal, { ...scope, test_id: String(form.test_id ?? "") });
     send(res, status, testPage(assets, viewer, repo, details, notice));
   });

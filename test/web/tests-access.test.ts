@@ -142,14 +142,18 @@ describe.each(BACKENDS)("flaky-test pages on $name", (backend) => {
     expect((await acme.post("/actions/test", { ...always, csrf }, { origin: "https://evil.example" })).status).toBe(403);
     expect((await details(flakyId)).test.quarantine_setting).toBe("auto");
     const done = await acme.post("/actions/test", { ...always, csrf });
-    expect(done.status).toBe(200);
-    expect(done.text).toContain("Quarantine setting saved: always.");
-    expect(done.text).toContain("reason: blocks the payments team");
+    // Saved: the browser is sent to the test's own address (POST, redirect, GET), which says so.
+    expect(done.status).toBe(303);
+    const landed = done.headers.get("location")!;
+    expect(landed).toMatch(/^\/tests\/github\.com\/acme\/[^/]+\/[^/?]+\?saved=always$/);
+    const shown = await acme.get(landed);
+    expect(shown.text).toContain("Quarantine setting saved: always.");
+    expect(shown.text).toContain("reason: blocks the payments team");
     expect((await details(flakyId)).test).toMatchObject({ quarantine_setting: "always", quarantine_reason: "blocks the payments team", quarantined: true });
     const refused = await acme.post("/actions/test", { ...form(flakyId, { setting: "sometimes" }), csrf });
     expect(refused.status).toBe(400);
     expect(refused.text).toContain("setting:");
-    expect((await acme.post("/actions/test", { ...form(flakyId, { setting: "auto", reason: "" }), csrf })).status).toBe(200);
+    expect((await acme.post("/actions/test", { ...form(flakyId, { setting: "auto", reason: "" }), csrf })).status).toBe(303);
     expect((await details(flakyId)).test).toMatchObject({ quarantine_setting: "auto", quarantine_reason: null });
   });
 

@@ -92,7 +92,7 @@ ${nextPage(repo, range, "quarantined_page", quarantined.page.next_page_token, "M
 }
 
 const SETTINGS = [
-  { value: "auto", label: "Auto: quarantined while flaky or broken" },
+  { value: "auto", label: "Auto: quarantined while its history finds it flaky (never when broken)" },
   { value: "always", label: "Always quarantine" },
   { value: "never", label: "Never quarantine" },
 ] as const;
