@@ -456,7 +456,8 @@ async function perform(
     if (op.writes && principal.role !== "write") throw readOnlyRefusal(op.operationId);
     const parsed = op.request.safeParse(body);
     if (!parsed.success) throw validationError(parsed.error.issues);
-    await op.handle({ services, principal, origin, bundleUrls }, parsed.data);
+    // Timelines and queue events name the dashboard as the way it was done (the API names its operation).
+    await op.handle({ services, principal: { ...principal, via: `dashboard (${op.operationId})` }, origin, bundleUrls }, parsed.data);
     return { kind: "ok", text: done };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;

@@ -123,7 +123,10 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     expect(bad.text).toContain("priority:");
     expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).status).toBe(200);
     expect((await acme.post("/actions/queue", { ...pr, action: "cancel" })).text).toContain("#1: Cancelled.");
-    expect((await server.api.ok("getSubmittedPullRequest", prOf(1))).state).toBe("cancelled");
+    const cancelled = await server.api.ok("getSubmittedPullRequest", { ...prOf(1), includeTimeline: true });
+    expect(cancelled.state).toBe("cancelled");
+    // The timeline says who, and that it was done from the dashboard.
+    expect(cancelled.timeline.at(-1)).toMatchObject({ state: "cancelled", actor: { kind: "token" }, evidence: { command: "dashboard (cancelPullRequest)" } });
     await server.api.ok("submitPullRequest", prOf(1));
   });
 
