@@ -66,7 +66,10 @@ export type HttpTimeouts = {
  * timeout, at 23 KB/s or more; the idle timeout cuts only a connection that stalls, however
  * slowly it sends (docs/decisions.md).
  */
-export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 5_000, idleMs: 60_000 };
+// keepAliveMs outlasts every client's own idle limit (undici's ~4 s, load balancers' 60 s), so the
+// client, not the server, closes an idle kept-alive connection: a server closing it first races the
+// client's next request on it (ECONNRESET). The idle timeout still closes it after 60 s.
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 65_000, idleMs: 60_000 };
 
 function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
   http.headersTimeout = timeouts.headersMs;
