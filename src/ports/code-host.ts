@@ -162,6 +162,27 @@ export interface WorkflowRuns {
   workflowRun(repo: RepoRef, runId: string): Promise<WorkflowRun | null>;
 }
 
+/** A testing commit whose failed CI jobs are to run again. */
+export type FailedJobsRequest = { queueId: string; runId: string; testBranch: string; sha: string };
+
+/**
+ * What a re-run of failed jobs did: `rerun` CI runs (workflow runs) had their failed jobs
+ * started again (their checks go back to pending with new check ids, then report anew); 0 when
+ * nothing on the commit could be re-run (its checks come from a CI the host does not run, say).
+ */
+export type FailedJobsRerun = { rerun: number };
+
+/**
+ * Present when the host runs CI itself and can run a commit's failed jobs again without running
+ * the rest (GitHub Actions' `POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs`,
+ * with the App's `actions: write`; the sandbox's CI). Refusals throw a CodeHostRefusal
+ * (permission_missing without `actions: write`). Safe to repeat: a run whose jobs are running
+ * again has no failed job left to re-run.
+ */
+export interface CiRetries {
+  rerunFailedJobs(repo: RepoRef, request: FailedJobsRequest): Promise<FailedJobsRerun>;
+}
+
 /**
  * Everything Greenline asks of the code host. GitHub (through Octokit) and the sandbox
  * implement it. Every method is safe to call again with the same arguments (effects are
@@ -185,6 +206,8 @@ export interface CodeHost {
   readonly ciResults?: CiResults;
   /** Present when the host runs CI and can say of a run id what it runs (fork PRs' uploads, without a token). */
   readonly workflowRuns?: WorkflowRuns;
+  /** Present when CI's failed jobs on a testing commit can be run again on their own (flake-aware retries). */
+  readonly ciRetries?: CiRetries;
   /**
    * Present when the host tells of pushes by deliveries, which may arrive out of order: whether
    * `ancestor` is an ancestor of (or equal to) `descendant`, so a late echo of an older push
