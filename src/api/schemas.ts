@@ -2,7 +2,7 @@ import { BLOCKED_REASON_CODES, RUN_DIAGNOSIS_CODES } from "../domain/diagnoses.j
 import { z } from "zod";
 import { ERROR_CODES } from "../app/errors.js";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
-import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
+import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
 import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 import { unstorableCharacter } from "../domain/text.js";
@@ -90,6 +90,12 @@ export const ZQueueSettings = z.object({
   directMergeMode: caseInsensitiveEnum(DIRECT_MERGE_MODES).optional(),
   optimizationMode: caseInsensitiveEnum(OPTIMIZATION_MODES).optional(),
   mergeMethod: caseInsensitiveEnum(MERGE_METHODS).optional(),
+  flakeHandling: caseInsensitiveEnum(FLAKE_HANDLING_MODES)
+    .optional()
+    .describe(
+      "what a failed required check's uploaded test results decide (docs/flaky-queue.md): off (every failure counts), quarantined (default: failures of quarantined tests, or of tests that passed on a retry in the run, do not count), retry_flaky (as quarantined, and failures of known-flaky tests re-run the failed jobs, up to flakyRetries times)",
+    ),
+  flakyRetries: z.number().int().min(0).max(MAX_FLAKY_RETRIES).optional().describe(`re-runs of a run's failed jobs for known-flaky failures under retry_flaky, 0 to ${MAX_FLAKY_RETRIES} (default 1)`),
   statusCheckEnabled: z.boolean().optional(),
   requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),
   deleteRequiredStatuses: z.boolean().optional(),
@@ -184,6 +190,16 @@ export const ZUploadTestResultsRequest = z.object({
   branch: ZName,
   pr_number: ZPrNumber.optional(),
   job_url: ZLink.optional().describe("the CI job's http(s) link"),
+  check_name: ZName.optional().describe(
+    `the CI check (job) the results come from, as the code host names it (a commit status's context, a check run's name): the merge queue reads a failed check's failures from the uploads that name it (docs/flaky-queue.md); ${TRIMMED}`,
+  ),
+  check_run_id: z
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe("the check run of the CI job the results come from (GitHub Actions: ${{ job.check_run_id }}): attributes them to that check exactly"),
   variant: z.string().max(255).trim().check(storableText).optional().describe(TRIMMED),
   junit_xml: z.array(z.string().min(1, "must not be empty").describe("one JUnit XML report")).min(1).max(MAX_REPORTS).describe("JUnit XML reports, one string each"),
   codeowners: z
@@ -283,6 +299,8 @@ export const ZQueueRecord = z.strictObject({
   directMergeMode: z.enum(DIRECT_MERGE_MODES),
   optimizationMode: z.enum(OPTIMIZATION_MODES),
   mergeMethod: z.enum(MERGE_METHODS),
+  flakeHandling: z.enum(FLAKE_HANDLING_MODES),
+  flakyRetries: z.number().int(),
 });
 
 export const ZMergeItem = z.strictObject({

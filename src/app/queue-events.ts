@@ -77,6 +77,7 @@ function prsNamedBy(event: EngineEvent, loaded: Loaded): Set<number> | "all" {
     case "merge_landed":
       return new Set(event.prNumbers);
     case "run_finished":
+    case "run_rerun":
       return new Set(loaded.engine.runs.find((r) => r.id === event.runId)?.tested ?? []);
     case "timer_fired":
       return new Set();
@@ -106,7 +107,7 @@ export function defaultCause(services: Services, event: EngineEvent): Cause {
 }
 
 /** A check's page on the code host: check runs have one (from their id); commit statuses' are not kept. */
-function checkUrlOf(repo: RepoRef | null): (check: ReportedCheck) => string | null {
+export function checkUrlOf(repo: RepoRef | null): (check: ReportedCheck) => string | null {
   return (check) => (repo && check.kind === "check_run" && check.id !== null ? `https://${repo.host}/${repo.owner}/${repo.name}/runs/${check.id}` : null);
 }
 
@@ -124,7 +125,16 @@ async function timelineOf(tx: Tx, queue: Queue, loaded: Loaded, decision: Decisi
     const engineRun = runId === undefined ? undefined : runs.get(runId);
     const row = runId === undefined ? undefined : loaded.runs.get(runId);
     const run = engineRun
-      ? { id: engineRun.id, kind: engineRun.kind, tested: engineRun.tested, stack: engineRun.stack, testBranch: row?.testBranch ?? null, testBranchSha: row?.testBranchSha ?? null, statusChecks: row?.statusChecks ?? {} }
+      ? {
+          id: engineRun.id,
+          kind: engineRun.kind,
+          tested: engineRun.tested,
+          stack: engineRun.stack,
+          testBranch: row?.testBranch ?? null,
+          testBranchSha: row?.testBranchSha ?? null,
+          statusChecks: row?.statusChecks ?? {},
+          flakeVerdict: row?.flakeVerdict?.last ?? null,
+        }
       : undefined;
     const ownCause = named === "all" || named.has(t.prNumber) ? cause : { actor: ENGINE_ACTOR };
     return timelineEventOf(t, { at: now, cause: ownCause, prHead: entry.prSha, ...(run ? { run } : {}), requiredChecks: queue.requiredStatuses, checkUrl, recordedRefusal: entry.failureMessage });

@@ -44,6 +44,8 @@ export function settingsOf(queue: Queue): QueueSettings {
     directMergeMode: queue.directMergeMode,
     optimizationMode: queue.optimizationMode,
     mergeMethod: queue.mergeMethod,
+    flakeHandling: queue.flakeHandling,
+    flakyRetries: queue.flakyRetries,
   };
 }
 

@@ -4,6 +4,7 @@ import { awaitsConfirmation, nextCiPollAt, verdictOf, withReports, type CheckRep
 import { findRun, recordCiPolled, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
 import type { Queue } from "../store/queues.js";
 import { applyQueueEvent } from "./queue-events.js";
+import { judgeFailedRun } from "./flake-verdicts.js";
 import type { Services } from "./services.js";
 
 /** Reconciliation polling of runs in flight: first after `firstMs`, then doubling up to `maxMs`. */
@@ -38,12 +39,14 @@ export function hostRequiredChecks(services: Services, address: { repo: RepoRef;
 async function settleRun(services: Services, runRowId: string, queueId: string, required: RequiredChecks, reports: readonly CheckReport[], finished: boolean | null): Promise<"decided" | "confirm" | "waiting"> {
   let outcome: "confirm" | "waiting" = "waiting";
   const event: Extract<EngineEvent, { kind: "run_finished" }> = { kind: "run_finished", runId: "", outcome: "passed" };
-  const applied = await applyQueueEvent(services, queueId, event, async (tx) => {
+  const applied = await applyQueueEvent(services, queueId, event, async (tx, queue) => {
     const fresh = await findRun(tx, runRowId);
     if (!fresh || fresh.status !== "running") return false;
     const checks = withReports(fresh.statusChecks, reports);
     if (JSON.stringify(checks) !== JSON.stringify(fresh.statusChecks)) await recordStatusChecks(tx, fresh.id, checks);
-    const verdict = verdictOf(required, checks, finished);
+    let verdict = verdictOf(required, checks, finished);
+    // A failure is judged on the run's test results first (flakeHandling): it may not count.
+    if (verdict === "failed") verdict = await judgeFailedRun(services, tx, queue, { ...fresh, statusChecks: checks }, required, checks, finished);
     if (verdict === null) {
       if (finished === null && awaitsConfirmation(required, checks)) outcome = "confirm";
       return false;

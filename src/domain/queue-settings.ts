@@ -4,6 +4,16 @@ export const DIRECT_MERGE_MODES = ["off", "always"] as const;
 export const OPTIMIZATION_MODES = ["off", "bisection_skip_redundant_tests"] as const;
 export const MERGE_METHODS = ["merge_commit", "squash", "rebase"] as const;
 /**
+ * What a failed required check's test results decide (docs/flaky-queue.md): off — every
+ * failure counts; quarantined — failures of quarantined tests (and of tests that passed on a
+ * retry in the run) do not count; retry_flaky — as quarantined, and failures of known-flaky
+ * tests re-run the failed jobs, up to flakyRetries times.
+ */
+export const FLAKE_HANDLING_MODES = ["off", "quarantined", "retry_flaky"] as const;
+export type FlakeHandling = (typeof FLAKE_HANDLING_MODES)[number];
+/** The most re-runs of a run's failed jobs a queue may allow for flaky failures. */
+export const MAX_FLAKY_RETRIES = 5;
+/**
  * Where a queue's required statuses come from (the API's requiredStatusesSource): its own list
  * (merge_instance), or the code host's rules for the target branch: classic branch protection
  * (repo_provider_branch_protection), rulesets, both; none (the branch requires no check: every
@@ -40,6 +50,9 @@ export type QueueSettings = {
   directMergeMode: (typeof DIRECT_MERGE_MODES)[number];
   optimizationMode: (typeof OPTIMIZATION_MODES)[number];
   mergeMethod: (typeof MERGE_METHODS)[number];
+  flakeHandling: FlakeHandling;
+  /** Re-runs of a run's failed jobs for known-flaky failures (retry_flaky), 0 to MAX_FLAKY_RETRIES. */
+  flakyRetries: number;
 };
 
 /** Defaults for a new queue; docs/decisions.md explains each choice. */
@@ -62,6 +75,8 @@ export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
   directMergeMode: "off",
   optimizationMode: "off",
   mergeMethod: "squash",
+  flakeHandling: "quarantined",
+  flakyRetries: 1,
 };
 
 export type QueueSettingsUpdate = Partial<Omit<QueueSettings, "requiredStatuses">> & {

@@ -1,4 +1,5 @@
 import type { TransitionEvidence } from "./engine/types.js";
+import type { FlakeVerdict } from "./flaky/verdict.js";
 import { clip, sentenceOf } from "./reasons.js";
 import type { PrState } from "./states.js";
 import type { ReportedCheck } from "./status-checks.js";
@@ -56,6 +57,8 @@ export type Evidence = {
   command?: string;
   /** The PR's head commit when it moved. */
   prHead?: string;
+  /** What the run's test results decided of its failed checks: the rule, and the tests with how each was judged (docs/flaky-queue.md). */
+  flaky?: FlakeVerdict;
 };
 
 export type TimelineEvent = {
@@ -90,7 +93,12 @@ export type RunFacts = {
   tested: readonly number[];
   stack: readonly number[];
   statusChecks: Readonly<Record<string, ReportedCheck>>;
+  /** The latest verdict of its test results on its failed checks, when there was one. */
+  flakeVerdict?: FlakeVerdict | null;
 };
+
+/** Timeline entries of a verdict on a run's test results that moves no PR (the run goes on). */
+export const FLAKE_VERDICT_REASONS: ReadonlySet<string> = new Set(["flaky_failures_excused", "flaky_retry", "infrastructure_retry", "flaky_retry_new_run"]);
 
 /** What the application knows besides the engine's transition. */
 export type TimelineContext = {
@@ -132,6 +140,7 @@ export function timelineEventOf(t: { prNumber: number; from: PrState | null; to:
       const missing = (context.requiredChecks ?? []).filter((name) => run.statusChecks[name] === undefined || run.statusChecks[name]!.state === "pending");
       if (missing.length > 0) Object.assign(evidence, listField("missingChecks", missing));
     }
+    if (run.flakeVerdict && (failedRun || FLAKE_VERDICT_REASONS.has(t.reason))) evidence.flaky = run.flakeVerdict;
   }
   const engine = t.evidence;
   if (engine?.blamedPr !== undefined) evidence.blamedPr = engine.blamedPr;

@@ -48,6 +48,8 @@ export type UploadInput = {
   branch: string;
   pr_number?: number | undefined;
   job_url?: string | undefined;
+  check_name?: string | undefined;
+  check_run_id?: number | undefined;
   variant?: string | undefined;
   junit_xml: string[];
   codeowners?: string | undefined;
@@ -188,6 +190,8 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
     branch: input.branch,
     prNumber: input.pr_number ?? null,
     jobUrl: input.job_url ?? null,
+    checkName: input.check_name ?? null,
+    checkRunId: input.check_run_id ?? null,
     variant: u.variant,
     createdAt: now,
     runId: run?.id ?? null,

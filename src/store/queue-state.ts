@@ -1,3 +1,4 @@
+import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
 import { isInLine } from "../domain/engine/order.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
@@ -50,6 +51,7 @@ function toEngineRun(run: TestRun): EngineRun {
     startedAt: run.startedAt.getTime(),
     finishedAt: run.finishedAt?.getTime() ?? null,
     failure: run.failure,
+    ...(run.flakeVerdict?.last && isConfirmedFailure(run.flakeVerdict.last) ? { failureConfirmed: true } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Queue as QueueRow } from "../generated/sqlite/client.js";
-import { DIRECT_MERGE_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
+import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { QUEUE_MODES, QUEUE_STATES, type QueueMode, type QueueState } from "../domain/states.js";
 import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull } from "./columns.js";
 import type { Database, Tx } from "./database.js";
@@ -51,6 +51,8 @@ export function toQueue(row: QueueRow): Queue {
     directMergeMode: oneOf(DIRECT_MERGE_MODES, row.directMergeMode, "Queue.directMergeMode"),
     optimizationMode: oneOf(OPTIMIZATION_MODES, row.optimizationMode, "Queue.optimizationMode"),
     mergeMethod: oneOf(MERGE_METHODS, row.mergeMethod, "Queue.mergeMethod"),
+    flakeHandling: oneOf(FLAKE_HANDLING_MODES, row.flakeHandling, "Queue.flakeHandling"),
+    flakyRetries: Number(row.flakyRetries),
     baseSha: row.baseSha,
     targetHead: row.targetHead,
     mergedPrs: jsonNumbers(row.mergedPrs, "Queue.mergedPrs"),

@@ -1,3 +1,4 @@
+import type { FlakeRecord } from "../domain/flaky/verdict.js";
 import type { TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
 import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
@@ -39,11 +40,13 @@ export type TestRun = {
   treeKey: string | null;
   /**
    * Why test results linked to it read as an infrastructure failure (null: none did): the job
-   * is to be retried, not the PRs ejected (the engine's verdict reads it; not yet acted on).
+   * is re-run once, the PRs are not ejected for it (domain/flaky/verdict.ts).
    */
   infrastructureFailure: string | null;
   /** Why required checks never appeared on its testing branch (docs/diagnoses.md); null: none. */
   diagnosis: RunDiagnosis | null;
+  /** What test results decided of its failed checks (domain/flaky/verdict.ts); null: never judged. */
+  flakeVerdict: FlakeRecord | null;
 };
 
 export function toTestRun(row: RunRow): TestRun {
@@ -67,6 +70,7 @@ export function toTestRun(row: RunRow): TestRun {
     treeKey: row.treeKey,
     infrastructureFailure: row.infrastructureFailure,
     diagnosis: diagnosisOf(row.diagnosis),
+    flakeVerdict: row.flakeVerdict === null ? null : (JSON.parse(row.flakeVerdict) as FlakeRecord),
   };
 }
 
@@ -75,6 +79,11 @@ function diagnosisOf(text: string | null): RunDiagnosis | null {
   if (text === null) return null;
   const value = JSON.parse(text) as RunDiagnosis;
   return { ...value, code: oneOf(RUN_DIAGNOSIS_CODES, value.code, "TestRun.diagnosis.code") };
+}
+
+/** Records what test results decided of a run's failed checks. */
+export async function recordFlakeVerdict(tx: Tx, id: string, record: FlakeRecord): Promise<void> {
+  await tx.testRun.update({ where: { id }, data: { flakeVerdict: JSON.stringify(record) } });
 }
 
 /** Records a run's diagnosis. */

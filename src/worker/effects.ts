@@ -1,11 +1,13 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
 import { applyMergeOutcome, eventsOfMerge } from "../app/merges.js";
-import { applyQueueEvent } from "../app/queue-events.js";
+import { applyEvent, applyQueueEvent } from "../app/queue-events.js";
+import { recordVerdictTimeline } from "../app/flake-verdicts.js";
+import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
-import { findQueueInRepository, type QueueInRepository } from "../store/queues.js";
-import { runOf } from "../store/runs.js";
+import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
+import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
 import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
@@ -129,6 +131,10 @@ async function giveUp(services: Services, queue: QueueInRepository, effect: Outb
         });
       }
       return;
+    case "rerun_failed_jobs":
+      // Given up on the code host's re-run: test the tree again in a new run instead.
+      await rerunAlone(services, queue, effect.runId, message);
+      return;
     default:
       return;
   }
@@ -221,7 +227,46 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       await codeHost.commentOnPullRequest(repo, effect.prNumber, page ? `${effect.body}\n\nDetails: ${page}` : effect.body);
       return;
     }
+    case "rerun_failed_jobs": {
+      const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
+      // Decided already (its checks reported anew, it timed out, its PRs left): nothing to re-run.
+      if (!run || run.status !== "running" || !run.testBranch || !run.testBranchSha) return;
+      let rerun = 0;
+      let refused: string | null = null;
+      if (codeHost.ciRetries) {
+        try {
+          ({ rerun } = await codeHost.ciRetries.rerunFailedJobs(repo, { queueId: queue.id, runId: effect.runId, testBranch: run.testBranch, sha: run.testBranchSha }));
+        } catch (error) {
+          // Transient refusals are retried with backoff; a permanent one (no `actions: write`) falls back to a new run.
+          if (!(error instanceof CodeHostRefusal) || error.transient) throw error;
+          refused = error.message;
+          services.log?.warn({ queueId: queue.id, runId: effect.runId, refusal: error.kind, error: error.message }, "the code host refused to re-run failed jobs: starting the run again on its own");
+        }
+      }
+      if (rerun === 0) await rerunAlone(services, queue, effect.runId, refused);
+      return;
+    }
     case "schedule_timer":
       return;
   }
+}
+
+/**
+ * A retry of a run's failed jobs the code host cannot do (it runs no CI of its own, or refuses):
+ * the run's tree is tested again in a new run of its own (the engine's run_rerun), keeping what
+ * the verdicts spent, and the PRs' timelines say so (with the host's words when it refused).
+ */
+async function rerunAlone(services: Services, queue: QueueInRepository, runId: string, refused: string | null): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const locked = await lockQueueRow(tx, queue.id);
+    const old = locked && (await runOf(tx, queue.id, runId));
+    if (!locked || !old || old.status !== "running") return;
+    const decision = await applyEvent(services, tx, locked, { kind: "run_rerun", runId });
+    const again = decision.queue.runs.at(-1);
+    const created = again && again.id !== runId ? await runOf(tx, queue.id, again.id) : null;
+    if (!created) return;
+    const record = old.flakeVerdict ?? NEW_FLAKE_RECORD;
+    await recordFlakeVerdict(tx, created.id, { ...record, judged: {}, excused: {} });
+    await recordVerdictTimeline(services, tx, locked, { ...created, flakeVerdict: record }, "flaky_retry_new_run", record.last, refused);
+  });
 }

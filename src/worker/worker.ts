@@ -4,6 +4,9 @@ import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { reconcileRunsInFlight, type CiPollSettings } from "../app/status-checks.js";
+import { judgeFailedRun } from "../app/flake-verdicts.js";
+import type { ReportedCheck, RequiredChecks } from "../domain/status-checks.js";
+import { runOf } from "../store/runs.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
@@ -27,6 +30,11 @@ export type WorkerOptions = {
   ciPoll?: CiPollSettings;
 };
 
+/** A polled host's CI result is one check: what the verdict on a failure reads it as. */
+const POLLED_CHECK = "ci";
+const POLLED_REQUIRED: RequiredChecks = { contexts: [POLLED_CHECK], source: "queue" };
+const POLLED_FAILURE: Record<string, ReportedCheck> = { [POLLED_CHECK]: { state: "failure", kind: "status", id: null } };
+
 /**
  * Applies the CI results a polled code host has due, each marked delivered in the transaction
  * that applies it (a result whose queue is gone is marked delivered all the same, so it is not
@@ -35,7 +43,18 @@ export type WorkerOptions = {
 export async function deliverPolledCiResults(services: Services, polling: PolledEvents): Promise<number> {
   let applied = 0;
   for (const result of await polling.dueCiResults(services.now())) {
-    const decision = await applyQueueEvent(services, result.queueId, { kind: "run_finished", runId: result.runId, outcome: result.outcome }, (tx) => polling.markDelivered(tx, result.id, services.now()));
+    const event = { kind: "run_finished" as const, runId: result.runId, outcome: result.outcome };
+    const decision = await applyQueueEvent(services, result.queueId, event, async (tx, queue) => {
+      if (!(await polling.markDelivered(tx, result.id, services.now()))) return false;
+      if (result.outcome === "passed") return true;
+      // A failure is judged on the run's test results first (flakeHandling): it may not count.
+      const run = await runOf(tx, queue.id, result.runId);
+      if (!run || run.status !== "running") return true;
+      const verdict = await judgeFailedRun(services, tx, queue, run, POLLED_REQUIRED, POLLED_FAILURE, true, true);
+      if (verdict === null) return false;
+      event.outcome = verdict;
+      return true;
+    });
     if (decision) applied++;
     else await services.db.transaction((tx) => polling.markDelivered(tx, result.id, services.now()));
   }

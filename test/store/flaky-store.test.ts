@@ -47,7 +47,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
   });
 
   const upload = (id: string, commitSha: string) =>
-    db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, variant: "", createdAt: now, runId: null }));
+    db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, checkName: null, checkRunId: null, variant: "", createdAt: now, runId: null }));
   const newTest = (id: string, codeowners: string[]) => ({ id, name: id, file: "src/a.test.ts", classname: "a", parent: "suite", variant: "", codeowners });
 
   test("what an upload writes reads back as numbers, booleans, lists and dates", async () => {

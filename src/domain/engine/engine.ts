@@ -121,6 +121,18 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       run.finishedAt = ctx.now;
       return;
     }
+    case "run_rerun": {
+      const run = q.runs.find((r) => r.id === event.runId);
+      if (!run || run.status !== "running") return;
+      // The same tree, in a new run: its PRs stay in flight where they are, so the runs stacked
+      // on them stay exact and go on.
+      cancelRun(ctx, run);
+      const again: EngineRun = { ...run, id: `run-${q.nextRunNumber++}`, stack: [...run.stack], tested: [...run.tested], status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+      delete again.failureConfirmed;
+      q.runs.push(again);
+      ctx.effects.push({ kind: "start_run", runId: again.id, baseSha: again.baseSha, stack: again.stack, tested: again.tested });
+      return;
+    }
     case "merge_failed": {
       // The PRs did not land, nor did any merge decided after them (they were to go on top):
       // all go back in line, and the target is where the code host says.
@@ -450,7 +462,7 @@ function evictFailed(ctx: Context): void {
  * conflicts are not retried.
  */
 function shouldRetry(q: EngineQueue, line: Line, prNumber: number, run: EngineRun): boolean {
-  if (run.failure !== "tests_failed") return false;
+  if (run.failure !== "tests_failed" || run.failureConfirmed) return false;
   if (line.entries.some((e) => isInFlight(e.state) && line.dependsOn(e.prNumber, prNumber))) return false;
   const failures = q.runs.filter((r) => r.kind === "main" && r.status === "failed" && r.failure === "tests_failed" && r.tested.length === 1 && r.tested[0] === prNumber);
   return failures.length < 2;

@@ -73,6 +73,11 @@ export type EngineRun = {
   startedAt: number;
   finishedAt: number | null;
   failure: RunFailure | null;
+  /**
+   * The failure is proven real by test results (domain/flaky/verdict.ts): the PR fails without
+   * the engine's blind retry (shouldRetry). Absent: nothing says.
+   */
+  failureConfirmed?: boolean;
 };
 
 export type EngineQueue = {
@@ -102,6 +107,11 @@ export type EngineEvent =
   | { kind: "restart_requested"; prNumber: number }
   | { kind: "readiness_changed"; prNumber: number; ready: boolean }
   | { kind: "run_finished"; runId: string; outcome: "passed" | "failed"; failure?: RunFailure }
+  /**
+   * Run the tree of a running run again on its own, in a new run (its flaky failures are retried
+   * and the code host cannot re-run the failed jobs): the runs stacked on it go on.
+   */
+  | { kind: "run_rerun"; runId: string }
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   /**
@@ -165,6 +175,13 @@ export type Transition = { prNumber: number; from: PrState; to: PrState; reason:
  */
 export type NotifyEffect = { kind: "pr_status"; prNumber: number; sha: string; state: "pending" | "success" | "failure" | "error"; description: string } | { kind: "pr_comment"; prNumber: number; body: string };
 
-export type OutboxEffect = Effect | NotifyEffect;
+/**
+ * What the application adds when test results call for a retry (domain/flaky/verdict.ts): the
+ * code host runs the run's failed jobs again, or, when it cannot, the run is started again on
+ * its own (run_rerun).
+ */
+export type RetryEffect = { kind: "rerun_failed_jobs"; runId: string };
+
+export type OutboxEffect = Effect | NotifyEffect | RetryEffect;
 
 export type Decision = { queue: EngineQueue; effects: Effect[]; transitions: Transition[] };

@@ -1,4 +1,5 @@
 import type { RunTestResults } from "../../domain/flaky/queue-evidence.js";
+import type { VerdictTest, VerdictUpload } from "../../domain/flaky/verdict.js";
 import type { Tx } from "../database.js";
 import type { Sql } from "../sql.js";
 import { findTestCases } from "./queries.js";
@@ -99,6 +100,63 @@ export async function testResultsOfRun(tx: Tx, runId: string): Promise<RunTestRe
       test,
       passedOnRetry: passedOnRetry.has(test.key),
       signatures: [...signaturesOf.get(test.key)!].map(([signature, summary]) => ({ signature, summary })),
+    })),
+  };
+}
+
+/**
+ * The evidence a failed run's verdict reads (domain/flaky/verdict.ts): its uploads with the
+ * tests that failed in each without passing in it, and each such test with its status and
+ * quarantine, whether it passed in the run (any upload) or in another queue run of the same
+ * tree, and whether its failures' signatures were seen before this run.
+ */
+export async function runEvidence(tx: Tx, run: { id: string; queueId: string; treeKey: string | null }): Promise<{ uploads: VerdictUpload[]; tests: VerdictTest[] }> {
+  const uploads = await tx.testUpload.findMany({ where: { runId: run.id }, orderBy: { key: "asc" } });
+  const uploadKeys = uploads.map((u) => u.key);
+  if (uploadKeys.length === 0) return { uploads: [], tests: [] };
+  const results = await tx.testResult.findMany({ where: { uploadKey: { in: uploadKeys }, failed: true }, select: { testCaseKey: true, uploadKey: true, passed: true } });
+  const failedOnly = new Map<number, number[]>();
+  for (const r of results) if (!r.passed) failedOnly.set(r.uploadKey, [...(failedOnly.get(r.uploadKey) ?? []), r.testCaseKey]);
+  const keys = [...new Set(results.filter((r) => !r.passed).map((r) => r.testCaseKey))];
+  const passedInRun = new Set(
+    keys.length === 0 ? [] : (await tx.testResult.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { in: uploadKeys }, passed: true }, select: { testCaseKey: true } })).map((r) => r.testCaseKey),
+  );
+  const sameTree =
+    run.treeKey === null || keys.length === 0
+      ? []
+      : (await tx.testUpload.findMany({ where: { run: { queueId: run.queueId, treeKey: run.treeKey, id: { not: run.id } }, infrastructureFailure: null }, select: { key: true } })).map((u) => u.key);
+  const passedOnSameTree = new Set(
+    sameTree.length === 0 ? [] : (await tx.testResult.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { in: sameTree }, passed: true }, select: { testCaseKey: true } })).map((r) => r.testCaseKey),
+  );
+  const failures = keys.length === 0 ? [] : await tx.testFailure.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { in: uploadKeys } }, select: { testCaseKey: true, signature: true } });
+  const before =
+    keys.length === 0
+      ? []
+      : await tx.testFailure.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { notIn: uploadKeys } }, select: { testCaseKey: true, signature: true }, distinct: ["testCaseKey", "signature"] });
+  const seen = new Set(before.map((f) => `${f.testCaseKey} ${f.signature}`));
+  const summaries = keys.length === 0 ? [] : await tx.failureSignature.findMany({ where: { testCaseKey: { in: keys } }, select: { testCaseKey: true, signature: true, summary: true } });
+  const summaryOf = new Map(summaries.map((s) => [`${s.testCaseKey} ${s.signature}`, s.summary]));
+  const signaturesOf = new Map<number, Set<string>>();
+  for (const f of failures) signaturesOf.set(f.testCaseKey, (signaturesOf.get(f.testCaseKey) ?? new Set()).add(f.signature));
+  return {
+    uploads: uploads.map((u) => ({
+      id: u.id,
+      checkName: u.checkName,
+      checkRunId: u.checkRunId === null ? null : Number(u.checkRunId),
+      testCases: u.testCases,
+      infrastructureFailure: u.infrastructureFailure,
+      failed: failedOnly.get(u.key) ?? [],
+    })),
+    tests: (await findTestCases(tx, keys)).map((test) => ({
+      key: test.key,
+      id: test.id,
+      name: test.name,
+      file: test.file,
+      status: test.status,
+      quarantined: test.quarantined,
+      passedInRun: passedInRun.has(test.key),
+      passedOnSameTree: passedOnSameTree.has(test.key),
+      signatures: [...(signaturesOf.get(test.key) ?? [])].map((signature) => ({ signature, summary: summaryOf.get(`${test.key} ${signature}`) ?? null, seenBefore: seen.has(`${test.key} ${signature}`) })),
     })),
   };
 }

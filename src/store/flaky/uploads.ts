@@ -15,6 +15,9 @@ export type NewUpload = {
   branch: string;
   prNumber: number | null;
   jobUrl: string | null;
+  /** The CI check the results come from, as the uploader named it (name; check run id), when it did. */
+  checkName: string | null;
+  checkRunId: number | null;
   variant: string;
   createdAt: Date;
   /** The queue run that tested the commit (store/flaky/runs.ts), when known. */
@@ -24,9 +27,9 @@ export type NewUpload = {
 /** Stores an upload with no test cases counted yet; answers its key. */
 export async function insertUpload(sql: Sql, upload: NewUpload): Promise<number> {
   const [row] = await sql.all<{ key: unknown }>(
-    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "variant", "createdAt", "testCases", "failures", "runId")
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) RETURNING "key"`,
-    [upload.id, upload.repositoryId, upload.commitSha, upload.branch, upload.prNumber, upload.jobUrl, upload.variant, upload.createdAt, upload.runId],
+    `INSERT INTO "TestUpload" ("id", "repositoryId", "commitSha", "branch", "prNumber", "jobUrl", "checkName", "checkRunId", "variant", "createdAt", "testCases", "failures", "runId")
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) RETURNING "key"`,
+    [upload.id, upload.repositoryId, upload.commitSha, upload.branch, upload.prNumber, upload.jobUrl, upload.checkName, upload.checkRunId, upload.variant, upload.createdAt, upload.runId],
   );
   return integer(row!.key);
 }

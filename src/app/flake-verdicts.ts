@@ -1,0 +1,101 @@
+import { FLAKE_VERDICT_REASONS, ENGINE_ACTOR, timelineEventOf, type TimelineEvent } from "../domain/timeline.js";
+import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVerdict, type FlakeRecord, type FlakeVerdict, type VerdictCheck } from "../domain/flaky/verdict.js";
+import { verdictOf, type CheckState, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
+import type { Tx } from "../store/database.js";
+import { appendEffects } from "../store/effects.js";
+import { runEvidence } from "../store/flaky/runs.js";
+import type { Queue } from "../store/queues.js";
+import { recordFlakeVerdict, type TestRun } from "../store/runs.js";
+import { appendTimelineEvents } from "../store/timeline.js";
+import { entryOf } from "../store/entries.js";
+import { repositoryById } from "../store/repositories.js";
+import { checkUrlOf } from "./queue-events.js";
+import type { Services } from "./services.js";
+
+/**
+ * Flake-aware verdicts (docs/flaky-queue.md): a running run whose checks say it failed is
+ * judged on its test results, per the queue's flakeHandling, before the engine hears of it.
+ * Everything happens in the caller's transaction, under the queue's lock: the verdict, the
+ * retry's effect and the timeline entries commit with the check report that caused them.
+ */
+
+const FAILED: ReadonlySet<CheckState> = new Set(["failure", "error"]);
+
+/** The checks with the excused ones counted as passed. */
+function withExcused(checks: Readonly<Record<string, ReportedCheck>>, record: FlakeRecord): Record<string, ReportedCheck> {
+  return Object.fromEntries(Object.entries(checks).map(([context, check]) => [context, isExcused(record, { context, ...check }) ? { ...check, state: "success" as const } : check]));
+}
+
+/** The failed checks the verdict is about: the required ones, or every reported one when none is required. */
+function failedChecksOf(required: RequiredChecks, checks: Readonly<Record<string, ReportedCheck>>): VerdictCheck[] {
+  const names = required.contexts.length > 0 ? required.contexts : Object.keys(checks);
+  return names.flatMap((context) => {
+    const check = checks[context];
+    return check && FAILED.has(check.state) ? [{ context, ...check }] : [];
+  });
+}
+
+/**
+ * The verdict on a running run whose checks (`checks`, as just recorded) say it failed:
+ * "failed" (the failure counts: the engine hears it), "passed" (the failures are excused and the
+ * rest passed), or null (waiting: for its failed jobs to run again, or for the other checks).
+ * `newReport`: the failure is a new result whatever its check id says (a polled result).
+ */
+export async function judgeFailedRun(
+  services: Services,
+  tx: Tx,
+  queue: Queue,
+  run: TestRun,
+  required: RequiredChecks,
+  checks: Readonly<Record<string, ReportedCheck>>,
+  finished: boolean | null,
+  newReport = false,
+): Promise<"passed" | "failed" | null> {
+  if (queue.flakeHandling === "off") return "failed";
+  const record = run.flakeVerdict ?? NEW_FLAKE_RECORD;
+  const effective = withExcused(checks, record);
+  const before = verdictOf(required, effective, finished);
+  if (before !== "failed") return before;
+  const failed = failedChecksOf(required, effective);
+  // Judged at these very reports already: its failed jobs are running again.
+  if (!newReport && failed.every((check) => alreadyJudged(record, check))) return null;
+  const evidence = await runEvidence(tx, run);
+  const verdict = judgeFailedChecks({ mode: queue.flakeHandling, maxRetries: queue.flakyRetries, record, failed, checksReported: Object.keys(checks).length, ...evidence });
+  const next = recordVerdict(record, verdict, failed);
+  await recordFlakeVerdict(tx, run.id, next);
+  if (verdict.decision === "fail") return "failed";
+  const reason = verdict.decision === "excuse" ? "flaky_failures_excused" : verdict.rule === "infrastructure_retry" ? "infrastructure_retry" : "flaky_retry";
+  await recordVerdictTimeline(services, tx, queue, { ...run, flakeVerdict: next }, reason, verdict);
+  if (verdict.decision === "retry") {
+    await appendEffects(tx, queue.id, [{ kind: "rerun_failed_jobs", runId: run.runId }], { now: services.now(), newId: services.newId });
+    return null;
+  }
+  return verdictOf(required, withExcused(checks, next), finished);
+}
+
+/** A timeline entry, on each PR the run decides for, of a verdict that moves no PR. */
+export async function recordVerdictTimeline(services: Services, tx: Tx, queue: Queue, run: TestRun, reason: string, verdict: FlakeVerdict | null, hostMessage: string | null = null): Promise<void> {
+  if (!FLAKE_VERDICT_REASONS.has(reason)) throw new Error(`not a verdict's timeline reason: ${reason}`);
+  const repo = await repositoryById(tx, queue.repositoryId);
+  const at = services.now();
+  const events: TimelineEvent[] = [];
+  for (const prNumber of run.tested) {
+    const entry = await entryOf(tx, queue.id, prNumber);
+    if (!entry) continue;
+    const facts = { id: run.runId, kind: run.kind, tested: run.tested, stack: run.stack, testBranch: run.testBranch, testBranchSha: run.testBranchSha, statusChecks: run.statusChecks, flakeVerdict: verdict };
+    events.push(
+      timelineEventOf(
+        { prNumber, from: entry.state, to: entry.state, reason, ...(hostMessage !== null ? { message: hostMessage } : {}) },
+        {
+          at,
+          cause: { actor: ENGINE_ACTOR },
+          prHead: entry.prSha,
+          run: facts,
+          requiredChecks: queue.requiredStatuses,
+          checkUrl: checkUrlOf(repo),
+        },
+      ),
+    );
+  }
+  await appendTimelineEvents(tx, queue.id, events, services.newId);
+}
