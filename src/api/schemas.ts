@@ -1,3 +1,4 @@
+import { FLAKE_RULES, TEST_JUDGEMENTS, VERDICT_TESTS_MAX } from "../domain/flaky/verdict.js";
 import { BLOCKED_REASON_CODES, RUN_DIAGNOSIS_CODES } from "../domain/diagnoses.js";
 import { z } from "zod";
 import { ERROR_CODES } from "../app/errors.js";
@@ -199,7 +200,7 @@ export const ZUploadTestResultsRequest = z.object({
     .min(1)
     .max(Number.MAX_SAFE_INTEGER)
     .optional()
-    .describe("the check run of the CI job the results come from (GitHub Actions: ${{ job.check_run_id }}): attributes them to that check exactly"),
+    .describe("the check run of the CI job the results come from (in GitHub Actions, the job context's check_run_id): attributes them to that check exactly"),
   variant: z.string().max(255).trim().check(storableText).optional().describe(TRIMMED),
   junit_xml: z.array(z.string().min(1, "must not be empty").describe("one JUnit XML report")).min(1).max(MAX_REPORTS).describe("JUnit XML reports, one string each"),
   codeowners: z
@@ -377,6 +378,18 @@ export const ZEvidence = z
     effect: z.strictObject({ kind: z.enum(["start_run", "merge"]), message: z.string() }).optional(),
     command: z.string().optional(),
     prHead: z.string().optional(),
+    flaky: z
+      .strictObject({
+        decision: z.enum(["fail", "excuse", "retry"]),
+        rule: z.enum(FLAKE_RULES),
+        checks: z.array(z.string()),
+        tests: z.array(z.strictObject({ id: z.string(), name: z.string(), file: z.string(), judgement: z.enum(TEST_JUDGEMENTS), failure: z.string().nullable() })),
+        testsTotal: z.number().int().optional(),
+        attempt: z.number().int().optional(),
+        infrastructure: z.string().optional(),
+      })
+      .optional()
+      .describe(`what the run's uploaded test results decided of its failed checks (docs/flaky-queue.md); tests keep at most ${VERDICT_TESTS_MAX}`),
   })
   .describe(`what the queue knew when the PR moved; lists keep at most ${EVIDENCE_LIST_MAX} items (…Total then says how many there were)`);
 export const ZTimelineEntry = z.strictObject({

@@ -70,7 +70,8 @@ export const NEW_FLAKE_RECORD: FlakeRecord = { retries: 0, infrastructureRetried
  * - new_failure: it never failed before: counts;
  * - not_flaky: it failed that way before, yet nothing says it is flaky (a broken test): counts.
  */
-export type TestJudgement = "quarantined" | "passed_in_run" | "passed_on_same_tree" | "known_flaky" | "new_signature" | "new_failure" | "not_flaky";
+export const TEST_JUDGEMENTS = ["quarantined", "passed_in_run", "passed_on_same_tree", "known_flaky", "new_signature", "new_failure", "not_flaky"] as const;
+export type TestJudgement = (typeof TEST_JUDGEMENTS)[number];
 
 const EXCUSED: ReadonlySet<TestJudgement> = new Set(["quarantined", "passed_in_run"]);
 const FLAKY: ReadonlySet<TestJudgement> = new Set(["passed_on_same_tree", "known_flaky"]);
@@ -82,16 +83,18 @@ const FLAKY: ReadonlySet<TestJudgement> = new Set(["passed_on_same_tree", "known
  * - excuse: failures_excused (the checks count as passed; the run is judged on the rest);
  * - retry: flaky_retry, infrastructure_retry (the failed jobs run again).
  */
-export type FlakeRule =
-  | "no_test_results"
-  | "no_failing_tests"
-  | "real_failure"
-  | "known_flaky_not_quarantined"
-  | "flaky_retries_exhausted"
-  | "infrastructure_failure_again"
-  | "failures_excused"
-  | "flaky_retry"
-  | "infrastructure_retry";
+export const FLAKE_RULES = [
+  "no_test_results",
+  "no_failing_tests",
+  "real_failure",
+  "known_flaky_not_quarantined",
+  "flaky_retries_exhausted",
+  "infrastructure_failure_again",
+  "failures_excused",
+  "flaky_retry",
+  "infrastructure_retry",
+] as const;
+export type FlakeRule = (typeof FLAKE_RULES)[number];
 
 /** Lists in a verdict keep at most this many tests; `testsTotal` then says how many there were. */
 export const VERDICT_TESTS_MAX = 20;
