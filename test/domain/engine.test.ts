@@ -668,3 +668,36 @@ describe("direct merge", () => {
     expect(q.reason(2)).toBe("direct_merge");
   });
 });
+
+describe("flake-aware runs (issue 16)", () => {
+  test("a failure proven real by test results fails the PR at once: no blind retry", () => {
+    const q = new EngineDriver();
+    q.submit(1);
+    q.runOf(1).failureConfirmed = true;
+    q.fail(1);
+    expect([q.state(1), q.reason(1)]).toEqual(["failed", "tests_failed"]);
+    expect(q.transitions.map((t) => t.reason)).not.toContain("retrying_failed_run");
+  });
+
+  test("run_rerun tests the run's tree again in a new run; the run stacked on it goes on untouched", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    q.submit(1);
+    q.submit(2);
+    const under = q.runOf(1);
+    const over = q.runOf(2);
+    expect(over.stack).toEqual([1, 2]);
+    const effects = q.send({ kind: "run_rerun", runId: under.id });
+    const again = q.runOf(1);
+    expect(again.id).not.toBe(under.id);
+    expect({ stack: again.stack, tested: again.tested, baseSha: again.baseSha }).toEqual({ stack: under.stack, tested: under.tested, baseSha: under.baseSha });
+    expect(effects).toEqual([{ kind: "cancel_run", runId: under.id }, { kind: "start_run", runId: again.id, baseSha: under.baseSha, stack: [1], tested: [1] }, expect.objectContaining({ kind: "schedule_timer" })]);
+    expect(q.runOf(2)).toMatchObject({ id: over.id, status: "running" });
+    expect([q.state(1), q.state(2)]).toEqual(["testing", "testing"]);
+    // The new run passes; the stacked one passes: both merge as tested.
+    q.pass(1);
+    q.pass(2);
+    expect(q.merges()).toEqual([[1], [2]]);
+    // A late rerun of a run no longer running changes nothing.
+    expect(q.send({ kind: "run_rerun", runId: under.id }).filter((e) => e.kind !== "schedule_timer")).toEqual([]);
+  });
+});

@@ -13,7 +13,9 @@ type Case = { name: string; fail?: string };
 type Timeline = { state: string; previousState: string | null; reason: string; evidence: { flaky?: { rule: string; decision: string; tests: { name: string; judgement: string }[]; attempt?: number } } }[];
 
 function report(at: Date, cases: Case[]): string {
-  const body = cases.map((c) => (c.fail === undefined ? `<testcase classname="pkg.Tests" name="${c.name}"/>` : `<testcase classname="pkg.Tests" name="${c.name}"><failure message="${c.fail}">trace</failure></testcase>`)).join("\n");
+  const body = cases
+    .map((c) => (c.fail === undefined ? `<testcase classname="pkg.Tests" name="${c.name}"/>` : `<testcase classname="pkg.Tests" name="${c.name}"><failure message="${c.fail}">trace</failure></testcase>`))
+    .join("\n");
   return `<?xml version="1.0"?>\n<testsuites><testsuite name="suite" timestamp="${at.toISOString()}">\n${body}\n</testsuite></testsuites>`;
 }
 

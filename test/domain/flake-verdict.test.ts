@@ -1,0 +1,88 @@
+import { judgeFailedChecks, judgeTest, NEW_FLAKE_RECORD, recordVerdict, uploadsOfCheck, VERDICT_TESTS_MAX, type VerdictInput, type VerdictTest, type VerdictUpload } from "../../src/domain/flaky/verdict.js";
+
+/** The pure verdict on a failed run's test results (domain/flaky/verdict.ts, docs/flaky-queue.md). */
+
+const test = (key: number, over: Partial<VerdictTest> = {}): VerdictTest => ({
+  key,
+  id: `id-${key}`,
+  name: `test ${key}`,
+  file: "a.test.ts",
+  status: "healthy",
+  quarantined: false,
+  passedInRun: false,
+  passedOnSameTree: false,
+  signatures: [{ signature: "s", summary: "boom", seenBefore: false }],
+  ...over,
+});
+const upload = (failed: number[], over: Partial<VerdictUpload> = {}): VerdictUpload => ({ id: "u", checkName: "tests", checkRunId: 11, testCases: 100, infrastructureFailure: null, failed, ...over });
+const testsCheck = { context: "tests", state: "failure" as const, kind: "check_run" as const, id: 11 };
+const input = (over: Partial<VerdictInput>): VerdictInput => ({ mode: "retry_flaky", maxRetries: 1, record: NEW_FLAKE_RECORD, failed: [testsCheck], checksReported: 2, uploads: [], tests: [], ...over });
+
+describe("flake verdicts", () => {
+  it("judges each failing test by its evidence", () => {
+    expect(judgeTest(test(1, { quarantined: true }))).toBe("quarantined");
+    expect(judgeTest(test(1, { passedInRun: true }))).toBe("passed_in_run");
+    expect(judgeTest(test(1, { passedOnSameTree: true }))).toBe("passed_on_same_tree");
+    expect(judgeTest(test(1, { status: "flaky", signatures: [{ signature: "s", summary: null, seenBefore: true }] }))).toBe("known_flaky");
+    expect(judgeTest(test(1, { status: "flaky" }))).toBe("new_signature");
+    expect(judgeTest(test(1))).toBe("new_failure");
+    expect(judgeTest(test(1, { status: "broken", signatures: [{ signature: "s", summary: null, seenBefore: true }] }))).toBe("not_flaky");
+  });
+
+  it("attributes uploads to a check by check run id or name; unnamed uploads only when the commit has one check", () => {
+    const byId = upload([], { checkName: null });
+    const byName = upload([], { checkRunId: null });
+    const unnamed = upload([], { checkName: null, checkRunId: null });
+    const other = upload([], { checkName: "lint", checkRunId: 12 });
+    expect(uploadsOfCheck(testsCheck, [byId, byName, unnamed, other], 2)).toEqual([byId, byName]);
+    expect(uploadsOfCheck(testsCheck, [unnamed, other], 2)).toEqual([]);
+    expect(uploadsOfCheck(testsCheck, [unnamed], 1)).toEqual([unnamed]);
+    // A commit status has no check run id: only its name attributes.
+    expect(uploadsOfCheck({ ...testsCheck, kind: "status", id: null }, [byId], 2)).toEqual([]);
+  });
+
+  it("a failed check without an upload, or whose uploaded tests all passed, is a real failure", () => {
+    expect(judgeFailedChecks(input({ uploads: [upload([], { checkName: "lint", checkRunId: 12 })] }))).toMatchObject({ decision: "fail", rule: "no_test_results", checks: ["tests"] });
+    expect(judgeFailedChecks(input({ uploads: [upload([])] }))).toMatchObject({ decision: "fail", rule: "no_failing_tests" });
+  });
+
+  it("excuses quarantined failures and those that passed in the run; any new failure makes it real, named first", () => {
+    const excused = judgeFailedChecks(input({ uploads: [upload([1, 2])], tests: [test(1, { quarantined: true }), test(2, { passedInRun: true })] }));
+    expect(excused).toMatchObject({ decision: "excuse", rule: "failures_excused" });
+    const real = judgeFailedChecks(input({ uploads: [upload([1, 2])], tests: [test(1, { quarantined: true }), test(2)] }));
+    expect(real).toMatchObject({
+      decision: "fail",
+      rule: "real_failure",
+      tests: [
+        { name: "test 2", judgement: "new_failure" },
+        { name: "test 1", judgement: "quarantined" },
+      ],
+    });
+  });
+
+  it("retries known-flaky failures up to the limit under retry_flaky; quarantined mode does not retry", () => {
+    const flaky = test(1, { passedOnSameTree: true });
+    const retry = judgeFailedChecks(input({ uploads: [upload([1])], tests: [flaky] }));
+    expect(retry).toMatchObject({ decision: "retry", rule: "flaky_retry", attempt: 1 });
+    const after = recordVerdict(NEW_FLAKE_RECORD, retry, [testsCheck]);
+    expect(after).toMatchObject({ retries: 1, judged: { tests: 11 } });
+    expect(judgeFailedChecks(input({ record: after, uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "flaky_retries_exhausted" });
+    expect(judgeFailedChecks(input({ mode: "quarantined", uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "known_flaky_not_quarantined" });
+  });
+
+  it("an infrastructure failure is re-run once, then counts", () => {
+    const storm = upload([1], { infrastructureFailure: "9 of 10 tests failed" });
+    const first = judgeFailedChecks(input({ uploads: [storm], tests: [test(1)] }));
+    expect(first).toMatchObject({ decision: "retry", rule: "infrastructure_retry", infrastructure: "9 of 10 tests failed" });
+    const record = recordVerdict(NEW_FLAKE_RECORD, first, [testsCheck]);
+    expect(record).toMatchObject({ retries: 0, infrastructureRetried: true });
+    expect(judgeFailedChecks(input({ record, uploads: [storm], tests: [test(1)] }))).toMatchObject({ decision: "fail", rule: "infrastructure_failure_again" });
+  });
+
+  it("names at most VERDICT_TESTS_MAX tests and says how many there were", () => {
+    const tests = Array.from({ length: 30 }, (_, i) => test(i + 1, { quarantined: true }));
+    const verdict = judgeFailedChecks(input({ uploads: [upload(tests.map((t) => t.key))], tests }));
+    expect(verdict.tests).toHaveLength(VERDICT_TESTS_MAX);
+    expect(verdict.testsTotal).toBe(30);
+  });
+});
