@@ -32,6 +32,8 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       directMergeMode: "off",
       optimizationMode: "off",
       mergeMethod: "squash",
+      flakeHandling: "quarantined",
+      flakyRetries: 1,
     });
     const fetched = await server.api.ok("getQueue", queueOf("defaults"));
     expect(fetched).toEqual({ ...created, neverSeenRequiredChecks: [], blockedReason: null, enqueuedPullRequests: [] });
@@ -113,6 +115,8 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     ["pendingFailureDepth", "2"],
     ["batchingMinSize", null],
     ["batchingMaxWaitTimeMinutes", 0],
+    ["flakyRetries", 6],
+    ["flakyRetries", -1],
   ])("updateQueue rejects %s = %p naming the field", async (field, value) => {
     await server.api.call("createQueue", queueOf("bounds"));
     const response = await server.api.call("updateQueue", { ...queueOf("bounds"), [field]: value });
@@ -128,6 +132,7 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     ["mergeMethod", "fast_forward"],
     ["directMergeMode", "never"],
     ["optimizationMode", "on"],
+    ["flakeHandling", "sometimes"],
   ])("updateQueue rejects %s = %p", async (field, value) => {
     await server.api.call("createQueue", queueOf("enums"));
     const response = await server.api.call("updateQueue", { ...queueOf("enums"), [field]: value });
