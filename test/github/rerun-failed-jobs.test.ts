@@ -68,7 +68,7 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
     expect(DEFAULT_PERMISSIONS.actions).toBe("write");
   });
 
-  test("only the failed runs' failed jobs run again, as new check runs with higher ids; the re-run's verdict is CI's", async () => {
+  test("only the failed runs' failed jobs run again, as new check runs with higher ids", async () => {
     const { testingCommit } = repository([
       { name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: (_files, attempt) => attempt === 1 },
       { name: "e2e", on: ["push"], branches: "greenline/", report: "check_run", fails: (_files, attempt) => attempt === 1, failsAs: "timed_out" },
@@ -118,6 +118,13 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
     const count = runsOf(sha).length;
     expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 0 });
     expect(runsOf(sha)).toHaveLength(count);
+  });
+
+  test("a run that started again between the listing and the re-run (GitHub's 403 already running) is no error", async () => {
+    const { testingCommit } = repository([{ name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true }]);
+    const { request } = testingCommit();
+    gh.failNext("POST", /\/rerun-failed-jobs$/, 403, "This workflow is already running");
+    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 0 });
   });
 
   test("GitHub itself refuses a run that is running: 403 This workflow is already running (the adapter never asks it)", async () => {
