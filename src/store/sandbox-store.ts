@@ -102,9 +102,21 @@ export async function markSandboxPullRequestsMerged(tx: Tx, repoKey: string, num
   await tx.sandboxPullRequest.updateMany({ where: { repoKey, number: { in: numbers } }, data: { state: "merged" } });
 }
 
+/**
+ * Why a CI job fails, as stored: `failed` when a PR it holds is broken (it fails every time),
+ * `flaked` when nothing in it is (a re-run may pass). Both report `failed`.
+ */
+export type SandboxCiOutcome = "passed" | "failed" | "flaked";
+
 /** Schedules a CI result (a no-op when the job exists: a retried start). */
-export async function insertSandboxCiJob(tx: Tx, job: { id: string; queueId: string; runId: string; sha: string; dueAt: Date; outcome: "passed" | "failed" }): Promise<void> {
+export async function insertSandboxCiJob(tx: Tx, job: { id: string; queueId: string; runId: string; sha: string; dueAt: Date; outcome: SandboxCiOutcome }): Promise<void> {
   await tx.sandboxCiJob.upsert({ where: { id: job.id }, create: job, update: {} });
+}
+
+/** The CI jobs of a testing run on the commit `sha` (its first job, then its re-runs), oldest first. */
+export async function sandboxCiJobsOf(tx: Tx, run: { queueId: string; runId: string; sha: string }): Promise<{ id: string; outcome: SandboxCiOutcome | "cancelled"; delivered: boolean }[]> {
+  const jobs = await tx.sandboxCiJob.findMany({ where: { queueId: run.queueId, runId: run.runId, sha: run.sha }, orderBy: [{ dueAt: "asc" }, { id: "asc" }] });
+  return jobs.map((j) => ({ id: j.id, outcome: oneOf(["passed", "failed", "flaked", "cancelled"] as const, j.outcome, "SandboxCiJob.outcome"), delivered: j.deliveredAt !== null }));
 }
 
 /** Cancels the undelivered CI jobs on the commit `sha`. */
@@ -115,7 +127,10 @@ export async function cancelSandboxCiJobs(tx: Tx, sha: string, at: Date): Promis
 /** CI results due at `now` and not yet delivered, oldest first (at most 100). */
 export async function dueSandboxCiJobs(tx: Tx, now: Date): Promise<SandboxCiJob[]> {
   const jobs = await tx.sandboxCiJob.findMany({ where: { deliveredAt: null, dueAt: { lte: now } }, orderBy: { dueAt: "asc" }, take: 100 });
-  return jobs.map((j) => ({ id: j.id, queueId: j.queueId, runId: j.runId, outcome: oneOf(["passed", "failed"] as const, j.outcome, "SandboxCiJob.outcome") }));
+  return jobs.map((j) => {
+    const outcome = oneOf(["passed", "failed", "flaked"] as const, j.outcome, "SandboxCiJob.outcome");
+    return { id: j.id, queueId: j.queueId, runId: j.runId, outcome: outcome === "flaked" ? "failed" : outcome };
+  });
 }
 
 /** Marks a CI result delivered; false when it already was. */

@@ -110,6 +110,17 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     workflowRuns.own = (await octokit.rest.actions.getWorkflowRun({ ...r, run_id: ownRun })).data;
     await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: elsewhere }));
     await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: 42 }));
+    // A testing commit's runs listed, the failed job of one re-run; again while it runs: refused.
+    const tested = gh.startWorkflowRun(full, { name: "Tests", event: "push", headSha: pr2.headSha, headBranch: pr2.headRef });
+    gh.completeCheckRun(gh.startJob(tested, "unit"), "failure");
+    await octokit.rest.actions.listWorkflowRunsForRepo({ ...r, head_sha: pr2.headSha, branch: pr2.headRef, per_page: 100 });
+    await octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: tested });
+    await settle(octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: tested }));
+    await octokit.rest.actions.listWorkflowRunsForRepo({ ...r, head_sha: pr2.headSha });
+    await settle(octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: 42 }));
+    // Without actions: write, a re-run is refused (reading is not).
+    gh.setPermissions(601, { ...DEFAULT_PERMISSIONS, administration: "read", workflows: "write", actions: "read" });
+    await settle(octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: tested }));
 
     // Permission refusals.
     gh.setPermissions(601, DEFAULT_PERMISSIONS);
@@ -170,13 +181,24 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
         "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200",
         "GET /repos/{owner}/{repo}/actions/runs/{run_id} 403",
         "GET /repos/{owner}/{repo}/actions/runs/{run_id} 404",
+        "GET /repos/{owner}/{repo}/actions/runs 200",
+        "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 201",
+        "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 403",
+        "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 404",
       ]),
     );
     // GitHub lists no pull request on a fork's run (github/docs#22501); a branch PR's run lists it.
     expect(workflowRuns.fork).toMatchObject({ pull_requests: [], head_repository: { full_name: "alice/app", fork: true }, status: "in_progress", conclusion: null });
     expect(workflowRuns.own).toMatchObject({ pull_requests: [expect.objectContaining({ number: 2 })], head_repository: { full_name: "octo-conf/app", fork: false }, status: "completed", conclusion: "failure" });
     const refusedRun = gh.requests.filter((request) => request.path.includes("/actions/runs/") && request.status === 403);
-    expect(refusedRun.map((request) => (request.response as { message: string }).message)).toEqual(["Resource not accessible by integration"]);
+    expect(refusedRun.map((request) => `${request.method} ${(request.response as { message: string }).message}`)).toEqual([
+      "POST This workflow is already running",
+      "POST Resource not accessible by integration",
+      "GET Resource not accessible by integration",
+    ]);
+    // A re-run is the run's next attempt, queued, its failed job a new check run.
+    const listed = gh.requests.filter((request) => request.path === "/repos/octo-conf/app/actions/runs").map((request) => request.response as { workflow_runs: { name: string; run_attempt: number; status: string }[] });
+    expect(listed.map((answer) => answer.workflow_runs.filter((run) => run.name === "Tests").map((run) => [run.run_attempt, run.status]))).toEqual([[[1, "completed"]], [[2, "queued"]]]);
   });
 
   test("every repository route the scenario used declares the App permission it needs", () => {

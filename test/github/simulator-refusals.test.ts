@@ -52,7 +52,7 @@ describe("the GitHub simulator", () => {
       const app = new ProbotOctokit({ auth: { token: "unused" }, baseUrl: gh.url });
       // Without a valid App JWT the token route is refused.
       expect((await refusal(app.request("POST /app/installations/{id}/access_tokens", { id: INSTALLATION }))).status).toBe(401);
-      expect(gh.permissionsOf(INSTALLATION)).toEqual({ actions: "read", checks: "write", contents: "write", issues: "write", metadata: "read", pull_requests: "write", statuses: "write" });
+      expect(gh.permissionsOf(INSTALLATION)).toEqual({ actions: "write", checks: "write", contents: "write", issues: "write", metadata: "read", pull_requests: "write", statuses: "write" });
     });
 
     test("a call the permissions do not cover answers 403 Resource not accessible by integration", async () => {

@@ -13,8 +13,13 @@ export type Workflow = {
   /** Pushed branch (`push`) or base branch (`pull_request`) prefix; any branch when absent. */
   branches?: string;
   report: "status" | "check_run";
-  /** The verdict from the files of the commit tested (default: green). */
-  fails?: (files: Record<string, string>) => boolean;
+  /**
+   * The verdict from the files of the commit tested and the attempt (1, then 2… for each re-run
+   * of its failed jobs; default: green). A flaky workflow: `(files, attempt) => attempt === 1`.
+   */
+  fails?: (files: Record<string, string>, attempt: number) => boolean;
+  /** How a failed job concludes (default `failure`; `timed_out` for a job that hit its time limit). */
+  failsAs?: "failure" | "timed_out";
 };
 
 export type CiRun = {
@@ -30,6 +35,10 @@ export type CiRun = {
    * `finish()`.
    */
   workflowRunId?: number;
+  /** 1, then one more per re-run of the failed jobs (`POST …/rerun-failed-jobs`). */
+  attempt: number;
+  /** A re-run's job: the check run GitHub created for it when the re-run was asked for. */
+  checkRunId?: number;
 };
 
 export class SimulatedCi {
@@ -42,12 +51,20 @@ export class SimulatedCi {
     this.#workflows = workflows;
   }
 
-  /** Listens to the simulator's events (before any deliverer attached later). */
+  /** Listens to the simulator's events (before any deliverer attached later) and to re-runs of failed jobs. */
   attach(): this {
     const previous = this.#gh.onEvent;
     this.#gh.onEvent = (event) => {
       previous?.(event);
       this.#trigger(event);
+    };
+    const previousRerun = this.#gh.onJobsRerun;
+    this.#gh.onJobsRerun = (workflowRunId, jobs) => {
+      previousRerun?.(workflowRunId, jobs);
+      const first = this.runs.find((run) => run.workflowRunId === workflowRunId);
+      if (!first) return;
+      const attempt = Math.max(...this.runs.filter((run) => run.workflowRunId === workflowRunId).map((run) => run.attempt)) + 1;
+      for (const job of jobs) this.runs.push({ ...first, state: "queued", attempt, checkRunId: job.id });
     };
     return this;
   }
@@ -62,11 +79,18 @@ export class SimulatedCi {
     for (const run of this.queued()) {
       // The workflow that ran (two workflows may report the same context, e.g. one `on: push`, one `on: pull_request`).
       const workflow = this.#workflows.find((w) => w.name === run.workflow && w.on.includes(run.trigger) && run.branch.startsWith(w.branches ?? ""))!;
-      const failed = workflow.fails?.(this.#gh.filesAt(run.sha)) ?? false;
+      const failed = workflow.fails?.(this.#gh.filesAt(run.sha), run.attempt) ?? false;
+      const conclusion = failed ? (workflow.failsAs ?? "failure") : "success";
       run.state = failed ? "failed" : "passed";
-      if (run.workflowRunId !== undefined) this.#gh.completeWorkflowRun(run.workflowRunId, failed ? "failure" : "success");
-      if (workflow.report === "status") this.#gh.setStatus(run.repo, run.sha, workflow.name, failed ? "failure" : "success");
-      else this.#gh.completeCheckRun(run.repo, this.#gh.createCheckRun(run.repo, { name: workflow.name, headSha: run.sha, status: "in_progress" }), failed ? "failure" : "success");
+      if (workflow.report === "status") {
+        if (run.workflowRunId !== undefined) this.#gh.completeWorkflowRun(run.workflowRunId, conclusion);
+        this.#gh.setStatus(run.repo, run.sha, workflow.name, failed ? "failure" : "success");
+        continue;
+      }
+      // GitHub Actions: the run's job is a check run (its run concludes with its last job).
+      const job =
+        run.checkRunId ?? (run.workflowRunId !== undefined ? this.#gh.startJob(run.workflowRunId, workflow.name) : this.#gh.createCheckRun(run.repo, { name: workflow.name, headSha: run.sha, status: "in_progress" }));
+      this.#gh.completeCheckRun(run.repo, job, conclusion);
     }
   }
 
@@ -80,8 +104,23 @@ export class SimulatedCi {
       if (!workflow.on.includes(trigger.kind) || !trigger.branch.startsWith(workflow.branches ?? "")) continue;
       // A PR's run: head_sha is the PR's head (GITHUB_SHA, the merge commit, is not), and a fork
       // PR's run has the fork as head_repository.
-      const workflowRunId = pr ? this.#gh.startWorkflowRun(trigger.repo, { name: workflow.name, event: "pull_request", headSha: pr.headSha, headBranch: pr.headRef, headRepo: pr.headRepo, actor: pr.author }) : undefined;
-      this.runs.push({ workflow: workflow.name, repo: trigger.repo, sha: trigger.sha, trigger: trigger.kind, branch: trigger.branch, state: "queued", ...(workflowRunId !== undefined ? { workflowRunId } : {}) });
+      // A workflow reporting check runs is GitHub Actions': each run is a workflow run whose job
+      // reports the check. A push's run has the pushed branch as head_branch.
+      const workflowRunId = pr
+        ? this.#gh.startWorkflowRun(trigger.repo, { name: workflow.name, event: "pull_request", headSha: pr.headSha, headBranch: pr.headRef, headRepo: pr.headRepo, actor: pr.author })
+        : workflow.report === "check_run"
+          ? this.#gh.startWorkflowRun(trigger.repo, { name: workflow.name, event: "push", headSha: trigger.sha, headBranch: trigger.branch, status: "queued" })
+          : undefined;
+      this.runs.push({
+        workflow: workflow.name,
+        repo: trigger.repo,
+        sha: trigger.sha,
+        trigger: trigger.kind,
+        branch: trigger.branch,
+        state: "queued",
+        attempt: 1,
+        ...(workflowRunId !== undefined ? { workflowRunId } : {}),
+      });
     }
   }
 }

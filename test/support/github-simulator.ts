@@ -694,6 +694,7 @@ export class GitHubSimulator {
     run.conclusion = conclusion;
     const repo = run.displayRepo ?? run.repo;
     this.#emit({ kind: "check_run", action: "completed", repo, checkRun: this.#checkRunEvent(run), branch: run.headBranch, sender });
+    if (run.workflowRunId !== undefined) this.#concludeWorkflowRun(run.workflowRunId);
     const suite = [...this.#checkRuns.values()].filter((r) => r.suiteId === run.suiteId);
     if (suite.every((r) => r.status === "completed")) {
       const failed = suite.some((r) => !["success", "neutral", "skipped"].includes(r.conclusion ?? ""));
@@ -726,13 +727,25 @@ export class GitHubSimulator {
     return { id: run.id, name: run.name, headSha: run.sha, status: run.status, conclusion: run.conclusion as SimulatorCheckRun["conclusion"], suiteId: run.suiteId };
   }
 
-  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null, sender: string): CheckRunRecord {
+  #createCheckRun(repo: string, sha: string, name: string, status: CheckRunRecord["status"], conclusion: string | null, detailsUrl: string | null, sender: string, workflowRunId?: number): CheckRunRecord {
     const id = ++this.#ids;
     const repoKey = repo.toLowerCase();
     const suiteKey = `${repoKey}:${sha}`;
     if (!this.#checkSuites.has(suiteKey)) this.#checkSuites.set(suiteKey, ++this.#ids);
     const headBranch = [...this.#refs].find(([k, v]) => k.startsWith(`${repoKey}:`) && v === sha)?.[0].slice(repoKey.length + 1) ?? null;
-    const run: CheckRunRecord = { id, repo: repoKey, displayRepo: repo, sha, name, status, conclusion: null, suiteId: this.#checkSuites.get(suiteKey)!, headBranch, detailsUrl };
+    const run: CheckRunRecord = {
+      id,
+      repo: repoKey,
+      displayRepo: repo,
+      sha,
+      name,
+      status,
+      conclusion: null,
+      suiteId: this.#checkSuites.get(suiteKey)!,
+      headBranch,
+      detailsUrl,
+      ...(workflowRunId !== undefined ? { workflowRunId } : {}),
+    };
     this.#checkRuns.set(id, run);
     this.#emit({ kind: "check_run", action: "created", repo, checkRun: this.#checkRunEvent(run), branch: headBranch, sender });
     if (status === "completed") this.#completeCheckRun(run, conclusion ?? "success", sender);
@@ -762,16 +775,74 @@ export class GitHubSimulator {
       headRepo: run.headRepo ?? repo,
       runNumber,
       actor: run.actor ?? "octocat",
+      attempt: 1,
+      createdAt: this.#clock(),
+      jobs: [],
     });
     return id;
   }
 
-  /** A workflow run finishes. */
-  completeWorkflowRun(id: number, conclusion: "success" | "failure" | "cancelled" = "success"): void {
+  /** A workflow run finishes (a run without jobs; a run with jobs finishes with its last job). */
+  completeWorkflowRun(id: number, conclusion: "success" | "failure" | "cancelled" | "timed_out" = "success"): void {
     const run = this.#workflowRuns.get(id);
     if (!run) throw new Error(`no workflow run ${id}`);
     run.status = "completed";
     run.conclusion = conclusion;
+  }
+
+  /**
+   * A job of a workflow run starts: GitHub Actions reports each job as a check run on the run's
+   * commit (the job's id is its check run's). Returns the check run id.
+   */
+  startJob(workflowRunId: number, name: string, status: "queued" | "in_progress" = "in_progress"): number {
+    const run = this.#workflowRuns.get(workflowRunId);
+    if (!run) throw new Error(`no workflow run ${workflowRunId}`);
+    const job = this.#createCheckRun(run.repo, run.headSha, name, status, null, null, "github-actions[bot]", workflowRunId);
+    run.jobs.push(job.id);
+    run.status = "in_progress";
+    run.conclusion = null;
+    return job.id;
+  }
+
+  /** The jobs (check runs) of a workflow run's latest attempt. */
+  jobsOf(workflowRunId: number): CheckRunRecord[] {
+    return (this.#workflowRuns.get(workflowRunId)?.jobs ?? []).map((id) => this.#checkRuns.get(id)!);
+  }
+
+  /**
+   * Called when the failed jobs of a workflow run start again (`POST …/rerun-failed-jobs`), with
+   * the new check run of each: the test's CI (github-ci.ts) decides what they conclude.
+   */
+  onJobsRerun: ((workflowRunId: number, jobs: CheckRunRecord[]) => void) | null = null;
+
+  /** A run whose latest jobs are all done concludes: its worst job's conclusion. */
+  #concludeWorkflowRun(id: number): void {
+    const run = this.#workflowRuns.get(id);
+    const jobs = this.jobsOf(id);
+    if (!run || jobs.length === 0 || jobs.some((job) => job.status !== "completed")) return;
+    run.status = "completed";
+    run.conclusion = ["failure", "timed_out", "cancelled"].find((c) => jobs.some((job) => job.conclusion === c)) ?? "success";
+  }
+
+  /**
+   * `POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs`, as GitHub answers it
+   * (docs/github.md, "Re-running failed jobs"): 403 while the run is not completed or when it
+   * is over 30 days old; otherwise each failed (or cancelled, or timed out) job of the latest
+   * attempt starts again as a new check run, the run becomes the next attempt, queued, and the
+   * answer is 201 with an empty object.
+   */
+  #rerunFailedJobs(run: WorkflowRunRecord): { status: number; message?: string } {
+    if (run.status !== "completed") return { status: 403, message: "This workflow is already running" };
+    if (this.#clock() - run.createdAt > 30 * 24 * 3600_000) return { status: 403, message: "Unable to retry this workflow run because it was created over a month ago" };
+    const failed = this.jobsOf(run.id).filter((job) => ["failure", "timed_out", "cancelled"].includes(job.conclusion ?? ""));
+    if (failed.length === 0) return { status: 403, message: "This workflow run cannot be retried" };
+    run.attempt += 1;
+    run.status = "queued";
+    run.conclusion = null;
+    const started = failed.map((job) => this.#createCheckRun(run.repo, run.headSha, job.name, "queued", null, null, "github-actions[bot]", run.id));
+    run.jobs = run.jobs.map((id) => started[failed.findIndex((job) => job.id === id)]?.id ?? id);
+    this.onJobsRerun?.(run.id, started);
+    return { status: 201 };
   }
 
   workflowRun(id: number): WorkflowRunRecord | undefined {
@@ -1473,6 +1544,27 @@ export class GitHubSimulator {
     }
 
     // ---- GitHub Actions ----
+    if (rest === "/actions/runs" && method === "GET") {
+      // Newest first, filtered as GitHub filters (`head_sha`, `branch` = head_branch, `status`).
+      const page = Math.max(1, Number(query.get("page") ?? 1) || 1);
+      const perPage = Math.min(100, Math.max(1, Number(query.get("per_page") ?? 30) || 30));
+      const headSha = query.get("head_sha");
+      const branch = query.get("branch");
+      const status = query.get("status");
+      const runs = [...this.#workflowRuns.values()]
+        .filter((r) => r.repo.toLowerCase() === repoName && (headSha === null || r.headSha === headSha) && (branch === null || r.headBranch === branch))
+        .filter((r) => status === null || r.status === status || r.conclusion === status)
+        .sort((a, b) => b.id - a.id);
+      const pulls = query.get("exclude_pull_requests") === "true";
+      return send(200, { total_count: runs.length, workflow_runs: runs.slice((page - 1) * perPage, page * perPage).map((r) => shape.workflowRun(r, pulls ? [] : this.#workflowRunPulls(r))) });
+    }
+    if ((match = /^\/actions\/runs\/(\d+)\/rerun-failed-jobs$/.exec(rest)) && method === "POST") {
+      const run = this.#workflowRuns.get(Number(match[1]));
+      if (!run || run.repo.toLowerCase() !== repoName) return notFound();
+      const answer = this.#rerunFailedJobs(run);
+      if (answer.message !== undefined) return error(answer.status, answer.message, "https://docs.github.com/rest/actions/workflow-runs#re-run-failed-jobs-from-a-workflow-run");
+      return send(201, {});
+    }
     if ((match = /^\/actions\/runs\/(\d+)$/.exec(rest)) && method === "GET") {
       const run = this.#workflowRuns.get(Number(match[1]));
       // Another repository's run is not found here.

@@ -1,6 +1,7 @@
 import type { Probot } from "probot";
 import type {
   CiResults,
+  CiRetries,
   CodeHost,
   MergeRequest,
   MergeResult,
@@ -18,6 +19,7 @@ import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import type { Tx } from "../../store/database.js";
 import { installationAccountsOf } from "../../store/repositories.js";
 import { GitHubChecks } from "./checks.js";
+import { GitHubCiRetries } from "./ci-retries.js";
 import { GitHubClient } from "./client.js";
 import { GitHubMerging } from "./merging.js";
 import { GitHubPullRequests } from "./pull-requests.js";
@@ -45,6 +47,8 @@ export class GitHubCodeHost implements CodeHost {
   readonly ciResults: CiResults;
   /** GitHub Actions' runs: a fork PR's upload of impacted targets names its run instead of a token. */
   readonly workflowRuns: WorkflowRuns;
+  /** GitHub Actions re-runs a testing commit's failed jobs alone (flake-aware retries; `actions: write`). */
+  readonly ciRetries: CiRetries;
   /** Push deliveries arrive out of order: their commits are placed with the compare API. */
   readonly ancestry: NonNullable<CodeHost["ancestry"]>;
   readonly #targets: GitHubTargets;
@@ -66,6 +70,8 @@ export class GitHubCodeHost implements CodeHost {
     this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
     const runs = new GitHubWorkflowRuns(this.#client);
     this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };
+    const retries = new GitHubCiRetries(this.#client);
+    this.ciRetries = { rerunFailedJobs: (repo, request) => classified(retries.rerunFailedJobs(repo, request), "write") };
     this.ancestry = { isAncestor: (repo, ancestor, descendant) => classified(this.#checks.isAncestor(repo, ancestor, descendant), "read") };
     this.#targets = new GitHubTargets(this.#client);
   }

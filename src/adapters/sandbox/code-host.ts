@@ -4,6 +4,7 @@ import * as sandboxStore from "../../store/sandbox-store.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import {
   repositoryKey,
+  type CiRetries,
   type CodeHost,
   type MergeRequest,
   type MergeResult,
@@ -141,12 +142,38 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
       }
       await sandboxStore.createSandboxRef(tx, key, testBranch, sha);
       const broken = prs.some((pr) => pr.broken);
-      const outcome = broken || this.options.random() < this.options.flakeRate ? "failed" : "passed";
-      const dueAt = new Date(this.options.now().getTime() + this.options.ciMs);
-      await sandboxStore.insertSandboxCiJob(tx, { id: jobId, queueId: request.queueId, runId: request.runId, sha, dueAt, outcome });
+      await sandboxStore.insertSandboxCiJob(tx, { id: jobId, queueId: request.queueId, runId: request.runId, sha, dueAt: this.#ciDue(), outcome: this.#ciOutcome(broken) });
       return { kind: "started", testBranch, sha } as const;
     });
   }
+
+  /** Simulated CI fails a run holding a broken PR, and flakes at `flakeRate`. */
+  #ciOutcome(broken: boolean): sandboxStore.SandboxCiOutcome {
+    if (broken) return "failed";
+    return this.options.random() < this.options.flakeRate ? "flaked" : "passed";
+  }
+
+  #ciDue(): Date {
+    return new Date(this.options.now().getTime() + this.options.ciMs);
+  }
+
+  /**
+   * Runs the testing commit's failed CI job again: a new job, due after `ciMs`, fails again if
+   * the run holds a broken PR, else flakes at `flakeRate` as any run does. Nothing to re-run
+   * ({rerun: 0}) while its latest job has not reported (it is running, again perhaps) or when
+   * that job did not fail.
+   */
+  readonly ciRetries: CiRetries = {
+    rerunFailedJobs: (_repo, request) =>
+      this.db.transaction(async (tx) => {
+        const jobs = await sandboxStore.sandboxCiJobsOf(tx, request);
+        const latest = jobs.at(-1);
+        if (!latest?.delivered || (latest.outcome !== "failed" && latest.outcome !== "flaked")) return { rerun: 0 };
+        const id = `${request.queueId}:${request.runId}:attempt-${jobs.length + 1}`;
+        await sandboxStore.insertSandboxCiJob(tx, { id, queueId: request.queueId, runId: request.runId, sha: request.sha, dueAt: this.#ciDue(), outcome: this.#ciOutcome(latest.outcome === "failed") });
+        return { rerun: 1 };
+      }),
+  };
 
   async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
     const key = repositoryKey(repo);

@@ -11,7 +11,7 @@ export type Permissions = Partial<Record<Permission, Access>>;
 
 /** What Greenline's app.yml asks for. */
 export const DEFAULT_PERMISSIONS: Permissions = {
-  actions: "read",
+  actions: "write",
   checks: "write",
   contents: "write",
   issues: "write",
@@ -68,6 +68,8 @@ const ROUTES: [string, RegExp, Need][] = [
   ],
   // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run).
   ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+$`), [["actions", "read"]]],
+  // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-repository).
+  ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs$`), [["actions", "read"]]],
   ["POST", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+/rerun(-failed-jobs)?$`), [["actions", "write"]]],
 ];
 

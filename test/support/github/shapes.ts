@@ -303,6 +303,8 @@ export type CheckRunRecord = {
   suiteId: number;
   headBranch: string | null;
   detailsUrl: string | null;
+  /** The GitHub Actions workflow run whose job this check run is (a job's id is its check run's). */
+  workflowRunId?: number;
 };
 
 export function checkRun(appId: number, c: CheckRunRecord) {
@@ -465,6 +467,12 @@ export type WorkflowRunRecord = {
   headRepo: string;
   runNumber: number;
   actor: string;
+  /** 1, then one more per re-run (of all or of the failed jobs). */
+  attempt: number;
+  /** When the run was created (epoch ms, the simulator's clock): a run over 30 days old cannot be re-run. */
+  createdAt: number;
+  /** The check run ids of its jobs, as of its latest attempt (a re-run job replaces the failed one). */
+  jobs: number[];
 };
 
 /** A `pull-request-minimal` entry of a workflow run's `pull_requests`. */
@@ -487,6 +495,7 @@ export function workflowRun(w: WorkflowRunRecord, pullRequests: ReturnType<typeo
   const url = `${API}/repos/${w.repo}/actions/runs/${w.id}`;
   const workflowId = idOf(`${w.repo}/${w.path}`);
   const suiteId = idOf(`${w.repo}/suite/${w.id}`);
+  const createdAt = new Date(w.createdAt).toISOString().replace(/\.\d{3}Z$/, "Z");
   return {
     id: w.id,
     name: w.name,
@@ -498,7 +507,7 @@ export function workflowRun(w: WorkflowRunRecord, pullRequests: ReturnType<typeo
     path: w.path,
     display_title: w.name,
     run_number: w.runNumber,
-    run_attempt: 1,
+    run_attempt: w.attempt,
     referenced_workflows: [],
     event: w.event,
     status: w.status,
@@ -507,18 +516,18 @@ export function workflowRun(w: WorkflowRunRecord, pullRequests: ReturnType<typeo
     url,
     html_url: `${WEB}/${w.repo}/actions/runs/${w.id}`,
     pull_requests: pullRequests,
-    created_at: T0,
-    updated_at: T0,
+    created_at: createdAt,
+    updated_at: createdAt,
     actor: user(w.actor),
     triggering_actor: user(w.actor),
-    run_started_at: T0,
+    run_started_at: createdAt,
     jobs_url: `${url}/jobs`,
     logs_url: `${url}/logs`,
     check_suite_url: `${API}/repos/${w.repo}/check-suites/${suiteId}`,
     artifacts_url: `${url}/artifacts`,
     cancel_url: `${url}/cancel`,
     rerun_url: `${url}/rerun`,
-    previous_attempt_url: null,
+    previous_attempt_url: w.attempt > 1 ? `${url}/attempts/${w.attempt - 1}` : null,
     workflow_url: `${API}/repos/${w.repo}/actions/workflows/${workflowId}`,
     head_commit: {
       id: w.headSha,
