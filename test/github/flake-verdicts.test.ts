@@ -1,4 +1,7 @@
+import { reconcileCommit } from "../../src/app/status-checks.js";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
+import { SimulatedCi } from "../support/github-ci.js";
+import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { BACKENDS } from "../support/backends.js";
 import { postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
@@ -107,5 +110,117 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     const after = await entry("unnamed", 1);
     expect(after.state).not.toBe("merged");
     expect(after.timeline.find((e) => e.state === "pending_failure")!.evidence.flaky).toMatchObject({ rule: "no_test_results", checks: ["tests"] });
+  });
+});
+
+/**
+ * The retry itself on GitHub: a known-flaky failure re-runs the failed job through GitHub
+ * Actions' re-run-failed-jobs (the same run goes on; its job reports anew as a new check run),
+ * and without `actions: write` the run is started again on its own, saying why.
+ */
+describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let api: ApiClient;
+  let ci: SimulatedCi;
+  const clock = new TestClock();
+  const OWNER = "octo-retry";
+
+  async function deliver(event: string, payload: object) {
+    const response = await postWebhook(server.url, gh, event, payload);
+    await server.greenline.worker.processWebhooks();
+    return response.status;
+  }
+  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
+  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
+  const entry = (name: string) =>
+    api.ok<{ state: string; timeline: { reason: string; message: string; evidence: { run?: { id: string }; flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...pr(name, 1), includeTimeline: true });
+  const report = (racy: "fail" | "pass") =>
+    `<?xml version="1.0"?><testsuites><testsuite name="suite"><testcase classname="pkg.Tests" name="ok"/><testcase classname="pkg.Tests" name="racy">${racy === "fail" ? '<failure message="socket hang up"/>' : ""}</testcase></testsuite></testsuites>`;
+  const upload = (name: string, sha: string, branch: string, racy: "fail" | "pass", checkRunId?: number) =>
+    api.ok("flaky-tests/upload", { repo: queue(name).repo, org_url_slug: OWNER, commit_sha: sha, branch, junit_xml: [report(racy)], ...(checkRunId ? { check_run_id: checkRunId } : {}) });
+  /** CI finishes on the testing branch; the job's upload names its check run; Greenline reads the commit's CI. */
+  async function ciFinishes(name: string, racy: "fail" | "pass") {
+    const [branch] = gh.branches(`${OWNER}/${name}`, "greenline/");
+    ci.finish();
+    const job = gh.checkRuns(`${OWNER}/${name}`, branch!.sha).sort((a, b) => b.id - a.id)[0]!;
+    await upload(name, branch!.sha, branch!.name, racy, job.id);
+    await reconcileCommit(server.greenline.services, queue(name).repo, branch!.sha);
+    await server.greenline.worker.drain();
+    return branch!;
+  }
+  /** A queue retrying flaky tests, `racy` flaky (not quarantined), PR 1 testing. */
+  async function testing(name: string) {
+    gh.ruleset(`${OWNER}/${name}`, "main", ["tests"]);
+    await api.ok("createQueue", { ...queue(name), mergeMethod: "merge_commit", flakeHandling: "retry_flaky" });
+    await upload(name, "b".repeat(40), "feature", "fail");
+    await upload(name, "b".repeat(40), "feature", "pass");
+    const test_id = testCaseId(OWNER, `github.com/${OWNER}/${name}`, { file: "", classname: "pkg.Tests", parent: "suite", name: "racy" });
+    await api.ok("flaky-tests/set-quarantine-setting", { repo: queue(name).repo, org_url_slug: OWNER, test_id, setting: "never" });
+    const opened = gh.openPr(`${OWNER}/${name}`, { number: 1, files: { "src/1.ts": "1" } });
+    gh.ciStatus(`${OWNER}/${name}`, opened.headSha, "tests", "success");
+    await api.ok("submitPullRequest", pr(name, 1));
+    await server.greenline.worker.drain();
+  }
+
+  beforeAll(async () => {
+    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
+    // The `tests` workflow of testing branches flakes on its first attempt.
+    ci = new SimulatedCi(gh, [{ name: "tests", on: ["push"], branches: "greenline/", report: "check_run", fails: (_files, attempt) => attempt === 1 }]).attach();
+    server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    gh.installApp(78, OWNER);
+    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    api = await server.clientFor(OWNER);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a known-flaky failure re-runs only the failed job; the same run passes on its second attempt and the PR merges", async () => {
+    await testing("rerun");
+    const first = await ciFinishes("rerun", "fail");
+    const retried = await entry("rerun");
+    expect(retried.state).toBe("testing");
+    expect(retried.timeline.at(-1)).toMatchObject({ reason: "flaky_retry", evidence: { flaky: { rule: "flaky_retry" } } });
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path.endsWith("/rerun-failed-jobs"))).toHaveLength(1);
+    const second = await ciFinishes("rerun", "pass");
+    expect(second).toEqual(first);
+    expect((await entry("rerun")).state).toBe("merged");
+  });
+
+  test("without actions: write the run is started again on its own, with GitHub's words", async () => {
+    gh.installApp(79, "octo-noactions", { ...DEFAULT_PERMISSIONS, actions: "read" });
+    // A second owner whose installation cannot re-run jobs.
+    await deliver("installation", { action: "created", installation: { id: 79, account: { login: "octo-noactions", id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    const other = await server.clientFor("octo-noactions");
+    const name = "app";
+    const q = { repo: { host: "github.com", owner: "octo-noactions", name }, targetBranch: "main" };
+    gh.ruleset(`octo-noactions/${name}`, "main", ["tests"]);
+    await other.ok("createQueue", { ...q, mergeMethod: "merge_commit", flakeHandling: "retry_flaky" });
+    const up = (sha: string, branch: string, racy: "fail" | "pass", checkRunId?: number) =>
+      other.ok("flaky-tests/upload", { repo: q.repo, org_url_slug: "octo-noactions", commit_sha: sha, branch, junit_xml: [report(racy)], ...(checkRunId ? { check_run_id: checkRunId } : {}) });
+    await up("c".repeat(40), "feature", "fail");
+    await up("c".repeat(40), "feature", "pass");
+    const test_id = testCaseId("octo-noactions", `github.com/octo-noactions/${name}`, { file: "", classname: "pkg.Tests", parent: "suite", name: "racy" });
+    await other.ok("flaky-tests/set-quarantine-setting", { repo: q.repo, org_url_slug: "octo-noactions", test_id, setting: "never" });
+    const opened = gh.openPr(`octo-noactions/${name}`, { number: 1, files: { "src/1.ts": "1" } });
+    gh.ciStatus(`octo-noactions/${name}`, opened.headSha, "tests", "success");
+    await other.ok("submitPullRequest", { ...q, pr: { number: 1 } });
+    await server.greenline.worker.drain();
+    const [branch] = gh.branches(`octo-noactions/${name}`, "greenline/");
+    ci.finish();
+    const job = gh.checkRuns(`octo-noactions/${name}`, branch!.sha)[0]!;
+    await up(branch!.sha, branch!.name, "fail", job.id);
+    await reconcileCommit(server.greenline.services, q.repo, branch!.sha);
+    await server.greenline.worker.drain();
+    const after = await other.ok<{ state: string; timeline: { reason: string; message: string; evidence: { run?: { id: string } } }[] }>("getSubmittedPullRequest", { ...q, pr: { number: 1 }, includeTimeline: true });
+    expect(after.state).toBe("testing");
+    const fallback = after.timeline.at(-1)!;
+    expect(fallback.reason).toBe("flaky_retry_new_run");
+    expect(fallback.message).toContain("Resource not accessible by integration");
+    expect(fallback.evidence.run!.id).toBe("run-2");
+    const branches = gh.branches(`octo-noactions/${name}`, "greenline/").map((b) => b.name);
+    expect(branches).toContain("greenline/main/run-2");
   });
 });

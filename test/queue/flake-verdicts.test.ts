@@ -116,21 +116,20 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     expect(after.timeline.find((e) => e.state === "pending_failure")!.evidence.flaky).toMatchObject({ rule: "known_flaky_not_quarantined", tests: [{ name: "racy", judgement: "known_flaky" }] });
   });
 
-  test("retry_flaky: a known-flaky failure tests the run again (a new run of it alone: the sandbox cannot re-run jobs), which passes and merges", async () => {
+  test("retry_flaky: a known-flaky failure re-runs the failed job of the same run, which passes and merges", async () => {
     await makeFlaky("retry", "racy", "socket hang up");
     await server.api.ok("flaky-tests/set-quarantine-setting", { repo: repo("retry"), org_url_slug: "acme", test_id: testId("retry", "racy"), setting: "never" });
-    const first = await testing("retry", { flakeHandling: "retry_flaky" });
-    await upload("retry", first.testBranchSha, first.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
+    const run = await testing("retry", { flakeHandling: "retry_flaky" });
+    await upload("retry", run.testBranchSha, run.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
     flakes = false;
     await ciReports();
     const retried = await pr("retry");
     expect(retried.state).toBe("testing");
-    const reasons = retried.timeline.map((e) => e.reason);
-    expect(reasons).toEqual(expect.arrayContaining(["flaky_retry", "flaky_retry_new_run"]));
-    expect(retried.timeline.find((e) => e.reason === "flaky_retry")!.evidence.flaky).toMatchObject({ decision: "retry", rule: "flaky_retry", attempt: 1, tests: [{ name: "racy", judgement: "known_flaky" }] });
-    const second = await details("retry");
-    expect(second.testRunId).not.toBe(first.testRunId);
-    await upload("retry", second.testBranchSha, second.testBranch, [...passing(3), { name: "racy" }]);
+    expect(retried.timeline.map((e) => e.reason)).toEqual(["submitted", "testing", "flaky_retry"]);
+    expect(retried.timeline.at(-1)!.evidence.flaky).toMatchObject({ decision: "retry", rule: "flaky_retry", attempt: 1, tests: [{ name: "racy", judgement: "known_flaky" }] });
+    // The same run, its job run again: the testing branch and its commit stay.
+    expect(await details("retry")).toEqual(run);
+    await upload("retry", run.testBranchSha, run.testBranch, [...passing(3), { name: "racy" }]);
     await ciReports();
     expect((await pr("retry")).state).toBe("merged");
   });
@@ -138,12 +137,11 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
   test("retry_flaky: a known-flaky test failing again after its retries fails the PR without a blind retry", async () => {
     await makeFlaky("again", "racy", "socket hang up");
     await server.api.ok("flaky-tests/set-quarantine-setting", { repo: repo("again"), org_url_slug: "acme", test_id: testId("again", "racy"), setting: "never" });
-    const first = await testing("again", { flakeHandling: "retry_flaky", flakyRetries: 1 });
-    await upload("again", first.testBranchSha, first.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
+    const run = await testing("again", { flakeHandling: "retry_flaky", flakyRetries: 1 });
+    await upload("again", run.testBranchSha, run.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
     await ciReports();
-    const second = await details("again");
-    expect(second.testRunId).not.toBe(first.testRunId);
-    await upload("again", second.testBranchSha, second.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
+    expect(await details("again")).toEqual(run);
+    await upload("again", run.testBranchSha, run.testBranch, [...passing(3), { name: "racy", fail: "socket hang up" }]);
     await ciReports();
     const after = await pr("again");
     expect(after.state).toBe("failed");
@@ -159,8 +157,8 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     const retried = await pr("infra");
     expect(retried.state).toBe("testing");
     expect(retried.timeline.find((e) => e.reason === "infrastructure_retry")!.evidence.flaky).toMatchObject({ rule: "infrastructure_retry" });
-    const second = await details("infra");
-    await upload("infra", second.testBranchSha, second.testBranch, storm);
+    expect(await details("infra")).toEqual(first);
+    await upload("infra", first.testBranchSha, first.testBranch, storm);
     await ciReports();
     const after = await pr("infra");
     expect(after.timeline.find((e) => e.state === "pending_failure" || e.state === "failed")!.evidence.flaky).toMatchObject({ rule: "infrastructure_failure_again" });
