@@ -3594,6 +3594,19 @@ function context(options) {
   const jobUrl = env.GITHUB_RUN_ID && env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY ? `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}/actions/runs/${env.GITHUB_RUN_ID}` : void 0;
   return { url, token, scope: { repo: { host, owner, name }, org_url_slug: org }, commit, branch, pr, jobUrl, variant: options.variant ?? "" };
 }
+function checkAttribution(options) {
+  const env = process.env;
+  const name = (options.check ?? env.GREENLINE_CHECK)?.trim();
+  if (options.check !== void 0 && !name) throw new CliUsageError("--check must name a check (got an empty name)");
+  const idText = options["check-run-id"] ?? (env.GREENLINE_CHECK_RUN_ID?.trim() || void 0);
+  let id;
+  if (idText !== void 0) {
+    id = /^\s*[1-9]\d*\s*$/.test(idText) ? Number(idText) : Number.NaN;
+    const from = options["check-run-id"] !== void 0 ? "--check-run-id" : "GREENLINE_CHECK_RUN_ID (--check-run-id)";
+    if (!Number.isSafeInteger(id)) throw new CliUsageError(`${from} must be a check run id, a positive integer (got ${JSON.stringify(idText)})`);
+  }
+  return { ...name ? { check_name: name } : {}, ...id !== void 0 ? { check_run_id: id } : {} };
+}
 async function reportFiles(patterns) {
   if (!patterns || patterns.length === 0) throw new CliUsageError("--junit <glob> is required (e.g. --junit 'reports/**/*.xml')");
   return (await glob(
@@ -3613,23 +3626,28 @@ function readCodeowners(path) {
     throw new CliUsageError(`--codeowners: cannot read ${path}: ${e.code === "ENOENT" ? "no such file (ENOENT)" : e.code ?? e.message}`);
   }
 }
-async function upload(ctx, reports, codeowners, out) {
+async function upload(ctx, check, reports, codeowners, out) {
   const answer = await post(ctx, "upload", {
     commit_sha: ctx.commit,
     branch: ctx.branch,
     ...ctx.pr ? { pr_number: ctx.pr } : {},
     ...ctx.jobUrl ? { job_url: ctx.jobUrl } : {},
     ...ctx.variant ? { variant: ctx.variant } : {},
+    ...check,
     ...codeowners !== void 0 ? { codeowners } : {},
     junit_xml: reports
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
+  if (check.check_name !== void 0 || check.check_run_id !== void 0) {
+    out(`greenline: from check ${[check.check_name && JSON.stringify(check.check_name), check.check_run_id && `run ${check.check_run_id}`].filter(Boolean).join(", ")}`);
+  }
   if (answer.unnamed_test_cases > 0) out(`greenline: ${answer.unnamed_test_cases} testcase(s) with neither name nor classname were not stored`);
   if (answer.run) out(`greenline: the results of merge-queue run ${answer.run.number} of ${answer.run.queue}`);
   if (answer.infrastructure_failure) out(`greenline: read as an infrastructure failure (${answer.infrastructure_failure_reason}): no test is marked flaky or broken by it`);
 }
 async function testUpload(options, out) {
   const ctx = context(options);
+  const check = checkAttribution(options);
   const codeowners = readCodeowners(options.codeowners);
   const files = await reportFiles(options.junit);
   if (files.length === 0) {
@@ -3639,6 +3657,7 @@ async function testUpload(options, out) {
   try {
     await upload(
       ctx,
+      check,
       files.map((f) => readFileSync3(f, "utf8")),
       codeowners,
       out
@@ -3688,6 +3707,7 @@ async function quarantinedTests(ctx, tests) {
 async function testRun(options, command2, out) {
   if (command2.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
+  const check = checkAttribution(options);
   const codeowners = readCodeowners(options.codeowners);
   const quarantine = !options["no-quarantine"];
   const before = new Map((await reportFiles(options.junit)).map((f) => [f, statOrUndefined(f)]));
@@ -3736,7 +3756,7 @@ async function testRun(options, command2, out) {
   }
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
-    await upload(ctx, reports, codeowners, out);
+    await upload(ctx, check, reports, codeowners, out);
     if (code === 0 || !quarantine) return code;
     if (tests.length === 0) {
       out(`greenline: the reports show no failing test; exit code ${code} stands`);
@@ -3909,7 +3929,12 @@ var WHERE_OPTIONS = [
   "--pr <number>        its pull request (default: from the CI)",
   "--variant <name>     a variant of the same tests (e.g. an OS), kept apart",
   "--codeowners <path>  a CODEOWNERS file to send with the results",
-  "--junit <glob>       JUnit XML reports (repeat, or separate with commas)"
+  "--junit <glob>       JUnit XML reports (repeat, or separate with commas)",
+  "--check <name>       the CI check (job) the results come from, exactly as the code host names it (GREENLINE_CHECK)",
+  "--check-run-id <id>  that job's check run id (GREENLINE_CHECK_RUN_ID); in GitHub Actions the job context's check_run_id",
+  "                     The merge queue reads a failed check's failures only from results naming it. Neither is",
+  "                     guessed from the CI: a job's name: or matrix makes its check's name differ from GITHUB_JOB,",
+  "                     and no variable holds the check run id (only the job context)."
 ];
 var QUEUE_CONNECTION = CONNECTION_OPTIONS.filter((o) => !o.startsWith("--org"));
 var TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR merges into (default: from a pull request build's CI)";
@@ -4093,6 +4118,8 @@ var OPTIONS = {
   pr: { type: "string" },
   variant: { type: "string" },
   codeowners: { type: "string" },
+  check: { type: "string" },
+  "check-run-id": { type: "string" },
   junit: { type: "string", multiple: true },
   "no-quarantine": { type: "boolean" },
   always: { type: "boolean" },
@@ -4222,7 +4249,7 @@ ${shortUsage(commandWords(argv))}`);
 
 // src/action/inputs.ts
 import { join as join2 } from "node:path";
-var INPUT_NAMES = ["token", "url", "org", "junit-paths", "run", "quarantine", "variant", "impacted-targets", "submit", "target-branch", "priority", "pr-number"];
+var INPUT_NAMES = ["token", "url", "org", "junit-paths", "run", "quarantine", "variant", "check", "check-run-id", "impacted-targets", "submit", "target-branch", "priority", "pr-number"];
 var InputError = class extends Error {
 };
 function readInputs(env) {
@@ -4257,10 +4284,14 @@ function plan(inputs, env) {
   const belongs = [
     ["run", ["run"], "junit-paths (it runs the tests that write them)"],
     ["variant", ["upload", "run"], "junit-paths (test results)"],
+    ["check", ["upload", "run"], "junit-paths (test results)"],
     ["target-branch", ["targets", "submit"], "impacted-targets and submit"],
     ["priority", ["submit"], "submit"]
   ];
   for (const [name, jobsOf, where] of belongs) if (inputs[name] && !jobsOf.includes(job)) throw new InputError(`${name} applies only with ${where}`);
+  if (inputs["check-run-id"] && (job === "upload" || job === "run") && !/^[1-9]\d{0,15}$/.test(inputs["check-run-id"])) {
+    throw new InputError(`check-run-id must be a check run id, a positive integer (got ${JSON.stringify(inputs["check-run-id"])})`);
+  }
   if (inputs["pr-number"] && !/^[1-9]\d{0,9}$/.test(inputs["pr-number"])) throw new InputError(`pr-number must be a pull request number (got ${JSON.stringify(inputs["pr-number"])})`);
   const connection = ["--url", inputs.url, "--token", inputs.token];
   const pr = inputs["pr-number"] ? ["--pr", inputs["pr-number"]] : [];
@@ -4268,7 +4299,7 @@ function plan(inputs, env) {
   if (job === "upload" || job === "run") {
     if (!inputs.org && !env.GREENLINE_ORG?.trim()) throw new InputError("org is required to upload test results (or GREENLINE_ORG in the environment)");
     const junit = inputs["junit-paths"].split(/[\n,]/).map((p) => p.trim()).filter(Boolean).flatMap((p) => ["--junit", p]);
-    const test = [...connection, ...inputs.org ? ["--org", inputs.org] : [], ...pr, ...inputs.variant ? ["--variant", inputs.variant] : [], ...junit];
+    const test = [...connection, ...inputs.org ? ["--org", inputs.org] : [], ...pr, ...inputs.variant ? ["--variant", inputs.variant] : [], ...checkArgs(inputs), ...junit];
     if (job === "upload") return { job, argv: ["test", "upload", ...test] };
     return { job, argv: ["test", "run", ...test, ...quarantine ? [] : ["--no-quarantine"], "--", ...shellCommand(inputs.run)] };
   }
@@ -4278,6 +4309,9 @@ function plan(inputs, env) {
     return { job, argv: ["targets", "set", allTargetsFile ?? file, ...connection, ...pr, ...targetBranch], ...allTargetsFile ? { allTargetsFile } : {} };
   }
   return { job, argv: ["pr", "submit", ...connection, ...pr, ...targetBranch, ...inputs.priority ? ["--priority", inputs.priority] : []] };
+}
+function checkArgs(inputs) {
+  return [...inputs.check ? ["--check", inputs.check] : [], ...inputs["check-run-id"] ? ["--check-run-id", inputs["check-run-id"]] : []];
 }
 function shown(argv) {
   return argv.map((a, i) => argv[i - 1] === "--token" ? "***" : /[\s"'$`\\]/.test(a) ? JSON.stringify(a) : a).join(" ");

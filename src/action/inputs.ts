@@ -8,7 +8,7 @@ import { join } from "node:path";
  * targets, `submit: true` submits the pull request to the merge queue. One job per step.
  */
 
-export const INPUT_NAMES = ["token", "url", "org", "junit-paths", "run", "quarantine", "variant", "impacted-targets", "submit", "target-branch", "priority", "pr-number"] as const;
+export const INPUT_NAMES = ["token", "url", "org", "junit-paths", "run", "quarantine", "variant", "check", "check-run-id", "impacted-targets", "submit", "target-branch", "priority", "pr-number"] as const;
 
 export type InputName = (typeof INPUT_NAMES)[number];
 export type Inputs = Record<InputName, string>;
@@ -65,10 +65,15 @@ export function plan(inputs: Inputs, env: Record<string, string | undefined>): P
   const belongs: [InputName, Job[], string][] = [
     ["run", ["run"], "junit-paths (it runs the tests that write them)"],
     ["variant", ["upload", "run"], "junit-paths (test results)"],
+    ["check", ["upload", "run"], "junit-paths (test results)"],
     ["target-branch", ["targets", "submit"], "impacted-targets and submit"],
     ["priority", ["submit"], "submit"],
   ];
   for (const [name, jobsOf, where] of belongs) if (inputs[name] && !jobsOf.includes(job)) throw new InputError(`${name} applies only with ${where}`);
+  // check-run-id defaults to the job's own (action.yml), so the other jobs ignore it rather than refuse it.
+  if (inputs["check-run-id"] && (job === "upload" || job === "run") && !/^[1-9]\d{0,15}$/.test(inputs["check-run-id"])) {
+    throw new InputError(`check-run-id must be a check run id, a positive integer (got ${JSON.stringify(inputs["check-run-id"])})`);
+  }
   if (inputs["pr-number"] && !/^[1-9]\d{0,9}$/.test(inputs["pr-number"])) throw new InputError(`pr-number must be a pull request number (got ${JSON.stringify(inputs["pr-number"])})`);
   // The organization is the flaky-test commands' only: a queue's is the token's.
   const connection = ["--url", inputs.url, "--token", inputs.token];
@@ -82,7 +87,7 @@ export function plan(inputs: Inputs, env: Record<string, string | undefined>): P
       .map((p) => p.trim())
       .filter(Boolean)
       .flatMap((p) => ["--junit", p]);
-    const test = [...connection, ...(inputs.org ? ["--org", inputs.org] : []), ...pr, ...(inputs.variant ? ["--variant", inputs.variant] : []), ...junit];
+    const test = [...connection, ...(inputs.org ? ["--org", inputs.org] : []), ...pr, ...(inputs.variant ? ["--variant", inputs.variant] : []), ...checkArgs(inputs), ...junit];
     if (job === "upload") return { job, argv: ["test", "upload", ...test] };
     // Without quarantine, test run still uploads only the reports the command wrote (none when it cannot start), and its code stands.
     return { job, argv: ["test", "run", ...test, ...(quarantine ? [] : ["--no-quarantine"]), "--", ...shellCommand(inputs.run)] };
@@ -93,6 +98,11 @@ export function plan(inputs: Inputs, env: Record<string, string | undefined>): P
     return { job, argv: ["targets", "set", allTargetsFile ?? file, ...connection, ...pr, ...targetBranch], ...(allTargetsFile ? { allTargetsFile } : {}) };
   }
   return { job, argv: ["pr", "submit", ...connection, ...pr, ...targetBranch, ...(inputs.priority ? ["--priority", inputs.priority] : [])] };
+}
+
+/** The check the results come from: the `check` input, and `check-run-id` (by default the job's own). */
+function checkArgs(inputs: Inputs): string[] {
+  return [...(inputs.check ? ["--check", inputs.check] : []), ...(inputs["check-run-id"] ? ["--check-run-id", inputs["check-run-id"]] : [])];
 }
 
 /** argv as it may be shown: the token's value hidden. */

@@ -30,6 +30,8 @@ export const OPTIONS = {
   pr: { type: "string" },
   variant: { type: "string" },
   codeowners: { type: "string" },
+  check: { type: "string" },
+  "check-run-id": { type: "string" },
   junit: { type: "string", multiple: true },
   "no-quarantine": { type: "boolean" },
   always: { type: "boolean" },

@@ -24,6 +24,8 @@ export type TestOptions = {
   pr?: string | undefined;
   variant?: string | undefined;
   codeowners?: string | undefined;
+  check?: string | undefined;
+  "check-run-id"?: string | undefined;
   junit?: string[] | undefined;
   "no-quarantine"?: boolean | undefined;
 };
@@ -60,6 +62,29 @@ function context(options: TestOptions) {
   return { url, token, scope: { repo: { host, owner, name }, org_url_slug: org }, commit, branch, pr, jobUrl, variant: options.variant ?? "" };
 }
 
+/** The upload's fields naming the check its results come from. */
+type CheckAttribution = { check_name?: string; check_run_id?: number };
+
+/**
+ * The CI check the results come from: --check / --check-run-id, else GREENLINE_CHECK /
+ * GREENLINE_CHECK_RUN_ID. Never inferred from the CI: GITHUB_JOB is the job's id, while its
+ * check is named by the job's `name:` and matrix values, and a wrong name must never attribute. An empty variable is unset (`${{ job.check_run_id }}` is
+ * empty where the runner has no such field, e.g. GitHub Enterprise Server).
+ */
+function checkAttribution(options: TestOptions): CheckAttribution {
+  const env = process.env;
+  const name = (options.check ?? env.GREENLINE_CHECK)?.trim();
+  if (options.check !== undefined && !name) throw new CliUsageError("--check must name a check (got an empty name)");
+  const idText = options["check-run-id"] ?? (env.GREENLINE_CHECK_RUN_ID?.trim() || undefined);
+  let id: number | undefined;
+  if (idText !== undefined) {
+    id = /^\s*[1-9]\d*\s*$/.test(idText) ? Number(idText) : Number.NaN;
+    const from = options["check-run-id"] !== undefined ? "--check-run-id" : "GREENLINE_CHECK_RUN_ID (--check-run-id)";
+    if (!Number.isSafeInteger(id)) throw new CliUsageError(`${from} must be a check run id, a positive integer (got ${JSON.stringify(idText)})`);
+  }
+  return { ...(name ? { check_name: name } : {}), ...(id !== undefined ? { check_run_id: id } : {}) };
+}
+
 async function reportFiles(patterns: string[] | undefined): Promise<string[]> {
   if (!patterns || patterns.length === 0) throw new CliUsageError("--junit <glob> is required (e.g. --junit 'reports/**/*.xml')");
   return (
@@ -90,7 +115,7 @@ function readCodeowners(path: string | undefined): string | undefined {
 }
 
 /** Uploads reports already read (their texts, in the order of `files`), with the CODEOWNERS text if any. */
-async function upload(ctx: ReturnType<typeof context>, reports: string[], codeowners: string | undefined, out: Out) {
+async function upload(ctx: ReturnType<typeof context>, check: CheckAttribution, reports: string[], codeowners: string | undefined, out: Out) {
   const answer = await post<{
     test_cases: number;
     failures: number;
@@ -105,10 +130,14 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
     ...(ctx.pr ? { pr_number: ctx.pr } : {}),
     ...(ctx.jobUrl ? { job_url: ctx.jobUrl } : {}),
     ...(ctx.variant ? { variant: ctx.variant } : {}),
+    ...check,
     ...(codeowners !== undefined ? { codeowners } : {}),
     junit_xml: reports,
   });
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
+  if (check.check_name !== undefined || check.check_run_id !== undefined) {
+    out(`greenline: from check ${[check.check_name && JSON.stringify(check.check_name), check.check_run_id && `run ${check.check_run_id}`].filter(Boolean).join(", ")}`);
+  }
   if (answer.unnamed_test_cases > 0) out(`greenline: ${answer.unnamed_test_cases} testcase(s) with neither name nor classname were not stored`);
   if (answer.run) out(`greenline: the results of merge-queue run ${answer.run.number} of ${answer.run.queue}`);
   if (answer.infrastructure_failure) out(`greenline: read as an infrastructure failure (${answer.infrastructure_failure_reason}): no test is marked flaky or broken by it`);
@@ -117,6 +146,7 @@ async function upload(ctx: ReturnType<typeof context>, reports: string[], codeow
 /** `greenline test upload --junit <glob>`: uploads the reports; 70 when that fails. */
 export async function testUpload(options: TestOptions, out: Out): Promise<number> {
   const ctx = context(options);
+  const check = checkAttribution(options);
   const codeowners = readCodeowners(options.codeowners);
   const files = await reportFiles(options.junit);
   if (files.length === 0) {
@@ -126,6 +156,7 @@ export async function testUpload(options: TestOptions, out: Out): Promise<number
   try {
     await upload(
       ctx,
+      check,
       files.map((f) => readFileSync(f, "utf8")),
       codeowners,
       out,
@@ -201,6 +232,7 @@ async function quarantinedTests(ctx: ReturnType<typeof context>, tests: FailingT
 export async function testRun(options: TestOptions, command: string[], out: Out): Promise<number> {
   if (command.length === 0) throw new CliUsageError("test run needs a command after --");
   const ctx = context(options);
+  const check = checkAttribution(options);
   const codeowners = readCodeowners(options.codeowners);
   const quarantine = !options["no-quarantine"];
   // What the patterns match before the command runs, and when it starts (by the clock and by each file's last write).
@@ -254,7 +286,7 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   }
   const tests = [...runs.values()].filter((r) => (r.flags & RESULT) === FAILED).map((r) => r.test);
   try {
-    await upload(ctx, reports, codeowners, out);
+    await upload(ctx, check, reports, codeowners, out);
     if (code === 0 || !quarantine) return code;
     if (tests.length === 0) {
       out(`greenline: the reports show no failing test; exit code ${code} stands`);

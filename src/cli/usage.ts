@@ -23,6 +23,11 @@ const WHERE_OPTIONS = [
   "--variant <name>     a variant of the same tests (e.g. an OS), kept apart",
   "--codeowners <path>  a CODEOWNERS file to send with the results",
   "--junit <glob>       JUnit XML reports (repeat, or separate with commas)",
+  "--check <name>       the CI check (job) the results come from, exactly as the code host names it (GREENLINE_CHECK)",
+  "--check-run-id <id>  that job's check run id (GREENLINE_CHECK_RUN_ID); in GitHub Actions the job context's check_run_id",
+  "                     The merge queue reads a failed check's failures only from results naming it. Neither is",
+  "                     guessed from the CI: a job's name: or matrix makes its check's name differ from GITHUB_JOB,",
+  "                     and no variable holds the check run id (only the job context).",
 ];
 const QUEUE_CONNECTION = CONNECTION_OPTIONS.filter((o) => !o.startsWith("--org"));
 const TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR merges into (default: from a pull request build's CI)";

@@ -10,11 +10,16 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, "../..");
 
 /** Runs the real `greenline` CLI in its own process. */
-async function greenline(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function greenline(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return greenlineWithEnv({}, databaseUrl, ...args);
+}
+
+/** The CLI with `env` over this process's environment. */
+async function greenlineWithEnv(env: Record<string, string>, databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: databaseUrl },
+      env: { ...process.env, ...env, DATABASE_URL: databaseUrl },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -176,6 +181,101 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     expect(never.stdout).toContain("never; quarantined no");
     const unmasked = await withServer("run", "--commit", "c0ffee4", "--", ...writesReportAndExits(3));
     expect(unmasked.code).toBe(3);
+  });
+
+  test("--check and --check-run-id (or GREENLINE_CHECK, GREENLINE_CHECK_RUN_ID) name the check the upload comes from; never guessed from GITHUB_JOB", async () => {
+    /** The check stored with the upload the CLI's output names. */
+    const checkOf = async (stdout: string) => {
+      const id = / as (\S+)$/m.exec(stdout)?.[1];
+      const [row] = await server.greenline.services.db.sqlRead((sql) => sql.all<{ checkName: string | null; checkRunId: unknown }>(`SELECT "checkName", "checkRunId" FROM "TestUpload" WHERE "id" = ?`, [id]));
+      return { name: row!.checkName, runId: row!.checkRunId === null ? null : Number(row!.checkRunId) };
+    };
+    report("a.xml", [["test_checked", "fail"]]);
+    const flags = await withServer("upload", "--commit", "c4ec000", "--check", "tests (ubuntu, 22)", "--check-run-id", "51725241954");
+    expect(flags.code).toBe(0);
+    expect(flags.stdout).toContain('greenline: from check "tests (ubuntu, 22)", run 51725241954');
+    expect(await checkOf(flags.stdout)).toEqual({ name: "tests (ubuntu, 22)", runId: 51725241954 });
+
+    const fromEnv = await greenlineWithEnv(
+      { GREENLINE_CHECK: "e2e", GREENLINE_CHECK_RUN_ID: "77" },
+      "file:/nonexistent/unused.db",
+      "test",
+      "run",
+      "--org",
+      "acme",
+      "--repo",
+      "acme/web",
+      "--branch",
+      "main",
+      "--commit",
+      "c4ec001",
+      "--junit",
+      join(dir, "reports", "*.xml"),
+      "--url",
+      server.url,
+      "--token",
+      server.api.token,
+      "--",
+      ...writesReportAndExits(1),
+    );
+    expect(fromEnv.code).toBe(1);
+    expect(await checkOf(fromEnv.stdout)).toEqual({ name: "e2e", runId: 77 });
+
+    // In GitHub Actions without the inputs: GITHUB_JOB is the job's id, not its check's name, so nothing is attributed.
+    const unnamed = await greenlineWithEnv(
+      { GITHUB_ACTIONS: "true", GITHUB_JOB: "test", GREENLINE_CHECK_RUN_ID: "" },
+      "file:/nonexistent/unused.db",
+      "test",
+      "upload",
+      "--org",
+      "acme",
+      "--repo",
+      "acme/web",
+      "--host",
+      "github.com",
+      "--branch",
+      "main",
+      "--commit",
+      "c4ec002",
+      "--junit",
+      join(dir, "reports", "*.xml"),
+      "--url",
+      server.url,
+      "--token",
+      server.api.token,
+    );
+    expect(unnamed.code).toBe(0);
+    expect(unnamed.stdout).not.toContain("from check");
+    expect(await checkOf(unnamed.stdout)).toEqual({ name: null, runId: null });
+
+    // A check run id that is not one: a usage error naming the option (or the variable), nothing uploaded.
+    const bad = await withServer("upload", "--commit", "c4ec003", "--check-run-id", "12x");
+    expect(bad).toMatchObject({ code: 2, stdout: "" });
+    expect(bad.stderr).toContain('greenline: --check-run-id must be a check run id, a positive integer (got "12x")');
+    const badEnv = await greenlineWithEnv(
+      { GREENLINE_CHECK_RUN_ID: "5.5e3" },
+      "file:/nonexistent/unused.db",
+      "test",
+      "upload",
+      "--org",
+      "acme",
+      "--repo",
+      "acme/web",
+      "--branch",
+      "main",
+      "--commit",
+      "c4ec003",
+      "--junit",
+      join(dir, "reports", "*.xml"),
+      "--url",
+      server.url,
+      "--token",
+      server.api.token,
+    );
+    expect(badEnv.code).toBe(2);
+    expect(badEnv.stderr).toContain("GREENLINE_CHECK_RUN_ID (--check-run-id) must be a check run id");
+    // And other commands refuse the options (each command takes the options its help lists).
+    expect((await greenline("file:/nonexistent/unused.db", "test", "quarantine", "x", "--never", "--check", "tests")).stderr).toContain("test quarantine does not take --check");
   });
 
   test("mistakes: no reports matched is exit 70 for upload; a missing repository is a usage error", async () => {

@@ -45,6 +45,8 @@ describe("action.yml and its committed bundle", () => {
     // Defaults as the runner passes them: quarantine on, submit off.
     expect(section("inputs")).toMatch(/ {2}quarantine:\n(?: {4}.*\n)*? {4}default: "true"/);
     expect(section("inputs")).toMatch(/ {2}submit:\n(?: {4}.*\n)*? {4}default: "false"/);
+    // The job's own check run (input defaults may read the job context: actions/runner action_yaml.json, input-default-context).
+    expect(section("inputs")).toMatch(/ {2}check-run-id:\n(?: {4}.*\n)*? {4}default: \$\{\{ job\.check_run_id \}\}\n/);
   });
 });
 
@@ -68,6 +70,15 @@ describe("the action's inputs → the greenline command", () => {
       job: "run",
       argv: ["test", "run", ...connection, "--org", "acme", "--junit", "r.xml", "--no-quarantine", "--", ...bash],
     });
+  });
+
+  test("check and check-run-id name the check the results come from; the other jobs ignore the check-run-id the runner defaults", () => {
+    expect(plan(inputs({ "junit-paths": "r.xml", org: "acme", check: "tests (ubuntu)", "check-run-id": "51725241954" }), {})).toEqual({
+      job: "upload",
+      argv: ["test", "upload", ...connection, "--org", "acme", "--check", "tests (ubuntu)", "--check-run-id", "51725241954", "--junit", "r.xml"],
+    });
+    expect(plan(inputs({ "junit-paths": "r.xml", run: "npm test", org: "acme", "check-run-id": "9" }), {}).argv).toEqual(expect.arrayContaining(["--check-run-id", "9"]));
+    expect(plan(inputs({ submit: "true", "check-run-id": "9" }), {})).toEqual({ job: "submit", argv: ["pr", "submit", ...connection] });
   });
 
   test("impacted-targets: targets set <file>; ALL is a file holding ALL in RUNNER_TEMP", () => {
@@ -102,6 +113,8 @@ describe("the action's inputs → the greenline command", () => {
     ["priority without submit", { "impacted-targets": "t.txt", priority: "high" }, "priority applies only with submit"],
     ["target-branch with results", { "junit-paths": "r.xml", org: "a", "target-branch": "main" }, "target-branch applies only with impacted-targets and submit"],
     ["variant without results", { submit: "true", variant: "linux" }, "variant applies only with junit-paths"],
+    ["check without results", { submit: "true", check: "tests" }, "check applies only with junit-paths"],
+    ["a check run id that is no number", { "junit-paths": "r.xml", org: "a", "check-run-id": "tests" }, 'check-run-id must be a check run id, a positive integer (got "tests")'],
     ["a boolean that is not one", { submit: "yes" }, 'submit must be true or false (got "yes")'],
     ["quarantine not a boolean", { "junit-paths": "r.xml", org: "a", quarantine: "maybe" }, "quarantine must be true or false"],
     ["a pull request that is no number", { submit: "true", "pr-number": "#7" }, 'pr-number must be a pull request number (got "#7")'],
@@ -210,6 +223,16 @@ describe("the bundled action run as GitHub Actions runs it, against a real Green
     expect(others).toEqual([]);
     // The pull request came from the event file, the repository from GITHUB_REPOSITORY.
     expect(login).toMatchObject({ name: "test_login", variant: "ubuntu", pull_requests_impacted_last_7d: 1 });
+  });
+
+  test("check and check-run-id (the job's own, as the runner defaults it) are stored with the upload", async () => {
+    const reports = { "reports/junit.xml": report([["test_checked", "fail"]]) };
+    const run = await action({ token: server.api.token, url: server.url, org: "acme", "junit-paths": "reports/*.xml", check: "tests (ubuntu, 22)", "check-run-id": "51725241954" }, sha(30), reports);
+    expect(run).toMatchObject({ code: 0, outputs: { job: "upload", "exit-code": "0" } });
+    expect(run.stdout).toContain('greenline: from check "tests (ubuntu, 22)", run 51725241954');
+    const id = / as (\S+)$/m.exec(run.stdout)?.[1];
+    const [row] = await server.greenline.services.db.sqlRead((sql) => sql.all<{ checkName: string | null; checkRunId: unknown }>(`SELECT "checkName", "checkRunId" FROM "TestUpload" WHERE "id" = ?`, [id]));
+    expect({ name: row!.checkName, runId: Number(row!.checkRunId) }).toEqual({ name: "tests (ubuntu, 22)", runId: 51725241954 });
   });
 
   test("run with quarantine: a command failing only through a quarantined test passes the step; without quarantine its code stands", async () => {
