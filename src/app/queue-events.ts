@@ -33,14 +33,23 @@ const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = 
  */
 const EXPLAINED: ReadonlySet<string> = new Set(["merged_after_target_moved", "target_moved_during_merge", "pr_ahead_not_merged"]);
 
-/** A comment's text: the event's sentence, then the code host's own words (when it refused something) as a Markdown quote. */
+/** What the run's test results said, for a comment: the failing tests and how each was judged (docs/flaky-queue.md). */
+function flakyText(e: TimelineEvent): string {
+  const flaky = e.evidence.flaky;
+  if (!flaky || flaky.tests.length === 0) return "";
+  const shown = flaky.tests.slice(0, 5).map((t) => `\`${t.name}\` (${t.judgement.replaceAll("_", " ")})`);
+  const more = (flaky.testsTotal ?? flaky.tests.length) - shown.length;
+  return `\n\nFailing tests (\`${flaky.rule}\`): ${shown.join(", ")}${more > 0 ? ` and ${more} more` : ""}.`;
+}
+
+/** A comment's text: the event's sentence, then the code host's own words (when it refused something) as a Markdown quote, then the failing tests the run's results named. */
 function commentText(e: TimelineEvent): string {
-  if (!e.hostMessage) return e.message;
+  if (!e.hostMessage) return `${e.message}${flakyText(e)}`;
   const quoted = e.hostMessage
     .split("\n")
     .map((line) => (line.trim() === "" ? ">" : `> ${line}`))
     .join("\n");
-  return `${sentenceOf(e.reason)}\n\n${quoted}`;
+  return `${sentenceOf(e.reason)}\n\n${quoted}${flakyText(e)}`;
 }
 
 /**

@@ -101,6 +101,19 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     expect((await entry("byname", 1)).state).toBe("merged");
   });
 
+  test("a test that never failed before fails the PR at once, and the PR's comment names it with its judgement", async () => {
+    const { sha, branch } = await testing("real");
+    const tests = gh.checkRun(`${OWNER}/real`, sha, "tests", "in_progress");
+    await upload("real", sha, branch, [{ name: "ok" }, { name: "checkout_total", fail: "expected 42 to be 41" }], { check_run_id: tests.id });
+    await completedCheck("real", sha, "lint", "success");
+    const done = gh.checkRun(`${OWNER}/real`, sha, "tests", "completed", "failure", tests.id);
+    expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("real"), installation: { id: 78 } })).toBe(200);
+    await server.greenline.worker.drain();
+    expect((await entry("real", 1)).state).toBe("failed");
+    const comments = gh.comments.filter((c) => c.repo === `${OWNER}/real` && c.number === 1).map((c) => c.body);
+    expect(comments).toEqual([expect.stringContaining("Failing tests (`real_failure`): `checkout_total` (new failure).")]);
+  });
+
   test("uploads naming no check are not attributed when the commit has several checks: a real failure", async () => {
     const { sha, branch } = await testing("unnamed");
     await upload("unnamed", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], {});
