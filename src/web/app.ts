@@ -45,10 +45,21 @@ const OAUTH_MS = 10 * 60 * 1000;
 const OAUTH_PATH = "/sign-in/github";
 const MAX_USED_STATES = 100_000;
 
-/** The paths the dashboard serves; everything else is the API's (server.ts routes by this). */
-export function isDashboardPath(url: string): boolean {
-  const path = url.split("?")[0]!;
-  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
+/** The paths the dashboard serves. */
+function isDashboardPath(path: string): boolean {
+  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || path === "/favicon.ico" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
+}
+
+/**
+ * Whether the dashboard answers a request (server.ts routes by this; the rest is the API's): its
+ * own paths, and any other path a browser asks a page of (Accept naming text/html), so a mistyped
+ * address gets the dashboard's 404 page rather than the API's JSON. /v1 and /healthz stay the API's.
+ */
+export function isDashboardRequest(req: { url?: string | undefined; method?: string | undefined; headers: { accept?: string | undefined } }): boolean {
+  const path = (req.url ?? "/").split("?")[0]!;
+  if (isDashboardPath(path)) return true;
+  if (path === "/v1" || path.startsWith("/v1/") || path === "/healthz") return false;
+  return (req.method === "GET" || req.method === "HEAD") && /\btext\/html\b/i.test(req.headers.accept ?? "");
 }
 
 /**
@@ -99,6 +110,13 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     res.setHeader("vary", "accept-encoding");
     if (gzip) res.setHeader("content-encoding", "gzip");
     res.send(gzip ? asset.gzip : asset.body);
+  });
+
+  // Browsers ask for /favicon.ico on their own (before a page names its icon, or for a JSON
+  // answer): sent to the hashed icon, for an hour, since this address cannot carry the hash.
+  app.get("/favicon.ico", (_req, res) => {
+    res.setHeader("cache-control", "public, max-age=3600");
+    res.redirect(302, assets.url("favicon.svg"));
   });
 
   /** State-changing requests must come from the dashboard's own pages (Origin, else Sec-Fetch-Site, else Referer). */
@@ -374,8 +392,11 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     send(res, status, testPage(assets, viewer, repo, details, notice));
   });
 
-  app.use((_req, res: Response<unknown, Locals>) => {
-    send(res, 404, errorPage(assets, res.locals.viewer ?? null, 404, "No such page."));
+  // Any other address (server.ts sends here whatever a browser asks a page of): the 404 page,
+  // with the navigation when signed in.
+  app.use(async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer ?? (await viewerOf(req))?.viewer ?? null;
+    send(res, 404, errorPage(assets, viewer, 404, "No such page."));
   });
   app.use((error: unknown, _req: Request, res: Response<unknown, Locals>, _next: NextFunction) => {
     const appError = toAppError(error, log);

@@ -35,6 +35,7 @@ export function layout(assets: Assets, options: { title: string; viewer: Viewer 
 <meta name="htmx-config" content="${HTMX_CONFIG}">
 ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 <title>${options.title} · Greenline</title>
+<link rel="icon" type="image/svg+xml" href="${assets.url("favicon.svg")}">
 <link rel="stylesheet" href="${assets.url("uplot.css")}">
 <link rel="stylesheet" href="${assets.url("app.css")}">
 <script src="${assets.url("htmx.js")}" defer></script>

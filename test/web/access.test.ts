@@ -74,15 +74,46 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
   test("assets are served under content-hashed URLs, cached for good", async () => {
     const { text } = await acme.get("/");
     const urls = [...text.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(urls.length).toBe(6);
+    expect(urls.length).toBe(7);
     for (const url of urls) {
-      expect(url).toMatch(/\.[0-9a-f]{12}\.(js|css)$/);
+      expect(url).toMatch(/\.[0-9a-f]{12}\.(js|css|svg)$/);
       const response = await fetch(`${server.url}${url}`);
       expect([url, response.status, response.headers.get("cache-control")]).toEqual([url, 200, "public, max-age=31536000, immutable"]);
     }
     expect((await fetch(`${server.url}/assets/app.000000000000.js`)).status).toBe(404);
     // The page weight the issue sets a goal for: every script and stylesheet, gzip, under 100 KB.
     expect(new Assets().gzipBytes()).toBeLessThan(100 * 1024);
+  });
+
+  test("the page links an icon; /favicon.ico, which browsers ask for on their own, leads to it", async () => {
+    const { text } = await acme.get("/");
+    const icon = /<link rel="icon" type="image\/svg\+xml" href="(\/assets\/favicon\.[0-9a-f]{12}\.svg)">/.exec(text)?.[1];
+    expect(icon).toBeDefined();
+    const found = await fetch(`${server.url}/favicon.ico`, { redirect: "manual", headers: { accept: "image/avif,image/webp,image/*,*/*;q=0.8" } });
+    expect([found.status, found.headers.get("location")]).toEqual([302, icon]);
+    const svg = await fetch(`${server.url}${icon}`);
+    expect([svg.status, svg.headers.get("content-type")]).toEqual([200, "image/svg+xml"]);
+    expect(await svg.text()).toMatch(/^<svg /);
+  });
+
+  test("an unknown address a browser asks for is the dashboard's 404 page; the API's paths keep answering JSON", async () => {
+    const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+    for (const path of ["/no-such-page", "/queue/github.com/acme/web/main", "/settings?x=1"]) {
+      const page = await acme.get(path, browser);
+      expect([path, page.status, page.headers.get("content-type")]).toEqual([path, 404, "text/html; charset=utf-8"]);
+      expect(page.text).toContain("<h1>Not found</h1>");
+      // In the layout, with the navigation of the signed-in visitor.
+      expect(page.text).toContain('<nav aria-label="Main">');
+    }
+    const signedOut = await fetch(`${server.url}/no-such-page`, { headers: browser });
+    expect([signedOut.status, (await signedOut.text()).includes("<h1>Not found</h1>")]).toEqual([404, true]);
+    for (const path of ["/v1/noSuchOperation", "/v1"]) {
+      const api = await fetch(`${server.url}${path}`, { headers: browser });
+      expect([path, api.status, api.headers.get("content-type")]).toEqual([path, 404, expect.stringMatching(/^application\/json/)]);
+    }
+    // A program (no text/html in Accept) still gets the API's JSON.
+    const program = await fetch(`${server.url}/no-such-page`, { headers: { accept: "application/json" } });
+    expect([program.status, (await program.json()).error.code]).toEqual([404, expect.any(String)]);
   });
 
   test("a POST without the session's CSRF token, with a wrong one, or from another origin is refused (403) and changes nothing", async () => {
