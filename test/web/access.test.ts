@@ -113,7 +113,7 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     }
     // A program (no text/html in Accept) still gets the API's JSON.
     const program = await fetch(`${server.url}/no-such-page`, { headers: { accept: "application/json" } });
-    expect([program.status, (await program.json()).error.code]).toEqual([404, expect.any(String)]);
+    expect([program.status, ((await program.json()) as { error: { code: string } }).error.code]).toEqual([404, expect.any(String)]);
   });
 
   test("a POST without the session's CSRF token, with a wrong one, or from another origin is refused (403) and changes nothing", async () => {

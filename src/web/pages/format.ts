@@ -38,3 +38,19 @@ export function testPath(repo: RepoRef, testId: string): string {
 }
 
 export const words = (value: string) => value.replaceAll("_", " ");
+
+/**
+ * A reason shown right after its state's badge, without the words that only repeat the state:
+ * "merged" + "Merged." shows no reason, "paused" + "Paused: nothing starts…" shows "Nothing
+ * starts…", "testing" + "Testing on top of…" shows "on top of…". Every page joins state and
+ * reason through this, so none reads "merged merged".
+ */
+export function reasonAfterState(state: string, reason: string): string {
+  const said = words(state).toLowerCase();
+  const text = reason.trim();
+  if (!text.toLowerCase().startsWith(said) || /^[\p{L}\p{N}_]/u.test(text.slice(said.length))) return text;
+  const rest = text.slice(said.length);
+  const stripped = rest.replace(/^[\s.:;,—–-]+/u, "");
+  // After a stop (". ", ": "), what is left starts a sentence of its own.
+  return /^\s*[.:;,—–-]/u.test(rest) ? stripped.charAt(0).toUpperCase() + stripped.slice(1) : stripped;
+}

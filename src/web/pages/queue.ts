@@ -6,7 +6,7 @@ import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { canWrite, layout, type Viewer } from "../layout.js";
 import { settingsForm } from "../settings-form.js";
-import { pullPath, queuePath, since, words } from "./format.js";
+import { pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -66,11 +66,17 @@ ${actionButton(viewer, address, "priority", "Set priority", `Change the priority
 </div>`;
 }
 
+/** The reason's words after the state's badge, unless they only repeat it ("testing", "merged"). */
+function reasonOf(pr: MergeItemRecord): Html {
+  const reason = reasonAfterState(pr.state, words(pr.stateReason));
+  return reason ? html`<span class="reason-words">${reason}</span> ` : html``;
+}
+
 function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, position: number, now: Date): Html {
   return html`<li class="pr state-${pr.state}" data-pr="${pr.prNumber}">
 <div class="pr-head"><span class="pos" aria-label="position">${position}</span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
 <div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
-<span>for ${since(pr.stateChangedAt, now)}</span> <span>${words(pr.stateReason)}</span>
+${reasonOf(pr)}<span>for ${since(pr.stateChangedAt, now)}</span>
 <span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span></div>
 ${prActions(viewer, address, pr)}
 </li>`;
@@ -114,7 +120,7 @@ ${
     ? html`<p class="empty">Nothing concluded yet.</p>`
     : html`<ul class="concluded">${line.concluded.map(
         (pr) =>
-          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${words(pr.stateReason)}, ${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
+          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${[reasonAfterState(pr.state, words(pr.stateReason)), `${since(pr.stateChangedAt, now)} ago`].filter(Boolean).join(", ")}</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
       )}</ul>`
 }</section>
 </div>`;
