@@ -147,6 +147,28 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await screenshots(theirs, "not-found");
   });
 
+  test('times since ("for 3 s") count on while the page is open, without a refresh', async () => {
+    await server.api.ok("createQueue", queueOf("still"));
+    // Paused: nothing changes, so no live refresh re-renders the line.
+    await server.api.ok("updateQueue", { ...queueOf("still"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(20, "still"));
+    await page.goto(`${server.url}${queuePath("still")}`);
+    const elapsed = page.locator('.line [data-pr="20"] time[data-elapsed]');
+    const first = await elapsed.textContent();
+    expect(first).toMatch(/^\d+ s$/);
+    // The same element (not a re-rendered one) says a later time.
+    await elapsed.evaluate((el) => el.setAttribute("data-marked", "1"));
+    await page.waitForFunction(
+      (before) => {
+        const el = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }).document.querySelector('.line [data-pr="20"] time[data-elapsed][data-marked]');
+        return el !== null && el.textContent !== before;
+      },
+      first,
+      WAIT,
+    );
+    expect(Number.parseInt((await elapsed.textContent())!, 10)).toBeGreaterThan(Number.parseInt(first!, 10));
+  });
+
   test("a read token sees the queue without any action", async () => {
     const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
     const viewer = await signIn(await chromium.context(), token);

@@ -46,6 +46,33 @@
     for (const { el, plot } of plots) if (el.isConnected) plot.setSize({ width: widthOf(el), height: 110 });
   });
 
-  document.addEventListener("DOMContentLoaded", () => drawCharts(document));
-  document.addEventListener("htmx:afterSwap", (event) => drawCharts(event.target));
+  // "3 s ago" stays true while the page is open: each <time data-elapsed> counts on from the
+  // seconds the server gave when this browser first saw it (no clock of the browser's compared
+  // with the server's). Said as duration() in src/web/pages/format.ts says it.
+  const firstSeen = new WeakMap();
+  function duration(seconds) {
+    if (seconds < 60) return `${Math.round(seconds)} s`;
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return `${minutes} min`;
+    const hours = Math.floor(minutes / 60);
+    return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+  }
+  function tick() {
+    const now = Date.now();
+    for (const el of document.querySelectorAll("time[data-elapsed]")) {
+      if (!firstSeen.has(el)) firstSeen.set(el, now - Number(el.dataset.elapsed) * 1000);
+      const text = duration(Math.floor((now - firstSeen.get(el)) / 1000));
+      if (el.textContent !== text) el.textContent = text;
+    }
+  }
+  setInterval(tick, 1000);
+
+  document.addEventListener("DOMContentLoaded", () => {
+    drawCharts(document);
+    tick();
+  });
+  document.addEventListener("htmx:afterSwap", (event) => {
+    drawCharts(event.target);
+    tick();
+  });
 })();

@@ -120,7 +120,7 @@ ${
     ? html`<p class="empty">Nothing concluded yet.</p>`
     : html`<ul class="concluded">${line.concluded.map(
         (pr) =>
-          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${[reasonAfterState(pr.state, words(pr.stateReason)), `${since(pr.stateChangedAt, now)} ago`].filter(Boolean).join(", ")}</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
+          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reasonAfterState(pr.state, words(pr.stateReason)) ? `${reasonAfterState(pr.state, words(pr.stateReason))}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
       )}</ul>`
 }</section>
 </div>`;
