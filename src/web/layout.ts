@@ -7,6 +7,13 @@ export type Viewer = { principal: Principal; csrf: string };
 
 export const canWrite = (viewer: Viewer) => viewer.principal.role === "write";
 
+/** Where a write viewer has actions, a read-only one reads why there are none (instead of buttons that would be refused). */
+export const READ_ONLY_HINT = "read-only access: actions need a token with write";
+
+export function readOnlyHint(): Html {
+  return html`<p class="muted read-only-hint">${READ_ONLY_HINT}</p>`;
+}
+
 /**
  * htmx as the page's CSP allows it: no indicator <style> of its own, no eval, no inline scripts
  * in swapped content; error answers (4xx/5xx) are swapped too, so the API's refusal shows verbatim.

@@ -182,6 +182,8 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const page = await viewer.get(queuePath());
     expect(page.status).toBe(200);
     expect(page.text).toContain("read-only");
+    // Where the actions would be, it says why there are none.
+    expect(page.text).toContain('<p class="muted read-only-hint">read-only access: actions need a token with write</p>');
     expect(page.text).not.toContain("data-action=");
     expect(page.text).not.toContain('name="action"');
     const csrf = await viewer.csrf();

@@ -4,7 +4,7 @@ import type { MergeItemRecord } from "../../app/records.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
-import { canWrite, layout, type Viewer } from "../layout.js";
+import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
 import { settingsForm } from "../settings-form.js";
 import { pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
@@ -44,7 +44,7 @@ ${hidden(viewer, address)}<input type="hidden" name="action" value="${action}">$
 }
 
 function queueActions(viewer: Viewer, line: QueueLine, address: QueueAddress): Html {
-  if (!canWrite(viewer)) return html``;
+  if (!canWrite(viewer)) return readOnlyHint();
   const { state } = line.queue;
   const where = `${address.repo.owner}/${address.repo.name} ${address.targetBranch}`;
   return html`<div class="actions" role="group" aria-label="Queue actions">
