@@ -478,8 +478,13 @@ async function perform(
     const parsed = op.request.safeParse(body);
     if (!parsed.success) throw validationError(parsed.error.issues);
     // Timelines and queue events name the dashboard as the way it was done (the API names its operation).
-    await op.handle({ services, principal: { ...principal, via: `dashboard (${op.operationId})` }, origin, bundleUrls }, parsed.data);
-    return { kind: "ok", text: done };
+    let explained: string | undefined;
+    const explain = (sentence: string) => {
+      explained = sentence;
+    };
+    await op.handle({ services, principal: { ...principal, via: `dashboard (${op.operationId})` }, origin, bundleUrls, explain }, parsed.data);
+    // Done without doing what was asked (a restart with nothing to restart): say why, not "done".
+    return { kind: "ok", text: explained ?? done };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     return { kind: "error", text: error.message, status: HTTP_STATUS[error.code] };

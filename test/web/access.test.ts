@@ -152,13 +152,26 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const bad = await acme.post("/actions/queue", { ...pr, action: "priority", priority: "soonish" });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain("priority:");
-    expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).status).toBe(200);
+    expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).text).toContain("#1: Tests restarted.");
     expect((await acme.post("/actions/queue", { ...pr, action: "cancel" })).text).toContain("#1: Cancelled.");
     const cancelled = await server.api.ok("getSubmittedPullRequest", { ...prOf(1), includeTimeline: true });
     expect(cancelled.state).toBe("cancelled");
     // The timeline says who, and that it was done from the dashboard.
     expect(cancelled.timeline.at(-1)).toMatchObject({ state: "cancelled", actor: { kind: "token" }, evidence: { command: "dashboard (cancelPullRequest)" } });
     await server.api.ok("submitPullRequest", prOf(1));
+  });
+
+  test("restarting a PR that never started testing says why nothing restarted", async () => {
+    await server.api.ok("createQueue", queueOf("held"));
+    // Paused: the PR waits in line and no run starts.
+    await server.api.ok("updateQueue", { ...queueOf("held"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(5, "held"));
+    const restart = await acme.post("/actions/queue", { ...queueForm("held"), pr: "5", action: "restart", csrf: await acme.csrf() });
+    expect(restart.status).toBe(200);
+    expect(restart.text).toMatch(/#5 has not started testing yet: it waits (for its turn in line|until it is ready \(approvals, checks\)), so there was nothing to restart\./);
+    expect(restart.text).not.toContain("Tests restarted.");
+    // The API answers as for a restart.
+    expect(await server.api.ok("restartTestsOnPullRequest", prOf(5, "held"))).toEqual({});
   });
 
   test("another organization's queue page and live stream are 404, exactly like a queue that does not exist", async () => {
