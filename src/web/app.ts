@@ -335,8 +335,9 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
     const line = await queueLine(services, viewer.principal, address);
     const now = services.now();
-    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, notice.kind === "ok" && form.action === "settings"));
-    send(res, status, queuePage(assets, viewer, address, line, now, notice));
+    const refusal = form.action === "settings" && notice.kind === "error" ? { message: notice.text, values: form } : undefined;
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, form.action === "settings" ? { refusal } : undefined));
+    send(res, status, queuePage(assets, viewer, address, line, now, notice, refusal));
   });
 
   app.get("/tests", page, async (_req, res: Response<unknown, Locals>) => {

@@ -139,7 +139,15 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const csrf = await acme.csrf();
     const bad = await acme.post("/actions/queue", { ...queueForm(), action: "settings", concurrency: "0", csrf });
     expect(bad.status).toBe(400);
-    expect(bad.text).toContain("concurrency: Too small: expected number to be &gt;=1");
+    // A refused setting shows next to the form, named by the form's label, the typed value kept.
+    const form = /<form class="settings"[\s\S]*?<\/form>/.exec(bad.text)![0];
+    expect(form).toContain('<p class="notice notice-error" id="settings-error" role="alert">Concurrency: Too small: expected number to be &gt;=1</p>');
+    expect(form).toMatch(/<input id="setting-concurrency" name="concurrency" [^>]*value="0" aria-invalid="true" aria-describedby="settings-error">/);
+    // Through htmx too: the form comes back out of band with the message, the notice above stays empty.
+    const htmx = await acme.post("/actions/queue", { ...queueForm(), action: "settings", concurrency: "0" }, { origin: server.url, "x-csrf-token": csrf, "hx-request": "true" });
+    expect(htmx.text).toContain('<details id="settings" class="card" open hx-swap-oob="true">');
+    expect(htmx.text).toContain(">Concurrency: Too small: expected number to be &gt;=1</p>");
+    expect(htmx.text).toContain('<div id="notice" role="status" aria-live="polite" hx-swap-oob="true"></div>');
     const conflict = await acme.post("/actions/queue", { ...queueForm(), action: "cancel", pr: "99", csrf });
     expect(conflict.status).toBe(404);
   });

@@ -130,7 +130,10 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByLabel(/^Required statuses/).fill("ci/build");
     await page.getByLabel(/^Delete required statuses/).selectOption("true");
     await page.getByRole("button", { name: "Save settings" }).click();
-    await page.getByRole("alert").getByText("deleteRequiredStatuses: cannot be true while requiredStatuses is also given").waitFor(WAIT);
+    // Next to the form, in the form's words (the API says "deleteRequiredStatuses: … requiredStatuses …").
+    await page.locator("#settings").getByRole("alert").getByText("Delete required statuses: cannot be true while Required statuses is also given").waitFor(WAIT);
+    expect(await page.getByLabel(/^Required statuses/).inputValue()).toBe("ci/build");
+    expect(await page.getByLabel(/^Delete required statuses/).getAttribute("aria-invalid")).toBe("true");
     await page.screenshot({ path: join(SCREENSHOTS, "queue-settings-desktop.png"), fullPage: true });
   });
 

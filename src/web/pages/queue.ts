@@ -5,7 +5,7 @@ import { PRIORITY_NAMES } from "../../domain/priority.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
-import { settingsForm } from "../settings-form.js";
+import { type SettingsRefusal, settingsForm } from "../settings-form.js";
 import { pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
@@ -20,15 +20,19 @@ export function noticeArea(notice: Notice | undefined, outOfBand = false): Html 
   return html`<div id="notice" role="${role}" aria-live="polite"${outOfBand ? html` hx-swap-oob="true"` : ""}>${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>`;
 }
 
-/** An action's answer to htmx: the refreshed live part, the notice, and after a settings change the form with the new values. */
-export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settingsChanged: boolean): Html {
-  return html`${liveSection(viewer, address, line, now)}${noticeArea(notice, true)}${settingsChanged ? settingsPanel(viewer, address, line, { open: true, outOfBand: true }) : ""}`;
+/**
+ * An action's answer to htmx: the refreshed live part and the notice; after a settings change,
+ * the form with the new values; after a refused one, the form with what was typed and the
+ * refusal next to it (the notice above then stays empty: one message, where the fields are).
+ */
+export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settings: { refusal?: SettingsRefusal } | undefined): Html {
+  return html`${liveSection(viewer, address, line, now)}${noticeArea(settings?.refusal ? undefined : notice, true)}${settings ? settingsPanel(viewer, address, line, { open: true, outOfBand: true, refusal: settings.refusal }) : ""}`;
 }
 
 /** The settings form, folded away until opened (write tokens only). */
-function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean }): Html {
+function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean; refusal?: SettingsRefusal | undefined }): Html {
   if (!canWrite(viewer)) return html``;
-  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>`;
+  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address), options.refusal)}</details>`;
 }
 
 /** The hidden fields of every action form: the CSRF token and the queue's address. */
@@ -126,15 +130,15 @@ ${
 </div>`;
 }
 
-export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice): Html {
+export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal): Html {
   const { repo, targetBranch } = address;
   const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
-${noticeArea(notice)}
+${noticeArea(refusal ? undefined : notice)}
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveSection(viewer, address, line, now)}
 </div>
-${settingsPanel(viewer, address, line, { open: false, outOfBand: false })}`;
+${settingsPanel(viewer, address, line, { open: refusal !== undefined, outOfBand: false, refusal })}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
 }
