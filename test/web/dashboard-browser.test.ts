@@ -67,6 +67,8 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByRole("link", { name: /acme\/web/ }).waitFor(WAIT);
     await page.locator("[data-chart] .uplot").first().waitFor(WAIT);
     expect(await page.locator(".queue-card").count()).toBe(2);
+    // The y axis says what it counts, in whole numbers (no PR is counted in halves).
+    expect(await page.locator("[data-chart]").first().getAttribute("data-y-axis")).toMatch(/^PRs per hour: 0( \d+)+$/);
   });
 
   test("a pull request goes from queued to merged on the queue page, live, without a reload", async () => {

@@ -3,6 +3,7 @@
 // the server put in <script type="application/json"> elements (data, never executed).
 (() => {
   const COLORS = ["#1a7f37", "#cf222e", "#0969da"];
+  const HEIGHT = 130;
 
   document.addEventListener("htmx:configRequest", (event) => {
     const token = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content");
@@ -26,13 +27,23 @@
       const data = JSON.parse(source.textContent);
       el.dataset.drawn = "1";
       const series = data.series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2 }));
+      // Counts: whole-number ticks only, and the axis says what it counts.
+      const yValues = (_u, splits) => {
+        const labels = splits.map((v) => (Number.isInteger(v) ? String(v) : ""));
+        // What the axis says, as text (uPlot draws it on a canvas, which nothing can read).
+        el.dataset.yAxis = `${data.unit ?? ""}: ${labels.filter(Boolean).join(" ")}`;
+        return labels;
+      };
       const options = {
         width: widthOf(el),
-        height: 110,
+        height: HEIGHT,
         cursor: { show: false },
         legend: { show: true, live: false },
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-        axes: [{ space: 60 }, { size: 30, incrs: [1, 2, 5, 10, 20, 50, 100] }],
+        axes: [
+          { space: 60 },
+          { size: 36, space: 24, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: yValues, label: data.unit, labelSize: 16, labelFont: "12px system-ui, sans-serif", font: "12px system-ui, sans-serif" },
+        ],
         series: [{}, ...series],
       };
       plots.push({ el, plot: new uPlot(options, [data.x, ...data.series.map((s) => s.values)], el) });
@@ -43,7 +54,7 @@
   const plots = [];
   const widthOf = (el) => Math.max(200, Math.min(560, el.clientWidth || 280));
   window.addEventListener("resize", () => {
-    for (const { el, plot } of plots) if (el.isConnected) plot.setSize({ width: widthOf(el), height: 110 });
+    for (const { el, plot } of plots) if (el.isConnected) plot.setSize({ width: widthOf(el), height: HEIGHT });
   });
 
   // "3 s ago" stays true while the page is open: each <time data-elapsed> counts on from the

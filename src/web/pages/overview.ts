@@ -22,6 +22,7 @@ function queueCard(q: QueueSummary, i: number) {
 <figure class="chart"><div data-chart="${chartId}" role="img" aria-label="PRs merged and failed per hour, last 24 hours"></div>
 <script type="application/json" id="${chartId}">${jsonData({
     x: q.trend.hours.map((h) => h / 1000),
+    unit: "PRs per hour",
     series: [
       { label: "merged", values: q.trend.merged },
       { label: "failed", values: q.trend.failed },

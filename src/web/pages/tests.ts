@@ -117,6 +117,7 @@ function historyChart(details: TestDetails): Html {
   return html`<figure class="chart wide"><div data-chart="history" role="img" aria-label="Runs and failed runs per day, last ${days.length} days"></div>
 <script type="application/json" id="history">${jsonData({
     x,
+    unit: "runs per day",
     series: [
       { label: "runs", values: days.map((d) => d.runs) },
       { label: "failed", values: days.map((d) => d.failures) },
