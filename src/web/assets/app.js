@@ -42,7 +42,16 @@
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [
           { space: 60 },
-          { size: 36, space: 24, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: yValues, label: data.unit, labelSize: 16, labelFont: "12px system-ui, sans-serif", font: "12px system-ui, sans-serif" },
+          {
+            size: 36,
+            space: 24,
+            incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000],
+            values: yValues,
+            label: data.unit,
+            labelSize: 16,
+            labelFont: "12px system-ui, sans-serif",
+            font: "12px system-ui, sans-serif",
+          },
         ],
         series: [{}, ...series],
       };
