@@ -178,7 +178,9 @@ describeWithBrowser("the dashboard in Chromium", () => {
     const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
     const viewer = await signIn(await chromium.context(), token);
     await viewer.goto(`${server.url}${queuePath()}`);
-    await viewer.getByText("read-only").waitFor(WAIT);
+    await viewer.getByText("read-only", { exact: true }).waitFor(WAIT);
+    // Where the actions would be, why there are none.
+    await viewer.getByText("read-only access: actions need a token with write").waitFor(WAIT);
     expect(await viewer.getByRole("button", { name: /Pause|Drain|Resume|Cancel|Restart|Save settings/ }).count()).toBe(0);
   });
 
