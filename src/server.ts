@@ -15,7 +15,7 @@ import type { DeliveryHandler } from "./app/webhook-inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
 import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
-import { createWebApp, isDashboardPath } from "./web/app.js";
+import { createWebApp, isDashboardRequest } from "./web/app.js";
 import type { Logger } from "./log.js";
 import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
@@ -157,7 +157,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const github = config.githubApp && oauth ? { ...oauth, apiUrl: config.githubApp.apiUrl ?? "https://api.github.com", appId: config.githubApp.appId } : undefined;
     const web = createWebApp(services, log, { sessionSecret: config.sessionSecret, publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, github });
     server.addHandler((req, res) => {
-      if (isDashboardPath(req.url ?? "/")) web.handle(req, res);
+      if (isDashboardRequest(req)) web.handle(req, res);
       else api(req, res);
       return true;
     });

@@ -18,6 +18,11 @@ export type OperationContext = {
   /** The service's public address (GREENLINE_PUBLIC_URL, else the request's), for URLs answered. */
   origin: string;
   bundleUrls: BundleUrls;
+  /**
+   * Told, in its users' words, when an operation succeeded without doing what was asked (a
+   * restart of a PR that never started testing). The API answers as usual; the dashboard shows it.
+   */
+  explain?: (sentence: string) => void;
 };
 
 /** A response that is not JSON (the metrics text). */
@@ -108,8 +113,9 @@ export const OPERATIONS: Operation[] = [
     summary: "Re-run the tests of a pull request in the queue",
     request: s.ZPullRequestAddress,
     response: s.ZEmptyResponse,
-    async handle({ services, principal }, input) {
-      await restartTestsOnPullRequest(services, principal, prAddress(input));
+    async handle({ services, principal, explain }, input) {
+      const outcome = await restartTestsOnPullRequest(services, principal, prAddress(input));
+      if (!outcome.restarted) explain?.(outcome.why);
       return EMPTY;
     },
   }),

@@ -153,14 +153,19 @@ export async function cancelPullRequest(services: Services, principal: Principal
   });
 }
 
-export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
-  await services.db.transaction(async (tx) => {
+/** A restart either restarted the PR's tests, or did nothing, with why in its users' words. */
+export type RestartOutcome = { restarted: true } | { restarted: false; why: string };
+
+export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<RestartOutcome> {
+  return services.db.transaction(async (tx): Promise<RestartOutcome> => {
     const { queue, entry } = await lockEntry(tx, principal, address);
     const state = entry.state;
     if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
-    // A PR that has not started testing has nothing to restart.
-    if (state === "not_ready" || state === "pending") return;
+    // A PR that has not started testing has nothing to restart (not an error: the API answers as for a restart).
+    if (state === "not_ready") return { restarted: false, why: `#${entry.prNumber} has not started testing yet: it waits until it is ready (approvals, checks), so there was nothing to restart.` };
+    if (state === "pending") return { restarted: false, why: `#${entry.prNumber} has not started testing yet: it waits for its turn in line, so there was nothing to restart.` };
     await applyEvent(services, tx, queue, { kind: "restart_requested", prNumber: entry.prNumber }, causeOf(principal));
+    return { restarted: true };
   });
 }
 

@@ -45,10 +45,21 @@ const OAUTH_MS = 10 * 60 * 1000;
 const OAUTH_PATH = "/sign-in/github";
 const MAX_USED_STATES = 100_000;
 
-/** The paths the dashboard serves; everything else is the API's (server.ts routes by this). */
-export function isDashboardPath(url: string): boolean {
-  const path = url.split("?")[0]!;
-  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
+/** The paths the dashboard serves. */
+function isDashboardPath(path: string): boolean {
+  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || path === "/favicon.ico" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
+}
+
+/**
+ * Whether the dashboard answers a request (server.ts routes by this; the rest is the API's): its
+ * own paths, and any other path a browser asks a page of (Accept naming text/html), so a mistyped
+ * address gets the dashboard's 404 page rather than the API's JSON. /v1 and /healthz stay the API's.
+ */
+export function isDashboardRequest(req: { url?: string | undefined; method?: string | undefined; headers: { accept?: string | undefined } }): boolean {
+  const path = (req.url ?? "/").split("?")[0]!;
+  if (isDashboardPath(path)) return true;
+  if (path === "/v1" || path.startsWith("/v1/") || path === "/healthz") return false;
+  return (req.method === "GET" || req.method === "HEAD") && /\btext\/html\b/i.test(req.headers.accept ?? "");
 }
 
 /**
@@ -99,6 +110,13 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     res.setHeader("vary", "accept-encoding");
     if (gzip) res.setHeader("content-encoding", "gzip");
     res.send(gzip ? asset.gzip : asset.body);
+  });
+
+  // Browsers ask for /favicon.ico on their own (before a page names its icon, or for a JSON
+  // answer): sent to the hashed icon, for an hour, since this address cannot carry the hash.
+  app.get("/favicon.ico", (_req, res) => {
+    res.setHeader("cache-control", "public, max-age=3600");
+    res.redirect(302, assets.url("favicon.svg"));
   });
 
   /** State-changing requests must come from the dashboard's own pages (Origin, else Sec-Fetch-Site, else Referer). */
@@ -317,8 +335,9 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
     const line = await queueLine(services, viewer.principal, address);
     const now = services.now();
-    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, notice.kind === "ok" && form.action === "settings"));
-    send(res, status, queuePage(assets, viewer, address, line, now, notice));
+    const refusal = form.action === "settings" && notice.kind === "error" ? { message: notice.text, values: form } : undefined;
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, form.action === "settings" ? { refusal } : undefined));
+    send(res, status, queuePage(assets, viewer, address, line, now, notice, refusal));
   });
 
   app.get("/tests", page, async (_req, res: Response<unknown, Locals>) => {
@@ -374,8 +393,11 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     send(res, status, testPage(assets, viewer, repo, details, notice));
   });
 
-  app.use((_req, res: Response<unknown, Locals>) => {
-    send(res, 404, errorPage(assets, res.locals.viewer ?? null, 404, "No such page."));
+  // Any other address (server.ts sends here whatever a browser asks a page of): the 404 page,
+  // with the navigation when signed in.
+  app.use(async (req, res: Response<unknown, Locals>) => {
+    const viewer = res.locals.viewer ?? (await viewerOf(req))?.viewer ?? null;
+    send(res, 404, errorPage(assets, viewer, 404, "No such page."));
   });
   app.use((error: unknown, _req: Request, res: Response<unknown, Locals>, _next: NextFunction) => {
     const appError = toAppError(error, log);
@@ -457,8 +479,13 @@ async function perform(
     const parsed = op.request.safeParse(body);
     if (!parsed.success) throw validationError(parsed.error.issues);
     // Timelines and queue events name the dashboard as the way it was done (the API names its operation).
-    await op.handle({ services, principal: { ...principal, via: `dashboard (${op.operationId})` }, origin, bundleUrls }, parsed.data);
-    return { kind: "ok", text: done };
+    let explained: string | undefined;
+    const explain = (sentence: string) => {
+      explained = sentence;
+    };
+    await op.handle({ services, principal: { ...principal, via: `dashboard (${op.operationId})` }, origin, bundleUrls, explain }, parsed.data);
+    // Done without doing what was asked (a restart with nothing to restart): say why, not "done".
+    return { kind: "ok", text: explained ?? done };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     return { kind: "error", text: error.message, status: HTTP_STATUS[error.code] };

@@ -7,7 +7,7 @@ import { projectRoot } from "../paths.js";
 /**
  * The dashboard's scripts and styles, served by Greenline itself (no CDN) under URLs that carry
  * a hash of their content, so a browser may cache each for good: htmx and its SSE extension,
- * uPlot, and the dashboard's own client module and stylesheet. Read once at start.
+ * uPlot, and the dashboard's own client module, stylesheet and icon. Read once at start.
  */
 type Asset = { name: string; url: string; type: string; body: Buffer; gzip: Buffer };
 
@@ -18,6 +18,7 @@ const SOURCES: Record<string, { path: string; type: string }> = {
   "uplot.css": { path: "node_modules/uplot/dist/uPlot.min.css", type: "text/css; charset=utf-8" },
   "app.js": { path: "src/web/assets/app.js", type: "text/javascript; charset=utf-8" },
   "app.css": { path: "src/web/assets/app.css", type: "text/css; charset=utf-8" },
+  "favicon.svg": { path: "src/web/assets/favicon.svg", type: "image/svg+xml" },
 };
 
 export type AssetName = keyof typeof SOURCES;

@@ -7,6 +7,13 @@ export type Viewer = { principal: Principal; csrf: string };
 
 export const canWrite = (viewer: Viewer) => viewer.principal.role === "write";
 
+/** Where a write viewer has actions, a read-only one reads why there are none (instead of buttons that would be refused). */
+export const READ_ONLY_HINT = "read-only access: actions need a token with write";
+
+export function readOnlyHint(): Html {
+  return html`<p class="muted read-only-hint">${READ_ONLY_HINT}</p>`;
+}
+
 /**
  * htmx as the page's CSP allows it: no indicator <style> of its own, no eval, no inline scripts
  * in swapped content; error answers (4xx/5xx) are swapped too, so the API's refusal shows verbatim.
@@ -35,6 +42,7 @@ export function layout(assets: Assets, options: { title: string; viewer: Viewer 
 <meta name="htmx-config" content="${HTMX_CONFIG}">
 ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 <title>${options.title} · Greenline</title>
+<link rel="icon" type="image/svg+xml" href="${assets.url("favicon.svg")}">
 <link rel="stylesheet" href="${assets.url("uplot.css")}">
 <link rel="stylesheet" href="${assets.url("app.css")}">
 <script src="${assets.url("htmx.js")}" defer></script>

@@ -38,23 +38,38 @@ function currentOf(queue: QueueRecord, name: string): string {
   return value === undefined ? "—" : String(value);
 }
 
-function fieldHtml(field: SettingField, queue: QueueRecord): Html {
-  const id = `setting-${field.name}`;
-  const current = currentOf(queue, field.name);
-  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span></label>`;
-  if (field.kind === "integer") {
-    return html`${label}<input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged">`;
-  }
-  if (field.kind === "list") {
-    return html`${label}<textarea id="${id}" name="${field.name}" rows="2" placeholder="unchanged; one per line"></textarea>`;
-  }
-  return html`${label}<select id="${id}" name="${field.name}"><option value="">unchanged</option>${field.choices.map((c) => html`<option value="${c}">${c}</option>`)}</select>`;
+/** A refused change: the API's message with each setting named by its label in the form, and what the operator typed, kept. */
+export type SettingsRefusal = { message: string; values: Record<string, unknown> };
+
+/**
+ * The API's message in the form's words: "concurrency: Too small…" → "Concurrency: Too small…".
+ * Whole words only, so `requiredStatuses` inside `deleteRequiredStatuses` stays whole.
+ */
+export function labelledMessage(message: string): string {
+  return SETTING_FIELDS.reduce((text, field) => text.replace(new RegExp(`\\b${field.name}\\b`, "g"), labelOf(field.name)), message);
 }
 
-export function settingsForm(queue: QueueRecord, hidden: Html): Html {
+function fieldHtml(field: SettingField, queue: QueueRecord, refusal: SettingsRefusal | undefined): Html {
+  const id = `setting-${field.name}`;
+  const current = currentOf(queue, field.name);
+  const typed = refusal && typeof refusal.values[field.name] === "string" ? (refusal.values[field.name] as string) : "";
+  // A field the refusal names is marked, and points at the message.
+  const invalid = refusal && new RegExp(`\\b${field.name}\\b`).test(refusal.message) ? html` aria-invalid="true" aria-describedby="settings-error"` : "";
+  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span></label>`;
+  if (field.kind === "integer") {
+    return html`${label}<input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged" value="${typed}"${invalid}>`;
+  }
+  if (field.kind === "list") {
+    return html`${label}<textarea id="${id}" name="${field.name}" rows="2" placeholder="unchanged; one per line"${invalid}>${typed}</textarea>`;
+  }
+  return html`${label}<select id="${id}" name="${field.name}"${invalid}><option value="">unchanged</option>${field.choices.map((c) => html`<option value="${c}"${c === typed ? html` selected` : ""}>${c}</option>`)}</select>`;
+}
+
+export function settingsForm(queue: QueueRecord, hidden: Html, refusal?: SettingsRefusal): Html {
   return html`<form class="settings" method="post" action="/actions/queue" hx-post="/actions/queue" hx-target="#queue-live" hx-swap="outerHTML" hx-confirm="Change these queue settings?">
 ${hidden}<input type="hidden" name="action" value="settings">
-<div class="fields">${SETTING_FIELDS.map((f) => html`<div class="field">${fieldHtml(f, queue)}</div>`)}</div>
+<div class="fields">${SETTING_FIELDS.map((f) => html`<div class="field">${fieldHtml(f, queue, refusal)}</div>`)}</div>
+${refusal ? html`<p class="notice notice-error" id="settings-error" role="alert">${labelledMessage(refusal.message)}</p>` : ""}
 <button type="submit">Save settings</button>
 </form>`;
 }

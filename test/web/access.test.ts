@@ -74,15 +74,46 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
   test("assets are served under content-hashed URLs, cached for good", async () => {
     const { text } = await acme.get("/");
     const urls = [...text.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(urls.length).toBe(6);
+    expect(urls.length).toBe(7);
     for (const url of urls) {
-      expect(url).toMatch(/\.[0-9a-f]{12}\.(js|css)$/);
+      expect(url).toMatch(/\.[0-9a-f]{12}\.(js|css|svg)$/);
       const response = await fetch(`${server.url}${url}`);
       expect([url, response.status, response.headers.get("cache-control")]).toEqual([url, 200, "public, max-age=31536000, immutable"]);
     }
     expect((await fetch(`${server.url}/assets/app.000000000000.js`)).status).toBe(404);
     // The page weight the issue sets a goal for: every script and stylesheet, gzip, under 100 KB.
     expect(new Assets().gzipBytes()).toBeLessThan(100 * 1024);
+  });
+
+  test("the page links an icon; /favicon.ico, which browsers ask for on their own, leads to it", async () => {
+    const { text } = await acme.get("/");
+    const icon = /<link rel="icon" type="image\/svg\+xml" href="(\/assets\/favicon\.[0-9a-f]{12}\.svg)">/.exec(text)?.[1];
+    expect(icon).toBeDefined();
+    const found = await fetch(`${server.url}/favicon.ico`, { redirect: "manual", headers: { accept: "image/avif,image/webp,image/*,*/*;q=0.8" } });
+    expect([found.status, found.headers.get("location")]).toEqual([302, icon]);
+    const svg = await fetch(`${server.url}${icon}`);
+    expect([svg.status, svg.headers.get("content-type")]).toEqual([200, "image/svg+xml"]);
+    expect(await svg.text()).toMatch(/^<svg /);
+  });
+
+  test("an unknown address a browser asks for is the dashboard's 404 page; the API's paths keep answering JSON", async () => {
+    const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+    for (const path of ["/no-such-page", "/queue/github.com/acme/web/main", "/settings?x=1"]) {
+      const page = await acme.get(path, browser);
+      expect([path, page.status, page.headers.get("content-type")]).toEqual([path, 404, "text/html; charset=utf-8"]);
+      expect(page.text).toContain("<h1>Not found</h1>");
+      // In the layout, with the navigation of the signed-in visitor.
+      expect(page.text).toContain('<nav aria-label="Main">');
+    }
+    const signedOut = await fetch(`${server.url}/no-such-page`, { headers: browser });
+    expect([signedOut.status, (await signedOut.text()).includes("<h1>Not found</h1>")]).toEqual([404, true]);
+    for (const path of ["/v1/noSuchOperation", "/v1"]) {
+      const api = await fetch(`${server.url}${path}`, { headers: browser });
+      expect([path, api.status, api.headers.get("content-type")]).toEqual([path, 404, expect.stringMatching(/^application\/json/)]);
+    }
+    // A program (no text/html in Accept) still gets the API's JSON.
+    const program = await fetch(`${server.url}/no-such-page`, { headers: { accept: "application/json" } });
+    expect([program.status, ((await program.json()) as { error: { code: string } }).error.code]).toEqual([404, expect.any(String)]);
   });
 
   test("a POST without the session's CSRF token, with a wrong one, or from another origin is refused (403) and changes nothing", async () => {
@@ -108,7 +139,15 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const csrf = await acme.csrf();
     const bad = await acme.post("/actions/queue", { ...queueForm(), action: "settings", concurrency: "0", csrf });
     expect(bad.status).toBe(400);
-    expect(bad.text).toContain("concurrency: Too small: expected number to be &gt;=1");
+    // A refused setting shows next to the form, named by the form's label, the typed value kept.
+    const form = /<form class="settings"[\s\S]*?<\/form>/.exec(bad.text)![0];
+    expect(form).toContain('<p class="notice notice-error" id="settings-error" role="alert">Concurrency: Too small: expected number to be &gt;=1</p>');
+    expect(form).toMatch(/<input id="setting-concurrency" name="concurrency" [^>]*value="0" aria-invalid="true" aria-describedby="settings-error">/);
+    // Through htmx too: the form comes back out of band with the message, the notice above stays empty.
+    const htmx = await acme.post("/actions/queue", { ...queueForm(), action: "settings", concurrency: "0" }, { origin: server.url, "x-csrf-token": csrf, "hx-request": "true" });
+    expect(htmx.text).toContain('<details id="settings" class="card" open hx-swap-oob="true">');
+    expect(htmx.text).toContain(">Concurrency: Too small: expected number to be &gt;=1</p>");
+    expect(htmx.text).toContain('<div id="notice" role="status" aria-live="polite" hx-swap-oob="true"></div>');
     const conflict = await acme.post("/actions/queue", { ...queueForm(), action: "cancel", pr: "99", csrf });
     expect(conflict.status).toBe(404);
   });
@@ -121,13 +160,26 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const bad = await acme.post("/actions/queue", { ...pr, action: "priority", priority: "soonish" });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain("priority:");
-    expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).status).toBe(200);
+    expect((await acme.post("/actions/queue", { ...pr, action: "restart" })).text).toContain("#1: Tests restarted.");
     expect((await acme.post("/actions/queue", { ...pr, action: "cancel" })).text).toContain("#1: Cancelled.");
     const cancelled = await server.api.ok("getSubmittedPullRequest", { ...prOf(1), includeTimeline: true });
     expect(cancelled.state).toBe("cancelled");
     // The timeline says who, and that it was done from the dashboard.
     expect(cancelled.timeline.at(-1)).toMatchObject({ state: "cancelled", actor: { kind: "token" }, evidence: { command: "dashboard (cancelPullRequest)" } });
     await server.api.ok("submitPullRequest", prOf(1));
+  });
+
+  test("restarting a PR that never started testing says why nothing restarted", async () => {
+    await server.api.ok("createQueue", queueOf("held"));
+    // Paused: the PR waits in line and no run starts.
+    await server.api.ok("updateQueue", { ...queueOf("held"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(5, "held"));
+    const restart = await acme.post("/actions/queue", { ...queueForm("held"), pr: "5", action: "restart", csrf: await acme.csrf() });
+    expect(restart.status).toBe(200);
+    expect(restart.text).toMatch(/#5 has not started testing yet: it waits (for its turn in line|until it is ready \(approvals, checks\)), so there was nothing to restart\./);
+    expect(restart.text).not.toContain("Tests restarted.");
+    // The API answers as for a restart.
+    expect(await server.api.ok("restartTestsOnPullRequest", prOf(5, "held"))).toEqual({});
   });
 
   test("another organization's queue page and live stream are 404, exactly like a queue that does not exist", async () => {
@@ -151,6 +203,8 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     const page = await viewer.get(queuePath());
     expect(page.status).toBe(200);
     expect(page.text).toContain("read-only");
+    // Where the actions would be, it says why there are none.
+    expect(page.text).toContain('<p class="muted read-only-hint">read-only access: actions need a token with write</p>');
     expect(page.text).not.toContain("data-action=");
     expect(page.text).not.toContain('name="action"');
     const csrf = await viewer.csrf();

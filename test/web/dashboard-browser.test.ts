@@ -67,6 +67,8 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByRole("link", { name: /acme\/web/ }).waitFor(WAIT);
     await page.locator("[data-chart] .uplot").first().waitFor(WAIT);
     expect(await page.locator(".queue-card").count()).toBe(2);
+    // The y axis says what it counts, in whole numbers (no PR is counted in halves).
+    expect(await page.locator("[data-chart]").first().getAttribute("data-y-axis")).toMatch(/^PRs per hour: 0( \d+)+$/);
   });
 
   test("a pull request goes from queued to merged on the queue page, live, without a reload", async () => {
@@ -130,7 +132,10 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByLabel(/^Required statuses/).fill("ci/build");
     await page.getByLabel(/^Delete required statuses/).selectOption("true");
     await page.getByRole("button", { name: "Save settings" }).click();
-    await page.getByRole("alert").getByText("deleteRequiredStatuses: cannot be true while requiredStatuses is also given").waitFor(WAIT);
+    // Next to the form, in the form's words (the API says "deleteRequiredStatuses: … requiredStatuses …").
+    await page.locator("#settings").getByRole("alert").getByText("Delete required statuses: cannot be true while Required statuses is also given").waitFor(WAIT);
+    expect(await page.getByLabel(/^Required statuses/).inputValue()).toBe("ci/build");
+    expect(await page.getByLabel(/^Delete required statuses/).getAttribute("aria-invalid")).toBe("true");
     await page.screenshot({ path: join(SCREENSHOTS, "queue-settings-desktop.png"), fullPage: true });
   });
 
@@ -147,11 +152,35 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await screenshots(theirs, "not-found");
   });
 
+  test('times since ("for 3 s") count on while the page is open, without a refresh', async () => {
+    await server.api.ok("createQueue", queueOf("still"));
+    // Paused: nothing changes, so no live refresh re-renders the line.
+    await server.api.ok("updateQueue", { ...queueOf("still"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(20, "still"));
+    await page.goto(`${server.url}${queuePath("still")}`);
+    const elapsed = page.locator('.line [data-pr="20"] time[data-elapsed]');
+    const first = await elapsed.textContent();
+    expect(first).toMatch(/^\d+ s$/);
+    // The same element (not a re-rendered one) says a later time.
+    await elapsed.evaluate((el) => el.setAttribute("data-marked", "1"));
+    await page.waitForFunction(
+      (before) => {
+        const el = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }).document.querySelector('.line [data-pr="20"] time[data-elapsed][data-marked]');
+        return el !== null && el.textContent !== before;
+      },
+      first,
+      WAIT,
+    );
+    expect(Number.parseInt((await elapsed.textContent())!, 10)).toBeGreaterThan(Number.parseInt(first!, 10));
+  });
+
   test("a read token sees the queue without any action", async () => {
     const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
     const viewer = await signIn(await chromium.context(), token);
     await viewer.goto(`${server.url}${queuePath()}`);
-    await viewer.getByText("read-only").waitFor(WAIT);
+    await viewer.getByText("read-only", { exact: true }).waitFor(WAIT);
+    // Where the actions would be, why there are none.
+    await viewer.getByText("read-only access: actions need a token with write").waitFor(WAIT);
     expect(await viewer.getByRole("button", { name: /Pause|Drain|Resume|Cancel|Restart|Save settings/ }).count()).toBe(0);
   });
 

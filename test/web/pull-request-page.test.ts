@@ -64,6 +64,24 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
   });
 
+  test("no page says a word twice in a row (a state followed by a reason repeating it)", async () => {
+    await server.api.ok("createQueue", queueOf("held"));
+    await server.api.ok("updateQueue", { ...queueOf("held"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(1, "held"));
+    for (const path of ["/", queuePath("fail"), queuePath("held"), pullPath(1), pullPath(2), pullPath(3)]) {
+      const { text } = await acme.get(path);
+      const visible = text
+        .replace(/<head>[\s\S]*?<\/head>|<script[\s\S]*?<\/script>/g, " ")
+        // A block's end ends a sentence; inline elements (a state badge, a link) sit within one.
+        .replace(/<\/?(?:h[1-6]|p|li|ul|ol|div|section|article|header|nav|main|dt|dd|dl|tr|td|th|figure|figcaption|form|label|option|select|details|summary|blockquote)\b[^>]*>/g, " | ")
+        .replace(/<[^>]+>/g, " ")
+        .replace(/\s+/g, " ");
+      // ("Run run-1" names a run: an id, not a repeated word.)
+      const twice = /\b([a-z]+) \1\b(?!-)/i.exec(visible);
+      expect([path, twice && visible.slice(twice.index - 40, twice.index + 40)]).toEqual([path, null]);
+    }
+  });
+
   test("another organization's PR is not found, exactly like a missing one", async () => {
     const { token } = await createToken(server.greenline.services.db, "globex", "viewer");
     const globex = await DashboardClient.signIn(server.url, token);

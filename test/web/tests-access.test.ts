@@ -165,6 +165,7 @@ describe.each(BACKENDS)("flaky-test pages on $name", (backend) => {
     expect(page.text).toContain("refund_partial");
     expect(page.text).not.toContain('name="setting"');
     expect(page.text).not.toContain('action="/actions/test"');
+    expect(page.text).toContain("read-only access: actions need a token with write");
     const forged = await viewer.post("/actions/test", { ...form(flakyId, { setting: "never" }), csrf: await viewer.csrf() });
     expect(forged.status).toBe(403);
     expect(forged.text).toContain("read-only");

@@ -3,6 +3,7 @@
 // the server put in <script type="application/json"> elements (data, never executed).
 (() => {
   const COLORS = ["#1a7f37", "#cf222e", "#0969da"];
+  const HEIGHT = 130;
 
   document.addEventListener("htmx:configRequest", (event) => {
     const token = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content");
@@ -26,13 +27,32 @@
       const data = JSON.parse(source.textContent);
       el.dataset.drawn = "1";
       const series = data.series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2 }));
+      // Counts: whole-number ticks only, and the axis says what it counts.
+      const yValues = (_u, splits) => {
+        const labels = splits.map((v) => (Number.isInteger(v) ? String(v) : ""));
+        // What the axis says, as text (uPlot draws it on a canvas, which nothing can read).
+        el.dataset.yAxis = `${data.unit ?? ""}: ${labels.filter(Boolean).join(" ")}`;
+        return labels;
+      };
       const options = {
         width: widthOf(el),
-        height: 110,
+        height: HEIGHT,
         cursor: { show: false },
         legend: { show: true, live: false },
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-        axes: [{ space: 60 }, { size: 30, incrs: [1, 2, 5, 10, 20, 50, 100] }],
+        axes: [
+          { space: 60 },
+          {
+            size: 36,
+            space: 24,
+            incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000],
+            values: yValues,
+            label: data.unit,
+            labelSize: 16,
+            labelFont: "12px system-ui, sans-serif",
+            font: "12px system-ui, sans-serif",
+          },
+        ],
         series: [{}, ...series],
       };
       plots.push({ el, plot: new uPlot(options, [data.x, ...data.series.map((s) => s.values)], el) });
@@ -43,9 +63,36 @@
   const plots = [];
   const widthOf = (el) => Math.max(200, Math.min(560, el.clientWidth || 280));
   window.addEventListener("resize", () => {
-    for (const { el, plot } of plots) if (el.isConnected) plot.setSize({ width: widthOf(el), height: 110 });
+    for (const { el, plot } of plots) if (el.isConnected) plot.setSize({ width: widthOf(el), height: HEIGHT });
   });
 
-  document.addEventListener("DOMContentLoaded", () => drawCharts(document));
-  document.addEventListener("htmx:afterSwap", (event) => drawCharts(event.target));
+  // "3 s ago" stays true while the page is open: each <time data-elapsed> counts on from the
+  // seconds the server gave when this browser first saw it (no clock of the browser's compared
+  // with the server's). Said as duration() in src/web/pages/format.ts says it.
+  const firstSeen = new WeakMap();
+  function duration(seconds) {
+    if (seconds < 60) return `${Math.round(seconds)} s`;
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return `${minutes} min`;
+    const hours = Math.floor(minutes / 60);
+    return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+  }
+  function tick() {
+    const now = Date.now();
+    for (const el of document.querySelectorAll("time[data-elapsed]")) {
+      if (!firstSeen.has(el)) firstSeen.set(el, now - Number(el.dataset.elapsed) * 1000);
+      const text = duration(Math.floor((now - firstSeen.get(el)) / 1000));
+      if (el.textContent !== text) el.textContent = text;
+    }
+  }
+  setInterval(tick, 1000);
+
+  document.addEventListener("DOMContentLoaded", () => {
+    drawCharts(document);
+    tick();
+  });
+  document.addEventListener("htmx:afterSwap", (event) => {
+    drawCharts(event.target);
+    tick();
+  });
 })();

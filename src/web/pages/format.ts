@@ -1,7 +1,8 @@
 import { pullRequestPagePath, queuePagePath } from "../../domain/links.js";
 import type { RepoRef } from "../../ports/code-host.js";
+import { html, type Html } from "../html.js";
 
-/** "3 min", "2 h 5 min": a duration in seconds as people read it. */
+/** "3 min", "2 h 5 min": a duration in seconds as people read it (src/web/assets/app.js says it alike). */
 export function duration(seconds: number | null): string {
   if (seconds === null) return "—";
   if (seconds < 60) return `${Math.round(seconds)} s`;
@@ -11,8 +12,14 @@ export function duration(seconds: number | null): string {
   return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
 }
 
-export function since(iso: string, now: Date): string {
-  return duration(Math.max(0, (now.getTime() - Date.parse(iso)) / 1000));
+/**
+ * The time since `iso`, kept current in the browser: app.js counts on from the seconds given
+ * here (the server's clock, so a browser's wrong clock changes nothing); the exact time is its
+ * tooltip.
+ */
+export function since(iso: string, now: Date): Html {
+  const seconds = Math.max(0, Math.floor((now.getTime() - Date.parse(iso)) / 1000));
+  return html`<time class="elapsed" datetime="${iso}" data-elapsed="${seconds}" title="${iso.replace("T", " ").replace(/\.\d+Z$/, " UTC")}">${duration(seconds)}</time>`;
 }
 
 /** The queue page's address: a deep link that can be pasted anywhere. */
@@ -38,3 +45,19 @@ export function testPath(repo: RepoRef, testId: string): string {
 }
 
 export const words = (value: string) => value.replaceAll("_", " ");
+
+/**
+ * A reason shown right after its state's badge, without the words that only repeat the state:
+ * "merged" + "Merged." shows no reason, "paused" + "Paused: nothing starts…" shows "Nothing
+ * starts…", "testing" + "Testing on top of…" shows "on top of…". Every page joins state and
+ * reason through this, so none reads "merged merged".
+ */
+export function reasonAfterState(state: string, reason: string): string {
+  const said = words(state).toLowerCase();
+  const text = reason.trim();
+  if (!text.toLowerCase().startsWith(said) || /^[\p{L}\p{N}_]/u.test(text.slice(said.length))) return text;
+  const rest = text.slice(said.length);
+  const stripped = rest.replace(/^[\s.:;,—–-]+/u, "");
+  // After a stop (". ", ": "), what is left starts a sentence of its own.
+  return /^\s*[.:;,—–-]/u.test(rest) ? stripped.charAt(0).toUpperCase() + stripped.slice(1) : stripped;
+}

@@ -2,14 +2,14 @@ import type { QueueSummary } from "../../app/dashboard.js";
 import type { Assets } from "../assets.js";
 import { html, jsonData } from "../html.js";
 import { layout, type Viewer } from "../layout.js";
-import { duration, queuePath, words } from "./format.js";
+import { duration, queuePath, reasonAfterState, words } from "./format.js";
 
 function queueCard(q: QueueSummary, i: number) {
   const name = `${q.repo.owner}/${q.repo.name}`;
   const chartId = `trend-${i}`;
   return html`<article class="card queue-card" data-queue="${name}:${q.branch}">
 <h2><a href="${queuePath(q.repo, q.branch)}">${name} <span class="branch">${q.branch}</span></a></h2>
-<p><span class="state state-${q.state}">${words(q.state)}</span>${q.blockedReason ? html` <span class="blocked">${q.blockedReason}</span>` : ""}</p>
+<p><span class="state state-${q.state}">${words(q.state)}</span>${q.blockedReason ? html` <span class="blocked">${reasonAfterState(q.state, q.blockedReason)}</span>` : ""}</p>
 <dl class="figures">
 <div><dt>In line</dt><dd>${q.depth}</dd></div>
 <div><dt>Testing</dt><dd>${q.testing}</dd></div>
@@ -22,6 +22,7 @@ function queueCard(q: QueueSummary, i: number) {
 <figure class="chart"><div data-chart="${chartId}" role="img" aria-label="PRs merged and failed per hour, last 24 hours"></div>
 <script type="application/json" id="${chartId}">${jsonData({
     x: q.trend.hours.map((h) => h / 1000),
+    unit: "PRs per hour",
     series: [
       { label: "merged", values: q.trend.merged },
       { label: "failed", values: q.trend.failed },

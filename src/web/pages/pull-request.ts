@@ -7,7 +7,7 @@ import type { Actor, Evidence } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { layout, type Viewer } from "../layout.js";
-import { duration, pullPath, queuePath, since, words } from "./format.js";
+import { duration, pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
 /**
  * A pull request's page (/queues/<host>/<owner>/<repo>/<branch>/pulls/<number>): its state and
@@ -77,7 +77,7 @@ const runAnchor = (id: string) => `#run-${id}`;
 function timelineItem(address: QueueAddress, e: TimelineRecord, now: Date): Html {
   return html`<li class="event event-${e.state}" data-reason="${e.reason}">
 <div class="event-head"><time datetime="${e.at}">${e.at.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time> <span class="muted">(${since(e.at, now)} ago)</span> ${actorOf(e.actor)}</div>
-<div><span class="state state-${e.state}" data-state="${e.state}">${words(e.state)}</span> ${e.message} <code class="reason">${e.reason}</code></div>
+<div><span class="state state-${e.state}" data-state="${e.state}">${words(e.state)}</span> ${reasonAfterState(e.state, e.message)}${e.reason === e.state ? "" : html` <code class="reason">${e.reason}</code>`}</div>
 ${evidenceOf(address, e.evidence, runAnchor)}
 </li>`;
 }

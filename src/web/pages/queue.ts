@@ -4,9 +4,9 @@ import type { MergeItemRecord } from "../../app/records.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
-import { canWrite, layout, type Viewer } from "../layout.js";
-import { settingsForm } from "../settings-form.js";
-import { pullPath, queuePath, since, words } from "./format.js";
+import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
+import { type SettingsRefusal, settingsForm } from "../settings-form.js";
+import { pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -20,15 +20,19 @@ export function noticeArea(notice: Notice | undefined, outOfBand = false): Html 
   return html`<div id="notice" role="${role}" aria-live="polite"${outOfBand ? html` hx-swap-oob="true"` : ""}>${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>`;
 }
 
-/** An action's answer to htmx: the refreshed live part, the notice, and after a settings change the form with the new values. */
-export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settingsChanged: boolean): Html {
-  return html`${liveSection(viewer, address, line, now)}${noticeArea(notice, true)}${settingsChanged ? settingsPanel(viewer, address, line, { open: true, outOfBand: true }) : ""}`;
+/**
+ * An action's answer to htmx: the refreshed live part and the notice; after a settings change,
+ * the form with the new values; after a refused one, the form with what was typed and the
+ * refusal next to it (the notice above then stays empty: one message, where the fields are).
+ */
+export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settings: { refusal?: SettingsRefusal } | undefined): Html {
+  return html`${liveSection(viewer, address, line, now)}${noticeArea(settings?.refusal ? undefined : notice, true)}${settings ? settingsPanel(viewer, address, line, { open: true, outOfBand: true, refusal: settings.refusal }) : ""}`;
 }
 
 /** The settings form, folded away until opened (write tokens only). */
-function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean }): Html {
+function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean; refusal?: SettingsRefusal | undefined }): Html {
   if (!canWrite(viewer)) return html``;
-  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address))}</details>`;
+  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address), options.refusal)}</details>`;
 }
 
 /** The hidden fields of every action form: the CSRF token and the queue's address. */
@@ -44,7 +48,7 @@ ${hidden(viewer, address)}<input type="hidden" name="action" value="${action}">$
 }
 
 function queueActions(viewer: Viewer, line: QueueLine, address: QueueAddress): Html {
-  if (!canWrite(viewer)) return html``;
+  if (!canWrite(viewer)) return readOnlyHint();
   const { state } = line.queue;
   const where = `${address.repo.owner}/${address.repo.name} ${address.targetBranch}`;
   return html`<div class="actions" role="group" aria-label="Queue actions">
@@ -66,11 +70,17 @@ ${actionButton(viewer, address, "priority", "Set priority", `Change the priority
 </div>`;
 }
 
+/** The reason's words after the state's badge, unless they only repeat it ("testing", "merged"). */
+function reasonOf(pr: MergeItemRecord): Html {
+  const reason = reasonAfterState(pr.state, words(pr.stateReason));
+  return reason ? html`<span class="reason-words">${reason}</span> ` : html``;
+}
+
 function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, position: number, now: Date): Html {
   return html`<li class="pr state-${pr.state}" data-pr="${pr.prNumber}">
 <div class="pr-head"><span class="pos" aria-label="position">${position}</span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
 <div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
-<span>for ${since(pr.stateChangedAt, now)}</span> <span>${words(pr.stateReason)}</span>
+${reasonOf(pr)}<span>for ${since(pr.stateChangedAt, now)}</span>
 <span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span></div>
 ${prActions(viewer, address, pr)}
 </li>`;
@@ -114,21 +124,21 @@ ${
     ? html`<p class="empty">Nothing concluded yet.</p>`
     : html`<ul class="concluded">${line.concluded.map(
         (pr) =>
-          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${words(pr.stateReason)}, ${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
+          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reasonAfterState(pr.state, words(pr.stateReason)) ? `${reasonAfterState(pr.state, words(pr.stateReason))}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
       )}</ul>`
 }</section>
 </div>`;
 }
 
-export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice): Html {
+export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal): Html {
   const { repo, targetBranch } = address;
   const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
-${noticeArea(notice)}
+${noticeArea(refusal ? undefined : notice)}
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveSection(viewer, address, line, now)}
 </div>
-${settingsPanel(viewer, address, line, { open: false, outOfBand: false })}`;
+${settingsPanel(viewer, address, line, { open: refusal !== undefined, outOfBand: false, refusal })}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
 }

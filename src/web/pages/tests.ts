@@ -2,7 +2,7 @@ import type { getTestDetails, listFailingTests, listQuarantinedTests } from "../
 import type { RepoRef } from "../../ports/code-host.js";
 import type { Assets } from "../assets.js";
 import { html, type Html, jsonData } from "../html.js";
-import { canWrite, layout, type Viewer } from "../layout.js";
+import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
 import { testPath, testsPath } from "./format.js";
 import type { Notice } from "./queue.js";
 
@@ -99,7 +99,7 @@ const SETTINGS = [
 
 /** The quarantine override form (write tokens only): the API's set-quarantine-setting, with a reason. */
 function quarantineForm(viewer: Viewer, repo: RepoRef, test: TestDetails["test"]): Html {
-  if (!canWrite(viewer)) return html``;
+  if (!canWrite(viewer)) return readOnlyHint();
   return html`<form class="quarantine-form" method="post" action="/actions/test">
 <input type="hidden" name="csrf" value="${viewer.csrf}"><input type="hidden" name="host" value="${repo.host}"><input type="hidden" name="owner" value="${repo.owner}"><input type="hidden" name="repo" value="${repo.name}"><input type="hidden" name="test_id" value="${test.id}">
 <fieldset><legend>Quarantine override</legend>
@@ -117,6 +117,7 @@ function historyChart(details: TestDetails): Html {
   return html`<figure class="chart wide"><div data-chart="history" role="img" aria-label="Runs and failed runs per day, last ${days.length} days"></div>
 <script type="application/json" id="history">${jsonData({
     x,
+    unit: "runs per day",
     series: [
       { label: "runs", values: days.map((d) => d.runs) },
       { label: "failed", values: days.map((d) => d.failures) },
