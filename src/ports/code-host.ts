@@ -103,7 +103,14 @@ export type Permission = "admin" | "write" | "read" | "none";
 export type StatusCheck = { context: string; state: CheckState };
 
 /** A CI result a polled host holds until Greenline has applied it. */
-export type PolledCiResult = { id: string; queueId: string; runId: string; outcome: "passed" | "failed" };
+export type PolledCiResult = {
+  id: string;
+  queueId: string;
+  runId: string;
+  outcome: "passed" | "failed";
+  /** The check the result is reported as (a failure's verdict reads the uploads naming it); "ci" when the host names none. */
+  check?: string;
+};
 
 /** What CI says of a commit, read from the code host (not from deliveries). */
 export type CiSnapshot = {

@@ -30,10 +30,10 @@ export type WorkerOptions = {
   ciPoll?: CiPollSettings;
 };
 
-/** A polled host's CI result is one check: what the verdict on a failure reads it as. */
-const POLLED_CHECK = "ci";
-const POLLED_REQUIRED: RequiredChecks = { contexts: [POLLED_CHECK], source: "queue" };
-const POLLED_FAILURE: Record<string, ReportedCheck> = { [POLLED_CHECK]: { state: "failure", kind: "status", id: null } };
+/** A polled host's CI result is one check (named by the host, else "ci"): what the verdict on a failure reads it as. */
+function polledFailure(check = "ci"): { required: RequiredChecks; checks: Record<string, ReportedCheck> } {
+  return { required: { contexts: [check], source: "queue" }, checks: { [check]: { state: "failure", kind: "status", id: null } } };
+}
 
 /**
  * Applies the CI results a polled code host has due, each marked delivered in the transaction
@@ -50,7 +50,8 @@ export async function deliverPolledCiResults(services: Services, polling: Polled
       // A failure is judged on the run's test results first (flakeHandling): it may not count.
       const run = await runOf(tx, queue.id, result.runId);
       if (!run || run.status !== "running") return true;
-      const verdict = await judgeFailedRun(services, tx, queue, run, POLLED_REQUIRED, POLLED_FAILURE, true, true);
+      const { required, checks } = polledFailure(result.check);
+      const verdict = await judgeFailedRun(services, tx, queue, run, required, checks, true, true);
       if (verdict === null) return false;
       event.outcome = verdict;
       return true;

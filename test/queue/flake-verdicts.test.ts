@@ -1,5 +1,7 @@
 import { testCaseId } from "../../src/domain/flaky/identity.js";
+import { SANDBOX_CI_CONTEXT } from "../../src/adapters/sandbox/code-host.js";
 import { BACKENDS } from "../support/backends.js";
+import { DashboardClient, queuePath } from "../support/dashboard.js";
 import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 /**
@@ -95,7 +97,12 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     expect(after.timeline.map((e) => e.reason)).not.toContain("retrying_failed_run");
     const failed = after.timeline.at(-1)!;
     expect(failed).toMatchObject({ state: "failed", reason: "tests_failed" });
-    expect(failed.evidence.flaky).toMatchObject({ decision: "fail", rule: "real_failure", tests: [{ name: "checkout_total", judgement: "new_failure" }] });
+    expect(failed.evidence.flaky).toMatchObject({ decision: "fail", rule: "real_failure", checks: [SANDBOX_CI_CONTEXT], tests: [{ name: "checkout_total", judgement: "new_failure" }] });
+    // The dashboard's PR page says the same, linking the test to its page.
+    const dashboard = await DashboardClient.signIn(server.url, server.api.token);
+    const { text } = await dashboard.get(`${queuePath("real")}/pulls/1`);
+    const verdict = /<li class="flaky-verdict" data-rule="real_failure">[\s\S]*?<\/li>/.exec(text)![0];
+    expect(verdict).toContain(`<a href="/tests/github.com/acme/real/${testId("real", "checkout_total")}">checkout_total</a> (new failure)`);
   });
 
   test("a failed check with no test results is a failure as before (the engine's blind retry)", async () => {

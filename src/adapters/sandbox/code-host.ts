@@ -299,7 +299,8 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
 
   /** Simulated CI results that are due, oldest first. */
   async dueCiResults(now: Date): Promise<PolledCiResult[]> {
-    return this.db.read((tx) => sandboxStore.dueSandboxCiJobs(tx, now));
+    const due = await this.db.read((tx) => sandboxStore.dueSandboxCiJobs(tx, now));
+    return due.map((result) => ({ ...result, check: SANDBOX_CI_CONTEXT }));
   }
 
   /** Marks a CI result delivered, inside the transaction that applied it. */

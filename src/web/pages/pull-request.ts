@@ -7,7 +7,7 @@ import type { Actor, Evidence } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { layout, type Viewer } from "../layout.js";
-import { duration, pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
+import { duration, pullPath, queuePath, reasonAfterState, since, testPath, words } from "./format.js";
 
 /**
  * A pull request's page (/queues/<host>/<owner>/<repo>/<branch>/pulls/<number>): its state and
@@ -57,6 +57,17 @@ function evidenceOf(address: QueueAddress, e: Evidence, runUrl: (id: string) => 
   if (e.missingChecks && e.missingChecks.length > 0) {
     facts.push(
       html`<li>Required checks that never reported: ${e.missingChecks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}${e.missingChecksTotal !== undefined ? ` and ${e.missingChecksTotal - e.missingChecks.length} more` : ""}</li>`,
+    );
+  }
+  if (e.flaky) {
+    const f = e.flaky;
+    const tests = f.tests.map(
+      (t, i) => html`${i > 0 ? ", " : ""}<span class="test judged-${t.judgement}" data-judgement="${t.judgement}"><a href="${testPath(address.repo, t.id)}">${t.name}</a> (${words(t.judgement)})</span>`,
+    );
+    facts.push(
+      html`<li class="flaky-verdict" data-rule="${f.rule}">Test results of ${f.checks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}: <code>${f.rule}</code>${f.attempt !== undefined ? ` (retry ${f.attempt})` : ""}${
+        f.infrastructure ? html` — ${f.infrastructure}` : ""
+      }${tests.length > 0 ? html`; failing tests: ${tests}${f.testsTotal !== undefined ? ` and ${f.testsTotal - f.tests.length} more` : ""}` : ""}</li>`,
     );
   }
   if (e.blamedPr !== undefined) facts.push(html`<li>Because of ${prLink(address, e.blamedPr)}</li>`);
