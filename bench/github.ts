@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { BACKENDS } from "../test/support/backends.js";
 import { GitHubSimulator } from "../test/support/github-simulator.js";
 import { startTestServer, type TestServer } from "../test/support/harness.js";
+import { githubAppOf, installationCreated, postWebhook } from "../test/support/webhook-post.js";
 
 /**
  * npm run bench:github [-- --prs 40]
@@ -40,14 +40,9 @@ function routeOf(method: string, path: string): string {
 async function main(): Promise<void> {
   const gh = await new GitHubSimulator().start();
   const sqlite = BACKENDS.find((b) => b.name === "sqlite")!;
-  const server: TestServer = await startTestServer(sqlite, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+  const server: TestServer = await startTestServer(sqlite, { githubApp: githubAppOf(gh) });
   const deliver = async (event: string, payload: object) => {
-    const body = JSON.stringify(payload);
-    const response = await fetch(`${server.url}/api/github/webhooks`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": gh.sign(body) },
-      body,
-    });
+    const response = await postWebhook(server.url, gh, event, payload);
     if (response.status !== 200) throw new Error(`${event} delivery answered ${response.status}`);
     // Deliveries are recorded and answered at once; the worker processes them.
     await server.greenline.worker.processWebhooks();
@@ -55,7 +50,7 @@ async function main(): Promise<void> {
   const repository = (name: string) => ({ id: 1, name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
   const installation = { id: INSTALLATION };
   gh.installApp(INSTALLATION, OWNER);
-  await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 910, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+  await deliver("installation", installationCreated(INSTALLATION, OWNER, 910));
   const api = await server.clientFor(OWNER);
   const results: Record<string, { prs: number; merged: number; calls: number; callsPerMergedPr: number; ciRuns: number }> = {};
 

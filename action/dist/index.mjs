@@ -2001,11 +2001,13 @@ function describeUnreachable(url, error) {
 var CliUsageError = class extends Error {
 };
 var GreenlineRefusal = class extends Error {
-  constructor(message, status) {
-    super(message);
+  constructor(path, status, reason) {
+    super(`${path} answered ${status}: ${reason}`);
     this.status = status;
+    this.reason = reason;
   }
   status;
+  reason;
 };
 function reasonOf(text) {
   try {
@@ -2015,22 +2017,24 @@ function reasonOf(text) {
   }
   return text.trim().slice(0, 500) || "(empty answer)";
 }
-async function postToGreenline(baseUrl, token, path, body) {
+function postToGreenline(baseUrl, token, path, body) {
+  return callGreenline(baseUrl, token, path, body);
+}
+function getFromGreenline(baseUrl, token, path) {
+  return callGreenline(baseUrl, token, path, null);
+}
+async function callGreenline(baseUrl, token, path, body) {
   const url = `${baseUrl}/v1/${path}`;
   let response;
   let text;
   try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": token },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(6e4)
-    });
+    const request = body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
+    response = await fetch(url, { ...request, signal: AbortSignal.timeout(6e4) });
     text = await response.text();
   } catch (error) {
     throw describeUnreachable(url, error);
   }
-  if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
+  if (!response.ok) throw new GreenlineRefusal(path, response.status, reasonOf(text));
   try {
     return JSON.parse(text);
   } catch {
@@ -2055,6 +2059,11 @@ function greenlineUrl(flag, env) {
     throw new CliUsageError(`${source} must be Greenline's http or https address, such as https://greenline.example.com (got ${JSON.stringify(text)})`);
   }
   return text.replace(/\/+$/, "");
+}
+function greenlineToken(flag, env) {
+  const token = (flag ?? env)?.trim();
+  if (!token) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
+  return token;
 }
 function splitRepo(full) {
   const parts = full.trim().split("/");
@@ -2091,10 +2100,8 @@ var Context = class {
   constructor(options) {
     this.options = options;
     const env = process.env;
-    const token = options.token ?? env.GREENLINE_API_TOKEN;
     this.url = greenlineUrl(options.url, env.GREENLINE_URL);
-    if (!token?.trim()) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-    this.token = token.trim();
+    this.token = greenlineToken(options.token, env.GREENLINE_API_TOKEN);
   }
   options;
   url;
@@ -2257,6 +2264,110 @@ async function targetsSet(options, file, out) {
   const what = impactedTargets === "ALL" ? "ALL targets (every target)" : `${impactedTargets.length} impacted target(s)`;
   out(`greenline: set ${what} for PR #${number}${sha ? ` at ${short(sha)}` : " at its head"} in the ${queueName(address)}`);
   return 0;
+}
+
+// src/cli/webhook-commands.ts
+function call(options, operation, body) {
+  const url = greenlineUrl(options.url, process.env.GREENLINE_URL);
+  const token = greenlineToken(options.token, process.env.GREENLINE_API_TOKEN);
+  const path = `webhooks/${operation}`;
+  return body === null ? getFromGreenline(url, token, path) : postToGreenline(url, token, path, body);
+}
+function eventsOf(options) {
+  if (options.events === void 0) return void 0;
+  return options.events.split(",").map((e) => e.trim()).filter(Boolean);
+}
+function describeEndpoint(e) {
+  const state = e.enabled ? e.failingSince ? `enabled, failing since ${e.failingSince}` : "enabled" : `disabled: ${e.disabledReason ?? "by a user"}`;
+  return `${e.id}	${e.url}	${e.events.join(",")}	${state}`;
+}
+async function webhookCommand(command2, args, options, out) {
+  try {
+    return await run(command2, args, options, out);
+  } catch (error) {
+    if (error instanceof GreenlineRefusal) {
+      out(`greenline: Greenline refused (${error.status}): ${error.reason}`);
+      return 1;
+    }
+    throw error;
+  }
+}
+async function run(command2, args, options, out) {
+  const id = () => {
+    if (!args[0]) throw new CliUsageError(`webhooks ${command2} needs the endpoint's id (see webhooks list)`);
+    return args[0];
+  };
+  switch (command2) {
+    case "create": {
+      const url = options["endpoint-url"];
+      const events = eventsOf(options);
+      if (!url) throw new CliUsageError("--endpoint-url is required");
+      if (!events || events.length === 0) throw new CliUsageError('--events is required: event types separated by commas, or "*"');
+      const created = await call(options, "create-endpoint", {
+        url,
+        events,
+        ...options.description !== void 0 ? { description: options.description } : {},
+        ...options.secret !== void 0 ? { secret: options.secret } : {}
+      });
+      out(`Created webhook endpoint ${created.endpoint.id}. Its signing secret (store it now; it is not shown again):`);
+      out(created.secret);
+      return 0;
+    }
+    case "list": {
+      const { endpoints } = await call(options, "list-endpoints", null);
+      for (const e of endpoints) out(describeEndpoint(e));
+      if (endpoints.length === 0) out("no webhook endpoints");
+      return 0;
+    }
+    case "update": {
+      if (options.enable && options.disable) throw new CliUsageError("--enable and --disable exclude each other");
+      const body = {
+        id: id(),
+        ...options["endpoint-url"] !== void 0 ? { url: options["endpoint-url"] } : {},
+        ...options.events !== void 0 ? { events: eventsOf(options) } : {},
+        ...options.description !== void 0 ? { description: options.description } : {},
+        ...options.enable ? { enabled: true } : options.disable ? { enabled: false } : {},
+        ...options["rotate-secret"] ? { rotateSecret: true } : {}
+      };
+      const updated = await call(options, "update-endpoint", body);
+      out(describeEndpoint(updated.endpoint));
+      if (updated.secret) {
+        out(`New signing secret (the previous one signs too until ${updated.endpoint.previousSecretExpiresAt}):`);
+        out(updated.secret);
+      }
+      return 0;
+    }
+    case "delete": {
+      await call(options, "delete-endpoint", { id: id() });
+      out(`deleted ${args[0]}`);
+      return 0;
+    }
+    case "deliveries": {
+      const limit = options.limit === void 0 ? void 0 : Number(options.limit);
+      if (limit !== void 0 && !(Number.isInteger(limit) && limit >= 1 && limit <= 500)) throw new CliUsageError("--limit must be a number from 1 to 500");
+      const page = await call(options, "list-deliveries", {
+        id: id(),
+        ...limit ? { pageSize: limit } : {},
+        ...options["page-token"] ? { pageToken: options["page-token"] } : {}
+      });
+      for (const d of page.deliveries) {
+        const last = d.lastStatus !== null ? `last ${d.lastStatus}` : d.lastError ? "no answer" : "not tried";
+        out(`${d.id}	${d.eventType}	${d.status}	${d.attempts} attempt(s)	${last}${d.lastError ? `	${d.lastError}` : ""}`);
+      }
+      if (page.deliveries.length === 0) out("no deliveries");
+      if (page.nextPageToken) out(`more: --page-token ${page.nextPageToken}`);
+      return 0;
+    }
+    case "redeliver": {
+      const deliveryId = args[1];
+      if (!deliveryId) throw new CliUsageError("webhooks redeliver needs the endpoint's id and the delivery's id (see webhooks deliveries)");
+      const { delivery } = await call(options, "redeliver", { id: id(), deliveryId });
+      out(`redelivering ${delivery.webhookId} as ${delivery.id}`);
+      return 0;
+    }
+    default:
+      throw new CliUsageError(`unknown command: webhooks ${command2 ?? ""}`);
+  }
 }
 
 // src/cli/test-commands.ts
@@ -3579,7 +3690,7 @@ function context(options) {
     return value;
   };
   const url = greenlineUrl(options.url, env.GREENLINE_URL);
-  const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
+  const token = greenlineToken(options.token, env.GREENLINE_API_TOKEN);
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
   const inferred = flagsSayAll ? { ci: "git" } : inferFromEnvironment();
@@ -3785,129 +3896,6 @@ async function testQuarantine(options, testId, setting, out) {
   return 0;
 }
 
-// src/cli/webhook-commands.ts
-var ApiRefusal = class extends Error {
-};
-async function call(options, operation, body) {
-  const base = (options.url ?? process.env.GREENLINE_URL)?.replace(/\/+$/, "");
-  const token = options.token ?? process.env.GREENLINE_API_TOKEN;
-  if (!base) throw new CliUsageError("--url (or GREENLINE_URL) is required");
-  if (!token) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-  const url = `${base}/v1/webhooks/${operation}`;
-  let response;
-  try {
-    const request = body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
-    response = await fetch(url, { ...request, signal: AbortSignal.timeout(3e4) });
-  } catch (error) {
-    throw describeUnreachable(base, error);
-  }
-  const text = await response.text();
-  let parsed;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ApiRefusal(`Greenline answered ${response.status} with no JSON: ${text.slice(0, 200)}`);
-  }
-  if (!response.ok) throw new ApiRefusal(`Greenline refused (${response.status}): ${parsed?.error?.message ?? text.slice(0, 200)}`);
-  return parsed;
-}
-function eventsOf(options) {
-  if (options.events === void 0) return void 0;
-  return options.events.split(",").map((e) => e.trim()).filter(Boolean);
-}
-function describeEndpoint(e) {
-  const state = e.enabled ? e.failingSince ? `enabled, failing since ${e.failingSince}` : "enabled" : `disabled: ${e.disabledReason ?? "by a user"}`;
-  return `${e.id}	${e.url}	${e.events.join(",")}	${state}`;
-}
-async function webhookCommand(command2, args, options, out) {
-  try {
-    return await run(command2, args, options, out);
-  } catch (error) {
-    if (error instanceof ApiRefusal) {
-      out(`greenline: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
-}
-async function run(command2, args, options, out) {
-  const id = () => {
-    if (!args[0]) throw new CliUsageError(`webhooks ${command2} needs the endpoint's id (see webhooks list)`);
-    return args[0];
-  };
-  switch (command2) {
-    case "create": {
-      const url = options["endpoint-url"];
-      const events = eventsOf(options);
-      if (!url) throw new CliUsageError("--endpoint-url is required");
-      if (!events || events.length === 0) throw new CliUsageError('--events is required: event types separated by commas, or "*"');
-      const created = await call(options, "create-endpoint", {
-        url,
-        events,
-        ...options.description !== void 0 ? { description: options.description } : {},
-        ...options.secret !== void 0 ? { secret: options.secret } : {}
-      });
-      out(`Created webhook endpoint ${created.endpoint.id}. Its signing secret (store it now; it is not shown again):`);
-      out(created.secret);
-      return 0;
-    }
-    case "list": {
-      const { endpoints } = await call(options, "list-endpoints", null);
-      for (const e of endpoints) out(describeEndpoint(e));
-      if (endpoints.length === 0) out("no webhook endpoints");
-      return 0;
-    }
-    case "update": {
-      if (options.enable && options.disable) throw new CliUsageError("--enable and --disable exclude each other");
-      const body = {
-        id: id(),
-        ...options["endpoint-url"] !== void 0 ? { url: options["endpoint-url"] } : {},
-        ...options.events !== void 0 ? { events: eventsOf(options) } : {},
-        ...options.description !== void 0 ? { description: options.description } : {},
-        ...options.enable ? { enabled: true } : options.disable ? { enabled: false } : {},
-        ...options["rotate-secret"] ? { rotateSecret: true } : {}
-      };
-      const updated = await call(options, "update-endpoint", body);
-      out(describeEndpoint(updated.endpoint));
-      if (updated.secret) {
-        out(`New signing secret (the previous one signs too until ${updated.endpoint.previousSecretExpiresAt}):`);
-        out(updated.secret);
-      }
-      return 0;
-    }
-    case "delete": {
-      await call(options, "delete-endpoint", { id: id() });
-      out(`deleted ${args[0]}`);
-      return 0;
-    }
-    case "deliveries": {
-      const limit = options.limit === void 0 ? void 0 : Number(options.limit);
-      if (limit !== void 0 && !(Number.isInteger(limit) && limit >= 1 && limit <= 500)) throw new CliUsageError("--limit must be a number from 1 to 500");
-      const page = await call(options, "list-deliveries", {
-        id: id(),
-        ...limit ? { pageSize: limit } : {},
-        ...options["page-token"] ? { pageToken: options["page-token"] } : {}
-      });
-      for (const d of page.deliveries) {
-        const last = d.lastStatus !== null ? `last ${d.lastStatus}` : d.lastError ? "no answer" : "not tried";
-        out(`${d.id}	${d.eventType}	${d.status}	${d.attempts} attempt(s)	${last}${d.lastError ? `	${d.lastError}` : ""}`);
-      }
-      if (page.deliveries.length === 0) out("no deliveries");
-      if (page.nextPageToken) out(`more: --page-token ${page.nextPageToken}`);
-      return 0;
-    }
-    case "redeliver": {
-      const deliveryId = args[1];
-      if (!deliveryId) throw new CliUsageError("webhooks redeliver needs the endpoint's id and the delivery's id (see webhooks deliveries)");
-      const { delivery } = await call(options, "redeliver", { id: id(), deliveryId });
-      out(`redelivering ${delivery.webhookId} as ${delivery.id}`);
-      return 0;
-    }
-    default:
-      throw new CliUsageError(`unknown command: webhooks ${command2 ?? ""}`);
-  }
-}
-
 // src/cli/usage.ts
 import { existsSync, readFileSync as readFileSync4 } from "node:fs";
 import { dirname as dirname2, join } from "node:path";
@@ -3916,9 +3904,11 @@ import { dirname as dirname2, join } from "node:path";
 var DEFAULT_DATABASE_URL = "file:./data/greenline.db";
 
 // src/cli/usage.ts
+function connectionOptions(column) {
+  return [`${"--url <url>".padEnd(column)}Greenline's address (GREENLINE_URL)`, `${"--token <token>".padEnd(column)}an API token (GREENLINE_API_TOKEN)`];
+}
 var CONNECTION_OPTIONS = [
-  "--url <url>          Greenline's address (GREENLINE_URL)",
-  "--token <token>      an API token (GREENLINE_API_TOKEN)",
+  ...connectionOptions(21),
   "--org <slug>         the organization (GREENLINE_ORG)",
   "--repo owner/name    the repository (default: from the CI, else the git remote origin)",
   "--host <host>        the code host (default: from the CI or remote, else github.com)"
@@ -3941,7 +3931,7 @@ var TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR mer
 var QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
 var PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
 var JSON_OPTION = "--json               print Greenline's answer as JSON";
-var WEBHOOK_CONNECTION = ["--url <url>            Greenline's address (GREENLINE_URL)", "--token <token>        an API token (GREENLINE_API_TOKEN)"];
+var WEBHOOK_CONNECTION = connectionOptions(23);
 var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 var COMMANDS = {
   "token create": {
@@ -4025,15 +4015,14 @@ var COMMANDS = {
     usage: "greenline webhooks create --endpoint-url <url> --events <types> [options]",
     summary: "Create an outbound webhook endpoint; prints its signing secret as the last line.",
     options: [
-      "--url <url>            Greenline's address (GREENLINE_URL)",
-      "--token <token>        an API token (GREENLINE_API_TOKEN)",
+      ...WEBHOOK_CONNECTION,
       "--endpoint-url <url>   where events are POSTed (https://)",
       '--events <types>       event types separated by commas, or "*" (see docs/webhooks.md)',
       "--description <text>   a label",
       "--secret <whsec_\u2026>     a signing secret of your own (default: generated)"
     ]
   },
-  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: WEBHOOK_CONNECTION },
   "webhooks update": {
     usage: "greenline webhooks update <id> [options]",
     summary: "Change an endpoint; --rotate-secret prints the new secret (the previous one signs too for 24 h).",
@@ -4046,13 +4035,13 @@ var COMMANDS = {
       "--rotate-secret        a new signing secret"
     ]
   },
-  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: WEBHOOK_CONNECTION },
   "webhooks deliveries": {
     usage: "greenline webhooks deliveries <id> [--limit <n>] [--page-token <t>]",
     summary: "List an endpoint's deliveries, newest first: status, attempts, last answer.",
     options: [...WEBHOOK_CONNECTION, "--limit <n>            at most n (1 to 500, default 50)", "--page-token <t>       the next page (printed after a full page)"]
   },
-  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: [...WEBHOOK_CONNECTION] }
+  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: WEBHOOK_CONNECTION }
 };
 var EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";
 var GLOBAL_OPTIONS = ["help", "version"];

@@ -45,9 +45,9 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /**
  * A refusal of the code host met while serving a request, for the client (and a request that
- * came as the service shuts down, "unavailable"): a transient one (the
- * host down, or rate limiting the App) is "unavailable", to retry later; a permanent one is a
- * failed precondition carrying the host's own words. Null for anything else.
+ * came as the service shuts down, "unavailable"): a spent rate limit is "rate_limited" (with
+ * when it resets), another transient one (the host down) "unavailable", both to retry later;
+ * a permanent one is a failed precondition carrying the host's own words. Null for anything else.
  */
 export function appErrorOfRefusal(error: unknown): AppError | null {
   // The service is shutting down: another replica (or this one, restarted) answers the retry.

@@ -1,4 +1,4 @@
-import type { CodeHostRefusal, MergeResult } from "../ports/code-host.js";
+import type { MergeResult } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import type { Tx } from "../store/database.js";
 import { lockQueueRow, recordTargetHead } from "../store/queues.js";
@@ -31,15 +31,6 @@ export function eventsOfMerge(prNumbers: readonly number[], result: MergeResult)
       break;
   }
   return events;
-}
-
-/**
- * A merge the code host refused for good, by throwing (a permission the App lacks, a
- * repository or branch gone…): its PRs fail with the host's words, and the merges decided
- * after them go back in line. For the effect runner's permanent refusals of a merge effect.
- */
-export function eventOfRefusedMerge(prNumbers: readonly number[], refusal: CodeHostRefusal): EngineEvent {
-  return { kind: "merge_refused", prNumbers: [...prNumbers], message: refusal.message };
 }
 
 /**

@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
 import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { webhookCommand } from "./webhook-commands.js";
-import { CliUsageError, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
+import { CliUsageError } from "./greenline-client.js";
+import { testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { COMMANDS, commandHelp, optionsOf, overview, shortUsage, version } from "./usage.js";
 

@@ -16,10 +16,12 @@ export class CliUsageError extends Error {}
 /** Greenline answered, and refused (4xx) or failed (5xx): the message names the operation, the status and Greenline's reason. */
 export class GreenlineRefusal extends Error {
   constructor(
-    message: string,
+    path: string,
     readonly status: number,
+    /** Greenline's own words (its JSON error's message, else the answer's start). */
+    readonly reason: string,
   ) {
-    super(message);
+    super(`${path} answered ${status}: ${reason}`);
   }
 }
 
@@ -39,22 +41,29 @@ function reasonOf(text: string): string {
  * ServiceUnreachableError (exit 69); an error answer: a GreenlineRefusal. `Answer` is the fields
  * of the answer the caller reads.
  */
-export async function postToGreenline<Answer>(baseUrl: string, token: string, path: string, body: object): Promise<Answer> {
+export function postToGreenline<Answer>(baseUrl: string, token: string, path: string, body: object): Promise<Answer> {
+  return callGreenline<Answer>(baseUrl, token, path, body);
+}
+
+/** GETs `${baseUrl}/v1/${path}` (an operation without input, such as webhooks/list-endpoints); answers as postToGreenline. */
+export function getFromGreenline<Answer>(baseUrl: string, token: string, path: string): Promise<Answer> {
+  return callGreenline<Answer>(baseUrl, token, path, null);
+}
+
+/** `body` null: a GET. */
+async function callGreenline<Answer>(baseUrl: string, token: string, path: string, body: object | null): Promise<Answer> {
   const url = `${baseUrl}/v1/${path}`;
   let response: Response;
   let text: string;
   try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": token },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
+    const request: RequestInit =
+      body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
+    response = await fetch(url, { ...request, signal: AbortSignal.timeout(60_000) });
     text = await response.text();
   } catch (error) {
     throw describeUnreachable(url, error);
   }
-  if (!response.ok) throw new GreenlineRefusal(`${path} answered ${response.status}: ${reasonOf(text)}`, response.status);
+  if (!response.ok) throw new GreenlineRefusal(path, response.status, reasonOf(text));
   try {
     return JSON.parse(text) as Answer;
   } catch {
@@ -82,6 +91,13 @@ export function greenlineUrl(flag: string | undefined, env: string | undefined):
     throw new CliUsageError(`${source} must be Greenline's http or https address, such as https://greenline.example.com (got ${JSON.stringify(text)})`);
   }
   return text.replace(/\/+$/, "");
+}
+
+/** The API token from --token, else GREENLINE_API_TOKEN, trimmed; a usage error when there is none. */
+export function greenlineToken(flag: string | undefined, env: string | undefined): string {
+  const token = (flag ?? env)?.trim();
+  if (!token) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
+  return token;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { DEFAULT_DATABASE_URL } from "../config.js";
 import type { Database } from "../store/database.js";
 import { type Out, runAsProcess, runCli, type Values } from "./client-commands.js";
-import { CliUsageError } from "./test-commands.js";
+import { CliUsageError } from "./greenline-client.js";
 
 /**
  * The service's `greenline` (bin/greenline.js in a checkout or the container): the client

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import type { CiContext } from "./ci-context.js";
-import { CliUsageError, GreenlineRefusal, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
+import { CliUsageError, GreenlineRefusal, greenlineToken, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
 
 /**
  * `greenline pr …`, `greenline queue …`, `greenline targets set`: the merge queue from a CI job
@@ -77,10 +77,8 @@ class Context {
 
   constructor(readonly options: QueueOptions) {
     const env = process.env;
-    const token = options.token ?? env.GREENLINE_API_TOKEN;
     this.url = greenlineUrl(options.url, env.GREENLINE_URL);
-    if (!token?.trim()) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-    this.token = token.trim();
+    this.token = greenlineToken(options.token, env.GREENLINE_API_TOKEN);
   }
 
   get inferred(): CiContext {

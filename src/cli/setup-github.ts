@@ -6,7 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { githubWebUrl } from "../config.js";
-import { CliUsageError } from "./test-commands.js";
+import { CliUsageError } from "./greenline-client.js";
 
 /**
  * `greenline setup github`: registers Greenline's GitHub App from app.yml with GitHub's App

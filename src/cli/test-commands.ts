@@ -6,7 +6,7 @@ import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, parseJUnit } from "../formats/junit.js";
 import type { CiContext } from "./ci-context.js";
-import { CliUsageError, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
+import { CliUsageError, greenlineToken, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -30,8 +30,6 @@ export type TestOptions = {
   "no-quarantine"?: boolean | undefined;
 };
 
-export { CliUsageError };
-
 /** The exit code when results could not be uploaded (Trunk's uploader uses the same). */
 export const UPLOAD_FAILED = 70;
 
@@ -45,7 +43,7 @@ function context(options: TestOptions) {
     return value;
   };
   const url = greenlineUrl(options.url, env.GREENLINE_URL);
-  const token = need(options.token ?? env.GREENLINE_API_TOKEN, "--token (or GREENLINE_API_TOKEN)");
+  const token = greenlineToken(options.token, env.GREENLINE_API_TOKEN);
   const org = need(options.org ?? env.GREENLINE_ORG, "--org (or GREENLINE_ORG)");
   const flagsSayAll = options.repo && options.commit && options.branch && options.host;
   // The environment and git are read only when not every field came from a flag.

@@ -9,9 +9,13 @@ import { DEFAULT_DATABASE_URL } from "../defaults.js";
  */
 type CommandHelp = { usage: string; summary: string; options?: string[]; service?: true };
 
+/** --url and --token, their descriptions starting at `column` (the column of the command's other options). */
+function connectionOptions(column: number): string[] {
+  return [`${"--url <url>".padEnd(column)}Greenline's address (GREENLINE_URL)`, `${"--token <token>".padEnd(column)}an API token (GREENLINE_API_TOKEN)`];
+}
+
 const CONNECTION_OPTIONS = [
-  "--url <url>          Greenline's address (GREENLINE_URL)",
-  "--token <token>      an API token (GREENLINE_API_TOKEN)",
+  ...connectionOptions(21),
   "--org <slug>         the organization (GREENLINE_ORG)",
   "--repo owner/name    the repository (default: from the CI, else the git remote origin)",
   "--host <host>        the code host (default: from the CI or remote, else github.com)",
@@ -34,7 +38,7 @@ const TARGET_BRANCH = "--target-branch <b>  the queue's branch: the one the PR m
 const QUEUE_OPTIONS = [...QUEUE_CONNECTION, TARGET_BRANCH];
 const PR_OPTIONS = [...QUEUE_OPTIONS, "--pr <number>        the pull request (default: from the CI)"];
 const JSON_OPTION = "--json               print Greenline's answer as JSON";
-const WEBHOOK_CONNECTION = ["--url <url>            Greenline's address (GREENLINE_URL)", "--token <token>        an API token (GREENLINE_API_TOKEN)"];
+const WEBHOOK_CONNECTION = connectionOptions(23);
 const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 
 export const COMMANDS: Record<string, CommandHelp> = {
@@ -125,15 +129,14 @@ export const COMMANDS: Record<string, CommandHelp> = {
     usage: "greenline webhooks create --endpoint-url <url> --events <types> [options]",
     summary: "Create an outbound webhook endpoint; prints its signing secret as the last line.",
     options: [
-      "--url <url>            Greenline's address (GREENLINE_URL)",
-      "--token <token>        an API token (GREENLINE_API_TOKEN)",
+      ...WEBHOOK_CONNECTION,
       "--endpoint-url <url>   where events are POSTed (https://)",
       '--events <types>       event types separated by commas, or "*" (see docs/webhooks.md)',
       "--description <text>   a label",
       "--secret <whsec_…>     a signing secret of your own (default: generated)",
     ],
   },
-  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks list": { usage: "greenline webhooks list", summary: "List the organization's webhook endpoints: id, URL, events, state.", options: WEBHOOK_CONNECTION },
   "webhooks update": {
     usage: "greenline webhooks update <id> [options]",
     summary: "Change an endpoint; --rotate-secret prints the new secret (the previous one signs too for 24 h).",
@@ -146,13 +149,13 @@ export const COMMANDS: Record<string, CommandHelp> = {
       "--rotate-secret        a new signing secret",
     ],
   },
-  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks delete": { usage: "greenline webhooks delete <id>", summary: "Delete an endpoint and its deliveries.", options: WEBHOOK_CONNECTION },
   "webhooks deliveries": {
     usage: "greenline webhooks deliveries <id> [--limit <n>] [--page-token <t>]",
     summary: "List an endpoint's deliveries, newest first: status, attempts, last answer.",
     options: [...WEBHOOK_CONNECTION, "--limit <n>            at most n (1 to 500, default 50)", "--page-token <t>       the next page (printed after a full page)"],
   },
-  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: [...WEBHOOK_CONNECTION] },
+  "webhooks redeliver": { usage: "greenline webhooks redeliver <id> <delivery-id>", summary: "Send a delivery again, with the same webhook-id.", options: WEBHOOK_CONNECTION },
 };
 
 export const EXIT_CODES = "Exit codes: 0 success, 1 failure, 2 usage error, 69 Greenline unreachable (or not Greenline at --url), 70 upload failed.";

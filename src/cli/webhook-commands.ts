@@ -1,5 +1,4 @@
-import { CliUsageError } from "./test-commands.js";
-import { describeUnreachable } from "./unreachable.js";
+import { CliUsageError, GreenlineRefusal, getFromGreenline, greenlineToken, greenlineUrl, postToGreenline } from "./greenline-client.js";
 
 /**
  * `greenline webhooks …`: an organization's outbound webhook endpoints, through the API of a
@@ -22,36 +21,15 @@ export type WebhookOptions = {
 
 type Out = (line: string) => void;
 
-/** The API's refusal, with its message: exit 1. */
-class ApiRefusal extends Error {}
-
 type Endpoint = { id: string; url: string; events: string[]; enabled: boolean; disabledReason: string | null; failingSince: string | null; previousSecretExpiresAt: string | null };
 type Delivery = { id: string; webhookId: string; eventType: string; status: string; attempts: number; lastStatus: number | null; lastError: string | null };
 
-async function call<T>(options: WebhookOptions, operation: string, body: object | null): Promise<T> {
-  const base = (options.url ?? process.env.GREENLINE_URL)?.replace(/\/+$/, "");
-  const token = options.token ?? process.env.GREENLINE_API_TOKEN;
-  if (!base) throw new CliUsageError("--url (or GREENLINE_URL) is required");
-  if (!token) throw new CliUsageError("--token (or GREENLINE_API_TOKEN) is required");
-  const url = `${base}/v1/webhooks/${operation}`;
-  let response: Response;
-  try {
-    // null: a GET (list-endpoints).
-    const request: RequestInit =
-      body === null ? { method: "GET", headers: { "x-api-token": token } } : { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) };
-    response = await fetch(url, { ...request, signal: AbortSignal.timeout(30_000) });
-  } catch (error) {
-    throw describeUnreachable(base, error);
-  }
-  const text = await response.text();
-  let parsed: { error?: { message?: string } };
-  try {
-    parsed = JSON.parse(text) as typeof parsed;
-  } catch {
-    throw new ApiRefusal(`Greenline answered ${response.status} with no JSON: ${text.slice(0, 200)}`);
-  }
-  if (!response.ok) throw new ApiRefusal(`Greenline refused (${response.status}): ${parsed?.error?.message ?? text.slice(0, 200)}`);
-  return parsed as T;
+/** `body` null: a GET (list-endpoints). The connection is read here, after the command's own arguments were checked. */
+function call<T>(options: WebhookOptions, operation: string, body: object | null): Promise<T> {
+  const url = greenlineUrl(options.url, process.env.GREENLINE_URL);
+  const token = greenlineToken(options.token, process.env.GREENLINE_API_TOKEN);
+  const path = `webhooks/${operation}`;
+  return body === null ? getFromGreenline<T>(url, token, path) : postToGreenline<T>(url, token, path, body);
 }
 
 function eventsOf(options: WebhookOptions): string[] | undefined {
@@ -72,8 +50,9 @@ export async function webhookCommand(command: string | undefined, args: string[]
   try {
     return await run(command, args, options, out);
   } catch (error) {
-    if (error instanceof ApiRefusal) {
-      out(`greenline: ${error.message}`);
+    // The API's refusal, in its own words, on stdout: exit 1.
+    if (error instanceof GreenlineRefusal) {
+      out(`greenline: Greenline refused (${error.status}): ${error.reason}`);
       return 1;
     }
     throw error;

@@ -18,7 +18,7 @@ import { settingsOf } from "../app/webhook-endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
-/** How often processed webhook deliveries past their retention are forgotten. */
+/** How often webhook deliveries past their retention are forgotten: processed inbound ones, delivered outbound ones. */
 export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 
 export type WorkerOptions = {
@@ -63,10 +63,12 @@ export async function deliverPolledCiResults(services: Services, polling: Polled
 }
 
 /**
- * The queue worker: delivers CI results a code host without webhooks holds, fires due timers,
- * notices the target branch moving outside the queue (on such a host), and executes effects.
- * Everything it does reads the database, so any number of processes can run one, and a
- * restarted process carries on.
+ * The queue worker. Each tick: processes the recorded webhook deliveries, delivers the CI results
+ * a code host without webhooks holds and notices its target branches moving outside the queue,
+ * re-reads waiting PRs' readiness, reconciles and diagnoses runs in flight, fires due timers,
+ * executes effects, and now and then prunes old deliveries and re-judges flaky tests. Outbound
+ * webhooks go out on a loop of their own. Everything it does reads the database, so any number
+ * of processes can run one, and a restarted process carries on.
  */
 export class Worker {
   #interval: NodeJS.Timeout | null = null;

@@ -1,6 +1,6 @@
 import { reconcileCommit } from "../../src/app/status-checks.js";
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -55,9 +55,9 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { now: clock.now, githubApp: githubAppOf(gh) });
     gh.installApp(78, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(78, OWNER));
     api = await server.clientFor(OWNER);
   });
   afterEach(() => {

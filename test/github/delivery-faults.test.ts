@@ -8,6 +8,7 @@ import { SimulatedCi } from "../support/github-ci.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { githubAppOf } from "../support/webhook-post.js";
 
 /**
  * The queue under GitHub's real delivery faults, end to end: every webhook Greenline sees is one
@@ -67,7 +68,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     gh = await new GitHubSimulator().start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      githubApp: githubAppOf(gh),
       now: clock.now,
       random: () => 0.5,
     });

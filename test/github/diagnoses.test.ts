@@ -1,5 +1,5 @@
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -21,11 +21,7 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const OWNER = "octo-diag";
   const INSTALLATION = 79;
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-    await server.greenline.worker.processWebhooks();
-  }
+  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
@@ -53,9 +49,9 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, githubApp: githubAppOf(gh) });
     gh.installApp(INSTALLATION, OWNER);
-    await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(INSTALLATION, OWNER, 790));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { EFFECT_BACKOFF } from "../../src/worker/effects.js";
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -17,12 +17,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   let api: ApiClient;
   const clock = new TestClock();
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-    // Deliveries are recorded and answered at once; the worker processes them.
-    await server.greenline.worker.processWebhooks();
-  }
+  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
@@ -51,12 +46,12 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      githubApp: githubAppOf(gh),
       now: clock.now,
       random: () => 0.5,
     });
     gh.installApp(INSTALLATION, OWNER);
-    await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 880, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(INSTALLATION, OWNER, 880));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {

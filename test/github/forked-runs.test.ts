@@ -5,7 +5,7 @@ import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, postWebhook } from "../support/webhook-post.js";
 
 /**
  * Trunk's merge-action on a fork PR: the workflow has no secrets, so it sends an empty
@@ -52,7 +52,7 @@ describe.each(BACKENDS)("fork PRs' impacted targets (x-forked-workflow-run-id), 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     ci = new SimulatedCi(gh, [{ name: "targets", on: ["pull_request"], report: "check_run" }]).attach();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
     gh.installApp(INSTALLATION, OWNER);
     const installed = await postWebhook(server.url, gh, "installation", {
       action: "created",

@@ -3,6 +3,7 @@ import { mergeabilityOf } from "../../src/adapters/github/code-host.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+import { githubAppOf } from "../support/webhook-post.js";
 
 const queue = (owner: string, name = "app") => ({ repo: { host: "github.com", owner, name }, targetBranch: "main" });
 
@@ -57,7 +58,7 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      githubApp: githubAppOf(gh),
     });
   });
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -19,12 +19,7 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
   const OWNER = "octo-m";
   const full = (name: string) => `${OWNER}/${name}`;
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-    // Deliveries are recorded and answered at once; the worker processes them.
-    await server.greenline.worker.processWebhooks();
-  }
+  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
   const repository = (name: string) => ({ name, full_name: full(name), html_url: `https://github.com/${full(name)}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const reported = new Set<string>();
@@ -62,11 +57,11 @@ describe.each(BACKENDS)("merging on GitHub, $name", (backend) => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      githubApp: githubAppOf(gh),
       now: clock.now,
     });
     gh.installApp(78, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(78, OWNER));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {

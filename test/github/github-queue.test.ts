@@ -2,7 +2,7 @@ import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient } from "../support/dashboard.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -67,9 +67,9 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
     gh.installApp(77, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 77, account: { login: OWNER, id: 770, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(77, OWNER));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -40,12 +40,12 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false, reservePercent: 20 },
+      githubApp: githubAppOf(gh, { reservePercent: 20 }),
       now: clock.now,
       random: () => 0.5,
     });
     gh.installApp(INSTALLATION, OWNER);
-    await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 770, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(INSTALLATION, OWNER, 770));
     await server.greenline.worker.processWebhooks();
     api = await server.clientFor(OWNER);
   });

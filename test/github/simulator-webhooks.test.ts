@@ -7,6 +7,7 @@ import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { webhookPayloadErrors } from "../support/webhook-schemas.js";
+import { githubAppOf } from "../support/webhook-post.js";
 
 /**
  * The simulator's webhook deliveries: every payload it sends validates against GitHub's
@@ -278,7 +279,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
 
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
     // An `on: push` workflow for testing branches, reporting the commit status `ci/test`.
     ci = new SimulatedCi(gh, [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
     webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret });

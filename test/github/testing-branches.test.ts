@@ -1,5 +1,5 @@
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -16,12 +16,7 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
   let api: ApiClient;
   const OWNER = "octo-tb";
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-    // Deliveries are recorded and answered at once; the worker processes them.
-    await server.greenline.worker.processWebhooks();
-  }
+  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
@@ -55,9 +50,9 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
     gh.installApp(78, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await deliver("installation", installationCreated(78, OWNER));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {

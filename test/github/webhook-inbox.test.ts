@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Backend, BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { processDueDeliveries, recordDelivery } from "../../src/app/webhook-inbox.js";
 import { CodeHostRefusal } from "../../src/ports/code-host.js";
@@ -23,7 +23,7 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
   const startServer = () =>
     startTestServer(sameDatabase(), {
       now: clock.now,
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+      githubApp: githubAppOf(gh),
     });
 
   /** Sends a webhook as GitHub does; the worker does not run. */

@@ -3,6 +3,7 @@ import { request, type IncomingHttpHeaders } from "node:http";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { startTestServer, type TestServer } from "../support/harness.js";
+import { githubAppOf } from "../support/webhook-post.js";
 
 const MiB = 1024 * 1024;
 /** What the webhook route accepts at most (GitHub sends no more). */
@@ -96,7 +97,7 @@ describe.each(BACKENDS)("the webhook route as a GitHub App, on $name", (backend)
   let server: TestServer;
   beforeAll(async () => {
     gh = await new GitHubSimulator().start();
-    server = await startTestServer(backend, { githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
   });
   afterAll(async () => {
     await server?.close();

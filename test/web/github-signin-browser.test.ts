@@ -3,7 +3,7 @@ import { describeWithBrowser, launchChromium } from "../support/browser.js";
 import { queuePath } from "../support/dashboard.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { startTestServer, type TestServer } from "../support/harness.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { githubAppOf, postWebhook } from "../support/webhook-post.js";
 
 const WAIT = { timeout: 20_000 };
 const queue = { repo: { host: "github.com", owner: "octo-org", name: "app" }, targetBranch: "main" };
@@ -20,7 +20,7 @@ describeWithBrowser("sign in with GitHub in Chromium", () => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(BACKENDS[0]!, {
-      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false, oauth: { clientId: gh.clientId, clientSecret: gh.clientSecret, webUrl: gh.url } },
+      githubApp: githubAppOf(gh, { oauth: { clientId: gh.clientId, clientSecret: gh.clientSecret, webUrl: gh.url } }),
     });
     gh.callbackUrls = [`${server.url}/sign-in/github/callback`];
     gh.installApp(42, "octo-org");

@@ -1,27 +1,15 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { type JsonSchema, schemaErrors } from "../json-schema.js";
 
 /**
  * GitHub's published REST description (@octokit/openapi) as a checker of the simulator's answers:
  * find the operation a request matched (method and path template), then validate the answer's
- * body against the schema of its status code. A compact validator for the OpenAPI 3.0 schema
- * keywords GitHub's description uses ($ref, allOf/anyOf/oneOf, nullable, type, enum, required,
- * properties, additionalProperties, items); formats are not checked.
+ * body against the schema of its status code, with json-schema.ts's validator read as OpenAPI 3.0
+ * for this description: `$ref`s into the document, `oneOf` as `anyOf`, and only the shape (no
+ * bounds, patterns or formats).
  */
-type Schema = {
-  $ref?: string;
-  type?: string | string[];
-  nullable?: boolean;
-  enum?: unknown[];
-  const?: unknown;
-  required?: string[];
-  properties?: Record<string, Schema>;
-  additionalProperties?: boolean | Schema;
-  items?: Schema;
-  allOf?: Schema[];
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-};
+type Schema = JsonSchema;
 type Operation = { operationId: string; responses: Record<string, { content?: Record<string, { schema?: Schema }>; $ref?: string }> };
 type Document = { paths: Record<string, Record<string, Operation>>; components: Record<string, Record<string, unknown>> };
 
@@ -68,60 +56,9 @@ export function responseSchema(operation: Operation, status: number): Schema | u
   return resolve(response).content?.["application/json"]?.schema;
 }
 
-export function declaredStatuses(operation: Operation): number[] {
-  return Object.keys(operation.responses).map(Number);
-}
-
 /** The schema errors of `value` (empty when it conforms), each with its JSON path. */
-export function validate(schema: Schema, value: unknown, path = "$"): string[] {
-  const s = resolve(schema);
-  if (value === null && s.nullable) return [];
-  const errors: string[] = [];
-  if (s.allOf) for (const part of s.allOf) errors.push(...validate(part, value, path));
-  for (const alternatives of [s.anyOf, s.oneOf]) {
-    if (!alternatives) continue;
-    // oneOf is read as anyOf: GitHub's alternatives overlap (many objects without `required`).
-    const results = alternatives.map((part) => validate(part, value, path));
-    if (!results.some((r) => r.length === 0)) {
-      const closest = results.reduce((a, b) => (b.length < a.length ? b : a));
-      errors.push(`${path}: matches none of ${alternatives.length} alternatives; closest: ${closest.slice(0, 3).join("; ")}`);
-    }
-  }
-  if (s.enum && !s.enum.includes(value)) errors.push(`${path}: ${JSON.stringify(value)} not in ${JSON.stringify(s.enum)}`);
-  const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
-  if (types.length > 0 && !types.some((t) => hasType(t, value))) {
-    errors.push(`${path}: expected ${types.join("|")}${s.nullable ? " or null" : ""}, got ${value === null ? "null" : Array.isArray(value) ? "array" : typeof value}`);
-    return errors;
-  }
-  if (Array.isArray(value) && s.items) value.forEach((item, i) => errors.push(...validate(s.items!, item, `${path}[${i}]`)));
-  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-    const object = value as Record<string, unknown>;
-    for (const key of s.required ?? []) if (!(key in object)) errors.push(`${path}.${key}: required`);
-    for (const [key, v] of Object.entries(object)) {
-      const property = s.properties?.[key];
-      if (property) errors.push(...validate(property, v, `${path}.${key}`));
-      else if (s.additionalProperties === false && !s.allOf) errors.push(`${path}.${key}: not allowed`);
-      else if (typeof s.additionalProperties === "object") errors.push(...validate(s.additionalProperties, v, `${path}.${key}`));
-    }
-  }
-  return errors;
-}
-
-function hasType(type: string, value: unknown): boolean {
-  switch (type) {
-    case "null":
-      return value === null;
-    case "integer":
-      return Number.isInteger(value);
-    case "number":
-      return typeof value === "number";
-    case "array":
-      return Array.isArray(value);
-    case "object":
-      return value !== null && typeof value === "object" && !Array.isArray(value);
-    default:
-      return typeof value === type;
-  }
+export function validate(schema: Schema, value: unknown): string[] {
+  return schemaErrors(schema, value, { resolve: (ref) => resolve<Schema>({ $ref: ref }), oneOf: "any", values: false });
 }
 
 /** A named schema of the description (`basic-error`, `validation-error`, …). */
