@@ -6,7 +6,9 @@ import type { RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { appendEffects, outboxHead } from "../store/effects.js";
 import { countEntriesIn, entryOf } from "../store/entries.js";
-import { lastSettingsChangeAt, lockQueueRow, type Queue } from "../store/queues.js";
+import { lastSettingsChangeAt, lockQueueRow, queuesToJudgeBlocked, recordPublishedBlockedReason, type Queue } from "../store/queues.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { queueBlocked, queueUnblocked } from "../domain/webhook-events.js";
 import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames } from "../store/runs.js";
 import type { Services } from "./services.js";
 import { requiredChecksOf } from "./status-checks.js";
@@ -184,4 +186,41 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
     };
   }
   return null;
+}
+
+/**
+ * Publishes the queue's blocked reason if its code is not the one last published: queue.blocked
+ * with the reason, or queue.unblocked when it cleared, and records it, in the caller's
+ * transaction, which holds the queue's lock (so replicas and restarts publish a change once).
+ * Answers whether it published.
+ */
+export async function publishBlockedReasonChange(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state" | "publishedBlockedReason">, repo: RepoRef): Promise<boolean> {
+  const reason = await blockedReasonOf(services, tx, queue, repo);
+  const code = reason?.code ?? null;
+  if (code === queue.publishedBlockedReason) return false;
+  await recordPublishedBlockedReason(tx, queue.id, code);
+  const at = services.now().toISOString();
+  const previous = queue.publishedBlockedReason;
+  await publishQueueEvents(tx, queue.id, (place) => [reason ? queueBlocked(place, reason, at) : queueUnblocked(place, previous ?? "", at)], { now: services.now(), newId: services.newId });
+  return true;
+}
+
+/**
+ * The worker's watch of blocked queues: for each queue with PRs waiting or a reason published,
+ * its blocked reason is computed on a read (cheap, no lock); only a change takes the queue's
+ * lock, computes it again and publishes it. Answers how many changes it published.
+ */
+export async function publishBlockedReasonChanges(services: Services): Promise<number> {
+  const queues = await services.db.read((tx) => queuesToJudgeBlocked(tx, WAITING));
+  let published = 0;
+  for (const queue of queues) {
+    const reason = await services.db.read((tx) => blockedReasonOf(services, tx, queue, queue.repository));
+    if ((reason?.code ?? null) === queue.publishedBlockedReason) continue;
+    const changed = await services.db.transaction(async (tx) => {
+      const locked = await lockQueueRow(tx, queue.id);
+      return locked ? publishBlockedReasonChange(services, tx, locked, queue.repository) : false;
+    });
+    if (changed) published++;
+  }
+  return published;
 }

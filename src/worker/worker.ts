@@ -8,7 +8,7 @@ import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
-import { diagnoseRunsInFlight } from "../app/diagnoses.js";
+import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../app/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
 import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
 import { settingsOf } from "../app/webhook-endpoints.js";
@@ -158,6 +158,9 @@ export class Worker {
         this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
       }
     }
+    // After the effects: a queue blocked on one that just failed, or one that went through, is told now.
+    // (Not counted as work: publishing changes nothing the worker acts on.)
+    await publishBlockedReasonChanges(services);
     if (services.now().getTime() - this.#outboxPrunedAt >= INBOX_PRUNE_MS) {
       this.#outboxPrunedAt = services.now().getTime();
       // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).

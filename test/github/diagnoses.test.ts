@@ -1,5 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
 import { postWebhook } from "../support/webhook-post.js";
+import { WebhookReceiver } from "../support/webhook-receiver.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -20,6 +21,7 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const clock = new TestClock();
   const OWNER = "octo-diag";
   const INSTALLATION = 79;
+  let receiver: WebhookReceiver | undefined;
 
   async function deliver(event: string, payload: object) {
     const response = await postWebhook(server.url, gh, event, payload);
@@ -53,12 +55,13 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, webhooks: { allowPrivate: true }, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(INSTALLATION, OWNER);
     await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {
+    await receiver?.close();
     await server?.close();
     await gh?.stop();
   });
@@ -189,5 +192,29 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     await drain();
     expect(await stateOf("limited", 1)).toBe("merged");
     expect((await api.ok("getQueue", queue("limited"))).blockedReason).toBeNull();
+  });
+  test("a required check never starting: queue.blocked checks_not_started once, with the missing checks; the check reporting and the PR merging: queue.unblocked", async () => {
+    receiver = await new WebhookReceiver().start();
+    const created = await api.ok("webhooks/create-endpoint", { url: receiver.url, events: ["queue.blocked", "queue.unblocked"] });
+    receiver.secrets.push(created.secret);
+    const ofRepo = () => receiver!.received.filter((m) => m.data.repository === `github.com/${OWNER}/hooked`).map((m) => [m.type, m.data.reason ?? m.data.previousReason]);
+    await api.ok("createQueue", { ...queue("hooked"), requiredStatuses: ["build"], mergeMethod: "merge_commit", checksStartTimeoutMinutes: 10 });
+    const { testSha } = await submitted("hooked", 1);
+    clock.advance(10 * MINUTE);
+    await drain();
+    clock.advance(MINUTE);
+    await drain();
+    await server.greenline.worker.deliverWebhooks();
+    expect(ofRepo()).toEqual([["queue.blocked", "checks_not_started"]]);
+    const blocked = receiver.received.find((m) => m.data.repository === `github.com/${OWNER}/hooked`)!;
+    expect(blocked.data).toMatchObject({ branch: "main", evidence: { diagnosis: "no_checks_started", missingChecks: ["build"], testBranch: expect.stringContaining("greenline/") } });
+    await status("hooked", testSha, "build", "success");
+    await drain();
+    expect(await stateOf("hooked", 1)).toBe("merged");
+    await server.greenline.worker.deliverWebhooks();
+    expect(ofRepo()).toEqual([
+      ["queue.blocked", "checks_not_started"],
+      ["queue.unblocked", "checks_not_started"],
+    ]);
   });
 });
