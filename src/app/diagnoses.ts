@@ -9,7 +9,9 @@ import { countEntriesIn, entryOf } from "../store/entries.js";
 import { lastSettingsChangeAt, lockQueueRow, queuesToJudgeBlocked, recordPublishedBlockedReason, type Queue } from "../store/queues.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueBlocked, queueUnblocked } from "../domain/webhook-events.js";
-import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames } from "../store/runs.js";
+import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames, type TestRun } from "../store/runs.js";
+import { appendTimelineEvent } from "../store/timeline.js";
+import { diagnosisTimelineEvent } from "../domain/timeline.js";
 import type { Services } from "./services.js";
 import { requiredChecksOf } from "./status-checks.js";
 
@@ -59,6 +61,7 @@ export async function diagnoseRunsInFlight(services: Services): Promise<number> 
       const fresh = await findRun(tx, run.id);
       if (!queue || !fresh || fresh.status !== "running" || fresh.diagnosis !== null) return false;
       await recordDiagnosis(tx, fresh.id, diagnosis);
+      await recordOnTimelines(services, tx, queue, fresh, diagnosis, now);
       const notices = services.codeHost.notifiesPullRequests ? await noticesOf(tx, queue, fresh.tested, diagnosis) : [];
       await appendEffects(tx, queue.id, notices, { now, newId: services.newId });
       return true;
@@ -69,6 +72,16 @@ export async function diagnoseRunsInFlight(services: Services): Promise<number> 
     }
   }
   return diagnosed;
+}
+
+/** The diagnosis as an entry of the timeline of each PR the run tests (still testing), once per run: the caller records it with the run's. */
+async function recordOnTimelines(services: Services, tx: Tx, queue: Queue, run: TestRun, diagnosis: RunDiagnosis, at: Date): Promise<void> {
+  const facts = { id: run.runId, kind: run.kind, testBranch: run.testBranch, testBranchSha: run.testBranchSha, tested: run.tested, stack: run.stack, statusChecks: run.statusChecks };
+  for (const prNumber of run.tested) {
+    const entry = await entryOf(tx, queue.id, prNumber);
+    if (!entry || entry.state !== "testing") continue;
+    await appendTimelineEvent(tx, queue.id, entry.id, diagnosisTimelineEvent(prNumber, diagnosis, { at, prHead: entry.prSha, run: facts }), services.newId);
+  }
 }
 
 /** What each PR the run tests is told: a status description and a comment, as the queue's settings allow. */

@@ -33,6 +33,13 @@ export async function pruneTimeline(tx: Tx, entryId: string, count: number): Pro
   await tx.queueEntry.update({ where: { id: entryId }, data: { timelineCount: TIMELINE_MAX } });
 }
 
+/** Adds an entry to a PR's timeline that is no transition of the engine's (a diagnosis), kept within TIMELINE_MAX. */
+export async function appendTimelineEvent(tx: Tx, queueId: string, entryId: string, event: TimelineEvent, newId: () => string): Promise<void> {
+  await tx.transition.createMany({ data: transitionRows([event], { queueId, entryIdOf: () => entryId, newId }) });
+  const { timelineCount } = await tx.queueEntry.update({ where: { id: entryId }, data: { timelineCount: { increment: 1 } }, select: { timelineCount: true } });
+  await pruneTimeline(tx, entryId, timelineCount);
+}
+
 function actorOf(kind: string | null, name: string | null): Actor {
   return { kind: oneOf(ACTOR_KINDS, kind ?? "engine", "actorKind"), name: name ?? "greenline" };
 }

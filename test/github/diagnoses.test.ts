@@ -33,6 +33,8 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const drain = () => server.greenline.worker.drain();
   const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
+  const timelineOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true })).timeline as { reason: string; previousState: string; state: string; message: string; actor: { kind: string }; evidence: Record<string, unknown> }[];
+  const diagnosisEntries = async (name: string, number: number) => (await timelineOf(name, number)).filter((e) => ["no_checks_started", "check_names_mismatch", "path_filter_likely"].includes(e.reason));
   const details = (name: string, number: number) => api.ok("getMergeQueueTestingDetails", { ...queue(name), pr: { number } });
   const commentsOn = (name: string, number: number) => gh.comments.filter((c) => c.repo === `${OWNER}/${name}` && c.number === number).map((c) => c.body);
   const queueStatusesOf = (name: string, sha: string) => gh.statuses.filter((s) => s.repo === `${OWNER}/${name}` && s.sha === sha && s.context === "greenline/merge-queue").map((s) => s.description);
@@ -88,9 +90,23 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     const got = await api.ok("getQueue", queue("silent"));
     expect(got.neverSeenRequiredChecks).toEqual(["build"]);
     expect(got.blockedReason).toMatchObject({ code: "checks_not_started", evidence: { missingChecks: ["build"], diagnosis: "no_checks_started" } });
+    // On the PR's timeline: an entry of its own, the state unchanged, the diagnosis's code and evidence.
+    expect(await diagnosisEntries("silent", 1)).toEqual([
+      {
+        at: run.diagnosis.at,
+        previousState: "testing",
+        state: "testing",
+        reason: "no_checks_started",
+        message: expect.stringContaining("greenline/**"),
+        actor: { kind: "engine", name: "greenline" },
+        evidence: { run: expect.objectContaining({ id: expect.any(String), tested: [1] }), missingChecks: ["build"], seenChecks: [], prHead: headSha },
+      },
+    ]);
+    expect((await timelineOf("silent", 1)).at(-1)!.reason).toBe("no_checks_started");
     clock.advance(30 * MINUTE);
     await drain();
     expect(commentsOn("silent", 1)).toHaveLength(1);
+    expect(await diagnosisEntries("silent", 1)).toHaveLength(1);
     expect(await stateOf("silent", 1)).toBe("testing");
   });
 
@@ -105,6 +121,9 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     expect(diagnosis).toMatchObject({ code: "check_names_mismatch", missingChecks: ["Build"], seenChecks: ["build", "lint"], suggestions: { Build: ["build"] } });
     expect(diagnosis.message).toContain(`seen "build", "lint"; required "Build"`);
     expect(commentsOn("names", 1)).toEqual([expect.stringContaining(`"Build" may be "build"`)]);
+    expect(await diagnosisEntries("names", 1)).toEqual([
+      expect.objectContaining({ reason: "check_names_mismatch", state: "testing", evidence: expect.objectContaining({ missingChecks: ["Build"], seenChecks: ["build", "lint"], suggestions: { Build: ["build"] } }) }),
+    ]);
     expect((await api.ok("getQueue", queue("names"))).neverSeenRequiredChecks).toEqual(["Build"]);
   });
 
