@@ -33,7 +33,15 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const drain = () => server.greenline.worker.drain();
   const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
-  const timelineOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true })).timeline as { reason: string; previousState: string; state: string; message: string; actor: { kind: string }; evidence: Record<string, unknown> }[];
+  const timelineOf = async (name: string, number: number) =>
+    (await api.ok("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true })).timeline as {
+      reason: string;
+      previousState: string;
+      state: string;
+      message: string;
+      actor: { kind: string };
+      evidence: Record<string, unknown>;
+    }[];
   const diagnosisEntries = async (name: string, number: number) => (await timelineOf(name, number)).filter((e) => ["no_checks_started", "check_names_mismatch", "path_filter_likely"].includes(e.reason));
   const details = (name: string, number: number) => api.ok("getMergeQueueTestingDetails", { ...queue(name), pr: { number } });
   const commentsOn = (name: string, number: number) => gh.comments.filter((c) => c.repo === `${OWNER}/${name}` && c.number === number).map((c) => c.body);
@@ -57,7 +65,12 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, webhooks: { allowPrivate: true }, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
+    server = await startTestServer(backend, {
+      now: clock.now,
+      random: () => 0.5,
+      webhooks: { allowPrivate: true },
+      githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false },
+    });
     gh.installApp(INSTALLATION, OWNER);
     await deliver("installation", { action: "created", installation: { id: INSTALLATION, account: { login: OWNER, id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
     api = await server.clientFor(OWNER);
