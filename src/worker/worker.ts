@@ -10,7 +10,7 @@ import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../app/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
-import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
+import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../app/webhook-dispatch.js";
 import { settingsOf } from "../app/webhook-endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
@@ -56,14 +56,16 @@ export class Worker {
   #outboxPrunedAt = Number.NEGATIVE_INFINITY;
   /** Outbound webhooks are delivered by a loop of their own: a slow endpoint never holds the queues' work. */
   readonly #webhookAgents = createWebhookAgents();
+  readonly #webhooks: WebhookDispatcher;
   #webhookTimer: NodeJS.Timeout | null = null;
-  #dispatching: Promise<number> | null = null;
   #running = false;
 
   constructor(
     private readonly services: Services,
     private readonly options: WorkerOptions,
-  ) {}
+  ) {
+    this.#webhooks = new WebhookDispatcher(services, this.#webhookAgents);
+  }
 
   start(): void {
     this.#interval ??= setInterval(() => {
@@ -81,28 +83,29 @@ export class Worker {
     this.#running = false;
     if (this.#webhookTimer) clearTimeout(this.#webhookTimer);
     this.#webhookTimer = null;
-    await Promise.all([this.#ticking?.catch(() => undefined), this.#dispatching?.catch(() => undefined)]);
+    await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled()]);
     closeWebhookAgents(this.#webhookAgents);
   }
 
-  /** Next round of outbound webhooks: at once after a round that did work, else after the poll interval. */
+  /**
+   * The outbound webhooks' poll: every poll interval, each endpoint with messages pending that
+   * is idle here starts delivering, round after round until none of its messages is due; a
+   * busy endpoint is left to its own rounds (endpoints never wait for each other).
+   */
   #scheduleWebhooks(delayMs: number): void {
     if (!this.#running) return;
     this.#webhookTimer = setTimeout(() => {
-      this.deliverWebhooksOnce().then(
-        (work) => this.#scheduleWebhooks(work > 0 ? 0 : settingsOf(this.services).pollMs),
-        (error: unknown) => {
-          this.options.log.error({ err: error }, "delivering outbound webhooks failed");
-          this.#scheduleWebhooks(settingsOf(this.services).pollMs);
-        },
-      );
+      const failed = (error: unknown, endpointId?: string) => this.options.log.error({ err: error, ...(endpointId ? { webhookEndpoint: endpointId } : {}) }, "delivering outbound webhooks failed");
+      this.#webhooks
+        .startIdle(() => this.#running, failed)
+        .catch(failed)
+        .finally(() => this.#scheduleWebhooks(settingsOf(this.services).pollMs));
     }, delayMs);
   }
 
-  /** One round of outbound webhook delivery (answers how many messages it attempted). */
+  /** One round of outbound webhook delivery for each endpoint idle here (answers how many messages it attempted). */
   deliverWebhooksOnce(): Promise<number> {
-    this.#dispatching ??= dispatchWebhooks(this.services, this.#webhookAgents).finally(() => (this.#dispatching = null));
-    return this.#dispatching;
+    return this.#webhooks.roundOfIdle();
   }
 
   /** Rounds of outbound webhook delivery until none is due now (tests, with an injected clock). */

@@ -207,6 +207,26 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect(r.received.map((m) => [m.type, m.data.reason])).toEqual([["queue.blocked", "paused"]]);
   });
 
+  test("endpoints progress on their own: one hanging on a request does not hold another's next message", async () => {
+    const stuck = await receiver();
+    const healthy = await receiver();
+    await endpointFor(stuck, ["queue.state_changed"]);
+    await endpointFor(healthy, ["queue.state_changed"]);
+    stuck.behaviour = { kind: "hang" };
+    await server.api.ok("createQueue", queueOf("lanes"));
+    await server.api.ok("updateQueue", { ...queueOf("lanes"), state: "paused" });
+    // A round starts for both; the stuck endpoint's request hangs until the sender's timeout.
+    const first = worker().deliverWebhooksOnce();
+    await healthy.waitFor((got) => got.length === 1);
+    await server.api.ok("updateQueue", { ...queueOf("lanes"), state: "running" });
+    // The healthy endpoint's next round does not wait for the stuck one's.
+    await worker().deliverWebhooksOnce();
+    expect(healthy.received.map((m) => m.data.to)).toEqual(["paused", "running"]);
+    await first;
+    expect(stuck.received).toEqual([]);
+    stuck.behaviour = { kind: "ok" };
+  });
+
   test("a failing receiver is retried with backoff; its PR's later events wait; it recovers and gets all in order", async () => {
     const r = await receiver();
     const id = await endpointFor(r, ["pull_request.submitted", "pull_request.testing", "pull_request.merged"]);
