@@ -117,7 +117,7 @@ async function burst(url: string, trouble: Trouble): Promise<Result> {
     const committedAt = new Map<string, number>();
     let dispatching = true;
     let failedAttempts = 0;
-    // As the worker's loop: every poll (5 ms here), each idle endpoint starts its own rounds.
+    // As the worker's loop: every poll (the service's default), each idle endpoint starts its own rounds.
     const dispatcher = new WebhookDispatcher(services, agents);
     const loop = (async () => {
       while (dispatching) {
@@ -125,7 +125,7 @@ async function burst(url: string, trouble: Trouble): Promise<Result> {
           () => dispatching,
           (error) => console.error(error),
         );
-        await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, DEFAULT_WEBHOOK_SETTINGS.pollMs));
       }
       await dispatcher.settled();
     })();
