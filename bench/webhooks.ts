@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ReadCache } from "../src/app/read-cache.js";
 import type { Services } from "../src/app/services.js";
-import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks } from "../src/app/webhook-dispatch.js";
+import { closeWebhookAgents, createWebhookAgents, WebhookDispatcher } from "../src/app/webhook-dispatch.js";
 import { createWebhookEndpoint } from "../src/app/webhook-endpoints.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
 import { DEFAULT_WEBHOOK_SETTINGS } from "../src/config.js";
@@ -21,7 +21,8 @@ import { machine, postgresReachable, withAdmin } from "./support.js";
  *
  * A burst of 10,000 events (1,000 PRs × 10 events, committed 100 per transaction) to 10 local
  * endpoints, every endpoint subscribed to every event: 100,000 deliveries. One endpoint answers
- * 500 to half its requests (retried with backoff: base 100 ms, max 1 s here). The dispatcher
+ * 500 to half its requests (retried with backoff: base 100 ms, max 1 s here); in a third burst
+ * it answers every request after 1 s instead. The dispatcher
  * is the service's own (src/app/webhook-dispatch.ts, as the worker's loop calls it), signing
  * every request; the receivers are HTTP servers in this process. Reported: throughput, lag
  * from commit to the first successful delivery (p50, p99), lost (committed, never received) and
@@ -37,12 +38,17 @@ const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql:/
 
 type Receiver = { server: Server; url: string; firstAt: Map<string, number>; receipts: number; refused: number };
 
-async function startReceiver(failHalf: boolean, random: () => number): Promise<Receiver> {
+/** How the first endpoint behaves: like the others, failing half its requests, or answering each after SLOW_MS. */
+type Trouble = "none" | "failing" | "slow";
+const SLOW_MS = 1_000;
+
+async function startReceiver(trouble: Trouble, random: () => number): Promise<Receiver> {
   const receiver: Receiver = { server: createServer(), url: "", firstAt: new Map(), receipts: 0, refused: 0 };
   receiver.server.on("request", (req, res) => {
     req.resume();
-    req.on("end", () => {
-      if (failHalf && random() < 0.5) {
+    req.on("end", async () => {
+      if (trouble === "slow") await new Promise((r) => setTimeout(r, SLOW_MS));
+      if (trouble === "failing" && random() < 0.5) {
         receiver.refused++;
         res.writeHead(500).end();
         return;
@@ -76,14 +82,14 @@ type Result = {
   lagP50Ms: number;
   lagP99Ms: number;
   lagMaxMs: number;
-  /** p99 lag of the nine other endpoints (the failing one's retries wait out their backoff). */
+  /** p99 lag of the nine other endpoints (the failing one's retries wait out their backoff; the slow one's answers take 1 s). */
   healthyLagP99Ms: number;
   lost: number;
   duplicates: number;
   failedAttempts: number;
 };
 
-async function burst(url: string, failing: boolean): Promise<Result> {
+async function burst(url: string, trouble: Trouble): Promise<Result> {
   const db = await Database.open(url);
   const receivers: Receiver[] = [];
   const agents = createWebhookAgents();
@@ -100,7 +106,7 @@ async function burst(url: string, failing: boolean): Promise<Result> {
     const principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "bench", role: "write" as const };
     const failRandom = seeded(11);
     for (let i = 0; i < ENDPOINTS; i++) {
-      const receiver = await startReceiver(failing && i === 0, failRandom);
+      const receiver = await startReceiver(i === 0 ? trouble : "none", failRandom);
       receivers.push(receiver);
       await createWebhookEndpoint(services, principal, { url: receiver.url, events: ["*"] });
     }
@@ -111,11 +117,17 @@ async function burst(url: string, failing: boolean): Promise<Result> {
     const committedAt = new Map<string, number>();
     let dispatching = true;
     let failedAttempts = 0;
+    // As the worker's loop: every poll (the service's default), each idle endpoint starts its own rounds.
+    const dispatcher = new WebhookDispatcher(services, agents);
     const loop = (async () => {
       while (dispatching) {
-        const n = await dispatchWebhooks(services, agents);
-        if (n === 0) await new Promise((r) => setTimeout(r, 5));
+        await dispatcher.startIdle(
+          () => dispatching,
+          (error) => console.error(error),
+        );
+        await new Promise((r) => setTimeout(r, DEFAULT_WEBHOOK_SETTINGS.pollMs));
       }
+      await dispatcher.settled();
     })();
     const started = performance.now();
     for (let i = 0; i < events.length; i += PER_TRANSACTION) {
@@ -144,7 +156,7 @@ async function burst(url: string, failing: boolean): Promise<Result> {
         if (first === undefined) lost++;
         else {
           lags.push(first - at);
-          if (!failing || index > 0) healthyLags.push(first - at);
+          if (trouble === "none" || index > 0) healthyLags.push(first - at);
         }
       }
       duplicates += r.receipts - r.firstAt.size;
@@ -200,13 +212,14 @@ console.log(`bench:webhooks${quick ? " --quick" : ""} on ${machine()}: ${EVENTS}
 const summary: Record<string, Record<string, Result>> = {};
 for (const store of stores) {
   summary[store.name] = {};
-  for (const [label, failing] of [
-    ["all healthy (baseline)", false],
-    ["one endpoint failing 50%", true],
+  for (const [label, trouble] of [
+    ["all healthy (baseline)", "none"],
+    ["one endpoint failing 50%", "failing"],
+    ["one endpoint slow (1 s)", "slow"],
   ] as const) {
     const database = await store.create();
     try {
-      const result = await burst(database.url, failing);
+      const result = await burst(database.url, trouble);
       summary[store.name]![label] = result;
       console.log(
         `${store.name.padEnd(10)} ${label.padEnd(24)} ${result.deliveries} deliveries in ${result.seconds} s = ${result.perSecond}/s; lag commit→delivery p50 ${result.lagP50Ms} ms, p99 ${result.lagP99Ms} ms, max ${result.lagMaxMs} ms (healthy endpoints p99 ${result.healthyLagP99Ms} ms); lost ${result.lost}; duplicates ${result.duplicates}; failed attempts ${result.failedAttempts}`,

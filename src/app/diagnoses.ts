@@ -6,8 +6,12 @@ import type { RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { appendEffects, outboxHead } from "../store/effects.js";
 import { countEntriesIn, entryOf } from "../store/entries.js";
-import { lastSettingsChangeAt, lockQueueRow, type Queue } from "../store/queues.js";
-import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames } from "../store/runs.js";
+import { lastSettingsChangeAt, lockQueueRow, queuesToJudgeBlocked, recordPublishedBlockedReason, type Queue } from "../store/queues.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { queueBlocked, queueUnblocked } from "../domain/webhook-events.js";
+import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames, type TestRun } from "../store/runs.js";
+import { appendTimelineEvent } from "../store/timeline.js";
+import { diagnosisTimelineEvent } from "../domain/timeline.js";
 import type { Services } from "./services.js";
 import { requiredChecksOf } from "./status-checks.js";
 
@@ -57,6 +61,7 @@ export async function diagnoseRunsInFlight(services: Services): Promise<number> 
       const fresh = await findRun(tx, run.id);
       if (!queue || !fresh || fresh.status !== "running" || fresh.diagnosis !== null) return false;
       await recordDiagnosis(tx, fresh.id, diagnosis);
+      await recordOnTimelines(services, tx, queue, fresh, diagnosis, now);
       const notices = services.codeHost.notifiesPullRequests ? await noticesOf(tx, queue, fresh.tested, diagnosis) : [];
       await appendEffects(tx, queue.id, notices, { now, newId: services.newId });
       return true;
@@ -67,6 +72,16 @@ export async function diagnoseRunsInFlight(services: Services): Promise<number> 
     }
   }
   return diagnosed;
+}
+
+/** The diagnosis as an entry of the timeline of each PR the run tests (still testing), once per run: the caller records it with the run's. */
+async function recordOnTimelines(services: Services, tx: Tx, queue: Queue, run: TestRun, diagnosis: RunDiagnosis, at: Date): Promise<void> {
+  const facts = { id: run.runId, kind: run.kind, testBranch: run.testBranch, testBranchSha: run.testBranchSha, tested: run.tested, stack: run.stack, statusChecks: run.statusChecks };
+  for (const prNumber of run.tested) {
+    const entry = await entryOf(tx, queue.id, prNumber);
+    if (!entry || entry.state !== "testing") continue;
+    await appendTimelineEvent(tx, queue.id, entry.id, diagnosisTimelineEvent(prNumber, diagnosis, { at, prHead: entry.prSha, run: facts }), services.newId);
+  }
 }
 
 /** What each PR the run tests is told: a status description and a comment, as the queue's settings allow. */
@@ -184,4 +199,41 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
     };
   }
   return null;
+}
+
+/**
+ * Publishes the queue's blocked reason if its code is not the one last published: queue.blocked
+ * with the reason, or queue.unblocked when it cleared, and records it, in the caller's
+ * transaction, which holds the queue's lock (so replicas and restarts publish a change once).
+ * Answers whether it published.
+ */
+export async function publishBlockedReasonChange(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state" | "publishedBlockedReason">, repo: RepoRef): Promise<boolean> {
+  const reason = await blockedReasonOf(services, tx, queue, repo);
+  const code = reason?.code ?? null;
+  if (code === queue.publishedBlockedReason) return false;
+  await recordPublishedBlockedReason(tx, queue.id, code);
+  const at = services.now().toISOString();
+  const previous = queue.publishedBlockedReason;
+  await publishQueueEvents(tx, queue.id, (place) => [reason ? queueBlocked(place, reason, at) : queueUnblocked(place, previous ?? "", at)], { now: services.now(), newId: services.newId });
+  return true;
+}
+
+/**
+ * The worker's watch of blocked queues: for each queue with PRs waiting or a reason published,
+ * its blocked reason is computed on a read (cheap, no lock); only a change takes the queue's
+ * lock, computes it again and publishes it. Answers how many changes it published.
+ */
+export async function publishBlockedReasonChanges(services: Services): Promise<number> {
+  const queues = await services.db.read((tx) => queuesToJudgeBlocked(tx, WAITING));
+  let published = 0;
+  for (const queue of queues) {
+    const reason = await services.db.read((tx) => blockedReasonOf(services, tx, queue, queue.repository));
+    if ((reason?.code ?? null) === queue.publishedBlockedReason) continue;
+    const changed = await services.db.transaction(async (tx) => {
+      const locked = await lockQueueRow(tx, queue.id);
+      return locked ? publishBlockedReasonChange(services, tx, locked, queue.repository) : false;
+    });
+    if (changed) published++;
+  }
+  return published;
 }

@@ -1,4 +1,4 @@
-import { FLAKE_VERDICT_REASONS, ENGINE_ACTOR, timelineEventOf, type TimelineEvent } from "../domain/timeline.js";
+import { FLAKE_VERDICT_REASONS, ENGINE_ACTOR, timelineEventOf } from "../domain/timeline.js";
 import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVerdict, type FlakeRecord, type FlakeVerdict, type VerdictCheck } from "../domain/flaky/verdict.js";
 import { verdictOf, type CheckState, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
@@ -6,7 +6,7 @@ import { appendEffects } from "../store/effects.js";
 import { runEvidence } from "../store/flaky/runs.js";
 import type { Queue } from "../store/queues.js";
 import { recordFlakeVerdict, type TestRun } from "../store/runs.js";
-import { appendTimelineEvents } from "../store/timeline.js";
+import { appendTimelineEvent } from "../store/timeline.js";
 import { entryOf } from "../store/entries.js";
 import { repositoryById } from "../store/repositories.js";
 import { checkUrlOf } from "./queue-events.js";
@@ -78,12 +78,14 @@ export async function recordVerdictTimeline(services: Services, tx: Tx, queue: Q
   if (!FLAKE_VERDICT_REASONS.has(reason)) throw new Error(`not a verdict's timeline reason: ${reason}`);
   const repo = await repositoryById(tx, queue.repositoryId);
   const at = services.now();
-  const events: TimelineEvent[] = [];
   for (const prNumber of run.tested) {
     const entry = await entryOf(tx, queue.id, prNumber);
     if (!entry) continue;
     const facts = { id: run.runId, kind: run.kind, tested: run.tested, stack: run.stack, testBranch: run.testBranch, testBranchSha: run.testBranchSha, statusChecks: run.statusChecks, flakeVerdict: verdict };
-    events.push(
+    await appendTimelineEvent(
+      tx,
+      queue.id,
+      entry.id,
       timelineEventOf(
         { prNumber, from: entry.state, to: entry.state, reason, ...(hostMessage !== null ? { message: hostMessage } : {}) },
         {
@@ -95,7 +97,7 @@ export async function recordVerdictTimeline(services: Services, tx: Tx, queue: Q
           checkUrl: checkUrlOf(repo),
         },
       ),
+      services.newId,
     );
   }
-  await appendTimelineEvents(tx, queue.id, events, services.newId);
 }

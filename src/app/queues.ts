@@ -18,10 +18,9 @@ import { claimRepository, repositoryKey } from "./repositories.js";
 import type { Services } from "./services.js";
 import { hostRequiredChecks } from "./status-checks.js";
 import type { RequiredChecks } from "../domain/status-checks.js";
-import { queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
+import { publishBlockedReasonChange, queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
-import { LIVE_PR_STATES } from "../domain/states.js";
-import { queueBlocked, queueStateChanged, type WebhookEvent } from "../domain/webhook-events.js";
+import { queueStateChanged } from "../domain/webhook-events.js";
 
 export type QueueAddress = { repo: RepoRef; targetBranch: string };
 
@@ -179,23 +178,16 @@ export async function updateQueue(services: Services, principal: Principal, inpu
     const updated = await queueStore.updateQueueSettings(tx, queue.id, update, next);
     if (updated.state !== queue.state) {
       const at = services.now();
-      const waiting = updated.state === "paused" ? await countEntriesIn(tx, queue.id, LIVE_PR_STATES) : 0;
-      await publishQueueEvents(
-        tx,
-        queue.id,
-        (place) => {
-          const events: WebhookEvent[] = [queueStateChanged(place, queue.state, updated.state, at.toISOString())];
-          if (waiting > 0) events.push(queueBlocked(place, "paused_with_prs_waiting", { pullRequestsWaiting: waiting }, at.toISOString()));
-          return events;
-        },
-        { now: at, newId: services.newId },
-      );
+      await publishQueueEvents(tx, queue.id, (place) => [queueStateChanged(place, queue.state, updated.state, at.toISOString())], { now: at, newId: services.newId });
     }
     const cause = causeOf(principal);
     await recordOperatorActions(services, tx, queue, updated, update, cause);
     // Resuming, pausing or a new setting can start or stop work at once.
     await applyEvent(services, tx, updated, { kind: "config_changed" }, cause);
-    return toQueueRecord(await queueStore.getQueue(tx, queue.id), host);
+    // Pausing with PRs waiting blocks the queue, resuming unblocks it: told with the change, not a worker tick later.
+    const after = await queueStore.getQueue(tx, queue.id);
+    if (after.state !== queue.state) await publishBlockedReasonChange(services, tx, after, repo);
+    return toQueueRecord(after, host);
   });
 }
 

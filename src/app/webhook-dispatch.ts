@@ -23,8 +23,6 @@ import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressEr
 const SCAN_LIMIT = 500;
 /** At most this many messages of one endpoint in flight per round (and per dispatcher). */
 const PER_ENDPOINT = 50;
-/** At most this many requests in flight per dispatcher. */
-const CONCURRENCY = 100;
 /** How much of a failed answer's body is kept with the delivery. */
 const ERROR_BODY_CHARS = 300;
 
@@ -37,37 +35,87 @@ export function webhookRetryDelayMs(failures: number, settings: WebhookSettings,
 type Outcome = { message: ClaimedMessage; ok: boolean; status: number | null; error: string; gone: boolean; retryAfterMs: number | null };
 
 /**
- * Delivers webhook messages: one round. For each enabled endpoint with messages pending, the
- * oldest pending message of each ordering key, if due, is claimed (a lease: another dispatcher
- * takes it again only if this one dies), sent, and recorded: 2xx delivered; anything else (3xx
- * included: redirects are not followed) retried with backoff; 410 Gone disables the endpoint. An
- * endpoint that has not succeeded for `disableAfterMs` is disabled with the reason. A key's later
- * messages wait until its oldest is delivered, so each endpoint receives them in order. Answers
- * how many messages were attempted.
+ * Delivers one endpoint's webhook messages: one round. The oldest pending message of each
+ * ordering key, if due, is claimed (a lease: another dispatcher takes it again only if this one
+ * dies), sent, and recorded: 2xx delivered; anything else (3xx included: redirects are not
+ * followed) retried with backoff; 410 Gone disables the endpoint. An endpoint that has not
+ * succeeded for `disableAfterMs` is disabled with the reason. A key's later messages wait until
+ * its oldest is delivered, so the endpoint receives them in order. Answers how many messages
+ * were attempted.
  */
-export async function dispatchWebhooks(services: Services, agents: WebhookAgents): Promise<number> {
+export async function dispatchEndpoint(services: Services, agents: WebhookAgents, endpointId: string): Promise<number> {
   const settings = settingsOf(services);
   const now = services.now();
-  const endpointIds = await services.db.read((tx) => endpointsWithPending(tx));
-  if (endpointIds.length === 0) return 0;
-  const due: string[] = [];
-  for (const id of endpointIds) {
-    const heads = await services.db.read((tx) => pendingHeads(tx, id, SCAN_LIMIT));
-    due.push(
-      ...heads
-        .filter((h) => h.nextAttemptAt <= now)
-        .map((h) => h.id)
-        .slice(0, PER_ENDPOINT),
-    );
-  }
+  const heads = await services.db.read((tx) => pendingHeads(tx, endpointId, SCAN_LIMIT));
+  const due = heads
+    .filter((h) => h.nextAttemptAt <= now)
+    .map((h) => h.id)
+    .slice(0, PER_ENDPOINT);
   if (due.length === 0) return 0;
   const leaseUntil = new Date(now.getTime() + leaseMs(settings));
   const claimed = await services.db.sqlTransaction((sql) => claimMessages(sql, due, now, leaseUntil));
   if (claimed.length === 0) return 0;
-  const endpoints = new Map((await services.db.read((tx) => endpointsByIds(tx, [...new Set(claimed.map((c) => c.endpointId))]))).map((e) => [e.id, e]));
-  const outcomes = await mapLimit(claimed, CONCURRENCY, (message) => attempt(services, settings, agents, endpoints.get(message.endpointId), message));
+  const [endpoint] = await services.db.read((tx) => endpointsByIds(tx, [endpointId]));
+  const outcomes = await Promise.all(claimed.map((message) => attempt(services, settings, agents, endpoint, message)));
   await record(services, settings, outcomes);
   return claimed.length;
+}
+
+/**
+ * Serves each endpoint on its own: an endpoint's rounds follow one another, and never wait for
+ * another endpoint's (a slow or failing endpoint holds only its own deliveries). At most one
+ * round per endpoint is in flight in this process; across processes, the claims keep a message
+ * with one dispatcher at a time.
+ */
+export class WebhookDispatcher {
+  readonly #busy = new Map<string, Promise<number>>();
+
+  constructor(
+    private readonly services: Services,
+    private readonly agents: WebhookAgents,
+  ) {}
+
+  /** One round for each endpoint with messages pending and none in flight here; answers how many messages they attempted. */
+  async roundOfIdle(): Promise<number> {
+    const rounds = await this.#startIdle((id) => dispatchEndpoint(this.services, this.agents, id));
+    return (await Promise.all(rounds)).reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * For each endpoint with messages pending and none in flight here, rounds one after another
+   * until none of its messages is due (or `going()` says stop), without waiting for them.
+   * Answers how many endpoints it started.
+   */
+  async startIdle(going: () => boolean, onError: (error: unknown, endpointId: string) => void): Promise<number> {
+    const loops = await this.#startIdle(async (id) => {
+      let total = 0;
+      while (going()) {
+        const attempted = await dispatchEndpoint(this.services, this.agents, id);
+        if (attempted === 0) break;
+        total += attempted;
+      }
+      return total;
+    }, onError);
+    return loops.length;
+  }
+
+  /** Waits for the rounds in flight (stopping). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#busy.values()]);
+  }
+
+  async #startIdle(run: (endpointId: string) => Promise<number>, onError?: (error: unknown, endpointId: string) => void): Promise<Promise<number>[]> {
+    const ids = await this.services.db.read((tx) => endpointsWithPending(tx));
+    const started: Promise<number>[] = [];
+    for (const id of ids) {
+      if (this.#busy.has(id)) continue;
+      const work = run(id).finally(() => this.#busy.delete(id));
+      this.#busy.set(id, work);
+      if (onError) work.catch((error: unknown) => onError(error, id));
+      started.push(work);
+    }
+    return started;
+  }
 }
 
 /** A claim outlives any attempt: the request's timeout, twice, and a second. */
@@ -207,17 +255,4 @@ function post(urlText: string, headers: Record<string, string>, body: string, se
     });
     request.end(body);
   });
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  });
-  await Promise.all(workers);
-  return out;
 }

@@ -1,3 +1,4 @@
+import type { RunDiagnosis } from "./diagnoses.js";
 import type { TransitionEvidence } from "./engine/types.js";
 import type { FlakeVerdict } from "./flaky/verdict.js";
 import { clip, sentenceOf } from "./reasons.js";
@@ -49,6 +50,10 @@ export type Evidence = {
   failingChecksTotal?: number;
   missingChecks?: string[];
   missingChecksTotal?: number;
+  /** A diagnosis entry's checks that did appear on the testing branch, and the names a missing one may have been meant as. */
+  seenChecks?: string[];
+  seenChecksTotal?: number;
+  suggestions?: Record<string, string[]>;
   blamedPr?: number;
   bisection?: { batch: number[]; batchTotal?: number; groupSize?: number; culprit?: number };
   /** The effect the code host refused, with its own words. */
@@ -123,14 +128,7 @@ export function timelineEventOf(t: { prNumber: number; from: PrState | null; to:
   const evidence: Evidence = { prHead: context.prHead };
   const run = context.run;
   if (run) {
-    evidence.run = {
-      id: run.id,
-      kind: run.kind,
-      testBranch: run.testBranch,
-      testedHead: run.testBranchSha,
-      ...(listField("tested", run.tested) as { tested: number[] }),
-      ...(listField("stack", run.stack) as { stack: number[] }),
-    };
+    evidence.run = runEvidence(run);
     const failedRun = t.to === "pending_failure" || t.to === "failed" || t.reason === "retrying_failed_run" || t.reason === "bisecting_failed_batch";
     if (failedRun) {
       const failing = Object.entries(run.statusChecks)
@@ -166,6 +164,38 @@ export function timelineEventOf(t: { prNumber: number; from: PrState | null; to:
     message: sentenceOf(t.reason, hostMessage),
     hostMessage: hostMessage === null ? null : clip(hostMessage, EVIDENCE_TEXT_MAX),
     actor: context.cause.actor,
+    evidence,
+  };
+}
+
+function runEvidence(run: RunFacts): NonNullable<Evidence["run"]> {
+  return {
+    id: run.id,
+    kind: run.kind,
+    testBranch: run.testBranch,
+    testedHead: run.testBranchSha,
+    ...(listField("tested", run.tested) as { tested: number[] }),
+    ...(listField("stack", run.stack) as { stack: number[] }),
+  };
+}
+
+/**
+ * A diagnosis of the run testing a PR (docs/diagnoses.md) as an entry of the PR's timeline: the
+ * state unchanged (testing → testing), the diagnosis's code as the reason, the engine as actor,
+ * and as evidence the run, the missing and the seen checks and the close names suggested.
+ */
+export function diagnosisTimelineEvent(prNumber: number, diagnosis: RunDiagnosis, context: { at: Date; prHead: string; run: RunFacts }): TimelineEvent {
+  const evidence: Evidence = { run: runEvidence(context.run), ...listField("missingChecks", diagnosis.missingChecks), ...listField("seenChecks", diagnosis.seenChecks), prHead: context.prHead };
+  if (Object.keys(diagnosis.suggestions).length > 0) evidence.suggestions = diagnosis.suggestions;
+  return {
+    prNumber,
+    at: context.at,
+    previousState: "testing",
+    state: "testing",
+    reason: diagnosis.code,
+    message: sentenceOf(diagnosis.code),
+    hostMessage: null,
+    actor: ENGINE_ACTOR,
     evidence,
   };
 }

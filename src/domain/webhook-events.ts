@@ -1,3 +1,4 @@
+import type { BlockedReason } from "./diagnoses.js";
 import type { PrState, QueueState } from "./states.js";
 import { toTimelineRecord, type TimelineEvent } from "./timeline.js";
 
@@ -15,6 +16,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "run.finished",
   "queue.state_changed",
   "queue.blocked",
+  "queue.unblocked",
   "test.status_changed",
   "test.quarantine_changed",
 ] as const;
@@ -67,9 +69,27 @@ export function queueStateChanged(place: QueuePlace, from: QueueState, to: Queue
 }
 
 /**
- * A queue that cannot go on by itself: paused (or draining) with pull requests waiting, or an
- * effect it needs (a merge, a testing branch) given up after repeated failures.
+ * A queue that merges nothing while PRs wait, and why: its blockedReason (code, sentence, since,
+ * evidence) when it becomes blocked or the reason changes.
  */
-export function queueBlocked(place: QueuePlace, reason: "paused_with_prs_waiting" | "effect_given_up", details: Record<string, unknown>, at: string): WebhookEvent {
-  return { type: "queue.blocked", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, reason, ...details, at } };
+export function queueBlocked(place: QueuePlace, reason: BlockedReason, at: string): WebhookEvent {
+  return {
+    type: "queue.blocked",
+    orderingKey: queueOrderingKey(place.queueId),
+    data: { repository: place.repository, branch: place.branch, reason: reason.code, message: reason.message, since: reason.since, evidence: reason.evidence, at },
+  };
+}
+
+/** A blocked queue that can go on again (or has no PR left waiting): the reason that cleared. */
+export function queueUnblocked(place: QueuePlace, previousReason: string, at: string): WebhookEvent {
+  return { type: "queue.unblocked", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, previousReason, at } };
+}
+
+/**
+ * An effect the queue needed (a merge, a testing branch, a status) given up after repeated
+ * failures or a permanent refusal: a one-off notice (the queue goes on without it), so no
+ * queue.unblocked follows it.
+ */
+export function effectGivenUp(place: QueuePlace, details: { effect: string; attempts: number; error: string }, at: string): WebhookEvent {
+  return { type: "queue.blocked", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, reason: "effect_given_up", ...details, at } };
 }

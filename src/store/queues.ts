@@ -1,6 +1,6 @@
 import type { Queue as QueueRow } from "../generated/sqlite/client.js";
 import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
-import { QUEUE_MODES, QUEUE_STATES, type QueueMode, type QueueState } from "../domain/states.js";
+import { QUEUE_MODES, QUEUE_STATES, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull } from "./columns.js";
 import type { Database, Tx } from "./database.js";
 
@@ -19,6 +19,8 @@ export type Queue = QueueSettings & {
   mergedPrs: number[];
   nextRunNumber: number;
   timerAt: Date | null;
+  /** The blockedReason code last published as queue.blocked; null when unblocked (docs/webhooks.md). */
+  publishedBlockedReason: string | null;
   /** Bumped by every write (lockQueueRow): the ReadCache's key. */
   version: number;
 };
@@ -58,6 +60,7 @@ export function toQueue(row: QueueRow): Queue {
     mergedPrs: jsonNumbers(row.mergedPrs, "Queue.mergedPrs"),
     nextRunNumber: row.nextRunNumber,
     timerAt: row.timerAt,
+    publishedBlockedReason: row.blockedReason,
     version: row.version,
   };
 }
@@ -181,6 +184,23 @@ export async function queueIdsOfRepository(tx: Tx, repositoryKey: string, branch
 export async function queuesWithDueTimers(tx: Tx, now: Date): Promise<string[]> {
   const rows = await tx.queue.findMany({ where: { timerAt: { lte: now } }, select: { id: true } });
   return rows.map((row) => row.id);
+}
+
+/**
+ * The queues whose blocked reason is worth judging: those with PRs in `waiting` states, and
+ * those with a blocked reason published (it may have cleared). With their repositories.
+ */
+export async function queuesToJudgeBlocked(tx: Tx, waiting: readonly PrState[]): Promise<QueueInRepository[]> {
+  const rows = await tx.queue.findMany({
+    where: { OR: [{ blockedReason: { not: null } }, { entries: { some: { state: { in: [...waiting] } } } }] },
+    include: { repository: true },
+  });
+  return rows.map((row) => ({ ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } }));
+}
+
+/** Records the blocked reason code published for the queue (null: unblocked). */
+export async function recordPublishedBlockedReason(tx: Tx, id: string, code: string | null): Promise<void> {
+  await tx.queue.update({ where: { id }, data: { blockedReason: code } });
 }
 
 /** The queues with a run in flight, with their repositories. */

@@ -33,6 +33,13 @@ export async function pruneTimeline(tx: Tx, entryId: string, count: number): Pro
   await tx.queueEntry.update({ where: { id: entryId }, data: { timelineCount: TIMELINE_MAX } });
 }
 
+/** Adds an entry to a PR's timeline that is no transition of the engine's (a diagnosis, a verdict on its run's test results), kept within TIMELINE_MAX. */
+export async function appendTimelineEvent(tx: Tx, queueId: string, entryId: string, event: TimelineEvent, newId: () => string): Promise<void> {
+  await tx.transition.createMany({ data: transitionRows([event], { queueId, entryIdOf: () => entryId, newId }) });
+  const { timelineCount } = await tx.queueEntry.update({ where: { id: entryId }, data: { timelineCount: { increment: 1 } }, select: { timelineCount: true } });
+  await pruneTimeline(tx, entryId, timelineCount);
+}
+
 function actorOf(kind: string | null, name: string | null): Actor {
   return { kind: oneOf(ACTOR_KINDS, kind ?? "engine", "actorKind"), name: name ?? "greenline" };
 }
@@ -107,22 +114,4 @@ export async function recentRunStats(tx: Tx, queueId: string, take = 50): Promis
   if (rows.length === 0) return null;
   const total = rows.reduce((sum, r) => sum + Math.max(0, r.finishedAt!.getTime() - r.startedAt.getTime()), 0);
   return { runs: rows.length, meanSeconds: total / rows.length / 1000, failureRate: rows.filter((r) => r.status === "failed").length / rows.length };
-}
-
-/**
- * Adds events to the timelines of a queue's PRs outside an engine decision (a verdict on a run
- * that moves no PR), keeping each timeline bounded. PRs without an entry in the queue are skipped.
- */
-export async function appendTimelineEvents(tx: Tx, queueId: string, events: readonly TimelineEvent[], newId: () => string): Promise<void> {
-  if (events.length === 0) return;
-  const prNumbers = [...new Set(events.map((e) => e.prNumber))];
-  const entries = await tx.queueEntry.findMany({ where: { queueId, prNumber: { in: prNumbers } }, select: { id: true, prNumber: true } });
-  const idOf = new Map(entries.map((e) => [e.prNumber, e.id]));
-  const kept = events.filter((e) => idOf.has(e.prNumber));
-  await tx.transition.createMany({ data: transitionRows(kept, { queueId, entryIdOf: (pr) => idOf.get(pr)!, newId }) });
-  for (const [prNumber, entryId] of idOf) {
-    const added = kept.filter((e) => e.prNumber === prNumber).length;
-    const updated = await tx.queueEntry.update({ where: { id: entryId }, data: { timelineCount: { increment: added } }, select: { timelineCount: true } });
-    await pruneTimeline(tx, entryId, updated.timelineCount);
-  }
 }

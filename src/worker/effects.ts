@@ -13,7 +13,7 @@ import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
-import { queueBlocked } from "../domain/webhook-events.js";
+import { effectGivenUp } from "../domain/webhook-events.js";
 import { pullRequestPagePath } from "../domain/links.js";
 
 /**
@@ -101,7 +101,7 @@ async function recordFailure(services: Services, queue: QueueInRepository, pendi
   await services.db.transaction(async (tx) => {
     await giveUpEffect(tx, pending.id, message, services.now());
     const at = services.now();
-    await publishQueueEvents(tx, pending.queueId, (place) => [queueBlocked(place, "effect_given_up", { effect: pending.kind, attempts, error: message.slice(0, 500) }, at.toISOString())], {
+    await publishQueueEvents(tx, pending.queueId, (place) => [effectGivenUp(place, { effect: pending.kind, attempts, error: message.slice(0, 500) }, at.toISOString())], {
       now: at,
       newId: services.newId,
     });

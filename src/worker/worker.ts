@@ -11,9 +11,9 @@ import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../app/readiness-rechecks.js";
-import { diagnoseRunsInFlight } from "../app/diagnoses.js";
+import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../app/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
-import { closeWebhookAgents, createWebhookAgents, dispatchWebhooks, pruneWebhookMessages } from "../app/webhook-dispatch.js";
+import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../app/webhook-dispatch.js";
 import { settingsOf } from "../app/webhook-endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
@@ -78,14 +78,16 @@ export class Worker {
   #outboxPrunedAt = Number.NEGATIVE_INFINITY;
   /** Outbound webhooks are delivered by a loop of their own: a slow endpoint never holds the queues' work. */
   readonly #webhookAgents = createWebhookAgents();
+  readonly #webhooks: WebhookDispatcher;
   #webhookTimer: NodeJS.Timeout | null = null;
-  #dispatching: Promise<number> | null = null;
   #running = false;
 
   constructor(
     private readonly services: Services,
     private readonly options: WorkerOptions,
-  ) {}
+  ) {
+    this.#webhooks = new WebhookDispatcher(services, this.#webhookAgents);
+  }
 
   start(): void {
     this.#interval ??= setInterval(() => {
@@ -103,28 +105,29 @@ export class Worker {
     this.#running = false;
     if (this.#webhookTimer) clearTimeout(this.#webhookTimer);
     this.#webhookTimer = null;
-    await Promise.all([this.#ticking?.catch(() => undefined), this.#dispatching?.catch(() => undefined)]);
+    await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled()]);
     closeWebhookAgents(this.#webhookAgents);
   }
 
-  /** Next round of outbound webhooks: at once after a round that did work, else after the poll interval. */
+  /**
+   * The outbound webhooks' poll: every poll interval, each endpoint with messages pending that
+   * is idle here starts delivering, round after round until none of its messages is due; a
+   * busy endpoint is left to its own rounds (endpoints never wait for each other).
+   */
   #scheduleWebhooks(delayMs: number): void {
     if (!this.#running) return;
     this.#webhookTimer = setTimeout(() => {
-      this.deliverWebhooksOnce().then(
-        (work) => this.#scheduleWebhooks(work > 0 ? 0 : settingsOf(this.services).pollMs),
-        (error: unknown) => {
-          this.options.log.error({ err: error }, "delivering outbound webhooks failed");
-          this.#scheduleWebhooks(settingsOf(this.services).pollMs);
-        },
-      );
+      const failed = (error: unknown, endpointId?: string) => this.options.log.error({ err: error, ...(endpointId ? { webhookEndpoint: endpointId } : {}) }, "delivering outbound webhooks failed");
+      this.#webhooks
+        .startIdle(() => this.#running, failed)
+        .catch(failed)
+        .finally(() => this.#scheduleWebhooks(settingsOf(this.services).pollMs));
     }, delayMs);
   }
 
-  /** One round of outbound webhook delivery (answers how many messages it attempted). */
+  /** One round of outbound webhook delivery for each endpoint idle here (answers how many messages it attempted). */
   deliverWebhooksOnce(): Promise<number> {
-    this.#dispatching ??= dispatchWebhooks(this.services, this.#webhookAgents).finally(() => (this.#dispatching = null));
-    return this.#dispatching;
+    return this.#webhooks.roundOfIdle();
   }
 
   /** Rounds of outbound webhook delivery until none is due now (tests, with an injected clock). */
@@ -180,6 +183,9 @@ export class Worker {
         this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
       }
     }
+    // After the effects: a queue blocked on one that just failed, or one that went through, is told now.
+    // (Not counted as work: publishing changes nothing the worker acts on.)
+    await publishBlockedReasonChanges(services);
     if (services.now().getTime() - this.#outboxPrunedAt >= INBOX_PRUNE_MS) {
       this.#outboxPrunedAt = services.now().getTime();
       // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).

@@ -1,3 +1,4 @@
+import { publishBlockedReasonChanges } from "../../src/app/diagnoses.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
 import { WebhookReceiver, type Received } from "../support/webhook-receiver.js";
@@ -138,19 +139,92 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect(r.received.map((m) => m.type)).toEqual(["pull_request.merged"]);
   });
 
-  test("pausing a queue with PRs waiting: queue.state_changed, then queue.blocked", async () => {
+  test("pausing a queue with PRs waiting: queue.state_changed, then queue.blocked (paused) once; resuming: queue.unblocked", async () => {
     const r = await receiver();
-    await endpointFor(r, ["queue.state_changed", "queue.blocked"]);
+    await endpointFor(r, ["queue.state_changed", "queue.blocked", "queue.unblocked"]);
     await server.api.ok("createQueue", { ...queueOf("paused"), concurrency: 1 });
     await server.api.ok("submitPullRequest", prOf(1, "paused"));
     await server.api.ok("submitPullRequest", prOf(2, "paused"));
     await server.api.ok("updateQueue", { ...queueOf("paused"), state: "paused" });
+    // The worker's ticks judge the queue again and again: the reason has not changed, nothing more is told.
+    await worker().drain();
+    clock.advance(1_000);
+    await worker().drain();
     await worker().deliverWebhooks();
     expect(r.received.map((m) => [m.type, m.data.from ?? m.data.reason])).toEqual([
       ["queue.state_changed", "running"],
-      ["queue.blocked", "paused_with_prs_waiting"],
+      ["queue.blocked", "paused"],
     ]);
     expect(r.received[0]!.data).toMatchObject({ to: "paused", repository: "github.com/acme/paused" });
+    // The event is getQueue's blockedReason at the time.
+    const blocked = r.received[1]!.data;
+    expect(blocked).toMatchObject({ repository: "github.com/acme/paused", branch: "main", reason: "paused", evidence: { state: "paused", pullRequestsWaiting: 2 }, since: expect.any(String) });
+    expect(blocked.message).toContain("paused");
+    expect((await server.api.ok("getQueue", queueOf("paused"))).blockedReason).toMatchObject({ code: blocked.reason, message: blocked.message, evidence: blocked.evidence });
+    await server.api.ok("updateQueue", { ...queueOf("paused"), state: "running" });
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.slice(2).map((m) => [m.type, m.data.from ?? m.data.previousReason])).toEqual([
+      ["queue.state_changed", "paused"],
+      ["queue.unblocked", "paused"],
+    ]);
+    // Nothing left in flight to tell the later tests' endpoints of.
+    for (const n of [1, 2]) await server.api.ok("cancelPullRequest", prOf(n, "paused"));
+  });
+
+  test("pausing an empty queue blocks nothing; PRs submitted to it then block it (the worker tells), and cancelling them clears it", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["queue.blocked", "queue.unblocked"]);
+    await server.api.ok("createQueue", { ...queueOf("paused-empty"), concurrency: 1 });
+    await server.api.ok("updateQueue", { ...queueOf("paused-empty"), state: "paused" });
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received).toEqual([]);
+    await server.api.ok("submitPullRequest", prOf(1, "paused-empty"));
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.reason])).toEqual([["queue.blocked", "paused"]]);
+    await server.api.ok("cancelPullRequest", prOf(1, "paused-empty"));
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.reason ?? m.data.previousReason])).toEqual([
+      ["queue.blocked", "paused"],
+      ["queue.unblocked", "paused"],
+    ]);
+  });
+
+  test("two workers judging a blocked queue at the same time publish its change once", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["queue.blocked"]);
+    await server.api.ok("createQueue", { ...queueOf("paused-twice"), concurrency: 1 });
+    await server.api.ok("updateQueue", { ...queueOf("paused-twice"), state: "paused" });
+    await server.api.ok("submitPullRequest", prOf(1, "paused-twice"));
+    const services = server.greenline.services;
+    const published = await Promise.all([publishBlockedReasonChanges(services), publishBlockedReasonChanges(services), publishBlockedReasonChanges(services)]);
+    expect(published.reduce((a, b) => a + b, 0)).toBe(1);
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.reason])).toEqual([["queue.blocked", "paused"]]);
+  });
+
+  test("endpoints progress on their own: one hanging on a request does not hold another's next message", async () => {
+    const stuck = await receiver();
+    const healthy = await receiver();
+    await endpointFor(stuck, ["queue.state_changed"]);
+    await endpointFor(healthy, ["queue.state_changed"]);
+    stuck.behaviour = { kind: "hang" };
+    await server.api.ok("createQueue", queueOf("lanes"));
+    await server.api.ok("updateQueue", { ...queueOf("lanes"), state: "paused" });
+    // A round starts for both; the stuck endpoint's request hangs until the sender's timeout.
+    const first = worker().deliverWebhooksOnce();
+    await healthy.waitFor((got) => got.length === 1);
+    await server.api.ok("updateQueue", { ...queueOf("lanes"), state: "running" });
+    // The healthy endpoint's next round does not wait for the stuck one's.
+    await worker().deliverWebhooksOnce();
+    expect(healthy.received.map((m) => m.data.to)).toEqual(["paused", "running"]);
+    await first;
+    expect(stuck.received).toEqual([]);
+    stuck.behaviour = { kind: "ok" };
   });
 
   test("a failing receiver is retried with backoff; its PR's later events wait; it recovers and gets all in order", async () => {

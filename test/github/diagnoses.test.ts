@@ -1,5 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
 import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
+import { WebhookReceiver } from "../support/webhook-receiver.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -20,6 +21,7 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const clock = new TestClock();
   const OWNER = "octo-diag";
   const INSTALLATION = 79;
+  let receiver: WebhookReceiver | undefined;
 
   const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
   const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
@@ -27,6 +29,16 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const drain = () => server.greenline.worker.drain();
   const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
+  const timelineOf = async (name: string, number: number) =>
+    (await api.ok("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true })).timeline as {
+      reason: string;
+      previousState: string;
+      state: string;
+      message: string;
+      actor: { kind: string };
+      evidence: Record<string, unknown>;
+    }[];
+  const diagnosisEntries = async (name: string, number: number) => (await timelineOf(name, number)).filter((e) => ["no_checks_started", "check_names_mismatch", "path_filter_likely"].includes(e.reason));
   const details = (name: string, number: number) => api.ok("getMergeQueueTestingDetails", { ...queue(name), pr: { number } });
   const commentsOn = (name: string, number: number) => gh.comments.filter((c) => c.repo === `${OWNER}/${name}` && c.number === number).map((c) => c.body);
   const queueStatusesOf = (name: string, sha: string) => gh.statuses.filter((s) => s.repo === `${OWNER}/${name}` && s.sha === sha && s.context === "greenline/merge-queue").map((s) => s.description);
@@ -49,12 +61,13 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, githubApp: githubAppOf(gh) });
+    server = await startTestServer(backend, { now: clock.now, random: () => 0.5, webhooks: { allowPrivate: true }, githubApp: githubAppOf(gh) });
     gh.installApp(INSTALLATION, OWNER);
     await deliver("installation", installationCreated(INSTALLATION, OWNER, 790));
     api = await server.clientFor(OWNER);
   });
   afterAll(async () => {
+    await receiver?.close();
     await server?.close();
     await gh?.stop();
   });
@@ -81,9 +94,23 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     const got = await api.ok("getQueue", queue("silent"));
     expect(got.neverSeenRequiredChecks).toEqual(["build"]);
     expect(got.blockedReason).toMatchObject({ code: "checks_not_started", evidence: { missingChecks: ["build"], diagnosis: "no_checks_started" } });
+    // On the PR's timeline: an entry of its own, the state unchanged, the diagnosis's code and evidence.
+    expect(await diagnosisEntries("silent", 1)).toEqual([
+      {
+        at: run.diagnosis.at,
+        previousState: "testing",
+        state: "testing",
+        reason: "no_checks_started",
+        message: expect.stringContaining("greenline/**"),
+        actor: { kind: "engine", name: "greenline" },
+        evidence: { run: expect.objectContaining({ id: expect.any(String), tested: [1] }), missingChecks: ["build"], seenChecks: [], prHead: headSha },
+      },
+    ]);
+    expect((await timelineOf("silent", 1)).at(-1)!.reason).toBe("no_checks_started");
     clock.advance(30 * MINUTE);
     await drain();
     expect(commentsOn("silent", 1)).toHaveLength(1);
+    expect(await diagnosisEntries("silent", 1)).toHaveLength(1);
     expect(await stateOf("silent", 1)).toBe("testing");
   });
 
@@ -98,6 +125,9 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     expect(diagnosis).toMatchObject({ code: "check_names_mismatch", missingChecks: ["Build"], seenChecks: ["build", "lint"], suggestions: { Build: ["build"] } });
     expect(diagnosis.message).toContain(`seen "build", "lint"; required "Build"`);
     expect(commentsOn("names", 1)).toEqual([expect.stringContaining(`"Build" may be "build"`)]);
+    expect(await diagnosisEntries("names", 1)).toEqual([
+      expect.objectContaining({ reason: "check_names_mismatch", state: "testing", evidence: expect.objectContaining({ missingChecks: ["Build"], seenChecks: ["build", "lint"], suggestions: { Build: ["build"] } }) }),
+    ]);
     expect((await api.ok("getQueue", queue("names"))).neverSeenRequiredChecks).toEqual(["Build"]);
   });
 
@@ -185,5 +215,29 @@ describe.each(BACKENDS)("diagnoses, $name", (backend) => {
     await drain();
     expect(await stateOf("limited", 1)).toBe("merged");
     expect((await api.ok("getQueue", queue("limited"))).blockedReason).toBeNull();
+  });
+  test("a required check never starting: queue.blocked checks_not_started once, with the missing checks; the check reporting and the PR merging: queue.unblocked", async () => {
+    receiver = await new WebhookReceiver().start();
+    const created = await api.ok("webhooks/create-endpoint", { url: receiver.url, events: ["queue.blocked", "queue.unblocked"] });
+    receiver.secrets.push(created.secret);
+    const ofRepo = () => receiver!.received.filter((m) => m.data.repository === `github.com/${OWNER}/hooked`).map((m) => [m.type, m.data.reason ?? m.data.previousReason]);
+    await api.ok("createQueue", { ...queue("hooked"), requiredStatuses: ["build"], mergeMethod: "merge_commit", checksStartTimeoutMinutes: 10 });
+    const { testSha } = await submitted("hooked", 1);
+    clock.advance(10 * MINUTE);
+    await drain();
+    clock.advance(MINUTE);
+    await drain();
+    await server.greenline.worker.deliverWebhooks();
+    expect(ofRepo()).toEqual([["queue.blocked", "checks_not_started"]]);
+    const blocked = receiver.received.find((m) => m.data.repository === `github.com/${OWNER}/hooked`)!;
+    expect(blocked.data).toMatchObject({ branch: "main", evidence: { diagnosis: "no_checks_started", missingChecks: ["build"], testBranch: expect.stringContaining("greenline/") } });
+    await status("hooked", testSha, "build", "success");
+    await drain();
+    expect(await stateOf("hooked", 1)).toBe("merged");
+    await server.greenline.worker.deliverWebhooks();
+    expect(ofRepo()).toEqual([
+      ["queue.blocked", "checks_not_started"],
+      ["queue.unblocked", "checks_not_started"],
+    ]);
   });
 });

@@ -48,6 +48,22 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await noFailedEffects();
   });
 
+  test("diagnoses need named checks: on the sandbox (its CI always starts, reporting outcomes), with a checks-start timeout as long as its CI, no diagnosis on the API or the timeline; the PR merges", async () => {
+    await server.api.ok("createQueue", { ...queueOf("no-diagnosis"), requiredStatuses: ["build"], checksStartTimeoutMinutes: 1 });
+    await server.api.ok("submitPullRequest", prOf(1, "no-diagnosis"));
+    await worker().drain();
+    clock.advance(CI_MS - 1);
+    await worker().drain();
+    expect(await server.api.ok("getMergeQueueTestingDetails", prOf(1, "no-diagnosis"))).toMatchObject({ status: "in_progress", diagnosis: null });
+    expect((await server.api.ok("getQueue", queueOf("no-diagnosis"))).blockedReason).toBeNull();
+    await ciFinishes();
+    const { state: final, timeline } = await server.api.ok("getSubmittedPullRequest", { ...prOf(1, "no-diagnosis"), includeTimeline: true });
+    expect(final).toBe("merged");
+    expect(timeline.map((e: { reason: string }) => e.reason)).not.toContain("no_checks_started");
+    expect(timeline.every((e: { previousState: string | null; state: string }) => e.previousState !== e.state)).toBe(true);
+    await noFailedEffects();
+  });
+
   test("a broken PR fails and never lands; the PRs behind it are retested without it and merge", async () => {
     await server.api.ok("createQueue", { ...queueOf("broken"), concurrency: 3 });
     await sandbox().openPullRequest(repo("broken"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });

@@ -70,6 +70,8 @@ function evidenceOf(address: QueueAddress, e: Evidence, runUrl: (id: string) => 
       }${tests.length > 0 ? html`; failing tests: ${tests}${f.testsTotal !== undefined ? ` and ${f.testsTotal - f.tests.length} more` : ""}` : ""}</li>`,
     );
   }
+  if (e.seenChecks) facts.push(html`<li>Checks that did report: ${e.seenChecks.length === 0 ? "none" : e.seenChecks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}</li>`);
+  for (const [name, close] of Object.entries(e.suggestions ?? {})) facts.push(html`<li><code>${name}</code> may be ${close.map((c, i) => html`${i > 0 ? " or " : ""}<code>${c}</code>`)}</li>`);
   if (e.blamedPr !== undefined) facts.push(html`<li>Because of ${prLink(address, e.blamedPr)}</li>`);
   if (e.bisection) {
     const b = e.bisection;

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Queue" ADD COLUMN     "blockedReason" TEXT;
+
