@@ -97,6 +97,8 @@ export type SimResult = {
   brokenLatencyMax: number | null;
   /** CI re-runs of failed jobs (counted in ciRuns too). */
   ciRetries: number;
+  /** CI results delivered failed by flaky tests alone. */
+  flakyFailures: number;
   /** JUnit uploads, and those linked to their queue run. */
   uploads: number;
   linkedUploads: number;
@@ -146,6 +148,8 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
   readonly firstTestedAt = new Map<number, number>();
   readonly suite: TestSuite | null;
   retries = 0;
+  /** CI results delivered failed with only flaky tests failing (per-test workloads): the flakes the queue had to judge. */
+  flakyFailures = 0;
   readonly built = new Map<string, string[]>();
   commits = 0;
   ciRuns = 0;
@@ -185,6 +189,7 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     const run = this.running.get(id);
     if (!run) return false;
     for (const n of run.stack) if (!this.firstTestedAt.has(n)) this.firstTestedAt.set(n, run.dueAt);
+    if (run.failures.length > 0 && run.failures.every((f) => this.suite!.flakyModes.has(f.test))) this.flakyFailures++;
     return this.running.delete(id);
   }
 
@@ -435,6 +440,14 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const latencies = entries
       .filter((e) => e.state === "failed" && prs.get(e.prNumber)!.broken && codeHost.firstTestedAt.has(e.prNumber))
       .map((e) => (e.stateChangedAt.getTime() - start - codeHost.firstTestedAt.get(e.prNumber)!) / T);
+    if (process.env.SIM_DEBUG) {
+      for (const e of entries.filter((x) => prs.get(x.prNumber)!.broken)) {
+        const tested = codeHost.firstTestedAt.get(e.prNumber);
+        console.log(
+          `broken PR ${e.prNumber}: ${e.state} (${e.stateReason}) at ${((e.stateChangedAt.getTime() - start) / MINUTE).toFixed(0)} min, first tested run ended ${tested === undefined ? "-" : (tested / MINUTE).toFixed(0)} min`,
+        );
+      }
+    }
     // Steady state: merges after the warm-up and before arrivals stop, per hour.
     const warmup = (options.warmupHours ?? 2) * 60 * MINUTE;
     const window = Math.max(arrivalEnd - warmup, MINUTE);
@@ -464,6 +477,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       brokenLatencyP95: latencies.length > 0 ? round(percentile(latencies, 95), 2) : null,
       brokenLatencyMax: latencies.length > 0 ? round(Math.max(...latencies), 2) : null,
       ciRetries: codeHost.retries,
+      flakyFailures: codeHost.flakyFailures,
       uploads,
       linkedUploads,
       boundPerHour: round(bound, 1),
