@@ -370,6 +370,23 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
     let nextArrival = 0;
+    /**
+     * A PR's own CI before it is submitted, as CI uploads it: its head commit on its branch, and a
+     * failed job re-run (by a developer, or CI's retry of failed jobs) up to twice, on the same
+     * commit. A broken PR's break shows only on top of the others (its own CI is green), so only
+     * flaky tests fail here; a pass after a failure on one commit is what detection learns from.
+     * Its own random source: every strategy sees the same PR CI.
+     */
+    const pullRequestCi = async (suite: TestSuite, prNumber: number) => {
+      const random = rng((workload.seed * 7919 + prNumber) >>> 0);
+      const branch = `pr/${prNumber}`;
+      const sha = shaOf(branch);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const failures = suite.run([], random);
+        await uploadRunResults(services, principal, address.repo, { testBranch: branch, sha, junit: suite.junit(failures) });
+        if (failures.length === 0) break;
+      }
+    };
     const settle = async () => {
       await runEffects(services, queue.id);
     };
@@ -385,6 +402,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         const pr = list[nextArrival++]!;
         const input = { ...address, prNumber: pr.number };
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
+        if (codeHost.suite) await pullRequestCi(codeHost.suite, pr.number);
         await submitPullRequest(services, principal, input);
       } else if (due === next) {
         // CI uploads its test results, then reports its status: the results are there when the failure is judged.
@@ -416,10 +434,12 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
           "stack",
           JSON.parse(r.stack).length,
           r.finishedAt ? ((r.finishedAt.getTime() - start) / MINUTE).toFixed(0) : "-",
+          r.flakeVerdict ?? "",
         );
     }
     const cpu = process.cpuUsage(cpu0);
-    const uploads = await db.read((tx) => tx.testUpload.count());
+    // The queue runs' uploads (a PR's own CI uploads for its branch, linked to no run).
+    const uploads = await db.read((tx) => tx.testUpload.count({ where: { branch: { startsWith: "greenline/" } } }));
     const linkedUploads = await db.read((tx) => tx.testUpload.count({ where: { runId: { not: null } } }));
     if (process.env.SIM_DEBUG) console.log(`uploads ${uploads}, linked to their run ${linkedUploads}, CI re-runs ${codeHost.retries}`);
     // Results uploaded for a run's testing commit that did not reach the run would judge nothing: the bench would be wrong.
