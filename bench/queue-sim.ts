@@ -10,12 +10,28 @@ import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
 import type { RequiredChecks } from "../src/domain/status-checks.js";
 import type { Principal } from "../src/auth/tokens.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
-import type { CodeHost, MergeRequest, MergeResult, PolledCiResult, PolledEvents, PullRequestInfo, RepoRef, StatusCheck, TestRunRequest, TestRunStart } from "../src/ports/code-host.js";
+import { ZQueueSettings } from "../src/api/schemas.js";
+import type {
+  CiRetries,
+  CodeHost,
+  FailedJobsRequest,
+  FailedJobsRerun,
+  MergeRequest,
+  MergeResult,
+  PolledCiResult,
+  PolledEvents,
+  PullRequestInfo,
+  RepoRef,
+  StatusCheck,
+  TestRunRequest,
+  TestRunStart,
+} from "../src/ports/code-host.js";
 import type { CheckState } from "../src/domain/status-checks.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
 import { runEffects } from "../src/worker/effects.js";
 import { deliverPolledCiResults } from "../src/worker/worker.js";
+import { shaOf, TestSuite, uploadRunResults, type TestFailure, type TestModel } from "./queue-tests.js";
 import { rng } from "./random.js";
 import { withAdmin } from "./support.js";
 
@@ -23,7 +39,9 @@ import { withAdmin } from "./support.js";
  * A discrete-event simulation of one merge queue on virtual time. PRs arrive (Poisson), the
  * real application code submits them, the real engine decides, the real store keeps state and
  * the outbox, the real effect runner executes effects — against a simulated code host whose CI
- * takes a given time and fails runs holding a broken PR, or flakes.
+ * takes a given time and fails runs holding a broken PR, or flakes. A workload with `tests`
+ * models flakes per test and uploads each run's JUnit results before its CI result
+ * (bench/queue-tests.ts); its CI's failed jobs can be re-run (CiRetries).
  */
 
 export type Workload = {
@@ -41,9 +59,23 @@ export type Workload = {
   /** How long PRs arrive, hours. */
   hours: number;
   seed: number;
+  /** Flakes per test (a stable set of flaky tests failing so that `flakeRate` of runs hold one), results uploaded; absent: a run flakes as a whole. */
+  tests?: TestModel;
 };
 
-export type Strategy = { name: string; settings: QueueSettingsUpdate; parallel?: boolean; description: string };
+/**
+ * The flake-aware queue settings of issue 16, typed here until the build has them: a build
+ * whose queue settings lack them runs "off" as before and refuses the others (UnsupportedSettings).
+ */
+export type FlakeSettings = { flakeHandling?: "off" | "quarantined" | "retry_flaky"; flakyRetries?: number };
+
+export type Strategy = { name: string; settings: QueueSettingsUpdate & FlakeSettings; parallel?: boolean; description: string };
+
+/** Settings a strategy asks for that this build of the service does not have. */
+export class UnsupportedSettings extends Error {}
+
+/** Whether this build's queue settings (the API's) include flakeHandling. */
+export const supportsFlakeHandling = "flakeHandling" in ZQueueSettings.shape;
 
 export type SimResult = {
   strategy: string;
@@ -60,6 +92,16 @@ export type SimResult = {
   ciRunsPerMerge: number;
   flakeEjections: number;
   badMerges: number;
+  /** Broken PRs that ended failed: (when failed − end of the first CI run that tested them) / T, p95 and max; null: none. */
+  brokenLatencyP95: number | null;
+  brokenLatencyMax: number | null;
+  /** CI re-runs of failed jobs (counted in ciRuns too). */
+  ciRetries: number;
+  /** CI results delivered failed by flaky tests alone. */
+  flakyFailures: number;
+  /** JUnit uploads, and those linked to their queue run. */
+  uploads: number;
+  linkedUploads: number;
   boundPerHour: number;
   ratioToBound: number;
   /** Engine + store cost of the whole simulation. */
@@ -72,7 +114,18 @@ export type SimResult = {
 export { rng };
 
 type SimPr = { number: number; broken: boolean; targets: string[]; arrivedAt: number; doneAt: number | null; outcome: "merged" | "failed" | null };
-type SimRun = { runId: string; queueId: string; content: string[]; dueAt: number; outcome: "passed" | "failed" };
+type SimRun = {
+  runId: string;
+  queueId: string;
+  sha: string;
+  stack: number[];
+  content: string[];
+  dueAt: number;
+  outcome: "passed" | "failed";
+  /** Per-test workloads: this attempt's failed tests, and whether its results were uploaded. */
+  failures: TestFailure[];
+  uploaded: boolean;
+};
 
 const MINUTE = 60_000;
 
@@ -80,13 +133,23 @@ const MINUTE = 60_000;
  * The simulated code host: a target branch as a list of changes, CI as timed results that the
  * simulation delivers the way the worker does for a host without webhooks (it polls them).
  */
-class SimCodeHost implements CodeHost, PolledEvents {
+class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
   readonly name = "simulation";
   readonly notifiesPullRequests = false;
   readonly polling: PolledEvents = this;
+  readonly ciRetries: CiRetries = this;
   head = "h0";
   readonly contents = new Map<string, string[]>([["h0", []]]);
+  /** Runs whose CI is in flight, by testing branch. */
   readonly running = new Map<string, SimRun>();
+  /** Every run built and not cancelled, by testing branch (a delivered result's failed jobs may run again). */
+  readonly runs = new Map<string, SimRun>();
+  /** When the first CI run that tested a PR ended. */
+  readonly firstTestedAt = new Map<number, number>();
+  readonly suite: TestSuite | null;
+  retries = 0;
+  /** CI results delivered failed with only flaky tests failing (per-test workloads): the flakes the queue had to judge. */
+  flakyFailures = 0;
   readonly built = new Map<string, string[]>();
   commits = 0;
   ciRuns = 0;
@@ -100,7 +163,9 @@ class SimCodeHost implements CodeHost, PolledEvents {
     /** Virtual time: ms since `epoch`. */
     readonly now: () => number,
     readonly epoch: number,
-  ) {}
+  ) {
+    this.suite = workload.tests ? new TestSuite(workload.tests, workload.flakeRate, workload.seed) : null;
+  }
 
   async mayOwnRepository(): Promise<boolean> {
     return true;
@@ -121,7 +186,45 @@ class SimCodeHost implements CodeHost, PolledEvents {
   }
 
   async markDelivered(_tx: unknown, id: string): Promise<boolean> {
+    const run = this.running.get(id);
+    if (!run) return false;
+    for (const n of run.stack) if (!this.firstTestedAt.has(n)) this.firstTestedAt.set(n, run.dueAt);
+    if (run.failures.length > 0 && run.failures.every((f) => this.suite!.flakyModes.has(f.test))) this.flakyFailures++;
     return this.running.delete(id);
+  }
+
+  /** A run's CI, from its start: its outcome and, per test, its failures. CI time varies by ±10% around its mean. */
+  #runCi(run: Pick<SimRun, "stack">): Pick<SimRun, "outcome" | "failures" | "dueAt" | "uploaded"> {
+    // A broken PR breaks the runs that test it (one merged all the same is counted as a bad merge).
+    const brokenPrs = run.stack.filter((n) => this.prs.get(n)?.broken);
+    let failures: TestFailure[] = [];
+    let outcome: SimRun["outcome"];
+    if (this.suite) {
+      failures = this.suite.run(brokenPrs, this.random);
+      outcome = failures.length > 0 ? "failed" : "passed";
+    } else outcome = brokenPrs.length > 0 || this.random() < this.workload.flakeRate ? "failed" : "passed";
+    const dueAt = this.now() + this.workload.ciMinutes * MINUTE * (0.9 + 0.2 * this.random());
+    this.ciRuns++;
+    return { outcome, failures, dueAt, uploaded: false };
+  }
+
+  /** The run's JUnit report (per-test workloads). */
+  junitOf(run: SimRun): string {
+    return this.suite!.junit(run.failures);
+  }
+
+  /**
+   * The sim's CI is one job: re-running its failed jobs runs it all again, a full CI time, with
+   * fresh outcomes (flaky tests roll again; a broken test fails again). Asked once the failed
+   * result was delivered; a run in flight (already re-running) or passed has nothing to re-run.
+   */
+  async rerunFailedJobs(_repo: RepoRef, request: FailedJobsRequest): Promise<FailedJobsRerun> {
+    const run = this.runs.get(request.testBranch);
+    if (!run || run.sha !== request.sha || this.running.has(request.testBranch) || run.outcome !== "failed") return { rerun: 0 };
+    Object.assign(run, this.#runCi(run));
+    this.running.set(request.testBranch, run);
+    this.retries++;
+    return { rerun: 1 };
   }
 
   async getPullRequest(_repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
@@ -136,17 +239,16 @@ class SimCodeHost implements CodeHost, PolledEvents {
 
   async startTestRun(_repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
     const testBranch = `greenline/main/${request.runId}`;
+    const sha = shaOf(testBranch);
     if (!this.built.has(testBranch)) {
       const content = [...(this.contents.get(request.baseSha) ?? []), ...request.stack.map(String)];
       this.built.set(testBranch, content);
-      const broken = request.stack.some((n) => this.prs.get(n)?.broken);
-      const outcome = broken || this.random() < this.workload.flakeRate ? "failed" : "passed";
-      // CI time varies by ±10% around its mean.
-      const dueAt = this.now() + this.workload.ciMinutes * MINUTE * (0.9 + 0.2 * this.random());
-      this.running.set(testBranch, { runId: request.runId, queueId: request.queueId, content, dueAt, outcome });
-      this.ciRuns++;
+      const stack = [...request.stack];
+      const run: SimRun = { runId: request.runId, queueId: request.queueId, sha, stack, content, ...this.#runCi({ stack }) };
+      this.running.set(testBranch, run);
+      this.runs.set(testBranch, run);
     }
-    return { kind: "started", testBranch, sha: testBranch };
+    return { kind: "started", testBranch, sha };
   }
 
   async setPullRequestStatus(): Promise<void> {}
@@ -167,6 +269,7 @@ class SimCodeHost implements CodeHost, PolledEvents {
 
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
     this.running.delete(testBranch);
+    this.runs.delete(testBranch);
   }
 
   async mergeTestedRun(_repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
@@ -245,6 +348,7 @@ const percentile = (values: number[], p: number) => {
 };
 
 export async function simulate(strategy: Strategy, workload: Workload, store: StoreKind, options: { prs?: number; warmupHours?: number; drainHours?: number } = {}): Promise<SimResult> {
+  const settings = settingsOfThisBuild(strategy);
   const list = generatePrs(workload, options.prs);
   const prs = new Map(list.map((pr) => [pr.number, pr]));
   const random = rng(workload.seed ^ 0x9e3779b9);
@@ -261,11 +365,28 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const org = await db.transaction((tx) => ensureOrganization(tx, "sim"));
     const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim", role: "write" };
     const address = { repo: { host: "github.com", owner: "sim", name: "repo" }, targetBranch: "main" };
-    await createQueue(services, principal, { ...address, ...strategy.settings, mode: strategy.parallel ? "parallel" : "single" });
+    await createQueue(services, principal, { ...address, ...settings, mode: strategy.parallel ? "parallel" : "single" });
     const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "main" } }));
     const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
     let nextArrival = 0;
+    /**
+     * A PR's own CI before it is submitted, as CI uploads it: its head commit on its branch, and a
+     * failed job re-run (by a developer, or CI's retry of failed jobs) up to twice, on the same
+     * commit. A broken PR's break shows only on top of the others (its own CI is green), so only
+     * flaky tests fail here; a pass after a failure on one commit is what detection learns from.
+     * Its own random source: every strategy sees the same PR CI.
+     */
+    const pullRequestCi = async (suite: TestSuite, prNumber: number) => {
+      const random = rng((workload.seed * 7919 + prNumber) >>> 0);
+      const branch = `pr/${prNumber}`;
+      const sha = shaOf(branch);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const failures = suite.run([], random);
+        await uploadRunResults(services, principal, address.repo, { testBranch: branch, sha, junit: suite.junit(failures) });
+        if (failures.length === 0) break;
+      }
+    };
     const settle = async () => {
       await runEffects(services, queue.id);
     };
@@ -281,8 +402,15 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         const pr = list[nextArrival++]!;
         const input = { ...address, prNumber: pr.number };
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
+        if (codeHost.suite) await pullRequestCi(codeHost.suite, pr.number);
         await submitPullRequest(services, principal, input);
       } else if (due === next) {
+        // CI uploads its test results, then reports its status: the results are there when the failure is judged.
+        for (const [testBranch, run] of codeHost.running) {
+          if (!codeHost.suite || run.uploaded || Math.floor(run.dueAt) > clock - start) continue;
+          await uploadRunResults(services, principal, address.repo, { testBranch, sha: run.sha, junit: codeHost.junitOf(run) });
+          run.uploaded = true;
+        }
         await deliverPolledCiResults(services, codeHost);
         // Virtual time only moves on through events: a result left undelivered would stall it.
         if ([...codeHost.running.values()].some((r) => r.dueAt === due)) throw new Error("simulation: a due CI result was not delivered");
@@ -306,11 +434,18 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
           "stack",
           JSON.parse(r.stack).length,
           r.finishedAt ? ((r.finishedAt.getTime() - start) / MINUTE).toFixed(0) : "-",
+          r.flakeVerdict ?? "",
         );
     }
     const cpu = process.cpuUsage(cpu0);
+    // The queue runs' uploads (a PR's own CI uploads for its branch, linked to no run).
+    const uploads = await db.read((tx) => tx.testUpload.count({ where: { branch: { startsWith: "greenline/" } } }));
+    const linkedUploads = await db.read((tx) => tx.testUpload.count({ where: { runId: { not: null } } }));
+    if (process.env.SIM_DEBUG) console.log(`uploads ${uploads}, linked to their run ${linkedUploads}, CI re-runs ${codeHost.retries}`);
+    // Results uploaded for a run's testing commit that did not reach the run would judge nothing: the bench would be wrong.
+    if (linkedUploads < uploads) throw new Error(`simulation: ${uploads - linkedUploads} of ${uploads} uploads are not linked to their queue run`);
     // Outcomes, from the store.
-    const entries = await db.read((tx) => tx.queueEntry.findMany({ where: { queueId: queue.id }, select: { prNumber: true, state: true, stateReason: true } }));
+    const entries = await db.read((tx) => tx.queueEntry.findMany({ where: { queueId: queue.id }, select: { prNumber: true, state: true, stateReason: true, stateChangedAt: true } }));
     const endTime = clock - start;
     for (const entry of entries) {
       const pr = prs.get(entry.prNumber)!;
@@ -320,6 +455,19 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       } else if (entry.state === "failed") pr.outcome = "failed";
     }
     const flakeEjections = entries.filter((e) => e.state === "failed" && !prs.get(e.prNumber)!.broken).length;
+    // How long after CI first told of its breakage a broken PR was failed, in CI times.
+    const T = workload.ciMinutes * MINUTE;
+    const latencies = entries
+      .filter((e) => e.state === "failed" && prs.get(e.prNumber)!.broken && codeHost.firstTestedAt.has(e.prNumber))
+      .map((e) => (e.stateChangedAt.getTime() - start - codeHost.firstTestedAt.get(e.prNumber)!) / T);
+    if (process.env.SIM_DEBUG) {
+      for (const e of entries.filter((x) => prs.get(x.prNumber)!.broken)) {
+        const tested = codeHost.firstTestedAt.get(e.prNumber);
+        console.log(
+          `broken PR ${e.prNumber}: ${e.state} (${e.stateReason}) at ${((e.stateChangedAt.getTime() - start) / MINUTE).toFixed(0)} min, first tested run ended ${tested === undefined ? "-" : (tested / MINUTE).toFixed(0)} min`,
+        );
+      }
+    }
     // Steady state: merges after the warm-up and before arrivals stop, per hour.
     const warmup = (options.warmupHours ?? 2) * 60 * MINUTE;
     const window = Math.max(arrivalEnd - warmup, MINUTE);
@@ -346,6 +494,12 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       ciRunsPerMerge: round(codeHost.ciRuns / Math.max(merged, 1), 2),
       flakeEjections,
       badMerges: codeHost.badMerges,
+      brokenLatencyP95: latencies.length > 0 ? round(percentile(latencies, 95), 2) : null,
+      brokenLatencyMax: latencies.length > 0 ? round(Math.max(...latencies), 2) : null,
+      ciRetries: codeHost.retries,
+      flakyFailures: codeHost.flakyFailures,
+      uploads,
+      linkedUploads,
       boundPerHour: round(bound, 1),
       ratioToBound: round(throughputPerHour / bound, 2),
       wallMs: Math.round(wallMs),
@@ -356,6 +510,14 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     await db.close();
     await drop();
   }
+}
+
+/** The strategy's queue settings for this build: "off" is what a build without flakeHandling does; other values it cannot run. */
+function settingsOfThisBuild(strategy: Strategy): Strategy["settings"] {
+  const { flakeHandling, flakyRetries, ...settings } = strategy.settings;
+  if (supportsFlakeHandling) return strategy.settings;
+  if ((flakeHandling ?? "off") !== "off") throw new UnsupportedSettings(`flakeHandling "${flakeHandling}" is not supported by this build`);
+  return settings;
 }
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;

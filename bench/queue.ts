@@ -2,21 +2,25 @@ import { performance } from "node:perf_hooks";
 import { decide } from "../src/domain/engine/engine.js";
 import type { EngineQueue } from "../src/domain/engine/types.js";
 import { machine, postgresReachable } from "./support.js";
+import { runFlakeAwareSection } from "./queue-flaky.js";
 import { generatePrs, rng, simulate, type SimResult, type Strategy, type Workload } from "./queue-sim.js";
 
 /**
- * npm run bench:queue [-- --quick]
+ * npm run bench:queue [-- --quick] [--flaky-only]
  *
  * Strategies side by side on the same workloads (same seeds, same arrivals, same broken PRs),
  * each simulated on virtual time through the real application code, engine and store
  * (bench/queue-sim.ts). Then the engine's own cost: 10,000 PRs through one queue on SQLite
  * and PostgreSQL, next to the pure engine deciding the same workload without a store.
- * The last line is one JSON object keyed by strategy (the goal workload).
+ * Then flake-aware strategies on workloads whose flakes are modelled per test (--flaky-only:
+ * that section alone). The last line is one JSON object keyed by strategy (the goal workload).
  */
 
 const quick = process.argv.includes("--quick");
 /** Only the engine-cost measurement (it takes a while on its own). */
 const costOnly = process.argv.includes("--cost-only") || process.argv.some((a) => a.startsWith("--cost-prs="));
+/** Only the flake-aware section. */
+const flakyOnly = process.argv.includes("--flaky-only");
 const POSTGRES_ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 const T = 30;
@@ -72,10 +76,17 @@ const workload = (arrivalsPerHour: number, flakeRate: number, targets: number | 
 // The goal workloads: 30 PRs/h with 5% flaky runs, one line and a monorepo with impacted targets.
 const GOAL_LINE = workload(30, 0.05);
 const GOAL = workload(30, 0.05, 40);
-const workloads: Workload[] = costOnly ? [] : quick ? [GOAL] : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL_LINE, workload(30, 0.1), GOAL];
+/** Today's best strategies against flakes, the flake-aware section's baselines. */
+const FLAKE_BASES = STRATEGIES.filter((s) => s.name === "greenline-batch" || s.name === "greenline-optimistic");
+const workloads: Workload[] =
+  costOnly || flakyOnly ? [] : quick ? [GOAL] : [workload(4, 0), workload(4, 0.05), workload(12, 0), workload(12, 0.05), workload(12, 0.1), workload(30, 0), GOAL_LINE, workload(30, 0.1), GOAL];
 
 console.log(`# bench:queue — ${machine()}${quick ? " (quick)" : ""}`);
 console.log(`CI time T = ${T} min, 3% of PRs really broken; steady-state window from hour 2 to the end of arrivals.\n`);
+if (flakyOnly) {
+  await runFlakeAwareSection({ quick, ciMinutes: T, baseStrategies: FLAKE_BASES });
+  process.exit(0);
+}
 const results: SimResult[] = [];
 for (const w of workloads) {
   console.log(`## ${w.name}`);
@@ -123,6 +134,7 @@ for (const w of costOnly ? [] : quick ? [GOAL] : [GOAL_LINE, GOAL]) {
   console.log("");
 }
 const goal = results.filter((r) => r.workload === GOAL.name);
+if (!costOnly) await runFlakeAwareSection({ quick, ciMinutes: T, baseStrategies: FLAKE_BASES });
 
 // Engine cost.
 /** `--cost-prs=N` measures the engine cost on N PRs (10,000 by default) without the rest. */
