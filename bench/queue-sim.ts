@@ -218,6 +218,11 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
    * fresh outcomes (flaky tests roll again; a broken test fails again). Asked once the failed
    * result was delivered; a run in flight (already re-running) or passed has nothing to re-run.
    */
+  /** Its CI results come polled, one check of one step: no job records to read. */
+  async jobOf(): Promise<null> {
+    return null;
+  }
+
   async rerunFailedJobs(_repo: RepoRef, request: FailedJobsRequest): Promise<FailedJobsRerun> {
     const run = this.runs.get(request.testBranch);
     if (!run || run.sha !== request.sha || this.running.has(request.testBranch) || run.outcome !== "failed") return { rerun: 0 };

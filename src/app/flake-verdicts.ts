@@ -1,5 +1,6 @@
 import { FLAKE_VERDICT_REASONS, ENGINE_ACTOR, timelineEventOf } from "../domain/timeline.js";
-import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVerdict, type FlakeRecord, type FlakeVerdict, type VerdictCheck } from "../domain/flaky/verdict.js";
+import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVerdict, uploadsOfCheck, type FlakeRecord, type FlakeVerdict, type VerdictCheck } from "../domain/flaky/verdict.js";
+import type { CiJob, RepoRef } from "../ports/code-host.js";
 import { verdictOf, type CheckState, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { appendEffects } from "../store/effects.js";
@@ -27,7 +28,7 @@ function withExcused(checks: Readonly<Record<string, ReportedCheck>>, record: Fl
 }
 
 /** The failed checks the verdict is about: the required ones, or every reported one when none is required. */
-function failedChecksOf(required: RequiredChecks, checks: Readonly<Record<string, ReportedCheck>>): VerdictCheck[] {
+function failedChecksOf(required: RequiredChecks, checks: Readonly<Record<string, ReportedCheck>>): (ReportedCheck & { context: string })[] {
   const names = required.contexts.length > 0 ? required.contexts : Object.keys(checks);
   return names.flatMap((context) => {
     const check = checks[context];
@@ -35,11 +36,48 @@ function failedChecksOf(required: RequiredChecks, checks: Readonly<Record<string
   });
 }
 
+/** The check runs of the failed checks (what the host's job records are asked about before judging). */
+export function failedCheckRunIds(required: RequiredChecks, checks: Readonly<Record<string, ReportedCheck>>): number[] {
+  return failedChecksOf(required, checks).flatMap((c) => (c.kind === "check_run" && c.id !== null ? [c.id] : []));
+}
+
+/** The host's job records of check runs, for the verdict (read before its transaction: no I/O under the queue's lock). */
+export async function jobsOf(services: Services, repo: RepoRef, checkRunIds: readonly number[]): Promise<Map<number, CiJob | null>> {
+  const jobs = new Map<number, CiJob | null>();
+  const retries = services.codeHost.ciRetries;
+  for (const id of checkRunIds) {
+    try {
+      jobs.set(id, retries ? await retries.jobOf(repo, id) : null);
+    } catch (error) {
+      // Unknown: the failure cannot be excused, which is the safe side.
+      services.log?.warn({ err: error, repo, checkRunId: id }, "the CI job behind a check run could not be read");
+      jobs.set(id, null);
+    }
+  }
+  return jobs;
+}
+
+/** How the verdict reads the checks: a polled host's single result, or checks reported one by one with their jobs. */
+export type JudgeOptions = {
+  /** The failure is a new result whatever its check id says (a polled result). */
+  newReport: boolean;
+  /** The host's CI result is one check, one step: uploads naming no check are its, and its failure can be its tests' alone. */
+  soleCheck: boolean;
+  /** The host's job records of the failed check runs (jobsOf). */
+  jobs: ReadonlyMap<number, CiJob | null>;
+};
+
+/** Whether a check's failure can be its tests' alone: its job failed at one step and skipped none after it. */
+function excusable(check: ReportedCheck, options: JudgeOptions): boolean {
+  if (options.soleCheck) return true;
+  const job = check.kind === "check_run" && check.id !== null ? options.jobs.get(check.id) : null;
+  return job !== null && job !== undefined && job.completed && job.failedSteps === 1 && job.skippedAfterFailure === 0;
+}
+
 /**
  * The verdict on a running run whose checks (`checks`, as just recorded) say it failed:
  * "failed" (the failure counts: the engine hears it), "passed" (the failures are excused and the
  * rest passed), or null (waiting: for its failed jobs to run again, or for the other checks).
- * `newReport`: the failure is a new result whatever its check id says (a polled result).
  */
 export async function judgeFailedRun(
   services: Services,
@@ -49,25 +87,27 @@ export async function judgeFailedRun(
   required: RequiredChecks,
   checks: Readonly<Record<string, ReportedCheck>>,
   finished: boolean | null,
-  newReport = false,
+  options: JudgeOptions,
 ): Promise<"passed" | "failed" | null> {
   if (queue.flakeHandling === "off") return "failed";
   const record = run.flakeVerdict ?? NEW_FLAKE_RECORD;
   const effective = withExcused(checks, record);
   const before = verdictOf(required, effective, finished);
   if (before !== "failed") return before;
-  const failed = failedChecksOf(required, effective);
+  const failed: VerdictCheck[] = failedChecksOf(required, effective).map((check) => ({ ...check, excusable: excusable(check, options) }));
   // Judged at these very reports already: its failed jobs are running again.
-  if (!newReport && failed.every((check) => alreadyJudged(record, check))) return null;
+  if (!options.newReport && failed.every((check) => alreadyJudged(record, check))) return null;
   const evidence = await runEvidence(tx, run);
-  const verdict = judgeFailedChecks({ mode: queue.flakeHandling, maxRetries: queue.flakyRetries, record, failed, checksReported: Object.keys(checks).length, ...evidence });
-  const next = recordVerdict(record, verdict, failed);
+  const verdict = judgeFailedChecks({ mode: queue.flakeHandling, maxRetries: queue.flakyRetries, record, failed, soleCheck: options.soleCheck, ...evidence });
+  const read = failed.flatMap((check) => uploadsOfCheck(check, evidence.uploads, options.soleCheck).map((u) => u.id));
+  const next = recordVerdict(record, verdict, failed, read);
   await recordFlakeVerdict(tx, run.id, next);
   if (verdict.decision === "fail") return "failed";
   const reason = verdict.decision === "excuse" ? "flaky_failures_excused" : verdict.rule === "infrastructure_retry" ? "infrastructure_retry" : "flaky_retry";
   await recordVerdictTimeline(services, tx, queue, { ...run, flakeVerdict: next }, reason, verdict);
   if (verdict.decision === "retry") {
-    await appendEffects(tx, queue.id, [{ kind: "rerun_failed_jobs", runId: run.runId }], { now: services.now(), newId: services.newId });
+    const checkRunIds = failed.flatMap((c) => (c.kind === "check_run" && c.id !== null ? [c.id] : []));
+    await appendEffects(tx, queue.id, [{ kind: "rerun_failed_jobs", runId: run.runId, checkRunIds }], { now: services.now(), newId: services.newId });
     return null;
   }
   return verdictOf(required, withExcused(checks, next), finished);

@@ -1,10 +1,10 @@
-import { repositoryKey, type CiSnapshot, type RepoRef } from "../ports/code-host.js";
+import { repositoryKey, type CiJob, type CiSnapshot, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { awaitsConfirmation, nextCiPollAt, verdictOf, withReports, type CheckReport, type RequiredChecks } from "../domain/status-checks.js";
 import { findRun, recordCiPolled, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
 import type { Queue } from "../store/queues.js";
 import { applyQueueEvent } from "./queue-events.js";
-import { judgeFailedRun } from "./flake-verdicts.js";
+import { failedCheckRunIds, jobsOf, judgeFailedRun } from "./flake-verdicts.js";
 import type { Services } from "./services.js";
 
 /** Reconciliation polling of runs in flight: first after `firstMs`, then doubling up to `maxMs`. */
@@ -36,8 +36,20 @@ export function hostRequiredChecks(services: Services, address: { repo: RepoRef;
  * Answers "decided", or "confirm" when every check reported is green but nothing is required
  * (the code host must say CI finished), or "waiting".
  */
-async function settleRun(services: Services, runRowId: string, queueId: string, required: RequiredChecks, reports: readonly CheckReport[], finished: boolean | null): Promise<"decided" | "confirm" | "waiting"> {
+async function settleRun(
+  services: Services,
+  repo: RepoRef,
+  runRowId: string,
+  queueId: string,
+  required: RequiredChecks,
+  reports: readonly CheckReport[],
+  finished: boolean | null,
+): Promise<"decided" | "confirm" | "waiting"> {
   let outcome: "confirm" | "waiting" = "waiting";
+  // A failure is judged with the host's records of the failed checks' jobs, read first (no I/O under the queue's lock).
+  const recorded = await services.db.read((tx) => findRun(tx, runRowId));
+  const seen = recorded ? withReports(recorded.statusChecks, reports) : {};
+  const jobs = recorded && verdictOf(required, seen, finished) === "failed" ? await jobsOf(services, repo, failedCheckRunIds(required, seen)) : new Map<number, CiJob | null>();
   const event: Extract<EngineEvent, { kind: "run_finished" }> = { kind: "run_finished", runId: "", outcome: "passed" };
   const applied = await applyQueueEvent(services, queueId, event, async (tx, queue) => {
     const fresh = await findRun(tx, runRowId);
@@ -46,7 +58,7 @@ async function settleRun(services: Services, runRowId: string, queueId: string, 
     if (JSON.stringify(checks) !== JSON.stringify(fresh.statusChecks)) await recordStatusChecks(tx, fresh.id, checks);
     let verdict = verdictOf(required, checks, finished);
     // A failure is judged on the run's test results first (flakeHandling): it may not count.
-    if (verdict === "failed") verdict = await judgeFailedRun(services, tx, queue, { ...fresh, statusChecks: checks }, required, checks, finished);
+    if (verdict === "failed") verdict = await judgeFailedRun(services, tx, queue, { ...fresh, statusChecks: checks }, required, checks, finished, { newReport: false, soleCheck: false, jobs });
     if (verdict === null) {
       if (finished === null && awaitsConfirmation(required, checks)) outcome = "confirm";
       return false;
@@ -82,10 +94,10 @@ export async function reportStatus(services: Services, repo: RepoRef, sha: strin
   let decided = 0;
   for (const run of runs) {
     const required = await requiredChecksOf(services, repo, run.queue);
-    let outcome = await settleRun(services, run.id, run.queueId, required, [report], null);
+    let outcome = await settleRun(services, repo, run.id, run.queueId, required, [report], null);
     if (outcome === "confirm") {
       const snapshot = await snapshotOf(services, repo, sha);
-      if (snapshot) outcome = await settleRun(services, run.id, run.queueId, required, snapshot.checks, snapshot.finished);
+      if (snapshot) outcome = await settleRun(services, repo, run.id, run.queueId, required, snapshot.checks, snapshot.finished);
     }
     if (outcome === "decided") decided++;
   }
@@ -105,7 +117,7 @@ export async function reconcileCommit(services: Services, repo: RepoRef, sha: st
   let decided = 0;
   for (const run of runs) {
     const required = await requiredChecksOf(services, repo, run.queue);
-    if ((await settleRun(services, run.id, run.queueId, required, snapshot.checks, snapshot.finished)) === "decided") decided++;
+    if ((await settleRun(services, repo, run.id, run.queueId, required, snapshot.checks, snapshot.finished)) === "decided") decided++;
   }
   return decided;
 }
@@ -141,5 +153,5 @@ async function pollRun(services: Services, run: TestRun & { queue: Queue & { rep
   const snapshot = await snapshotOf(services, repo, run.testBranchSha!);
   if (!snapshot) return 0;
   const required = await requiredChecksOf(services, repo, run.queue);
-  return (await settleRun(services, run.id, run.queueId, required, snapshot.checks, snapshot.finished)) === "decided" ? 1 : 0;
+  return (await settleRun(services, repo, run.id, run.queueId, required, snapshot.checks, snapshot.finished)) === "decided" ? 1 : 0;
 }

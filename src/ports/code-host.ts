@@ -169,8 +169,20 @@ export interface WorkflowRuns {
   workflowRun(repo: RepoRef, runId: string): Promise<WorkflowRun | null>;
 }
 
-/** A testing commit whose failed CI jobs are to run again. */
-export type FailedJobsRequest = { queueId: string; runId: string; testBranch: string; sha: string };
+/**
+ * A testing commit whose failed CI jobs are to run again: `checkRunIds`, the failed checks' check
+ * runs the verdict judged (only their jobs' workflow runs are re-run; a check without one — a
+ * commit status — cannot be).
+ */
+export type FailedJobsRequest = { queueId: string; runId: string; testBranch: string; sha: string; checkRunIds: number[] };
+
+/**
+ * The CI job behind a check run, as the host records it: its workflow run, and its steps — how
+ * many failed, and how many were skipped after the first failure (the steps a failed test step
+ * keeps from running: a build, an e2e suite). A failure is its tests' alone only when one step
+ * failed and none was skipped after it.
+ */
+export type CiJob = { workflowRunId: string; attempt: number; completed: boolean; failedSteps: number; skippedAfterFailure: number };
 
 /**
  * What a re-run of failed jobs did: `rerun` CI runs (workflow runs) had their failed jobs
@@ -187,7 +199,14 @@ export type FailedJobsRerun = { rerun: number };
  * again has no failed job left to re-run.
  */
 export interface CiRetries {
+  /**
+   * Re-runs the failed jobs of the workflow runs behind `request.checkRunIds`; a workflow run
+   * still going (its other jobs running) is a transient refusal (asked again later), one whose
+   * jobs already run again counts as re-run.
+   */
   rerunFailedJobs(repo: RepoRef, request: FailedJobsRequest): Promise<FailedJobsRerun>;
+  /** The job behind a check run, or null when the check run is no job of the host's CI (another app's check). */
+  jobOf(repo: RepoRef, checkRunId: number): Promise<CiJob | null>;
 }
 
 /**

@@ -24,6 +24,13 @@ import { pullRequestPagePath } from "../domain/links.js";
  */
 export const EFFECT_BACKOFF = { baseMs: 2_000, capMs: 10 * 60_000, maxAttempts: 10 };
 
+/**
+ * A re-run of failed jobs waits for its workflow run to complete (GitHub refuses it before): it
+ * holds the queue's later effects meanwhile, so it gives up sooner (some 4 minutes of backoff)
+ * and the run is started again on its own instead.
+ */
+const RERUN_MAX_ATTEMPTS = 7;
+
 /** After this many failed attempts an effect is logged as stuck. */
 const WARN_AFTER_ATTEMPTS = 5;
 
@@ -90,7 +97,7 @@ async function recordFailure(services: Services, queue: QueueInRepository, pendi
   const refusal = error instanceof CodeHostRefusal ? error : null;
   const attempts = pending.attempts + 1;
   const permanent = refusal !== null && !refusal.transient;
-  const exhausted = attempts >= EFFECT_BACKOFF.maxAttempts && refusal?.kind !== "rate_limited";
+  const exhausted = attempts >= (pending.kind === "rerun_failed_jobs" ? RERUN_MAX_ATTEMPTS : EFFECT_BACKOFF.maxAttempts) && refusal?.kind !== "rate_limited";
   if (!permanent && !exhausted) {
     const at = nextAttemptAt(services.now(), attempts, refusal, services.random ?? Math.random);
     await services.db.transaction((tx) => recordEffectFailure(tx, pending.id, message, at));
@@ -235,7 +242,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       let refused: string | null = null;
       if (codeHost.ciRetries) {
         try {
-          ({ rerun } = await codeHost.ciRetries.rerunFailedJobs(repo, { queueId: queue.id, runId: effect.runId, testBranch: run.testBranch, sha: run.testBranchSha }));
+          ({ rerun } = await codeHost.ciRetries.rerunFailedJobs(repo, { queueId: queue.id, runId: effect.runId, testBranch: run.testBranch, sha: run.testBranchSha, checkRunIds: effect.checkRunIds ?? [] }));
         } catch (error) {
           // Transient refusals are retried with backoff; a permanent one (no `actions: write`) falls back to a new run.
           if (!(error instanceof CodeHostRefusal) || error.transient) throw error;
@@ -261,9 +268,10 @@ async function rerunAlone(services: Services, queue: QueueInRepository, runId: s
     const locked = await lockQueueRow(tx, queue.id);
     const old = locked && (await runOf(tx, queue.id, runId));
     if (!locked || !old || old.status !== "running") return;
-    const decision = await applyEvent(services, tx, locked, { kind: "run_rerun", runId });
-    const again = decision.queue.runs.at(-1);
-    const created = again && again.id !== runId ? await runOf(tx, queue.id, again.id) : null;
+    // The engine numbers the new run first; the same decision may start others after it.
+    const againId = `run-${locked.nextRunNumber}`;
+    await applyEvent(services, tx, locked, { kind: "run_rerun", runId });
+    const created = await runOf(tx, queue.id, againId);
     if (!created) return;
     const record = old.flakeVerdict ?? NEW_FLAKE_RECORD;
     await recordFlakeVerdict(tx, created.id, { ...record, judged: {}, excused: {} });

@@ -51,7 +51,7 @@ export async function deliverPolledCiResults(services: Services, polling: Polled
       const run = await runOf(tx, queue.id, result.runId);
       if (!run || run.status !== "running") return true;
       const { required, checks } = polledFailure(result.check);
-      const verdict = await judgeFailedRun(services, tx, queue, run, required, checks, true, true);
+      const verdict = await judgeFailedRun(services, tx, queue, run, required, checks, true, { newReport: true, soleCheck: true, jobs: new Map() });
       if (verdict === null) return false;
       event.outcome = verdict;
       return true;

@@ -9,14 +9,13 @@ const test = (key: number, over: Partial<VerdictTest> = {}): VerdictTest => ({
   file: "a.test.ts",
   status: "healthy",
   quarantined: false,
-  passedInRun: false,
   passedOnSameTree: false,
   signatures: [{ signature: "s", summary: "boom", seenBefore: false }],
   ...over,
 });
-const upload = (failed: number[], over: Partial<VerdictUpload> = {}): VerdictUpload => ({ id: "u", checkName: "tests", checkRunId: 11, testCases: 100, infrastructureFailure: null, failed, ...over });
-const testsCheck = { context: "tests", state: "failure" as const, kind: "check_run" as const, id: 11 };
-const input = (over: Partial<VerdictInput>): VerdictInput => ({ mode: "retry_flaky", maxRetries: 1, record: NEW_FLAKE_RECORD, failed: [testsCheck], checksReported: 2, uploads: [], tests: [], ...over });
+const upload = (failed: number[], over: Partial<VerdictUpload> = {}): VerdictUpload => ({ id: "u", checkName: "tests", checkRunId: 11, testCases: 100, infrastructureFailure: null, failed, passed: [], ...over });
+const testsCheck = { context: "tests", state: "failure" as const, kind: "check_run" as const, id: 11, excusable: true };
+const input = (over: Partial<VerdictInput>): VerdictInput => ({ mode: "retry_flaky", maxRetries: 1, record: NEW_FLAKE_RECORD, failed: [testsCheck], soleCheck: false, uploads: [], tests: [], ...over });
 
 describe("flake verdicts", () => {
   it("judges each failing test by its evidence", () => {
@@ -29,16 +28,16 @@ describe("flake verdicts", () => {
     expect(judgeTest(test(1, { status: "broken", signatures: [{ signature: "s", summary: null, seenBefore: true }] }))).toBe("not_flaky");
   });
 
-  it("attributes uploads to a check by check run id or name; unnamed uploads only when the commit has one check", () => {
+  it("attributes uploads to a check by check run id or name; unnamed uploads only to a polled host's single check", () => {
     const byId = upload([], { checkName: null });
     const byName = upload([], { checkRunId: null });
     const unnamed = upload([], { checkName: null, checkRunId: null });
     const other = upload([], { checkName: "lint", checkRunId: 12 });
-    expect(uploadsOfCheck(testsCheck, [byId, byName, unnamed, other], 2)).toEqual([byId, byName]);
-    expect(uploadsOfCheck(testsCheck, [unnamed, other], 2)).toEqual([]);
-    expect(uploadsOfCheck(testsCheck, [unnamed], 1)).toEqual([unnamed]);
+    expect(uploadsOfCheck(testsCheck, [byId, byName, unnamed, other], false)).toEqual([byId, byName]);
+    expect(uploadsOfCheck(testsCheck, [unnamed, other], false)).toEqual([]);
+    expect(uploadsOfCheck(testsCheck, [unnamed], true)).toEqual([unnamed]);
     // A commit status has no check run id: only its name attributes.
-    expect(uploadsOfCheck({ ...testsCheck, kind: "status", id: null }, [byId], 2)).toEqual([]);
+    expect(uploadsOfCheck({ ...testsCheck, kind: "status", id: null }, [byId], false)).toEqual([]);
   });
 
   it("a failed check without an upload, or whose uploaded tests all passed, is a real failure", () => {
@@ -46,8 +45,8 @@ describe("flake verdicts", () => {
     expect(judgeFailedChecks(input({ uploads: [upload([])] }))).toMatchObject({ decision: "fail", rule: "no_failing_tests" });
   });
 
-  it("excuses quarantined failures and those that passed in the run; any new failure makes it real, named first", () => {
-    const excused = judgeFailedChecks(input({ uploads: [upload([1, 2])], tests: [test(1, { quarantined: true }), test(2, { passedInRun: true })] }));
+  it("excuses quarantined failures where the job stopped at its tests; any new failure makes it real, named first", () => {
+    const excused = judgeFailedChecks(input({ uploads: [upload([1, 2])], tests: [test(1, { quarantined: true }), test(2, { quarantined: true })] }));
     expect(excused).toMatchObject({ decision: "excuse", rule: "failures_excused" });
     const real = judgeFailedChecks(input({ uploads: [upload([1, 2])], tests: [test(1, { quarantined: true }), test(2)] }));
     expect(real).toMatchObject({
@@ -60,13 +59,46 @@ describe("flake verdicts", () => {
     });
   });
 
+  it("never excuses a job that skipped steps after its quarantined tests (or whose steps are unknown): it runs again, then fails", () => {
+    const stopped = { ...testsCheck, excusable: false };
+    const first = judgeFailedChecks(input({ mode: "quarantined", failed: [stopped], uploads: [upload([1])], tests: [test(1, { quarantined: true })] }));
+    expect(first).toMatchObject({ decision: "retry", rule: "quarantined_job_incomplete", attempt: 1 });
+    const record = recordVerdict(NEW_FLAKE_RECORD, first, [stopped], ["u"]);
+    const again = upload([1], { id: "u2", checkRunId: 13 });
+    expect(judgeFailedChecks(input({ mode: "quarantined", record, failed: [{ ...stopped, id: 13 }], uploads: [upload([1]), again], tests: [test(1, { quarantined: true })] }))).toMatchObject({
+      decision: "fail",
+      rule: "flaky_retries_exhausted",
+    });
+  });
+
+  it("reads what failed from the current attempt only; an earlier attempt's failures cannot make a re-run that failed elsewhere pass", () => {
+    const flaky = test(1, { passedOnSameTree: true });
+    const first = judgeFailedChecks(input({ uploads: [upload([1])], tests: [flaky] }));
+    const record = recordVerdict(NEW_FLAKE_RECORD, first, [testsCheck], ["u"]);
+    // Attempt 2: the flaky test passed, another step failed (no failing test): a real failure.
+    const second = upload([], { id: "u2", checkRunId: 13, passed: [1] });
+    expect(judgeFailedChecks(input({ record, failed: [{ ...testsCheck, id: 13 }], uploads: [upload([1]), second], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "no_failing_tests" });
+    // Attempt 2 uploaded nothing: no test results for it.
+    expect(judgeFailedChecks(input({ record, failed: [{ ...testsCheck, id: 13 }], uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ rule: "no_test_results" });
+  });
+
+  it("a pass in another check's upload (a matrix leg) is no evidence; a pass in an earlier attempt of the same check is", () => {
+    const node18 = upload([], { id: "n18", checkName: "test (18)", checkRunId: 21, passed: [1] });
+    const node20 = upload([1], { id: "n20", checkName: "test (20)", checkRunId: 22 });
+    const leg = { context: "test (20)", state: "failure" as const, kind: "check_run" as const, id: 22, excusable: true };
+    expect(judgeFailedChecks(input({ mode: "quarantined", failed: [leg], uploads: [node18, node20], tests: [test(1)] }))).toMatchObject({ decision: "fail", rule: "real_failure", tests: [{ judgement: "new_failure" }] });
+    const before = upload([], { id: "old", checkName: "test (20)", checkRunId: 20, passed: [1] });
+    const record = { ...NEW_FLAKE_RECORD, judgedUploads: ["old"] };
+    expect(judgeFailedChecks(input({ record, failed: [leg], uploads: [before, node20], tests: [test(1)] }))).toMatchObject({ decision: "retry", tests: [{ judgement: "passed_in_run" }] });
+  });
+
   it("retries known-flaky failures up to the limit under retry_flaky; quarantined mode does not retry", () => {
     const flaky = test(1, { passedOnSameTree: true });
     const retry = judgeFailedChecks(input({ uploads: [upload([1])], tests: [flaky] }));
     expect(retry).toMatchObject({ decision: "retry", rule: "flaky_retry", attempt: 1 });
-    const after = recordVerdict(NEW_FLAKE_RECORD, retry, [testsCheck]);
-    expect(after).toMatchObject({ retries: 1, judged: { tests: 11 } });
-    expect(judgeFailedChecks(input({ record: after, uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "flaky_retries_exhausted" });
+    const after = recordVerdict(NEW_FLAKE_RECORD, retry, [testsCheck], ["u"]);
+    expect(after).toMatchObject({ retries: 1, judged: { tests: 11 }, judgedUploads: ["u"] });
+    expect(judgeFailedChecks(input({ record: after, uploads: [upload([1]), upload([1], { id: "u2" })], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "flaky_retries_exhausted" });
     expect(judgeFailedChecks(input({ mode: "quarantined", uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "known_flaky_not_quarantined" });
   });
 
@@ -74,9 +106,9 @@ describe("flake verdicts", () => {
     const storm = upload([1], { infrastructureFailure: "9 of 10 tests failed" });
     const first = judgeFailedChecks(input({ uploads: [storm], tests: [test(1)] }));
     expect(first).toMatchObject({ decision: "retry", rule: "infrastructure_retry", infrastructure: "9 of 10 tests failed" });
-    const record = recordVerdict(NEW_FLAKE_RECORD, first, [testsCheck]);
+    const record = recordVerdict(NEW_FLAKE_RECORD, first, [testsCheck], ["u"]);
     expect(record).toMatchObject({ retries: 0, infrastructureRetried: true });
-    expect(judgeFailedChecks(input({ record, uploads: [storm], tests: [test(1)] }))).toMatchObject({ decision: "fail", rule: "infrastructure_failure_again" });
+    expect(judgeFailedChecks(input({ record, uploads: [storm, { ...storm, id: "u2" }], tests: [test(1)] }))).toMatchObject({ decision: "fail", rule: "infrastructure_failure_again" });
   });
 
   it("names at most VERDICT_TESTS_MAX tests and says how many there were", () => {

@@ -29,7 +29,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
   const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const entry = (name: string, number: number) =>
-    api.ok<{ state: string; timeline: { state: string; evidence: { flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true });
+    api.ok<{ state: string; timeline: { state: string; reason: string; evidence: { flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true });
   const report = (cases: { name: string; fail?: string }[]) =>
     `<?xml version="1.0"?><testsuites><testsuite name="suite">${cases.map((c) => (c.fail ? `<testcase classname="pkg.Tests" name="${c.name}"><failure message="${c.fail}"/></testcase>` : `<testcase classname="pkg.Tests" name="${c.name}"/>`)).join("")}</testsuite></testsuites>`;
   const upload = (name: string, sha: string, branch: string, cases: { name: string; fail?: string }[], check: { check_name?: string; check_run_id?: number }) =>
@@ -66,17 +66,41 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     await gh?.stop();
   });
 
-  test("the failed check's upload names its check run: its only failure is quarantined, so it does not count and the PR merges", async () => {
+  /** The `tests` job of a GitHub Actions workflow run on the testing commit: its check run id. */
+  function testsJob(name: string, sha: string, branch: string) {
+    const run = gh.startWorkflowRun(`${OWNER}/${name}`, { name: "CI", event: "push", headSha: sha, headBranch: branch });
+    return gh.startJob(run, "tests");
+  }
+
+  test("the failed check's upload names its check run: its only failure is quarantined, its job stopped at that step, so it does not count and the PR merges", async () => {
     const { sha, branch } = await testing("byid");
-    const tests = gh.checkRun(`${OWNER}/byid`, sha, "tests", "in_progress");
-    await upload("byid", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_run_id: tests.id });
+    const job = testsJob("byid", sha, branch);
+    await upload("byid", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_run_id: job });
     await completedCheck("byid", sha, "lint", "success");
-    const done = gh.checkRun(`${OWNER}/byid`, sha, "tests", "completed", "failure", tests.id);
+    const done = gh.checkRun(`${OWNER}/byid`, sha, "tests", "completed", "failure", job);
     expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("byid"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
     const after = await entry("byid", 1);
     expect(after.state).toBe("merged");
     expect(after.timeline.map((e) => e.evidence.flaky?.rule).filter(Boolean)).toEqual(["failures_excused"]);
+  });
+
+  test("a job that skipped a step after its quarantined failure is not excused: its failed job runs again (the quarantine applies there)", async () => {
+    const { sha, branch } = await testing("skipped");
+    const job = testsJob("skipped", sha, branch);
+    await upload("skipped", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_run_id: job });
+    await completedCheck("skipped", sha, "lint", "success");
+    const done = gh.checkRun(`${OWNER}/skipped`, sha, "tests", "completed", "failure", job);
+    gh.setJobSteps(job, [
+      { name: "Test", conclusion: "failure" },
+      { name: "Build", conclusion: "skipped" },
+    ]);
+    expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("skipped"), installation: { id: 78 } })).toBe(200);
+    await server.greenline.worker.drain();
+    const after = await entry("skipped", 1);
+    expect(after.state).toBe("testing");
+    expect(after.timeline.at(-1)).toMatchObject({ reason: "flaky_retry", evidence: { flaky: { rule: "quarantined_job_incomplete" } } });
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path.endsWith("/rerun-failed-jobs"))).toHaveLength(1);
   });
 
   test("a lint check failing next to a test job whose only failure is quarantined is a real failure: no upload is lint's", async () => {
@@ -91,14 +115,21 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     expect(after.timeline.find((e) => e.state === "pending_failure")!.evidence.flaky).toMatchObject({ rule: "no_test_results", checks: ["lint"] });
   });
 
-  test("an upload that names its check (a commit status's context) is attributed by name", async () => {
+  test("an upload that names its check (a commit status's context) is attributed by name; a status says nothing of skipped steps, so the run is tested again", async () => {
     const { sha, branch } = await testing("byname");
     await upload("byname", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_name: "tests" });
     await completedCheck("byname", sha, "lint", "success");
     const s = gh.ciStatus(`${OWNER}/byname`, sha, "tests", "failure");
     expect(await deliver("status", { ...s, name: `${OWNER}/byname`, repository: repository("byname"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
-    expect((await entry("byname", 1)).state).toBe("merged");
+    const after = await entry("byname", 1);
+    expect(after.state).toBe("testing");
+    expect(after.timeline.map((e) => [e.reason, e.evidence.flaky?.rule])).toEqual(
+      expect.arrayContaining([
+        ["flaky_retry", "quarantined_job_incomplete"],
+        ["flaky_retry_new_run", "quarantined_job_incomplete"],
+      ]),
+    );
   });
 
   test("a test that never failed before fails the PR at once, and the PR's comment names it with its judgement", async () => {

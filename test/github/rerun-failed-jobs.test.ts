@@ -51,7 +51,12 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
       const sha = gh.push(full, branch, { "src/change.ts": branch });
       ci.finish();
       events.length = 0;
-      return { sha, request: { queueId: "q1", runId: "run-1", testBranch: branch, sha } };
+      // The verdict asks about the failed checks' check runs.
+      const checkRunIds = gh
+        .checkRuns(full, sha)
+        .filter((r) => r.conclusion === "failure" || r.conclusion === "timed_out")
+        .map((r) => r.id);
+      return { sha, request: { queueId: "q1", runId: "run-1", testBranch: branch, sha, checkRunIds } };
     };
     return { ci, testingCommit };
   }
@@ -111,20 +116,65 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
     expect(gh.workflowRun(run.workflowRunId!)).toMatchObject({ status: "completed", conclusion: "success", attempt: 2 });
   });
 
-  test("asking again while the jobs run again is harmless: nothing more is started", async () => {
-    const { testingCommit } = repository([{ name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true }]);
+  test("asking again (a repeated effect) is harmless: the judged jobs' run is on a later attempt, it counts as re-run and nothing more starts", async () => {
+    const { ci, testingCommit } = repository([{ name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true }]);
     const { sha, request } = testingCommit();
     expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 1 });
     const count = runsOf(sha).length;
-    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 0 });
+    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 1 });
+    // Even once the re-run failed again: the judged check runs are the first attempt's.
+    ci.finish();
+    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 1 });
     expect(runsOf(sha)).toHaveLength(count);
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path.endsWith("/rerun-failed-jobs"))).toHaveLength(1);
   });
 
-  test("a run that started again between the listing and the re-run (GitHub's 403 already running) is no error", async () => {
+  test("a run that started again just before the re-run (GitHub's 403 already running) counts as re-run", async () => {
     const { testingCommit } = repository([{ name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true }]);
     const { request } = testingCommit();
     gh.failNext("POST", /\/rerun-failed-jobs$/, 403, "This workflow is already running");
-    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 0 });
+    expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 1 });
+  });
+
+  test("a workflow run whose other jobs still run: a transient refusal (asked again later), nothing re-run yet", async () => {
+    repository([]);
+    gh.createBranch(full, "greenline/main/run-1", "main");
+    const sha = gh.push(full, "greenline/main/run-1", { "src/change.ts": "x" });
+    const run = gh.startWorkflowRun(full, { name: "CI", event: "push", headSha: sha, headBranch: "greenline/main/run-1" });
+    const unit = gh.startJob(run, "unit");
+    gh.startJob(run, "e2e");
+    gh.completeCheckRun(full, unit, "failure");
+    const refusal = await ciRetries.rerunFailedJobs(repo, { queueId: "q1", runId: "run-1", testBranch: "greenline/main/run-1", sha, checkRunIds: [unit] }).catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ kind: "transient", message: expect.stringContaining("still in_progress") });
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path.endsWith("/rerun-failed-jobs"))).toHaveLength(0);
+  });
+
+  test("another workflow's failure on the commit is not re-run: only the judged checks' runs are", async () => {
+    const { testingCommit } = repository([
+      { name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true },
+      { name: "docs", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true },
+    ]);
+    const { sha, request } = testingCommit();
+    const unit = gh.checkRuns(full, sha).find((r) => r.name === "unit")!;
+    expect(await ciRetries.rerunFailedJobs(repo, { ...request, checkRunIds: [unit.id] })).toEqual({ rerun: 1 });
+    expect(runsOf(sha).filter((r) => r.name === "docs")).toHaveLength(1);
+  });
+
+  test("a job's steps: one failed step and none skipped after it, or the steps a failure kept from running", async () => {
+    const { testingCommit } = repository([{ name: "unit", on: ["push"], branches: "greenline/", report: "check_run", fails: () => true }]);
+    const { request } = testingCommit();
+    const id = request.checkRunIds[0]!;
+    expect(await ciRetries.jobOf(repo, id)).toMatchObject({ completed: true, failedSteps: 1, skippedAfterFailure: 0, attempt: 1 });
+    gh.setJobSteps(id, [
+      { name: "Install", conclusion: "success" },
+      { name: "Test", conclusion: "failure" },
+      { name: "Build", conclusion: "skipped" },
+      { name: "Upload results", conclusion: "success" },
+    ]);
+    expect(await ciRetries.jobOf(repo, id)).toMatchObject({ failedSteps: 1, skippedAfterFailure: 1 });
+    // Another app's check run is no job.
+    const other = gh.checkRun(full, request.sha, "external", "completed", "failure");
+    expect(await ciRetries.jobOf(repo, other.id)).toBeNull();
   });
 
   test("GitHub itself refuses a run that is running: 403 This workflow is already running (the adapter never asks it)", async () => {
@@ -159,12 +209,12 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
     }
   });
 
-  test("a commit whose CI only sets commit statuses has no workflow run: nothing to re-run", async () => {
+  test("a commit whose CI only sets commit statuses has no check run to re-run: nothing to re-run", async () => {
     const { testingCommit } = repository([{ name: "ci/jenkins", on: ["push"], branches: "greenline/", report: "status", fails: () => true }]);
     const { sha, request } = testingCommit();
     expect(gh.checkState(full, sha, "ci/jenkins")).toBe("failure");
+    expect(request.checkRunIds).toEqual([]);
     expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 0 });
-    expect(gh.requests.filter((r) => r.path === `/repos/${full}/actions/runs`)).toHaveLength(1);
   });
 
   test("runs of the same commit on another branch are not the queue's to re-run", async () => {
@@ -175,5 +225,8 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
     gh.completeCheckRun(full, gh.startJob(elsewhere, "unit"), "failure");
     expect(await ciRetries.rerunFailedJobs(repo, request)).toEqual({ rerun: 1 });
     expect(gh.workflowRun(elsewhere)).toMatchObject({ status: "completed", attempt: 1 });
+    // The other branch's failed job, asked about, is another commit's: not re-run.
+    const theirs = gh.jobsOf(elsewhere)[0]!.id;
+    expect(await ciRetries.rerunFailedJobs(repo, { ...request, checkRunIds: [theirs] })).toEqual({ rerun: 0 });
   });
 });

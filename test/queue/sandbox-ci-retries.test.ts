@@ -59,7 +59,7 @@ describe.each(BACKENDS)("re-running failed CI jobs on the sandbox, $name", (back
     const baseSha = await sandbox.getBranchHead(repo(name), "main");
     const start = await sandbox.startTestRun(repo(name), { queueId: `q-${name}`, runId: `run-${name}`, targetBranch: "main", baseSha, stack: [1], heads: {} });
     if (start.kind !== "started") throw new Error("conflict");
-    return { queueId: `q-${name}`, runId: `run-${name}`, testBranch: start.testBranch, sha: start.sha };
+    return { queueId: `q-${name}`, runId: `run-${name}`, testBranch: start.testBranch, sha: start.sha, checkRunIds: [] };
   }
 
   test("a flaked job runs again after ciMs and reports anew; asking again while it runs starts nothing", async () => {

@@ -744,7 +744,7 @@ export class GitHubSimulator {
       suiteId: this.#checkSuites.get(suiteKey)!,
       headBranch,
       detailsUrl,
-      ...(workflowRunId !== undefined ? { workflowRunId } : {}),
+      ...(workflowRunId !== undefined ? { workflowRunId, attempt: this.#workflowRuns.get(workflowRunId)?.attempt ?? 1 } : {}),
     };
     this.#checkRuns.set(id, run);
     this.#emit({ kind: "check_run", action: "created", repo, checkRun: this.#checkRunEvent(run), branch: headBranch, sender });
@@ -802,6 +802,13 @@ export class GitHubSimulator {
     run.status = "in_progress";
     run.conclusion = null;
     return job.id;
+  }
+
+  /** The steps a job (check run) recorded, for `GET …/actions/jobs/{job_id}` (default: one step concluding as the job). */
+  setJobSteps(checkRunId: number, steps: NonNullable<CheckRunRecord["steps"]>): void {
+    const job = this.#checkRuns.get(checkRunId);
+    if (!job) throw new Error(`no check run ${checkRunId}`);
+    job.steps = steps;
   }
 
   /** The jobs (check runs) of a workflow run's latest attempt. */
@@ -1564,6 +1571,13 @@ export class GitHubSimulator {
       const answer = this.#rerunFailedJobs(run);
       if (answer.message !== undefined) return error(answer.status, answer.message, "https://docs.github.com/rest/actions/workflow-runs#re-run-failed-jobs-from-a-workflow-run");
       return send(201, {});
+    }
+    if ((match = /^\/actions\/jobs\/(\d+)$/.exec(rest)) && method === "GET") {
+      // A check run of GitHub Actions is a job with the same id; another app's check run is no job.
+      const checkRun = this.#checkRuns.get(Number(match[1]));
+      const run = checkRun?.workflowRunId === undefined ? undefined : this.#workflowRuns.get(checkRun.workflowRunId);
+      if (!checkRun || !run || run.repo.toLowerCase() !== repoName) return notFound();
+      return send(200, shape.job({ ...checkRun, workflowRunId: run.id, repo: run.repo }, { runAttempt: checkRun.attempt ?? 1, name: run.name }));
     }
     if ((match = /^\/actions\/runs\/(\d+)$/.exec(rest)) && method === "GET") {
       const run = this.#workflowRuns.get(Number(match[1]));

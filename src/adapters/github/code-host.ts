@@ -71,7 +71,7 @@ export class GitHubCodeHost implements CodeHost {
     const runs = new GitHubWorkflowRuns(this.#client);
     this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };
     const retries = new GitHubCiRetries(this.#client);
-    this.ciRetries = { rerunFailedJobs: (repo, request) => classified(retries.rerunFailedJobs(repo, request), "write") };
+    this.ciRetries = { rerunFailedJobs: (repo, request) => classified(retries.rerunFailedJobs(repo, request), "write"), jobOf: (repo, id) => classified(retries.jobOf(repo, id), "read") };
     this.ancestry = { isAncestor: (repo, ancestor, descendant) => classified(this.#checks.isAncestor(repo, ancestor, descendant), "read") };
     this.#targets = new GitHubTargets(this.#client);
   }

@@ -164,6 +164,8 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
    * that job did not fail.
    */
   readonly ciRetries: CiRetries = {
+    // Its CI results come polled, one check of one step: no job records to read.
+    jobOf: async () => null,
     rerunFailedJobs: (_repo, request) =>
       this.db.transaction(async (tx) => {
         const jobs = await sandboxStore.sandboxCiJobsOf(tx, request);

@@ -180,7 +180,7 @@ export type NotifyEffect = { kind: "pr_status"; prNumber: number; sha: string; s
  * code host runs the run's failed jobs again, or, when it cannot, the run is started again on
  * its own (run_rerun).
  */
-export type RetryEffect = { kind: "rerun_failed_jobs"; runId: string };
+export type RetryEffect = { kind: "rerun_failed_jobs"; runId: string; checkRunIds?: number[] };
 
 export type OutboxEffect = Effect | NotifyEffect | RetryEffect;
 

@@ -8,13 +8,23 @@ import type { TestStatus } from "./detection.js";
  * the application reads the evidence (store/flaky/runs.ts runEvidence) and applies the verdict.
  *
  * The failures of a check are read from the uploads attributed to it: those naming its check
- * run id or its name, or, when the commit has a single check, the uploads that name none (they
- * can only come from it). A check with no upload attributed is a real failure: nothing says
- * the failing step was a test (a build, a lint step…).
+ * run id or its name, or, when the host's CI result is a single check (a polled host), the
+ * uploads that name none (they can only come from it). A check with no upload attributed is a
+ * real failure: nothing says the failing step was a test (a build, a lint step…). Only the
+ * uploads of the check's current attempt (those no earlier verdict read) say what failed; the
+ * earlier attempts' only tell which tests passed before (flaky evidence).
+ *
+ * A failure is excused only when the job provably stopped at nothing but its tests: the host
+ * says the job failed at a single step and ran every step after it (the steps a failed test
+ * step skips — a build, an e2e suite — were not skipped), or the host's CI result is one step.
  */
 
-/** A check of the testing commit, as the run recorded it. */
-export type VerdictCheck = { context: string; state: CheckState; kind: "status" | "check_run"; id: number | null };
+/**
+ * A check of the testing commit, as the run recorded it. `excusable`: its job failed at one step
+ * and ran every step after it (the host's job record says so), or the host's CI result is one
+ * step: its failure can be its tests' alone.
+ */
+export type VerdictCheck = { context: string; state: CheckState; kind: "status" | "check_run"; id: number | null; excusable: boolean };
 
 /** An upload linked to the run, with the tests that failed in it (without passing in it). */
 export type VerdictUpload = {
@@ -26,6 +36,8 @@ export type VerdictUpload = {
   infrastructureFailure: string | null;
   /** Keys of the tests that failed in it and did not pass in it. */
   failed: number[];
+  /** Keys of the tests failing somewhere in the run that passed in it. */
+  passed: number[];
 };
 
 /** A test that failed in the run, with what is known of it. */
@@ -36,8 +48,8 @@ export type VerdictTest = {
   file: string;
   status: TestStatus;
   quarantined: boolean;
-  /** It passed in some upload of the run: a retry within the job, or a re-run of the job. */
-  passedInRun: boolean;
+  /** It passed in an earlier attempt of the same check (set by the verdict: the job's re-run). */
+  passedInRun?: boolean;
   /** It passed in another queue run that tested the same tree. */
   passedOnSameTree: boolean;
   /** Its failures in the run, by signature: whether the test failed that way before this run. */
@@ -54,6 +66,8 @@ export type FlakeRecord = {
   excused: Record<string, number | null>;
   /** Failed checks already judged (at that report): they are not judged again until they report anew. */
   judged: Record<string, number | null>;
+  /** Uploads an earlier verdict read: the attempts before the current one. */
+  judgedUploads?: string[];
   /** The latest verdict, for the timeline and the API. */
   last: FlakeVerdict | null;
 };
@@ -62,8 +76,8 @@ export const NEW_FLAKE_RECORD: FlakeRecord = { retries: 0, infrastructureRetried
 
 /**
  * Why a failing test counts or not:
- * - quarantined: quarantined (its failures never count);
- * - passed_in_run: it also passed in the run (a retry within the job, or the re-run job);
+ * - quarantined: quarantined (its failures do not count, where the job stopped at its tests);
+ * - passed_in_run: it passed in an earlier attempt of the same check (flaky evidence);
  * - passed_on_same_tree: it passed in another queue run of the same tree (flaky evidence);
  * - known_flaky: its status is flaky and it failed as it failed before;
  * - new_signature: a flaky test failing in a way never seen: counts;
@@ -73,17 +87,19 @@ export const NEW_FLAKE_RECORD: FlakeRecord = { retries: 0, infrastructureRetried
 export const TEST_JUDGEMENTS = ["quarantined", "passed_in_run", "passed_on_same_tree", "known_flaky", "new_signature", "new_failure", "not_flaky"] as const;
 export type TestJudgement = (typeof TEST_JUDGEMENTS)[number];
 
-const EXCUSED: ReadonlySet<TestJudgement> = new Set(["quarantined", "passed_in_run"]);
-const FLAKY: ReadonlySet<TestJudgement> = new Set(["passed_on_same_tree", "known_flaky"]);
+const FLAKY: ReadonlySet<TestJudgement> = new Set(["passed_in_run", "passed_on_same_tree", "known_flaky"]);
 
 /**
  * The rule a verdict applied (stable codes, docs/reasons.md):
  * - fail: no_test_results, no_failing_tests, real_failure, known_flaky_not_quarantined,
  *   flaky_retries_exhausted, infrastructure_failure_again;
  * - excuse: failures_excused (the checks count as passed; the run is judged on the rest);
- * - retry: flaky_retry, infrastructure_retry (the failed jobs run again).
+ * - retry: flaky_retry, infrastructure_retry (the failed jobs run again),
+ *   quarantined_job_incomplete (only quarantined tests failed, but the job skipped steps after
+ *   them, or the host cannot say: it runs again, the quarantine applied by `greenline test run`).
  */
 export const FLAKE_RULES = [
+  "quarantined_job_incomplete",
   "no_test_results",
   "no_failing_tests",
   "real_failure",
@@ -121,17 +137,15 @@ export type VerdictInput = {
   record: FlakeRecord;
   /** The failed checks to judge (required ones, or every reported one when none is required). */
   failed: VerdictCheck[];
-  /** How many checks were reported on the commit. */
-  checksReported: number;
+  /** The host's CI result is a single check (a polled host): uploads naming no check are its. */
+  soleCheck: boolean;
   uploads: VerdictUpload[];
   tests: VerdictTest[];
 };
 
-/** The uploads whose results come from `check`. */
-export function uploadsOfCheck(check: VerdictCheck, uploads: readonly VerdictUpload[], checksReported: number): VerdictUpload[] {
-  const named = uploads.filter((u) => (check.kind === "check_run" && check.id !== null && u.checkRunId === check.id) || u.checkName === check.context);
-  if (named.length > 0 || checksReported !== 1) return named;
-  return uploads.filter((u) => u.checkName === null && u.checkRunId === null);
+/** The uploads whose results come from `check`, in any attempt. */
+export function uploadsOfCheck(check: Pick<VerdictCheck, "context" | "kind" | "id">, uploads: readonly VerdictUpload[], soleCheck: boolean): VerdictUpload[] {
+  return uploads.filter((u) => (check.kind === "check_run" && check.id !== null && u.checkRunId === check.id) || u.checkName === check.context || (soleCheck && u.checkName === null && u.checkRunId === null));
 }
 
 export function judgeTest(test: VerdictTest): TestJudgement {
@@ -156,7 +170,10 @@ function named(tests: readonly VerdictTest[], judgements: Map<number, TestJudgem
 export function judgeFailedChecks(input: VerdictInput): FlakeVerdict {
   const checks = input.failed.map((c) => c.context);
   const fail = (rule: FlakeRule, extra: Partial<FlakeVerdict> = {}): FlakeVerdict => ({ decision: "fail", rule, checks, tests: [], ...extra });
-  const attributed = new Map(input.failed.map((check) => [check.context, uploadsOfCheck(check, input.uploads, input.checksReported)]));
+  const earlier = new Set(input.record.judgedUploads ?? []);
+  const all = new Map(input.failed.map((check) => [check.context, uploadsOfCheck(check, input.uploads, input.soleCheck)]));
+  // What failed is read from the current attempt alone; an earlier attempt's failures are history.
+  const attributed = new Map([...all].map(([context, list]) => [context, list.filter((u) => !earlier.has(u.id))]));
   if ([...attributed.values()].some((uploads) => uploads.length === 0)) return fail("no_test_results");
   const uploads = [...new Set([...attributed.values()].flat())];
   const infrastructure = uploads.find((u) => u.infrastructureFailure !== null);
@@ -166,15 +183,29 @@ export function judgeFailedChecks(input: VerdictInput): FlakeVerdict {
   }
   // Every failed check must have a failing test of its own: a check whose tests all passed failed elsewhere.
   if ([...attributed.values()].some((list) => list.every((u) => u.failed.length === 0))) return fail("no_failing_tests");
-  const byKey = new Map(input.tests.map((t) => [t.key, t]));
+  // A pass in an earlier attempt of the same check is flaky evidence (never a pass of another check's: a matrix leg).
+  const passedBefore = new Set(
+    [...all.values()]
+      .flat()
+      .filter((u) => earlier.has(u.id))
+      .flatMap((u) => u.passed),
+  );
+  const byKey = new Map(input.tests.map((t): [number, VerdictTest] => [t.key, { ...t, passedInRun: passedBefore.has(t.key) }]));
   const failing = [...new Set(uploads.flatMap((u) => u.failed))].map((key) => byKey.get(key)).filter((t): t is VerdictTest => t !== undefined);
   const judgements = new Map(failing.map((t) => [t.key, judgeTest(t)]));
-  const all = [...judgements.values()];
-  if (all.some((j) => !EXCUSED.has(j) && !FLAKY.has(j))) return fail("real_failure", named(failing, judgements));
-  if (all.every((j) => EXCUSED.has(j))) return { decision: "excuse", rule: "failures_excused", checks, ...named(failing, judgements) };
+  const found = [...judgements.values()];
+  const retry = (rule: FlakeRule): FlakeVerdict => ({ decision: "retry", rule, checks, attempt: input.record.retries + 1, ...named(failing, judgements) });
+  if (found.some((j) => j !== "quarantined" && !FLAKY.has(j))) return fail("real_failure", named(failing, judgements));
+  if (found.every((j) => j === "quarantined")) {
+    if (input.failed.every((check) => check.excusable)) return { decision: "excuse", rule: "failures_excused", checks, ...named(failing, judgements) };
+    // The job stopped at its quarantined tests and skipped what came after (or the host cannot
+    // say): excusing it would pass steps never run. Its re-run applies the quarantine instead.
+    if (input.record.retries >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
+    return retry("quarantined_job_incomplete");
+  }
   if (input.mode === "quarantined") return fail("known_flaky_not_quarantined", named(failing, judgements));
   if (input.record.retries >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
-  return { decision: "retry", rule: "flaky_retry", checks, attempt: input.record.retries + 1, ...named(failing, judgements) };
+  return retry("flaky_retry");
 }
 
 /**
@@ -187,10 +218,11 @@ export function isConfirmedFailure(v: FlakeVerdict): boolean {
 }
 
 /** The record after a verdict on the checks judged at their current reports. */
-export function recordVerdict(record: FlakeRecord, verdict: FlakeVerdict, judged: readonly VerdictCheck[]): FlakeRecord {
+export function recordVerdict(record: FlakeRecord, verdict: FlakeVerdict, judged: readonly VerdictCheck[], read: readonly string[] = []): FlakeRecord {
   const at = Object.fromEntries(judged.map((c) => [c.context, c.id]));
   return {
-    retries: record.retries + (verdict.rule === "flaky_retry" ? 1 : 0),
+    retries: record.retries + (verdict.rule === "flaky_retry" || verdict.rule === "quarantined_job_incomplete" ? 1 : 0),
+    judgedUploads: [...new Set([...(record.judgedUploads ?? []), ...read])],
     infrastructureRetried: record.infrastructureRetried || verdict.rule === "infrastructure_retry",
     excused: verdict.decision === "excuse" ? { ...record.excused, ...at } : record.excused,
     judged: { ...record.judged, ...at },
@@ -199,39 +231,11 @@ export function recordVerdict(record: FlakeRecord, verdict: FlakeVerdict, judged
 }
 
 /** Whether the check's current report is the one already judged (or excused): it is not judged again. */
-export function alreadyJudged(record: FlakeRecord, check: VerdictCheck): boolean {
+export function alreadyJudged(record: FlakeRecord, check: Pick<VerdictCheck, "context" | "id">): boolean {
   return check.context in record.judged && record.judged[check.context] === check.id;
 }
 
 /** Whether the check's current report was excused: it counts as passed. */
-export function isExcused(record: FlakeRecord, check: VerdictCheck): boolean {
+export function isExcused(record: FlakeRecord, check: Pick<VerdictCheck, "context" | "id">): boolean {
   return check.context in record.excused && record.excused[check.context] === check.id;
-}
-
-/** The sentence for a verdict (the timeline's message). */
-export function verdictSentence(v: FlakeVerdict): string {
-  const tests = v.tests.map((t) => t.name).slice(0, 3);
-  const more = (v.testsTotal ?? v.tests.length) - tests.length;
-  const list = tests.length === 0 ? "" : `${tests.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
-  const checks = v.checks.join(", ");
-  switch (v.rule) {
-    case "no_test_results":
-      return `${checks} failed and no test results were uploaded for it: a real failure.`;
-    case "no_failing_tests":
-      return `${checks} failed but none of its uploaded tests did: the failure is not a test's, a real failure.`;
-    case "real_failure":
-      return `${checks} failed on ${list}, which is not known to be flaky: a real failure.`;
-    case "known_flaky_not_quarantined":
-      return `${checks} failed on the known-flaky ${list}, not quarantined (flakeHandling quarantined does not retry): a real failure.`;
-    case "flaky_retries_exhausted":
-      return `${checks} failed again on the known-flaky ${list} after its re-runs: a real failure.`;
-    case "infrastructure_failure_again":
-      return `${checks} failed by infrastructure again after a re-run (${v.infrastructure}): a real failure.`;
-    case "failures_excused":
-      return `${checks} failed only on ${list}, quarantined or passed on a retry: the failure does not count.`;
-    case "flaky_retry":
-      return `${checks} failed on the known-flaky ${list}: re-running the failed jobs (retry ${v.attempt}).`;
-    case "infrastructure_retry":
-      return `${checks} failed by infrastructure (${v.infrastructure}): re-running the failed jobs once.`;
-  }
 }

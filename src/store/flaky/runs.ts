@@ -105,10 +105,10 @@ export async function testResultsOfRun(tx: Tx, runId: string): Promise<RunTestRe
 }
 
 /**
- * The evidence a failed run's verdict reads (domain/flaky/verdict.ts): its uploads with the
- * tests that failed in each without passing in it, and each such test with its status and
- * quarantine, whether it passed in the run (any upload) or in another queue run of the same
- * tree, and whether its failures' signatures were seen before this run.
+ * The evidence a failed run's verdict reads (domain/flaky/verdict.ts): its uploads, each with
+ * the tests that failed in it without passing in it and those of them that passed in it, and
+ * each such test with its status and quarantine, whether it passed in another queue run of the
+ * same tree, and whether its failures' signatures were seen before this run.
  */
 export async function runEvidence(tx: Tx, run: { id: string; queueId: string; treeKey: string | null }): Promise<{ uploads: VerdictUpload[]; tests: VerdictTest[] }> {
   const uploads = await tx.testUpload.findMany({ where: { runId: run.id }, orderBy: { key: "asc" } });
@@ -118,9 +118,9 @@ export async function runEvidence(tx: Tx, run: { id: string; queueId: string; tr
   const failedOnly = new Map<number, number[]>();
   for (const r of results) if (!r.passed) failedOnly.set(r.uploadKey, [...(failedOnly.get(r.uploadKey) ?? []), r.testCaseKey]);
   const keys = [...new Set(results.filter((r) => !r.passed).map((r) => r.testCaseKey))];
-  const passedInRun = new Set(
-    keys.length === 0 ? [] : (await tx.testResult.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { in: uploadKeys }, passed: true }, select: { testCaseKey: true } })).map((r) => r.testCaseKey),
-  );
+  const passedIn = new Map<number, number[]>();
+  const passes = keys.length === 0 ? [] : await tx.testResult.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { in: uploadKeys }, passed: true }, select: { testCaseKey: true, uploadKey: true } });
+  for (const r of passes) passedIn.set(r.uploadKey, [...(passedIn.get(r.uploadKey) ?? []), r.testCaseKey]);
   const sameTree =
     run.treeKey === null || keys.length === 0
       ? []
@@ -146,6 +146,7 @@ export async function runEvidence(tx: Tx, run: { id: string; queueId: string; tr
       testCases: u.testCases,
       infrastructureFailure: u.infrastructureFailure,
       failed: failedOnly.get(u.key) ?? [],
+      passed: passedIn.get(u.key) ?? [],
     })),
     tests: (await findTestCases(tx, keys)).map((test) => ({
       key: test.key,
@@ -154,7 +155,6 @@ export async function runEvidence(tx: Tx, run: { id: string; queueId: string; tr
       file: test.file,
       status: test.status,
       quarantined: test.quarantined,
-      passedInRun: passedInRun.has(test.key),
       passedOnSameTree: passedOnSameTree.has(test.key),
       signatures: [...(signaturesOf.get(test.key) ?? [])].map((signature) => ({ signature, summary: summaryOf.get(`${test.key} ${signature}`) ?? null, seenBefore: seen.has(`${test.key} ${signature}`) })),
     })),

@@ -305,7 +305,45 @@ export type CheckRunRecord = {
   detailsUrl: string | null;
   /** The GitHub Actions workflow run whose job this check run is (a job's id is its check run's). */
   workflowRunId?: number;
+  /** The workflow run's attempt the job ran in (a re-run's jobs are the next attempt's). */
+  attempt?: number;
+  /**
+   * A job's steps as GitHub records them once it completed (`GET …/actions/jobs/{job_id}`); absent:
+   * one step, "Run tests", concluding as the job does.
+   */
+  steps?: { name: string; conclusion: "success" | "failure" | "skipped" | "cancelled" }[];
 };
+
+/** A GitHub Actions job (`GET /repos/{owner}/{repo}/actions/jobs/{job_id}`): a check run of a workflow run, with its steps. */
+export function job(c: CheckRunRecord & { workflowRunId: number }, w: { runAttempt: number; name: string }) {
+  const done = c.status === "completed";
+  const steps = done ? (c.steps ?? [{ name: "Run tests", conclusion: c.conclusion === "success" ? ("success" as const) : ("failure" as const) }]) : [];
+  return {
+    id: c.id,
+    run_id: c.workflowRunId,
+    run_url: `${API}/repos/${c.repo}/actions/runs/${c.workflowRunId}`,
+    run_attempt: w.runAttempt,
+    node_id: nodeId("CheckRun", c.id),
+    head_sha: c.sha,
+    head_branch: c.headBranch,
+    url: `${API}/repos/${c.repo}/actions/jobs/${c.id}`,
+    html_url: `${WEB}/${c.repo}/actions/runs/${c.workflowRunId}/job/${c.id}`,
+    status: c.status,
+    conclusion: c.conclusion,
+    created_at: T0,
+    started_at: T0,
+    completed_at: done ? T0 : null,
+    name: c.name,
+    steps: steps.map((s, i) => ({ name: s.name, status: "completed" as const, conclusion: s.conclusion, number: i + 1, started_at: T0, completed_at: T0 })),
+    check_run_url: `${API}/repos/${c.repo}/check-runs/${c.id}`,
+    labels: ["ubuntu-latest"],
+    runner_id: 1,
+    runner_name: "GitHub Actions 1",
+    runner_group_id: 2,
+    runner_group_name: "GitHub Actions",
+    workflow_name: w.name,
+  };
+}
 
 export function checkRun(appId: number, c: CheckRunRecord) {
   return {
