@@ -112,7 +112,15 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await settle(octokit.rest.actions.getWorkflowRun({ ...r, run_id: 42 }));
     // A testing commit's runs listed, the failed job of one re-run; again while it runs: refused.
     const tested = gh.startWorkflowRun(full, { name: "Tests", event: "push", headSha: pr2.headSha, headBranch: pr2.headRef });
-    gh.completeCheckRun(gh.startJob(tested, "unit"), "failure");
+    const unitJob = gh.startJob(tested, "unit");
+    gh.completeCheckRun(unitJob, "failure");
+    // The job behind a check run, with its steps; another app's check run is no job.
+    gh.setJobSteps(unitJob, [
+      { name: "Test", conclusion: "failure" },
+      { name: "Build", conclusion: "skipped" },
+    ]);
+    await octokit.rest.actions.getJobForWorkflowRun({ ...r, job_id: unitJob });
+    await settle(octokit.rest.actions.getJobForWorkflowRun({ ...r, job_id: gh.checkRun(full, pr2.headSha, "external", "completed", "failure").id }));
     await octokit.rest.actions.listWorkflowRunsForRepo({ ...r, head_sha: pr2.headSha, branch: pr2.headRef, per_page: 100 });
     await octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: tested });
     await settle(octokit.rest.actions.reRunWorkflowFailedJobs({ ...r, run_id: tested }));
@@ -185,6 +193,8 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
         "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 201",
         "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 403",
         "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs 404",
+        "GET /repos/{owner}/{repo}/actions/jobs/{job_id} 200",
+        "GET /repos/{owner}/{repo}/actions/jobs/{job_id} 404",
       ]),
     );
     // GitHub lists no pull request on a fork's run (github/docs#22501); a branch PR's run lists it.

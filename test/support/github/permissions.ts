@@ -70,6 +70,7 @@ const ROUTES: [string, RegExp, Need][] = [
   ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+$`), [["actions", "read"]]],
   // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-repository).
   ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs$`), [["actions", "read"]]],
+  ["GET", new RegExp(`^/repos/${R}/${R}/actions/jobs/\\d+$`), [["actions", "read"]]],
   ["POST", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+/rerun(-failed-jobs)?$`), [["actions", "write"]]],
 ];
 
