@@ -15,6 +15,8 @@ const MODES = [
   { suffix: "", settings: { flakeHandling: "off" as const } },
   { suffix: " + quarantined", settings: { flakeHandling: "quarantined" as const } },
   { suffix: " + retry_flaky", settings: { flakeHandling: "retry_flaky" as const, flakyRetries: 1 } },
+  // Flaky tests learned but never quarantined: what re-running failed jobs alone does.
+  { suffix: " + retry_flaky, no auto-quarantine", settings: { flakeHandling: "retry_flaky" as const, flakyRetries: 1 }, autoQuarantine: false as const },
 ];
 
 export async function runFlakeAwareSection(options: { quick: boolean; ciMinutes: number; baseStrategies: Strategy[] }): Promise<void> {
@@ -40,6 +42,7 @@ export async function runFlakeAwareSection(options: { quick: boolean; ciMinutes:
       ...base,
       name: `${base.name}${mode.suffix}`,
       settings: { ...base.settings, ...mode.settings },
+      ...("autoQuarantine" in mode ? { autoQuarantine: mode.autoQuarantine } : {}),
     })),
   );
   console.log(`# Flake-aware queue (flakes per test; results uploaded per run; T = ${T} min)\n`);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReadCache } from "../src/app/read-cache.js";
 import { createQueue } from "../src/app/queues.js";
+import { updateFlakySettings } from "../src/flaky/queries.js";
 import { setImpactedTargets, submitPullRequest } from "../src/app/pull-requests.js";
 import { applyQueueEvent } from "../src/app/queue-events.js";
 import type { Services } from "../src/app/services.js";
@@ -69,7 +70,8 @@ export type Workload = {
  */
 export type FlakeSettings = { flakeHandling?: "off" | "quarantined" | "retry_flaky"; flakyRetries?: number };
 
-export type Strategy = { name: string; settings: QueueSettingsUpdate & FlakeSettings; parallel?: boolean; description: string };
+/** `autoQuarantine: false`: the repository does not quarantine flaky tests on its own (its flaky-test setting). */
+export type Strategy = { name: string; settings: QueueSettingsUpdate & FlakeSettings; parallel?: boolean; description: string; autoQuarantine?: false };
 
 /** Settings a strategy asks for that this build of the service does not have. */
 export class UnsupportedSettings extends Error {}
@@ -371,6 +373,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim", role: "write" };
     const address = { repo: { host: "github.com", owner: "sim", name: "repo" }, targetBranch: "main" };
     await createQueue(services, principal, { ...address, ...settings, mode: strategy.parallel ? "parallel" : "single" });
+    if (strategy.autoQuarantine === false) await updateFlakySettings(services, principal, { repo: address.repo, org_url_slug: principal.organizationSlug, settings: { autoQuarantine: false } });
     const queue = await db.read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "main" } }));
     const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
