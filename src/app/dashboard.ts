@@ -3,7 +3,9 @@ import type { Principal } from "../auth/tokens.js";
 import type { QueueState } from "../domain/states.js";
 import { isTerminal } from "../domain/states.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
-import { versionsOf, versionsOfOrganizations } from "../store/queues.js";
+import { lineGroupsOf, type LineGroups } from "../domain/engine/line.js";
+import { loadQueueState } from "../store/queue-state.js";
+import { getQueue, versionsOf, versionsOfOrganizations } from "../store/queues.js";
 import { runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
 import { measureEntry } from "./metrics.js";
 import { listPullRequests } from "./pull-request-list.js";
@@ -132,13 +134,21 @@ export type QueueLine = {
   runs: RunView[];
   /** PRs that concluded in the last 24 h, latest submitted first (at most 10). */
   concluded: MergeItemRecord[];
+  /** The lanes (parallel mode) and the PRs being bisected, as the engine sees the line. */
+  groups: LineGroups;
 };
 
 /** The queue page: getQueue's record and line, the runs in flight, and what concluded lately. */
 export async function queueLine(services: Services, principal: Principal, address: QueueAddress): Promise<QueueLine> {
   const { id, version } = await findQueueVersion(services, principal, address);
   const queue = JSON.parse(await getQueueJson(services, principal, address)) as QueueWithEntries;
-  const runs = await services.db.read((tx) => runningRunsOf(tx, id));
+  const { runs, groups } = await services.db.read(async (tx) => {
+    const runs = await runningRunsOf(tx, id);
+    // Lanes and bisection groups need the engine's view of the line: read only when there are some.
+    const grouped = queue.mode === "parallel" || runs.some((run) => run.kind === "bisection");
+    const groups = grouped ? lineGroupsOf((await loadQueueState(tx, await getQueue(tx, id))).engine) : { lanes: null, bisecting: [] };
+    return { runs, groups };
+  });
   const since = new Date(services.now().getTime() - DAY_MS);
   const { pullRequests } = await listPullRequests(services, principal, { ...address, since, take: 10 });
   return {
@@ -156,6 +166,7 @@ export async function queueLine(services: Services, principal: Principal, addres
       checks: Object.entries(run.statusChecks).map(([context, check]) => ({ context, state: check.state })),
     })),
     concluded: pullRequests,
+    groups,
   };
 }
 

@@ -114,6 +114,37 @@ ${queueActions(viewer, line, address)}
 </section>`;
 }
 
+/**
+ * Parallel mode's lanes, one column each (its PRs in line order, and what each of its runs tests
+ * on top of), and the PRs being bisected with the size of the groups they are tested in.
+ */
+function groupsBlock(address: QueueAddress, line: QueueLine): Html {
+  const { lanes, bisecting } = line.groups;
+  const stateOf = new Map(line.queue.enqueuedPullRequests.map((pr) => [pr.prNumber, pr.state]));
+  const pr = (n: number) => {
+    const state = stateOf.get(n) ?? "pending";
+    return html`<li data-pr="${n}"><a href="${pullPath(address.repo, address.targetBranch, n)}">#${n}</a> <span class="state state-${state}" data-state="${state}">${words(state)}</span></li>`;
+  };
+  const runsOf = (lane: number[]) => line.runs.filter((run) => run.kind === "main" && run.tested.some((n) => lane.includes(n)));
+  return html`<div id="queue-groups">${
+    lanes && lanes.length > 0
+      ? html`<section aria-labelledby="lanes-h"><h2 id="lanes-h">Lanes (${lanes.length})</h2><div class="lanes">${lanes.map(
+          (lane, i) =>
+            html`<div class="lane card" data-lane="${i + 1}"><h3>Lane ${i + 1}</h3><ol>${lane.map(pr)}</ol>${runsOf(lane).map(
+              (run) =>
+                html`<p class="muted" data-run="${run.runId}">${run.runId} tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}</p>`,
+            )}</div>`,
+        )}</div></section>`
+      : ""
+  }${
+    bisecting.length > 0
+      ? html`<section aria-labelledby="bisecting-h"><h2 id="bisecting-h">Bisecting</h2><ul class="bisecting">${bisecting.map(
+          (group) => html`<li data-group-size="${group.groupSize}">${prLinks(address, group.prs)}: tested in groups of ${group.groupSize}<ul>${group.prs.map(pr)}</ul></li>`,
+        )}</ul></section>`
+      : ""
+  }</div>`;
+}
+
 function concludedRow(address: QueueAddress, pr: MergeItemRecord, now: Date): Html {
   const reason = reasonAfterState(pr.state, words(pr.stateReason));
   return html`<li id="done-${pr.id}" data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reason ? `${reason}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`;
@@ -141,6 +172,7 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
   const row = (id: string, data: unknown, render: () => Html) => ({ id, fingerprint: JSON.stringify(data), render });
   return [
     block("queue-status", () => statusBlock(viewer, address, line)),
+    block("queue-groups", () => groupsBlock(address, line)),
     block("runs-head", () => listHead("runs", `Runs in flight (${line.runs.length})`, line.runs.length, "Nothing is testing.")),
     { kind: "list", id: "runs-list", rows: line.runs.map((run) => row(`queue-${run.runId}`, run, () => runRow(address, run, now))) },
     block("line-head", () => listHead("line", `The line (${inLine.length})`, inLine.length, "No pull request in line.")),
@@ -170,6 +202,7 @@ export function liveSection(parts: LivePart[]): Html {
   };
   return html`<div id="queue-live">
 ${block("queue-status")}
+${block("queue-groups")}
 <section aria-label="Runs in flight">${block("runs-head")}<ol class="runs" id="runs-list">${rows("runs-list")}</ol></section>
 <section aria-label="The line">${block("line-head")}<ol class="line" id="line-list">${rows("line-list")}</ol></section>
 <section aria-label="Waiting for readiness">${block("waiting-head")}<ul class="line" id="waiting-list">${rows("waiting-list")}</ul></section>
