@@ -1,8 +1,11 @@
+import { createHash } from "node:crypto";
 import type { Principal } from "../auth/tokens.js";
 import type { QueueState } from "../domain/states.js";
 import { isTerminal } from "../domain/states.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
-import { versionsOf } from "../store/queues.js";
+import { lineGroupsOf, type LineGroups } from "../domain/engine/line.js";
+import { loadQueueState } from "../store/queue-state.js";
+import { getQueue, versionsOf, versionsOfOrganizations } from "../store/queues.js";
 import { runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
 import { measureEntry } from "./metrics.js";
 import { listPullRequests } from "./pull-request-list.js";
@@ -122,22 +125,35 @@ export type RunView = {
 };
 
 export type QueueLine = {
+  /** The queue's id and its version when this was read (read first: what follows is never older). */
+  queueId: string;
+  version: number;
   /** getQueue's answer. */
   queue: QueueWithEntries;
   blockedReason: string | null;
   runs: RunView[];
   /** PRs that concluded in the last 24 h, latest submitted first (at most 10). */
   concluded: MergeItemRecord[];
+  /** The lanes (parallel mode) and the PRs being bisected, as the engine sees the line. */
+  groups: LineGroups;
 };
 
 /** The queue page: getQueue's record and line, the runs in flight, and what concluded lately. */
 export async function queueLine(services: Services, principal: Principal, address: QueueAddress): Promise<QueueLine> {
-  const { id } = await findQueueVersion(services, principal, address);
+  const { id, version } = await findQueueVersion(services, principal, address);
   const queue = JSON.parse(await getQueueJson(services, principal, address)) as QueueWithEntries;
-  const runs = await services.db.read((tx) => runningRunsOf(tx, id));
+  const { runs, groups } = await services.db.read(async (tx) => {
+    const runs = await runningRunsOf(tx, id);
+    // Lanes and bisection groups need the engine's view of the line: read only when there are some.
+    const grouped = queue.mode === "parallel" || runs.some((run) => run.kind === "bisection");
+    const groups = grouped ? lineGroupsOf((await loadQueueState(tx, await getQueue(tx, id))).engine) : { lanes: null, bisecting: [] };
+    return { runs, groups };
+  });
   const since = new Date(services.now().getTime() - DAY_MS);
   const { pullRequests } = await listPullRequests(services, principal, { ...address, since, take: 10 });
   return {
+    queueId: id,
+    version,
     queue,
     blockedReason: BLOCKED_REASONS[queue.state] ?? null,
     runs: runs.map((run) => ({
@@ -150,12 +166,36 @@ export async function queueLine(services: Services, principal: Principal, addres
       checks: Object.entries(run.statusChecks).map(([context, check]) => ({ context, state: check.state })),
     })),
     concluded: pullRequests,
+    groups,
   };
 }
 
-/** The current version of each queue id given (absent: deleted); the live stream compares them. */
-export async function queueVersions(services: Services, ids: string[]): Promise<Map<string, number>> {
-  return services.db.read((tx) => versionsOf(tx, ids));
+/** What the live stream watches: one queue (its page, its PRs' pages), or all queues of an organization (the overview). */
+export type LiveTopic = { kind: "queue"; queueId: string } | { kind: "organization"; organizationId: string };
+
+export const topicKey = (topic: LiveTopic) => (topic.kind === "queue" ? `queue:${topic.queueId}` : `organization:${topic.organizationId}`);
+
+/**
+ * Each topic's stamp now: a queue's version, or an organization's queues and their versions
+ * (a queue created or deleted changes it too). Two reads for all topics, however many. A topic
+ * absent from the answer no longer exists (its queue was deleted).
+ */
+export async function liveStamps(services: Services, topics: LiveTopic[]): Promise<Map<string, string>> {
+  const queueIds = topics.flatMap((t) => (t.kind === "queue" ? [t.queueId] : []));
+  const organizationIds = topics.flatMap((t) => (t.kind === "organization" ? [t.organizationId] : []));
+  const { versions, organizations } = await services.db.read(async (tx) => ({
+    versions: queueIds.length > 0 ? await versionsOf(tx, queueIds) : new Map<string, number>(),
+    organizations: organizationIds.length > 0 ? await versionsOfOrganizations(tx, organizationIds) : new Map<string, { id: string; version: number }[]>(),
+  }));
+  const stamps = new Map<string, string>();
+  for (const [id, version] of versions) stamps.set(topicKey({ kind: "queue", queueId: id }), String(version));
+  // An organization without queues is a topic too, and its first queue changes its stamp. Hashed:
+  // the stamp travels back as the stream's Last-Event-ID header, however many queues there are.
+  for (const id of organizationIds) {
+    const queues = (organizations.get(id) ?? []).map((q) => `${q.id}.${q.version}`).join(" ");
+    stamps.set(topicKey({ kind: "organization", organizationId: id }), createHash("sha256").update(queues).digest("base64url").slice(0, 22));
+  }
+  return stamps;
 }
 
 /** A run of the PR's page: getMergeQueueTestingDetails' answer, and the testing branch's page on the code host when it has one. */

@@ -221,6 +221,22 @@ export async function versionsOf(tx: Tx, ids: string[]): Promise<Map<string, num
   return new Map(rows.map((row) => [row.id, Number(row.version)]));
 }
 
+/** Each organization's queues with their versions, by organization (an organization without queues is absent). */
+export async function versionsOfOrganizations(tx: Tx, organizationIds: string[]): Promise<Map<string, { id: string; version: number }[]>> {
+  const rows = await tx.queue.findMany({
+    where: { repository: { organizationId: { in: organizationIds } } },
+    select: { id: true, version: true, repository: { select: { organizationId: true } } },
+    orderBy: { id: "asc" },
+  });
+  const byOrganization = new Map<string, { id: string; version: number }[]>();
+  for (const row of rows) {
+    const queues = byOrganization.get(row.repository.organizationId) ?? [];
+    queues.push({ id: row.id, version: Number(row.version) });
+    byOrganization.set(row.repository.organizationId, queues);
+  }
+  return byOrganization;
+}
+
 /** When the queue's settings (its state among them) last changed, as its event log says; null: never. */
 export async function lastSettingsChangeAt(tx: Tx, queueId: string): Promise<Date | null> {
   const row = await tx.queueEvent.findFirst({ where: { queueId, kind: "config_changed" }, orderBy: { at: "desc" }, select: { at: true } });

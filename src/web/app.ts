@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { readOnlyRefusal } from "../api/app.js";
 import { HTTP_STATUS, toAppError, validationError } from "../api/errors.js";
 import { OPERATIONS } from "../api/operations.js";
-import { pullRequestView, queueLine, queueOverview } from "../app/dashboard.js";
+import { type LiveTopic, pullRequestView, queueLine, queueOverview } from "../app/dashboard.js";
 import { AppError, notFound } from "../app/errors.js";
 import { githubPrincipal, knownInstallations, roleFromRepositories } from "../app/github-members.js";
 import { findQueueVersion, type QueueAddress } from "../app/queues.js";
@@ -15,12 +15,13 @@ import type { RepoRef } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { Assets } from "./assets.js";
 import type { Html } from "./html.js";
+import { type LiveSnapshot, type LivePart, outOfBand, patchOf, snapshotOf } from "./live-patch.js";
 import { GitHubSignIn, type GitHubSignInOptions, randomToken, SignInFailed } from "./github-sign-in.js";
 import { errorPage, type Viewer } from "./layout.js";
-import { LiveHub } from "./live.js";
-import { overviewPage } from "./pages/overview.js";
-import { actionAnswer, liveSection, type Notice, queuePage } from "./pages/queue.js";
-import { pullRequestPage } from "./pages/pull-request.js";
+import { LiveHub, type LiveUpdate } from "./live.js";
+import { overviewLive, overviewLiveParts, overviewPage } from "./pages/overview.js";
+import { actionAnswer, liveSection, type Notice, noticeArea, queueLiveParts, queuePage } from "./pages/queue.js";
+import { pullRequestLive, pullRequestLiveParts, pullRequestPage } from "./pages/pull-request.js";
 import { chooseOrganizationPage, signInPage } from "./pages/sign-in.js";
 import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "./pages/tests.js";
 import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS, type SessionSubject, SessionKeys, sessionCookie } from "./session.js";
@@ -295,7 +296,9 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
 
   app.get("/", page, async (_req, res: Response<unknown, Locals>) => {
     const viewer = res.locals.viewer!;
-    send(res, 200, overviewPage(assets, viewer, await queueOverview(services, viewer.principal)));
+    // Read before the queues: the stream then sends whatever changed after it.
+    const stamp = await hub.stampOf({ kind: "organization", organizationId: viewer.principal.organizationId });
+    send(res, 200, overviewPage(assets, viewer, await queueOverview(services, viewer.principal), stamp));
   });
 
   app.get("/queues/:host/:owner/:repo/*branch", page, async (req, res: Response<unknown, Locals>) => {
@@ -306,22 +309,67 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const pull = pullOf(segments);
     if (pull) {
       const address: QueueAddress = { repo, targetBranch: pull.branch };
+      // Read before the PR: the stream then sends whatever changed after it.
+      const { version } = await findQueueVersion(services, viewer.principal, address);
       const view = await pullRequestView(services, viewer.principal, { ...address, prNumber: pull.prNumber });
-      return send(res, 200, pullRequestPage(assets, viewer, address, pull.prNumber, view, services.now()));
+      return send(res, 200, pullRequestPage(assets, viewer, address, pull.prNumber, view, version, services.now()));
     }
     const address: QueueAddress = { repo, targetBranch: segments.join("/") };
     const line = await queueLine(services, viewer.principal, address);
-    const now = services.now();
-    if (req.query.part === "live") return send(res, 200, liveSection(viewer, address, line, now));
-    send(res, 200, queuePage(assets, viewer, address, line, now));
+    send(res, 200, queuePage(assets, viewer, address, line, services.now()));
   });
 
+  /**
+   * The live stream of a page: the overview (`overview=1`), a queue (`queue=<host/owner/repo/branch>`)
+   * or one of its PRs (and `pr=<number>`). `since` (or, when the browser reconnects on its own,
+   * Last-Event-ID) is the stamp the page shows: the same as now, the stream starts from what
+   * the page holds; otherwise it first sends the whole live part (changes were missed). Each
+   * update re-checks the session, and is rendered for this viewer, scoped to their organization.
+   */
   app.get("/events", page, async (req, res: Response<unknown, Locals>) => {
-    const address = addressOf(String(req.query.queue ?? ""));
-    if (!address) throw new AppError("not_found", "no such queue");
-    // Another organization's queue is not found, exactly like a missing one.
-    const { id, version } = await findQueueVersion(services, res.locals.viewer!.principal, address);
-    hub.watch(id, version, res);
+    const principal = res.locals.viewer!.principal;
+    const shown = req.get("last-event-id") ?? (typeof req.query.since === "string" ? req.query.since : undefined);
+    let topic: LiveTopic;
+    let render: (viewer: Viewer) => Promise<{ parts: LivePart[]; full: () => Html }>;
+    if (req.query.overview !== undefined) {
+      topic = { kind: "organization", organizationId: principal.organizationId };
+      render = async (viewer) => {
+        const parts = overviewLiveParts(await queueOverview(services, viewer.principal));
+        return { parts, full: () => overviewLive(parts) };
+      };
+    } else {
+      const address = addressOf(String(req.query.queue ?? ""));
+      if (!address) throw new AppError("not_found", "no such queue");
+      // Another organization's queue is not found, exactly like a missing one.
+      const { id } = await findQueueVersion(services, principal, address);
+      topic = { kind: "queue", queueId: id };
+      const prNumber = req.query.pr === undefined ? null : Number(req.query.pr);
+      if (prNumber !== null && !(Number.isSafeInteger(prNumber) && prNumber > 0)) throw new AppError("invalid_argument", "pr: must be a positive whole number");
+      render =
+        prNumber === null
+          ? async (viewer) => {
+              const parts = queueLiveParts(viewer, address, await queueLine(services, viewer.principal, address), services.now());
+              return { parts, full: () => liveSection(parts) };
+            }
+          : async (viewer) => {
+              const parts = pullRequestLiveParts(address, await pullRequestView(services, viewer.principal, { ...address, prNumber }), services.now());
+              return { parts, full: () => pullRequestLive(parts) };
+            };
+    }
+    const stamp = await hub.stampOf(topic);
+    const first = await render(res.locals.viewer!);
+    let snapshot: LiveSnapshot = snapshotOf(first.parts);
+    // Unchanged on both sides of the read: the page holds what was read. Otherwise it gets it all.
+    const unchanged = shown !== undefined && shown === stamp && (await hub.stampOf(topic)) === stamp;
+    const update: LiveUpdate = async () => {
+      const viewer = (await viewerOf(req))?.viewer;
+      if (!viewer) return "ended";
+      const next = await render(viewer);
+      const patch = patchOf(snapshot, next.parts, next.full);
+      snapshot = snapshotOf(next.parts);
+      return patch;
+    };
+    hub.watch(topic, stamp, res, update, unchanged ? null : outOfBand(first.full()));
   });
 
   app.post("/actions/queue", urlencoded, page, csrf, async (req, res: Response<unknown, Locals>) => {
@@ -332,12 +380,14 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const actor = viewer.principal.actor?.kind === "user" ? `github:${viewer.principal.actor.name}` : `token:${viewer.principal.tokenId}`;
     log.info({ actor, action: String(form.action ?? ""), queue: `${address.repo.owner}/${address.repo.name}/${address.targetBranch}`, outcome: notice.kind === "ok" ? "done" : notice.status }, "dashboard action");
     const status = notice.kind === "ok" ? 200 : notice.status;
-    if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
+    if (status === 403 || status === 404) {
+      // htmx swaps only the notice (the page stays); a plain form gets the error page.
+      return send(res, status, req.get("hx-request") === "true" ? noticeArea(notice, true) : errorPage(assets, viewer, status, notice.text));
+    }
     const line = await queueLine(services, viewer.principal, address);
-    const now = services.now();
     const refusal = form.action === "settings" && notice.kind === "error" ? { message: notice.text, values: form } : undefined;
-    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, now, notice, form.action === "settings" ? { refusal } : undefined));
-    send(res, status, queuePage(assets, viewer, address, line, now, notice, refusal));
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, notice, form.action === "settings" ? { refusal } : undefined));
+    send(res, status, queuePage(assets, viewer, address, line, services.now(), notice, refusal));
   });
 
   app.get("/tests", page, async (_req, res: Response<unknown, Locals>) => {

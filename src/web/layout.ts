@@ -31,6 +31,14 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
+/**
+ * Where a live page's stream delivers its updates (inside the element carrying `sse-connect`):
+ * every update is out-of-band swaps of what changed, so nothing is swapped here itself.
+ */
+export function liveStreamTarget(): Html {
+  return html`<div sse-swap="patch" hx-swap="none" hidden></div>`;
+}
+
 /** The one layout of every page. */
 export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string }): Html {
   const { viewer } = options;

@@ -1,20 +1,32 @@
 import type { Response } from "express";
-import { queueVersions } from "../app/dashboard.js";
+import { type LiveTopic, liveStamps, topicKey } from "../app/dashboard.js";
 import type { Services } from "../app/services.js";
 import type { Logger } from "../log.js";
+import type { Html } from "./html.js";
+
+/**
+ * What a stream sends when its topic changed: the page's update (out-of-band swaps of what
+ * changed since this stream last sent), null when nothing it shows changed, or "ended" when its
+ * session no longer holds (the stream ends). Each stream's update keeps what it last sent.
+ */
+export type LiveUpdate = () => Promise<Html | null | "ended">;
+
+type Stream = { res: Response; update: LiveUpdate };
+
+type Watched = { topic: LiveTopic; stamp: string | undefined; streams: Set<Stream> };
 
 /**
  * The live stream's hub (server-sent events). Every write to a queue or its PRs bumps the
  * queue's version in the same transaction (lockQueueRow), whichever replica or way in made it:
- * the API, a webhook, the worker's CI results and timers. The hub watches the versions of the
- * queues someone is looking at (one indexed query per tick, only while a page is open) and
- * tells each of their streams "queue changed"; the page then fetches its new picture through
- * the same authenticated route as the first. Watching the committed version rather than a hook
- * in this process keeps pages live when another replica made the change.
+ * the API, a webhook, the worker's CI results and timers. The hub watches the stamps of the
+ * topics someone is looking at (a queue's version; an organization's queues and their versions)
+ * with one or two indexed queries per tick, only while a page is open, and asks each stream of a
+ * changed topic for its update, which it sends as `event: patch` with the stamp as the event's
+ * id (a reconnecting browser sends it back as Last-Event-ID). Watching the committed version
+ * rather than a hook in this process keeps pages live when another replica made the change.
  */
 export class LiveHub {
-  readonly #streams = new Map<string, Set<Response>>();
-  readonly #versions = new Map<string, number>();
+  readonly #watched = new Map<string, Watched>();
   readonly #intervalMs: number;
   readonly #heartbeatMs: number;
   #timer: NodeJS.Timeout | undefined;
@@ -31,25 +43,34 @@ export class LiveHub {
     this.#heartbeatMs = options.heartbeatMs ?? 20_000;
   }
 
-  /** Streams changes of queue `queueId` (at `version` now) to `res` until the client goes away. */
-  watch(queueId: string, version: number, res: Response): void {
+  /** The stamp of `topic` now (undefined: it no longer exists). */
+  async stampOf(topic: LiveTopic): Promise<string | undefined> {
+    return (await liveStamps(this.services, [topic])).get(topicKey(topic));
+  }
+
+  /**
+   * Streams `topic`'s changes to `res` until the client goes away. `stamp` is the topic's stamp
+   * the page now shows; `first`, when given, is sent at once (a page that missed changes: the
+   * whole live part).
+   */
+  watch(topic: LiveTopic, stamp: string | undefined, res: Response, update: LiveUpdate, first: Html | null): void {
     if (this.#closed) {
       res.end();
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" });
     res.write(`retry: 2000\n: watching\n\n`);
-    const streams = this.#streams.get(queueId) ?? new Set();
-    this.#streams.set(queueId, streams);
-    streams.add(res);
-    if (!this.#versions.has(queueId)) this.#versions.set(queueId, version);
+    if (first) res.write(eventOf(stamp, first));
+    else if (stamp !== undefined) res.write(`id: ${stamp}\n\n`);
+    const key = topicKey(topic);
+    const watched = this.#watched.get(key) ?? { topic, stamp, streams: new Set() };
+    this.#watched.set(key, watched);
+    const stream = { res, update };
+    watched.streams.add(stream);
     res.on("close", () => {
-      streams.delete(res);
-      if (streams.size === 0) {
-        this.#streams.delete(queueId);
-        this.#versions.delete(queueId);
-      }
-      if (this.#streams.size === 0) this.#stop();
+      watched.streams.delete(stream);
+      if (watched.streams.size === 0 && this.#watched.get(key) === watched) this.#watched.delete(key);
+      if (this.#watched.size === 0) this.#stop();
     });
     this.#timer ??= setInterval(() => void this.#tick(), this.#intervalMs);
   }
@@ -58,25 +79,43 @@ export class LiveHub {
     if (this.#ticking) return;
     this.#ticking = true;
     try {
-      const ids = [...this.#streams.keys()];
-      if (ids.length === 0) return;
-      const versions = await queueVersions(this.services, ids);
-      for (const id of ids) {
-        const version = versions.get(id);
-        if (version === this.#versions.get(id)) continue;
-        if (version === undefined) this.#versions.delete(id);
-        else this.#versions.set(id, version);
-        for (const res of this.#streams.get(id) ?? []) res.write(`event: queue\ndata: ${version ?? "deleted"}\n\n`);
+      const watched = [...this.#watched.values()];
+      if (watched.length === 0) return;
+      const stamps = await liveStamps(
+        this.services,
+        watched.map((w) => w.topic),
+      );
+      for (const w of watched) {
+        const stamp = stamps.get(topicKey(w.topic));
+        if (stamp === w.stamp) continue;
+        w.stamp = stamp;
+        // Each stream renders for its own viewer; one at a time keeps a tick's memory small.
+        for (const stream of [...w.streams]) await this.#send(stream, stamp);
       }
       if (Date.now() - this.#lastBeat >= this.#heartbeatMs) {
         this.#lastBeat = Date.now();
-        for (const streams of this.#streams.values()) for (const res of streams) res.write(": heartbeat\n\n");
+        for (const w of this.#watched.values()) for (const { res } of w.streams) res.write(": heartbeat\n\n");
       }
     } catch (error) {
       // The database is closing or unreachable: pages stay as they are; the next tick retries.
-      this.log.warn({ err: error }, "dashboard live updates: could not read queue versions");
+      this.log.warn({ err: error }, "dashboard live updates: could not read what changed");
     } finally {
       this.#ticking = false;
+    }
+  }
+
+  async #send(stream: Stream, stamp: string | undefined): Promise<void> {
+    if (stream.res.writableEnded) return;
+    try {
+      const update = await stream.update();
+      if (update === "ended") stream.res.end();
+      else if (update === null) stream.res.write(stamp === undefined ? "" : `id: ${stamp}\n\n`);
+      else stream.res.write(eventOf(stamp, update));
+    } catch (error) {
+      // The topic is gone (a deleted queue answers not found) or the read failed: the browser
+      // reconnects, and the page it then opens says what there is.
+      this.log.warn({ err: error }, "dashboard live updates: could not render an update");
+      stream.res.end();
     }
   }
 
@@ -89,7 +128,15 @@ export class LiveHub {
   close(): void {
     this.#closed = true;
     this.#stop();
-    for (const streams of this.#streams.values()) for (const res of streams) res.end();
-    this.#streams.clear();
+    for (const w of this.#watched.values()) for (const { res } of w.streams) res.end();
+    this.#watched.clear();
   }
+}
+
+/** One server-sent event: the update's lines as data lines, the stamp as its id (an id without a stamp resets it). */
+function eventOf(stamp: string | undefined, update: Html): string {
+  return `id: ${stamp ?? ""}\nevent: patch\n${update.text
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join("")}\n`;
 }

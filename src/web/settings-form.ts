@@ -66,7 +66,7 @@ function fieldHtml(field: SettingField, queue: QueueRecord, refusal: SettingsRef
 }
 
 export function settingsForm(queue: QueueRecord, hidden: Html, refusal?: SettingsRefusal): Html {
-  return html`<form class="settings" method="post" action="/actions/queue" hx-post="/actions/queue" hx-target="#queue-live" hx-swap="outerHTML" hx-confirm="Change these queue settings?">
+  return html`<form class="settings" method="post" action="/actions/queue" hx-post="/actions/queue" hx-swap="none" hx-confirm="Change these queue settings?">
 ${hidden}<input type="hidden" name="action" value="settings">
 <div class="fields">${SETTING_FIELDS.map((f) => html`<div class="field">${fieldHtml(f, queue, refusal)}</div>`)}</div>
 ${refusal ? html`<p class="notice notice-error" id="settings-error" role="alert">${labelledMessage(refusal.message)}</p>` : ""}

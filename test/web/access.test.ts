@@ -239,7 +239,7 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     await reader.read(); // the opening comment
     await server.api.ok("updateQueue", { ...queueOf(), concurrency: 2 });
     let received = "";
-    while (!received.includes("event: queue")) received += new TextDecoder().decode((await reader.read()).value);
+    while (!received.includes("event: patch")) received += new TextDecoder().decode((await reader.read()).value);
     controller.abort();
   });
 });

@@ -174,6 +174,35 @@ describeWithBrowser("the dashboard in Chromium", () => {
     expect(Number.parseInt((await elapsed.textContent())!, 10)).toBeGreaterThan(Number.parseInt(first!, 10));
   });
 
+  test("a transition of one PR changes that row live; the other rows stay the same elements, through moves, removals and additions", async () => {
+    await server.api.ok("createQueue", queueOf("rows"));
+    // Paused: only the changes made here happen.
+    await server.api.ok("updateQueue", { ...queueOf("rows"), state: "paused" });
+    for (const n of [30, 31, 32]) await server.api.ok("submitPullRequest", prOf(n, "rows"));
+    await page.goto(`${server.url}${queuePath("rows")}`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    const order = () => page.locator("#line-list > li").evaluateAll((rows) => rows.map((row) => row.getAttribute("data-pr")));
+    expect(await order()).toEqual(["30", "31", "32"]);
+    // Marks on the elements themselves: a re-rendered row would come without them.
+    await page.locator("#line-list > li").evaluateAll((rows) => {
+      for (const row of rows) (row as unknown as { marked: boolean }).marked = true;
+    });
+    const marked = () => page.locator("#line-list > li").evaluateAll((rows) => rows.filter((row) => (row as unknown as { marked?: boolean }).marked).map((row) => row.getAttribute("data-pr")));
+    // #31 goes to the front with a higher priority: its row changes and moves; #30 and #32 stay.
+    await server.api.ok("submitPullRequest", { ...prOf(31, "rows"), priority: "high" });
+    await page.locator("#line-pr-31").getByText("priority high").waitFor(WAIT);
+    expect(await order()).toEqual(["31", "30", "32"]);
+    expect(await marked()).toEqual(["30", "32"]);
+    // #30 leaves, #33 arrives last: #32 is still the same element.
+    await server.api.ok("cancelPullRequest", prOf(30, "rows"));
+    await server.api.ok("submitPullRequest", prOf(33, "rows"));
+    await page.locator("#line-pr-33").waitFor(WAIT);
+    await page.locator("#line-pr-30").waitFor({ ...WAIT, state: "detached" });
+    expect(await order()).toEqual(["31", "32", "33"]);
+    expect(await marked()).toEqual(["32"]);
+    await page.getByRole("heading", { name: "The line (3)" }).waitFor(WAIT);
+  });
+
   test("a read token sees the queue without any action", async () => {
     const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
     const viewer = await signIn(await chromium.context(), token);
@@ -182,6 +211,25 @@ describeWithBrowser("the dashboard in Chromium", () => {
     // Where the actions would be, why there are none.
     await viewer.getByText("read-only access: actions need a token with write").waitFor(WAIT);
     expect(await viewer.getByRole("button", { name: /Pause|Drain|Resume|Cancel|Restart|Save settings/ }).count()).toBe(0);
+  });
+
+  test("the overview and a PR's page update live, without a reload", async () => {
+    await page.goto(`${server.url}/`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    const card = page.locator('[data-queue="acme/rows:main"]');
+    await card.locator("[data-chart] .uplot").waitFor(WAIT);
+    expect(await card.locator("dt:text-is('In line') + dd").textContent()).toBe("3");
+    await server.api.ok("submitPullRequest", prOf(34, "rows"));
+    await card.locator("dt:text-is('In line') + dd:text-is('4')").waitFor(WAIT);
+    // The replaced card draws its chart again.
+    await card.locator("[data-chart] .uplot").waitFor(WAIT);
+
+    await page.goto(`${server.url}${queuePath("rows")}/pulls/34`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    await page.locator('#pr-state[data-state="pending"]').waitFor(WAIT);
+    await server.api.ok("cancelPullRequest", prOf(34, "rows"));
+    await page.locator('#pr-state[data-state="cancelled"]').waitFor(WAIT);
+    await page.locator('#timeline-list > li[data-reason="cancelled_by_user"]').first().waitFor(WAIT);
   });
 
   test("the overview, after all this, and no page reported an error (no CSP violation)", async () => {

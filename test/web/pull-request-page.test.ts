@@ -40,7 +40,7 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     // The failing check, named in the latest event's evidence.
     expect(why).toMatch(new RegExp(`class="failing-checks">Failing checks: <span class="check check-failure" data-check="${SANDBOX_CI_CONTEXT}">`));
     // The timeline, latest first, from the submission on, with who did it.
-    const reasons = [...text.matchAll(/<li class="event event-[a-z_]+" data-reason="([a-z_]+)">/g)].map((m) => m[1]);
+    const reasons = [...text.matchAll(/<li class="event event-[a-z_]+" id="event-\d+" data-reason="([a-z_]+)">/g)].map((m) => m[1]);
     expect(reasons.at(0)).toBe("tests_failed");
     expect(reasons.at(-1)).toBe("submitted");
     expect(text).toContain("API token <strong>bootstrap (GREENLINE_API_TOKEN)</strong>");

@@ -98,3 +98,38 @@ export class Line {
     return this.depsOf(prNumber).every((e) => isInFlight(e.state) || alsoStarting.has(e.prNumber));
   }
 }
+
+/** The line as people read it: its lanes (parallel mode) and the PRs being bisected with their group size. */
+export type LineGroups = {
+  /** Parallel mode: PRs linked by what they depend on, each lane in line order, lanes by their first PR; null in single mode. */
+  lanes: number[][] | null;
+  /** PRs of failed batches being bisected, in line order, by the group size they are tested in. */
+  bisecting: { prs: number[]; groupSize: number }[];
+};
+
+export function lineGroupsOf(q: EngineQueue): LineGroups {
+  const line = new Line(q);
+  const bisecting: LineGroups["bisecting"] = [];
+  for (const entry of line.entries) {
+    if (!isBisecting(entry)) continue;
+    const group = bisecting.find((g) => g.groupSize === entry.bisectionGroupLimit);
+    if (group) group.prs.push(entry.prNumber);
+    else bisecting.push({ prs: [entry.prNumber], groupSize: entry.bisectionGroupLimit! });
+  }
+  if (q.mode !== "parallel") return { lanes: null, bisecting };
+  // A lane is a connected group of the dependency graph: a PR joins the lane of every PR it depends on.
+  const laneOf = new Map<number, number[]>();
+  for (const entry of line.entries) {
+    if (isBisecting(entry)) continue;
+    let lane: number[] = [entry.prNumber];
+    for (const dep of line.depsOf(entry.prNumber)) {
+      const other = laneOf.get(dep.prNumber);
+      if (!other || other === lane) continue;
+      // Merged in line order: both are in line order, so is their union sorted by index.
+      lane = [...other, ...lane.filter((pr) => !other.includes(pr))].sort((a, b) => line.indexOf(a) - line.indexOf(b));
+    }
+    for (const pr of lane) laneOf.set(pr, lane);
+  }
+  const lanes = [...new Set(laneOf.values())].sort((a, b) => line.indexOf(a[0]!) - line.indexOf(b[0]!));
+  return { lanes, bisecting };
+}

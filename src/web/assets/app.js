@@ -22,9 +22,11 @@
     if (typeof uPlot !== "function") return;
     for (const el of root.querySelectorAll("[data-chart]")) {
       if (el.dataset.drawn) continue;
-      const source = document.getElementById(el.dataset.chart);
+      // The data: in the element's data-series (content the live stream swaps in), or in the
+      // <script type="application/json"> it names.
+      const source = el.dataset.series ?? document.getElementById(el.dataset.chart)?.textContent;
       if (!source) continue;
-      const data = JSON.parse(source.textContent);
+      const data = JSON.parse(source);
       el.dataset.drawn = "1";
       const series = data.series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2 }));
       // Counts: whole-number ticks only, and the axis says what it counts.
@@ -93,6 +95,11 @@
   });
   document.addEventListener("htmx:afterSwap", (event) => {
     drawCharts(event.target);
+    tick();
+  });
+  // The live stream's updates are out-of-band swaps (a new queue card brings a chart to draw).
+  document.addEventListener("htmx:oobAfterSwap", () => {
+    drawCharts(document);
     tick();
   });
 })();

@@ -6,7 +6,8 @@ import { isTerminal } from "../../domain/states.js";
 import type { Actor, Evidence } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
-import { layout, type Viewer } from "../layout.js";
+import { layout, liveStreamTarget, type Viewer } from "../layout.js";
+import type { LivePart } from "../live-patch.js";
 import { duration, pullPath, queuePath, reasonAfterState, since, testPath, words } from "./format.js";
 
 /**
@@ -87,8 +88,8 @@ function evidenceOf(address: QueueAddress, e: Evidence, runUrl: (id: string) => 
 
 const runAnchor = (id: string) => `#run-${id}`;
 
-function timelineItem(address: QueueAddress, e: TimelineRecord, now: Date): Html {
-  return html`<li class="event event-${e.state}" data-reason="${e.reason}">
+function timelineItem(address: QueueAddress, e: TimelineRecord, index: number, now: Date): Html {
+  return html`<li class="event event-${e.state}" id="event-${index}" data-reason="${e.reason}">
 <div class="event-head"><time datetime="${e.at}">${e.at.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time> <span class="muted">(${since(e.at, now)} ago)</span> ${actorOf(e.actor)}</div>
 <div><span class="state state-${e.state}" data-state="${e.state}">${words(e.state)}</span> ${reasonAfterState(e.state, e.message)}${e.reason === e.state ? "" : html` <code class="reason">${e.reason}</code>`}</div>
 ${evidenceOf(address, e.evidence, runAnchor)}
@@ -149,7 +150,7 @@ function nowSection(address: QueueAddress, view: PullRequestView, now: Date): Ht
   const waiting = !isTerminal(pr.state);
   const eta = pr.estimatedMergeAt ? Math.max(0, (Date.parse(pr.estimatedMergeAt) - now.getTime()) / 1000) : null;
   const place = waiting ? placeOf(pr.position, eta) : "";
-  return html`<section class="card why" aria-labelledby="why-h"><h2 id="why-h">Why it is here now</h2>
+  return html`<section class="card why" id="pr-why" aria-labelledby="why-h"><h2 id="why-h">Why it is here now</h2>
 <p><span class="state state-${pr.state}" id="pr-state" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">for ${since(pr.stateChangedAt, now)}</span></p>
 <p class="reason-line" id="pr-reason">${latest ? latest.message : ""} <code class="reason" title="Reason code (docs/reasons.md)">${pr.stateReason}</code></p>
 ${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}
@@ -160,17 +161,45 @@ ${waiting ? html`<p id="pr-place">${place ? place : "No place in line yet"}${pr.
 </section>`;
 }
 
-export function pullRequestPage(assets: Assets, viewer: Viewer, address: QueueAddress, prNumber: number, view: PullRequestView, now: Date): Html {
-  const { repo, targetBranch } = address;
+/**
+ * The PR page as the live stream sees it: why it is here now, the timeline (newest first; events
+ * are only ever added) and the runs, each row with the data it shows as its fingerprint.
+ */
+export function pullRequestLiveParts(address: QueueAddress, view: PullRequestView, now: Date): LivePart[] {
   const { pr, runs } = view;
+  const why = nowSection(address, view, now);
+  const timelineHead = html`<h2 id="timeline-h">Timeline (${pr.timeline.length})</h2>${pr.timeline.length === 0 ? html`<p class="empty">No event recorded.</p>` : ""}`;
+  const runsHead = html`<h2 id="runs-h">Runs (${runs.length})</h2>${runs.length === 0 ? html`<p class="empty">No run tested it yet.</p>` : ""}`;
+  const events = pr.timeline.map((e, i) => ({ id: `event-${i}`, fingerprint: JSON.stringify(e), render: () => timelineItem(address, e, i, now) }));
+  return [
+    // What the section shows besides times since: the record (its place and estimate), the latest event, the runs' checks.
+    { kind: "block", id: "pr-why", fingerprint: JSON.stringify({ ...pr, timeline: pr.timeline.at(-1) ?? null, runs }), render: () => why },
+    { kind: "block", id: "timeline-head", fingerprint: timelineHead.text, render: () => html`<div id="timeline-head">${timelineHead}</div>` },
+    { kind: "list", id: "timeline-list", rows: events.reverse() },
+    { kind: "block", id: "pr-runs-head", fingerprint: runsHead.text, render: () => html`<div id="pr-runs-head">${runsHead}</div>` },
+    { kind: "list", id: "pr-runs-list", rows: runs.map((r) => ({ id: `run-${r.runId}`, fingerprint: JSON.stringify(r), render: () => runSection(address, r) })) },
+  ];
+}
+
+/** The PR page's live part, rendered from its parts. */
+export function pullRequestLive(parts: LivePart[]): Html {
+  const [why, timelineHead, timeline, runsHead, runs] = parts as [LivePart & { kind: "block" }, LivePart & { kind: "block" }, LivePart & { kind: "list" }, LivePart & { kind: "block" }, LivePart & { kind: "list" }];
+  return html`<div id="pr-live">${why.render()}
+<section aria-labelledby="timeline-h">${timelineHead.render()}<ol class="timeline" id="timeline-list">${timeline.rows.map((row) => row.render())}</ol></section>
+<section aria-labelledby="runs-h">${runsHead.render()}<ol class="pr-runs" id="pr-runs-list">${runs.rows.map((row) => row.render())}</ol></section>
+</div>`;
+}
+
+/** The PR's page; `version` is its queue's when the page was read, for the live stream. */
+export function pullRequestPage(assets: Assets, viewer: Viewer, address: QueueAddress, prNumber: number, view: PullRequestView, version: number, now: Date): Html {
+  const { repo, targetBranch } = address;
+  const { pr } = view;
+  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&pr=${prNumber}&since=${version}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host} / <a href="${queuePath(repo, targetBranch)}">${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></a></p>
 <h1>#${prNumber} ${pr.prTitle}</h1>
-${nowSection(address, view, now)}
-<section aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline (${pr.timeline.length})</h2>
-${pr.timeline.length === 0 ? html`<p class="empty">No event recorded.</p>` : html`<ol class="timeline">${[...pr.timeline].reverse().map((e) => timelineItem(address, e, now))}</ol>`}
-</section>
-<section aria-labelledby="runs-h"><h2 id="runs-h">Runs (${runs.length})</h2>
-${runs.length === 0 ? html`<p class="empty">No run tested it yet.</p>` : html`<ol class="pr-runs">${runs.map((r) => runSection(address, r))}</ol>`}
-</section>`;
+<div hx-ext="sse" sse-connect="${stream}" class="live-stream">
+${liveStreamTarget()}
+${pullRequestLive(pullRequestLiveParts(address, view, now))}
+</div>`;
   return layout(assets, { title: `#${prNumber} · ${repo.owner}/${repo.name} ${targetBranch}`, viewer, body, current: "queues" });
 }

@@ -4,9 +4,10 @@ import type { MergeItemRecord } from "../../app/records.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
-import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
+import { canWrite, layout, liveStreamTarget, readOnlyHint, type Viewer } from "../layout.js";
+import type { LivePart } from "../live-patch.js";
 import { type SettingsRefusal, settingsForm } from "../settings-form.js";
-import { pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
+import { pullPath, reasonAfterState, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -21,12 +22,13 @@ export function noticeArea(notice: Notice | undefined, outOfBand = false): Html 
 }
 
 /**
- * An action's answer to htmx: the refreshed live part and the notice; after a settings change,
- * the form with the new values; after a refused one, the form with what was typed and the
- * refusal next to it (the notice above then stays empty: one message, where the fields are).
+ * An action's answer to htmx: the notice; after a settings change, the form with the new values;
+ * after a refused one, the form with what was typed and the refusal next to it (the notice above
+ * then stays empty: one message, where the fields are). The line itself changes through the live
+ * stream, which alone knows what the page shows, so it can send only what changed.
  */
-export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice: Notice, settings: { refusal?: SettingsRefusal } | undefined): Html {
-  return html`${liveSection(viewer, address, line, now)}${noticeArea(settings?.refusal ? undefined : notice, true)}${settings ? settingsPanel(viewer, address, line, { open: true, outOfBand: true, refusal: settings.refusal }) : ""}`;
+export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueLine, notice: Notice, settings: { refusal?: SettingsRefusal } | undefined): Html {
+  return html`${noticeArea(settings?.refusal ? undefined : notice, true)}${settings ? settingsPanel(viewer, address, line, { open: true, outOfBand: true, refusal: settings.refusal }) : ""}`;
 }
 
 /** The settings form, folded away until opened (write tokens only). */
@@ -43,7 +45,7 @@ function hidden(viewer: Viewer, address: QueueAddress): Html {
 
 /** A button that posts one action after the browser asks for confirmation. */
 function actionButton(viewer: Viewer, address: QueueAddress, action: string, label: string, confirm: string, extra: Html | string = ""): Html {
-  return html`<form class="inline" method="post" action="/actions/queue" hx-post="/actions/queue" hx-target="#queue-live" hx-swap="outerHTML" hx-confirm="${confirm}">
+  return html`<form class="inline" method="post" action="/actions/queue" hx-post="/actions/queue" hx-swap="none" hx-confirm="${confirm}">
 ${hidden(viewer, address)}<input type="hidden" name="action" value="${action}">${extra}<button type="submit" data-action="${action}">${label}</button></form>`;
 }
 
@@ -76,9 +78,10 @@ function reasonOf(pr: MergeItemRecord): Html {
   return reason ? html`<span class="reason-words">${reason}</span> ` : html``;
 }
 
-function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, position: number, now: Date): Html {
-  return html`<li class="pr state-${pr.state}" data-pr="${pr.prNumber}">
-<div class="pr-head"><span class="pos" aria-label="position">${position}</span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
+/** A PR in line or waiting; its position is the list's own count (CSS), so a PR leaving the line re-sends no other row. */
+function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, list: "line" | "waiting", now: Date): Html {
+  return html`<li class="pr state-${pr.state}" id="${list}-pr-${pr.prNumber}" data-pr="${pr.prNumber}">
+<div class="pr-head"><span class="pos" aria-label="position"></span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
 <div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
 ${reasonOf(pr)}<span>for ${since(pr.stateChangedAt, now)}</span>
 <span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span></div>
@@ -92,7 +95,7 @@ function prLinks(address: QueueAddress, numbers: number[]): Html {
 }
 
 function runRow(address: QueueAddress, run: RunView, now: Date): Html {
-  return html`<li class="run" data-run="${run.runId}">
+  return html`<li class="run" id="queue-${run.runId}" data-run="${run.runId}">
 <strong>${run.runId}</strong> <span class="muted">${run.kind === "bisection" ? "bisection" : run.tested.length > 1 ? "batch" : "single"}</span>
 tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}
 <span class="muted">· started ${since(run.startedAt, now)} ago${run.testBranch ? html` · <code>${run.testBranch}</code>` : ""}</span>
@@ -100,44 +103,123 @@ ${run.checks.length > 0 ? html`<ul class="checks">${run.checks.map((c) => html`<
 </li>`;
 }
 
-/** The part of the page the live stream refreshes. */
-export function liveSection(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date): Html {
+function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Html {
   const { queue } = line;
-  const inLine = queue.enqueuedPullRequests.filter((pr) => pr.state !== "not_ready");
-  const waiting = queue.enqueuedPullRequests.filter((pr) => pr.state === "not_ready");
-  return html`<div id="queue-live" hx-get="${queuePath(address.repo, address.targetBranch)}?part=live" hx-trigger="sse:queue" hx-swap="outerHTML">
-<section class="status" aria-label="Queue state">
+  return html`<section class="status" id="queue-status" aria-label="Queue state">
 <p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>
 <span class="muted">${queue.mode} mode · concurrency ${queue.concurrency}${queue.batch ? " · batching" : ""}</span></p>
 ${line.blockedReason ? html`<p class="blocked">${line.blockedReason}</p>` : ""}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
 ${queueActions(viewer, line, address)}
-</section>
-<section aria-labelledby="runs-h"><h2 id="runs-h">Runs in flight (${line.runs.length})</h2>
-${line.runs.length === 0 ? html`<p class="empty">Nothing is testing.</p>` : html`<ol class="runs">${line.runs.map((r) => runRow(address, r, now))}</ol>`}</section>
-<section aria-labelledby="line-h"><h2 id="line-h">The line (${inLine.length})</h2>
-${inLine.length === 0 ? html`<p class="empty">No pull request in line.</p>` : html`<ol class="line">${inLine.map((pr, i) => prRow(viewer, address, pr, i + 1, now))}</ol>`}</section>
-${waiting.length > 0 ? html`<section aria-labelledby="waiting-h"><h2 id="waiting-h">Waiting for readiness (${waiting.length})</h2><ul class="line">${waiting.map((pr, i) => prRow(viewer, address, pr, i + 1, now))}</ul></section>` : ""}
-<section aria-labelledby="done-h"><h2 id="done-h">Concluded in the last 24 h</h2>
-${
-  line.concluded.length === 0
-    ? html`<p class="empty">Nothing concluded yet.</p>`
-    : html`<ul class="concluded">${line.concluded.map(
-        (pr) =>
-          html`<li data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reasonAfterState(pr.state, words(pr.stateReason)) ? `${reasonAfterState(pr.state, words(pr.stateReason))}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`,
-      )}</ul>`
-}</section>
+</section>`;
+}
+
+/**
+ * Parallel mode's lanes, one column each (its PRs in line order, and what each of its runs tests
+ * on top of), and the PRs being bisected with the size of the groups they are tested in.
+ */
+function groupsBlock(address: QueueAddress, line: QueueLine): Html {
+  const { lanes, bisecting } = line.groups;
+  const stateOf = new Map(line.queue.enqueuedPullRequests.map((pr) => [pr.prNumber, pr.state]));
+  const pr = (n: number) => {
+    const state = stateOf.get(n) ?? "pending";
+    return html`<li data-pr="${n}"><a href="${pullPath(address.repo, address.targetBranch, n)}">#${n}</a> <span class="state state-${state}" data-state="${state}">${words(state)}</span></li>`;
+  };
+  const runsOf = (lane: number[]) => line.runs.filter((run) => run.kind === "main" && run.tested.some((n) => lane.includes(n)));
+  return html`<div id="queue-groups">${
+    lanes && lanes.length > 0
+      ? html`<section aria-labelledby="lanes-h"><h2 id="lanes-h">Lanes (${lanes.length})</h2><div class="lanes">${lanes.map(
+          (lane, i) =>
+            html`<div class="lane card" data-lane="${i + 1}"><h3>Lane ${i + 1}</h3><ol>${lane.map(pr)}</ol>${runsOf(lane).map(
+              (run) =>
+                html`<p class="muted" data-run="${run.runId}">${run.runId} tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}</p>`,
+            )}</div>`,
+        )}</div></section>`
+      : ""
+  }${
+    bisecting.length > 0
+      ? html`<section aria-labelledby="bisecting-h"><h2 id="bisecting-h">Bisecting</h2><ul class="bisecting">${bisecting.map(
+          (group) => html`<li data-group-size="${group.groupSize}">${prLinks(address, group.prs)}: tested in groups of ${group.groupSize}<ul>${group.prs.map(pr)}</ul></li>`,
+        )}</ul></section>`
+      : ""
+  }</div>`;
+}
+
+function concludedRow(address: QueueAddress, pr: MergeItemRecord, now: Date): Html {
+  const reason = reasonAfterState(pr.state, words(pr.stateReason));
+  return html`<li id="done-${pr.id}" data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reason ? `${reason}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`;
+}
+
+/** A list's heading and, when it is empty, the sentence saying so: one block, so its count updates alone. */
+function listHead(id: string, title: Html | string, count: number, empty: string | null): Html {
+  return html`<div id="${id}-head">${count > 0 || empty !== null ? html`<h2 id="${id}-h">${title}</h2>` : ""}${count === 0 && empty !== null ? html`<p class="empty">${empty}</p>` : ""}</div>`;
+}
+
+/**
+ * The live part as the stream sees it: blocks and lists of rows, each with an id and the data it
+ * shows (its fingerprint). The page renders the same parts (liveSection), so what the stream
+ * patches is exactly what the page holds.
+ */
+export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date): LivePart[] {
+  const { queue } = line;
+  const inLine = queue.enqueuedPullRequests.filter((pr) => pr.state !== "not_ready");
+  const waiting = queue.enqueuedPullRequests.filter((pr) => pr.state === "not_ready");
+  const block = (id: string, render: () => Html): LivePart => {
+    const markup = render();
+    return { kind: "block", id, fingerprint: markup.text, render: () => markup };
+  };
+  // A row's fingerprint is its data (the markup counts "for 3 s" from `now`, which the browser keeps counting).
+  const row = (id: string, data: unknown, render: () => Html) => ({ id, fingerprint: JSON.stringify(data), render });
+  return [
+    block("queue-status", () => statusBlock(viewer, address, line)),
+    block("queue-groups", () => groupsBlock(address, line)),
+    block("runs-head", () => listHead("runs", `Runs in flight (${line.runs.length})`, line.runs.length, "Nothing is testing.")),
+    { kind: "list", id: "runs-list", rows: line.runs.map((run) => row(`queue-${run.runId}`, run, () => runRow(address, run, now))) },
+    block("line-head", () => listHead("line", `The line (${inLine.length})`, inLine.length, "No pull request in line.")),
+    { kind: "list", id: "line-list", rows: inLine.map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "line", now))) },
+    block("waiting-head", () => listHead("waiting", `Waiting for readiness (${waiting.length})`, waiting.length, null)),
+    { kind: "list", id: "waiting-list", rows: waiting.map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "waiting", now))) },
+    block("done-head", () => listHead("done", "Concluded in the last 24 h", line.concluded.length, "Nothing concluded yet.")),
+    { kind: "list", id: "done-list", rows: line.concluded.map((pr) => row(`done-${pr.id}`, pr, () => concludedRow(address, pr, now))) },
+  ];
+}
+
+/** What a PR's row shows (getQueue's place and estimate change for every PR behind a moved one; the row does not show them). */
+function prShown(pr: MergeItemRecord): unknown {
+  return [pr.state, pr.stateReason, pr.stateChangedAt, pr.prTitle, pr.priorityName, pr.prAuthor];
+}
+
+/** The part of the page the live stream keeps up to date: the parts, each list in its section. */
+export function liveSection(parts: LivePart[]): Html {
+  const byId = new Map(parts.map((part) => [part.id, part]));
+  const block = (id: string) => {
+    const part = byId.get(id)!;
+    return part.kind === "block" ? part.render() : html``;
+  };
+  const rows = (id: string) => {
+    const part = byId.get(id)!;
+    return part.kind === "list" ? part.rows.map((row) => row.render()) : [];
+  };
+  return html`<div id="queue-live">
+${block("queue-status")}
+${block("queue-groups")}
+<section aria-label="Runs in flight">${block("runs-head")}<ol class="runs" id="runs-list">${rows("runs-list")}</ol></section>
+<section aria-label="The line">${block("line-head")}<ol class="line" id="line-list">${rows("line-list")}</ol></section>
+<section aria-label="Waiting for readiness">${block("waiting-head")}<ul class="line" id="waiting-list">${rows("waiting-list")}</ul></section>
+<section aria-label="Concluded in the last 24 h">${block("done-head")}<ul class="concluded" id="done-list">${rows("done-list")}</ul></section>
 </div>`;
 }
 
 export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal): Html {
   const { repo, targetBranch } = address;
-  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}`;
+  // The version the page shows: the stream sends at once what changed after it.
+  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}`;
   const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
 ${noticeArea(refusal ? undefined : notice)}
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
-${liveSection(viewer, address, line, now)}
+${liveStreamTarget()}
+${liveSection(queueLiveParts(viewer, address, line, now))}
 </div>
 ${settingsPanel(viewer, address, line, { open: refusal !== undefined, outOfBand: false, refusal })}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
