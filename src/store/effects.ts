@@ -4,14 +4,29 @@ import type { Tx } from "./database.js";
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
 
-/** Adds effects to the end of the queue's outbox, in order. */
+/**
+ * Adds effects to the end of the queue's outbox, in order. A PR's status replaces its refreshes
+ * still waiting there (only the place in line moved: the newest place is all that is worth
+ * writing), so a PR has at most one pending refresh however many decisions moved it. Deleting
+ * is safe against a worker executing one right now: it writes the older place, finds the effect
+ * gone when it marks it done, and goes on to the newer status (later in the outbox).
+ */
 export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string }): Promise<void> {
   if (effects.length === 0) return;
+  const statuses = new Set(effects.flatMap((e) => (e.kind === "pr_status" ? [e.prNumber] : [])));
+  if (statuses.size > 0) await dropPendingRefreshes(tx, queueId, statuses);
   const last = await tx.effect.findFirst({ where: { queueId }, orderBy: { seq: "desc" }, select: { seq: true } });
   let seq = last?.seq ?? 0;
   await tx.effect.createMany({
     data: effects.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
   });
+}
+
+/** Deletes the pending status refreshes of these PRs (see appendEffects). */
+async function dropPendingRefreshes(tx: Tx, queueId: string, prNumbers: ReadonlySet<number>): Promise<void> {
+  const rows = await tx.effect.findMany({ where: { queueId, doneAt: null, kind: "pr_status", payload: { contains: '"refresh":true' } }, select: { id: true, payload: true } });
+  const stale = rows.filter((row) => prNumbers.has((JSON.parse(row.payload) as { prNumber: number }).prNumber)).map((row) => row.id);
+  if (stale.length > 0) await tx.effect.deleteMany({ where: { id: { in: stale }, doneAt: null } });
 }
 
 /** The first effect of the queue's outbox not yet done, or null. */
