@@ -169,7 +169,7 @@ async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, dec
   const after = new Map(decision.queue.entries.map((e) => [e.prNumber, e]));
   for (const [pr, place] of moved) {
     const entry = after.get(pr)!;
-    out.push({ kind: "pr_status", prNumber: pr, sha: loaded.entries.get(pr)!.prSha, state: STATUS_OF[entry.state], description: statusDescriptionOf(entry.reason, null, place), refresh: true });
+    out.push({ kind: "pr_status", prNumber: pr, sha: loaded.entries.get(pr)!.prSha, state: STATUS_OF[entry.state], description: statusDescriptionOf(entry.reason, null, place) });
   }
   return out;
 }

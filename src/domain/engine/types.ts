@@ -173,9 +173,7 @@ export type Transition = { prNumber: number; from: PrState; to: PrState; reason:
  * What the runner adds to the engine's effects in the outbox: telling the code host about a
  * PR's state (a status on its head commit) and commenting when it leaves the queue unmerged.
  */
-export type NotifyEffect =
-  /** `refresh`: only the place in line moved (no transition); a later status of the PR replaces it while it waits in the outbox. */
-  { kind: "pr_status"; prNumber: number; sha: string; state: "pending" | "success" | "failure" | "error"; description: string; refresh?: true } | { kind: "pr_comment"; prNumber: number; body: string };
+export type NotifyEffect = { kind: "pr_status"; prNumber: number; sha: string; state: "pending" | "success" | "failure" | "error"; description: string } | { kind: "pr_comment"; prNumber: number; body: string };
 
 /**
  * What the application adds when test results call for a retry (domain/flaky/verdict.ts): the
