@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { decide } from "../src/domain/engine/engine.js";
 import type { EngineQueue } from "../src/domain/engine/types.js";
+import { countQueries, type QueryCount, topShapes } from "./query-count.js";
 import { machine, postgresReachable } from "./support.js";
 import { runFlakeAwareSection } from "./queue-flaky.js";
 import { generatePrs, rng, simulate, type SimResult, type Strategy, type Workload } from "./queue-sim.js";
@@ -153,14 +154,27 @@ console.log(
 const stores: { name: string; kind: Parameters<typeof simulate>[2] }[] = [{ name: "SQLite", kind: { kind: "sqlite" } }];
 if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
 else console.log("(PostgreSQL not reachable: skipped)");
+let queries: QueryCount | null = null;
 for (const store of stores) {
+  // PostgreSQL's round trips are counted (statements sent, per applied engine event).
+  if (store.kind.kind === "postgres") queries = countQueries();
   const r = await simulate(costStrategy, costWorkload, store.kind, { prs: costPrs, drainHours: 24 });
+  queries?.stop();
   console.log(
     `| ${store.name} | ${(r.wallMs / 1000).toFixed(1)} | ${(r.cpuMs / 1000).toFixed(1)} | ${r.events} | ${(r.wallMs / r.events).toFixed(2)} | ${(r.wallMs / costPrs).toFixed(2)} | ${(r.wallMs / pure.wallMs).toFixed(0)} |`,
   );
   if (r.badMerges > 0 || r.merged < costPrs * 0.9) throw new Error(`engine cost run on ${store.name} went wrong: ${JSON.stringify(r)}`);
 }
 console.log("");
+if (queries) {
+  console.log(
+    `PostgreSQL statements: ${queries.total} for ${queries.events} applied engine events (${(queries.total / Math.max(1, queries.events)).toFixed(1)} per event; the bench's own reads and the uploads included). Most frequent, per event:`,
+  );
+  console.log("| per event | statement |");
+  console.log("|---|---|");
+  for (const row of topShapes(queries, process.argv.includes("--all-queries") ? 60 : 15)) console.log(row);
+  console.log("");
+}
 
 const summary = Object.fromEntries(
   goal.map((r) => [r.strategy, { throughputPerHour: r.throughputPerHour, p95TimeInQueueMinutes: r.p95TimeInQueueMinutes, ciRunsPerMerge: r.ciRunsPerMerge, flakeEjections: r.flakeEjections, badMerges: r.badMerges }]),

@@ -1,8 +1,9 @@
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
-import { estimatesOf } from "../domain/engine/estimates.js";
-import { placeOf, sentenceOf, statusDescriptionOf } from "../domain/reasons.js";
+import { withFinishedRuns } from "../domain/engine/estimates.js";
+import { sentenceOf, statusDescriptionOf } from "../domain/reasons.js";
+import { movedPlaces, statusPlacesOf } from "../domain/status-places.js";
 import type { ReportedCheck } from "../domain/status-checks.js";
 import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from "../domain/timeline.js";
 import type { PrState } from "../domain/states.js";
@@ -150,17 +151,27 @@ async function timelineOf(tx: Tx, queue: Queue, loaded: Loaded, decision: Decisi
   });
 }
 
-/** The place in line and estimate the PR's status shows while it waits (not_ready, pending, testing). */
-async function placesOf(tx: Tx, queue: Queue, decision: Decision, timeline: readonly TimelineEvent[], now: Date): Promise<Map<number, string>> {
-  const waiting = timeline.filter((e) => e.state === "pending" || e.state === "testing");
-  if (waiting.length === 0) return new Map();
-  const estimates = estimatesOf(decision.queue, await recentRunStats(tx, queue.id), now.getTime());
-  return new Map(
-    waiting.map((e) => {
-      const estimate = estimates.get(e.prNumber);
-      return [e.prNumber, estimate ? placeOf(estimate.position, estimate.estimatedSecondsToMerge) : ""];
-    }),
-  );
+/**
+ * The statuses a decision writes, when the queue shows them: each transition's, with its place in
+ * line while it waits, and a refresh for every PR still waiting whose shown place or estimate
+ * moved (at most STATUS_PLACES_SHOWN of them, see domain/status-places.ts).
+ */
+async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, decision: Decision, event: EngineEvent, timeline: readonly TimelineEvent[], now: Date): Promise<NotifyEffect[]> {
+  if (!queue.statusCheckEnabled) return timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, ""));
+  // The main runs this decision finished are not stored yet: the estimates count them too.
+  const finished = decision.queue.runs.filter((r) => r.kind === "main" && r.finishedAt !== null && loaded.runs.get(r.id)?.finishedAt == null);
+  const stats = withFinishedRuns(await recentRunStats(tx, queue.id), finished);
+  const places = statusPlacesOf(decision.queue, stats, now.getTime());
+  const out = timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, e.state === "pending" || e.state === "testing" ? (places.get(e.prNumber) ?? "") : ""));
+  // A PR submitted straight into line has no transition of the engine's: it gets its first status here.
+  const named = new Set(event.kind === "submitted" ? [event.prNumber] : []);
+  const moved = movedPlaces(loaded.engine, decision.queue, stats, now.getTime(), new Set(timeline.map((e) => e.prNumber)), named);
+  const after = new Map(decision.queue.entries.map((e) => [e.prNumber, e]));
+  for (const [pr, place] of moved) {
+    const entry = after.get(pr)!;
+    out.push({ kind: "pr_status", prNumber: pr, sha: loaded.entries.get(pr)!.prSha, state: STATUS_OF[entry.state], description: statusDescriptionOf(entry.reason, null, place) });
+  }
+  return out;
 }
 
 /**
@@ -174,11 +185,9 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
   const timeline = await timelineOf(tx, queue, loaded, decision, event, cause, now);
-  let notifications: NotifyEffect[] = [];
-  if (services.codeHost.notifiesPullRequests && timeline.length > 0) {
-    const places = queue.statusCheckEnabled ? await placesOf(tx, queue, decision, timeline, now) : new Map<number, string>();
-    notifications = timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, places.get(e.prNumber) ?? ""));
-  }
+  // Places move only when something moved: a decision without transitions or effects writes no status.
+  const changed = timeline.length > 0 || event.kind === "submitted" || decision.effects.some((e) => e.kind !== "schedule_timer");
+  const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications });
   return decision;
 }

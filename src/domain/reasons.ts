@@ -74,11 +74,27 @@ export function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-/** A place in line and an estimate, as the PR's status shows them: "3rd in line, ~12 min". */
+/**
+ * The minutes an estimate is rounded to (the nearest, by ratio), below 90 minutes; whole hours
+ * above. Coarse on purpose: a status shows the bucket, so an estimate drifting by a minute or
+ * two does not rewrite the PR's status on the code host.
+ */
+export const ESTIMATE_MINUTES = [1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 75, 90] as const;
+
+/** An estimate as people read it: "~1 min", "~15 min", "~3 h". */
+export function estimateText(seconds: number): string {
+  if (seconds >= 5400) return `~${Math.round(seconds / 3600)} h`;
+  const minutes = Math.max(1, seconds / 60);
+  let best: number = ESTIMATE_MINUTES[0];
+  for (const bucket of ESTIMATE_MINUTES) if (Math.abs(Math.log(minutes / bucket)) < Math.abs(Math.log(minutes / best))) best = bucket;
+  return `~${best} min`;
+}
+
+/** A place in line and an estimate, as the PR's status shows them: "3rd in line, ~10 min". */
 export function placeOf(position: { index: number } | null, estimatedSeconds: number | null): string {
   const parts: string[] = [];
   if (position) parts.push(`${ordinal(position.index)} in line`);
-  if (estimatedSeconds !== null) parts.push(estimatedSeconds < 90 ? "~1 min" : estimatedSeconds < 5400 ? `~${Math.round(estimatedSeconds / 60)} min` : `~${Math.round(estimatedSeconds / 3600)} h`);
+  if (estimatedSeconds !== null) parts.push(estimateText(estimatedSeconds));
   return parts.join(", ");
 }
 

@@ -168,6 +168,17 @@ export class Database {
     return this.#track(() => (this.#serialize ? this.#serialize.run(run) : run()));
   }
 
+  /**
+   * Runs `fn`, which makes one write statement, outside an explicit transaction: a statement is
+   * atomic on its own, and BEGIN and COMMIT would be two more round trips (the worker marks
+   * every effect done this way). Prisma still wraps its own updateMany in a transaction; plain
+   * SQL (`$executeRaw`) goes alone. On SQLite it holds the same mutex as `transaction`.
+   */
+  write<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
+    const run = () => fn(this.client as unknown as Tx);
+    return this.#track(() => (this.#serialize ? this.#serialize.run(run) : run()));
+  }
+
   /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     return fn(this.reader as unknown as Tx);

@@ -4,14 +4,35 @@ import type { Tx } from "./database.js";
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
 
-/** Adds effects to the end of the queue's outbox, in order. */
+/**
+ * Adds effects to the end of the queue's outbox, in order. A PR's status replaces the statuses of
+ * the same head still waiting there, and the earlier ones among `effects`: GitHub shows only a
+ * context's latest status, so a status not yet written is worth nothing once a newer one is
+ * decided (the place in line moved again, "merging" became "merged"). A PR head has at most one
+ * status pending (besides one already tried and failing) however many decisions moved it.
+ * Deleting is safe against a worker carrying one out right now: it writes the older status,
+ * finds the row gone when it marks it done, and goes on to the newer one, later in the outbox.
+ */
 export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string }): Promise<void> {
   if (effects.length === 0) return;
+  const headOf = (e: { prNumber: number; sha: string }) => `${e.prNumber}@${e.sha}`;
+  const lastStatus = new Map(effects.flatMap((e, i) => (e.kind === "pr_status" ? [[headOf(e), i] as const] : [])));
+  const kept = effects.filter((e, i) => e.kind !== "pr_status" || lastStatus.get(headOf(e)) === i);
+  if (lastStatus.size > 0) await dropPendingStatuses(tx, queueId, new Set(lastStatus.keys()), headOf);
   const last = await tx.effect.findFirst({ where: { queueId }, orderBy: { seq: "desc" }, select: { seq: true } });
   let seq = last?.seq ?? 0;
   await tx.effect.createMany({
-    data: effects.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
+    data: kept.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
   });
+}
+
+/** Deletes the pending statuses of these PR heads (see appendEffects). */
+async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<string>, headOf: (e: { prNumber: number; sha: string }) => string): Promise<void> {
+  // A status already tried and failing stays: its backoff and attempts (which the rate-limit
+  // reserve and giving up count) are not reset by a newer one.
+  const rows = await tx.effect.findMany({ where: { queueId, doneAt: null, kind: "pr_status", attempts: 0 }, select: { id: true, payload: true } });
+  const stale = rows.filter((row) => heads.has(headOf(JSON.parse(row.payload) as { prNumber: number; sha: string }))).map((row) => row.id);
+  if (stale.length > 0) await tx.effect.deleteMany({ where: { id: { in: stale }, doneAt: null, attempts: 0 } });
 }
 
 /** The first effect of the queue's outbox not yet done, or null. */
@@ -22,9 +43,13 @@ export async function nextPendingEffect(tx: Tx, queueId: string): Promise<Pendin
   return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
 }
 
-/** Marks an effect done (a no-op when another worker did already, or the queue is gone). */
+/**
+ * Marks an effect done (a no-op when another worker did already, or the queue is gone). Plain
+ * SQL: Prisma wraps an updateMany in BEGIN and COMMIT of its own, two more round trips for every
+ * effect the worker carries out (docs/benchmarks.md).
+ */
 export async function completeEffect(tx: Tx, id: string, at: Date): Promise<void> {
-  await tx.effect.updateMany({ where: { id, doneAt: null }, data: { doneAt: at } });
+  await tx.$executeRaw`UPDATE "Effect" SET "doneAt" = ${at} WHERE "id" = ${id} AND "doneAt" IS NULL`;
 }
 
 /** Counts a failed attempt at an effect, with its error and the time before which it is not tried again. */

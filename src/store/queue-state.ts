@@ -8,7 +8,7 @@ import { appendEffects } from "./effects.js";
 import { toQueueEntry, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
-import { toTestRun, type TestRun } from "./runs.js";
+import { rebaseRuns, toTestRun, type TestRun } from "./runs.js";
 import { publishDecisionEvents } from "./webhook-outbox.js";
 import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
@@ -161,6 +161,8 @@ export async function saveDecision(
   const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
   const cleanups: OutboxEffect[] = [];
   const cancelling = new Set(decision.effects.flatMap((e) => (e.kind === "cancel_run" ? [e.runId] : [])));
+  // Runs only re-described from a new base, grouped by it: one statement per base.
+  const rebasedOnly = new Map<string, { id: string; stack: number[] }[]>();
   for (const run of next.runs) {
     const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
     const row = loaded.runs.get(run.id);
@@ -174,11 +176,15 @@ export async function saveDecision(
       // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
       const stack = JSON.stringify(run.stack);
       const rebased = row.baseSha !== run.baseSha || JSON.stringify(row.stack) !== stack;
-      if (rebased || row.status !== run.status || row.failure !== run.failure || row.archived !== archived) {
+      const changed = row.status !== run.status || row.failure !== run.failure || row.archived !== archived;
+      if (changed || (rebased && (row.finishedAt?.getTime() ?? null) !== run.finishedAt)) {
         await tx.testRun.update({ where: { id: row.id }, data: { ...data, ...(rebased ? { baseSha: run.baseSha, stack } : {}) } });
+      } else if (rebased) {
+        rebasedOnly.set(run.baseSha, [...(rebasedOnly.get(run.baseSha) ?? []), { id: row.id, stack: run.stack }]);
       }
     }
   }
+  for (const [baseSha, rows] of rebasedOnly) await rebaseRuns(tx, baseSha, rows);
 
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });

@@ -101,12 +101,13 @@ export async function queueVersion(db: Database, repositoryKey: string, organiza
  * Locks the queue `id` for the caller's transaction, or answers null when it no longer exists.
  * The lock is an update (the version bump the ReadCache relies on): on PostgreSQL it holds the
  * row until the transaction ends, and a writer that waited on a transaction that deleted the
- * queue finds no row, which is not an error but an answer. The row is read after the lock, so
- * it is the latest committed one. (SQLite runs one transaction at a time.)
+ * queue finds no row, which is not an error but an answer. The row comes back from the update
+ * itself (RETURNING), after the lock, so it is the latest committed one. (SQLite runs one
+ * transaction at a time.)
  */
 export async function lockQueueRow(tx: Tx, id: string): Promise<Queue | null> {
-  const locked = await tx.queue.updateMany({ where: { id }, data: { version: { increment: 1 } } });
-  return locked.count === 0 ? null : getQueue(tx, id);
+  const [locked] = await tx.queue.updateManyAndReturn({ where: { id }, data: { version: { increment: 1 } } });
+  return locked ? toQueue(locked) : null;
 }
 
 /** The columns a settings update writes; fields it leaves undefined are left as they are. */

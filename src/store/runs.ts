@@ -1,5 +1,5 @@
 import type { FlakeRecord } from "../domain/flaky/verdict.js";
-import type { TestRun as RunRow } from "../generated/sqlite/client.js";
+import { Prisma, type TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
 import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
 import { RUN_DIAGNOSIS_CODES, type RunDiagnosis } from "../domain/diagnoses.js";
@@ -185,4 +185,19 @@ const runNumberOf = (runId: string) => Number(runId.slice(runId.lastIndexOf("-")
 export async function runCountsSince(tx: Tx, queueIds: string[], since: Date): Promise<Map<string, number>> {
   const rows = await tx.testRun.groupBy({ by: ["queueId"], where: { queueId: { in: queueIds }, startedAt: { gte: since } }, _count: { _all: true } });
   return new Map(rows.map((row) => [row.queueId, row._count._all]));
+}
+
+/**
+ * Re-describes runs from a new base (a landed merge: same tree, shorter stack) in one statement:
+ * a merge in parallel mode rebases every run in flight, one UPDATE each was most of a decision's
+ * round trips (docs/benchmarks.md). `rows`: the runs' row ids with their new stacks.
+ */
+export async function rebaseRuns(tx: Tx, baseSha: string, rows: readonly { id: string; stack: readonly number[] }[]): Promise<void> {
+  if (rows.length === 0) return;
+  const stacks = Prisma.join(
+    rows.map((row) => Prisma.sql`WHEN ${row.id} THEN ${JSON.stringify(row.stack)}`),
+    " ",
+  );
+  const ids = Prisma.join(rows.map((row) => row.id));
+  await tx.$executeRaw`UPDATE "TestRun" SET "baseSha" = ${baseSha}, "stack" = CASE "id" ${stacks} END WHERE "id" IN (${ids})`;
 }

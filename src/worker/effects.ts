@@ -52,7 +52,7 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       if (await deferredForReserve(services, queue, pending)) break;
       try {
         await execute(services, queue, pending.effect);
-        await services.db.transaction((tx) => completeEffect(tx, pending.id, services.now()));
+        await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
         count++;
       } catch (error) {
         if (!(await recordFailure(services, queue, pending, error))) break;
@@ -74,7 +74,7 @@ async function deferredForReserve(services: Services, queue: QueueInRepository, 
   if (pending.attempts === 0) return false;
   const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
   if (until === null || until <= services.now().getTime()) return false;
-  await services.db.transaction((tx) => deferEffect(tx, pending.id, new Date(until)));
+  await services.db.write((tx) => deferEffect(tx, pending.id, new Date(until)));
   services.log?.info({ effect: pending.kind, queueId: pending.queueId, attempts: pending.attempts, until: new Date(until).toISOString() }, "effect retry waits for the rate limit's reset (reserve reached)");
   return true;
 }
@@ -100,7 +100,7 @@ async function recordFailure(services: Services, queue: QueueInRepository, pendi
   const exhausted = attempts >= (pending.kind === "rerun_failed_jobs" ? RERUN_MAX_ATTEMPTS : EFFECT_BACKOFF.maxAttempts) && refusal?.kind !== "rate_limited";
   if (!permanent && !exhausted) {
     const at = nextAttemptAt(services.now(), attempts, refusal, services.random ?? Math.random);
-    await services.db.transaction((tx) => recordEffectFailure(tx, pending.id, message, at));
+    await services.db.write((tx) => recordEffectFailure(tx, pending.id, message, at));
     if (attempts >= WARN_AFTER_ATTEMPTS) services.log?.warn({ effect: pending.kind, queueId: pending.queueId, attempts, error: message, nextAttemptAt: at.toISOString() }, "effect keeps failing");
     return false;
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { estimatesOf } from "../../src/domain/engine/estimates.js";
 import type { EngineEntry, EngineQueue } from "../../src/domain/engine/types.js";
-import { ordinal, placeOf, REASONS, sentenceOf, STATUS_DESCRIPTION_MAX, statusDescriptionOf } from "../../src/domain/reasons.js";
+import { estimateText, ordinal, placeOf, REASONS, sentenceOf, STATUS_DESCRIPTION_MAX, statusDescriptionOf } from "../../src/domain/reasons.js";
 import { EVIDENCE_LIST_MAX, timelineEventOf } from "../../src/domain/timeline.js";
 
 describe("reason sentences", () => {
@@ -21,8 +21,15 @@ describe("reason sentences", () => {
     expect(sentenceOf("merge_refused", "Reviews required.")).toBe(`${REASONS.merge_refused} Reviews required.`);
     expect(sentenceOf("some_old_code")).toBe("some old code.");
     expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal)).toEqual(["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]);
-    expect(placeOf({ index: 3 }, 720)).toBe("3rd in line, ~12 min");
+    expect(placeOf({ index: 3 }, 720)).toBe("3rd in line, ~10 min");
     expect(placeOf(null, null)).toBe("");
+  });
+
+  test("estimates are shown in coarse buckets, so a drift of a minute or two does not rewrite a status", () => {
+    const shown = (minutes: number) => estimateText(minutes * 60);
+    expect([0, 1, 2, 4, 7, 8, 11, 13, 24, 26, 50, 80, 89].map(shown)).toEqual(["~1 min", "~1 min", "~2 min", "~5 min", "~5 min", "~10 min", "~10 min", "~15 min", "~20 min", "~30 min", "~45 min", "~75 min", "~90 min"]);
+    expect([90, 150, 200].map(shown)).toEqual(["~2 h", "~3 h", "~3 h"]);
+    expect(shown(11)).toBe(shown(12));
   });
 });
 

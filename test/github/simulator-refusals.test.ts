@@ -267,6 +267,21 @@ describe("the GitHub simulator", () => {
       expect(await response.json()).toMatchObject({ message: "Validation Failed", errors: [{ resource: "Status", field: "state" }] });
     });
 
+    test("a SHA takes at most 1000 statuses per context: the 1001st answers 422, another context still goes", async () => {
+      const r = newRepo();
+      const sha = gh.openPr(r.full, { number: 1 }).headSha;
+      for (let i = 0; i < 999; i++) gh.reportStatus(r.full, sha, "ci", "pending");
+      await octokit.rest.repos.createCommitStatus({ ...r, sha, state: "success", context: "ci" });
+      const response = await fetch(`${gh.url}/repos/${r.full}/statuses/${sha}`, {
+        method: "POST",
+        headers: { authorization: `token ghs_installation_${INSTALLATION}`, "content-type": "application/json" },
+        body: JSON.stringify({ state: "success", context: "ci" }),
+      });
+      expect(response.status).toBe(422);
+      expect(await response.json()).toMatchObject({ message: "Validation Failed", errors: [{ resource: "Status", message: "This SHA and context has reached the maximum number of statuses." }] });
+      await octokit.rest.repos.createCommitStatus({ ...r, sha, state: "success", context: "lint" });
+    });
+
     test("the combined status keeps the latest state of each context; check runs and suites are listed by commit", async () => {
       const r = newRepo();
       const sha = gh.openPr(r.full, { number: 1 }).headSha;

@@ -1608,6 +1608,15 @@ export class GitHubSimulator {
         });
       }
       const context = body.context === undefined ? "default" : String(body.context);
+      // "There is a limit of 1000 statuses per sha and context within a repository" ("Create a commit status").
+      if (this.statuses.filter((s) => s.repo === repoName && s.sha === sha && s.context === context).length >= 1000) {
+        return send(422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Status", code: "custom", message: "This SHA and context has reached the maximum number of statuses." }],
+          documentation_url: "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+          status: "422",
+        });
+      }
       const targetUrl = typeof body.target_url === "string" ? body.target_url : null;
       const id = this.#createStatus(repoName, sha, { context, state: String(body.state), description, targetUrl, creator: APP_BOT });
       return send(201, shape.status(this.statuses.find((s) => s.id === id)!));

@@ -50,3 +50,17 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
   for (const pr of q.merged) out.set(pr, { position: null, estimatedSecondsToMerge: 0 });
   return out;
 }
+
+/**
+ * The run statistics with runs that finished since they were read (a decision's own, not yet
+ * stored), so that the estimates it shows count the run that just finished.
+ */
+export function withFinishedRuns(stats: RunStats | null, runs: readonly { startedAt: number; finishedAt: number | null; status: string }[]): RunStats | null {
+  const finished = runs.filter((r) => r.finishedAt !== null && (r.status === "passed" || r.status === "failed"));
+  if (finished.length === 0) return stats;
+  const before = stats ?? { runs: 0, meanSeconds: 0, failureRate: 0 };
+  const count = before.runs + finished.length;
+  const seconds = before.meanSeconds * before.runs + finished.reduce((sum, r) => sum + Math.max(0, r.finishedAt! - r.startedAt) / 1000, 0);
+  const failures = before.failureRate * before.runs + finished.filter((r) => r.status === "failed").length;
+  return { runs: count, meanSeconds: seconds / count, failureRate: failures / count };
+}

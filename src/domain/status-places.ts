@@ -1,0 +1,47 @@
+import { estimatesOf, type RunStats } from "./engine/estimates.js";
+import type { EngineQueue } from "./engine/types.js";
+import type { PrState } from "./states.js";
+import { placeOf } from "./reasons.js";
+
+/**
+ * How many PRs at the front of the line have their place kept current on their status: every
+ * PR moving up rewrites its status, so only these do (at most this many writes a decision); the
+ * PRs behind them say only that they wait behind them, which stays true until they get there.
+ */
+export const STATUS_PLACES_SHOWN = 20;
+
+/** The states whose status shows a place in line. */
+const WAITING: ReadonlySet<PrState> = new Set(["pending", "testing"]);
+
+/** The place a PR's status shows, from its estimate: "3rd in line, ~10 min", or that it waits behind the first ones. */
+export function statusPlaceOf(estimate: { position: { index: number } | null; estimatedSecondsToMerge: number | null } | undefined): string {
+  if (!estimate) return "";
+  if (estimate.position && estimate.position.index > STATUS_PLACES_SHOWN) return `behind the first ${STATUS_PLACES_SHOWN} in line`;
+  return placeOf(estimate.position, estimate.estimatedSecondsToMerge);
+}
+
+/** The place each waiting PR's status shows (PRs not waiting answer none). */
+export function statusPlacesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, string> {
+  const estimates = estimatesOf(q, stats, now);
+  const out = new Map<number, string>();
+  for (const entry of q.entries) if (WAITING.has(entry.state)) out.set(entry.prNumber, statusPlaceOf(estimates.get(entry.prNumber)));
+  return out;
+}
+
+/**
+ * The waiting PRs whose status should show a new place after a decision: those that stayed
+ * waiting (a PR that moved has a status of its own) and whose shown place or estimate bucket
+ * differs from what the state before the decision showed, both read at the same `now` with the
+ * same run statistics, so time passing alone never rewrites a status; and the `named` PRs
+ * still waiting (just submitted: their first status). Answers PR → new place.
+ */
+export function movedPlaces(before: EngineQueue, after: EngineQueue, stats: RunStats | null, now: number, moved: ReadonlySet<number>, named: ReadonlySet<number> = new Set()): Map<number, string> {
+  const old = statusPlacesOf(before, stats, now);
+  const out = new Map<number, string>();
+  for (const [pr, place] of statusPlacesOf(after, stats, now)) {
+    if (moved.has(pr)) continue;
+    const was = old.get(pr);
+    if (named.has(pr) || (was !== undefined && was !== place)) out.set(pr, place);
+  }
+  return out;
+}

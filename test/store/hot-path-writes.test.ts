@@ -1,0 +1,70 @@
+import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
+import { Database } from "../../src/store/database.js";
+import { appendEffects, completeEffect, nextPendingEffect } from "../../src/store/effects.js";
+import { createQueue, lockQueueRow } from "../../src/store/queues.js";
+import { rebaseRuns, runOf } from "../../src/store/runs.js";
+import { BACKENDS } from "../support/backends.js";
+
+/**
+ * The engine's hot-path writes that skip Prisma's per-row or per-statement cost
+ * (docs/benchmarks.md) write what Prisma reads back, on both backends: runs rebased in one
+ * statement keep their own stacks, an effect marked done in plain SQL reads as done with its
+ * date, and a queue locked with UPDATE … RETURNING answers the row as locked.
+ */
+describe.each(BACKENDS)("hot-path writes on $name", (backend) => {
+  let database: { url: string; drop(): Promise<void> };
+  let db: Database;
+  const now = new Date("2030-01-10T12:00:00.000Z");
+
+  beforeAll(async () => {
+    database = await backend.createDatabase();
+    db = await Database.open(database.url);
+    await db.transaction(async (tx) => {
+      await tx.organization.create({ data: { id: "org", slug: "acme" } });
+      await tx.repository.create({ data: { id: "repo", organizationId: "org", host: "github.com", owner: "acme", name: "web", key: "github.com/acme/web" } });
+      await createQueue(tx, { id: "q", repositoryId: "repo", branch: "main", settings: DEFAULT_QUEUE_SETTINGS, state: "running", head: "h0" });
+    });
+  });
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  test("rebased runs keep their own stacks and take the new base; other runs are left alone", async () => {
+    await db.transaction(async (tx) => {
+      for (const [n, stack] of [
+        [1, [1, 2]],
+        [2, [1, 2, 3]],
+        [3, [1, 4]],
+      ] as const) {
+        await tx.testRun.create({
+          data: { id: `r${n}`, queueId: "q", runId: `run-${n}`, kind: "main", baseSha: "h0", stack: JSON.stringify(stack), tested: JSON.stringify([stack.at(-1)]), status: "running", startedAt: now },
+        });
+      }
+      await rebaseRuns(tx, "h1", [
+        { id: "r1", stack: [2] },
+        { id: "r2", stack: [2, 3] },
+      ]);
+    });
+    const runs = await db.read(async (tx) => Promise.all([1, 2, 3].map((n) => runOf(tx, "q", `run-${n}`))));
+    expect(runs.map((r) => [r!.baseSha, r!.stack])).toEqual([
+      ["h1", [2]],
+      ["h1", [2, 3]],
+      ["h0", [1, 4]],
+    ]);
+  });
+
+  test("an effect marked done in plain SQL reads as done, with its date; a queue locked answers its row with the version bumped", async () => {
+    await db.transaction((tx) => appendEffects(tx, "q", [{ kind: "cancel_run", runId: "run-1" }], { now, newId: () => "e1" }));
+    const pending = await db.read((tx) => nextPendingEffect(tx, "q"));
+    expect(pending?.id).toBe("e1");
+    await db.write((tx) => completeEffect(tx, "e1", now));
+    expect(await db.read((tx) => nextPendingEffect(tx, "q"))).toBeNull();
+    expect((await db.read((tx) => tx.effect.findUniqueOrThrow({ where: { id: "e1" } }))).doneAt).toEqual(now);
+
+    const before = await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: "q" } }));
+    const locked = await db.transaction((tx) => lockQueueRow(tx, "q"));
+    expect(locked).toMatchObject({ id: "q", branch: "main", state: "running", baseSha: "h0", version: before.version + 1 });
+    expect(await db.transaction((tx) => lockQueueRow(tx, "gone"))).toBeNull();
+  });
+});
