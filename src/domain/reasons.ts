@@ -21,7 +21,7 @@ export const REASONS = {
   bisection_passed: "Proven innocent by the bisection of its failed batch: back in line.",
   retrying_failed_run: "Tests failed with nothing behind it to clear it: tested once more before failing.",
   restart_requested: "Tests restarted on request.",
-  flaky_failures_excused: "A required check failed only on quarantined tests, or tests that passed on a retry: the failure does not count.",
+  flaky_failures_excused: "A required check failed only on quarantined tests, in a job that stopped at them alone: the failure does not count.",
   flaky_retry: "A required check failed on known-flaky tests: its failed jobs are run again.",
   infrastructure_retry: "A required check failed by infrastructure (most tests, or unrelated tests with one failure): its failed jobs are run again once.",
   flaky_retry_new_run: "The code host could not run the failed jobs again: the run is started again on its own.",
