@@ -6,7 +6,7 @@ import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
 import { lineGroupsOf, type LineGroups } from "../domain/engine/line.js";
 import { loadQueueState } from "../store/queue-state.js";
 import { getQueue, versionsOf, versionsOfOrganizations } from "../store/queues.js";
-import { runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
+import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
 import { measureEntry } from "./metrics.js";
 import { listPullRequests } from "./pull-request-list.js";
 import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "./queues.js";
@@ -41,6 +41,8 @@ export type QueueSummary = {
   timeInQueueP95: number | null;
   /** Runs started in the last 24 h per PR merged then; null when none merged. */
   runsPerMerged: number | null;
+  /** Runs that passed after their test results excused or retried a flaky failure, last 24 h (docs/flaky-queue.md). */
+  flakyEjectionsAvoided: number;
   /** Why nothing moves, when the queue says so itself. */
   blockedReason: string | null;
   /** PRs merged in each of the last 24 hours, oldest first, and each hour's start (ms since the epoch). */
@@ -64,14 +66,10 @@ export function quantile(values: number[], q: number): number | null {
 export async function queueOverview(services: Services, principal: Principal): Promise<QueueSummary[]> {
   const now = services.now().getTime();
   const windowStart = new Date(now - DAY_MS);
-  const { data, runCounts } = await services.db.read(async (tx) => {
+  const { data, runCounts, absorbed } = await services.db.read(async (tx) => {
     const data = await loadMetricsData(tx, principal.organizationId, undefined, windowStart);
-    const runCounts = await runCountsSince(
-      tx,
-      data.queues.map((q) => q.id),
-      windowStart,
-    );
-    return { data, runCounts };
+    const ids = data.queues.map((q) => q.id);
+    return { data, runCounts: await runCountsSince(tx, ids, windowStart), absorbed: await flakesAbsorbedSince(tx, ids, windowStart) };
   });
   const firstHour = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
   const hours = Array.from({ length: 24 }, (_, i) => firstHour + i * HOUR_MS);
@@ -105,6 +103,7 @@ export async function queueOverview(services: Services, principal: Principal): P
         timeInQueueP50: quantile(timesInQueue, 0.5),
         timeInQueueP95: quantile(timesInQueue, 0.95),
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
+        flakyEjectionsAvoided: absorbed.get(queue.id) ?? 0,
         blockedReason: BLOCKED_REASONS[state] ?? null,
         trend: { hours, merged, failed },
       };

@@ -188,6 +188,20 @@ export async function runCountsSince(tx: Tx, queueIds: string[], since: Date): P
 }
 
 /**
+ * How many runs each of the queues started at or after `since` passed after their test results
+ * excused or retried a flaky failure (domain/flaky/verdict.ts): the ejections flake handling avoided.
+ */
+export async function flakesAbsorbedSince(tx: Tx, queueIds: string[], since: Date): Promise<Map<string, number>> {
+  const rows = await tx.testRun.findMany({ where: { queueId: { in: queueIds }, startedAt: { gte: since }, status: "passed", flakeVerdict: { not: null } }, select: { queueId: true, flakeVerdict: true } });
+  const counts = new Map<string, number>();
+  for (const row of rows) {
+    const record = JSON.parse(row.flakeVerdict!) as FlakeRecord;
+    if (record.retries > 0 || record.infrastructureRetried || Object.keys(record.excused).length > 0) counts.set(row.queueId, (counts.get(row.queueId) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
  * Re-describes runs from a new base (a landed merge: same tree, shorter stack) in one statement:
  * a merge in parallel mode rebases every run in flight, one UPDATE each was most of a decision's
  * round trips (docs/benchmarks.md). `rows`: the runs' row ids with their new stacks.

@@ -74,6 +74,10 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     const excused = after.timeline.find((e) => e.reason === "flaky_failures_excused")!;
     expect(excused).toMatchObject({ previousState: "testing", state: "testing" });
     expect(excused.evidence.flaky).toMatchObject({ decision: "excuse", rule: "failures_excused", tests: [{ name: "racy", judgement: "quarantined" }] });
+    // The overview counts it as an ejection flake handling avoided.
+    const dashboard = await DashboardClient.signIn(server.url, server.api.token);
+    const card = /<article class="card queue-card"[^>]*data-queue="[^"]*excused:main"[\s\S]*?<\/article>/.exec((await dashboard.get("/")).text)![0];
+    expect(card).toContain('<dd data-figure="flaky-ejections-avoided">1</dd>');
   });
 
   test("with flakeHandling off the same failure counts (the engine's blind retry, as before)", async () => {

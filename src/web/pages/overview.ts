@@ -25,6 +25,7 @@ function queueCard(q: QueueSummary) {
 <div><dt>Failed, 24 h</dt><dd>${q.failed24h}</dd></div>
 <div><dt>Time in queue p50 / p95</dt><dd>${duration(q.timeInQueueP50)} / ${duration(q.timeInQueueP95)}</dd></div>
 <div><dt>CI runs per merged PR</dt><dd>${q.runsPerMerged === null ? "—" : q.runsPerMerged.toFixed(1)}</dd></div>
+<div title="Runs that passed after their test results excused or retried a flaky failure (flakeHandling)"><dt>Flaky ejections avoided, 24 h</dt><dd data-figure="flaky-ejections-avoided">${q.flakyEjectionsAvoided}</dd></div>
 </dl>
 <figure class="chart"><div data-chart="${chartId}" data-series="${JSON.stringify({
     x: q.trend.hours.map((h) => h / 1000),
