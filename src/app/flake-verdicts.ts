@@ -94,9 +94,12 @@ export async function judgeFailedRun(
   const effective = withExcused(checks, record);
   const before = verdictOf(required, effective, finished);
   if (before !== "failed") return before;
-  const failed: VerdictCheck[] = failedChecksOf(required, effective).map((check) => ({ ...check, excusable: excusable(check, options) }));
-  // Judged at these very reports already: its failed jobs are running again.
-  if (!options.newReport && failed.every((check) => alreadyJudged(record, check))) return null;
+  const all: VerdictCheck[] = failedChecksOf(required, effective).map((check) => ({ ...check, excusable: excusable(check, options) }));
+  // Checks judged at these very reports already have their failed jobs running again: only the
+  // others are judged now (each check has its own retries), and the run waits for those re-runs.
+  const pending = options.newReport ? [] : all.filter((check) => alreadyJudged(record, check));
+  const failed = options.newReport ? all : all.filter((check) => !alreadyJudged(record, check));
+  if (failed.length === 0) return null;
   const evidence = await runEvidence(tx, run);
   const verdict = judgeFailedChecks({ mode: queue.flakeHandling, maxRetries: queue.flakyRetries, record, failed, soleCheck: options.soleCheck, ...evidence });
   const read = failed.flatMap((check) => uploadsOfCheck(check, evidence.uploads, options.soleCheck).map((u) => u.id));
@@ -110,7 +113,10 @@ export async function judgeFailedRun(
     await appendEffects(tx, queue.id, [{ kind: "rerun_failed_jobs", runId: run.runId, checkRunIds }], { now: services.now(), newId: services.newId });
     return null;
   }
-  return verdictOf(required, withExcused(checks, next), finished);
+  // Excused: passed, unless a check still waits for its re-run.
+  const waiting = new Set(pending.map((check) => check.context));
+  const after = Object.fromEntries(Object.entries(withExcused(checks, next)).map(([context, check]) => [context, waiting.has(context) ? { ...check, state: "pending" as const } : check]));
+  return verdictOf(required, after, finished);
 }
 
 /** A timeline entry, on each PR the run decides for, of a verdict that moves no PR. */

@@ -102,6 +102,16 @@ describe("flake verdicts", () => {
     expect(judgeFailedChecks(input({ mode: "quarantined", uploads: [upload([1])], tests: [flaky] }))).toMatchObject({ decision: "fail", rule: "known_flaky_not_quarantined" });
   });
 
+  it("each check has its own retries: a second check flaking after the first was retried is retried too", () => {
+    const flaky = test(1, { passedOnSameTree: true });
+    const first = judgeFailedChecks(input({ uploads: [upload([1])], tests: [flaky] }));
+    const record = recordVerdict(NEW_FLAKE_RECORD, first, [testsCheck], ["u"]);
+    expect(record.retriesOf).toEqual({ tests: 1 });
+    const e2e = { context: "e2e", state: "failure" as const, kind: "check_run" as const, id: 31, excusable: true };
+    const theirs = upload([1], { id: "e", checkName: "e2e", checkRunId: 31 });
+    expect(judgeFailedChecks(input({ record, failed: [e2e], uploads: [upload([1]), theirs], tests: [flaky] }))).toMatchObject({ decision: "retry", rule: "flaky_retry", checks: ["e2e"], attempt: 1 });
+  });
+
   it("an infrastructure failure is re-run once, then counts", () => {
     const storm = upload([1], { infrastructureFailure: "9 of 10 tests failed" });
     const first = judgeFailedChecks(input({ uploads: [storm], tests: [test(1)] }));

@@ -187,22 +187,25 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
   async function ciFinishes(name: string, racy: "fail" | "pass") {
     const [branch] = gh.branches(`${OWNER}/${name}`, "greenline/");
     ci.finish();
-    const job = gh.checkRuns(`${OWNER}/${name}`, branch!.sha).sort((a, b) => b.id - a.id)[0]!;
+    const job = gh
+      .checkRuns(`${OWNER}/${name}`, branch!.sha)
+      .filter((r) => r.name === "tests")
+      .sort((a, b) => b.id - a.id)[0]!;
     await upload(name, branch!.sha, branch!.name, racy, job.id);
     await reconcileCommit(server.greenline.services, queue(name).repo, branch!.sha);
     await server.greenline.worker.drain();
     return branch!;
   }
   /** A queue retrying flaky tests, `racy` flaky (not quarantined), PR 1 testing. */
-  async function testing(name: string) {
-    gh.ruleset(`${OWNER}/${name}`, "main", ["tests"]);
+  async function testing(name: string, required = ["tests"]) {
+    gh.ruleset(`${OWNER}/${name}`, "main", required);
     await api.ok("createQueue", { ...queue(name), mergeMethod: "merge_commit", flakeHandling: "retry_flaky" });
     await upload(name, "b".repeat(40), "feature", "fail");
     await upload(name, "b".repeat(40), "feature", "pass");
     const test_id = testCaseId(OWNER, `github.com/${OWNER}/${name}`, { file: "", classname: "pkg.Tests", parent: "suite", name: "racy" });
     await api.ok("flaky-tests/set-quarantine-setting", { repo: queue(name).repo, org_url_slug: OWNER, test_id, setting: "never" });
-    const opened = gh.openPr(`${OWNER}/${name}`, { number: 1, files: { "src/1.ts": "1" } });
-    gh.ciStatus(`${OWNER}/${name}`, opened.headSha, "tests", "success");
+    const opened = gh.openPr(`${OWNER}/${name}`, { number: 1, files: { [`src/${name}.ts`]: "1" } });
+    for (const context of required) gh.ciStatus(`${OWNER}/${name}`, opened.headSha, context, "success");
     await api.ok("submitPullRequest", pr(name, 1));
     await server.greenline.worker.drain();
   }
@@ -210,7 +213,11 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     // The `tests` workflow of testing branches flakes on its first attempt.
-    ci = new SimulatedCi(gh, [{ name: "tests", on: ["push"], branches: "greenline/", report: "check_run", fails: (_files, attempt) => attempt === 1 }]).attach();
+    ci = new SimulatedCi(gh, [
+      { name: "tests", on: ["push"], branches: "greenline/", report: "check_run", fails: (_files, attempt) => attempt === 1 },
+      // Only the "twice" repository's PR has e2e tests that flake.
+      { name: "e2e", on: ["push"], branches: "greenline/", report: "check_run", fails: (files, attempt) => attempt === 1 && "src/twice.ts" in files },
+    ]).attach();
     server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
     gh.installApp(78, OWNER);
     await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
@@ -231,6 +238,41 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
     const second = await ciFinishes("rerun", "pass");
     expect(second).toEqual(first);
     expect((await entry("rerun")).state).toBe("merged");
+  });
+
+  test("two checks flaking one after the other: each gets its own re-run, and the run merges once both pass", async () => {
+    await testing("twice", ["tests", "e2e"]);
+    const [branch] = gh.branches(`${OWNER}/twice`, "greenline/");
+    const sha = branch!.sha;
+    ci.finish();
+    const deliverRun = async (name: string) => {
+      const run = gh
+        .checkRuns(`${OWNER}/twice`, sha)
+        .filter((r) => r.name === name)
+        .sort((a, b) => b.id - a.id)[0]!;
+      await upload("twice", sha, branch!.name, run.conclusion === "success" ? "pass" : "fail", run.id);
+      const payload = { id: run.id, name, head_sha: sha, status: run.status, conclusion: run.conclusion };
+      expect(
+        await deliver("check_run", {
+          action: "completed",
+          check_run: payload,
+          repository: { name: "twice", full_name: `${OWNER}/twice`, html_url: `https://github.com/${OWNER}/twice`, owner: { login: OWNER, name: OWNER } },
+          installation: { id: 78 },
+        }),
+      ).toBe(200);
+      await server.greenline.worker.drain();
+    };
+    await deliverRun("tests");
+    await deliverRun("e2e");
+    const retried = await entry("twice");
+    expect(retried.state).toBe("testing");
+    expect(retried.timeline.filter((e) => e.reason === "flaky_retry")).toHaveLength(2);
+    // One re-run per check, each of its own workflow run.
+    expect(gh.requests.filter((r) => r.method === "POST" && r.path.startsWith(`/repos/${OWNER}/twice/`) && r.path.endsWith("/rerun-failed-jobs"))).toHaveLength(2);
+    ci.finish();
+    await deliverRun("tests");
+    await deliverRun("e2e");
+    expect((await entry("twice")).state).toBe("merged");
   });
 
   test("without actions: write the run is started again on its own, with GitHub's words", async () => {
@@ -254,7 +296,7 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
     await server.greenline.worker.drain();
     const [branch] = gh.branches(`octo-noactions/${name}`, "greenline/");
     ci.finish();
-    const job = gh.checkRuns(`octo-noactions/${name}`, branch!.sha)[0]!;
+    const job = gh.checkRuns(`octo-noactions/${name}`, branch!.sha).find((r) => r.name === "tests")!;
     await up(branch!.sha, branch!.name, "fail", job.id);
     await reconcileCommit(server.greenline.services, q.repo, branch!.sha);
     await server.greenline.worker.drain();

@@ -58,8 +58,10 @@ export type VerdictTest = {
 
 /** What was decided of a run so far, kept on the run (TestRun.flakeVerdict). */
 export type FlakeRecord = {
-  /** Re-runs of failed jobs spent on flaky failures. */
+  /** Re-runs of failed jobs spent on flaky failures, in all. */
   retries: number;
+  /** …and per check: each check has `flakyRetries` of its own (two jobs flaking at once are two flakes). */
+  retriesOf?: Record<string, number>;
   /** Whether the job was re-run for an infrastructure failure (once at most). */
   infrastructureRetried: boolean;
   /** Checks whose failure does not count, at the report (check id) judged. */
@@ -194,17 +196,19 @@ export function judgeFailedChecks(input: VerdictInput): FlakeVerdict {
   const failing = [...new Set(uploads.flatMap((u) => u.failed))].map((key) => byKey.get(key)).filter((t): t is VerdictTest => t !== undefined);
   const judgements = new Map(failing.map((t) => [t.key, judgeTest(t)]));
   const found = [...judgements.values()];
-  const retry = (rule: FlakeRule): FlakeVerdict => ({ decision: "retry", rule, checks, attempt: input.record.retries + 1, ...named(failing, judgements) });
+  // The retries the judged checks spent: the most any of them did.
+  const spent = Math.max(0, ...input.failed.map((check) => input.record.retriesOf?.[check.context] ?? 0));
+  const retry = (rule: FlakeRule): FlakeVerdict => ({ decision: "retry", rule, checks, attempt: spent + 1, ...named(failing, judgements) });
   if (found.some((j) => j !== "quarantined" && !FLAKY.has(j))) return fail("real_failure", named(failing, judgements));
   if (found.every((j) => j === "quarantined")) {
     if (input.failed.every((check) => check.excusable)) return { decision: "excuse", rule: "failures_excused", checks, ...named(failing, judgements) };
     // The job stopped at its quarantined tests and skipped what came after (or the host cannot
     // say): excusing it would pass steps never run. Its re-run applies the quarantine instead.
-    if (input.record.retries >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
+    if (spent >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
     return retry("quarantined_job_incomplete");
   }
   if (input.mode === "quarantined") return fail("known_flaky_not_quarantined", named(failing, judgements));
-  if (input.record.retries >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
+  if (spent >= input.maxRetries) return fail("flaky_retries_exhausted", named(failing, judgements));
   return retry("flaky_retry");
 }
 
@@ -220,8 +224,12 @@ export function isConfirmedFailure(v: FlakeVerdict): boolean {
 /** The record after a verdict on the checks judged at their current reports. */
 export function recordVerdict(record: FlakeRecord, verdict: FlakeVerdict, judged: readonly VerdictCheck[], read: readonly string[] = []): FlakeRecord {
   const at = Object.fromEntries(judged.map((c) => [c.context, c.id]));
+  const retried = verdict.rule === "flaky_retry" || verdict.rule === "quarantined_job_incomplete";
+  const retriesOf = { ...(record.retriesOf ?? {}) };
+  if (retried) for (const c of judged) retriesOf[c.context] = (retriesOf[c.context] ?? 0) + 1;
   return {
-    retries: record.retries + (verdict.rule === "flaky_retry" || verdict.rule === "quarantined_job_incomplete" ? 1 : 0),
+    retries: record.retries + (retried ? 1 : 0),
+    retriesOf,
     judgedUploads: [...new Set([...(record.judgedUploads ?? []), ...read])],
     infrastructureRetried: record.infrastructureRetried || verdict.rule === "infrastructure_retry",
     excused: verdict.decision === "excuse" ? { ...record.excused, ...at } : record.excused,
