@@ -5,12 +5,11 @@ import type { PrState } from "../domain/states.js";
 import type { RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { appendEffects, outboxHead } from "../store/effects.js";
-import { countEntriesIn, entryOf } from "../store/entries.js";
+import { appendToTimelinesOf, countEntriesIn, entryOf } from "../store/entries.js";
 import { lastSettingsChangeAt, lockQueueRow, queuesToJudgeBlocked, recordPublishedBlockedReason, type Queue } from "../store/queues.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueBlocked, queueUnblocked } from "../domain/webhook-events.js";
-import { findRun, recordDiagnosis, runningRunsOf, runsInFlight, seenCheckNames, type TestRun } from "../store/runs.js";
-import { appendTimelineEvent } from "../store/timeline.js";
+import { findRun, recordDiagnosis, runFactsOf, runningRunsOf, runsInFlight, seenCheckNames, type TestRun } from "../store/runs.js";
 import { diagnosisTimelineEvent } from "../domain/timeline.js";
 import type { Services } from "./services.js";
 import { requiredChecksOf } from "./status-checks.js";
@@ -76,12 +75,8 @@ export async function diagnoseRunsInFlight(services: Services): Promise<number> 
 
 /** The diagnosis as an entry of the timeline of each PR the run tests (still testing), once per run: the caller records it with the run's. */
 async function recordOnTimelines(services: Services, tx: Tx, queue: Queue, run: TestRun, diagnosis: RunDiagnosis, at: Date): Promise<void> {
-  const facts = { id: run.runId, kind: run.kind, testBranch: run.testBranch, testBranchSha: run.testBranchSha, tested: run.tested, stack: run.stack, statusChecks: run.statusChecks };
-  for (const prNumber of run.tested) {
-    const entry = await entryOf(tx, queue.id, prNumber);
-    if (!entry || entry.state !== "testing") continue;
-    await appendTimelineEvent(tx, queue.id, entry.id, diagnosisTimelineEvent(prNumber, diagnosis, { at, prHead: entry.prSha, run: facts }), services.newId);
-  }
+  const facts = runFactsOf(run);
+  await appendToTimelinesOf(tx, queue.id, run.tested, (entry) => (entry.state === "testing" ? diagnosisTimelineEvent(entry.prNumber, diagnosis, { at, prHead: entry.prSha, run: facts }) : null), services.newId);
 }
 
 /** What each PR the run tests is told: a status description and a comment, as the queue's settings allow. */

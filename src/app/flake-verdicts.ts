@@ -1,14 +1,13 @@
 import { FLAKE_VERDICT_REASONS, ENGINE_ACTOR, timelineEventOf } from "../domain/timeline.js";
 import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVerdict, uploadsOfCheck, type FlakeRecord, type FlakeVerdict, type VerdictCheck } from "../domain/flaky/verdict.js";
 import type { CiJob, RepoRef } from "../ports/code-host.js";
-import { verdictOf, type CheckState, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
+import { isFailedState, verdictOf, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { appendEffects } from "../store/effects.js";
 import { runEvidence } from "../store/flaky/runs.js";
 import type { Queue } from "../store/queues.js";
-import { recordFlakeVerdict, type TestRun } from "../store/runs.js";
-import { appendTimelineEvent } from "../store/timeline.js";
-import { entryOf } from "../store/entries.js";
+import { recordFlakeVerdict, runFactsOf, type TestRun } from "../store/runs.js";
+import { appendToTimelinesOf } from "../store/entries.js";
 import { repositoryById } from "../store/repositories.js";
 import { checkUrlOf } from "./queue-events.js";
 import type { Services } from "./services.js";
@@ -20,8 +19,6 @@ import type { Services } from "./services.js";
  * retry's effect and the timeline entries commit with the check report that caused them.
  */
 
-const FAILED: ReadonlySet<CheckState> = new Set(["failure", "error"]);
-
 /** The checks with the excused ones counted as passed. */
 function withExcused(checks: Readonly<Record<string, ReportedCheck>>, record: FlakeRecord): Record<string, ReportedCheck> {
   return Object.fromEntries(Object.entries(checks).map(([context, check]) => [context, isExcused(record, { context, ...check }) ? { ...check, state: "success" as const } : check]));
@@ -32,7 +29,7 @@ function failedChecksOf(required: RequiredChecks, checks: Readonly<Record<string
   const names = required.contexts.length > 0 ? required.contexts : Object.keys(checks);
   return names.flatMap((context) => {
     const check = checks[context];
-    return check && FAILED.has(check.state) ? [{ context, ...check }] : [];
+    return check && isFailedState(check.state) ? [{ context, ...check }] : [];
   });
 }
 
@@ -123,27 +120,13 @@ export async function judgeFailedRun(
 export async function recordVerdictTimeline(services: Services, tx: Tx, queue: Queue, run: TestRun, reason: string, verdict: FlakeVerdict | null, hostMessage: string | null = null): Promise<void> {
   if (!FLAKE_VERDICT_REASONS.has(reason)) throw new Error(`not a verdict's timeline reason: ${reason}`);
   const repo = await repositoryById(tx, queue.repositoryId);
-  const at = services.now();
-  for (const prNumber of run.tested) {
-    const entry = await entryOf(tx, queue.id, prNumber);
-    if (!entry) continue;
-    const facts = { id: run.runId, kind: run.kind, tested: run.tested, stack: run.stack, testBranch: run.testBranch, testBranchSha: run.testBranchSha, statusChecks: run.statusChecks, flakeVerdict: verdict };
-    await appendTimelineEvent(
-      tx,
-      queue.id,
-      entry.id,
-      timelineEventOf(
-        { prNumber, from: entry.state, to: entry.state, reason, ...(hostMessage !== null ? { message: hostMessage } : {}) },
-        {
-          at,
-          cause: { actor: ENGINE_ACTOR },
-          prHead: entry.prSha,
-          run: facts,
-          requiredChecks: queue.requiredStatuses,
-          checkUrl: checkUrlOf(repo),
-        },
-      ),
-      services.newId,
-    );
-  }
+  const context = { at: services.now(), cause: { actor: ENGINE_ACTOR }, run: runFactsOf(run, verdict), requiredChecks: queue.requiredStatuses, checkUrl: checkUrlOf(repo) };
+  const message = hostMessage !== null ? { message: hostMessage } : {};
+  await appendToTimelinesOf(
+    tx,
+    queue.id,
+    run.tested,
+    (entry) => timelineEventOf({ prNumber: entry.prNumber, from: entry.state, to: entry.state, reason, ...message }, { ...context, prHead: entry.prSha }),
+    services.newId,
+  );
 }

@@ -1,6 +1,6 @@
 import { repositoryKey, type CiJob, type CiSnapshot, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
-import { awaitsConfirmation, nextCiPollAt, verdictOf, withReports, type CheckReport, type RequiredChecks } from "../domain/status-checks.js";
+import { awaitsConfirmation, isFailedState, nextCiPollAt, verdictOf, withReports, type CheckReport, type RequiredChecks } from "../domain/status-checks.js";
 import { findRun, recordCiPolled, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
 import type { Queue } from "../store/queues.js";
 import { applyQueueEvent } from "./queue-events.js";
@@ -46,8 +46,9 @@ async function settleRun(
   finished: boolean | null,
 ): Promise<"decided" | "confirm" | "waiting"> {
   let outcome: "confirm" | "waiting" = "waiting";
-  // A failure is judged with the host's records of the failed checks' jobs, read first (no I/O under the queue's lock).
-  const recorded = await services.db.read((tx) => findRun(tx, runRowId));
+  // A failure is judged with the host's records of the failed checks' jobs, read first (no I/O
+  // under the queue's lock): only when these reports hold one (a check already judged needs none).
+  const recorded = reports.some((r) => isFailedState(r.state)) ? await services.db.read((tx) => findRun(tx, runRowId)) : null;
   const seen = recorded ? withReports(recorded.statusChecks, reports) : {};
   const jobs = recorded && verdictOf(required, seen, finished) === "failed" ? await jobsOf(services, repo, failedCheckRunIds(required, seen)) : new Map<number, CiJob | null>();
   const event: Extract<EngineEvent, { kind: "run_finished" }> = { kind: "run_finished", runId: "", outcome: "passed" };

@@ -66,7 +66,8 @@ export function statesOf(checks: Readonly<Record<string, ReportedCheck>>): Recor
   return Object.fromEntries(Object.entries(checks).map(([context, check]) => [context, check.state]));
 }
 
-const failed = (state: CheckState | undefined) => state === "failure" || state === "error";
+/** Whether a check's state is a failure (a failed check run, a failing or erroring status). */
+export const isFailedState = (state: CheckState | undefined) => state === "failure" || state === "error";
 
 /**
  * What the checks reported on a testing branch say of its run:
@@ -82,12 +83,12 @@ export function verdictOf(required: RequiredChecks, checks: Readonly<Record<stri
   if (required.source === "unknown") return null;
   const states = statesOf(checks);
   if (required.contexts.length > 0) {
-    if (required.contexts.some((c) => failed(states[c]))) return "failed";
+    if (required.contexts.some((c) => isFailedState(states[c]))) return "failed";
     if (required.contexts.every((c) => states[c] === "success")) return "passed";
     return null;
   }
   const all = Object.values(states);
-  if (all.some(failed)) return "failed";
+  if (all.some(isFailedState)) return "failed";
   if (finished === true && all.length > 0 && all.every((s) => s === "success")) return "passed";
   return null;
 }

@@ -3,7 +3,7 @@ import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrStat
 import type { TimelineEvent } from "../domain/timeline.js";
 import { oneOf } from "./columns.js";
 import type { Tx } from "./database.js";
-import { pruneTimeline, transitionRows } from "./timeline.js";
+import { appendTimelineEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
 export type QueueEntry = {
@@ -190,4 +190,17 @@ export async function entriesPage(tx: Tx, queueId: string, filter: EntryListFilt
     take: take + 1,
   });
   return { entries: rows.slice(0, take).map(toQueueEntry), more: rows.length > take };
+}
+
+/**
+ * Adds an entry to the timeline of each of `prNumbers` still in the queue (a run's PRs): `entryFor`
+ * builds it from the PR's entry, or answers null to skip that PR. For what is no engine
+ * transition (a diagnosis, a verdict on a run's test results).
+ */
+export async function appendToTimelinesOf(tx: Tx, queueId: string, prNumbers: readonly number[], entryFor: (entry: QueueEntry) => TimelineEvent | null, newId: () => string): Promise<void> {
+  for (const prNumber of prNumbers) {
+    const entry = await entryOf(tx, queueId, prNumber);
+    const event = entry && entryFor(entry);
+    if (entry && event) await appendTimelineEvent(tx, queueId, entry.id, event, newId);
+  }
 }

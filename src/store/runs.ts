@@ -1,4 +1,5 @@
-import type { FlakeRecord } from "../domain/flaky/verdict.js";
+import type { FlakeRecord, FlakeVerdict } from "../domain/flaky/verdict.js";
+import type { RunFacts } from "../domain/timeline.js";
 import { Prisma, type TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
 import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
@@ -79,6 +80,20 @@ function diagnosisOf(text: string | null): RunDiagnosis | null {
   if (text === null) return null;
   const value = JSON.parse(text) as RunDiagnosis;
   return { ...value, code: oneOf(RUN_DIAGNOSIS_CODES, value.code, "TestRun.diagnosis.code") };
+}
+
+/** What a timeline entry says of a run (its evidence), with the verdict on its test results when one is given. */
+export function runFactsOf(run: TestRun, flakeVerdict?: FlakeVerdict | null): RunFacts {
+  return {
+    id: run.runId,
+    kind: run.kind,
+    testBranch: run.testBranch,
+    testBranchSha: run.testBranchSha,
+    tested: run.tested,
+    stack: run.stack,
+    statusChecks: run.statusChecks,
+    ...(flakeVerdict !== undefined ? { flakeVerdict } : {}),
+  };
 }
 
 /** Records what test results decided of a run's failed checks. */
