@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ReadCache } from "../src/app/read-cache.js";
 import type { Services } from "../src/app/services.js";
-import { closeWebhookAgents, createWebhookAgents, WebhookDispatcher } from "../src/app/webhook-dispatch.js";
-import { createWebhookEndpoint } from "../src/app/webhook-endpoints.js";
+import { closeWebhookAgents, createWebhookAgents, WebhookDispatcher } from "../src/outbound/dispatch.js";
+import { createWebhookEndpoint } from "../src/outbound/endpoints.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
 import { DEFAULT_WEBHOOK_SETTINGS } from "../src/config.js";
 import { prOrderingKey, type WebhookEvent } from "../src/domain/webhook-events.js";
@@ -23,7 +23,7 @@ import { machine, postgresReachable, withAdmin } from "./support.js";
  * endpoints, every endpoint subscribed to every event: 100,000 deliveries. One endpoint answers
  * 500 to half its requests (retried with backoff: base 100 ms, max 1 s here); in a third burst
  * it answers every request after 1 s instead. The dispatcher
- * is the service's own (src/app/webhook-dispatch.ts, as the worker's loop calls it), signing
+ * is the service's own (src/outbound/dispatch.ts, as the worker's loop calls it), signing
  * every request; the receivers are HTTP servers in this process. Reported: throughput, lag
  * from commit to the first successful delivery (p50, p99), lost (committed, never received) and
  * duplicates; the same burst with all 10 endpoints healthy is the baseline, in the same run.

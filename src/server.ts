@@ -11,7 +11,7 @@ import type { CodeHost } from "./ports/code-host.js";
 import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
 import type { Config } from "./config.js";
 import { createGitHubApp, recordGitHubDelivery } from "./webhooks/github.js";
-import type { DeliveryHandler } from "./app/webhook-inbox.js";
+import type { DeliveryHandler } from "./webhooks/services/inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
 import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AppError } from "../app/errors.js";
-import { authenticateForkedRun, FORKED_RUN_HEADER } from "../app/forked-runs.js";
+import { authenticateForkedRun, FORKED_RUN_HEADER } from "../queue/forked-runs.js";
 import type { Services } from "../app/services.js";
 import { authenticate, type Principal } from "../auth/tokens.js";
 import type { Logger } from "../log.js";

@@ -1,15 +1,15 @@
 import type { z } from "zod";
 import type { Principal } from "../auth/tokens.js";
-import { renderMetrics } from "../app/metrics.js";
+import { renderMetrics } from "../queue/metrics.js";
 import { createBundleUpload, getQuarantineConfig, type BundleUrls } from "../flaky/bundle-uploads.js";
 import { uploadTestResults } from "../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../flaky/queries.js";
-import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../app/pull-requests.js";
-import type { ForkedRunUpload } from "../app/forked-runs.js";
-import { listPullRequests } from "../app/pull-request-list.js";
-import { createQueue, deleteQueue, getQueueEvents, getQueueJson, updateQueue } from "../app/queues.js";
+import { cancelPullRequest, getMergeQueueTestingDetails, getSubmittedPullRequestJson, restartTestsOnPullRequest, setImpactedTargets, submitPullRequest, type TestRunAddress } from "../queue/pull-requests.js";
+import type { ForkedRunUpload } from "../queue/forked-runs.js";
+import { listPullRequests } from "../queue/pull-request-list.js";
+import { createQueue, deleteQueue, getQueueEvents, getQueueJson, updateQueue } from "../queue/queues.js";
 import type { Services } from "../app/services.js";
-import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhook, updateWebhookEndpoint } from "../app/webhook-endpoints.js";
+import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhook, updateWebhookEndpoint } from "../outbound/endpoints.js";
 import * as s from "./schemas.js";
 
 export type OperationContext = {
@@ -41,7 +41,7 @@ export type Operation<S extends z.ZodType = z.ZodType> = {
   handle(context: OperationContext, input: z.output<S>): Promise<object | RawResponse>;
   /**
    * Present when a fork PR's workflow run may stand in for the token (x-forked-workflow-run-id):
-   * what the request says the run is for, checked by app/forked-runs.ts.
+   * what the request says the run is for, checked by queue/forked-runs.ts.
    */
   forkedRun?(input: z.output<S>): ForkedRunUpload;
   /** The operation changes something: a read-only token is refused (403). */

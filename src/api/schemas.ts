@@ -269,7 +269,7 @@ export const ZFlakySettingsRequest = z.object(ZTestScope);
 export const ZUpdateFlakySettingsRequest = z.object({ ...ZTestScope, settings: z.object(FLAKY_SETTING_FIELDS).partial().strict() });
 export const ZFlakySettingsResponse = z.strictObject({ settings: z.strictObject(FLAKY_SETTING_FIELDS) });
 
-// Responses (documentation and tests; handlers build them from app/records.ts types).
+// Responses (documentation and tests; handlers build them from queue/records.ts types).
 
 export const ZEmptyResponse = z.strictObject({}).strict();
 

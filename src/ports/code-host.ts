@@ -145,7 +145,7 @@ export interface PolledEvents {
 
 /**
  * A CI workflow run, as the code host tells it (GitHub Actions' `GET /actions/runs/{run_id}`):
- * what a fork PR's upload of impacted targets is authorised by (app/forked-runs.ts).
+ * what a fork PR's upload of impacted targets is authorised by (queue/forked-runs.ts).
  */
 export type WorkflowRun = {
   id: string;

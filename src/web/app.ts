@@ -2,10 +2,10 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { readOnlyRefusal } from "../api/app.js";
 import { HTTP_STATUS, toAppError, validationError } from "../api/errors.js";
 import { OPERATIONS } from "../api/operations.js";
-import { type LiveTopic, pullRequestView, queueLine, queueOverview } from "../app/dashboard.js";
+import { type LiveTopic, pullRequestView, queueLine, queueOverview } from "./read-models/dashboard.js";
 import { AppError, notFound } from "../app/errors.js";
-import { githubPrincipal, knownInstallations, roleFromRepositories } from "../app/github-members.js";
-import { findQueueVersion, type QueueAddress } from "../app/queues.js";
+import { githubPrincipal, knownInstallations, roleFromRepositories } from "./read-models/github-members.js";
+import { findQueueVersion, type QueueAddress } from "../queue/queues.js";
 import { listRepositories } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { authenticate, authenticateTokenId, type Principal, type TokenRole } from "../auth/tokens.js";

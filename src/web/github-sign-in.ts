@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { UserRepository } from "../app/github-members.js";
+import type { UserRepository } from "./read-models/github-members.js";
 
 /**
  * "Sign in with GitHub": the GitHub App's OAuth web flow (docs.github.com, "Generating a user

@@ -1,5 +1,5 @@
 import type { Response } from "express";
-import { type LiveTopic, liveStamps, topicKey } from "../app/dashboard.js";
+import { type LiveTopic, liveStamps, topicKey } from "./read-models/dashboard.js";
 import type { Services } from "../app/services.js";
 import type { Logger } from "../log.js";
 import type { Html } from "./html.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ZQueueSettings } from "../api/schemas.js";
-import type { QueueRecord } from "../app/records.js";
+import type { QueueRecord } from "../queue/records.js";
 import { html, type Html } from "./html.js";
 
 /**

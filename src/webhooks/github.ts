@@ -1,14 +1,14 @@
 import type { Probot } from "probot";
-import { handlePullRequestComment } from "../app/comment-commands.js";
-import { cancelOnPullRequestEvent } from "../app/pull-requests.js";
-import { reconcileCommit, reportStatus } from "../app/status-checks.js";
-import { noticeBranchHead } from "../app/queue-events.js";
+import { handlePullRequestComment } from "../queue/comment-commands.js";
+import { cancelOnPullRequestEvent } from "../queue/pull-requests.js";
+import { reconcileCommit, reportStatus } from "../queue/status-checks.js";
+import { noticeBranchHead } from "../queue/queue-events.js";
 import { checkRunState, type CheckState } from "../domain/status-checks.js";
 import type { Services } from "../app/services.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { forgetInstallation, noticeInstallationSuspended, registerInstallation } from "../app/installations.js";
-import { recordDelivery, type InboundDelivery } from "../app/webhook-inbox.js";
-import { askReadinessRecheck } from "../app/readiness-rechecks.js";
+import { forgetInstallation, noticeInstallationSuspended, registerInstallation } from "./services/installations.js";
+import { recordDelivery, type InboundDelivery } from "./services/inbox.js";
+import { askReadinessRecheck } from "../queue/readiness-rechecks.js";
 import { repositoryKey } from "../ports/code-host.js";
 
 /** The repository a webhook payload is about. */

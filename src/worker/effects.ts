@@ -1,8 +1,8 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
-import { applyMergeOutcome, eventsOfMerge } from "../app/merges.js";
-import { applyEvent, applyQueueEvent } from "../app/queue-events.js";
-import { recordVerdictTimeline } from "../app/flake-verdicts.js";
+import { applyMergeOutcome, eventsOfMerge } from "../queue/merges.js";
+import { applyEvent, applyQueueEvent } from "../queue/queue-events.js";
+import { recordVerdictTimeline } from "../queue/flake-verdicts.js";
 import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";

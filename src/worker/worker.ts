@@ -1,20 +1,20 @@
 import type { Services } from "../app/services.js";
 import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
-import { applyQueueEvent, noticeTargetHead } from "../app/queue-events.js";
+import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
-import { reconcileRunsInFlight, type CiPollSettings } from "../app/status-checks.js";
-import { judgeFailedRun } from "../app/flake-verdicts.js";
+import { reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
+import { judgeFailedRun } from "../queue/flake-verdicts.js";
 import type { ReportedCheck, RequiredChecks } from "../domain/status-checks.js";
 import { runOf } from "../store/runs.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
-import { recheckDueReadiness } from "../app/readiness-rechecks.js";
-import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../app/diagnoses.js";
-import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../app/webhook-inbox.js";
-import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../app/webhook-dispatch.js";
-import { settingsOf } from "../app/webhook-endpoints.js";
+import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
+import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
+import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../webhooks/services/inbox.js";
+import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../outbound/dispatch.js";
+import { settingsOf } from "../outbound/endpoints.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;

@@ -1,4 +1,4 @@
-import { measureEntry } from "../../src/app/metrics.js";
+import { measureEntry } from "../../src/queue/metrics.js";
 import type { PrState } from "../../src/domain/states.js";
 import type { StoredTransition as Transition } from "../../src/store/metrics.js";
 import { BACKENDS } from "../support/backends.js";

@@ -1,4 +1,4 @@
-import { publishBlockedReasonChanges } from "../../src/app/diagnoses.js";
+import { publishBlockedReasonChanges } from "../../src/queue/diagnoses.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
 import { WebhookReceiver, type Received } from "../support/webhook-receiver.js";

@@ -1,4 +1,4 @@
-import { reconcileCommit } from "../../src/app/status-checks.js";
+import { reconcileCommit } from "../../src/queue/status-checks.js";
 import { BACKENDS } from "../support/backends.js";
 import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";

@@ -1,4 +1,4 @@
-import { DEFAULT_CI_POLL } from "../../src/app/status-checks.js";
+import { DEFAULT_CI_POLL } from "../../src/queue/status-checks.js";
 import { blockedRecheckDelayMs } from "../../src/domain/readiness.js";
 
 /** The first re-read of a PR GitHub says cannot merge now. */

@@ -1,4 +1,4 @@
-import { reconcileCommit } from "../../src/app/status-checks.js";
+import { reconcileCommit } from "../../src/queue/status-checks.js";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";

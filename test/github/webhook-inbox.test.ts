@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Backend, BACKENDS } from "../support/backends.js";
 import { githubAppOf, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
-import { processDueDeliveries, recordDelivery } from "../../src/app/webhook-inbox.js";
+import { processDueDeliveries, recordDelivery } from "../../src/webhooks/services/inbox.js";
 import { CodeHostRefusal } from "../../src/ports/code-host.js";
 import { blockedRecheckDelayMs } from "../../src/domain/readiness.js";
 import { ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";

@@ -1,4 +1,4 @@
-import type { QueueSummary } from "../../app/dashboard.js";
+import type { QueueSummary } from "../read-models/dashboard.js";
 import type { Assets } from "../assets.js";
 import { type Html, html } from "../html.js";
 import { layout, liveStreamTarget, type Viewer } from "../layout.js";

@@ -1,6 +1,6 @@
-import type { PullRequestRun, PullRequestView } from "../../app/dashboard.js";
-import type { QueueAddress } from "../../app/queues.js";
-import type { TimelineRecord } from "../../app/records.js";
+import type { PullRequestRun, PullRequestView } from "../read-models/dashboard.js";
+import type { QueueAddress } from "../../queue/queues.js";
+import type { TimelineRecord } from "../../queue/records.js";
 import { placeOf } from "../../domain/reasons.js";
 import { isTerminal } from "../../domain/states.js";
 import type { Actor, Evidence } from "../../domain/timeline.js";

@@ -1,6 +1,6 @@
-import type { QueueLine, RunView } from "../../app/dashboard.js";
-import type { QueueAddress } from "../../app/queues.js";
-import type { MergeItemRecord } from "../../app/records.js";
+import type { QueueLine, RunView } from "../read-models/dashboard.js";
+import type { QueueAddress } from "../../queue/queues.js";
+import type { MergeItemRecord } from "../../queue/records.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";

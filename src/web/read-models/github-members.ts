@@ -1,12 +1,12 @@
-import type { Principal, TokenRole } from "../auth/tokens.js";
-import { installedOrganization, organizationsOfInstallations, queuedRepositoryKeys } from "../store/repositories.js";
-import type { Services } from "./services.js";
+import type { Principal, TokenRole } from "../../auth/tokens.js";
+import { installedOrganization, organizationsOfInstallations, queuedRepositoryKeys } from "../../store/repositories.js";
+import type { Services } from "../../app/services.js";
 
 /**
  * Who a GitHub user is in Greenline ("Sign in with GitHub" on the dashboard). GitHub says which
  * installations of the App the user can reach (`GET /user/installations`) and, per installation,
  * which repositories with what permission (`GET /user/installations/{id}/repositories`); each
- * installation Greenline registered belongs to an organization (src/app/installations.ts).
+ * installation Greenline registered belongs to an organization (src/webhooks/services/installations.ts).
  *
  * The role: write when the user may push (push, maintain or admin) to at least one of the
  * organization's repositories that has a Greenline queue, read otherwise. Pushing is what merging

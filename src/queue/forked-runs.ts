@@ -1,8 +1,8 @@
 import type { Principal } from "../auth/tokens.js";
 import { CodeHostRefusal, repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
-import { AppError, invalidArgument } from "./errors.js";
-import type { Services } from "./services.js";
+import { AppError, invalidArgument } from "../app/errors.js";
+import type { Services } from "../app/services.js";
 
 /** The header a fork PR's CI sends in place of x-api-token (Trunk's merge-action: `github.run_id`). */
 export const FORKED_RUN_HEADER = "x-forked-workflow-run-id";

@@ -1,6 +1,6 @@
-import { ensureOrganization } from "../auth/tokens.js";
-import { deleteInstallation, saveInstallation } from "../store/repositories.js";
-import type { Services } from "./services.js";
+import { ensureOrganization } from "../../auth/tokens.js";
+import { deleteInstallation, saveInstallation } from "../../store/repositories.js";
+import type { Services } from "../../app/services.js";
 
 /**
  * The GitHub App was installed on an account (or its permissions accepted, or it was

@@ -11,7 +11,7 @@ import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueBlocked, queueUnblocked } from "../domain/webhook-events.js";
 import { findRun, recordDiagnosis, runFactsOf, runningRunsOf, runsInFlight, seenCheckNames, type TestRun } from "../store/runs.js";
 import { diagnosisTimelineEvent } from "../domain/timeline.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 import { requiredChecksOf } from "./status-checks.js";
 
 const MINUTE = 60_000;

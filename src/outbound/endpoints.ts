@@ -3,9 +3,9 @@ import type { Principal } from "../auth/tokens.js";
 import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from "../config.js";
 import * as store from "../store/webhook-outbox.js";
 import type { WebhookEndpointRow, WebhookMessageRow } from "../store/webhook-outbox.js";
-import { invalidArgument, notFound } from "./errors.js";
-import type { Services } from "./services.js";
-import { bareHost, generateSigningSecret, isRefusedAddress, sealSecret, secretKeyBytes } from "./webhook-security.js";
+import { invalidArgument, notFound } from "../app/errors.js";
+import type { Services } from "../app/services.js";
+import { bareHost, generateSigningSecret, isRefusedAddress, sealSecret, secretKeyBytes } from "./security.js";
 
 /** After a rotation the previous secret signs too, for this long (receivers switch meanwhile). */
 export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;

@@ -5,7 +5,7 @@ import { findQueueInRepository, lockQueueRow, queueIdsOfRepository } from "../st
 import { dueReadinessRechecks, requestReadinessRechecks, scheduleReadinessRecheck, updateEntryMergeability, type DueRecheck, type RecheckMatch } from "../store/readiness-rechecks.js";
 import { applyEvent } from "./queue-events.js";
 import { cancelOnPullRequestEvent, readinessOf } from "./pull-requests.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 /** How many re-reads one worker round makes at most. */
 const ROUND_LIMIT = 50;

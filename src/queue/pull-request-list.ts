@@ -1,10 +1,10 @@
 import type { Principal } from "../auth/tokens.js";
 import type { PrState } from "../domain/states.js";
 import { entriesPage } from "../store/entries.js";
-import { invalidArgument } from "./errors.js";
+import { invalidArgument } from "../app/errors.js";
 import { findQueue, type QueueAddress } from "./queues.js";
 import { toMergeItemRecord, type MergeItemRecord } from "./records.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 export type ListPullRequestsInput = QueueAddress & { state?: PrState; since?: Date; until?: Date; cursor?: string; take: number };
 

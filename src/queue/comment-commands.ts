@@ -4,9 +4,9 @@ import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.j
 import { resolvePriority } from "../domain/priority.js";
 import { findQueue } from "../store/queues.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
-import { AppError } from "./errors.js";
+import { AppError } from "../app/errors.js";
 import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 export type PullRequestComment = { repo: RepoRef; prNumber: number; author: string; body: string };
 

@@ -3,7 +3,7 @@ import type { EngineEvent } from "../domain/engine/types.js";
 import type { Tx } from "../store/database.js";
 import { lockQueueRow, recordTargetHead } from "../store/queues.js";
 import { applyEvent } from "./queue-events.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 /**
  * What the code host's answer to a merge tells the queue engine, in order: the PRs that did

@@ -14,7 +14,7 @@ import { loadQueueState, saveDecision, type Loaded } from "../store/queue-state.
 import { repositoryById } from "../store/repositories.js";
 import { recentRunStats } from "../store/timeline.js";
 import { findQueueInRepository, lockQueueRow, queueIdsOfRepository, recordTargetHead, type Queue } from "../store/queues.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 /** The commit status each PR state shows on the code host. */
 const STATUS_OF: Record<PrState, "pending" | "success" | "failure" | "error"> = {

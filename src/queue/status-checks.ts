@@ -5,7 +5,7 @@ import { findRun, recordCiPolled, recordStatusChecks, runningRunsAt, runsInFligh
 import type { Queue } from "../store/queues.js";
 import { applyQueueEvent } from "./queue-events.js";
 import { failedCheckRunIds, jobsOf, judgeFailedRun } from "./flake-verdicts.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 /** Reconciliation polling of runs in flight: first after `firstMs`, then doubling up to `maxMs`. */
 export type CiPollSettings = { firstMs: number; maxMs: number };

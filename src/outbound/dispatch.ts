@@ -15,9 +15,9 @@ import {
   type ClaimedMessage,
   type WebhookEndpointRow,
 } from "../store/webhook-outbox.js";
-import type { Services } from "./services.js";
-import { settingsOf } from "./webhook-endpoints.js";
-import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressError, signatureHeader } from "./webhook-security.js";
+import type { Services } from "../app/services.js";
+import { settingsOf } from "./endpoints.js";
+import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressError, signatureHeader } from "./security.js";
 
 /** How many pending messages of an endpoint one round looks at to find each ordering key's oldest. */
 const SCAN_LIMIT = 500;

@@ -10,7 +10,7 @@ import { recordFlakeVerdict, runFactsOf, type TestRun } from "../store/runs.js";
 import { appendToTimelinesOf } from "../store/entries.js";
 import { repositoryById } from "../store/repositories.js";
 import { checkUrlOf } from "./queue-events.js";
-import type { Services } from "./services.js";
+import type { Services } from "../app/services.js";
 
 /**
  * Flake-aware verdicts (docs/flaky-queue.md): a running run whose checks say it failed is

@@ -12,10 +12,10 @@ import { ENGINE_ACTOR, OPERATOR_EVENT_KINDS, type Cause, type OperatorEventKind 
 import { insertQueueEvent, queueEventsPage } from "../store/timeline.js";
 import { causeOf } from "./causes.js";
 import { placesInQueue, type PlaceRecord } from "./estimates.js";
-import { conflict, failedPrecondition, invalidArgument, notFound } from "./errors.js";
+import { conflict, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
-import { claimRepository, repositoryKey } from "./repositories.js";
-import type { Services } from "./services.js";
+import { claimRepository, repositoryKey } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
 import { hostRequiredChecks } from "./status-checks.js";
 import type { RequiredChecks } from "../domain/status-checks.js";
 import { publishBlockedReasonChange, queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";

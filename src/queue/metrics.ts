@@ -5,9 +5,9 @@ import { isTerminal, QUEUE_STATES } from "../domain/states.js";
 import { oneOf } from "../store/columns.js";
 import { blockedReasonOf } from "./diagnoses.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
-import { invalidArgument } from "./errors.js";
-import { repositoryKey } from "./repositories.js";
-import type { Services } from "./services.js";
+import { invalidArgument } from "../app/errors.js";
+import { repositoryKey } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
 
 /** Trunk's bucket boundaries, in seconds. */
 const BUCKETS = [60, 300, 600, 900, 1800, 3600, 5400, 7200];

@@ -1,20 +1,20 @@
 import { createHash } from "node:crypto";
-import type { Principal } from "../auth/tokens.js";
-import type { QueueState } from "../domain/states.js";
-import { isTerminal } from "../domain/states.js";
-import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
-import { lineGroupsOf, type LineGroups } from "../domain/engine/line.js";
-import { loadQueueState } from "../store/queue-state.js";
-import { getQueue, versionsOf, versionsOfOrganizations } from "../store/queues.js";
-import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../store/runs.js";
-import { measureEntry } from "./metrics.js";
-import { listPullRequests } from "./pull-request-list.js";
-import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "./queues.js";
-import { AppError } from "./errors.js";
-import type { PlaceRecord } from "./estimates.js";
-import { getMergeQueueTestingDetails, getSubmittedPullRequestJson, type PullRequestAddress, type TestingDetails } from "./pull-requests.js";
-import type { MergeItemRecord, SubmittedPullRequestRecord, TimelineRecord } from "./records.js";
-import type { Services } from "./services.js";
+import type { Principal } from "../../auth/tokens.js";
+import type { QueueState } from "../../domain/states.js";
+import { isTerminal } from "../../domain/states.js";
+import { loadMetricsData, type StoredTransition } from "../../store/metrics.js";
+import { lineGroupsOf, type LineGroups } from "../../domain/engine/line.js";
+import { loadQueueState } from "../../store/queue-state.js";
+import { getQueue, versionsOf, versionsOfOrganizations } from "../../store/queues.js";
+import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../../store/runs.js";
+import { measureEntry } from "../../queue/metrics.js";
+import { listPullRequests } from "../../queue/pull-request-list.js";
+import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "../../queue/queues.js";
+import { AppError } from "../../app/errors.js";
+import type { PlaceRecord } from "../../queue/estimates.js";
+import { getMergeQueueTestingDetails, getSubmittedPullRequestJson, type PullRequestAddress, type TestingDetails } from "../../queue/pull-requests.js";
+import type { MergeItemRecord, SubmittedPullRequestRecord, TimelineRecord } from "../../queue/records.js";
+import type { Services } from "../../app/services.js";
 
 /**
  * What the web dashboard reads, composed from the same store queries and application services

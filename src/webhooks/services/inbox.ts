@@ -1,7 +1,7 @@
-import { claimDelivery, completeDelivery, deferDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../store/webhook-inbox.js";
-import { CodeHostRefusal } from "../ports/code-host.js";
-import { isUniqueViolation } from "./errors.js";
-import type { Services } from "./services.js";
+import { claimDelivery, completeDelivery, deferDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../../store/webhook-inbox.js";
+import { CodeHostRefusal } from "../../ports/code-host.js";
+import { isUniqueViolation } from "../../app/errors.js";
+import type { Services } from "../../app/services.js";
 
 /** A verified webhook delivery: GitHub's delivery id, event name and parsed payload. */
 export type InboundDelivery = { id: string; name: string; payload: unknown };
