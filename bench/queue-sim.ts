@@ -31,7 +31,7 @@ import type { CheckState } from "../src/domain/status-checks.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
 import { runEffects } from "../src/worker/effects.js";
-import { deliverPolledCiResults } from "../src/worker/worker.js";
+import { deliverPolledCiResults } from "../src/queue/status-checks.js";
 import { shaOf, TestSuite, uploadRunResults, type TestFailure, type TestModel } from "./queue-tests.js";
 import { rng } from "./random.js";
 import { withAdmin } from "./support.js";

@@ -1,4 +1,5 @@
 import type { BlockedReason } from "./diagnoses.js";
+import type { Decision, RunStatus } from "./engine/types.js";
 import type { PrState, QueueState } from "./states.js";
 import { toTimelineRecord, type TimelineEvent } from "./timeline.js";
 
@@ -92,4 +93,34 @@ export function queueUnblocked(place: QueuePlace, previousReason: string, at: st
  */
 export function effectGivenUp(place: QueuePlace, details: { effect: string; attempts: number; error: string }, at: string): WebhookEvent {
   return { type: "queue.blocked", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, reason: "effect_given_up", ...details, at } };
+}
+
+/** What a decision's events are read from: the queue before it, and each PR's head and title. */
+export type DecisionBefore = { state: QueueState; runStatus: (runId: string) => RunStatus | undefined; prOf: (prNumber: number) => { sha: string; title: string } | undefined };
+
+/**
+ * The webhook events of an engine decision: each PR transition that enters, tests or leaves the
+ * queue (with its timeline entry, as the API answers it), runs started and finished, and the
+ * queue's own state changing.
+ */
+export function decisionEvents(place: QueuePlace, before: DecisionBefore, decision: Decision, timeline: readonly TimelineEvent[], at: string): WebhookEvent[] {
+  const events: WebhookEvent[] = [];
+  for (const e of timeline) {
+    const event = pullRequestEvent(place, e, before.prOf(e.prNumber) ?? {});
+    if (event) events.push(event);
+  }
+  for (const run of decision.queue.runs) {
+    const was = before.runStatus(run.id);
+    const data = { repository: place.repository, branch: place.branch, run: { id: run.id, kind: run.kind, baseSha: run.baseSha, stack: run.stack, tested: run.tested, status: run.status, failure: run.failure } };
+    if (was === undefined) events.push({ type: "run.started", orderingKey: queueOrderingKey(place.queueId), data: { ...data, at } });
+    if (run.status !== "running" && (was === undefined || was === "running")) events.push({ type: "run.finished", orderingKey: queueOrderingKey(place.queueId), data: { ...data, at } });
+  }
+  if (decision.queue.state !== before.state) events.push(queueStateChanged(place, before.state, decision.queue.state, at));
+  return events;
+}
+
+/** Whether a decision tells anything an endpoint could hear of (checked before any endpoint is read). */
+export function decisionHasEvents(before: DecisionBefore, decision: Decision): boolean {
+  if (decision.transitions.length > 0 || decision.queue.state !== before.state) return true;
+  return decision.queue.runs.some((run) => before.runStatus(run.id) !== run.status);
 }

@@ -3,7 +3,6 @@ import { alreadyJudged, isExcused, judgeFailedChecks, NEW_FLAKE_RECORD, recordVe
 import type { CiJob, RepoRef } from "../ports/code-host.js";
 import { isFailedState, verdictOf, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
-import { appendEffects } from "../store/effects.js";
 import { runEvidence } from "../store/flaky/runs.js";
 import type { Queue } from "../store/queues.js";
 import { recordFlakeVerdict, runFactsOf, type TestRun } from "../store/runs.js";
@@ -74,7 +73,8 @@ function excusable(check: ReportedCheck, options: JudgeOptions): boolean {
 /**
  * The verdict on a running run whose checks (`checks`, as just recorded) say it failed:
  * "failed" (the failure counts: the engine hears it), "passed" (the failures are excused and the
- * rest passed), or null (waiting: for its failed jobs to run again, or for the other checks).
+ * rest passed), `{ rerun }` (its failed jobs are to run again: the engine plans that, and the run
+ * waits for them), or null (waiting for the other checks, or for re-runs asked before).
  */
 export async function judgeFailedRun(
   services: Services,
@@ -85,7 +85,7 @@ export async function judgeFailedRun(
   checks: Readonly<Record<string, ReportedCheck>>,
   finished: boolean | null,
   options: JudgeOptions,
-): Promise<"passed" | "failed" | null> {
+): Promise<"passed" | "failed" | { rerun: number[] } | null> {
   if (queue.flakeHandling === "off") return "failed";
   const record = run.flakeVerdict ?? NEW_FLAKE_RECORD;
   const effective = withExcused(checks, record);
@@ -105,11 +105,7 @@ export async function judgeFailedRun(
   if (verdict.decision === "fail") return "failed";
   const reason = verdict.decision === "excuse" ? "flaky_failures_excused" : verdict.rule === "infrastructure_retry" ? "infrastructure_retry" : "flaky_retry";
   await recordVerdictTimeline(services, tx, queue, { ...run, flakeVerdict: next }, reason, verdict);
-  if (verdict.decision === "retry") {
-    const checkRunIds = failed.flatMap((c) => (c.kind === "check_run" && c.id !== null ? [c.id] : []));
-    await appendEffects(tx, queue.id, [{ kind: "rerun_failed_jobs", runId: run.runId, checkRunIds }], { now: services.now(), newId: services.newId });
-    return null;
-  }
+  if (verdict.decision === "retry") return { rerun: failed.flatMap((c) => (c.kind === "check_run" && c.id !== null ? [c.id] : [])) };
   // Excused: passed, unless a check still waits for its re-run.
   const waiting = new Set(pending.map((check) => check.context));
   const after = Object.fromEntries(Object.entries(withExcused(checks, next)).map(([context, check]) => [context, waiting.has(context) ? { ...check, state: "pending" as const } : check]));

@@ -1,3 +1,4 @@
+import { publishDecisionEvents } from "../outbound/publishing.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
@@ -88,6 +89,7 @@ function prsNamedBy(event: EngineEvent, loaded: Loaded): Set<number> | "all" {
       return new Set(event.prNumbers);
     case "run_finished":
     case "run_rerun":
+    case "jobs_rerun_requested":
       return new Set(loaded.engine.runs.find((r) => r.id === event.runId)?.tested ?? []);
     case "timer_fired":
       return new Set();
@@ -189,6 +191,8 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const changed = timeline.length > 0 || event.kind === "submitted" || decision.effects.some((e) => e.kind !== "schedule_timer");
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications });
+  // Outbound webhooks: the decision's events, in its transaction.
+  await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });
   return decision;
 }
 
@@ -197,11 +201,19 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
  * when it answers false nothing is applied (the event was already delivered, say).
  */
 export async function applyQueueEvent(services: Services, queueId: string, event: EngineEvent, guard?: (tx: Tx, queue: Queue) => Promise<boolean>, cause?: Cause): Promise<Decision | null> {
+  return applyQueueEventOf(services, queueId, async (tx, queue) => (guard && !(await guard(tx, queue)) ? null : event), cause);
+}
+
+/**
+ * Applies, in a transaction of its own, the event that `eventOf` answers under the queue's lock
+ * (from what it reads there); null: nothing to apply, though what `eventOf` wrote commits.
+ */
+export async function applyQueueEventOf(services: Services, queueId: string, eventOf: (tx: Tx, queue: Queue) => Promise<EngineEvent | null>, cause?: Cause): Promise<Decision | null> {
   return services.db.transaction(async (tx) => {
     const queue = await lockQueueRow(tx, queueId);
     if (!queue) return null;
-    if (guard && !(await guard(tx, queue))) return null;
-    return applyEvent(services, tx, queue, event, cause);
+    const event = await eventOf(tx, queue);
+    return event ? applyEvent(services, tx, queue, event, cause) : null;
   });
 }
 

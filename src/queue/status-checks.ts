@@ -1,10 +1,11 @@
-import { repositoryKey, type CiJob, type CiSnapshot, type RepoRef } from "../ports/code-host.js";
+import { repositoryKey, type CiJob, type CiSnapshot, type PolledEvents, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
-import { awaitsConfirmation, isFailedState, nextCiPollAt, verdictOf, withReports, type CheckReport, type RequiredChecks } from "../domain/status-checks.js";
-import { findRun, recordCiPolled, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
+import { awaitsConfirmation, isFailedState, nextCiPollAt, verdictOf, withReports, type CheckReport, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
+import { findRun, recordCiPolled, runOf, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
 import type { Queue } from "../store/queues.js";
-import { applyQueueEvent } from "./queue-events.js";
-import { failedCheckRunIds, jobsOf, judgeFailedRun } from "./flake-verdicts.js";
+import type { Tx } from "../store/database.js";
+import { applyQueueEventOf } from "./queue-events.js";
+import { failedCheckRunIds, jobsOf, judgeFailedRun, type JudgeOptions } from "./flake-verdicts.js";
 import type { Services } from "../app/services.js";
 
 /** Reconciliation polling of runs in flight: first after `firstMs`, then doubling up to `maxMs`. */
@@ -32,9 +33,30 @@ export function hostRequiredChecks(services: Services, address: { repo: RepoRef;
 }
 
 /**
- * Records reports on a run and, under the queue's lock, decides it when the checks say so.
- * Answers "decided", or "confirm" when every check reported is green but nothing is required
- * (the code host must say CI finished), or "waiting".
+ * What a running run's checks (as now recorded) come to, judged under the queue's lock: the
+ * engine event that settles it (finished, or its failed jobs to run again), or why there is none
+ * yet: "confirm" (every reported check is green but nothing is required: the code host must say
+ * CI finished) or "waiting". The one way from CI results to the engine, for reported checks and
+ * for a polled host's results alike.
+ */
+export async function settleRunEvent(services: Services, tx: Tx, queue: Queue, run: TestRun, required: RequiredChecks, finished: boolean | null, options: JudgeOptions): Promise<EngineEvent | "confirm" | "waiting"> {
+  const checks = run.statusChecks;
+  let verdict = verdictOf(required, checks, finished);
+  if (verdict === "failed") {
+    // A failure is judged on the run's test results first (flakeHandling): it may not count.
+    const judged = await judgeFailedRun(services, tx, queue, run, required, checks, finished, options);
+    if (judged !== null && typeof judged === "object") return { kind: "jobs_rerun_requested", runId: run.runId, checkRunIds: judged.rerun };
+    verdict = judged;
+  }
+  if (verdict === null) return finished === null && awaitsConfirmation(required, checks) ? "confirm" : "waiting";
+  return { kind: "run_finished", runId: run.runId, outcome: verdict };
+}
+
+/**
+ * Records reports on a run and, under the queue's lock, settles it when the checks say so.
+ * Answers "decided" (the run finished), or "confirm" when every check reported is green but
+ * nothing is required (the code host must say CI finished), or "waiting" (a re-run of failed
+ * jobs included).
  */
 async function settleRun(
   services: Services,
@@ -45,30 +67,54 @@ async function settleRun(
   reports: readonly CheckReport[],
   finished: boolean | null,
 ): Promise<"decided" | "confirm" | "waiting"> {
-  let outcome: "confirm" | "waiting" = "waiting";
+  let outcome: "decided" | "confirm" | "waiting" = "waiting";
   // A failure is judged with the host's records of the failed checks' jobs, read first (no I/O
   // under the queue's lock): only when these reports hold one (a check already judged needs none).
   const recorded = reports.some((r) => isFailedState(r.state)) ? await services.db.read((tx) => findRun(tx, runRowId)) : null;
   const seen = recorded ? withReports(recorded.statusChecks, reports) : {};
   const jobs = recorded && verdictOf(required, seen, finished) === "failed" ? await jobsOf(services, repo, failedCheckRunIds(required, seen)) : new Map<number, CiJob | null>();
-  const event: Extract<EngineEvent, { kind: "run_finished" }> = { kind: "run_finished", runId: "", outcome: "passed" };
-  const applied = await applyQueueEvent(services, queueId, event, async (tx, queue) => {
+  await applyQueueEventOf(services, queueId, async (tx, queue) => {
     const fresh = await findRun(tx, runRowId);
-    if (!fresh || fresh.status !== "running") return false;
+    if (!fresh || fresh.status !== "running") return null;
     const checks = withReports(fresh.statusChecks, reports);
     if (JSON.stringify(checks) !== JSON.stringify(fresh.statusChecks)) await recordStatusChecks(tx, fresh.id, checks);
-    let verdict = verdictOf(required, checks, finished);
-    // A failure is judged on the run's test results first (flakeHandling): it may not count.
-    if (verdict === "failed") verdict = await judgeFailedRun(services, tx, queue, { ...fresh, statusChecks: checks }, required, checks, finished, { newReport: false, soleCheck: false, jobs });
-    if (verdict === null) {
-      if (finished === null && awaitsConfirmation(required, checks)) outcome = "confirm";
-      return false;
+    const settled = await settleRunEvent(services, tx, queue, { ...fresh, statusChecks: checks }, required, finished, { newReport: false, soleCheck: false, jobs });
+    if (typeof settled === "string") {
+      outcome = settled;
+      return null;
     }
-    event.runId = fresh.runId;
-    event.outcome = verdict;
-    return true;
+    outcome = settled.kind === "run_finished" ? "decided" : "waiting";
+    return settled;
   });
-  return applied ? "decided" : outcome;
+  return outcome;
+}
+
+/** A polled host's CI result is one check (named by the host, else "ci"), finished: what the run is settled on. */
+function polledChecks(outcome: "passed" | "failed", check = "ci"): { required: RequiredChecks; checks: Record<string, ReportedCheck> } {
+  return { required: { contexts: [check], source: "queue" }, checks: { [check]: { state: outcome === "passed" ? "success" : "failure", kind: "status", id: null } } };
+}
+
+/**
+ * Applies the CI results a polled code host has due, each marked delivered in the transaction
+ * that applies it (a result whose queue is gone is marked delivered all the same, so it is not
+ * polled again), settled as reported checks are (settleRunEvent). Answers how many were applied.
+ */
+export async function deliverPolledCiResults(services: Services, polling: PolledEvents): Promise<number> {
+  let applied = 0;
+  for (const result of await polling.dueCiResults(services.now())) {
+    const decision = await applyQueueEventOf(services, result.queueId, async (tx, queue) => {
+      if (!(await polling.markDelivered(tx, result.id, services.now()))) return null;
+      const run = await runOf(tx, queue.id, result.runId);
+      // A result of a run already decided: the engine ignores it.
+      if (!run || run.status !== "running") return { kind: "run_finished", runId: result.runId, outcome: result.outcome };
+      const { required, checks } = polledChecks(result.outcome, result.check);
+      const settled = await settleRunEvent(services, tx, queue, { ...run, statusChecks: checks }, required, true, { newReport: true, soleCheck: true, jobs: new Map() });
+      return typeof settled === "string" ? null : settled;
+    });
+    if (decision) applied++;
+    else await services.db.transaction((tx) => polling.markDelivered(tx, result.id, services.now()));
+  }
+  return applied;
 }
 
 /** The code host's view of a commit's CI, or null when it offers none or does not answer now. */

@@ -1,6 +1,5 @@
 import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
-import { isInLine } from "../domain/engine/order.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import type { Tx } from "./database.js";
@@ -9,7 +8,6 @@ import { toQueueEntry, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { rebaseRuns, toTestRun, type TestRun } from "./runs.js";
-import { publishDecisionEvents } from "./webhook-outbox.js";
 import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
@@ -52,6 +50,7 @@ function toEngineRun(run: TestRun): EngineRun {
     finishedAt: run.finishedAt?.getTime() ?? null,
     failure: run.failure,
     ...(run.flakeVerdict?.last && isConfirmedFailure(run.flakeVerdict.last) ? { failureConfirmed: true } : {}),
+    ...(run.testBranch ? { hasTestBranch: true } : {}),
   };
 }
 
@@ -156,15 +155,11 @@ export async function saveDecision(
   // Bounded timelines: only a PR past the limit pays for it.
   for (const [entryId, count] of pruning) await pruneTimeline(tx, entryId, count);
 
-  // A run is archived once no PR it tested is in line: the engine will never look at it again,
-  // and its testing branch (if it had one) is deleted — cancel_run does that, idempotently.
-  const inLine = new Set(next.entries.filter((e) => isInLine(e.state) || e.state === "not_ready").map((e) => e.prNumber));
-  const cleanups: OutboxEffect[] = [];
-  const cancelling = new Set(decision.effects.flatMap((e) => (e.kind === "cancel_run" ? [e.runId] : [])));
+  const archivedRuns = new Set(decision.archived);
   // Runs only re-described from a new base, grouped by it: one statement per base.
   const rebasedOnly = new Map<string, { id: string; stack: number[] }[]>();
   for (const run of next.runs) {
-    const archived = run.status !== "running" && (run.status === "cancelled" || !run.tested.some((pr) => inLine.has(pr)));
+    const archived = archivedRuns.has(run.id);
     const row = loaded.runs.get(run.id);
     const data = { status: run.status, failure: run.failure, finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt), archived };
     if (!row) {
@@ -172,7 +167,6 @@ export async function saveDecision(
         data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
       });
     } else {
-      if (archived && !row.archived && row.testBranch && !cancelling.has(run.id)) cleanups.push({ kind: "cancel_run", runId: run.id });
       // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
       const stack = JSON.stringify(run.stack);
       const rebased = row.baseSha !== run.baseSha || JSON.stringify(row.stack) !== stack;
@@ -186,10 +180,8 @@ export async function saveDecision(
   }
   for (const [baseSha, rows] of rebasedOnly) await rebaseRuns(tx, baseSha, rows);
 
-  const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...cleanups, ...context.notifications];
+  const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
-  // Outbound webhooks: the decision's events, in its transaction (docs/webhooks.md).
-  await publishDecisionEvents(tx, loaded, decision, context);
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
   await tx.queue.update({
     where: { id: queue.id },

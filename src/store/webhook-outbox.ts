@@ -1,9 +1,6 @@
-import type { Decision } from "../domain/engine/types.js";
-import type { TimelineEvent } from "../domain/timeline.js";
-import { endpointWants, pullRequestEvent, queueOrderingKey, queueStateChanged, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
+import { endpointWants, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
 import { orderedId } from "./ids.js";
 import type { Tx } from "./database.js";
-import type { Loaded } from "./queue-state.js";
 import type { Sql } from "./sql.js";
 
 /**
@@ -77,7 +74,8 @@ export async function publishEvents(target: Tx | Sql, organizationId: string, ev
   );
 }
 
-async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
+/** Inserts one message per event and endpoint whose filter takes it; answers the webhook-ids of the events some endpoint takes. */
+export async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
   if (endpoints.length === 0) return [];
   const rows: (readonly unknown[])[] = [];
   const published: string[] = [];
@@ -99,7 +97,7 @@ async function insertMessages(target: Tx | Sql, endpoints: { id: string; events:
 }
 
 /** The enabled endpoints of the organization that owns a repository, and the repository's name; null when it has none. */
-async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ organizationId: string; repository: string; endpoints: { id: string; events: string[] }[] } | null> {
+export async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ organizationId: string; repository: string; endpoints: { id: string; events: string[] }[] } | null> {
   const endpoints = await tx.webhookEndpoint.findMany({
     where: { enabled: true, organization: { repositories: { some: { id: repositoryId } } } },
     select: { id: true, events: true, organizationId: true },
@@ -112,38 +110,6 @@ async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ or
     repository: `${repository.host}/${repository.owner}/${repository.name}`,
     endpoints: endpoints.map((e) => ({ id: e.id, events: JSON.parse(e.events) as string[] })),
   };
-}
-
-/**
- * The webhook events of an engine decision, published in its transaction (saveDecision): each
- * PR transition that enters, tests or leaves the queue (with its timeline entry: the decision's
- * timeline events, one per transition, as the API answers them), runs started and finished, and the queue's own state changing.
- */
-export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; event: { kind: string }; timeline: readonly TimelineEvent[] }): Promise<void> {
-  const { queue } = loaded;
-  const startedOrFinished = decision.queue.runs.some((run) => {
-    const before = loaded.runs.get(run.id);
-    return !before || before.status !== run.status;
-  });
-  if (decision.transitions.length === 0 && !startedOrFinished && decision.queue.state === loaded.engine.state) return;
-  const targets = await endpointsOfRepository(tx, queue.repositoryId);
-  if (!targets) return;
-  const place: QueuePlace = { queueId: queue.id, repository: targets.repository, branch: queue.branch };
-  const at = context.now.toISOString();
-  const events: WebhookEvent[] = [];
-  for (const e of context.timeline) {
-    const entry = loaded.entries.get(e.prNumber);
-    const event = pullRequestEvent(place, e, entry ? { sha: entry.prSha, title: entry.prTitle } : {});
-    if (event) events.push(event);
-  }
-  for (const run of decision.queue.runs) {
-    const before = loaded.runs.get(run.id);
-    const data = { repository: place.repository, branch: place.branch, run: { id: run.id, kind: run.kind, baseSha: run.baseSha, stack: run.stack, tested: run.tested, status: run.status, failure: run.failure } };
-    if (!before) events.push({ type: "run.started", orderingKey: queueOrderingKey(queue.id), data: { ...data, at } });
-    if (run.status !== "running" && (!before || before.status === "running")) events.push({ type: "run.finished", orderingKey: queueOrderingKey(queue.id), data: { ...data, at } });
-  }
-  if (decision.queue.state !== loaded.engine.state) events.push(queueStateChanged(place, loaded.engine.state, decision.queue.state, at));
-  await insertMessages(tx, targets.endpoints, events, context);
 }
 
 /** The place (repository name, branch) of a queue, for events published outside saveDecision. */

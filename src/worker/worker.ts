@@ -1,12 +1,8 @@
 import type { Services } from "../app/services.js";
-import type { PolledEvents } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
-import { reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
-import { judgeFailedRun } from "../queue/flake-verdicts.js";
-import type { ReportedCheck, RequiredChecks } from "../domain/status-checks.js";
-import { runOf } from "../store/runs.js";
+import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithPendingEffects } from "../store/effects.js";
 import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
 import { runEffects } from "./effects.js";
@@ -29,38 +25,6 @@ export type WorkerOptions = {
   /** Reconciliation polling of runs in flight with a host that offers CI results (default: 30 s doubling to 5 min). */
   ciPoll?: CiPollSettings;
 };
-
-/** A polled host's CI result is one check (named by the host, else "ci"): what the verdict on a failure reads it as. */
-function polledFailure(check = "ci"): { required: RequiredChecks; checks: Record<string, ReportedCheck> } {
-  return { required: { contexts: [check], source: "queue" }, checks: { [check]: { state: "failure", kind: "status", id: null } } };
-}
-
-/**
- * Applies the CI results a polled code host has due, each marked delivered in the transaction
- * that applies it (a result whose queue is gone is marked delivered all the same, so it is not
- * polled again). Answers how many were applied.
- */
-export async function deliverPolledCiResults(services: Services, polling: PolledEvents): Promise<number> {
-  let applied = 0;
-  for (const result of await polling.dueCiResults(services.now())) {
-    const event = { kind: "run_finished" as const, runId: result.runId, outcome: result.outcome };
-    const decision = await applyQueueEvent(services, result.queueId, event, async (tx, queue) => {
-      if (!(await polling.markDelivered(tx, result.id, services.now()))) return false;
-      if (result.outcome === "passed") return true;
-      // A failure is judged on the run's test results first (flakeHandling): it may not count.
-      const run = await runOf(tx, queue.id, result.runId);
-      if (!run || run.status !== "running") return true;
-      const { required, checks } = polledFailure(result.check);
-      const verdict = await judgeFailedRun(services, tx, queue, run, required, checks, true, { newReport: true, soleCheck: true, jobs: new Map() });
-      if (verdict === null) return false;
-      event.outcome = verdict;
-      return true;
-    });
-    if (decision) applied++;
-    else await services.db.transaction((tx) => polling.markDelivered(tx, result.id, services.now()));
-  }
-  return applied;
-}
 
 /**
  * The queue worker. Each tick: processes the recorded webhook deliveries, delivers the CI results

@@ -1,5 +1,5 @@
 import { decide } from "../../src/domain/engine/engine.js";
-import type { Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, EngineSettings, Transition } from "../../src/domain/engine/types.js";
+import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, EngineSettings, Transition } from "../../src/domain/engine/types.js";
 
 export const MINUTE = 60_000;
 
@@ -37,8 +37,12 @@ export class EngineDriver {
     this.q = { state: "running", mode: s.mode, pendingMode: null, settings: s, baseSha: "base-0", merged: [], entries: [], runs: [], nextRunNumber: 1, ...queue };
   }
 
+  /** The latest decision (its archived runs and their clean-ups). */
+  decision: Decision | null = null;
+
   send(event: EngineEvent): Effect[] {
     const decision = decide(this.q, event, this.now);
+    this.decision = decision;
     this.q = decision.queue;
     this.effects.push(...decision.effects);
     this.transitions.push(...decision.transitions);

@@ -1,3 +1,4 @@
+import { settledRuns } from "./archive.js";
 import type { PrState } from "../states.js";
 import { Line, overlaps } from "./line.js";
 import { isInFlight } from "./order.js";
@@ -21,7 +22,8 @@ export function decide(input: EngineQueue, event: EngineEvent, now: number): Dec
   const ctx: Context = { q: structuredClone(input), now, effects: [], transitions: [] };
   applyEvent(ctx, event);
   reconcile(ctx);
-  return { queue: ctx.q, effects: ctx.effects, transitions: ctx.transitions };
+  const { archived, cleanups } = settledRuns(ctx.q, ctx.effects);
+  return { queue: ctx.q, effects: ctx.effects, transitions: ctx.transitions, archived, cleanups };
 }
 
 type Context = {
@@ -131,6 +133,13 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       delete again.failureConfirmed;
       q.runs.push(again);
       ctx.effects.push({ kind: "start_run", runId: again.id, baseSha: again.baseSha, stack: again.stack, tested: again.tested });
+      return;
+    }
+    case "jobs_rerun_requested": {
+      const run = q.runs.find((r) => r.id === event.runId);
+      // A run decided meanwhile has nothing to re-run.
+      if (!run || run.status !== "running") return;
+      ctx.effects.push({ kind: "rerun_failed_jobs", runId: run.id, ...(event.checkRunIds.length > 0 ? { checkRunIds: event.checkRunIds } : {}) });
       return;
     }
     case "merge_failed": {

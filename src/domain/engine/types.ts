@@ -78,6 +78,8 @@ export type EngineRun = {
    * the engine's blind retry (shouldRetry). Absent: nothing says.
    */
   failureConfirmed?: boolean;
+  /** A testing branch was made for the run (what its archiving must clean up). Absent: none. */
+  hasTestBranch?: boolean;
 };
 
 export type EngineQueue = {
@@ -112,6 +114,12 @@ export type EngineEvent =
    * and the code host cannot re-run the failed jobs): the runs stacked on it go on.
    */
   | { kind: "run_rerun"; runId: string }
+  /**
+   * The run's test results call for its failed jobs to run again (domain/flaky/verdict.ts):
+   * the run stays running, on the same commit, while the code host re-runs them (`checkRunIds`:
+   * the failed check runs, when the host names them).
+   */
+  | { kind: "jobs_rerun_requested"; runId: string; checkRunIds: number[] }
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   /**
@@ -151,6 +159,12 @@ export type Effect =
    * the files of the lane must match.
    */
   | { kind: "merge"; prNumbers: number[]; runId: string | null; exactTree: boolean }
+  /**
+   * Run a running run's failed jobs again, on the same commit (`checkRunIds`: the check runs to
+   * re-run; absent or empty: what the host reported failed). A host that cannot re-runs the
+   * run's tree in a new run instead (run_rerun).
+   */
+  | { kind: "rerun_failed_jobs"; runId: string; checkRunIds?: number[] }
   | { kind: "schedule_timer"; at: number };
 
 /**
@@ -175,13 +189,11 @@ export type Transition = { prNumber: number; from: PrState; to: PrState; reason:
  */
 export type NotifyEffect = { kind: "pr_status"; prNumber: number; sha: string; state: "pending" | "success" | "failure" | "error"; description: string } | { kind: "pr_comment"; prNumber: number; body: string };
 
+export type OutboxEffect = Effect | NotifyEffect;
+
 /**
- * What the application adds when test results call for a retry (domain/flaky/verdict.ts): the
- * code host runs the run's failed jobs again, or, when it cannot, the run is started again on
- * its own (run_rerun).
+ * What the engine decided: the queue after the event, the effects to carry out, the PRs'
+ * transitions, and the runs it is done with (`archived`, see archive.ts) with the clean-ups of
+ * their testing branches (`cleanups`, carried out after `effects`).
  */
-export type RetryEffect = { kind: "rerun_failed_jobs"; runId: string; checkRunIds?: number[] };
-
-export type OutboxEffect = Effect | NotifyEffect | RetryEffect;
-
-export type Decision = { queue: EngineQueue; effects: Effect[]; transitions: Transition[] };
+export type Decision = { queue: EngineQueue; effects: Effect[]; transitions: Transition[]; archived: string[]; cleanups: Effect[] };
