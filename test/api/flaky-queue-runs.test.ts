@@ -139,8 +139,7 @@ describe.each(BACKENDS)("test results of queue runs on $name", (backend) => {
   test("a regression's real report (jest-junit: six failures in three files, every message starting expect(received).toBe(expected)) is evidence: its failures are the tests', each with its own signature", async () => {
     const run = await testing("regression");
     const jest = readFileSync(join(projectRoot, "test/fixtures/junit/failures/jest-junit.xml"), "utf8");
-    const send = (xml: string) =>
-      server.api.ok<Answer>("flaky-tests/upload", { repo: repo("regression"), org_url_slug: "acme", commit_sha: run.testBranchSha, branch: run.testBranch, junit_xml: [xml] });
+    const send = (xml: string) => server.api.ok<Answer>("flaky-tests/upload", { repo: repo("regression"), org_url_slug: "acme", commit_sha: run.testBranchSha, branch: run.testBranch, junit_xml: [xml] });
     const answer = await send(jest);
     expect(answer).toMatchObject({ failures: 11, infrastructure_failure: false, run: { id: run.testRunId } });
     expect(answer).not.toHaveProperty("infrastructure_failure_reason");

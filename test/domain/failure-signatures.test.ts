@@ -247,7 +247,10 @@ describe("infrastructure failures", () => {
 
   test("the same error that is no assertion across unrelated tests is one; across related tests, or an assertion, it is not", () => {
     const error = (file: string) =>
-      uploadFailure({ file, classname: "", name: "t", parent: "" }, readFailure({ message: "TypeError: Cannot read properties of undefined (reading 'query')", text: `TypeError: Cannot read properties of undefined (reading 'query')\n    at Object.<anonymous> (/w/${file}:3:7)` }));
+      uploadFailure(
+        { file, classname: "", name: "t", parent: "" },
+        readFailure({ message: "TypeError: Cannot read properties of undefined (reading 'query')", text: `TypeError: Cannot read properties of undefined (reading 'query')\n    at Object.<anonymous> (/w/${file}:3:7)` }),
+      );
     const files = (n: number) => Array.from({ length: 6 }, (_, i) => `src/f${i % n}.test.ts`);
     expect(infrastructureFailure(100, files(3).map(error))).toMatch(/^6 tests in 3 files failed with one failure: "TypeError: Cannot read properties of undefined \(reading 'query'\)"/);
     expect(infrastructureFailure(100, files(2).map(error))).toBeNull();
@@ -257,9 +260,7 @@ describe("infrastructure failures", () => {
     const error = uploadFailure({ file: "a.ts", classname: "", name: "t", parent: "" }, readFailure({ message: "Error: worker exited unexpectedly" }));
     const assertion = uploadFailure({ file: "a.ts", classname: "", name: "t", parent: "" }, readFailure({ message: "AssertionError: expected 1 to equal 2" }));
     expect(infrastructureFailure(10, Array(10).fill(assertion))).toBeNull();
-    expect(infrastructureFailure(10, [...Array(5).fill(error), assertion])).toBe(
-      "5 of 10 tests failed other than by an assertion (50%; an infrastructure failure at ≥ 50% of at least 10 tests)",
-    );
+    expect(infrastructureFailure(10, [...Array(5).fill(error), assertion])).toBe("5 of 10 tests failed other than by an assertion (50%; an infrastructure failure at ≥ 50% of at least 10 tests)");
   });
 
   test("jest-junit's default classnames (the test's own name) are told apart by their suite, one per test file", () => {

@@ -39,9 +39,7 @@ function normalizeErrorLine(line: string): string {
  * than expected 2, received 3).
  */
 function normalizeAssertionLine(line: string): string {
-  return normalizeVolatile(line.replace(TEMP_PATH, "<tmp>"))
-    .replace(/\s+/g, " ")
-    .trim();
+  return normalizeVolatile(line.replace(TEMP_PATH, "<tmp>")).replace(/\s+/g, " ").trim();
 }
 
 const stripColour = (text: string) => text.replace(COLOUR, "");
@@ -120,8 +118,7 @@ export const INFRASTRUCTURE_PATTERNS: readonly { name: string; pattern: RegExp }
   { name: "no space left on device", pattern: /\bENOSPC\b|\bno space left on device\b|\bnot enough space on the disk\b/i },
   {
     name: "out of memory",
-    pattern:
-      /\bout of memory\b|\bOutOfMemoryError\b|\bOOMKilled\b|\bENOMEM\b|\bCannot allocate memory\b|\bheap limit\b|\bAllocation failed - JavaScript heap\b|^\s*(?:E\s+)?MemoryError\b/im,
+    pattern: /\bout of memory\b|\bOutOfMemoryError\b|\bOOMKilled\b|\bENOMEM\b|\bCannot allocate memory\b|\bheap limit\b|\bAllocation failed - JavaScript heap\b|^\s*(?:E\s+)?MemoryError\b/im,
   },
   { name: "DNS resolution failed", pattern: /\bENOTFOUND\b|\bEAI_AGAIN\b|\bgetaddrinfo\b|\bTemporary failure in name resolution\b|\bUnknownHostException\b|\bno such host\b/i },
   {
@@ -216,8 +213,7 @@ function framesOf(lines: readonly string[]): Frame[] {
 }
 
 /** Whether a path names a test file, by the conventions of the test runners read here. */
-const TEST_FILE =
-  /(?:^|[/\\])(?:test_[^/\\]*\.py|[^/\\]*_test\.(?:py|go)|[^/\\]*[._-](?:test|spec)\.[cm]?[jt]sx?|[^/\\]*_spec\.rb|[^/\\]*Tests?\.(?:java|kt|scala|groovy)|Test[^/\\]*\.(?:java|kt))$/;
+const TEST_FILE = /(?:^|[/\\])(?:test_[^/\\]*\.py|[^/\\]*_test\.(?:py|go)|[^/\\]*[._-](?:test|spec)\.[cm]?[jt]sx?|[^/\\]*_spec\.rb|[^/\\]*Tests?\.(?:java|kt|scala|groovy)|Test[^/\\]*\.(?:java|kt))$/;
 const VENDORED = /(?:^|[/\\])(?:node_modules|site-packages|dist-packages|vendor|gems)[/\\]/;
 
 /**
