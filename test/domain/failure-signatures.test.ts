@@ -238,6 +238,25 @@ describe("infrastructure failures", () => {
     expect(infrastructureFailure(10, upload)).toBeNull();
   });
 
+  test("testify's NoError compares nothing: the error it reports decides", () => {
+    const text = (error: string) =>
+      `=== RUN   TestSave\n    store_test.go:22: \n        \tError Trace:\t/w/store/store_test.go:22\n        \tError:      \tReceived unexpected error:\n        \t            \t${error}\n        \tTest:       \tTestSave\n--- FAIL: TestSave (1.00s)\n`;
+    expect(readFailure({ message: "Failed", text: text("dial tcp 127.0.0.1:5432: connect: connection refused"), classname: "github.com/acme/shop/store" })).toMatchObject({
+      kind: "infrastructure",
+      pattern: "connection refused",
+      frame: "store_test.go:22",
+    });
+    expect(readFailure({ message: "Failed", text: text("sql: no rows in result set"), classname: "github.com/acme/shop/store" }).kind).toBe("error");
+    // A comparison is an assertion, whatever it quotes.
+    const equal = `    store_test.go:30: \n        \tError Trace:\t/w/store/store_test.go:30\n        \tError:      \tNot equal: \n        \t            \texpected: "connection refused"\n        \t            \tactual  : "ok"\n`;
+    expect(readFailure({ message: "Failed", text: equal }).kind).toBe("assertion");
+  });
+
+  test("a stack trace in the message attribute is frames, not message", () => {
+    const f = readFailure({ message: "TypeError: x is not a function\n    at run (/w/src/a.test.ts:3:9)\n    at next (/w/node_modules/x/index.js:1:1)", file: "src/a.test.ts" });
+    expect([f.what, f.frame]).toEqual(["TypeError: x is not a function", "a.test.ts:3"]);
+  });
+
   test("known patterns are outweighed by the tests' own failures: half of the failures at least", () => {
     const refused = uploadFailure({ file: "db.test.ts", classname: "", name: "t", parent: "" }, readFailure({ message: "connect ECONNREFUSED 127.0.0.1:5432" }));
     const assertions = Array.from({ length: 3 }, (_, i) => uploadFailure({ file: `f${i}.ts`, classname: "", name: "t", parent: "" }, readFailure({ message: `expected ${i} to be ${i + 1}` })));

@@ -159,6 +159,9 @@ const ASSERTION_TEXT = [
   /^Assert\.\w+\(\) Failure\b/m,
 ];
 
+/** testify's `require.NoError` / `assert.NoError`: an error reported through an assertion helper, no values compared. */
+const UNEXPECTED_ERROR = /\bError:\s+Received unexpected error:/;
+
 /** A stack frame: where, in which file and at which line. */
 type Frame = { path: string; line: string };
 
@@ -283,6 +286,7 @@ export function readFailure(report: FailureReport): Failure {
   // Go's "file_test.go:14: message": the place is the frame, the rest the message.
   bodyLines = bodyLines.map((l) => l.trim().replace(/^[\w.-]+\.go:\d+: ?/, "")).filter((l) => l !== "" && !/^Error Trace:/.test(l));
   const messageLines = linesOf(message)
+    .filter((l) => !NOISE.some((n) => n.test(l)))
     .map((l) => l.trim())
     .filter((l) => l !== "");
   const first = messageLines[0] ?? "";
@@ -307,7 +311,9 @@ export function readFailure(report: FailureReport): Failure {
   lines = lines.map((l) => l.replace(/^Failure\/Error: */, "")).filter((l) => l.trim() !== "" && l.trim() !== `${type}:`);
   lines = lines.slice(0, MAX_BODY_LINES);
 
-  const assertion = ASSERTION_TYPE.test(type) || ASSERTION_TEXT.some((p) => p.test(said));
+  // testify's NoError ("Error: Received unexpected error: …") compares nothing: the error it reports decides.
+  const compared = UNEXPECTED_ERROR.test(said) ? said.replace(/Error Trace:/g, "") : said;
+  const assertion = ASSERTION_TYPE.test(type) || ASSERTION_TEXT.some((p) => p.test(compared));
   const known = assertion ? undefined : INFRASTRUCTURE_PATTERNS.find((p) => p.pattern.test(searched));
   const normalize = assertion ? normalizeAssertionLine : normalizeErrorLine;
   const body = lines
