@@ -167,7 +167,7 @@ type Frame = { path: string; line: string };
 
 const FRAME_PATTERNS: readonly RegExp[] = [
   // JavaScript: "at fn (/path/to/a.test.ts:12:5)", "at /path/a.test.ts:12:5", Vitest's "❯ src/a.test.ts:12:5".
-  /^\s*(?:at |❯ )(?:.*?\()?((?:file:\/\/)?[^\s()]+?\.[cm]?[jt]sx?):(\d+)(?::\d+)?\)?\s*$/,
+  /^\s*(?:at|❯)\s+(?:[^()]*\()?((?:file:\/\/)?[^\s()]+\.[cm]?[jt]sx?):(\d+)(?::\d+)?\)?\s*$/,
   // Java, Kotlin, Scala: "at com.acme.CartTest.adds(CartTest.java:23)".
   /^\s*at [\w$.<>/-]+\(([\w$-]+\.(?:java|kt|scala|groovy)):(\d+)\)/,
   // Python: pytest's "tests/test_cart.py:12: AssertionError", a traceback's 'File "tests/test_cart.py", line 12'.
