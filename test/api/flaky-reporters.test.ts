@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { rng } from "../../bench/random.js";
 import { projectRoot } from "../../src/paths.js";
@@ -70,6 +70,25 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
     const answer = await upload(repoName, [fixture(file)]);
     expect(answer.test_cases).toBe(Object.keys(expected).length);
     expect(await outcomes(repoName)).toEqual(expected);
+  });
+
+  test.each([
+    ["jest-junit.xml", 15, 11],
+    ["vitest.xml", 14, 10],
+    ["pytest.xml", 14, 9],
+    ["gotestsum.xml", 14, 10],
+    ["surefire", 14, 10],
+    ["rspec.xml", 13, 10],
+  ])("a regression's real report (%s: six assertion failures in three files, setup errors, an outage) is evidence, no infrastructure failure", async (name, tests, failures) => {
+    const dir = join(projectRoot, "test/fixtures/junit/failures", name);
+    const xml = name.endsWith(".xml") ? [readFileSync(dir, "utf8")] : readdirSync(dir).map((f) => readFileSync(join(dir, f), "utf8"));
+    const repoName = `regression-${name.replace(/\.xml$/, "")}`;
+    const answer = await upload(repoName, xml);
+    expect(answer).toMatchObject({ test_cases: tests, failures, infrastructure_failure: false });
+    // The failures were grouped as the tests' own: each failed test has its failure mode, the assertions one each.
+    const signatures = await server.greenline.services.db.read((tx) => tx.failureSignature.findMany({ where: { testCase: { repository: { name: repoName } } } }));
+    expect(signatures).toHaveLength(failures);
+    expect(signatures.filter((s) => /\(at [\w.-]+:\d+\)$/.test(s.summary)).length).toBeGreaterThanOrEqual(6);
   });
 
   test("a test one of whose variants fails every time is never flaky, in any upload, however the variants are ordered: broken once sampled", async () => {
