@@ -113,14 +113,14 @@ export type Failure = {
 export const INFRASTRUCTURE_PATTERNS: readonly { name: string; pattern: RegExp }[] = [
   {
     name: "connection refused",
-    pattern: /\bECONNREFUSED\b|\bconnection refused\b|\bConnection to \S+ refused\b|\bConnectionRefusedError\b|\bcould not connect to server\b/i,
+    pattern: /\bECONNREFUSED\b|\bERR_CONNECTION_REFUSED\b|\bconnection refused\b|\bConnection to \S+ refused\b|\bConnectionRefusedError\b|\bcould not connect to server\b/i,
   },
   { name: "no space left on device", pattern: /\bENOSPC\b|\bno space left on device\b|\bnot enough space on the disk\b/i },
   {
     name: "out of memory",
     pattern: /\bout of memory\b|\bOutOfMemoryError\b|\bOOMKilled\b|\bENOMEM\b|\bCannot allocate memory\b|\bheap limit\b|\bAllocation failed - JavaScript heap\b|^\s*(?:E\s+)?MemoryError\b/im,
   },
-  { name: "DNS resolution failed", pattern: /\bENOTFOUND\b|\bEAI_AGAIN\b|\bgetaddrinfo\b|\bTemporary failure in name resolution\b|\bUnknownHostException\b|\bno such host\b/i },
+  { name: "DNS resolution failed", pattern: /\bENOTFOUND\b|\bEAI_AGAIN\b|\bERR_NAME_NOT_RESOLVED\b|\bgetaddrinfo\b|\bTemporary failure in name resolution\b|\bUnknownHostException\b|\bno such host\b/i },
   {
     name: "network or registry timeout",
     pattern:
