@@ -202,6 +202,8 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
   const learned = new TestKeys();
   /** Each failed test's file (its classname when the report names none) and failure: what tells an infrastructure failure. */
   const failed: UploadFailure[] = [];
+  /** …and each one's slot in `runs`, to tell those that passed on a retry within the upload. */
+  const failedSlots: number[] = [];
   let failures = 0;
   let unnamed = 0;
 
@@ -235,6 +237,7 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
         const summary = failure.summary || NO_FAILURE_MESSAGE;
         const signature = failure.summary === "" ? failureSignatureOfNothing : failure.signature;
         failed.push(uploadFailure(c, failure));
+        failedSlots.push(slot);
         const group = signatures.get(`${key} ${signature}`);
         if (group) {
           group.count++;
@@ -250,6 +253,9 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
     await writeReruns(sql, runs, rerun, uploadKey);
     await insertTestFailures(sql, failureRows);
   }
+  failed.forEach((f, i) => {
+    f.passedOnRetry = (runs.flags[failedSlots[i]!]! & RESULT) === (FAILED | PASSED);
+  });
   // An infrastructure failure is no evidence about its tests: their failure modes and statuses stay as they were.
   const infrastructure = infrastructureFailure(runs.size, failed);
   await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures, infrastructureFailure: infrastructure });

@@ -91,6 +91,24 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
     expect(signatures.filter((s) => /\(at [\w.-]+:\d+\)$/.test(s.summary)).length).toBeGreaterThanOrEqual(6);
   });
 
+  test("a network timeout that passed on gotestsum's rerun is flaky evidence; one that did not is an outage", async () => {
+    const go = (rerun: "pass" | "fail") => `<testsuites><testsuite name="github.com/acme/net" timestamp="2026-11-22T11:00:00Z">
+      <properties><property name="go.version" value="go1.23.3 linux/amd64"></property></properties>
+      <testcase classname="github.com/acme/net" name="TestDial" time="0.500"><failure message="Failed" type="">=== RUN   TestDial&#xA;    net_test.go:90: dial tcp: lookup proxy.internal: i/o timeout&#xA;--- FAIL: TestDial (0.50s)&#xA;</failure></testcase>
+      <testcase classname="github.com/acme/net" name="TestServe" time="0.010"></testcase>
+      <testcase classname="github.com/acme/net" name="TestDial" time="0.010">${rerun === "fail" ? `<failure message="Failed" type="">=== RUN   TestDial&#xA;    net_test.go:90: dial tcp: lookup proxy.internal: i/o timeout&#xA;--- FAIL: TestDial (0.50s)&#xA;</failure>` : ""}</testcase>
+    </testsuite></testsuites>`;
+    expect(await upload("net-retried", [go("pass")])).toMatchObject({ test_cases: 2, failures: 1, infrastructure_failure: false });
+    expect((await outcomes("net-retried")).TestDial).toEqual(flaky());
+    expect(await upload("net-down", [go("fail")])).toMatchObject({
+      test_cases: 2,
+      failures: 1,
+      infrastructure_failure: true,
+      infrastructure_failure_reason: expect.stringContaining("known infrastructure failure (network or registry timeout)"),
+    });
+    expect((await outcomes("net-down")).TestDial).toEqual(failed());
+  });
+
   test("a test one of whose variants fails every time is never flaky, in any upload, however the variants are ordered: broken once sampled", async () => {
     const next = rng(42);
     const shuffle = <T>(xs: T[]) =>

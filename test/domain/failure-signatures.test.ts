@@ -259,6 +259,12 @@ describe("infrastructure failures", () => {
     expect([f.what, f.frame]).toEqual(["TypeError: x is not a function", "a.test.ts:3"]);
   });
 
+  test("a known infrastructure failure of a test that passed on a retry within the upload is flaky evidence, not an outage", () => {
+    const timeout = uploadFailure({ file: "net_test.go", classname: "", name: "TestDial", parent: "" }, readFailure({ message: "Failed", text: "    net_test.go:90: dial tcp: i/o timeout\n" }));
+    expect(infrastructureFailure(20, [timeout])).toMatch(/known infrastructure failure \(network or registry timeout\)/);
+    expect(infrastructureFailure(20, [{ ...timeout, passedOnRetry: true }])).toBeNull();
+  });
+
   test("known patterns are outweighed by the tests' own failures: half of the failures at least", () => {
     const refused = uploadFailure({ file: "db.test.ts", classname: "", name: "t", parent: "" }, readFailure({ message: "connect ECONNREFUSED 127.0.0.1:5432" }));
     const assertions = Array.from({ length: 3 }, (_, i) => uploadFailure({ file: `f${i}.ts`, classname: "", name: "t", parent: "" }, readFailure({ message: `expected ${i} to be ${i + 1}` })));

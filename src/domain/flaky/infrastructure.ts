@@ -15,7 +15,8 @@ import type { Failure } from "./failures.js";
  *   without a message share nothing and never count;
  * - a known infrastructure failure: at least `patternShare` (half) of the upload's failed tests
  *   failed with one of INFRASTRUCTURE_PATTERNS (connection refused, no space left, out of
- *   memory, DNS, network and registry timeouts, a lost runner);
+ *   memory, DNS, network and registry timeouts, a lost runner) and did not pass on a retry
+ *   within the upload;
  * - most tests failed: at least `failedShare` (50%) of an upload of at least `minTests` (10)
  *   tests failed, other than by an assertion.
  */
@@ -23,10 +24,11 @@ export const INFRASTRUCTURE_RULES = { minTests: 10, failedShare: 0.5, sharedTest
 
 /**
  * One failed test of the upload: where it lives and what failed (its failure's type and
- * normalized message: `Failure.what`); whether it is an assertion failure, and the known
- * infrastructure pattern it matched (both unsaid: neither).
+ * normalized message: `Failure.what`); whether it is an assertion failure, the known
+ * infrastructure pattern it matched, and whether it passed on a retry within the upload (all
+ * unsaid: none).
  */
-export type UploadFailure = { file: string; summary: string; assertion?: boolean; infrastructure?: string | null };
+export type UploadFailure = { file: string; summary: string; assertion?: boolean; infrastructure?: string | null; passedOnRetry?: boolean };
 
 /** The summary written for a failure that had no message (ingest): shared by unrelated failures, yet no signature. */
 export const NO_FAILURE_MESSAGE = "(no failure message)";
@@ -67,7 +69,8 @@ export function infrastructureFailure(tests: number, failures: readonly UploadFa
       return `${group.tests} tests in ${group.files.size} files failed with one failure: ${quote(summary)} (an infrastructure failure at ≥ ${rules.sharedTests} tests in ≥ ${rules.sharedFiles} files)`;
     }
   }
-  const known = errors.filter((f) => f.infrastructure);
+  // A test that passed on a retry within the job is flaky evidence (a network test that timed out once), not an outage.
+  const known = errors.filter((f) => f.infrastructure && !f.passedOnRetry);
   if (known.length > 0 && known.length >= rules.patternShare * failures.length) {
     const first = known[0]!;
     const rest = known.length > 1 ? ` and ${known.length - 1} more` : "";
