@@ -178,7 +178,8 @@ const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || 
  * entity and character references, CDATA, comments, processing instructions and a DOCTYPE.
  * It checks well-formedness (names, quoting, nesting, one root, duplicate attributes, known
  * entities), and reads only what a test case needs: attributes it does not use are checked but
- * never copied, and text is looked at only inside a failure without a message. Control
+ * never copied, and text is looked at only inside a testcase's first failure (its stack trace,
+ * at most 4,000 characters) and a failure without a message. Control
  * characters that XML 1.0 forbids are let through: reporters copy test output verbatim, and a
  * report is not refused for an escape sequence in a log line. NUL is not, raw or as `&#0;`,
  * nor is a lone surrogate: no store holds them (see domain/text.ts).
