@@ -23,7 +23,7 @@ export const REASONS = {
   restart_requested: "Tests restarted on request.",
   flaky_failures_excused: "A required check failed only on quarantined tests, in a job that stopped at them alone: the failure does not count.",
   flaky_retry: "A required check failed on known-flaky tests: its failed jobs are run again.",
-  infrastructure_retry: "A required check failed by infrastructure (most tests, or unrelated tests with one failure): its failed jobs are run again once.",
+  infrastructure_retry: "A required check failed by infrastructure (an outage, or one error across unrelated tests): its failed jobs are run again once.",
   flaky_retry_new_run: "The code host could not run the failed jobs again: the run is started again on its own.",
   no_checks_started: "Still testing: no check of any kind has started on the testing branch (does CI run on greenline/** branches?).",
   check_names_mismatch: "Still testing: checks started on the testing branch, but not the required ones (do the names match?).",

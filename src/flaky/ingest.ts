@@ -3,8 +3,8 @@ import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
 import { CodeOwners } from "../domain/flaky/codeowners.js";
-import { failureSignature, normalizeFailure } from "../domain/flaky/failures.js";
-import { infrastructureFailure, NO_FAILURE_MESSAGE, type UploadFailure } from "../domain/flaky/infrastructure.js";
+import { failureSignature, readFailure } from "../domain/flaky/failures.js";
+import { infrastructureFailure, NO_FAILURE_MESSAGE, uploadFailure, type UploadFailure } from "../domain/flaky/infrastructure.js";
 import { flakesAgainst } from "../domain/flaky/queue-evidence.js";
 import { JUnitError, JUnitReader, type JUnitCase } from "../formats/junit.js";
 import {
@@ -202,6 +202,8 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
   const learned = new TestKeys();
   /** Each failed test's file (its classname when the report names none) and failure: what tells an infrastructure failure. */
   const failed: UploadFailure[] = [];
+  /** …and each one's slot in `runs`, to tell those that passed on a retry within the upload. */
+  const failedSlots: number[] = [];
   let failures = 0;
   let unnamed = 0;
 
@@ -231,9 +233,11 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
       else if (!first && (after & RESULT) !== (before & RESULT) && !rerun.has(slot)) rerun.set(slot, before);
       if (c.failed && !(before & FAILED)) {
         failures++;
-        const summary = normalizeFailure(c.message ?? "") || NO_FAILURE_MESSAGE;
-        const signature = failureSignature(summary);
-        failed.push({ file: c.file || c.classname, summary });
+        const failure = readFailure({ message: c.message, type: c.failureType, text: c.failureText, file: c.file, classname: c.classname });
+        const summary = failure.summary || NO_FAILURE_MESSAGE;
+        const signature = failure.summary === "" ? failureSignatureOfNothing : failure.signature;
+        failed.push(uploadFailure(c, failure));
+        failedSlots.push(slot);
         const group = signatures.get(`${key} ${signature}`);
         if (group) {
           group.count++;
@@ -249,6 +253,9 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
     await writeReruns(sql, runs, rerun, uploadKey);
     await insertTestFailures(sql, failureRows);
   }
+  failed.forEach((f, i) => {
+    f.passedOnRetry = (runs.flags[failedSlots[i]!]! & RESULT) === (FAILED | PASSED);
+  });
   // An infrastructure failure is no evidence about its tests: their failure modes and statuses stay as they were.
   const infrastructure = infrastructureFailure(runs.size, failed);
   await setUploadTotals(sql, uploadKey, { testCases: runs.size, failures, infrastructureFailure: infrastructure });
@@ -260,6 +267,9 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
   }
   return { testCases: runs.size, failures, unnamed, learned, run, infrastructureFailure: infrastructure };
 }
+
+/** The signature of a failure that says nothing (no message, no text): what it always was. */
+const failureSignatureOfNothing = failureSignature(NO_FAILURE_MESSAGE);
 
 /** Writes the results that repeats changed: inserted if every earlier testcase was skipped, else updated. */
 async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {

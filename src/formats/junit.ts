@@ -28,6 +28,14 @@ export type JUnitCase = {
   repeatIsRetry: boolean;
   /** The first failure's message (its `message` attribute, else its first line of text). */
   message: string | null;
+  /** The first failure element's `type` attribute (an exception class, for most reporters), or null. */
+  failureType: string | null;
+  /**
+   * The first failure element's text: its stack trace or output (a Surefire `<stackTrace>`
+   * child's included, `<system-out>` and `<system-err>` not), at most 4,000 characters, or null.
+   * What tells one failure from another (domain/flaky/failures.ts).
+   */
+  failureText: string | null;
 };
 
 export class JUnitError extends Error {
@@ -42,6 +50,8 @@ export class JUnitError extends Error {
 
 /** Longest failure message kept; the rest (stack traces, logs) is not read into memory. */
 const MAX_MESSAGE = 2000;
+/** Longest failure text kept (a stack trace's start: the message, the diff, the first frames). */
+const MAX_FAILURE_TEXT = 4000;
 
 /**
  * A suite timestamp as ms since the epoch. Reporters write local time without a zone
@@ -103,6 +113,8 @@ const FLAKY = 4;
 const SKIPPED = 5;
 /** `<property>`: a Go report is known by its suite's `go.version` property. */
 const PROPERTY = 6;
+/** `<system-out>`, `<system-err>`: output, not part of a failure's text. */
+const OUTPUT = 7;
 
 /** The kind of the element whose name is the `length` characters at `start`. */
 function kindAt(xml: string, start: number, length: number): number {
@@ -117,7 +129,7 @@ function kindAt(xml: string, start: number, length: number): number {
     case 9:
       return is("testsuite") ? SUITE : OTHER;
     case 10:
-      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : OTHER;
+      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : is("system-out") || is("system-err") ? OUTPUT : OTHER;
     case 12:
       return is("rerunFailure") ? FAILURE : is("flakyFailure") ? FLAKY : OTHER;
     default:
@@ -135,7 +147,8 @@ const ID = 5;
 const MESSAGE = 6;
 const TIMESTAMP = 7;
 const STATUS = 8;
-const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status"];
+const TYPE = 9;
+const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status", "type"];
 
 /** Values of a testcase's `status` attribute that mean it did not run (compared lower-cased). */
 const NOT_RUN_STATUSES = new Set(["disabled", "skipped", "notrun"]);
@@ -165,7 +178,8 @@ const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || 
  * entity and character references, CDATA, comments, processing instructions and a DOCTYPE.
  * It checks well-formedness (names, quoting, nesting, one root, duplicate attributes, known
  * entities), and reads only what a test case needs: attributes it does not use are checked but
- * never copied, and text is looked at only inside a failure without a message. Control
+ * never copied, and text is looked at only inside a testcase's first failure (its stack trace,
+ * at most 4,000 characters) and a failure without a message. Control
  * characters that XML 1.0 forbids are let through: reporters copy test output verbatim, and a
  * report is not refused for an escape sequence in a log line. NUL is not, raw or as `&#0;`,
  * nor is a lone surrogate: no store holds them (see domain/text.ts).
@@ -201,9 +215,15 @@ class JUnitScanner {
   /** Collecting the text of the first failure element when it has no message attribute. */
   private collecting = false;
   private text = "";
+  /** The first failure element: its type, whether it was seen, whether its text is being read, output elements open in it. */
+  private failureType: string | null = null;
+  private failureSeen = false;
+  private detailing = false;
+  private outputDepth = 0;
+  private detail = "";
 
   /** The attributes of the tag being read that a test case needs, by slot (see `slotOf`). */
-  private readonly attrs: (string | undefined)[] = new Array(STATUS + 1).fill(undefined);
+  private readonly attrs: (string | undefined)[] = new Array(TYPE + 1).fill(undefined);
 
   constructor(
     private readonly xml: string,
@@ -266,6 +286,7 @@ class JUnitScanner {
     const cdataEnd = this.nextOf(CDATA_END, start);
     if (cdataEnd < end) throw this.error("]]> is not allowed in text", cdataEnd);
     if (this.collecting) this.collect(start, end, true);
+    if (this.detailing && this.outputDepth === 0) this.collectDetail(start, end, true);
   }
 
   /** The first SOUGHT[which] at or after `from`, or xml.length. */
@@ -328,6 +349,12 @@ class JUnitScanner {
     this.text += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
   }
 
+  private collectDetail(start: number, end: number, references: boolean): void {
+    const room = MAX_FAILURE_TEXT - this.detail.length;
+    if (room <= 0) return;
+    this.detail += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
+  }
+
   /** The end of the XML name starting at `start` (`start` itself when there is none). */
   private nameEnd(start: number): number {
     const xml = this.xml;
@@ -353,7 +380,7 @@ class JUnitScanner {
       if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
     }
     const kind = kindAt(xml, nameStart, nameEnd - nameStart);
-    if (kind !== OTHER) for (let k = NAME; k <= STATUS; k++) this.attrs[k] = undefined;
+    if (kind !== OTHER) for (let k = NAME; k <= TYPE; k++) this.attrs[k] = undefined;
     this.attrNames.length = 0;
 
     let i = nameEnd;
@@ -425,8 +452,9 @@ class JUnitScanner {
       else if (kind === SUITE && length === 9 && first === 0x74 /* t */) slot = TIMESTAMP;
     } else if (kind === PROPERTY) {
       if (length === 4 && first === 0x6e /* n */) slot = NAME;
-    } else if ((kind === FAILURE || kind === FLAKY) && length === 7 && first === 0x6d /* m */) {
-      slot = MESSAGE;
+    } else if (kind === FAILURE || kind === FLAKY) {
+      if (length === 7 && first === 0x6d /* m */) slot = MESSAGE;
+      else if (length === 4 && first === 0x74 /* t */) slot = TYPE;
     }
     return slot !== NONE && this.isAt(SLOT_NAMES[slot]!, start) ? slot : NONE;
   }
@@ -462,9 +490,17 @@ class JUnitScanner {
       this.skipped = a[STATUS] !== undefined && NOT_RUN_STATUSES.has(a[STATUS].toLowerCase());
       this.message = null;
       this.text = "";
+      this.failureType = null;
+      this.failureSeen = this.detailing = false;
+      this.outputDepth = 0;
+      this.detail = "";
     } else if (this.inCase && (kind === FAILURE || kind === FLAKY)) {
       if (kind === FAILURE) this.failed = true;
       else this.flaky = true;
+      if (!this.failureSeen) {
+        this.failureSeen = this.detailing = true;
+        this.failureType = this.attrs[TYPE]?.trim() || null;
+      }
       if (this.message === null && !this.collecting) {
         const message = this.attrs[MESSAGE]?.trim();
         if (message) this.message = message.slice(0, MAX_MESSAGE);
@@ -472,6 +508,8 @@ class JUnitScanner {
       }
     } else if (this.inCase && kind === SKIPPED) {
       this.skipped = true;
+    } else if (this.detailing && kind === OUTPUT) {
+      this.outputDepth++;
     } else if (kind === PROPERTY && !this.inCase && this.suites.length > 0 && this.attrs[NAME] === "go.version") {
       this.goReport = true;
     }
@@ -498,10 +536,18 @@ class JUnitScanner {
         skipped: this.skipped && !failed,
         repeatIsRetry: this.goReport,
         message: failed ? (this.message ?? firstLine(this.text)) : null,
+        failureType: failed ? this.failureType : null,
+        failureText: failed ? this.detail.trim() || null : null,
       });
-    } else if (this.collecting && (kind === FAILURE || kind === FLAKY)) {
-      this.collecting = false;
-      this.message = firstLine(this.text);
+    } else if (this.detailing && kind === OUTPUT) {
+      this.outputDepth--;
+    }
+    if (kind === FAILURE || kind === FLAKY) {
+      this.detailing = false;
+      if (this.collecting) {
+        this.collecting = false;
+        this.message = firstLine(this.text);
+      }
     }
   }
 
@@ -543,6 +589,7 @@ class JUnitScanner {
       const end = xml.indexOf("]]>", at + 9);
       if (end === -1) throw this.error("unterminated CDATA section");
       if (this.collecting) this.collect(at + 9, end, false);
+      if (this.detailing && this.outputDepth === 0) this.collectDetail(at + 9, end, false);
       this.pos = end + 3;
     } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed) {
       // Skipped, internal subset included; entities it declares stay unknown.

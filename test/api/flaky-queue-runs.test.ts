@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
+import { projectRoot } from "../../src/paths.js";
 import { testResultsOfRun } from "../../src/store/flaky-store.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -131,6 +134,33 @@ describe.each(BACKENDS)("test results of queue runs on $name", (backend) => {
     expect(answer).toMatchObject({ failures: 6, infrastructure_failure: true, infrastructure_failure_reason: expect.stringMatching(/^6 tests in 3 files failed with one failure/) });
     await upload("signature", commit, "feature", [...passing(20), ...Array.from({ length: 6 }, (_, i) => ({ name: `db${i}`, file: files[i % 3]! }))]);
     expect((await testNamed("signature", "db0", files[0])).status.value).toBe("healthy");
+  });
+
+  test("a regression's real report (jest-junit: six failures in three files, every message starting expect(received).toBe(expected)) is evidence: its failures are the tests', each with its own signature", async () => {
+    const run = await testing("regression");
+    const jest = readFileSync(join(projectRoot, "test/fixtures/junit/failures/jest-junit.xml"), "utf8");
+    const send = (xml: string) => server.api.ok<Answer>("flaky-tests/upload", { repo: repo("regression"), org_url_slug: "acme", commit_sha: run.testBranchSha, branch: run.testBranch, junit_xml: [xml] });
+    const answer = await send(jest);
+    expect(answer).toMatchObject({ failures: 11, infrastructure_failure: false, run: { id: run.testRunId } });
+    expect(answer).not.toHaveProperty("infrastructure_failure_reason");
+    expect((await runRow(run.testRunId))!.infrastructureFailure).toBeNull();
+    const results = await server.greenline.services.db.read((tx) => testResultsOfRun(tx, run.testRunId));
+    const summaries = Object.fromEntries(results.failed.map((f) => [f.test.name, f.signatures.map((s) => s.summary)]));
+    expect(summaries["Cart totals with tax"]).toEqual(["Error: expect(received).toBe(expected) // Object.is equality | Expected: 108 | Received: 107.99 (at cart.test.ts:31)"]);
+    expect(summaries["shipping charges express"]).toEqual(["Error: expect(received).toBe(expected) // Object.is equality | Expected: 14.95 | Received: 9.95 (at shipping.test.ts:15)"]);
+    expect(new Set(results.failed.flatMap((f) => f.signatures.map((s) => s.signature))).size).toBe(9);
+    // Detection saw the failures: the same tests passing on the same commit (a re-run of the job) are flaky.
+    await send(jest.replace(/<(failure|error)>[\s\S]*?<\/\1>/g, ""));
+    const test = (name: string, suite: string) =>
+      server.api.ok<{ test: { status: { value: string; reason: string }; most_common_failures: { summary: string }[] } }>("flaky-tests/get-test-details", {
+        repo: repo("regression"),
+        org_url_slug: "acme",
+        test_id: testCaseId("acme", "github.com/acme/regression", { file: "", classname: name, parent: suite, name }),
+      });
+    const cart = (await test("Cart totals with tax", "Cart")).test;
+    expect(cart.status.value).toBe("flaky");
+    expect(cart.most_common_failures.map((f) => f.summary)).toEqual(["Error: expect(received).toBe(expected) // Object.is equality | Expected: 108 | Received: 107.99 (at cart.test.ts:31)"]);
+    expect((await test("repository saves a cart", "repository")).test.status.value).toBe("flaky");
   });
 
   test("a normal failing upload is no infrastructure failure, and a retry's pass on the same commit still makes the test flaky", async () => {

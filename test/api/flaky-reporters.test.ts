@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { rng } from "../../bench/random.js";
 import { projectRoot } from "../../src/paths.js";
@@ -70,6 +70,43 @@ describe.each(BACKENDS)("flaky detection on reports shaped like each reporter, o
     const answer = await upload(repoName, [fixture(file)]);
     expect(answer.test_cases).toBe(Object.keys(expected).length);
     expect(await outcomes(repoName)).toEqual(expected);
+  });
+
+  test.each([
+    ["jest-junit.xml", 15, 11],
+    ["vitest.xml", 14, 10],
+    ["pytest.xml", 14, 9],
+    ["gotestsum.xml", 14, 10],
+    ["surefire", 14, 10],
+    ["rspec.xml", 13, 10],
+  ])("a regression's real report (%s: six assertion failures in three files, setup errors, an outage) is evidence, no infrastructure failure", async (name, tests, failures) => {
+    const dir = join(projectRoot, "test/fixtures/junit/failures", name);
+    const xml = name.endsWith(".xml") ? [readFileSync(dir, "utf8")] : readdirSync(dir).map((f) => readFileSync(join(dir, f), "utf8"));
+    const repoName = `regression-${name.replace(/\.xml$/, "")}`;
+    const answer = await upload(repoName, xml);
+    expect(answer).toMatchObject({ test_cases: tests, failures, infrastructure_failure: false });
+    // The failures were grouped as the tests' own: each failed test has its failure mode, the assertions one each.
+    const signatures = await server.greenline.services.db.read((tx) => tx.failureSignature.findMany({ where: { testCase: { repository: { name: repoName } } } }));
+    expect(signatures).toHaveLength(failures);
+    expect(signatures.filter((s) => /\(at [\w.-]+:\d+\)$/.test(s.summary)).length).toBeGreaterThanOrEqual(6);
+  });
+
+  test("a network timeout that passed on gotestsum's rerun is flaky evidence; one that did not is an outage", async () => {
+    const go = (rerun: "pass" | "fail") => `<testsuites><testsuite name="github.com/acme/net" timestamp="2026-11-22T11:00:00Z">
+      <properties><property name="go.version" value="go1.23.3 linux/amd64"></property></properties>
+      <testcase classname="github.com/acme/net" name="TestDial" time="0.500"><failure message="Failed" type="">=== RUN   TestDial&#xA;    net_test.go:90: dial tcp: lookup proxy.internal: i/o timeout&#xA;--- FAIL: TestDial (0.50s)&#xA;</failure></testcase>
+      <testcase classname="github.com/acme/net" name="TestServe" time="0.010"></testcase>
+      <testcase classname="github.com/acme/net" name="TestDial" time="0.010">${rerun === "fail" ? `<failure message="Failed" type="">=== RUN   TestDial&#xA;    net_test.go:90: dial tcp: lookup proxy.internal: i/o timeout&#xA;--- FAIL: TestDial (0.50s)&#xA;</failure>` : ""}</testcase>
+    </testsuite></testsuites>`;
+    expect(await upload("net-retried", [go("pass")])).toMatchObject({ test_cases: 2, failures: 1, infrastructure_failure: false });
+    expect((await outcomes("net-retried")).TestDial).toEqual(flaky());
+    expect(await upload("net-down", [go("fail")])).toMatchObject({
+      test_cases: 2,
+      failures: 1,
+      infrastructure_failure: true,
+      infrastructure_failure_reason: expect.stringContaining("known infrastructure failure (network or registry timeout)"),
+    });
+    expect((await outcomes("net-down")).TestDial).toEqual(failed());
   });
 
   test("a test one of whose variants fails every time is never flaky, in any upload, however the variants are ordered: broken once sampled", async () => {

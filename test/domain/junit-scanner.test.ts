@@ -56,8 +56,15 @@ function generator(seed: number) {
     if (chance(0.05)) children.push(`<properties><property name="go.version" value="go1.23"/></properties>`);
     for (let i = Math.floor(next() * 3); i > 0; i--) {
       const tag = pick(["failure", "error", "skipped", "flakyFailure", "flakyError", "rerunFailure", "system-out", "properties"]);
-      const withMessage = chance(0.5) ? attr("message", text()) : "";
-      const body = pick(["", text(), `<![CDATA[${pick(["stack\n  at x", "a < b && c", ""])}]]>`, `${text()}<!-- c -->${text()}`]);
+      const withMessage = (chance(0.5) ? attr("message", text()) : "") + (chance(0.3) ? attr("type", pick(["AssertionError", " java.net.ConnectException ", ""])) : "");
+      const body = pick([
+        "",
+        text(),
+        `<![CDATA[${pick(["stack\n  at x", "a < b && c", ""])}]]>`,
+        `${text()}<!-- c -->${text()}`,
+        `<stackTrace>${text()}</stackTrace><system-out>${text()}</system-out>${text()}`,
+        `<system-err/>${text()}<system-out><system-err>${text()}</system-err></system-out>`,
+      ]);
       children.push(body === "" && chance(0.5) ? `<${tag}${withMessage}/>` : `<${tag}${withMessage}>${body}</${tag}>`);
     }
     return children.length === 0 && chance(0.5) ? `<testcase${attrs(pairs)}/>` : `<testcase${attrs(pairs)}>${space()}${children.join(space())}${space()}</testcase>`;

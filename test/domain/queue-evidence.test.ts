@@ -60,6 +60,13 @@ describe("infrastructure failures", () => {
         failures(8, refused, (i) => `f${i % 2}.ts`),
       ),
     ).toBeNull();
+    // …unless what they share is a known infrastructure failure (failures.ts reads it from the message).
+    expect(
+      infrastructureFailure(
+        100,
+        failures(8, refused, (i) => `f${i % 2}.ts`).map((f) => ({ ...f, infrastructure: "connection refused" })),
+      ),
+    ).toMatch(/^8 of 8 failed tests failed with a known infrastructure failure \(connection refused\)/);
     // Failures without a message share no signature.
     expect(
       infrastructureFailure(

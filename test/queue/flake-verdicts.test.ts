@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
+import { projectRoot } from "../../src/paths.js";
 import { SANDBOX_CI_CONTEXT } from "../../src/adapters/sandbox/code-host.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
@@ -173,6 +176,25 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     await ciReports();
     const after = await pr("infra");
     expect(after.timeline.find((e) => e.state === "pending_failure" || e.state === "failed")!.evidence.flaky).toMatchObject({ rule: "infrastructure_failure_again" });
+  });
+
+  test("a broken PR's report whose assertion failures share their first line (jest: expect(received).toBe(expected) in 3 files) fails the PR, not retried as infrastructure", async () => {
+    const run = await testing("regression", { flakeHandling: "retry_flaky" });
+    const jest = readFileSync(join(projectRoot, "test/fixtures/junit/failures/jest-junit.xml"), "utf8");
+    // The regression alone: the report without its setup errors and outage.
+    const regression = jest.replace(/<testsuite name="(?:orders|src\/pricing\/tax\.test\.ts|repository)"[\s\S]*?<\/testsuite>/g, "");
+    const answer = await server.api.ok("flaky-tests/upload", { repo: repo("regression"), org_url_slug: "acme", commit_sha: run.testBranchSha, branch: run.testBranch, junit_xml: [regression] });
+    expect(answer).toMatchObject({ test_cases: 9, failures: 6, infrastructure_failure: false });
+    await ciReports();
+    const after = await pr("regression");
+    expect(after.state).toBe("failed");
+    expect(after.timeline.map((e) => e.reason)).not.toContain("infrastructure_retry");
+    expect(after.timeline.some((e) => e.evidence.flaky?.rule === "infrastructure_retry")).toBe(false);
+    const verdict = after.timeline.at(-1)!.evidence.flaky!;
+    expect(verdict).toMatchObject({ decision: "fail", rule: "real_failure" });
+    expect(verdict.tests.map((t) => [t.name, t.judgement]).sort()).toEqual(
+      ["Cart counts its items", "Cart totals with tax", "discounts applies a percentage", "discounts never goes below zero", "shipping charges express", "shipping is free above 50"].map((n) => [n, "new_failure"]),
+    );
   });
 
   test("the settings are validated and answered", async () => {

@@ -9,6 +9,8 @@ const FAILURE_TAGS = new Set(["failure", "error", "rerunFailure", "rerunError"])
 const FLAKY_TAGS = new Set(["flakyFailure", "flakyError"]);
 /** Longest failure message kept; the rest (stack traces, logs) is not read into memory. */
 const MAX_MESSAGE = 2000;
+const MAX_FAILURE_TEXT = 4000;
+const OUTPUT_TAGS = new Set(["system-out", "system-err"]);
 const CHUNK = 1 << 20;
 
 type Suite = { name: string; file: string; at: number | null };
@@ -22,6 +24,12 @@ type Open = {
   /** Collecting the text of the first failure element when it has no message attribute. */
   collecting: boolean;
   text: string;
+  /** The first failure element's type and text (its output elements' text left out). */
+  failureType: string | null;
+  failureSeen: boolean;
+  detailing: boolean;
+  outputDepth: number;
+  detail: string;
 };
 
 /**
@@ -62,7 +70,7 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
       });
     } else if (name === "testcase") {
       const skipped = attrs.status !== undefined && NOT_RUN_STATUSES.has(attrs.status.toLowerCase());
-      current = { attrs, failed: false, flaky: false, skipped, message: null, collecting: false, text: "" };
+      current = { attrs, failed: false, flaky: false, skipped, message: null, collecting: false, text: "", failureType: null, failureSeen: false, detailing: false, outputDepth: 0, detail: "" };
     } else if (name === "property" && !current) {
       if (attrs.name === "go.version" && suites.length > 0) goReport = true;
     } else if (current) {
@@ -70,6 +78,10 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
       if (failing || FLAKY_TAGS.has(name)) {
         if (failing) current.failed = true;
         else current.flaky = true;
+        if (!current.failureSeen) {
+          current.failureSeen = current.detailing = true;
+          current.failureType = attrs.type?.trim() || null;
+        }
         if (current.message === null && !current.collecting) {
           const message = attrs.message?.trim();
           if (message) current.message = message.slice(0, MAX_MESSAGE);
@@ -77,11 +89,14 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
         }
       } else if (name === "skipped") {
         current.skipped = true;
+      } else if (current.detailing && OUTPUT_TAGS.has(name)) {
+        current.outputDepth++;
       }
     }
   });
   const onText = (text: string) => {
     if (current?.collecting && current.text.length < MAX_MESSAGE) current.text += text.slice(0, MAX_MESSAGE - current.text.length);
+    if (current?.detailing && current.outputDepth === 0 && current.detail.length < MAX_FAILURE_TEXT) current.detail += text.slice(0, MAX_FAILURE_TEXT - current.detail.length);
   };
   parser.on("text", onText);
   parser.on("cdata", onText);
@@ -108,10 +123,18 @@ export function parseJUnitReference(xml: string, onCase: (testCase: JUnitCase) =
         skipped: open.skipped && !failed,
         repeatIsRetry: goReport,
         message: failed ? (open.message ?? firstLine(open.text)) : null,
+        failureType: failed ? open.failureType : null,
+        failureText: failed ? open.detail.trim() || null : null,
       });
-    } else if (current?.collecting && (FAILURE_TAGS.has(name) || FLAKY_TAGS.has(name))) {
-      current.collecting = false;
-      current.message = firstLine(current.text);
+    } else if (current?.detailing && OUTPUT_TAGS.has(name)) {
+      current.outputDepth--;
+    }
+    if (current && (FAILURE_TAGS.has(name) || FLAKY_TAGS.has(name))) {
+      current.detailing = false;
+      if (current.collecting) {
+        current.collecting = false;
+        current.message = firstLine(current.text);
+      }
     }
   });
 
