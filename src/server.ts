@@ -197,7 +197,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
 function sessionSecret(config: Config, log: Logger): string {
   if (config.sessionSecret) return config.sessionSecret;
   const kept = persistedSessionSecret(dataDirectory(config.databaseUrl, config.dataDir));
-  if (kept.created) log.info({ file: kept.file }, "generated the dashboard's session key (GREENLINE_SESSION_SECRET is unset); every replica must share it");
+  if (kept.created) log.info({ file: kept.file }, "generated the dashboard's session key (GREENLINE_SESSION_SECRET is unset); replicas not sharing this file need GREENLINE_SESSION_SECRET");
   if (kept.exposed) log.warn({ file: kept.file }, "the session key's file can be read by other users: chmod 600 it");
   return kept.secret;
 }

@@ -50,7 +50,7 @@ describe("compose.yaml's environment", () => {
 
   test("with nothing set, leaves every default to the service (a variable without a value is unset, not empty)", () => {
     const env = resolveComposeEnvironment("greenline", {});
-    expect(Object.keys(env).sort()).toEqual(["DATABASE_URL", "GREENLINE_ENV_FILE", "HOST", "PORT"]);
+    expect(Object.keys(env).sort()).toEqual(["DATABASE_URL", "GREENLINE_DATA_DIR", "GREENLINE_ENV_FILE", "HOST", "PORT"]);
     const config = loadConfig(env, () => "");
     expect(config.githubApp).toBeNull();
     expect(config.workerIntervalMs).toBe(250);
