@@ -3,8 +3,12 @@
 # start command is the README's, the HEALTHCHECK command answers on a real server, compose's
 # variables are Greenline's.
 
+# Node.js 22, a maintained LTS (Node 20's support ended in April 2026). Not 24 yet: the locked
+# better-sqlite3 (11.x) publishes no Node 24 binaries (12.1 does: WiseLibs/better-sqlite3#1384)
+# and has not been built against Node 24 by this project. README, "Node.js versions".
+
 # --- build: every dependency (the Prisma CLI generates the clients; TypeScript compiles) ---
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 # better-sqlite3 compiles from source when no prebuilt binary matches.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -22,7 +26,7 @@ RUN npm rebuild better-sqlite3 \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 # --- runtime: production dependencies only, not root ---
-FROM node:20-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     HOST=0.0.0.0
@@ -38,7 +42,8 @@ COPY --from=build /app/proto ./proto
 # The dashboard's own client module and stylesheet (served from their source, hashed at start).
 COPY --from=build /app/src/web/assets ./src/web/assets
 COPY LICENSE README.md app.yml ./
-# SQLite's default database (file:./data/greenline.db) lives here; mount a volume on it.
+# The data directory: SQLite's default database (file:./data/greenline.db) and the generated
+# session key (without GREENLINE_SESSION_SECRET) live here; mount a volume on it.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 3000

@@ -86,7 +86,7 @@ const ZEnvironment = z
         .optional(),
     ),
     GREENLINE_BUNDLE_URL_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
-    // Signs the dashboard's session cookies; unset, a random key per process (a restart signs everyone out).
+    // Signs the dashboard's session cookies; unset, a key generated once and kept in the data directory (src/session-secret.ts).
     GREENLINE_SESSION_SECRET: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     GREENLINE_BUNDLE_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
     // Outbound webhooks (docs/webhooks.md).
@@ -102,6 +102,8 @@ const ZEnvironment = z
       .default(DEFAULT_WEBHOOK_SETTINGS.disableAfterMs),
     GREENLINE_WEBHOOK_POLL_MS: z.coerce.number().int().min(5).max(60_000).default(DEFAULT_WEBHOOK_SETTINGS.pollMs),
     GREENLINE_SECRET_KEY: ZOptionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    // Where Greenline keeps its files (the generated session key); unset: the SQLite database's directory, or ./data.
+    GREENLINE_DATA_DIR: ZOptionalString,
     GREENLINE_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -131,6 +133,9 @@ const ZEnvironment = z
       }
     }
   });
+
+/** Every variable the configuration reads (compose.yaml passes each to the container: test/deploy/compose.test.ts). */
+export const CONFIG_VARIABLES = Object.keys(ZEnvironment.shape) as readonly (keyof typeof ZEnvironment.shape)[];
 
 export type GitHubAppConfig = {
   appId: string;
@@ -175,8 +180,13 @@ export type Config = {
    * (unset: a random key per process, so a restart voids URLs not yet used) and their lifetime.
    */
   bundleUrls?: { secret: string | undefined; ttlMs: number };
-  /** The key the dashboard's session cookies are signed with (GREENLINE_SESSION_SECRET); unset: random per process. */
+  /**
+   * The key the dashboard's session cookies are signed with (GREENLINE_SESSION_SECRET); unset: a
+   * key generated once and kept in the data directory's `session-secret` file.
+   */
   sessionSecret?: string | undefined;
+  /** GREENLINE_DATA_DIR; unset: the SQLite database's directory, or ./data on PostgreSQL (src/session-secret.ts). */
+  dataDir?: string | undefined;
   /** Outbound webhooks (default: DEFAULT_WEBHOOK_SETTINGS). */
   webhooks?: WebhookSettings;
 };
@@ -224,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
     sessionSecret: e.GREENLINE_SESSION_SECRET,
+    dataDir: e.GREENLINE_DATA_DIR,
     webhooks: {
       allowPrivate: e.GREENLINE_WEBHOOK_ALLOW_PRIVATE === "true",
       timeoutMs: e.GREENLINE_WEBHOOK_TIMEOUT_MS,

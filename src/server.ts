@@ -21,6 +21,7 @@ import { findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
 import { Worker } from "./worker/worker.js";
 import { orderedId } from "./store/ids.js";
+import { dataDirectory, persistedSessionSecret } from "./session-secret.js";
 
 export type Greenline = {
   url: string;
@@ -155,7 +156,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
     const oauth = config.githubApp?.oauth;
     const github = config.githubApp && oauth ? { ...oauth, apiUrl: config.githubApp.apiUrl ?? "https://api.github.com", appId: config.githubApp.appId } : undefined;
-    const web = createWebApp(services, log, { sessionSecret: config.sessionSecret, publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, github });
+    const web = createWebApp(services, log, { sessionSecret: sessionSecret(config, log), publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, github });
     server.addHandler((req, res) => {
       if (isDashboardRequest(req)) web.handle(req, res);
       else api(req, res);
@@ -187,6 +188,18 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     await db.close();
     throw error;
   }
+}
+
+/**
+ * GREENLINE_SESSION_SECRET, or the key kept in the data directory (generated at the first
+ * start): without one, every restart would sign everyone out, and open pages' streams with them.
+ */
+function sessionSecret(config: Config, log: Logger): string {
+  if (config.sessionSecret) return config.sessionSecret;
+  const kept = persistedSessionSecret(dataDirectory(config.databaseUrl, config.dataDir));
+  if (kept.created) log.info({ file: kept.file }, "generated the dashboard's session key (GREENLINE_SESSION_SECRET is unset); replicas not sharing this file need GREENLINE_SESSION_SECRET");
+  if (kept.exposed) log.warn({ file: kept.file }, "the session key's file can be read by other users: chmod 600 it");
+  return kept.secret;
 }
 
 /** Whether `promise` settles before the time `deadline` (ms since the epoch). */

@@ -36,6 +36,9 @@ export type SetupGitHubOptions = {
 /** The variables this command writes; any of them already in the env file counts as existing credentials. */
 export const CREDENTIAL_VARIABLES = ["APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"] as const;
 
+/** Every variable this command may write to the env file (compose.yaml passes each to the container). */
+export const WRITTEN_VARIABLES = ["APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "GITHUB_API_URL", "GITHUB_URL"] as const;
+
 /** The keys of a manifest (GitHub's names; app.yml uses the same). Others in app.yml are refused. */
 const MANIFEST_KEYS = new Set([
   "name",
@@ -186,7 +189,7 @@ async function convert(apiUrl: string, code: string): Promise<Conversion> {
 async function register(apiUrl: string, githubUrl: string, code: string, envFile: string, out: (line: string) => void): Promise<string> {
   const app = await convert(apiUrl, code);
   if (!app.webhook_secret) throw new Error("GitHub created the App without a webhook secret: set one in the App's settings and write it as WEBHOOK_SECRET");
-  const credentials: Record<string, string> = {
+  const credentials: Partial<Record<(typeof WRITTEN_VARIABLES)[number], string>> = {
     APP_ID: String(app.id),
     PRIVATE_KEY: app.pem,
     WEBHOOK_SECRET: app.webhook_secret,
@@ -196,7 +199,7 @@ async function register(apiUrl: string, githubUrl: string, code: string, envFile
   if (apiUrl !== GITHUB_API) credentials.GITHUB_API_URL = apiUrl;
   // Where "Sign in with GitHub" sends users, when the API's address does not tell it.
   if (githubUrl !== githubWebUrl(apiUrl)) credentials.GITHUB_URL = githubUrl;
-  writeEnvFile(envFile, credentials);
+  writeEnvFile(envFile, credentials as Record<string, string>);
   const label = app.name ?? app.slug;
   const install = `${app.html_url}/installations/new`;
   out(`Registered the GitHub App ${label ? `${label} ` : ""}(id ${app.id}): ${app.html_url}`);

@@ -28,7 +28,7 @@ import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS,
 import { settingsUpdate } from "./settings-form.js";
 
 export type WebOptions = {
-  /** GREENLINE_SESSION_SECRET: signs session cookies; unset, a random key per process (sessions end on restart). */
+  /** The key session cookies are signed with (GREENLINE_SESSION_SECRET, or the data directory's generated key: src/server.ts); unset here, a random key (tests). */
   sessionSecret?: string | undefined;
   /** GREENLINE_PUBLIC_URL: the origin state-changing requests must come from; unset, the request's own. */
   publicUrl?: string | undefined;

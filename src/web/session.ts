@@ -3,7 +3,7 @@ import type { TokenRole } from "../auth/tokens.js";
 
 /**
  * The dashboard's session: a cookie holding who signed in, their organization and an expiry,
- * signed with HMAC-SHA256 (GREENLINE_SESSION_SECRET, or a random key per process). Its subject
+ * signed with HMAC-SHA256 (GREENLINE_SESSION_SECRET, or a key kept in the data directory). Its subject
  * is either an API token (`token`: its id; every request checks that the token exists and is not
  * revoked) or a GitHub user (`github`: the login and the role GitHub's permissions gave at sign-in;
  * every request checks that the organization still has an installation of the App). It holds no

@@ -7,6 +7,7 @@ import { ProbotOctokit } from "probot";
 import { parse as parseYaml } from "yaml";
 import { buildManifest } from "../../src/cli/setup-github.js";
 import { loadConfig } from "../../src/config.js";
+import { resolveComposeEnvironment } from "../support/compose.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { freePort, ServiceProcess } from "../support/service-process.js";
 import { postWebhook } from "../support/webhook-post.js";
@@ -136,6 +137,13 @@ describe("greenline setup github", () => {
     gh.installApp(71, "acme-setup");
     const app = new ProbotOctokit({ auth: { appId: Number(config.githubApp!.appId), privateKey: config.githubApp!.privateKey }, baseUrl: gh.url, retry: { enabled: false }, throttle: { enabled: false } });
     expect((await app.rest.apps.getRepoInstallation({ owner: "acme-setup", repo: "web" })).data.id).toBe(71);
+
+    // compose.yaml, reading this .env as Compose does, hands the container the same App and its OAuth client.
+    const composed = loadConfig(resolveComposeEnvironment("greenline", written), () => {
+      throw new Error("the key is in PRIVATE_KEY: no file is read");
+    });
+    expect(composed.githubApp).toMatchObject({ appId: gh.appId, webhookSecret: gh.webhookSecret, apiUrl: gh.url, privateKey: gh.privateKey });
+    expect(composed.githubApp!.oauth).toMatchObject({ clientId: written.GITHUB_CLIENT_ID, clientSecret: written.GITHUB_CLIENT_SECRET });
 
     // The service started with the file (as .env is read) runs as that App: GitHub's signed deliveries are accepted.
     const service = new ServiceProcess(await freePort(), { GREENLINE_ENV_FILE: envFile, DATABASE_URL: `file:${join(dir, "greenline.db")}` });

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.js";
 import { BACKENDS } from "../support/backends.js";
+import { resolveComposeEnvironment } from "../support/compose.js";
 import { freePort, ServiceProcess } from "../support/service-process.js";
 
 /**
@@ -57,21 +58,9 @@ function run(command: string[], env: Record<string, string>): Promise<number | n
   });
 }
 
-/** `environment:` of one compose service (a block mapping), `${NAME:-default}` taken at its default. */
+/** `environment:` of one compose service, as Compose resolves it with nothing set in the shell or .env. */
 function composeEnvironment(service: string): Record<string, string> {
-  const lines = read("compose.yaml").split("\n");
-  const start = lines.indexOf(`  ${service}:`);
-  expect(start).toBeGreaterThan(-1);
-  const env = lines.findIndex((line, i) => i > start && line === "    environment:");
-  expect(env).toBeGreaterThan(start);
-  const result: Record<string, string> = {};
-  for (const line of lines.slice(env + 1)) {
-    const entry = line.match(/^ {6}([A-Za-z_][A-Za-z0-9_]*):\s*(.*)$/);
-    if (!entry) break;
-    const value = entry[2]!.replace(/^"(.*)"$/, "$1").replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1");
-    result[entry[1]!] = value;
-  }
-  return result;
+  return resolveComposeEnvironment(service, {});
 }
 
 describe("the container image (Dockerfile, compose.yaml)", () => {
@@ -112,7 +101,8 @@ describe("the container image (Dockerfile, compose.yaml)", () => {
   test("compose.yaml runs PostgreSQL 15 and sets only variables Greenline reads, with values it accepts", () => {
     expect(read("compose.yaml")).toMatch(/^ {4}image: postgres:15$/m);
     const env = composeEnvironment("greenline");
-    const known = new Set([...read("src/config.ts").matchAll(/^ {4}([A-Z][A-Z0-9_]+):\s/gm)].map((m) => m[1]));
+    // The configuration's schema, and what main.ts reads before it (the env file, the heap's growth).
+    const known = new Set([...[...read("src/config.ts").matchAll(/^ {4}([A-Z][A-Z0-9_]+):\s/gm)].map((m) => m[1]), ...[...read("src/main.ts").matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1])]);
     expect(known.has("DATABASE_URL")).toBe(true);
     for (const name of Object.keys(env)) expect({ name, known: known.has(name) }).toEqual({ name, known: true });
     expect(env.DATABASE_URL).toMatch(/^postgresql:\/\/.*@postgres:5432\//);

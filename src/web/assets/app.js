@@ -10,12 +10,60 @@
     if (token) event.detail.headers["X-CSRF-Token"] = token;
   });
 
-  // The live stream's state, for people (the "live" badge) and tests: open, or reconnecting.
+  // The live stream's state, for people (the badge, and a notice when signed out) and tests
+  // (data-live on the stream's element): open; reconnecting (the stream broke, the server
+  // answers); disconnected (the server does not answer); signed-out (the stream answers 401:
+  // the session ended, with a restart under a new session key or a revoked token). An
+  // EventSource cannot see why it failed, so on an error the page asks the stream's address
+  // itself, and reads only the status.
+  const LIVE_WORDS = { open: "live", reconnecting: "reconnecting", disconnected: "disconnected", "signed-out": "signed out" };
+
+  function setLive(stream, state) {
+    stream.setAttribute("data-live", state);
+    for (const badge of stream.querySelectorAll(".live-badge")) badge.textContent = LIVE_WORDS[state];
+  }
+
+  function signedOut(stream, source) {
+    // No more attempts: the extension reconnects only while the element names a stream.
+    stream.removeAttribute("sse-connect");
+    source?.close();
+    setLive(stream, "signed-out");
+    if (document.getElementById("signed-out")) return;
+    const notice = document.createElement("p");
+    notice.id = "signed-out";
+    notice.className = "signed-out";
+    notice.setAttribute("role", "alert");
+    const link = document.createElement("a");
+    link.href = `/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`;
+    link.textContent = "Sign in again";
+    notice.append("You are signed out: this page no longer updates. ", link, " to see it live.");
+    stream.before(notice);
+  }
+
+  const probing = new WeakSet();
   document.addEventListener("htmx:sseOpen", (event) => {
-    event.target.setAttribute("data-live", "open");
+    setLive(event.target, "open");
   });
   document.addEventListener("htmx:sseError", (event) => {
-    event.target.setAttribute("data-live", "reconnecting");
+    const stream = event.target;
+    const url = stream.getAttribute("sse-connect");
+    if (!url || stream.getAttribute("data-live") === "signed-out") return;
+    if (stream.getAttribute("data-live") === "open" || !stream.hasAttribute("data-live")) setLive(stream, "reconnecting");
+    if (probing.has(stream)) return;
+    probing.add(stream);
+    const asking = new AbortController();
+    fetch(url, { headers: { accept: "text/event-stream" }, cache: "no-store", signal: asking.signal })
+      .then(
+        (response) => {
+          asking.abort(); // the status is all it wanted
+          if (response.status === 401) signedOut(stream, event.detail?.source);
+          else if (stream.getAttribute("data-live") !== "open") setLive(stream, "reconnecting");
+        },
+        () => {
+          if (stream.getAttribute("data-live") !== "open") setLive(stream, "disconnected");
+        },
+      )
+      .finally(() => probing.delete(stream));
   });
 
   function drawCharts(root) {

@@ -1,0 +1,115 @@
+import { Writable } from "node:stream";
+import type { BrowserContext, Page } from "playwright-core";
+import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../../src/config.js";
+import { createLogger } from "../../src/log.js";
+import { freePort } from "../support/service-process.js";
+import { type Greenline, startGreenline } from "../../src/server.js";
+import { BACKENDS } from "../support/backends.js";
+import { describeWithBrowser, launchChromium } from "../support/browser.js";
+import { queuePath } from "../support/dashboard.js";
+import { ApiClient, queueOf } from "../support/harness.js";
+
+const WAIT = { timeout: 30_000 };
+const TOKEN = "live-badge-token-0123456789abcdef";
+
+/**
+ * The queue page's live badge says what its stream is doing, in Chromium: "live" while the
+ * stream is open, "disconnected" while the server does not answer, "live" again when it is back,
+ * and "signed out" — with a notice linking to sign-in — when the server, back under another
+ * session key, refuses the page's session (the stream answers 401).
+ */
+describeWithBrowser("the live badge in Chromium", () => {
+  const backend = BACKENDS[0]!;
+  let database: Awaited<ReturnType<typeof backend.createDatabase>>;
+  let port: number;
+  let greenline: Greenline | undefined;
+  let chromium: Awaited<ReturnType<typeof launchChromium>>;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+
+  async function start(sessionSecret: string): Promise<void> {
+    const config: Config = {
+      port,
+      host: "127.0.0.1",
+      databaseUrl: database.url,
+      logLevel: "warn",
+      githubApp: null,
+      bootstrap: { token: TOKEN, org: "acme" },
+      sandbox: { ciMs: 60_000, failureRate: 0, flakeRate: 0 },
+      workerIntervalMs: 50,
+      postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
+      shutdownTimeoutMs: 5_000,
+      webhooks: DEFAULT_WEBHOOK_SETTINGS,
+      sessionSecret,
+    };
+    const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+    greenline = await startGreenline(config, { log: createLogger("warn", sink), startWorker: false, liveIntervalMs: 50 });
+  }
+
+  async function stop(): Promise<void> {
+    await greenline?.close();
+    greenline = undefined;
+  }
+
+  const url = () => `http://127.0.0.1:${port}`;
+  const badge = () => page.locator(".live-badge");
+
+  beforeAll(async () => {
+    database = await backend.createDatabase();
+    port = await freePort();
+    await start("first-session-secret-0123456789abcdef");
+    await new ApiClient(url(), TOKEN).ok("createQueue", queueOf());
+    chromium = await launchChromium();
+    context = await chromium.context();
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`${url()}/sign-in?next=${encodeURIComponent(queuePath())}`);
+    await page.getByLabel("API token").fill(TOKEN);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${url()}${queuePath()}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await chromium?.close();
+    await stop();
+    await database?.drop();
+  });
+
+  test("says live while the stream is open, and disconnected once the server is gone", async () => {
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("live");
+
+    await stop();
+    await page.locator('[data-live="disconnected"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("disconnected");
+    expect(await badge().isVisible()).toBe(true);
+  }, 60_000);
+
+  test("says live again when the server is back under the same session key", async () => {
+    await start("first-session-secret-0123456789abcdef");
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("live");
+    expect(await page.locator("#signed-out").count()).toBe(0);
+  }, 60_000);
+
+  test("says signed out, and links to sign-in, when the server refuses the session", async () => {
+    await stop();
+    await start("another-session-secret-0123456789abcdef");
+    await page.locator('[data-live="signed-out"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("signed out");
+    const notice = page.getByRole("alert");
+    expect(await notice.textContent()).toContain("You are signed out");
+    const link = notice.getByRole("link", { name: "Sign in again" });
+    expect(await link.getAttribute("href")).toBe(`/sign-in?next=${encodeURIComponent(queuePath())}`);
+
+    // Signing in again brings the page back, live.
+    await link.click();
+    await page.getByLabel("API token").fill(TOKEN);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${url()}${queuePath()}`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("live");
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
