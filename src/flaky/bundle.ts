@@ -32,7 +32,9 @@ export const MAX_UNPACKED_BYTES = 64 * 1024 * 1024;
 export const MAX_WINDOW_BYTES_MOVED = 32 * 2 ** 30;
 
 /** Decompression is fed this much of the body at a time, and lets other work run between slices once it has held the thread this long. */
-const ZSTD_SLICE_BYTES = 16 * 1024;
+const ZSTD_SLICE_BYTES = 2 * 1024;
+/** The unpacked tar is parsed, and its text decoded, this much at a time, with a turn of the event loop between. */
+const UNPACKED_SLICE_BYTES = 1024 * 1024;
 const HOLD_MS = 10;
 
 /** A bundle that cannot be read; the message says what is wrong with it. */
@@ -59,9 +61,7 @@ function checkFrames(data: Uint8Array, limit: number): void {
   let moved = 0;
   const checkMoved = (blocks: number, window: number) => {
     if (moved + blocks * window > MAX_WINDOW_BYTES_MOVED) {
-      throw new BundleError(
-        `has more zstd blocks than its window allows: decoding ${blocks} blocks under a window of ${window} bytes moves more than the limit of ${MAX_WINDOW_BYTES_MOVED / 2 ** 30} GiB`,
-      );
+      throw new BundleError(`has more zstd blocks than its window allows: decoding ${blocks} blocks under a window of ${window} bytes moves more than the limit of ${MAX_WINDOW_BYTES_MOVED / 2 ** 30} GiB`);
     }
   };
   while (at + 4 <= data.length) {
@@ -158,7 +158,12 @@ async function untar(data: Buffer): Promise<Map<string, Buffer>> {
       if (entry.header.type === "file") files.set(entry.header.name.replace(/^\.\//, ""), Buffer.concat(chunks));
     }
   })();
-  archive.end(data);
+  let at = 0;
+  for (; at + UNPACKED_SLICE_BYTES < data.length; at += UNPACKED_SLICE_BYTES) {
+    archive.write(data.subarray(at, at + UNPACKED_SLICE_BYTES));
+    await turn();
+  }
+  archive.end(data.subarray(at));
   try {
     await reading;
   } catch (error) {
@@ -287,8 +292,6 @@ export type Bundle = {
   codeowners: string | undefined;
 };
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
 /**
  * The bytes of the files meta.json lists, each counted as often as it is listed, within the
  * unpack limit: else a file listed 1,000 times would be parsed 1,000 times (issue 22: a 78 KB
@@ -307,9 +310,17 @@ function checkListedBytes(files: Map<string, Buffer>, listed: string[]): void {
   throw new BundleError(`lists files that come to more than the limit of ${MAX_UNPACKED_BYTES / (1024 * 1024)} MiB${repeated}`);
 }
 
-function text(files: Map<string, Buffer>, path: string): string {
+/** A file as UTF-8 text, decoded a slice at a time with a turn of the event loop between slices. */
+async function text(files: Map<string, Buffer>, path: string): Promise<string> {
+  const bytes = files.get(path)!;
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let out = "";
   try {
-    return utf8.decode(files.get(path)!);
+    for (let at = 0; at < bytes.length; at += UNPACKED_SLICE_BYTES) {
+      out += decoder.decode(bytes.subarray(at, at + UNPACKED_SLICE_BYTES), { stream: true });
+      if (at + UNPACKED_SLICE_BYTES < bytes.length) await turn();
+    }
+    return out + decoder.decode();
   } catch {
     throw new BundleError(`${path} is not UTF-8 text`);
   }
@@ -321,7 +332,7 @@ export async function readBundle(compressed: Uint8Array): Promise<Bundle> {
   if (!files.has("meta.json")) throw new BundleError("has no meta.json");
   let json: unknown;
   try {
-    json = JSON.parse(text(files, "meta.json"));
+    json = JSON.parse(await text(files, "meta.json"));
   } catch (error) {
     throw error instanceof BundleError ? error : new BundleError(`meta.json is not JSON (${(error as Error).message})`);
   }
@@ -343,11 +354,12 @@ export async function readBundle(compressed: Uint8Array): Promise<Bundle> {
   checkListedBytes(files, [...junitPaths, ...reportPaths]);
   // A file listed again is decoded once (each listing is still read: it counted above).
   const decoded = new Map<string, string>();
-  const junit = junitPaths.map((path) => {
+  const junit: Bundle["junit"] = [];
+  for (const path of junitPaths) {
     let xml = decoded.get(path);
-    if (xml === undefined) decoded.set(path, (xml = text(files, path)));
-    return { path, xml };
-  });
+    if (xml === undefined) decoded.set(path, (xml = await text(files, path)));
+    junit.push({ path, xml });
+  }
   let runs = 0;
   for (const path of reportPaths) {
     runs += countTestCaseRuns(files.get(path)!);
@@ -359,5 +371,5 @@ export async function readBundle(compressed: Uint8Array): Promise<Bundle> {
     if (report) report.testResults.push(...part.testResults);
     else report = part;
   }
-  return { meta, junit, report, codeowners: files.has("CODEOWNERS") ? text(files, "CODEOWNERS") : undefined };
+  return { meta, junit, report, codeowners: files.has("CODEOWNERS") ? await text(files, "CODEOWNERS") : undefined };
 }
