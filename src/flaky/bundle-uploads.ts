@@ -159,6 +159,7 @@ function uploadInput(bundle: Bundle, grant: Grant): UploadInput {
 /** A failure of report `junit_xml[i]` named by the bundle's path for it. */
 function renameReport(error: unknown, bundle: Bundle): unknown {
   if (!(error instanceof AppError) || error.code !== "invalid_argument") return error;
+  if (error.details[0]?.path === "junit_xml") return invalidArgument("(body)", `the bundle ${error.details[0].message}`);
   const index = /^junit_xml\[(\d+)\]$/.exec(error.details[0]?.path ?? "")?.[1];
   const path = index === undefined ? undefined : (bundle.junit[Number(index)]?.path ?? "internal.bin");
   if (path === undefined) return error;

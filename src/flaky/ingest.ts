@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { setImmediate as turn } from "node:timers/promises";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { addTestCase, FAILED, PASSED, RESULT } from "../domain/flaky/attempts.js";
@@ -62,10 +63,23 @@ const CODEOWNERS_PATHS = [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"]
 const BATCH = 4096;
 
 /**
- * The testcases of every report of the upload, a batch at a time. Malformed XML is refused
- * naming the file's index and the line and column.
+ * The most testcases an upload may hold, counted across its reports (repeats, skips and
+ * unnamed ones included: each is read). A 20 MiB body of realistic reports holds ~100,000
+ * (docs/benchmarks.md); without a bound, a 589 KB bundle of 1.3 million one-line testcases
+ * held the service for 64 s (issue 22).
  */
-function* reportBatches(input: UploadInput): Generator<JUnitCase[]> {
+export const MAX_TEST_CASES = 200_000;
+
+export const tooManyTestCases = () => invalidArgument("junit_xml", `holds more than the limit of ${MAX_TEST_CASES.toLocaleString("en-US")} test cases per upload (counted across its reports)`);
+
+/**
+ * The testcases of every report of the upload, a batch at a time, other requests served
+ * between batches (the database work of a batch on SQLite, and the scanning, hold the thread).
+ * Malformed XML is refused naming the file's index and the line and column; more testcases
+ * than MAX_TEST_CASES, as soon as the one too many is read.
+ */
+async function* reportBatches(input: UploadInput): AsyncGenerator<JUnitCase[]> {
+  let count = 0;
   for (const [index, xml] of input.junit_xml.entries()) {
     const reader = new JUnitReader(xml);
     for (;;) {
@@ -79,9 +93,27 @@ function* reportBatches(input: UploadInput): Generator<JUnitCase[]> {
         throw error;
       }
       if (batch.length === 0) break;
+      count += batch.length;
+      if (count > MAX_TEST_CASES) throw tooManyTestCases();
       yield batch;
+      await turn();
     }
   }
+}
+
+/**
+ * Refuses an upload of more than MAX_TEST_CASES testcases before anything is written. Every
+ * testcase starts with `<testcase`, so counting those (a native search, milliseconds for 20 MB)
+ * bounds the testcases from above; only an upload near the limit by that count is read to
+ * count them exactly (they may sit in comments or CDATA), and the reading stops at the limit.
+ */
+async function checkTestCaseCount(input: UploadInput): Promise<void> {
+  let tags = 0;
+  for (const xml of input.junit_xml) {
+    for (let at = xml.indexOf("<testcase"); at !== -1 && tags <= MAX_TEST_CASES; at = xml.indexOf("<testcase", at + 9)) tags++;
+  }
+  if (tags <= MAX_TEST_CASES) return;
+  for await (const _batch of reportBatches(input));
 }
 
 /**
@@ -126,11 +158,12 @@ function remember(read: Map<string, CodeOwners | null>, key: string, owners: Cod
  */
 export async function uploadTestResults(services: Services, principal: Principal, input: UploadInput, options: { uploadId?: string } = {}) {
   const now = services.now();
+  await checkTestCaseCount(input);
   let repository = await repositoryInScope(services, principal, input);
   const newRepository = !repository;
   if (!repository) {
     // A repository is registered only for a well-formed upload: every report is read once first.
-    for (const _batch of reportBatches(input));
+    for await (const _batch of reportBatches(input));
     repository = await services.db.transaction((tx) => claimRepository(services, tx, principal, input.repo));
   }
   const owners = input.codeowners !== undefined ? new CodeOwners(input.codeowners) : await readCodeOwners(services, input.repo, input.commit_sha);
@@ -207,7 +240,7 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
   let failures = 0;
   let unnamed = 0;
 
-  for (let batch of reportBatches(input)) {
+  for await (let batch of reportBatches(input)) {
     if (batch.some(isUnnamed)) {
       const named = batch.filter((c) => !isUnnamed(c));
       unnamed += batch.length - named.length;

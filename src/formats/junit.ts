@@ -153,6 +153,12 @@ const SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message"
 /** Values of a testcase's `status` attribute that mean it did not run (compared lower-cased). */
 const NOT_RUN_STATUSES = new Set(["disabled", "skipped", "notrun"]);
 
+/**
+ * Up to this many attributes in a tag, a new one is compared in place with each before it (no
+ * string is made: reporters write a handful); beyond, the names go to a set.
+ */
+const ATTRIBUTES_COMPARED_IN_PLACE = 16;
+
 // Characters the scanner looks ahead for (JUnitScanner.next).
 const SOUGHT = ["&", "<", "\n", "\t", "\r", "]]>"];
 const AMP = 0;
@@ -201,6 +207,15 @@ class JUnitScanner {
   private readonly next = new Int32Array(SOUGHT.length).fill(-1);
   /** Offsets of the current tag's attribute names, for the duplicate check. */
   private readonly attrNames: number[] = [];
+  /**
+   * Once the current tag has ATTRIBUTES_COMPARED_IN_PLACE attribute names, a hash table of them
+   * (open addressing; a slot holds an index into attrNames plus one, 0 when empty), so a tag of
+   * n attributes costs n look-ups, not n² comparisons. No string is made: the names are
+   * compared in place.
+   */
+  private attrTable = new Int32Array(0);
+  /** A DOCTYPE was read (XML allows one, before the root). */
+  private doctype = false;
 
   // The testcase being read, if any.
   private inCase = false;
@@ -327,17 +342,19 @@ class JUnitScanner {
    * are kept as written).
    */
   private decode(start: number, end: number, limit: number, attribute: boolean): string {
-    const xml = this.xml;
+    // Searched within the slice (a view of the document, not a copy): a search in the document
+    // would run past `end` to its next & each time, which made n such values cost n² (issue 22).
+    const text = this.xml.slice(start, end);
     let out = "";
-    for (let i = start; i < end && out.length < limit; ) {
-      let amp = xml.indexOf("&", i);
-      if (amp === -1 || amp > end) amp = end;
+    for (let i = 0; i < text.length && out.length < limit; ) {
+      let amp = text.indexOf("&", i);
+      if (amp === -1) amp = text.length;
       const stop = Math.min(amp, i + (limit - out.length));
-      const raw = xml.slice(i, stop);
+      const raw = text.slice(i, stop);
       out += attribute ? raw.replace(/\r\n?|[\t\n]/g, " ") : raw.replace(/\r\n?/g, "\n");
-      if (stop < amp || amp === end) break;
-      const semicolon = xml.indexOf(";", amp);
-      out += this.entity(amp, semicolon);
+      if (stop < amp || amp === text.length) break;
+      const semicolon = text.indexOf(";", amp);
+      out += this.entity(start + amp, start + semicolon);
       i = semicolon + 1;
     }
     return out;
@@ -414,12 +431,20 @@ class JUnitScanner {
     const xml = this.xml;
     const length = end - start;
     const names = this.attrNames;
-    for (let k = 0; k < names.length; k += 2) {
-      if (names[k + 1]! - names[k]! === length && this.sameAt(start, names[k]!, length)) {
-        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+    if (names.length < 2 * ATTRIBUTES_COMPARED_IN_PLACE) {
+      for (let k = 0; k < names.length; k += 2) {
+        if (names[k + 1]! - names[k]! === length && this.sameAt(start, names[k]!, length)) {
+          throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+        }
       }
+      names.push(start, end);
+      if (names.length === 2 * ATTRIBUTES_COMPARED_IN_PLACE) this.rehashAttributes();
+    } else {
+      if (this.findAttribute(start, end) !== -1) throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+      names.push(start, end);
+      if (names.length > this.attrTable.length / 2) this.rehashAttributes();
+      else this.attrTable[this.emptySlotOf(start, end)] = names.length / 2;
     }
-    names.push(start, end);
     let i = this.skipSpace(end);
     if (xml.charCodeAt(i) !== 0x3d /* = */) throw this.error(`the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> has no value (expected =)`, i);
     i = this.skipSpace(i + 1);
@@ -436,6 +461,43 @@ class JUnitScanner {
     const slot = kind === OTHER ? NONE : this.slotOf(kind, start, length);
     if (slot !== NONE) this.attrs[slot] = plain ? xml.slice(valueStart, valueEnd) : this.decode(valueStart, valueEnd, Infinity, true);
     return valueEnd + 1;
+  }
+
+  /** The hash of the name spanning [start, end) (FNV-1a over its UTF-16 code units). */
+  private hashAt(start: number, end: number): number {
+    let hash = 0x811c9dc5;
+    for (let k = start; k < end; k++) hash = Math.imul(hash ^ this.xml.charCodeAt(k), 0x01000193);
+    return hash >>> 0;
+  }
+
+  /** The slot of attrTable holding the name spanning [start, end), or -1. */
+  private findAttribute(start: number, end: number): number {
+    const table = this.attrTable;
+    const names = this.attrNames;
+    const mask = table.length - 1;
+    for (let slot = this.hashAt(start, end) & mask; table[slot] !== 0; slot = (slot + 1) & mask) {
+      const k = 2 * (table[slot]! - 1);
+      if (names[k + 1]! - names[k]! === end - start && this.sameAt(start, names[k]!, end - start)) return slot;
+    }
+    return -1;
+  }
+
+  /** The empty slot where the name spanning [start, end) goes. */
+  private emptySlotOf(start: number, end: number): number {
+    const table = this.attrTable;
+    const mask = table.length - 1;
+    let slot = this.hashAt(start, end) & mask;
+    while (table[slot] !== 0) slot = (slot + 1) & mask;
+    return slot;
+  }
+
+  /** Makes attrTable four times the names it holds (at most half full after doubling), holding them all. */
+  private rehashAttributes(): void {
+    const names = this.attrNames;
+    let size = 64;
+    while (size < names.length * 2) size *= 2;
+    this.attrTable = new Int32Array(size);
+    for (let k = 0; k < names.length; k += 2) this.attrTable[this.emptySlotOf(names[k]!, names[k + 1]!)] = k / 2 + 1;
   }
 
   /** Which of the attributes a test case needs the one at `start` is, for an element of `kind`. */
@@ -591,14 +653,20 @@ class JUnitScanner {
       if (this.collecting) this.collect(at + 9, end, false);
       if (this.detailing && this.outputDepth === 0) this.collectDetail(at + 9, end, false);
       this.pos = end + 3;
-    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed) {
-      // Skipped, internal subset included; entities it declares stay unknown.
-      const bracket = xml.indexOf("[", at);
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed && !this.doctype) {
+      // Skipped, internal subset included; entities it declares stay unknown. There is one, so
+      // the searches to the document's end below happen once.
+      this.doctype = true;
       const close = xml.indexOf(">", at);
-      const subsetEnd = bracket !== -1 && bracket < close ? xml.indexOf("]", bracket) : at;
+      if (close === -1) throw this.error("unterminated DOCTYPE");
+      let bracket = at;
+      while (bracket < close && xml.charCodeAt(bracket) !== 0x5b /* [ */) bracket++;
+      const subsetEnd = bracket < close ? xml.indexOf("]", bracket) : at;
       const end = subsetEnd === -1 ? -1 : xml.indexOf(">", subsetEnd);
       if (end === -1) throw this.error("unterminated DOCTYPE");
       this.pos = end + 1;
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.doctype && this.open.length === 0 && !this.rootClosed) {
+      throw this.error("a second DOCTYPE (a document has at most one)");
     } else {
       throw this.error("<! must start a comment, a CDATA section or the DOCTYPE");
     }

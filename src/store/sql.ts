@@ -1,3 +1,4 @@
+import { setImmediate as turn } from "node:timers/promises";
 import type BetterSqlite3 from "better-sqlite3";
 import type pg from "pg";
 import type { DatabaseKind } from "./database.js";
@@ -51,6 +52,37 @@ function sqliteValue(value: unknown): unknown {
   return value === undefined ? null : value;
 }
 
+/**
+ * better-sqlite3 runs each statement on the calling thread, so a bulk path (an upload's
+ * thousands of rows, batch after batch) would hold every other request until it ends, its
+ * awaits notwithstanding (they resolve at once). Once statements have held the thread this
+ * long, the next one first lets other work run (issue 22).
+ */
+const SQLITE_HOLD_MS = 10;
+/** Rows inserted between looks at the clock. */
+const ROWS_BETWEEN_LOOKS = 512;
+
+/**
+ * When the stretch of work holding the thread began: the first look since the event loop last
+ * turned starts it, and a callback the loop runs on its next turn ends it.
+ */
+let stretchStart = 0;
+let inStretch = false;
+const endStretch = () => {
+  inStretch = false;
+};
+
+async function letOthersRun(): Promise<void> {
+  const now = performance.now();
+  if (!inStretch) {
+    inStretch = true;
+    stretchStart = now;
+    setImmediate(endStretch);
+    return;
+  }
+  if (now - stretchStart >= SQLITE_HOLD_MS) await turn();
+}
+
 export function sqliteSql(db: BetterSqlite3.Database): Sql {
   const statements = new Map<string, BetterSqlite3.Statement>();
   const prepare = (text: string) => {
@@ -64,16 +96,20 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
   return {
     kind: "sqlite",
     async all<T>(text: string, params: readonly unknown[] = []) {
+      await letOthersRun();
       return prepare(text).all(...params.map(sqliteValue)) as T[];
     },
     async run(text, params = []) {
+      await letOthersRun();
       return prepare(text).run(...params.map(sqliteValue)).changes;
     },
     async insert(table, columns, rows, suffix = "") {
       // One prepared statement per row is SQLite's fastest way in: no parsing, no round trip.
       const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${suffix}`);
       const values = new Array<unknown>(columns.length);
-      for (const row of rows) {
+      for (let r = 0; r < rows.length; r++) {
+        if (r % ROWS_BETWEEN_LOOKS === 0) await letOthersRun();
+        const row = rows[r]!;
         for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
         statement.run(values);
       }
@@ -82,7 +118,9 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
       const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${suffix} RETURNING ${returning}`);
       const values = new Array<unknown>(columns.length);
       const out: T[] = [];
-      for (const row of rows) {
+      for (let r = 0; r < rows.length; r++) {
+        if (r % ROWS_BETWEEN_LOOKS === 0) await letOthersRun();
+        const row = rows[r]!;
         for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
         const inserted = statement.get(values) as T | undefined;
         if (inserted) out.push(inserted);
@@ -93,11 +131,15 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
       // `key` is the rowid: an insert's lastInsertRowid, with no RETURNING row to build.
       const statement = prepare(`INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ON CONFLICT (${conflict.map(quote).join(", ")}) DO NOTHING`);
       const values = new Array<unknown>(columns.length);
-      return rows.map((row) => {
+      const keys = new Array<number | undefined>(rows.length);
+      for (let r = 0; r < rows.length; r++) {
+        if (r % ROWS_BETWEEN_LOOKS === 0) await letOthersRun();
+        const row = rows[r]!;
         for (let i = 0; i < values.length; i++) values[i] = sqliteValue(row[i]);
         const result = statement.run(values);
-        return result.changes === 1 ? Number(result.lastInsertRowid) : undefined;
-      });
+        keys[r] = result.changes === 1 ? Number(result.lastInsertRowid) : undefined;
+      }
+      return keys;
     },
     anyOf: (column, values) => [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(values)],
   };

@@ -180,3 +180,63 @@ test("NUL and lone surrogates are refused with their position, raw or as referen
   // A surrogate pair is one character, and other control characters keep their leniency.
   expect(read(parseJUnit, `<testsuite><testcase name="\ud83d\ude00 &#1;\u0001"/></testsuite>`)).toMatchObject({ cases: [{ name: "\ud83d\ude00 \u0001\u0001" }] });
 });
+
+// Issue 22: a report's cost is linear in its size whatever its shape, so one upload cannot
+// hold the service. Each shape below cost n² before (40,000 attributes on one tag: 22 s).
+
+/**
+ * The least time of reading each document, over `runs` rounds that read them in turn (the least
+ * is the read the machine disturbed least; alternating spreads the disturbance over both).
+ */
+function leastTimes(xmls: string[], runs = 7): number[] {
+  const least = xmls.map(() => Infinity);
+  for (let i = 0; i < runs; i++) {
+    xmls.forEach((xml, k) => {
+      const started = performance.now();
+      read(parseJUnit, xml);
+      least[k] = Math.min(least[k]!, performance.now() - started);
+    });
+  }
+  return least;
+}
+
+const HOSTILE_SHAPES: [string, (n: number) => string][] = [
+  ["n attributes on one testcase", (n) => `<testsuite><testcase name="t"${Array.from({ length: n }, (_, i) => ` a${i}="${i}"`).join("")}/></testsuite>`],
+  ["n testcases whose names hold a tab (decoded)", (n) => `<testsuite>${`<testcase name="a\tb" classname="c\td"/>`.repeat(n)}</testsuite>`],
+  ["n DOCTYPEs before the root (refused at the second)", (n) => `${"<!DOCTYPE a>".repeat(n)}<testsuite/>`],
+];
+
+test.each(HOSTILE_SHAPES)("reading %s grows linearly: 4 times the input costs well under 16 times the time", (_shape, make) => {
+  // Measured on the same machine in the same run: a ratio, not a time. Linear is 4; quadratic 16.
+  const n = 10_000;
+  const [small, large] = leastTimes([make(n), make(4 * n)]);
+  expect(large! / small!).toBeLessThan(8);
+});
+
+test("duplicate attributes are refused as a conformant parser refuses them, in a tag of a few attributes or of thousands", () => {
+  const many = (n: number) => Array.from({ length: n }, (_, i) => ` a${i}="${i}"`).join("");
+  const reports = [
+    `<testsuite><testcase name="t"${many(40)}/></testsuite>`,
+    `<testsuite><testcase name="t"${many(40)} a39="again"/></testsuite>`,
+    `<testsuite><testcase name="t"${many(40)} a3="again"/></testsuite>`,
+    `<testsuite><testcase name="t"${many(14)} a3="again"/></testsuite>`,
+    `<testsuite><testcase name="t"${many(15)} a15="x" a15="again"/></testsuite>`,
+    `<testsuite><testcase name="t"${many(40)} name="again"/></testsuite>`,
+    `<testsuite name="s"${many(3000)}><testcase${many(20)} classname="c" name="t"/><testcase${many(20)} name="u"/></testsuite>`,
+    `<testsuite name="s"${many(3000)}><testcase${many(20)} classname="c" name="t" a0="again"/></testsuite>`,
+  ];
+  const outcomes = reports.map((xml) => {
+    const expected = read(parseJUnitReference, xml);
+    const actual = read(parseJUnit, xml);
+    expect("error" in actual ? actual.error.message : actual).toEqual("error" in expected ? expect.stringMatching(/appears twice/) : expected);
+    return "error" in actual;
+  });
+  expect(outcomes).toEqual([false, true, true, true, true, true, false, true]);
+});
+
+test("a second DOCTYPE is refused, as a conformant parser refuses it", () => {
+  const xml = `<!DOCTYPE testsuite><!DOCTYPE testsuite><testsuite><testcase name="t"/></testsuite>`;
+  expect("error" in read(parseJUnitReference, xml)).toBe(true);
+  expect(read(parseJUnit, xml)).toMatchObject({ error: { message: "a second DOCTYPE (a document has at most one)", line: 1, column: 21 } });
+  expect(read(parseJUnit, `<!DOCTYPE testsuite [<!ENTITY x "y">]><testsuite><testcase name="t"/></testsuite>`)).toMatchObject({ cases: [{ name: "t" }] });
+});
