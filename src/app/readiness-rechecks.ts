@@ -50,39 +50,43 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
     return false;
   }
   const waiting = isWaiting(read.state);
+  if (!waiting) {
+    // In flight: marked first, so that whatever the answer (none, a failure, a cancel the engine
+    // ignores because the PR is being merged) it is read again only after the next interval.
+    const rechecks = item.rechecks + 1;
+    await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + inFlightRecheckDelayMs(rechecks)), rechecks));
+  }
   let pr: PullRequestInfo | null;
   try {
     // Only a waiting PR's readiness is read (a PR in flight is asked what its deliveries say).
     pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch, directMerge: waiting && queue.directMergeMode === "always" });
   } catch (error) {
+    services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
+    if (!waiting) return false;
     // The code host failed: ask again later, backing off as for "still computing".
     const rechecks = item.rechecks + 1;
     await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + readinessRecheckDelayMs(rechecks)), rechecks));
-    services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
     return false;
   }
   // No answer (the App is not installed there now, or the PR is gone): nothing to conclude.
-  if (!pr) return clear(services, item);
+  if (!pr) return waiting && clear(services, item);
   // What the webhooks would have said, had their delivery arrived: the PR is closed, was moved
   // to another base branch, or has new commits.
-  if (pr.state !== "open") return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "pr_closed")) > 0 || (await clear(services, item));
-  if (pr.baseBranch !== read.prBaseBranch) return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "base_branch_changed")) > 0 || (await clear(services, item));
+  const leaves = async (reason: "pr_closed" | "base_branch_changed") => (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason)) > 0 || (waiting && (await clear(services, item)));
+  if (pr.state !== "open") return leaves("pr_closed");
+  if (pr.baseBranch !== read.prBaseBranch) return leaves("base_branch_changed");
   const facts = pr;
   return services.db.transaction(async (tx) => {
     const locked = await lockQueueRow(tx, item.queueId);
     const entry = locked && (await entryOf(tx, item.queueId, item.prNumber));
     if (!locked || !entry || (!isWaiting(entry.state) && !isInFlight(entry.state))) return false;
     if (entry.prSha !== facts.headSha) {
-      await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
+      if (isWaiting(entry.state)) await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
       await applyEvent(services, tx, locked, { kind: "cancelled", prNumber: item.prNumber, reason: "pr_updated" });
       return true;
     }
-    if (!isWaiting(entry.state)) {
-      // In flight and unchanged: read again later, more and more rarely.
-      const rechecks = item.rechecks + 1;
-      await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + inFlightRecheckDelayMs(rechecks)), rechecks);
-      return false;
-    }
+    // In flight and unchanged: read again later, more and more rarely (scheduled above).
+    if (!isWaiting(entry.state)) return false;
     await updateEntryMergeability(tx, item.queueId, item.prNumber, { mergeability: facts.mergeability, directMergeBase: facts.greenBaseSha });
     const next = nextReadinessRecheck(facts.mergeability, item.rechecks, services.now().getTime());
     await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, next.atMs === null ? null : new Date(next.atMs), next.rechecks);
