@@ -52,3 +52,13 @@ export function nextReadinessRecheck(mergeability: Mergeability, rechecks: numbe
   if (mergeability === "not_mergeable") return { atMs: nowMs + blockedRecheckDelayMs(rechecks + 1), rechecks: rechecks + 1 };
   return { atMs: null, rechecks: 0 };
 }
+
+/**
+ * Wait before re-reading a PR in flight (tested, or passed and awaiting its merge), after
+ * `rechecks` re-reads of it: the delivery that says it was closed, pushed to or moved to another
+ * base may be lost. Its merge reads it anyway; this finds out sooner, so its run and those stacked
+ * on it stop: 1 min after it started testing, then 2 min, 4 min, … every 15 minutes at most.
+ */
+export function inFlightRecheckDelayMs(rechecks: number): number {
+  return Math.min(60_000 * 2 ** Math.max(0, rechecks - 1), 15 * 60_000);
+}

@@ -42,6 +42,7 @@ export const REASONS = {
   pr_closed: "The pull request was closed.",
   pr_updated: "New commits were pushed to the pull request: it left the queue (submit it again to test its new head).",
   base_branch_changed: "The pull request's base branch changed: it left the queue.",
+  merged_into_other_branch: "The pull request's base branch changed as it was merged: it was merged into that branch, not the queue's, and left the queue.",
 } as const satisfies Record<string, string>;
 
 export type ReasonCode = keyof typeof REASONS;

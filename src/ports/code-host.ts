@@ -88,14 +88,22 @@ export type LandedPrs = { prNumbers: number[]; head: string };
  *   too, but on top of someone else's commit that slipped in under it (`foreignSha`): the
  *   target (at `head`, its merge) is not the tested tree. The PRs after it must be tested again;
  * - refused: the host will not merge `prNumber` (`reason` cannot_merge: for a reason of its own,
- *   said in `message`; head_moved: its head is no longer the tested commit). The PRs after it
- *   must be tested again on `head`.
+ *   said in `message`; head_moved: its head is no longer the tested commit; closed: it is closed
+ *   (or merged outside the queue); base_changed: its base is no longer the target branch). The
+ *   PRs after it must be tested again on `head`;
+ * - landed_elsewhere: the PRs in `landed` merged as tested, then the host merged `prNumber` into
+ *   another branch than the target (`branch`; its base changed as it was merged): it did not
+ *   land on the target, which is at `head`. The PRs after it must be tested again.
  */
 export type MergeResult =
   | { kind: "merged"; head: string }
   | { kind: "target_moved"; head: string; landed?: LandedPrs }
   | { kind: "landed_on_moved_target"; head: string; landed?: LandedPrs; movedUnder: number; foreignSha: string }
-  | { kind: "refused"; head: string; landed?: LandedPrs; prNumber: number; reason: "cannot_merge" | "head_moved"; message: string };
+  | { kind: "refused"; head: string; landed?: LandedPrs; prNumber: number; reason: MergeRefusalReason; message: string }
+  | { kind: "landed_elsewhere"; head: string; landed?: LandedPrs; prNumber: number; branch: string; sha: string };
+
+/** Why the host will not merge a PR of a merge request (see MergeResult's `refused`). */
+export type MergeRefusalReason = "cannot_merge" | "head_moved" | "closed" | "base_changed";
 
 export type Permission = "admin" | "write" | "read" | "none";
 

@@ -1,9 +1,12 @@
-import type { MergeResult } from "../ports/code-host.js";
-import type { EngineEvent } from "../domain/engine/types.js";
+import type { MergeRefusalReason, MergeResult } from "../ports/code-host.js";
+import type { EngineEvent, MergeLeaveReason } from "../domain/engine/types.js";
 import type { Tx } from "../store/database.js";
 import { lockQueueRow, recordTargetHead } from "../store/queues.js";
 import { applyEvent } from "./queue-events.js";
 import type { Services } from "../app/services.js";
+
+/** The reason a PR leaves the queue with when the host will not merge it because it changed (not a refusal of the host's own). */
+const LEFT_BECAUSE: Record<Exclude<MergeRefusalReason, "cannot_merge">, MergeLeaveReason> = { head_moved: "pr_updated", closed: "pr_closed", base_changed: "base_branch_changed" };
 
 /**
  * What the code host's answer to a merge tells the queue engine, in order: the PRs that did
@@ -24,10 +27,20 @@ export function eventsOfMerge(prNumbers: readonly number[], result: MergeResult)
       break;
     case "refused":
       events.push(
-        result.reason === "head_moved"
-          ? { kind: "merge_head_moved", prNumber: result.prNumber, headSha: result.head }
-          : { kind: "merge_refused", prNumbers: [result.prNumber], message: result.message, headSha: result.head },
+        result.reason === "cannot_merge"
+          ? { kind: "merge_refused", prNumbers: [result.prNumber], message: result.message, headSha: result.head }
+          : { kind: "merge_pr_left", prNumber: result.prNumber, reason: LEFT_BECAUSE[result.reason], headSha: result.head },
       );
+      break;
+    case "landed_elsewhere":
+      // GitHub merged it into the branch it was moved to: never a merge into the target.
+      events.push({
+        kind: "merge_pr_left",
+        prNumber: result.prNumber,
+        reason: "merged_into_other_branch",
+        headSha: result.head,
+        message: `GitHub merged it into ${result.branch} (${result.sha.slice(0, 7)}), not into the queue's branch.`,
+      });
       break;
   }
   return events;

@@ -81,7 +81,7 @@ function prsNamedBy(event: EngineEvent, loaded: Loaded): Set<number> | "all" {
     case "restart_requested":
     case "readiness_changed":
     case "targets_changed":
-    case "merge_head_moved":
+    case "merge_pr_left":
       return new Set([event.prNumber]);
     case "merge_failed":
     case "merge_refused":
@@ -109,7 +109,7 @@ export function defaultCause(services: Services, event: EngineEvent): Cause {
     case "run_finished":
     case "merge_failed":
     case "merge_refused":
-    case "merge_head_moved":
+    case "merge_pr_left":
     case "merge_landed":
     case "base_moved":
       return host;

@@ -1,5 +1,7 @@
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
-import { isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
+import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
+import { isInFlight } from "../domain/engine/order.js";
+import type { PrState } from "../domain/states.js";
 import { entryOf } from "../store/entries.js";
 import { findQueueInRepository, lockQueueRow, queueIdsOfRepository } from "../store/queues.js";
 import { dueReadinessRechecks, requestReadinessRechecks, scheduleReadinessRecheck, updateEntryMergeability, type DueRecheck, type RecheckMatch } from "../store/readiness-rechecks.js";
@@ -22,47 +24,69 @@ export async function askReadinessRecheck(services: Services, repo: RepoRef, mat
   return services.db.transaction((tx) => requestReadinessRechecks(tx, queueIds, match, services.now()));
 }
 
-/** The worker's step: re-reads the waiting PRs whose re-read is due. Answers how many changed readiness or left. */
+/**
+ * The worker's step: re-reads the PRs whose re-read is due (waiting ones, and those in flight,
+ * whose lost deliveries it stands in for). Answers how many changed readiness or left.
+ */
 export async function recheckDueReadiness(services: Services): Promise<number> {
-  const due = await services.db.read((tx) => dueReadinessRechecks(tx, services.now(), ROUND_LIMIT));
+  const due = await services.db.read((tx) => dueReadinessRechecks(tx, services.now(), ROUND_LIMIT, inFlightRecheckDelayMs(1)));
   let work = 0;
   for (const item of due) if (await recheckReadiness(services, item)) work++;
   return work;
 }
 
 async function recheckReadiness(services: Services, item: DueRecheck): Promise<boolean> {
-  const queue = await services.db.read((tx) => findQueueInRepository(tx, item.queueId));
-  if (!queue) return false;
+  const found = await services.db.read(async (tx) => {
+    const queue = await findQueueInRepository(tx, item.queueId);
+    const entry = queue && (await entryOf(tx, item.queueId, item.prNumber));
+    return queue && entry ? { queue, entry } : null;
+  });
+  if (!found) return false;
+  const { queue, entry: read } = found;
   // A re-read waits while the installation has less than its reserve of the rate limit left.
   const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
   if (until !== null && until > services.now().getTime()) {
     await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(until), item.rechecks));
     return false;
   }
+  const waiting = isWaiting(read.state);
+  if (!waiting) {
+    // In flight: marked first, so that whatever the answer (none, a failure, a cancel the engine
+    // ignores because the PR is being merged) it is read again only after the next interval.
+    const rechecks = item.rechecks + 1;
+    await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + inFlightRecheckDelayMs(rechecks)), rechecks));
+  }
   let pr: PullRequestInfo | null;
   try {
-    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch, directMerge: queue.directMergeMode === "always" });
+    // Only a waiting PR's readiness is read (a PR in flight is asked what its deliveries say).
+    pr = await services.codeHost.getPullRequest(queue.repository, item.prNumber, { targetBranch: queue.branch, directMerge: waiting && queue.directMergeMode === "always" });
   } catch (error) {
+    services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
+    if (!waiting) return false;
     // The code host failed: ask again later, backing off as for "still computing".
     const rechecks = item.rechecks + 1;
     await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(services.now().getTime() + readinessRecheckDelayMs(rechecks)), rechecks));
-    services.log?.warn({ queue: item.queueId, pr: item.prNumber, err: error }, "re-reading a pull request's readiness failed; it will be asked again");
     return false;
   }
   // No answer (the App is not installed there now, or the PR is gone): nothing to conclude.
-  if (!pr) return clear(services, item);
-  // What the webhooks would have said, had their delivery arrived: the PR is closed, or has new commits.
-  if (pr.state !== "open") return (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, "pr_closed")) > 0 || (await clear(services, item));
+  if (!pr) return waiting && clear(services, item);
+  // What the webhooks would have said, had their delivery arrived: the PR is closed, was moved
+  // to another base branch, or has new commits.
+  const leaves = async (reason: "pr_closed" | "base_branch_changed") => (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason)) > 0 || (waiting && (await clear(services, item)));
+  if (pr.state !== "open") return leaves("pr_closed");
+  if (pr.baseBranch !== read.prBaseBranch) return leaves("base_branch_changed");
   const facts = pr;
   return services.db.transaction(async (tx) => {
     const locked = await lockQueueRow(tx, item.queueId);
     const entry = locked && (await entryOf(tx, item.queueId, item.prNumber));
-    if (!locked || !entry || (entry.state !== "not_ready" && entry.state !== "pending")) return false;
+    if (!locked || !entry || (!isWaiting(entry.state) && !isInFlight(entry.state))) return false;
     if (entry.prSha !== facts.headSha) {
-      await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
+      if (isWaiting(entry.state)) await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
       await applyEvent(services, tx, locked, { kind: "cancelled", prNumber: item.prNumber, reason: "pr_updated" });
       return true;
     }
+    // In flight and unchanged: read again later, more and more rarely (scheduled above).
+    if (!isWaiting(entry.state)) return false;
     await updateEntryMergeability(tx, item.queueId, item.prNumber, { mergeability: facts.mergeability, directMergeBase: facts.greenBaseSha });
     const next = nextReadinessRecheck(facts.mergeability, item.rechecks, services.now().getTime());
     await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, next.atMs === null ? null : new Date(next.atMs), next.rechecks);
@@ -72,6 +96,8 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
     return true;
   });
 }
+
+const isWaiting = (state: PrState) => state === "not_ready" || state === "pending";
 
 async function clear(services: Services, item: DueRecheck): Promise<false> {
   await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0));

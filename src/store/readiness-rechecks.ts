@@ -3,6 +3,8 @@ import type { Tx } from "./database.js";
 
 /** The states whose readiness the code host can still change: waiting to be tested. */
 const WAITING: PrState[] = ["not_ready", "pending"];
+/** In flight: tested, or passed and awaiting the merge. Re-read only for what lost deliveries would have said. */
+const IN_FLIGHT: PrState[] = ["testing", "tests_passed", "pending_failure"];
 
 /** A PR whose readiness the worker should re-read from the code host. */
 export type DueRecheck = { queueId: string; prNumber: number; rechecks: number };
@@ -37,10 +39,18 @@ export async function requestReadinessRechecks(tx: Tx, queueIds: string[], match
   return count;
 }
 
-/** Waiting PRs whose re-read is due at `now`, oldest first. */
-export async function dueReadinessRechecks(tx: Tx, now: Date, limit: number): Promise<DueRecheck[]> {
+/**
+ * PRs whose re-read is due at `now`, oldest first: waiting or in flight with a re-read due, and
+ * PRs in flight for `firstInFlightMs` with none set (their first, once they started testing).
+ */
+export async function dueReadinessRechecks(tx: Tx, now: Date, limit: number, firstInFlightMs: number): Promise<DueRecheck[]> {
   const rows = await tx.queueEntry.findMany({
-    where: { readinessRecheckAt: { lte: now }, state: { in: WAITING } },
+    where: {
+      OR: [
+        { readinessRecheckAt: { lte: now }, state: { in: [...WAITING, ...IN_FLIGHT] } },
+        { readinessRecheckAt: null, state: { in: IN_FLIGHT }, stateChangedAt: { lte: new Date(now.getTime() - firstInFlightMs) } },
+      ],
+    },
     orderBy: { readinessRecheckAt: "asc" },
     take: limit,
     select: { queueId: true, prNumber: true, readinessRechecks: true },

@@ -201,7 +201,7 @@ class Checked extends EngineDriver {
         const refused = this.pendingMerges[0];
         if (!refused) return;
         this.pendingMerges = [];
-        if (a.headMoved) this.send({ kind: "merge_head_moved", prNumber: refused.prNumbers[0]!, headSha: this.target });
+        if (a.headMoved) this.send({ kind: "merge_pr_left", prNumber: refused.prNumbers[0]!, reason: "pr_updated", headSha: this.target });
         else this.send({ kind: "merge_refused", prNumbers: refused.prNumbers, message: "Required status check is expected.", headSha: this.target });
         return;
       }

@@ -590,7 +590,7 @@ describe("merges the code host refuses", () => {
     [1, 2].forEach((n) => q.submit(n));
     q.pass(1);
     q.pass(2);
-    q.send({ kind: "merge_head_moved", prNumber: 1, headSha: "base-0" });
+    q.send({ kind: "merge_pr_left", prNumber: 1, reason: "pr_updated", headSha: "base-0" });
     expect(q.states()).toEqual({ 1: "cancelled", 2: "testing" });
     expect(q.reason(1)).toBe("pr_updated");
     expect(q.running()).toEqual([[[2], [2]]]);

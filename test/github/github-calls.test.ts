@@ -6,8 +6,9 @@ import { type ApiClient, startTestServer, type TestServer } from "../support/har
 /**
  * What Greenline asks GitHub, call by call, where calls used to be wasted (`npm run bench:github`
  * counts them per merged PR): a PR read asks for the up-to-date base only for a queue that merges
- * directly; a tested run is merged without reading its PRs again (a rebase still reads them: it
- * needs their commit counts) and fast-forwarded without a comparison first.
+ * directly; a tested run is fast-forwarded with one list of the target's open PRs and without a
+ * comparison first; a PR merged through GitHub is read once, just before its merge (it must still
+ * be open and based on the target: issue 22), and a rebase takes its commit count from that read.
  */
 describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
   let gh: GitHubSimulator;
@@ -83,18 +84,22 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(calls.filter((c) => c.includes("/git/refs/heads/main"))).toEqual(["PATCH /git/refs/heads/main"]);
   });
 
-  test("a tested PR is squashed with one read of the target, the merge, and the check of what it landed on", async () => {
+  test("a tested PR is squashed with one read of the target, one of the PR, the merge, and the check of where it landed", async () => {
     const repo = `${OWNER}/squash`;
     await api.ok("createQueue", { ...queue("squash"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
     await api.ok("submitPullRequest", pr("squash", 1));
     await server.greenline.worker.drain();
+    const before = gh.branchHead(repo, "main");
     const from = gh.requests.length;
     await ciPasses("squash");
     await server.greenline.worker.drain();
     expect(await stateOf("squash", 1)).toBe("merged");
     const calls = callsSince(from, "squash").filter((c) => !c.startsWith("POST /statuses/") && !c.startsWith("DELETE "));
-    expect(calls).toEqual(["GET /branches/main", "PUT /pulls/1/merge", `GET /git/commits/${gh.branchHead(repo, "main")}`]);
+    // The PR is read just before its merge (still open, still based on main: GitHub merges into
+    // its current base, issue 22); one comparison of the head before with main says the merge
+    // landed on main and what it was made on (it was a read of the merge commit).
+    expect(calls).toEqual(["GET /branches/main", "GET /pulls/1", "PUT /pulls/1/merge", `GET /compare/${before}...main`]);
   });
 
   test("a batch merged by rebase still reads each PR for its commits, and lands both", async () => {

@@ -67,6 +67,7 @@ describe("webhook deliveries from the GitHub simulator", () => {
     gh.comment(REPO, 1, "alice", "/greenline merge");
     gh.review(REPO, 1, "bob", "approved");
     gh.pushToPr(REPO, 1, { "src/a.ts": "a2" });
+    gh.branchHead(REPO, "release");
     gh.retargetPr(REPO, 2, "release");
     gh.closePr(REPO, 2);
     const base = gh.branchHead(REPO, "main");

@@ -570,13 +570,19 @@ export class GitHubSimulator {
     return pr.headSha;
   }
 
-  /** The PR is moved to another base branch (`pull_request.edited` with `changes.base`). */
-  retargetPr(repo: string, number: number, base: string): void {
+  /**
+   * The PR is moved to another base branch (`pull_request.edited` with `changes.base`, whose
+   * delivery a test may drop): from then on GitHub merges it into that branch, as a merge
+   * (`PUT …/merge`) takes the PR's base as it is when it merges.
+   */
+  retargetPr(repo: string, number: number, base: string, sender?: string): void {
     const pr = this.#pullOrThrow(repo, number);
+    if (pr.state !== "open") throw new Error(`#${number} is closed: GitHub cannot change the base branch of a closed pull request`);
+    if (this.#refs.get(`${repo.toLowerCase()}:${base}`) === undefined) throw new Error(`${repo} has no branch ${base}`);
     const from = pr.base;
     pr.base = base;
     pr.unknownReads = this.#mergeabilityDelay;
-    this.#emit({ kind: "pull_request", action: "edited", repo, pr: this.#snapshot(pr), changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: pr.author });
+    this.#emit({ kind: "pull_request", action: "edited", repo, pr: this.#snapshot(pr), changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: sender ?? pr.author });
   }
 
   closePr(repo: string, number: number, sender?: string): void {
@@ -1785,7 +1791,22 @@ export class GitHubSimulator {
       const pr = this.#pulls.get(`${repoName}#${match[1]}`);
       if (!pr) return notFound();
       if (method === "PATCH") {
+        const base = body.base === undefined ? undefined : String(body.base);
+        if (base !== undefined && base !== pr.base) {
+          // GitHub's answers (docs/github.md, "The simulator and its sources"): a closed PR's
+          // base cannot change, and the new base must be a branch of the repository.
+          const invalidBase = (message?: string) =>
+            send(422, {
+              message: "Validation Failed",
+              errors: [{ ...(message ? { message } : {}), resource: "PullRequest", field: "base", code: "invalid" }],
+              documentation_url: "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
+              status: "422",
+            });
+          if (pr.state === "closed" || body.state === "closed") return invalidBase("Cannot change the base branch of a closed pull request.");
+          if (this.#refs.get(refKey(base)) === undefined) return invalidBase();
+        }
         if (typeof body.title === "string") pr.title = body.title;
+        if (base !== undefined && base !== pr.base) this.retargetPr(repoName, pr.number, base, APP_BOT);
         if (body.state === "closed") this.closePr(repoName, pr.number, APP_BOT);
         if (body.state === "open" && !pr.merged && pr.state === "closed") {
           pr.state = "open";

@@ -8,7 +8,8 @@ import { webhookPayloadErrors } from "./webhook-schemas.js";
  * reports (`gh.onEvent`) becomes a signed POST with GitHub's headers and payload, sent one at
  * a time in the order they became due. Faults are deterministic for a seed: a delivery can be
  * dropped, duplicated (the same delivery id, as a redelivery), delayed or swapped with the next
- * one; `hold()` keeps deliveries back until `release(order)` sends them in a chosen order.
+ * one; `lost` drops chosen deliveries for sure; `hold()` keeps deliveries back until
+ * `release(order)` sends them in a chosen order.
  * `log` records every attempt with Greenline's answer; `pushes` the ref updates that
  * `on: push` workflows would run for. Every payload is checked against GitHub's published
  * schemas as it is built; what does not conform is listed in `schemaViolations`.
@@ -22,6 +23,8 @@ export type WebhookFaults = {
   reorder?: number;
   /** A delay, in milliseconds, drawn uniformly in [min, max] for each delivery. */
   delayMs?: [number, number];
+  /** Deliveries lost for sure (say `pull_request` `edited`), whatever the draw: a chosen fault, not a seeded one. */
+  lost?: (delivery: Delivery) => boolean;
 };
 
 export type WebhookOptions = { url: string; secret: string; seed?: number; faults?: WebhookFaults; hookId?: number; now?: () => Date };
@@ -160,6 +163,10 @@ export class WebhookDeliverer {
       return;
     }
     const faults = this.#faults;
+    if (faults.lost?.(delivery)) {
+      this.log.push({ delivery, status: "dropped", redelivery: false, answer: "" });
+      return;
+    }
     if (this.#random() < (faults.drop ?? 0)) {
       this.log.push({ delivery, status: "dropped", redelivery: false, answer: "" });
       return;

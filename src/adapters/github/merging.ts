@@ -3,11 +3,26 @@ import type { GitHubClient, Octokit } from "./client.js";
 import { refusalOf } from "./refusals.js";
 
 type Params = { owner: string; repo: string };
-type PullRequest = { number: number; merged: boolean; commits?: number };
+/** A PR as GitHub answers `GET /pulls/{n}` (the fields read here). */
+type PullRequest = { number: number; state: string; merged: boolean; merge_commit_sha: string | null; base: { ref: string }; head: { sha: string }; commits?: number };
+type PrChange = { reason: "closed" | "base_changed" | "head_moved"; message: string };
 
 /** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
 function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
   return method === "rebase" ? Math.max(1, pr.commits ?? 1) : 1;
+}
+
+/**
+ * Why a PR, as GitHub answers it now, must not be merged into the request's target: closed (or
+ * merged outside the queue), based on another branch (GitHub merges a PR into its current base,
+ * whatever the queue was told last), or at a head other than the tested one. Null: it may.
+ */
+function changeOf(pr: PullRequest, request: MergeRequest): PrChange | null {
+  if (pr.state !== "open") return { reason: "closed", message: `#${pr.number} is ${pr.merged ? "merged" : "closed"} on GitHub` };
+  if (pr.base.ref !== request.targetBranch) return { reason: "base_changed", message: `the base branch of #${pr.number} is ${pr.base.ref}, not ${request.targetBranch}` };
+  const pinned = request.heads[pr.number];
+  if (pinned !== undefined && pr.head.sha !== pinned) return { reason: "head_moved", message: `the head of #${pr.number} moved to ${pr.head.sha} after ${pinned} was tested` };
+  return null;
 }
 
 /**
@@ -27,9 +42,10 @@ export class GitHubMerging {
   /**
    * With merge commits and an exact tree the target is fast-forwarded to the tested commit
    * itself when it descends from the target's head. Otherwise (or when GitHub refuses the push)
-   * each PR is merged through GitHub, in order, pinned to the head that was tested, and each
-   * merge is checked to have landed right on top of the one before: the same changes applied in
-   * the same order on the same tree give the tree that was tested.
+   * each PR is merged through GitHub, in order, pinned to the head that was tested, once read
+   * and found still open and based on the target, and each merge is checked to have landed on
+   * the target right on top of the one before: the same changes applied in the same order on
+   * the same tree give the tree that was tested.
    */
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
@@ -41,20 +57,26 @@ export class GitHubMerging {
       // has none of them, so the PRs are read only when it moved (a retry, or someone's push).
       const prs: PullRequest[] = [];
       for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
+      // Merged into the target, that is: a PR moved to another base merges there.
+      const mergedHere = (pr: PullRequest) => pr.merged && pr.base.ref === request.targetBranch;
       // Repeating a merge that already happened changes nothing.
-      if (prs.every((pr) => pr.merged)) return { kind: "merged", head };
+      if (prs.every(mergedHere)) return { kind: "merged", head };
       const landedBefore = prs.slice(
         0,
-        prs.findIndex((pr) => !pr.merged),
+        prs.findIndex((pr) => !mergedHere(pr)),
       );
+      const next = prs[landedBefore.length]!;
       if (landedBefore.length === 0) return { kind: "target_moved", head };
       // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
       // the target is exactly those merges on top of where the queue left it, carry on from
       // there; otherwise they are merged, and the others must be tested again.
       const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
       const prNumbers = landedBefore.map((pr) => pr.number);
-      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed: { prNumbers, head } };
-      return this.#mergeOneByOne(octokit, params, repo, request, prs.slice(landedBefore.length), { prNumbers, head });
+      const landed = { prNumbers, head };
+      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed };
+      // The earlier attempt merged the next PR into the branch it had been moved to.
+      if (next.merged) return { kind: "landed_elsewhere", head, landed, prNumber: next.number, branch: next.base.ref, sha: next.merge_commit_sha ?? "" };
+      return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers.slice(landedBefore.length), { prNumbers, head });
     }
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
@@ -63,87 +85,131 @@ export class GitHubMerging {
       // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
       // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
       // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
-      const moved = await this.#movedHead(octokit, params, request);
-      if (moved) return { kind: "refused", head, prNumber: moved.number, reason: "head_moved", message: `the head of #${moved.number} moved to ${moved.sha} after ${request.heads[moved.number]} was tested` };
-      // GitHub refuses an update that is not a fast-forward, so the push itself is the test.
-      try {
-        await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: request.tested.sha, force: false });
-        return { kind: "merged", head: request.tested.sha };
-      } catch (error) {
-        const refusal = refusalOf(error, "update_ref");
-        if (refusal.kind === "target_moved") {
-          // Not a fast-forward: the target moved since it was read, or the tested commit was
-          // not built on it (then each PR is merged, below).
-          const now = await this.#targetHead(octokit, repo, request.targetBranch);
-          if (now !== head) return { kind: "target_moved", head: now };
-        } else {
-          // Protection or rulesets refuse the push (pull requests required, pushers restricted):
-          // GitHub still merges the PRs themselves, which lands the same tree (checked below).
-          if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
-          this.#pushRefused.add(target);
-        }
-      }
+      // So is a PR closed or moved to another base since (its webhook lost): the push would land
+      // its commits on a branch GitHub does not merge it into. Both leave the queue as their
+      // webhook would have made them (pr_closed, base_branch_changed). A later PR of the request
+      // that changed leaves the ones before it to be merged one by one (which stops at it).
+      const changed = await this.#changedPr(octokit, params, request);
+      if (changed && changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
+      const pushed = changed ? null : await this.#fastForward(octokit, params, repo, request, request.tested.sha, head, target);
+      if (pushed) return pushed;
     }
-    // Only a rebase needs the PRs themselves (how many commits each adds).
-    const prs: PullRequest[] = [];
-    for (const number of request.prNumbers) prs.push(method === "rebase" ? (await octokit.rest.pulls.get({ ...params, pull_number: number })).data : { number, merged: false });
-    return this.#mergeOneByOne(octokit, params, repo, request, prs, { prNumbers: [], head });
+    return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
   }
 
   /**
-   * The first PR of the request whose head is no longer the commit that was tested, with its
-   * head now; null when none moved. One list of the target's open PRs answers for a whole batch
-   * (a PR not in it, closed or beyond the first page, is read on its own).
+   * Fast-forwards the target to the tested commit. GitHub refuses an update that is not a
+   * fast-forward, so the push itself is the test. Null: not pushed, merge each PR instead.
    */
-  async #movedHead(octokit: Octokit, params: Params, request: MergeRequest): Promise<{ number: number; sha: string } | null> {
+  async #fastForward(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, tested: string, head: string, target: string): Promise<MergeResult | null> {
+    try {
+      await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: tested, force: false });
+      return { kind: "merged", head: tested };
+    } catch (error) {
+      const refusal = refusalOf(error, "update_ref");
+      if (refusal.kind === "target_moved") {
+        // Not a fast-forward: the target moved since it was read, or the tested commit was
+        // not built on it (then each PR is merged).
+        const now = await this.#targetHead(octokit, repo, request.targetBranch);
+        return now !== head ? { kind: "target_moved", head: now } : null;
+      }
+      // Protection or rulesets refuse the push (pull requests required, pushers restricted):
+      // GitHub still merges the PRs themselves, which lands the same tree (checked as it goes).
+      if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
+      this.#pushRefused.add(target);
+      return null;
+    }
+  }
+
+  /**
+   * The first PR of the request that must not land (closed, on another base, or at a head other
+   * than the tested one: changeOf), with why; null when none. One list of the target's open PRs
+   * answers for a whole batch (a PR not in it — closed, moved to another base, or beyond the
+   * first page — is read on its own).
+   */
+  async #changedPr(octokit: Octokit, params: Params, request: MergeRequest): Promise<(PrChange & { number: number }) | null> {
     const { data: open } = await octokit.rest.pulls.list({ ...params, state: "open", base: request.targetBranch, per_page: 100 });
     for (const number of request.prNumbers) {
-      const pinned = request.heads[number];
-      if (pinned === undefined) continue;
       const listed = open.find((pr) => pr.number === number);
-      const sha = listed ? listed.head.sha : (await octokit.rest.pulls.get({ ...params, pull_number: number })).data.head.sha;
-      if (sha !== pinned) return { number, sha };
+      // Listed: open, on the target; only its head is left to check.
+      const pr: PullRequest = listed
+        ? { number, state: "open", merged: false, merge_commit_sha: null, base: { ref: request.targetBranch }, head: listed.head }
+        : (await octokit.rest.pulls.get({ ...params, pull_number: number })).data;
+      const changed = changeOf(pr, request);
+      if (changed) return { number, ...changed };
     }
     return null;
   }
 
-  /** Merges `prs` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */
-  async #mergeOneByOne(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, prs: PullRequest[], landedSoFar: LandedPrs): Promise<MergeResult> {
+  /** Merges the PRs `numbers` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */
+  async #mergeOneByOne(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, numbers: readonly number[], landedSoFar: LandedPrs): Promise<MergeResult> {
     const method = request.method === "merge_commit" ? "merge" : request.method;
     const landed = [...landedSoFar.prNumbers];
     let before = landedSoFar.head;
     const soFar = (): { landed?: LandedPrs } => (landed.length > 0 ? { landed: { prNumbers: [...landed], head: before } } : {});
-    for (const pr of prs) {
+    for (const number of numbers) {
       // The commit that was tested, never the head as it is now: a push since must not land.
-      const sha = request.heads[pr.number];
-      if (!sha) throw new Error(`no tested head is known for #${pr.number}`);
+      const sha = request.heads[number];
+      if (!sha) throw new Error(`no tested head is known for #${number}`);
+      // Read as it is now, never as the last webhook said: GitHub merges a PR into its current
+      // base, so a PR moved to another branch (its `edited` delivery lost) must not be merged,
+      // and a closed one leaves as closed rather than failing on GitHub's "not mergeable".
+      const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
+      const changed = changeOf(pr, request);
+      if (changed) return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, ...changed };
       let merged: string;
       try {
-        merged = (await octokit.rest.pulls.merge({ ...params, pull_number: pr.number, sha, merge_method: method })).data.sha;
+        merged = (await octokit.rest.pulls.merge({ ...params, pull_number: number, sha, merge_method: method })).data.sha;
       } catch (error) {
         const refusal = refusalOf(error, "merge_pr");
         if (refusal.transient || refusal.kind === "permission_missing" || refusal.kind === "not_found") throw refusal;
         const now = await this.#targetHead(octokit, repo, request.targetBranch);
         if (refusal.kind === "head_moved") {
           // 409 says "Head branch was modified" or "Base branch was modified": ask which.
-          const { data: current } = await octokit.rest.pulls.get({ ...params, pull_number: pr.number });
+          const { data: current } = await octokit.rest.pulls.get({ ...params, pull_number: number });
           if (current.head.sha === sha) return { kind: "target_moved", head: now, ...soFar() };
-          return { kind: "refused", head: now, ...soFar(), prNumber: pr.number, reason: "head_moved", message: refusal.message };
+          return { kind: "refused", head: now, ...soFar(), prNumber: number, reason: "head_moved", message: refusal.message };
         }
         // A refusal while the target moved under the merge may be caused by the move (a
         // conflict with it, a check it now lacks): test again on the new head.
         if (now !== before || refusal.kind !== "cannot_merge") return { kind: "target_moved", head: now, ...soFar() };
-        return { kind: "refused", head: now, ...soFar(), prNumber: pr.number, reason: "cannot_merge", message: refusal.message };
+        return { kind: "refused", head: now, ...soFar(), prNumber: number, reason: "cannot_merge", message: refusal.message };
+      }
+      const landing = await this.#landingOf(octokit, params, request.targetBranch, before, merged, stepsOf(method, pr));
+      if (!landing) {
+        // Its base changed between the read and the merge: GitHub merged it there. Never a
+        // merge into the target, which that merge left where it was.
+        const { data: after } = await octokit.rest.pulls.get({ ...params, pull_number: number });
+        return { kind: "landed_elsewhere", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, branch: after.base.ref, sha: merged };
       }
       // GitHub merged on top of whatever the target was by then: if that is not the commit the
       // previous merge made, someone else's commit slipped in between, and the target is not
       // the tree that was tested. The PR is merged all the same; the rest must be tested again.
-      const under = await this.#firstParentBack(octokit, params, merged, stepsOf(method, pr));
-      if (under !== before) return { kind: "landed_on_moved_target", head: merged, ...soFar(), movedUnder: pr.number, foreignSha: under };
-      landed.push(pr.number);
+      if (landing.under !== before) return { kind: "landed_on_moved_target", head: merged, ...soFar(), movedUnder: number, foreignSha: landing.under };
+      landed.push(number);
       before = merged;
     }
     return { kind: "merged", head: before };
+  }
+
+  /**
+   * Where a merge GitHub just made (`merged`, adding `steps` commits on the first-parent line)
+   * landed: null when it is not on the target branch (GitHub merged into another base), else
+   * the commit it was made on (`before` when nothing slipped in). One comparison of `before`
+   * with the target answers both: the target's new commits, with their parents.
+   */
+  async #landingOf(octokit: Octokit, params: Params, branch: string, before: string, merged: string, steps: number): Promise<{ under: string } | null> {
+    const { data } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${before}...${branch}` });
+    const parents = new Map(data.commits.map((c) => [c.sha, c.parents[0]?.sha ?? ""]));
+    if (!parents.has(merged)) {
+      // GitHub lists 250 commits at most: beyond them, ask whether the target holds the merge.
+      if (data.commits.length >= data.total_commits) return null;
+      const { data: held } = await octokit.rest.repos.compareCommitsWithBasehead({ ...params, basehead: `${merged}...${branch}` });
+      if (held.status !== "identical" && held.status !== "ahead") return null;
+    }
+    let under = merged;
+    for (let i = 0; i < steps; i++) under = parents.get(under) ?? (await this.#firstParentBack(octokit, params, under, 1));
+    return { under };
   }
 
   /** The commit `steps` first parents back from `sha` (what a merge of that many commits was made on). */

@@ -98,7 +98,7 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
     }
     case "cancelled": {
       // A PR being merged is past cancelling: the code host's answer decides (a moved head
-      // refuses the merge, and merge_head_moved cancels it then).
+      // refuses the merge, a closed PR or a new base is seen before it: merge_pr_left cancels it then).
       const entry = entryOf(q, event.prNumber);
       if (entry && entry.state !== "merged" && entry.state !== "failed" && !isMerging(q, entry.prNumber)) move(ctx, entry, "cancelled", event.reason);
       return;
@@ -161,10 +161,11 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       voidUnlandedMerges(ctx, event.headSha ?? q.baseSha, "pr_ahead_not_merged");
       return;
     }
-    case "merge_head_moved": {
+    case "merge_pr_left": {
+      // Only the next merge can be answered: anything else is a late answer to a void merge.
       if (q.merged[0] !== event.prNumber) return;
       const entry = entryOf(q, event.prNumber);
-      if (entry) move(ctx, entry, "cancelled", "pr_updated");
+      if (entry) move(ctx, entry, "cancelled", event.reason, event.message);
       voidUnlandedMerges(ctx, event.headSha, "pr_ahead_not_merged");
       return;
     }

@@ -103,6 +103,9 @@ export type EngineQueue = {
 
 export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed";
 
+/** Why a PR the queue was merging left it instead (merge_pr_left). */
+export type MergeLeaveReason = "pr_updated" | "pr_closed" | "base_branch_changed" | "merged_into_other_branch";
+
 export type EngineEvent =
   | { kind: "submitted"; prNumber: number }
   | { kind: "cancelled"; prNumber: number; reason: CancelReason }
@@ -130,10 +133,14 @@ export type EngineEvent =
    */
   | { kind: "merge_refused"; prNumbers: number[]; message: string; headSha?: string }
   /**
-   * A PR's head is no longer the commit that was tested (a push whose notice was late or
-   * lost): the PR is cancelled (pr_updated), and the merges decided after it are void.
+   * The code host says, as the queue merges, that the PR left it: its head is no longer the
+   * commit that was tested (pr_updated), it is closed (pr_closed), its base is no longer the
+   * target (base_branch_changed), or the host merged it into the branch it was moved to
+   * (merged_into_other_branch) — notices that were late or lost. The PR is cancelled with that
+   * reason (and the host's `message`, when it says more), and the merges decided after it are
+   * void. The target head is now headSha.
    */
-  | { kind: "merge_head_moved"; prNumber: number; headSha: string }
+  | { kind: "merge_pr_left"; prNumber: number; reason: MergeLeaveReason; headSha: string; message?: string }
   | { kind: "base_moved"; sha: string }
   /**
    * The code host merged these PRs (the first ones of `merged`); the target head is now headSha.
