@@ -63,6 +63,9 @@ export async function processDueDeliveries(services: Services, handle: DeliveryH
       // Not done (it failed and waits for its retry, or another worker took it): the repository's next ones wait.
       if (!(await processDelivery(services, delivery, handle))) break;
       work++;
+      // A turn of the event loop between deliveries: on SQLite a run of them could otherwise stay
+      // in microtasks and hold the server's requests for the whole round.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
   return work;
