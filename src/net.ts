@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo, type Socket } from "node:net";
+import { createServer, type AddressInfo } from "node:net";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 
@@ -60,10 +60,19 @@ function refusalOf(code: string | undefined): { status: string; message: string 
  */
 export function answerParseErrors(http: HttpServer): void {
   const answered = new WeakSet<Duplex>();
+  // Responses being written on each connection: a refusal can be written only between two.
+  const writing = new WeakMap<Duplex, number>();
+  http.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    writing.set(socket, (writing.get(socket) ?? 0) + 1);
+    res.once("close", () => writing.set(socket, (writing.get(socket) ?? 1) - 1));
+  });
   http.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (answered.has(socket)) return;
     answered.add(socket);
-    if (error.code === "ECONNRESET" || !socket.writable || (socket as Socket).bytesWritten > 0) {
+    // Node answers only on a connection that never wrote a byte; a kept-alive connection whose
+    // last response is done is as good (its next request is the one refused).
+    if (error.code === "ECONNRESET" || !socket.writable || (writing.get(socket) ?? 0) > 0) {
       socket.destroy();
       return;
     }
