@@ -61,18 +61,15 @@ export class SessionKeys {
     }
   }
 
-  /** A cookie for the session; each sealing is distinct (a random nonce), so signing one out (by its hash) leaves the others. */
   seal(session: Session): string {
-    return this.sign("session", [subjectFields(session.subject), session.organizationId, session.expiresAt, randomBytes(12).toString("base64url")]);
+    return this.sign("session", [subjectFields(session.subject), session.organizationId, session.expiresAt]);
   }
 
   /** The session a cookie value holds, or null when it is forged, malformed or expired. */
   open(value: string | undefined, now: number): Session | null {
     const fields = this.verify("session", value && value.length <= 1024 ? value : undefined);
-    // Sealed before sign-out revoked sessions: without the nonce.
-    if (!Array.isArray(fields) || fields.length < 3 || fields.length > 4) return null;
-    const [sealed, organizationId, expiresAt, nonce] = fields as unknown[];
-    if (fields.length === 4 && typeof nonce !== "string") return null;
+    if (!Array.isArray(fields) || fields.length !== 3) return null;
+    const [sealed, organizationId, expiresAt] = fields as unknown[];
     const subject = subjectOf(sealed);
     if (!subject || typeof organizationId !== "string" || typeof expiresAt !== "number") return null;
     return expiresAt > now ? { subject, organizationId, expiresAt } : null;
@@ -88,7 +85,11 @@ export class SessionKeys {
   }
 }
 
-/** What a signed-out session is remembered by (src/store/sessions.ts): the SHA-256 of its cookie's value, hex. */
+/**
+ * What a signed-out session is remembered by (src/store/sessions.ts): the SHA-256 of its
+ * cookie's value, hex. (Two sign-ins of one subject within the same millisecond seal the same
+ * cookie, and so are one session: signing out ends both.)
+ */
 export function sessionHash(cookie: string): string {
   return createHash("sha256").update(cookie, "utf8").digest("hex");
 }
