@@ -17,7 +17,7 @@ import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
 import { createWebApp, isDashboardRequest } from "./web/app.js";
 import type { Logger } from "./log.js";
-import { findFreePort } from "./net.js";
+import { answerParseErrors, findFreePort } from "./net.js";
 import { Database } from "./store/database.js";
 import { Worker } from "./worker/worker.js";
 import { orderedId } from "./store/ids.js";
@@ -164,6 +164,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     });
     const http = await server.start();
     limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
+    answerParseErrors(http);
     const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;

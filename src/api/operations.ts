@@ -342,7 +342,7 @@ export const OPERATIONS: Operation[] = [
     writes: true,
     method: "post",
     path: "/webhooks/create-endpoint",
-    summary: "Create an outbound webhook endpoint: its URL, the events it receives, its signing secret (answered once)",
+    summary: "Create an outbound webhook endpoint: its URL, the events it receives, its signing secret (answered once); at most 20 per organization (409 past it)",
     request: s.ZCreateWebhookEndpointRequest,
     response: s.ZWebhookEndpointWithSecret,
     handle: ({ services, principal }, input) => createWebhookEndpoint(services, principal, input),

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Principal } from "../auth/tokens.js";
+import { authenticateTokenId, type Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { testCaseId } from "../domain/flaky/identity.js";
 import { AppError, invalidArgument, notFound, permissionDenied } from "../app/errors.js";
@@ -103,6 +103,9 @@ export async function receiveBundle(
   validate: (input: UploadInput) => UploadInput,
 ): Promise<ReceivedBundle> {
   const grant = verify(urls, request.id, request.query, services.now());
+  // The URL acts for the token that asked for it: revoked since, the URL dies with it.
+  const token = await authenticateTokenId(services.db, grant.token);
+  if (!token || token.organizationId !== grant.org) throw permissionDenied("the API token that asked for this upload URL has been revoked: ask createBundleUpload for a new one with a valid token");
   const principal: Principal = { organizationId: grant.org, organizationSlug: grant.slug, tokenId: grant.token, role: "write" };
   if (await services.db.sqlRead((sql) => uploadExists(sql, grant.id))) return { id: grant.id, stored: false, test_cases: 0, failures: 0 };
   let bundle: Bundle;

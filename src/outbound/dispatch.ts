@@ -23,6 +23,8 @@ import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressEr
 const SCAN_LIMIT = 500;
 /** At most this many messages of one endpoint in flight per round (and per dispatcher). */
 const PER_ENDPOINT = 50;
+/** A Retry-After is honoured up to this (a longer one is read as this): a day, the default disabling window. */
+export const RETRY_AFTER_MAX_MS = 24 * 3600_000;
 /** How much of a failed answer's body is kept with the delivery. */
 const ERROR_BODY_CHARS = 300;
 
@@ -167,7 +169,8 @@ async function record(services: Services, settings: WebhookSettings, outcomes: O
     await markDelivered(tx, delivered, at);
     for (const o of outcomes) {
       if (o.ok) continue;
-      const delay = Math.min(settings.retryMaxMs, Math.max(webhookRetryDelayMs(o.message.attempts + 1, settings, random), o.retryAfterMs ?? 0));
+      // The backoff is capped; a Retry-After is honoured beyond that cap (up to RETRY_AFTER_MAX_MS).
+      const delay = Math.max(webhookRetryDelayMs(o.message.attempts + 1, settings, random), Math.min(o.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       await markFailed(tx, o.message.id, { status: o.status, error: o.error, retryAt: new Date(at.getTime() + delay) }, at);
     }
     for (const id of succeeded) await noteEndpointOutcome(tx, id, true, at);
@@ -206,6 +209,15 @@ export function closeWebhookAgents(agents: WebhookAgents): void {
   agents.https.destroy();
 }
 
+/** A Retry-After header (RFC 9110 10.2.3): delay-seconds or an HTTP-date; null when absent or malformed. */
+export function retryAfterMs(value: string | undefined, nowMs: number): number | null {
+  if (value === undefined) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isFinite(at) && /[a-z]/i.test(text) ? Math.max(0, at - nowMs) : null;
+}
+
 type Answer = { status: number; body: string; location: string | null; retryAfterMs: number | null };
 
 /**
@@ -238,16 +250,26 @@ function post(urlText: string, headers: Record<string, string>, body: string, se
         response.on("end", () => {
           clearTimeout(timer);
           const status = response.statusCode ?? 0;
-          const retryAfter = Number(response.headers["retry-after"]);
           resolve({
             status,
             body: status >= 200 && status < 300 ? "" : text.slice(0, ERROR_BODY_CHARS).replace(/\s+/g, " ").trim(),
             location: typeof response.headers.location === "string" ? response.headers.location : null,
-            retryAfterMs: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : null,
+            retryAfterMs: retryAfterMs(response.headers["retry-after"], Date.now()),
           });
         });
       },
     );
+    // The address connected to is checked too, whatever the family and however it was found: a
+    // socket to a refused address is closed before the request is written.
+    if (!settings.allowPrivate) {
+      request.on("socket", (socket) => {
+        const check = () => {
+          const address = socket.remoteAddress;
+          if (address === undefined || isRefusedAddress(address)) request.destroy(new RefusedAddressError(host, address ?? "an unknown address"));
+        };
+        if (socket.connecting) socket.prependOnceListener("connect", check);
+      });
+    }
     const timer = setTimeout(() => request.destroy(new Error(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
     request.on("error", (error) => {
       clearTimeout(timer);

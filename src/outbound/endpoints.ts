@@ -3,9 +3,17 @@ import type { Principal } from "../auth/tokens.js";
 import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from "../config.js";
 import * as store from "../store/webhook-outbox.js";
 import type { WebhookEndpointRow, WebhookMessageRow } from "../store/webhook-outbox.js";
-import { invalidArgument, notFound } from "../app/errors.js";
+import { failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import type { Services } from "../app/services.js";
 import { bareHost, generateSigningSecret, isRefusedAddress, sealSecret, secretKeyBytes } from "./security.js";
+
+/**
+ * At most this many endpoints per organization (enabled or not), as GitHub allows 20 webhooks
+ * per event on an organization or repository: every event is a row per endpoint in the
+ * transaction of the change it tells of, so the count bounds what one organization's changes
+ * write, and what its deliveries take from the dispatcher (docs/webhooks.md).
+ */
+export const MAX_ENDPOINTS_PER_ORGANIZATION = 20;
 
 /** After a rotation the previous secret signs too, for this long (receivers switch meanwhile). */
 export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
@@ -115,8 +123,11 @@ export async function createWebhookEndpoint(services: Services, principal: Princ
   const url = checkEndpointUrl(input.url, settings);
   const secret = input.secret !== undefined ? checkSecret(input.secret) : generateSigningSecret();
   const now = services.now();
-  const row = await services.db.transaction((tx) =>
-    store.insertEndpoint(tx, {
+  const row = await services.db.transaction(async (tx) => {
+    if ((await store.countEndpointsLocked(tx, principal.organizationId)) >= MAX_ENDPOINTS_PER_ORGANIZATION) {
+      throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints (the limit of endpoints per organization): delete one first`);
+    }
+    return store.insertEndpoint(tx, {
       id: services.newId(),
       organizationId: principal.organizationId,
       url,
@@ -126,8 +137,8 @@ export async function createWebhookEndpoint(services: Services, principal: Princ
       enabled: true,
       createdAt: now,
       updatedAt: now,
-    }),
-  );
+    });
+  });
   return { endpoint: toRecord(row, now), secret };
 }
 
@@ -165,9 +176,24 @@ export async function updateWebhookEndpoint(services: Services, principal: Princ
   return { endpoint: toRecord(row, now), ...(secret !== undefined ? { secret } : {}) };
 }
 
+/** An endpoint's messages are deleted this many per statement, each its own transaction. */
+export const DELETE_BATCH = 1_000;
+
+/**
+ * Deletes an endpoint and its messages. However many are queued, no statement holds the
+ * database long (SQLite has one writer): the endpoint is first disabled (nothing more is
+ * published to it, nothing delivered), then its messages go DELETE_BATCH at a time, each batch
+ * its own transaction with a yield between (other writers go in between), then the endpoint.
+ * Interrupted (a crash), the endpoint stays disabled, saying it is being deleted; deleting it
+ * again finishes.
+ */
 export async function deleteWebhookEndpoint(services: Services, principal: Principal, id: string): Promise<void> {
-  const deleted = await services.db.transaction((tx) => store.deleteEndpoint(tx, principal.organizationId, id));
-  if (!deleted) throw notFound(`no webhook endpoint ${id}`);
+  const found = await services.db.transaction((tx) => store.disableEndpointForDeletion(tx, principal.organizationId, id, services.now()));
+  if (!found) throw notFound(`no webhook endpoint ${id}`);
+  while ((await services.db.sqlTransaction((sql) => store.deleteMessagesOfEndpoint(sql, id, DELETE_BATCH))) > 0) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await services.db.transaction((tx) => store.deleteEndpoint(tx, principal.organizationId, id));
 }
 
 /** An endpoint's deliveries, newest first, `pageSize` at a time (pageToken: the last page's nextPageToken). */

@@ -63,8 +63,8 @@ export function openSecret(stored: string, serverKey: string | null): string {
 /**
  * Addresses no webhook goes to unless the operator allows it: this host, private networks,
  * link-local (cloud metadata, 169.254.169.254 and fd00:ec2::254), carrier-grade NAT, benchmark,
- * documentation, multicast and reserved ranges, and IPv4 mapped or translated into IPv6
- * (RFC 6890's special-purpose registries).
+ * documentation, multicast and reserved ranges, IPv6 site-local, and IPv4 mapped, compatible or
+ * translated into IPv6 (RFC 6890's special-purpose registries).
  */
 const REFUSED = new BlockList();
 for (const [net, prefix] of [
@@ -86,8 +86,8 @@ for (const [net, prefix] of [
 ] as const)
   REFUSED.addSubnet(net, prefix, "ipv4");
 for (const [net, prefix] of [
-  ["::", 128],
-  ["::1", 128],
+  // The unspecified and loopback addresses, and IPv4-compatible ones (deprecated, RFC 4291 2.5.5.1: [::127.0.0.1] is ::7f00:1).
+  ["::", 96],
   ["::ffff:0:0", 96],
   ["64:ff9b::", 96],
   ["64:ff9b:1::", 48],
@@ -97,6 +97,8 @@ for (const [net, prefix] of [
   ["2002::", 16],
   ["fc00::", 7],
   ["fe80::", 10],
+  // Site-local (deprecated by RFC 3879, still routed privately by some networks).
+  ["fec0::", 10],
   ["ff00::", 8],
 ] as const)
   REFUSED.addSubnet(net, prefix, "ipv6");
@@ -136,7 +138,7 @@ export function guardedLookup(allowPrivate: boolean) {
   };
 }
 
-/** A URL's host without IPv6 brackets. */
+/** A URL's host without IPv6 brackets, nor the trailing dots of a fully qualified name (`localhost.` is `localhost`). */
 export function bareHost(url: URL): string {
-  return url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  return url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname.replace(/\.+$/, "");
 }

@@ -14,7 +14,7 @@ import { causeOf } from "./causes.js";
 import { placesInQueue, type PlaceRecord } from "./estimates.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
-import { claimRepository, repositoryKey } from "../app/repositories.js";
+import { checkRepositoryClaimable, claimRepository, repositoryKey } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { hostRequiredChecks } from "./status-checks.js";
 import type { RequiredChecks } from "../domain/status-checks.js";
@@ -93,6 +93,9 @@ export async function createQueue(services: Services, principal: Principal, inpu
   checkUpdate(input);
   checkChecksStartTimeout(input, DEFAULT_QUEUE_SETTINGS);
   const { repo, targetBranch, ...update } = input;
+  // Nothing is asked of the code host (which may write: the sandbox creates a branch it is asked
+  // about) for a repository the organization may not have: another's answers 404 first.
+  await services.db.read((tx) => checkRepositoryClaimable(services, tx, principal, repo));
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
   const host = await hostRequiredChecks(services, { repo, targetBranch });

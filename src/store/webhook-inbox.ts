@@ -23,26 +23,42 @@ export async function insertDelivery(tx: Tx, delivery: NewDelivery, newId: () =>
 }
 
 /**
- * The oldest unprocessed delivery of each repository (in order of arrival: ids are ordered),
- * due or not: a repository's later deliveries wait behind it. Looks at the first `scanLimit`
- * unprocessed deliveries (without their payloads), then reads the payloads of those chosen.
+ * The oldest unprocessed deliveries of each repository (in order of arrival: ids are ordered),
+ * at most `perRepository` of each and `total` in all, due or not: a repository's later
+ * deliveries wait behind its first. Looks at the first `scanLimit` unprocessed deliveries
+ * (without their payloads), then reads the payloads of those chosen. Answered grouped by
+ * repository, each group oldest first.
  */
-export async function headDeliveries(tx: Tx, scanLimit: number): Promise<RecordedDelivery[]> {
+export async function headDeliveries(tx: Tx, scanLimit: number, perRepository = 1, total = scanLimit): Promise<RecordedDelivery[][]> {
   const waiting = await tx.webhookDelivery.findMany({ where: { processedAt: null, failedAt: null }, orderBy: { id: "asc" }, take: scanLimit, select: { id: true, repositoryKey: true } });
-  const heads = new Map<string, string>();
-  for (const row of waiting) if (!heads.has(row.repositoryKey)) heads.set(row.repositoryKey, row.id);
-  if (heads.size === 0) return [];
-  const rows = await tx.webhookDelivery.findMany({ where: { id: { in: [...heads.values()] } }, orderBy: { id: "asc" } });
-  return rows.map((row) => ({
-    id: row.id,
-    deliveryId: row.deliveryId,
-    event: row.event,
-    action: row.action,
-    repositoryKey: row.repositoryKey,
-    payload: JSON.parse(row.payload) as unknown,
-    attempts: row.attempts,
-    nextAttemptAt: row.nextAttemptAt,
-  }));
+  const chosen = new Map<string, string[]>();
+  let count = 0;
+  for (const row of waiting) {
+    if (count >= total) break;
+    const ids = chosen.get(row.repositoryKey) ?? [];
+    if (ids.length >= perRepository) continue;
+    ids.push(row.id);
+    chosen.set(row.repositoryKey, ids);
+    count++;
+  }
+  if (count === 0) return [];
+  const rows = await tx.webhookDelivery.findMany({ where: { id: { in: [...chosen.values()].flat() } }, orderBy: { id: "asc" } });
+  const byId = new Map(
+    rows.map((row) => [
+      row.id,
+      {
+        id: row.id,
+        deliveryId: row.deliveryId,
+        event: row.event,
+        action: row.action,
+        repositoryKey: row.repositoryKey,
+        payload: JSON.parse(row.payload) as unknown,
+        attempts: row.attempts,
+        nextAttemptAt: row.nextAttemptAt,
+      },
+    ]),
+  );
+  return [...chosen.values()].map((ids) => ids.flatMap((id) => byId.get(id) ?? []));
 }
 
 /**

@@ -134,6 +134,16 @@ export async function hasEnabledEndpoints(sql: Sql, organizationId: string): Pro
 
 // Endpoints.
 
+/**
+ * How many endpoints the organization has, read while holding its row (a no-op UPDATE): two
+ * creates of the same organization counting at once are serialized, so a limit checked on
+ * this count holds under concurrency (PostgreSQL; SQLite has one writer anyway).
+ */
+export async function countEndpointsLocked(tx: Tx, organizationId: string): Promise<number> {
+  await tx.$executeRaw`UPDATE "Organization" SET "slug" = "slug" WHERE "id" = ${organizationId}`;
+  return tx.webhookEndpoint.count({ where: { organizationId } });
+}
+
 export async function insertEndpoint(tx: Tx, row: Omit<WebhookEndpointRow, "previousSecret" | "previousSecretExpiresAt" | "disabledReason" | "failingSince">): Promise<WebhookEndpointRow> {
   const created = await tx.webhookEndpoint.create({ data: { ...row, events: JSON.stringify(row.events) } });
   return toEndpoint(created);
@@ -157,6 +167,22 @@ export async function updateEndpoint(tx: Tx, id: string, changes: EndpointChange
   return toEndpoint(row);
 }
 
+/**
+ * Stops the organization's endpoint `id` from getting messages, before its deletion: disabled,
+ * so no event is published to it and the dispatcher leaves it. Answers false when the
+ * organization has no such endpoint.
+ */
+export async function disableEndpointForDeletion(tx: Tx, organizationId: string, id: string, at: Date): Promise<boolean> {
+  const { count } = await tx.webhookEndpoint.updateMany({ where: { id, organizationId }, data: { enabled: false, disabledReason: "being deleted (delete it again if this stays)", updatedAt: at } });
+  return count === 1;
+}
+
+/** Deletes at most `limit` of an endpoint's messages (one short statement); answers how many. */
+export async function deleteMessagesOfEndpoint(sql: Sql, endpointId: string, limit: number): Promise<number> {
+  return sql.run(`DELETE FROM "WebhookMessage" WHERE "id" IN (SELECT "id" FROM "WebhookMessage" WHERE "endpointId" = ? LIMIT ?)`, [endpointId, limit]);
+}
+
+/** Deletes the organization's endpoint `id` (what messages it still has go with it). */
 export async function deleteEndpoint(tx: Tx, organizationId: string, id: string): Promise<boolean> {
   const { count } = await tx.webhookEndpoint.deleteMany({ where: { id, organizationId } });
   return count === 1;

@@ -24,7 +24,8 @@ import { actionAnswer, liveSection, type Notice, noticeArea, queueLiveParts, que
 import { pullRequestLive, pullRequestLiveParts, pullRequestPage } from "./pages/pull-request.js";
 import { chooseOrganizationPage, signInPage } from "./pages/sign-in.js";
 import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "./pages/tests.js";
-import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS, type SessionSubject, SessionKeys, sessionCookie } from "./session.js";
+import { cookie, cookieOf, equal, GITHUB_SESSION_MS, SESSION_COOKIE, SESSION_MS, type SessionSubject, SessionKeys, sessionCookie, sessionHash } from "./session.js";
+import { isSessionRevoked, revokeSession } from "../auth/sessions.js";
 import { settingsUpdate } from "./settings-form.js";
 
 export type WebOptions = {
@@ -135,6 +136,8 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
     const session = keys.open(cookie, Date.now());
     if (!cookie || !session) return undefined;
+    // Signed out: the cookie no longer opens, even replayed before it expires.
+    if (await isSessionRevoked(services.db, sessionHash(cookie))) return undefined;
     const { subject } = session;
     const principal =
       subject.kind === "token" ? await authenticateTokenId(services.db, subject.tokenId) : await githubPrincipal(services, { organizationId: session.organizationId, login: subject.login, role: subject.role });
@@ -289,7 +292,11 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
     res.redirect(303, safeNext(next));
   });
 
-  app.post("/sign-out", urlencoded, page, csrf, (req, res) => {
+  app.post("/sign-out", urlencoded, page, csrf, async (req, res: Response<unknown, Locals>) => {
+    // Revoked server-side until it would have expired: a copy of the cookie is of no use either.
+    const cookie = res.locals.cookie!;
+    const session = keys.open(cookie, Date.now());
+    if (session) await revokeSession(services.db, sessionHash(cookie), new Date(session.expiresAt), new Date());
     res.setHeader("set-cookie", sessionCookie("", { secure: secure(req), maxAgeSeconds: 0 }));
     res.redirect(303, "/sign-in");
   });

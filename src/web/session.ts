@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { TokenRole } from "../auth/tokens.js";
 
 /**
@@ -83,6 +83,15 @@ export class SessionKeys {
   checkCsrf(cookie: string, given: string | undefined): boolean {
     return typeof given === "string" && equal(given, this.csrfToken(cookie));
   }
+}
+
+/**
+ * What a signed-out session is remembered by (src/store/sessions.ts): the SHA-256 of its
+ * cookie's value, hex. (Two sign-ins of one subject within the same millisecond seal the same
+ * cookie, and so are one session: signing out ends both.)
+ */
+export function sessionHash(cookie: string): string {
+  return createHash("sha256").update(cookie, "utf8").digest("hex");
 }
 
 /** Whether two strings are equal, compared in constant time. */

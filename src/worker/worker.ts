@@ -16,6 +16,8 @@ import { settingsOf } from "../outbound/endpoints.js";
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
 /** How often webhook deliveries past their retention are forgotten: processed inbound ones, delivered outbound ones. */
 export const INBOX_PRUNE_MS = 60 * 60 * 1000;
+/** How long one tick may spend on the webhook inbox's rounds before the queues' own work. */
+export const INBOX_TICK_BUDGET_MS = 1_000;
 
 export type WorkerOptions = {
   intervalMs: number;
@@ -180,9 +182,19 @@ export class Worker {
     return total;
   }
 
+  /**
+   * The inbox drains as fast as it fills: rounds follow one another while they find work, for
+   * at most INBOX_TICK_BUDGET_MS of this tick (then the queues' work goes on, and the next tick
+   * carries on where this one stopped).
+   */
   async #processInbox(handle: DeliveryHandler): Promise<number> {
     const { services } = this;
-    const work = await processDueDeliveries(services, handle);
+    const started = performance.now();
+    let work = 0;
+    for (let done = -1; done !== 0 && performance.now() - started < INBOX_TICK_BUDGET_MS; ) {
+      done = await processDueDeliveries(services, handle);
+      work += done;
+    }
     if (services.now().getTime() - this.#inboxPrunedAt >= INBOX_PRUNE_MS) {
       this.#inboxPrunedAt = services.now().getTime();
       await pruneDeliveries(services);

@@ -53,6 +53,17 @@ describe.each(BACKENDS)("connections on $name", (backend) => {
     expect(next.reusedSocket).toBe(false);
   });
 
+  test("a request whose headers pass the limit (a 70 KB header) is answered 431, not reset, also on a kept-alive connection", async () => {
+    for (let i = 0; i < 3; i++) {
+      // The connection has answered a request already (Node's own handler then writes nothing and destroys the socket).
+      expect((await send(server, agent, "/v1/getQueue", json, valid)).status).toBe(200);
+      const refused = await send(server, agent, "/v1/getQueue", { ...json, "x-padding": "a".repeat(70 * 1024) }, valid);
+      expect([refused.status, refused.headers.connection]).toEqual([431, "close"]);
+      expect(JSON.parse(refused.text)).toEqual({ error: { code: "invalid_argument", message: expect.stringContaining("16 KB"), details: [] } });
+    }
+    expect((await send(server, agent, "/v1/getQueue", json, valid)).status).toBe(200);
+  });
+
   test("an answered request keeps its connection for the next one", async () => {
     expect((await send(server, agent, "/v1/getQueue", json, valid)).headers.connection).toBe("keep-alive");
     expect((await send(server, agent, "/v1/getQueue", json, valid)).reusedSocket).toBe(true);

@@ -1,4 +1,5 @@
 import { publishBlockedReasonChanges } from "../../src/queue/diagnoses.js";
+import { orderedId } from "../../src/store/ids.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
 import { WebhookReceiver, type Received } from "../support/webhook-receiver.js";
@@ -323,6 +324,82 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect(await endpoint(id)).toMatchObject({ enabled: false, disabledReason: "disabled: the endpoint answered 410 Gone" });
   });
 
+  test("a Retry-After longer than the backoff's cap is honoured (seconds or an HTTP-date), as docs/webhooks.md promises", async () => {
+    const r = await receiver();
+    // An organization of its own: acme's endpoints are at the limit of 20 with the other tests'.
+    const org = await server.clientFor("retry-after");
+    const id = await endpointFor(r, ["pull_request.submitted"], org);
+    await org.ok("createQueue", queueOf("retry-after", "main", "retry-after"));
+    const waitOf = async (n: number) => {
+      await org.ok("submitPullRequest", { ...queueOf("retry-after", "main", "retry-after"), pr: { number: n } });
+      await worker().deliverWebhooks();
+      const delivery = (await org.ok("webhooks/list-deliveries", { id, pageSize: 500 })).deliveries.find((d: { payload: { data: { pullRequest: { number: number } } } }) => d.payload.data.pullRequest.number === n);
+      expect(delivery).toMatchObject({ status: "pending", attempts: 1, lastStatus: 503 });
+      return Date.parse(delivery.nextAttemptAt) - clock.ms;
+    };
+    // Two hours, far past the backoff's cap (RETRY_MAX_MS, a minute here).
+    r.behaviour = { kind: "status", status: 503, headers: { "retry-after": "7200" } };
+    expect(await waitOf(1)).toBeGreaterThanOrEqual(7200_000);
+    r.behaviour = { kind: "status", status: 503, headers: { "retry-after": new Date(Date.now() + 3 * 3600_000).toUTCString() } };
+    expect(await waitOf(2)).toBeGreaterThanOrEqual(3 * 3600_000 - 60_000);
+    // More than a day is read as a day.
+    r.behaviour = { kind: "status", status: 503, headers: { "retry-after": String(30 * 24 * 3600) } };
+    expect(await waitOf(3)).toBe(24 * 3600_000);
+  });
+
+  test("an organization has at most 20 endpoints: more is a 409 naming the limit, also when created at once; deleting one makes room", async () => {
+    const org = await server.clientFor("many-endpoints");
+    const create = (i: number) => org.call("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["*"] });
+    const ids: string[] = [];
+    for (let i = 0; i < 18; i++) ids.push((await org.ok("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["*"] })).endpoint.id);
+    const raced = await Promise.all([18, 19, 20, 21, 22].map(create));
+    expect(raced.map((a) => a.status).sort()).toEqual([200, 200, 409, 409, 409]);
+    expect(raced.find((a) => a.status === 409)!.body.error).toEqual({
+      code: "failed_precondition",
+      message: "an organization has at most 20 webhook endpoints (the limit of endpoints per organization): delete one first",
+      details: [],
+    });
+    expect(JSON.parse((await org.get("webhooks/list-endpoints")).body).endpoints).toHaveLength(20);
+    await org.ok("webhooks/delete-endpoint", { id: ids[0] });
+    expect((await create(23)).status).toBe(200);
+    expect((await create(24)).status).toBe(409);
+    // Another organization's count is its own.
+    expect((await (await server.clientFor("few-endpoints")).call("webhooks/create-endpoint", { url: "https://example.com/hook", events: ["*"] })).status).toBe(200);
+  });
+
+  test("deleting an endpoint with many messages queued deletes them in batches: other writes go on meanwhile, and it ends gone", async () => {
+    const org = await server.clientFor("pruned-endpoints");
+    const doomed = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/doomed", events: ["*"] })).endpoint.id;
+    const kept = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/kept", events: ["*"] })).endpoint.id;
+    const { db } = server.greenline.services;
+    const N = 20_000;
+    const columns = ["id", "endpointId", "eventId", "eventType", "orderingKey", "payload", "createdAt", "status", "attempts", "nextAttemptAt"];
+    const later = new Date(clock.ms + 3600_000);
+    for (let i = 0; i < N; i += 1000) {
+      const rows = Array.from({ length: 1000 }, () => [orderedId(), doomed, `msg_${orderedId()}`, "pull_request.submitted", "pr", "{}", new Date(clock.ms), "pending", 0, later]);
+      await db.sqlTransaction((sql) => sql.insert("WebhookMessage", columns, rows));
+    }
+    const deleting = org.call("webhooks/delete-endpoint", { id: doomed });
+    let finished = false;
+    void deleting.finally(() => (finished = true));
+    // Writes of another endpoint while it is deleted: each sees how many of its messages are left.
+    const seen: number[] = [];
+    while (!finished) {
+      // A turn of the event loop between writes: on SQLite they would otherwise keep it to microtasks, starving the request's I/O.
+      await new Promise((resolve) => setImmediate(resolve));
+      seen.push(
+        await db.transaction(async (tx) => {
+          await tx.webhookEndpoint.update({ where: { id: kept }, data: { description: `write ${seen.length}` } });
+          return tx.webhookMessage.count({ where: { endpointId: doomed } });
+        }),
+      );
+    }
+    expect((await deleting).status).toBe(200);
+    expect(seen.filter((n) => n > 0 && n < N).length).toBeGreaterThan(0);
+    expect(await db.read((tx) => tx.webhookMessage.count({ where: { endpointId: doomed } }))).toBe(0);
+    expect(JSON.parse((await org.get("webhooks/list-endpoints")).body).endpoints.map((e: { id: string }) => e.id)).toEqual([kept]);
+  });
+
   test("a rotated secret: for 24 h both the new and the previous secret verify; then only the new one", async () => {
     const old = await receiver();
     const id = await endpointFor(old, ["pull_request.submitted"]);
@@ -447,6 +524,18 @@ describe.each(BACKENDS)("outbound webhooks refuse private addresses by default, 
     ["https://[::1]/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
     ["https://[fd00::1]/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
     ["https://localhost/hook", "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"],
+    ...[
+      "https://[::127.0.0.1]/hook",
+      "https://[::ffff:127.0.0.1]/hook",
+      "https://[::ffff:10.0.0.1]/hook",
+      "https://[fec0::1]/hook",
+      "https://[fc00::1]/hook",
+      "https://[fe80::1]/hook",
+      "https://[::]/hook",
+      "https://localhost./hook",
+      "https://app.localhost./hook",
+      "https://127.0.0.1./hook",
+    ].map((url) => [url, "must not be a loopback, private or reserved address (an operator can allow them with GREENLINE_WEBHOOK_ALLOW_PRIVATE=true)"]),
   ])("creating an endpoint at %s is refused", async (url, message) => {
     const response = await server.api.call("webhooks/create-endpoint", { url, events: ["*"] });
     expect(response.status).toBe(400);

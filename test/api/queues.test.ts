@@ -8,6 +8,15 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
   });
   afterAll(() => server?.close());
 
+  test("another organization's createQueue on a repository it does not own is a 404 that writes nothing, not even the sandbox's branch", async () => {
+    await server.api.ok("createQueue", queueOf("owned"));
+    const rival = await server.clientFor("rival-queues");
+    const refused = await rival.call("createQueue", queueOf("owned", "rival-branch"));
+    expect(refused.status).toBe(404);
+    const refs = await server.greenline.services.db.read((tx) => tx.sandboxRef.findMany({ where: { repoKey: "github.com/acme/owned" }, select: { name: true } }));
+    expect(refs.map((ref) => ref.name)).toEqual(["main"]);
+  });
+
   test("createQueue answers the queue record with documented defaults", async () => {
     const created = await server.api.ok("createQueue", queueOf("defaults"));
     expect(created).toEqual({

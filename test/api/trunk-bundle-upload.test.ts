@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { compress, init } from "@bokuweb/zstd-wasm";
 import { pack } from "tar-stream";
+import { createToken, revokeToken } from "../../src/auth/tokens.js";
 import { encodeTestReport } from "../../src/flaky/bundle.js";
 import { BACKENDS } from "../support/backends.js";
-import { repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ApiClient, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 /**
  * Trunk's analytics CLI (`trunk flakytests upload` with TRUNK_PUBLIC_API_ADDRESS pointed at
@@ -347,6 +348,20 @@ describe.each(BACKENDS)("Trunk's analytics CLI against Greenline on $name", (bac
       403,
       { code: "permission_denied", message: `the upload URL expired at ${new Date(grant.exp).toISOString()}: ask createBundleUpload for a new one`, details: [] },
     ]);
+  });
+
+  test("a URL asked for by a token revoked since answers 403 saying so, and stores nothing", async () => {
+    const { db } = server.greenline.services;
+    const ci = await createToken(db, ORG, "ci (revoked later)");
+    const asked = await new ApiClient(server.url, ci.token).ok<{ id: string; url: string }>("metrics/createBundleUpload", { repo: WEB, orgUrlSlug: ORG, remoteUrls: [], externalId: null, testCollectionShortId: null });
+    const body = await bundle({ id: asked.id }, new Date(clock.ms - HOUR));
+    expect(await revokeToken(db, ci.id, new Date(clock.ms))).toBe(true);
+    const answer = await put(asked.url, body);
+    expect([answer.status, ((await answer.json()) as any).error]).toEqual([
+      403,
+      { code: "permission_denied", message: "the API token that asked for this upload URL has been revoked: ask createBundleUpload for a new one with a valid token", details: [] },
+    ]);
+    expect(await db.read((tx) => tx.testUpload.count({ where: { id: asked.id } }))).toBe(0);
   });
 
   test("the telemetry is accepted whatever its body (protobuf), with the token the client sends", async () => {

@@ -153,6 +153,23 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     expect(await deliveryRow(limited)).toMatchObject({ processedAt: expect.any(Date) });
   });
 
+  test("a busy repository's inbox drains as fast as it fills: a tick processes every delivery due, in order, not one per repository", async () => {
+    const { services } = server.greenline;
+    const ids: string[] = [];
+    // 20 deliveries of one repository arrive between ticks, ten times over (one a tick used to be processed: 190 left).
+    for (let tick = 0; tick < 10; tick++) {
+      for (let i = 0; i < 20; i++) {
+        const id = randomUUID();
+        ids.push(id);
+        await recordDelivery(services, { id, name: "ping", payload: { zen: "Keep it logically awesome.", hook_id: 1 }, action: null, repositoryKey: "github.com/busy-org/app" });
+      }
+      await server.greenline.worker.tick();
+    }
+    const rows = await services.db.read((tx) => tx.webhookDelivery.findMany({ where: { deliveryId: { in: ids } }, orderBy: { id: "asc" }, select: { deliveryId: true, processedAt: true } }));
+    expect(rows.filter((row) => row.processedAt === null)).toEqual([]);
+    expect(rows.map((row) => row.deliveryId)).toEqual(ids);
+  });
+
   test("a delivery id delivered twice (or redelivered after processing) is processed once", async () => {
     await installWithQueue(102, "dup-org");
     gh.openPr("dup-org/app", { number: 1 });

@@ -9,7 +9,12 @@ export type Received = { webhookId: string; type: string; timestamp: string; dat
  * How the receiver answers: 204 (ok), a status of its choice, never (hang: the sender's timeout
  * must end it), a redirect to `location`, or a function of the request number.
  */
-export type Behaviour = { kind: "ok" } | { kind: "status"; status: number } | { kind: "hang" } | { kind: "redirect"; location: string } | { kind: "custom"; answer: (n: number) => number };
+export type Behaviour =
+  | { kind: "ok" }
+  | { kind: "status"; status: number; headers?: Record<string, string> }
+  | { kind: "hang" }
+  | { kind: "redirect"; location: string }
+  | { kind: "custom"; answer: (n: number) => number };
 
 /**
  * A real HTTP webhook receiver on 127.0.0.1 that verifies every request as a Standard Webhooks
@@ -79,7 +84,7 @@ export class WebhookReceiver {
       const message = JSON.parse(body) as { type: string; timestamp: string; data: unknown };
       this.received.push({ webhookId: headers["webhook-id"], type: message.type, timestamp: message.timestamp, data: message.data, at: Date.now() });
     }
-    res.writeHead(status).end(status >= 300 ? "receiver says no" : undefined);
+    res.writeHead(status, behaviour.kind === "status" ? (behaviour.headers ?? {}) : {}).end(status >= 300 ? "receiver says no" : undefined);
   }
 
   /** Waits until `predicate` holds of what was received (bounded; fails with what arrived). */

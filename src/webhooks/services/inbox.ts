@@ -17,6 +17,10 @@ export const DELIVERY_LEASE_MS = 5 * 60_000;
 export const PROCESSED_DELIVERY_RETENTION_MS = 7 * 24 * 3600_000;
 /** How many waiting deliveries one round looks at to find each repository's oldest. */
 const ROUND_SCAN_LIMIT = 10_000;
+/** One round processes at most this many deliveries of a repository, one after another, in order of arrival. */
+export const ROUND_PER_REPOSITORY = 100;
+/** And at most this many in all (payloads read at once). */
+const ROUND_TOTAL = 1_000;
 
 /** Wait before attempt n+1 after n failures: 2 s, 4 s, 8 s, … at most 5 minutes. */
 export function deliveryRetryDelayMs(failures: number): number {
@@ -41,19 +45,28 @@ export async function recordDelivery(services: Services, delivery: InboundDelive
 }
 
 /**
- * One round of the inbox: for each repository, its oldest waiting delivery, if due, is
- * processed by `handle`. A failure is retried with backoff (the repository's later deliveries
- * wait, so they are processed in order of arrival; a rate limit's retry time is honoured) until
+ * One round of the inbox: for each repository, its oldest waiting deliveries (up to
+ * ROUND_PER_REPOSITORY), one after another while each is due and goes through, are processed by
+ * `handle`. A failure is retried with backoff (the repository's later deliveries wait, so they
+ * are processed in order of arrival; a rate limit's retry time is honoured) until
  * MAX_DELIVERY_ATTEMPTS, then kept as failed with its error and logged; a permanent refusal of
- * the code host (CodeHostRefusal not transient) is kept as failed at once. Answers how many deliveries it processed or gave up on.
+ * the code host (CodeHostRefusal not transient) is kept as failed at once. Answers how many
+ * deliveries it processed or gave up on.
  */
 export async function processDueDeliveries(services: Services, handle: DeliveryHandler): Promise<number> {
-  const heads = await services.db.read((tx) => headDeliveries(tx, ROUND_SCAN_LIMIT));
+  const groups = await services.db.read((tx) => headDeliveries(tx, ROUND_SCAN_LIMIT, ROUND_PER_REPOSITORY, ROUND_TOTAL));
   let work = 0;
-  for (const delivery of heads) {
-    if (delivery.nextAttemptAt > services.now()) continue;
-    if (await deferredForReserve(services, delivery)) continue;
-    if (await processDelivery(services, delivery, handle)) work++;
+  for (const deliveries of groups) {
+    for (const delivery of deliveries) {
+      if (delivery.nextAttemptAt > services.now()) break;
+      if (await deferredForReserve(services, delivery)) break;
+      // Not done (it failed and waits for its retry, or another worker took it): the repository's next ones wait.
+      if (!(await processDelivery(services, delivery, handle))) break;
+      work++;
+      // A turn of the event loop between deliveries: on SQLite a run of them could otherwise stay
+      // in microtasks and hold the server's requests for the whole round.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   return work;
 }
