@@ -1,3 +1,5 @@
+import { exponentialBackoffMs } from "./backoff.js";
+import { MINUTE_MS, SECOND_MS } from "./time.js";
 import type { Mergeability, QueueMode } from "./states.js";
 
 export type Readiness = {
@@ -29,7 +31,7 @@ export function isReady(readiness: Readiness): boolean {
  */
 export function readinessRecheckDelayMs(rechecks: number): number {
   if (rechecks > 10) return 5 * 60_000;
-  return Math.min(2000 * 2 ** Math.max(0, rechecks - 1), 60_000);
+  return exponentialBackoffMs(rechecks, 2 * SECOND_MS, MINUTE_MS);
 }
 
 /**
@@ -39,7 +41,7 @@ export function readinessRecheckDelayMs(rechecks: number): number {
  * same, rarely: 30 s, 1 min, 2 min, … up to every 15 minutes.
  */
 export function blockedRecheckDelayMs(rechecks: number): number {
-  return Math.min(30_000 * 2 ** Math.max(0, rechecks - 1), 15 * 60_000);
+  return exponentialBackoffMs(rechecks, 30 * SECOND_MS, 15 * MINUTE_MS);
 }
 
 /**
@@ -60,5 +62,5 @@ export function nextReadinessRecheck(mergeability: Mergeability, rechecks: numbe
  * on it stop: 1 min after it started testing, then 2 min, 4 min, … every 15 minutes at most.
  */
 export function inFlightRecheckDelayMs(rechecks: number): number {
-  return Math.min(60_000 * 2 ** Math.max(0, rechecks - 1), 15 * 60_000);
+  return exponentialBackoffMs(rechecks, MINUTE_MS, 15 * MINUTE_MS);
 }

@@ -1,3 +1,4 @@
+import { runNumberOf } from "../domain/engine/run-ids.js";
 import { createHash } from "node:crypto";
 import { setImmediate as turn } from "node:timers/promises";
 import type { Principal } from "../auth/tokens.js";
@@ -185,7 +186,7 @@ export async function uploadTestResults(services: Services, principal: Principal
   // Tests are remembered only once their rows are committed.
   forgetIfFull(services.db, stored.learned.size);
   known.absorb(stored.learned);
-  const run = stored.run && { id: stored.run.id, number: runNumber(stored.run.runId), queue: stored.run.targetBranch };
+  const run = stored.run && { id: stored.run.id, number: runNumberOf(stored.run.runId), queue: stored.run.targetBranch };
   return {
     upload_id: upload.uploadId,
     test_cases: stored.testCases,
@@ -198,7 +199,6 @@ export async function uploadTestResults(services: Services, principal: Principal
 }
 
 /** The number of an engine run id ("run-<n>"). */
-const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
 
 /**
  * A testcase with neither a name nor a classname names no test that could be followed from run

@@ -1,3 +1,4 @@
+import { DAY_MS } from "../domain/time.js";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { DEFAULT_FLAKY_SETTINGS, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
@@ -26,7 +27,6 @@ import type { Services } from "../app/services.js";
 
 type Scope = { repo: RepoRef; org_url_slug: string };
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 const MAX_WINDOW_MS = 7 * DAY_MS;
 /** How many failure kinds a test case shows. */
 const MOST_COMMON = 5;

@@ -1,3 +1,4 @@
+import { DAY_MS } from "../domain/time.js";
 import { invalidArgument } from "../app/errors.js";
 import { classify, DEFAULT_FLAKY_SETTINGS, isQuarantined, ZFlakySettings, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
 import type { DetectionState } from "../domain/flaky/test-case.js";
@@ -16,8 +17,6 @@ import {
 } from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
 import { publishTestEvents, type TestChange } from "../store/webhook-outbox.js";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 export async function loadFlakySettings(sql: Sql, repositoryId: string): Promise<FlakySettings> {
   return (await findFlakySettings(sql, repositoryId)) ?? DEFAULT_FLAKY_SETTINGS;

@@ -1,3 +1,4 @@
+import { exponentialBackoffMs } from "../domain/backoff.js";
 import http from "node:http";
 import https from "node:https";
 import { isIP } from "node:net";
@@ -30,7 +31,7 @@ const ERROR_BODY_CHARS = 300;
 
 /** The wait before attempt n+1 after n failures: base·2^(n-1), capped, with jitter (half to all of it). */
 export function webhookRetryDelayMs(failures: number, settings: WebhookSettings, random: () => number): number {
-  const exponential = Math.min(settings.retryMaxMs, settings.retryBaseMs * 2 ** Math.min(Math.max(0, failures - 1), 40));
+  const exponential = exponentialBackoffMs(failures, settings.retryBaseMs, settings.retryMaxMs);
   return Math.round(exponential * (0.5 + random() * 0.5));
 }
 

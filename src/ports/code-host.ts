@@ -218,6 +218,16 @@ export interface CiRetries {
 }
 
 /**
+ * Until when (epoch ms) retries against the installation behind `repo` wait, its rate limit
+ * at the reserve (CodeHost.rateBudget), or null when they need not (no budget, or not reached
+ * by `now`). The one reading of the reserve for effects, deliveries, re-reads and CI polls.
+ */
+export function rateReserveUntil(codeHost: Pick<CodeHost, "rateBudget">, repo: RepoRef, now: number): number | null {
+  const until = codeHost.rateBudget?.reserveReachedUntil(repo) ?? null;
+  return until !== null && until > now ? until : null;
+}
+
+/**
  * Everything Greenline asks of the code host. GitHub (through Octokit) and the sandbox
  * implement it. Every method is safe to call again with the same arguments (effects are
  * retried after a crash). Where hosts differ, the port says what this one does; nothing above

@@ -1,4 +1,4 @@
-import type { RepoRef } from "../ports/code-host.js";
+import { rateReserveUntil, type RepoRef } from "../ports/code-host.js";
 import { diagnoseRun, type BlockedReason, type RunDiagnosis } from "../domain/diagnoses.js";
 import type { NotifyEffect } from "../domain/engine/types.js";
 import type { PrState } from "../domain/states.js";
@@ -174,8 +174,8 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
       evidence: { effect: head.kind, attempts: head.attempts, error: head.lastError, nextAttemptAt: retryAt },
     };
   }
-  const reserveUntil = services.codeHost.rateBudget?.reserveReachedUntil(repo) ?? null;
-  if (reserveUntil !== null && reserveUntil > now.getTime() && head) {
+  const reserveUntil = rateReserveUntil(services.codeHost, repo, now.getTime());
+  if (reserveUntil !== null && head) {
     const until = new Date(reserveUntil).toISOString();
     return {
       code: "rate_limited",

@@ -1,4 +1,4 @@
-import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
+import { rateReserveUntil, repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
 import { isInFlight } from "../domain/engine/order.js";
 import type { PrState } from "../domain/states.js";
@@ -44,8 +44,8 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
   if (!found) return false;
   const { queue, entry: read } = found;
   // A re-read waits while the installation has less than its reserve of the rate limit left.
-  const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
-  if (until !== null && until > services.now().getTime()) {
+  const until = rateReserveUntil(services.codeHost, queue.repository, services.now().getTime());
+  if (until !== null) {
     await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, new Date(until), item.rechecks));
     return false;
   }

@@ -1,4 +1,4 @@
-import { repositoryKey, type CiJob, type CiSnapshot, type PolledEvents, type RepoRef } from "../ports/code-host.js";
+import { rateReserveUntil, repositoryKey, type CiJob, type CiSnapshot, type PolledEvents, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { awaitsConfirmation, isFailedState, nextCiPollAt, verdictOf, withReports, type CheckReport, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
 import { findRun, recordCiPolled, runOf, recordStatusChecks, runningRunsAt, runsInFlight, type TestRun } from "../store/runs.js";
@@ -189,8 +189,7 @@ export async function reconcileRunsInFlight(services: Services, poll: CiPollSett
 }
 
 function belowReserve(services: Services, repo: RepoRef): boolean {
-  const until = services.codeHost.rateBudget?.reserveReachedUntil(repo) ?? null;
-  return until !== null && until > services.now().getTime();
+  return rateReserveUntil(services.codeHost, repo, services.now().getTime()) !== null;
 }
 
 async function pollRun(services: Services, run: TestRun & { queue: Queue & { repository: RepoRef } }, now: Date): Promise<number> {

@@ -1,3 +1,4 @@
+import { runNumberOf } from "../domain/engine/run-ids.js";
 import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
 import { LIVE_PR_STATES } from "../domain/states.js";
@@ -12,8 +13,6 @@ import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
 export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
-
-const runNumber = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
 
 /** The targets uploaded for the PR's current head; null when none are. */
 function targetsOf(entry: QueueEntry, uploaded: ImpactedTargets | undefined): Targets | null {
@@ -62,7 +61,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges),
   // and so does every PR a loaded run holds (a bisection run is judged by what became of them).
   const merged = queue.mergedPrs;
-  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).map(toTestRun).sort((a, b) => runNumber(a.runId) - runNumber(b.runId));
+  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).map(toTestRun).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
   const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
   const entries = (
     await tx.queueEntry.findMany({

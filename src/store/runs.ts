@@ -1,3 +1,4 @@
+import { runNumberOf } from "../domain/engine/run-ids.js";
 import type { FlakeRecord, FlakeVerdict } from "../domain/flaky/verdict.js";
 import type { RunFacts } from "../domain/timeline.js";
 import { Prisma, type TestRun as RunRow } from "../generated/sqlite/client.js";
@@ -193,8 +194,6 @@ export async function runningRunsOf(tx: Tx, queueId: string): Promise<TestRun[]>
   const rows = await tx.testRun.findMany({ where: { queueId, status: "running" }, orderBy: { startedAt: "asc" } });
   return rows.map(toTestRun).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || runNumberOf(a.runId) - runNumberOf(b.runId));
 }
-
-const runNumberOf = (runId: string) => Number(runId.slice(runId.lastIndexOf("-") + 1));
 
 /** How many runs each of the queues started at or after `since`. */
 export async function runCountsSince(tx: Tx, queueIds: string[], since: Date): Promise<Map<string, number>> {

@@ -1,10 +1,12 @@
+import { runIdOf } from "../domain/engine/run-ids.js";
+import { exponentialBackoffMs } from "../domain/backoff.js";
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Services } from "../app/services.js";
 import { applyMergeOutcome, eventsOfMerge } from "../queue/merges.js";
 import { applyEvent, applyQueueEvent } from "../queue/queue-events.js";
 import { recordVerdictTimeline } from "../queue/flake-verdicts.js";
 import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
-import { CodeHostRefusal } from "../ports/code-host.js";
+import { CodeHostRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
@@ -72,8 +74,8 @@ export async function runEffects(services: Services, queueId: string): Promise<n
  */
 async function deferredForReserve(services: Services, queue: QueueInRepository, pending: PendingEffect): Promise<boolean> {
   if (pending.attempts === 0) return false;
-  const until = services.codeHost.rateBudget?.reserveReachedUntil(queue.repository) ?? null;
-  if (until === null || until <= services.now().getTime()) return false;
+  const until = rateReserveUntil(services.codeHost, queue.repository, services.now().getTime());
+  if (until === null) return false;
   await services.db.write((tx) => deferEffect(tx, pending.id, new Date(until)));
   services.log?.info({ effect: pending.kind, queueId: pending.queueId, attempts: pending.attempts, until: new Date(until).toISOString() }, "effect retry waits for the rate limit's reset (reserve reached)");
   return true;
@@ -81,7 +83,7 @@ async function deferredForReserve(services: Services, queue: QueueInRepository, 
 
 /** When a failed effect may be tried again, after `attempts` failed attempts. */
 export function nextAttemptAt(now: Date, attempts: number, refusal: CodeHostRefusal | null, random: () => number): Date {
-  const ceiling = Math.min(EFFECT_BACKOFF.capMs, EFFECT_BACKOFF.baseMs * 2 ** Math.max(0, attempts - 1));
+  const ceiling = exponentialBackoffMs(attempts, EFFECT_BACKOFF.baseMs, EFFECT_BACKOFF.capMs);
   const at = now.getTime() + Math.floor(random() * ceiling);
   return new Date(Math.max(at, refusal?.retryAt ?? 0));
 }
@@ -269,7 +271,7 @@ async function rerunAlone(services: Services, queue: QueueInRepository, runId: s
     const old = locked && (await runOf(tx, queue.id, runId));
     if (!locked || !old || old.status !== "running") return;
     // The engine numbers the new run first; the same decision may start others after it.
-    const againId = `run-${locked.nextRunNumber}`;
+    const againId = runIdOf(locked.nextRunNumber);
     await applyEvent(services, tx, locked, { kind: "run_rerun", runId });
     const created = await runOf(tx, queue.id, againId);
     if (!created) return;

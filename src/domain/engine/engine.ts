@@ -1,3 +1,4 @@
+import { runIdOf } from "./run-ids.js";
 import { settledRuns } from "./archive.js";
 import type { PrState } from "../states.js";
 import { Line, overlaps } from "./line.js";
@@ -129,7 +130,7 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       // The same tree, in a new run: its PRs stay in flight where they are, so the runs stacked
       // on them stay exact and go on.
       cancelRun(ctx, run);
-      const again: EngineRun = { ...run, id: `run-${q.nextRunNumber++}`, stack: [...run.stack], tested: [...run.tested], status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+      const again: EngineRun = { ...run, id: runIdOf(q.nextRunNumber++), stack: [...run.stack], tested: [...run.tested], status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
       delete again.failureConfirmed;
       q.runs.push(again);
       ctx.effects.push({ kind: "start_run", runId: again.id, baseSha: again.baseSha, stack: again.stack, tested: again.tested });
@@ -529,7 +530,7 @@ function startRuns(ctx: Context): void {
     const tested = group.map((e) => e.prNumber);
     const stack = [...q.merged, ...line.lane(tested)!];
     const runNumber = q.nextRunNumber++;
-    const run: EngineRun = { id: `run-${runNumber}`, kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+    const run: EngineRun = { id: runIdOf(runNumber), kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
     // Only during a bisection: a retry of a main run is meant to run again (it may have flaked).
     const known = kind === "bisection" && q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
     if (known) {

@@ -1,3 +1,4 @@
+import { DAY_MS } from "../time.js";
 import { z } from "zod";
 
 export type TestStatus = "healthy" | "flaky" | "broken";
@@ -42,7 +43,6 @@ export type Evidence = {
 
 export type Verdict = { status: TestStatus; reason: string };
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
 
 /**

@@ -1,11 +1,10 @@
+import { DAY_MS } from "../../domain/time.js";
 import type { TestStatus } from "../../domain/flaky/detection.js";
 import type { TestCase } from "../../domain/flaky/test-case.js";
 import type { TestCase as TestCaseRow } from "../../generated/sqlite/client.js";
 import type { Tx } from "../database.js";
 import type { Sql } from "../sql.js";
 import { integer, owners, quarantineSetting, testStatus } from "./rows.js";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** What the flaky-test API reads: test cases, and the figures computed from their results. */
 

@@ -1,3 +1,4 @@
+import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueState } from "../../domain/states.js";
@@ -20,9 +21,6 @@ import type { Services } from "../../app/services.js";
  * What the web dashboard reads, composed from the same store queries and application services
  * the API answers with (getQueue, listPullRequests, the metrics' durations): no second data path.
  */
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-const HOUR_MS = 60 * 60 * 1000;
 
 export type QueueSummary = {
   repo: { host: string; owner: string; name: string };

@@ -1,5 +1,7 @@
+import { exponentialBackoffMs } from "../../domain/backoff.js";
+import { MINUTE_MS, SECOND_MS } from "../../domain/time.js";
 import { claimDelivery, completeDelivery, deferDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../../store/webhook-inbox.js";
-import { CodeHostRefusal } from "../../ports/code-host.js";
+import { CodeHostRefusal, rateReserveUntil } from "../../ports/code-host.js";
 import { isUniqueViolation } from "../../app/errors.js";
 import type { Services } from "../../app/services.js";
 
@@ -24,7 +26,7 @@ const ROUND_TOTAL = 1_000;
 
 /** Wait before attempt n+1 after n failures: 2 s, 4 s, 8 s, … at most 5 minutes. */
 export function deliveryRetryDelayMs(failures: number): number {
-  return Math.min(2000 * 2 ** Math.max(0, failures - 1), 5 * 60_000);
+  return exponentialBackoffMs(failures, 2 * SECOND_MS, 5 * MINUTE_MS);
 }
 
 /**
@@ -77,13 +79,12 @@ export async function processDueDeliveries(services: Services, handle: DeliveryH
  * an attempt. Answers whether it was.
  */
 async function deferredForReserve(services: Services, delivery: RecordedDelivery): Promise<boolean> {
-  const budget = services.codeHost.rateBudget;
-  if (delivery.attempts === 0 || !budget) return false;
+  if (delivery.attempts === 0 || !services.codeHost.rateBudget) return false;
   // The key is host/owner/name (repositoryKey); deliveries of no repository have none.
   const [host, owner, name] = delivery.repositoryKey.split("/");
   if (!host || !owner || !name) return false;
-  const until = budget.reserveReachedUntil({ host, owner, name });
-  if (until === null || until <= services.now().getTime()) return false;
+  const until = rateReserveUntil(services.codeHost, { host, owner, name }, services.now().getTime());
+  if (until === null) return false;
   await services.db.transaction((tx) => deferDelivery(tx, delivery.id, new Date(until)));
   return true;
 }
