@@ -1,6 +1,6 @@
 import type { Probot } from "probot";
 import { CodeHostRefusal, type RepoRef } from "../../ports/code-host.js";
-import { rateLimitOf } from "./refusals.js";
+import { installationRefusalOf, rateLimitOf } from "./refusals.js";
 
 /** The share of an installation's rate limit kept for first attempts, unless configured (GREENLINE_GITHUB_RESERVE_PERCENT). */
 export const DEFAULT_RESERVE_PERCENT = 20;
@@ -93,7 +93,7 @@ export class GitHubClient {
         return await request(options);
       } catch (error) {
         const retried = await this.#throughCurrentInstallation(repo, installation, error);
-        if (!retried) throw error;
+        if (!retried) throw installationRefusalOf(error) ?? error;
         // The options carry this Octokit's request hook (its authentication): the other's must be used.
         const { hook: _thisOctokits, ...request } = options.request ?? {};
         return retried.request({ ...options, request });
@@ -151,13 +151,16 @@ export class GitHubClient {
     // Forgotten once; a call that failed after another re-read it goes through the new one.
     if (this.#installations.get(key) === installation) this.#installations.delete(key);
     const current = await this.installationFor(repo);
-    return current === null || current === installation ? null : this.probot.auth(current);
+    // GitHub names no installation for the repository now: the App was uninstalled from its account.
+    if (current === null) throw new CodeHostRefusal("installation_removed", `The GitHub App is not installed on ${repo.owner} any more (installation ${installation} is gone): GitHub answered ${status} ${(error as Error).message ?? ""}`.trim());
+    return current === installation ? null : this.probot.auth(current);
   }
 
   /** An Octokit for the repository's installation; throws when the App is not installed there. */
   async octokit(repo: RepoRef): Promise<Octokit> {
     const octokit = await this.octokitOrNull(repo);
-    if (!octokit) throw new Error(`the GitHub App is not installed for ${repo.owner}/${repo.name}`);
+    // An account-wide refusal, not the request's: the queues of the account wait for it to be installed again.
+    if (!octokit) throw new CodeHostRefusal("installation_removed", `the GitHub App is not installed for ${repo.owner}/${repo.name}`);
     return octokit;
   }
 
