@@ -63,7 +63,9 @@ export async function forgetInstallation(services: Services, installation: Insta
 /** The App was suspended on an account: its queues stop at once (blocked, `installation_suspended`) and keep their PRs. */
 export async function noticeInstallationSuspended(services: Services, installation: InstallationAccount): Promise<void> {
   services.codeHost.forgetInstallations?.();
-  await services.db.transaction((tx) => markOutage(services, tx, accountKeyOfInstallation(installation), installation.id, "suspended", "The GitHub App's installation was suspended (installation webhook, action suspend)."));
+  await services.db.transaction((tx) =>
+    markOutage(services, tx, accountKeyOfInstallation(installation), installation.id, "suspended", "The GitHub App's installation was suspended (installation webhook, action suspend)."),
+  );
   services.log?.warn({ installation: installation.id, account: installation.login }, "installation suspended: its queues wait");
 }
 

@@ -328,17 +328,7 @@ export interface CodeHost {
  * - installation_removed: the App is not installed on the account any more (uninstalled): the
  *   same, until it is installed again.
  */
-export type RefusalKind =
-  | "conflict"
-  | "target_moved"
-  | "head_moved"
-  | "cannot_merge"
-  | "permission_missing"
-  | "not_found"
-  | "rate_limited"
-  | "transient"
-  | "installation_suspended"
-  | "installation_removed";
+export type RefusalKind = "conflict" | "target_moved" | "head_moved" | "cannot_merge" | "permission_missing" | "not_found" | "rate_limited" | "transient" | "installation_suspended" | "installation_removed";
 
 /** A refusal of the whole account, not of the request (the installation is suspended or gone). */
 export function isInstallationRefusal(error: unknown): error is CodeHostRefusal & { kind: "installation_suspended" | "installation_removed" } {

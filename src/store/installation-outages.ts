@@ -39,10 +39,7 @@ function toOutage(row: Row): InstallationOutage {
  * installation are updated, and `since` is kept when the state is the same; the next probe is
  * not brought forward (a refusal seen by an effect must not make probes more frequent).
  */
-export async function markAccountUnavailable(
-  tx: Tx,
-  outage: { accountKey: string; installationId: number | null; state: OutageState; message: string; at: Date; nextProbeAt: Date },
-): Promise<void> {
+export async function markAccountUnavailable(tx: Tx, outage: { accountKey: string; installationId: number | null; state: OutageState; message: string; at: Date; nextProbeAt: Date }): Promise<void> {
   const { accountKey, state, message, at, nextProbeAt } = outage;
   const installationId = outage.installationId === null ? null : BigInt(outage.installationId);
   const known = await tx.installationOutage.findUnique({ where: { accountKey } });

@@ -152,7 +152,11 @@ export class GitHubClient {
     if (this.#installations.get(key) === installation) this.#installations.delete(key);
     const current = await this.installationFor(repo);
     // GitHub names no installation for the repository now: the App was uninstalled from its account.
-    if (current === null) throw new CodeHostRefusal("installation_removed", `The GitHub App is not installed on ${repo.owner} any more (installation ${installation} is gone): GitHub answered ${status} ${(error as Error).message ?? ""}`.trim());
+    if (current === null)
+      throw new CodeHostRefusal(
+        "installation_removed",
+        `The GitHub App is not installed on ${repo.owner} any more (installation ${installation} is gone): GitHub answered ${status} ${(error as Error).message ?? ""}`.trim(),
+      );
     return current === installation ? null : this.probot.auth(current);
   }
 
