@@ -1,5 +1,6 @@
 import { INSTALLATION_PROBE } from "../../src/app/installations.js";
 import { BACKENDS } from "../support/backends.js";
+import { DashboardClient, queuePath } from "../support/dashboard.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { GitHubSimulator, SUSPENDED_MESSAGE } from "../support/github-simulator.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
@@ -113,6 +114,11 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     // The metric says why.
     const metrics = (await api.get("getMergeQueueMetrics")).text;
     expect(metrics).toContain(`greenline_queue_blocked{repo="${SUSPENDED}/${name}",branch="main",queue_type="main",reason="installation_suspended"} 1`);
+    // So do the dashboard's queue page and overview; the other account's queue is not blocked.
+    const dashboard = await DashboardClient.signIn(server.url, api.token);
+    expect((await dashboard.get(queuePath(name, "main", SUSPENDED))).text).toContain("Installation suspended");
+    expect((await dashboard.get("/")).text).toContain("Installation suspended");
+    expect((await (await DashboardClient.signIn(server.url, other.token)).get("/")).text).not.toContain("Installation suspended");
 
     // Unsuspended, and the webhook says so: the queue goes on, its PRs merge.
     gh.unsuspendInstallation(installation);
