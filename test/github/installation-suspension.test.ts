@@ -128,7 +128,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
       expect(await stateOf(api, SUSPENDED, name, n)).toBe("merged");
     }
     expect(await blockedReasonOf(name)).toBeNull();
-  });
+  }, 240_000);
 
   test("the suspend webhook blocks the queue before any call; unsuspended with the webhook lost, the probe finds GitHub answering and the queue resumes by itself", async () => {
     const name = "probed";
@@ -155,7 +155,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     expect(gh.pr(`${SUSPENDED}/${name}`, 1)!.merged).toBe(true);
     expect(await stateOf(api, SUSPENDED, name, 1)).toBe("merged");
     expect(await blockedReasonOf(name)).toBeNull();
-  });
+  }, 240_000);
 
   test("uninstalled, its webhook lost: GitHub's 401s eject no PR (installation_removed); installed again, the queue goes on", async () => {
     const name = "removed";
@@ -177,5 +177,5 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     for (let round = 0; round < 6 && !gh.pr(`${SUSPENDED}/${name}`, 1)!.merged; round++) await settle();
     expect(gh.pr(`${SUSPENDED}/${name}`, 1)!.merged).toBe(true);
     expect(await blockedReasonOf(name)).toBeNull();
-  });
+  }, 240_000);
 });

@@ -1436,6 +1436,18 @@ export class GitHubSimulator {
         ...(suspended ? { suspended_at: suspended.at, suspended_by: shape.user(suspended.by) } : {}),
       });
     }
+    if ((match = /^\/(?:users|orgs)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
+      // The App's installation on an account (JWT only); 404 when it is not installed there.
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
+      const id = this.#installationFor(match[1]!);
+      if (id === undefined) return notFound();
+      const installation = this.#installations.get(id)!;
+      const suspended = this.#suspended.get(id);
+      return send(200, {
+        ...shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>),
+        ...(suspended ? { suspended_at: suspended.at, suspended_by: shape.user(suspended.by) } : {}),
+      });
+    }
     if ((match = /^\/app\/installations\/(\d+)\/suspended$/.exec(path)) && (method === "PUT" || method === "DELETE")) {
       // Suspend / unsuspend an app installation: JWT only, 204 (404 for an unknown installation).
       if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
