@@ -33,6 +33,8 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
   const blockedReasonOf = async (name: string) => (await api.ok("getQueue", queue(SUSPENDED, name))).blockedReason as { code: string; message: string; evidence: Record<string, unknown> } | null;
   /** GitHub's refusals of the suspended installation so far. */
   const suspendedAnswers = () => gh.requests.filter((r) => r.status === 403 && (r.response as { message?: string } | undefined)?.message === SUSPENDED_MESSAGE).length;
+  const publishedBlockedReason = async (name: string) =>
+    (await server.greenline.services.db.read((tx) => tx.queue.findFirst({ where: { repository: { owner: SUSPENDED, name } }, select: { blockedReason: true } })))?.blockedReason ?? null;
   const callsFor = (owner: string, name: string) => gh.requests.filter((r) => r.path.startsWith(`/repos/${owner}/${name}/`)).length;
 
   /** Webhooks delivered, the worker drained, CI finished, and again. */
@@ -111,6 +113,8 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     const refused = suspendedAnswers() - refusedBefore;
     expect(refused).toBeGreaterThan(0);
     expect(refused).toBeLessThanOrEqual(10);
+    // The worker published the change (queue.blocked, to the organization's endpoints): its code is recorded.
+    expect(await publishedBlockedReason(name)).toBe("installation_suspended");
     // The metric says why.
     const metrics = (await api.get("getMergeQueueMetrics")).text;
     expect(metrics).toContain(`greenline_queue_blocked{repo="${SUSPENDED}/${name}",branch="main",queue_type="main",reason="installation_suspended"} 1`);
@@ -128,6 +132,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
       expect(await stateOf(api, SUSPENDED, name, n)).toBe("merged");
     }
     expect(await blockedReasonOf(name)).toBeNull();
+    expect(await publishedBlockedReason(name)).toBeNull();
   }, 240_000);
 
   test("the suspend webhook blocks the queue before any call; unsuspended with the webhook lost, the probe finds GitHub answering and the queue resumes by itself", async () => {
@@ -155,6 +160,9 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     expect(gh.pr(`${SUSPENDED}/${name}`, 1)!.merged).toBe(true);
     expect(await stateOf(api, SUSPENDED, name, 1)).toBe("merged");
     expect(await blockedReasonOf(name)).toBeNull();
+    // The simulator's suspend and unsuspend deliveries are shaped as GitHub's schemas say.
+    expect(webhooks.deliveries("installation").map((d) => d.action)).toEqual(expect.arrayContaining(["suspend", "unsuspend"]));
+    expect(webhooks.schemaViolations).toEqual([]);
   }, 240_000);
 
   test("uninstalled, its webhook lost: GitHub's 401s eject no PR (installation_removed); installed again, the queue goes on", async () => {
