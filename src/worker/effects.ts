@@ -53,7 +53,8 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       if (!queue) break;
       // The App's installation on the repository's account is suspended or gone: nothing is
       // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
-      if (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue.repository)))) break;
+      // Read once per call: an outage noticed during the call stops it below.
+      if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue.repository))))) break;
       if (await deferredForReserve(services, queue, pending)) break;
       try {
         await execute(services, queue, pending.effect);
