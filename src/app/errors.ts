@@ -59,6 +59,10 @@ export function appErrorOfRefusal(error: unknown): AppError | null {
     const until = error.retryAt === null ? "" : ` until ${new Date(error.retryAt).toISOString()}`;
     return new AppError("rate_limited", `the code host's rate limit is spent${until}; try again then (${error.message})`);
   }
+  // The App's installation on the account is suspended or gone: nothing wrong with the request.
+  if (error.kind === "installation_suspended" || error.kind === "installation_removed") {
+    return new AppError("failed_precondition", `the code host refuses the GitHub App on this account (${error.kind.replace("_", " ")}): ${error.message}`);
+  }
   if (error.transient) {
     const when = error.retryAt !== null ? ` (retry after ${new Date(error.retryAt).toISOString()})` : "";
     return new AppError("unavailable", `the code host did not answer: ${error.message}${when}`);

@@ -321,6 +321,12 @@ export interface CodeHost {
    * removed): a host that caches where it is installed forgets it. Absent: nothing is cached.
    */
   forgetInstallations?(): void;
+  /**
+   * Whether the code host works again for the repository's account after an installation
+   * refusal: resolves when it answers (one cheap call through the installation), throws its
+   * refusal otherwise. Absent: a host whose installations are never refused.
+   */
+  probeInstallation?(repo: RepoRef): Promise<void>;
 }
 
 /**
@@ -333,9 +339,19 @@ export interface CodeHost {
  * - permission_missing: the App lacks a permission: permanent, shown with what to grant;
  * - not_found: the repository, branch or PR is gone: permanent;
  * - rate_limited: try again at `retryAt` (epoch ms);
- * - transient: a network failure or a 5xx: try again with backoff.
+ * - transient: a network failure or a 5xx: try again with backoff;
+ * - installation_suspended: the App's installation on the repository's account is suspended
+ *   (GitHub's 403 "This installation has been suspended"): no fault of the request's, nothing
+ *   of the account works until it is unsuspended;
+ * - installation_removed: the App is not installed on the account any more (uninstalled): the
+ *   same, until it is installed again.
  */
-export type RefusalKind = "conflict" | "target_moved" | "head_moved" | "cannot_merge" | "permission_missing" | "not_found" | "rate_limited" | "transient";
+export type RefusalKind = "conflict" | "target_moved" | "head_moved" | "cannot_merge" | "permission_missing" | "not_found" | "rate_limited" | "transient" | "installation_suspended" | "installation_removed";
+
+/** A refusal of the whole account, not of the request (the installation is suspended or gone). */
+export function isInstallationRefusal(error: unknown): error is CodeHostRefusal & { kind: "installation_suspended" | "installation_removed" } {
+  return error instanceof CodeHostRefusal && (error.kind === "installation_suspended" || error.kind === "installation_removed");
+}
 
 /** A refusal of the code host, thrown by adapters; `message` is the host's own words. */
 export class CodeHostRefusal extends Error {
@@ -351,6 +367,6 @@ export class CodeHostRefusal extends Error {
 
   /** Whether asking again, later, may succeed. */
   get transient(): boolean {
-    return this.kind === "rate_limited" || this.kind === "transient";
+    return this.kind === "rate_limited" || this.kind === "transient" || this.kind === "installation_suspended" || this.kind === "installation_removed";
   }
 }

@@ -1,4 +1,5 @@
 import { rateReserveUntil, type RepoRef } from "../ports/code-host.js";
+import { accountKeyOf, outageOf } from "../store/installation-outages.js";
 import { diagnoseRun, type BlockedReason, type RunDiagnosis } from "../domain/diagnoses.js";
 import type { NotifyEffect } from "../domain/engine/types.js";
 import type { PrState } from "../domain/states.js";
@@ -133,7 +134,8 @@ function refusalOf(error: string): "rate_limited" | "permission_missing" | "effe
 }
 
 /**
- * Why the queue merges nothing while PRs wait, with evidence, or null: paused, draining (or
+ * Why the queue merges nothing while PRs wait, with evidence, or null: the App's installation
+ * on the repository's account suspended or uninstalled, paused, draining (or
  * switching modes), the code host refusing the effect at the head of its outbox (its rate limit,
  * a missing permission, anything else), or a run whose required checks never started. The
  * first that applies, in that order.
@@ -142,6 +144,18 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
   const waiting = await countEntriesIn(tx, queue.id, WAITING);
   if (waiting === 0) return null;
   const now = services.now();
+  const outage = await outageOf(tx, accountKeyOf(repo));
+  if (outage) {
+    const suspended = outage.state === "suspended";
+    const what = suspended ? `The GitHub App's installation on ${repo.owner} is suspended` : `The GitHub App is not installed on ${repo.owner} any more`;
+    const until = suspended ? "it is unsuspended" : "it is installed again";
+    return {
+      code: suspended ? "installation_suspended" : "installation_removed",
+      message: `${what}: the queue starts and merges nothing, and keeps its ${waiting} pull request${waiting === 1 ? "" : "s"}, until ${until} (Greenline asks GitHub again at ${outage.nextProbeAt.toISOString()}). The code host said: ${outage.message}`,
+      since: outage.since.toISOString(),
+      evidence: { account: outage.accountKey, installationId: outage.installationId, state: outage.state, error: outage.message, nextProbeAt: outage.nextProbeAt.toISOString(), pullRequestsWaiting: waiting },
+    };
+  }
   if (queue.state === "paused" || queue.state === "draining" || queue.state === "switching_modes") {
     const since = (await lastSettingsChangeAt(tx, queue.id))?.toISOString() ?? null;
     if (queue.state === "paused") {

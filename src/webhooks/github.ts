@@ -102,16 +102,22 @@ export function createGitHubApp(services: () => Services) {
     app.on(["installation.created", "installation.new_permissions_accepted", "installation.unsuspend", "installation_repositories"], async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);
-      await registerInstallation(services(), { id, login });
+      const htmlUrl = account && "html_url" in account ? account.html_url : null;
+      // Installed (again), unsuspended, or its permissions accepted: the installation works, its queues go on.
+      const resumes = context.name === "installation";
+      await registerInstallation(services(), { id, login, htmlUrl }, { resumes });
       context.log.info({ installation: id, account: login, event: context.name, action: context.payload.action }, "installation registered");
     });
     app.on("installation.suspend", async (context) => {
-      noticeInstallationSuspended(services());
-      context.log.info({ installation: context.payload.installation.id }, "installation suspended");
+      const { id, account } = context.payload.installation;
+      const login = account && "login" in account ? account.login : String(id);
+      await noticeInstallationSuspended(services(), { id, login, htmlUrl: account && "html_url" in account ? account.html_url : null });
+      context.log.info({ installation: id }, "installation suspended");
     });
     app.on("installation.deleted", async (context) => {
-      const { id } = context.payload.installation;
-      await forgetInstallation(services(), id);
+      const { id, account } = context.payload.installation;
+      const login = account && "login" in account ? account.login : String(id);
+      await forgetInstallation(services(), { id, login, htmlUrl: account && "html_url" in account ? account.html_url : null });
     });
   };
 }

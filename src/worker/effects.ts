@@ -6,7 +6,9 @@ import { applyMergeOutcome, eventsOfMerge } from "../queue/merges.js";
 import { applyEvent, applyQueueEvent } from "../queue/queue-events.js";
 import { recordVerdictTimeline } from "../queue/flake-verdicts.js";
 import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
-import { CodeHostRefusal, rateReserveUntil } from "../ports/code-host.js";
+import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
+import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
+import { accountKeyOf, outageOf } from "../store/installation-outages.js";
 import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
@@ -51,12 +53,22 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
       const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
       if (!queue) break;
+      // The App's installation on the repository's account is suspended or gone: nothing is
+      // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
+      // Read once per call: an outage noticed during the call stops it below.
+      if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue.repository))))) break;
       if (await deferredForReserve(services, queue, pending)) break;
       try {
         await execute(services, queue, pending.effect);
         await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
         count++;
       } catch (error) {
+        // A refusal of the whole installation is no fault of the effect's: it stays pending, its
+        // attempts uncounted, and the account's queues wait for the installation to answer again.
+        if (isInstallationRefusal(error)) {
+          await noticeInstallationRefusal(services, queue.repository, error);
+          break;
+        }
         if (!(await recordFailure(services, queue, pending, error))) break;
         count++;
       }

@@ -11,6 +11,8 @@ import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diag
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../webhooks/services/inbox.js";
 import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../outbound/dispatch.js";
 import { settingsOf } from "../outbound/endpoints.js";
+import { probeInstallationOutages } from "../webhooks/services/installations.js";
+import { outageOfQueue } from "../store/installation-outages.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
@@ -29,7 +31,8 @@ export type WorkerOptions = {
 };
 
 /**
- * The queue worker. Each tick: processes the recorded webhook deliveries, delivers the CI results
+ * The queue worker. Each tick: processes the recorded webhook deliveries, probes suspended or
+ * uninstalled installations whose probe is due, delivers the CI results
  * a code host without webhooks holds and notices its target branches moving outside the queue,
  * re-reads waiting PRs' readiness, reconciles and diagnoses runs in flight, fires due timers,
  * executes effects, and now and then prunes old deliveries and re-judges flaky tests. Outbound
@@ -124,6 +127,8 @@ export class Worker {
     let work = 0;
     // Webhook deliveries first: what they change is then acted on in the same round.
     if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);
+    // Installations suspended or gone whose probe is due: one that answers again lets its queues go on in this round.
+    work += await probeInstallationOutages(services);
     const polling = services.codeHost.polling;
     if (polling) {
       work += await deliverPolledCiResults(services, polling);
@@ -137,7 +142,9 @@ export class Worker {
     work += await diagnoseRunsInFlight(services);
     const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
     for (const id of due) {
-      const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (_tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now());
+      // A queue of an unavailable installation keeps its timers (a testing timeout must not fail
+      // PRs whose CI results cannot be read meanwhile): they fire once the installation answers.
+      const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now() && !(await outageOfQueue(tx, id)));
       if (applied) work++;
     }
     const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx, services.now()));

@@ -1,6 +1,6 @@
 import { ProbotOctokit } from "probot";
 import { refusalOf, type GitHubOperation } from "../../src/adapters/github/refusals.js";
-import { GitHubSimulator } from "../support/github-simulator.js";
+import { GitHubSimulator, SUSPENDED_MESSAGE } from "../support/github-simulator.js";
 
 /**
  * GitHub's refusals, classified once: each case is a real RequestError, from the real Octokit
@@ -99,6 +99,37 @@ describe("refusalOf: GitHub's answers classified", () => {
       "x-ratelimit-reset": String(window.resetAt / 1000),
       "x-ratelimit-resource": "core",
     });
+  });
+
+  test("a suspended installation: a call with a token issued before answers 403 'This installation has been suspended', a refusal of the installation, not of the request", async () => {
+    gh.suspendInstallation(7);
+    try {
+      for (const operation of ["read", "write", "merge_pr", "update_ref"] as const) {
+        const classified = await refusal(operation, () => octokit.rest.repos.getBranch({ ...REPO, branch: "main" }));
+        expect({ kind: classified.kind, message: classified.message, transient: classified.transient }).toEqual({ kind: "installation_suspended", message: SUSPENDED_MESSAGE, transient: true });
+      }
+    } finally {
+      gh.unsuspendInstallation(7);
+    }
+    await expect(octokit.rest.repos.getBranch({ ...REPO, branch: "main" })).resolves.toMatchObject({ status: 200 });
+  });
+
+  test("the token request of a suspended installation answers 403 with GitHub's message; of an installation that is gone, 404: installation_suspended, installation_removed", async () => {
+    const app = new ProbotOctokit({ auth: { appId: Number(gh.appId), privateKey: gh.privateKey }, baseUrl: gh.url, throttle: { enabled: false }, retry: { enabled: false } });
+    const tokenOf = (id: number) => refusal("read", () => app.request("POST /app/installations/{installation_id}/access_tokens", { installation_id: id }));
+    gh.suspendInstallation(7);
+    try {
+      expect(await tokenOf(7)).toMatchObject({ kind: "installation_suspended", message: SUSPENDED_MESSAGE });
+      // Through the App's own endpoint too (JWT): 204, and the token request works again.
+      await expect(app.request("DELETE /app/installations/{installation_id}/suspended", { installation_id: 7 })).resolves.toMatchObject({ status: 204 });
+      expect(gh.isSuspended(7)).toBe(false);
+    } finally {
+      gh.unsuspendInstallation(7);
+    }
+    expect(await tokenOf(404_404)).toMatchObject({ kind: "installation_removed" });
+    // A 404 of any other request is the thing's, not the installation's.
+    gh.failNext("GET", /\/branches\/main$/, 404, "Branch not found");
+    expect((await refusal("read", () => octokit.rest.repos.getBranch({ ...REPO, branch: "main" }))).kind).toBe("not_found");
   });
 
   test("no answer at all is transient", async () => {

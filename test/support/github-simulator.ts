@@ -115,8 +115,20 @@ export type SimulatorEvent =
     } & Sender)
   | ({ kind: "pull_request_review"; action: "submitted"; repo: string; pr: PullRequest; review: { id: number; state: "approved" | "changes_requested" | "commented"; body: string | null; commitId: string } } & Sender)
   | ({ kind: "issue_comment"; action: "created"; repo: string; pr: PullRequest; comment: { id: number; body: string } } & Sender)
-  | ({ kind: "installation"; action: "created" | "deleted" | "suspend" | "unsuspend" | "new_permissions_accepted"; installation: { id: number; account: string }; repositories: string[] } & Sender)
+  | ({
+      kind: "installation";
+      action: "created" | "deleted" | "suspend" | "unsuspend" | "new_permissions_accepted";
+      /** `suspended`: who suspended it and when (ISO), on the `suspend` action (GitHub's payload says so). */
+      installation: { id: number; account: string; suspended?: { by: string; at: string } };
+      repositories: string[];
+    } & Sender)
   | ({ kind: "installation_repositories"; action: "added" | "removed"; installation: { id: number; account: string }; added: string[]; removed: string[] } & Sender);
+
+/**
+ * GitHub's answer to a suspended installation's token request and to calls with its tokens
+ * (docs/github.md, "Suspended and uninstalled installations").
+ */
+export const SUSPENDED_MESSAGE = "This installation has been suspended";
 
 /** The sender of what the App does with its installation token. */
 export const APP_BOT = "greenline[bot]";
@@ -247,6 +259,8 @@ export class GitHubSimulator {
   readonly #publicKey;
   readonly #mergeabilityDelay: number;
   readonly #installations = new Map<number, { account: string; permissions: Permissions }>();
+  /** Suspended installations: who suspended each and when (ISO). Their token requests, and calls with their tokens, are refused 403. */
+  readonly #suspended = new Map<number, { by: string; at: string }>();
   readonly #pulls = new Map<string, PullRequest>();
   readonly #refs = new Map<string, string>();
   readonly #commits = new Map<string, Commit>();
@@ -329,7 +343,36 @@ export class GitHubSimulator {
     const installation = this.#installations.get(id);
     if (!installation) return;
     this.#installations.delete(id);
+    this.#suspended.delete(id);
     this.#emit({ kind: "installation", action: "deleted", installation: { id, account: installation.account }, repositories: [], sender: installation.account });
+  }
+
+  /**
+   * Suspends the installation, as its App's owner (`PUT /app/installations/{id}/suspended`) or the
+   * account (its settings page) does: its token requests and every call with a token issued
+   * before answer 403 "This installation has been suspended", and the `installation` webhook
+   * with action `suspend` is sent (a test's deliverer may drop it).
+   */
+  suspendInstallation(id: number, by = "octo-admin"): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    if (this.#suspended.has(id)) return;
+    const suspended = { by, at: new Date(this.#clock()).toISOString().replace(/\.\d{3}Z$/, "Z") };
+    this.#suspended.set(id, suspended);
+    this.#emit({ kind: "installation", action: "suspend", installation: { id, account: installation.account, suspended }, repositories: [], sender: by });
+  }
+
+  /** Lifts a suspension (`DELETE /app/installations/{id}/suspended`): tokens work again; the `installation` webhook `unsuspend` is sent. */
+  unsuspendInstallation(id: number, by = "octo-admin"): void {
+    const installation = this.#installations.get(id);
+    if (!installation) throw new Error(`no installation ${id}`);
+    if (!this.#suspended.delete(id)) return;
+    this.#emit({ kind: "installation", action: "unsuspend", installation: { id, account: installation.account }, repositories: [], sender: by });
+  }
+
+  /** Whether the installation is suspended. */
+  isSuspended(id: number): boolean {
+    return this.#suspended.has(id);
   }
 
   /** Changes what an installation was granted (an owner accepting or revoking permissions). */
@@ -1393,12 +1436,38 @@ export class GitHubSimulator {
       const id = this.#installationFor(match[1]!);
       if (id === undefined) return notFound();
       const installation = this.#installations.get(id)!;
-      return send(200, shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>));
+      const suspended = this.#suspended.get(id);
+      return send(200, {
+        ...shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>),
+        ...(suspended ? { suspended_at: suspended.at, suspended_by: shape.user(suspended.by) } : {}),
+      });
+    }
+    if ((match = /^\/(?:users|orgs)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
+      // The App's installation on an account (JWT only); 404 when it is not installed there.
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
+      const id = this.#installationFor(match[1]!);
+      if (id === undefined) return notFound();
+      const installation = this.#installations.get(id)!;
+      const suspended = this.#suspended.get(id);
+      return send(200, {
+        ...shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>),
+        ...(suspended ? { suspended_at: suspended.at, suspended_by: shape.user(suspended.by) } : {}),
+      });
+    }
+    if ((match = /^\/app\/installations\/(\d+)\/suspended$/.exec(path)) && (method === "PUT" || method === "DELETE")) {
+      // Suspend / unsuspend an app installation: JWT only, 204 (404 for an unknown installation).
+      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
+      const id = Number(match[1]);
+      if (!this.#installations.has(id)) return notFound();
+      if (method === "PUT") this.suspendInstallation(id, APP_BOT);
+      else this.unsuspendInstallation(id, APP_BOT);
+      return send(204);
     }
     if ((match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path)) && method === "POST") {
       if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
       const installation = this.#installations.get(Number(match[1]));
       if (!installation) return notFound();
+      if (this.#suspended.has(Number(match[1]))) return error(403, SUSPENDED_MESSAGE, "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app");
       return send(201, {
         token: `ghs_installation_${match[1]}`,
         expires_at: new Date(Date.now() + 3600_000).toISOString(),
@@ -1435,6 +1504,8 @@ export class GitHubSimulator {
     if (this.outage !== null) return error(this.outage, "Server Error");
     const installation = this.#installationFor(repoMatch[1]!);
     if (installation === undefined || req.headers.authorization !== `token ghs_installation_${installation}`) return error(401, "Bad credentials");
+    // A token issued before the suspension is refused as the token request is.
+    if (this.#suspended.has(installation)) return error(403, SUSPENDED_MESSAGE);
     const need = routeNeeds(method, path);
     if (need && !covers(this.#installations.get(installation)!.permissions, need)) {
       return send(403, { ...NOT_ACCESSIBLE, documentation_url: "https://docs.github.com/rest/authentication/permissions-required-for-github-apps" });

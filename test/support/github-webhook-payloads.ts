@@ -307,7 +307,7 @@ function issuePayload(repo: string, pr: SimulatorPullRequest, at: string): Recor
   };
 }
 
-function installationPayload(context: WebhookContext, installation: { id: number; account: string }, at: string): Record<string, unknown> {
+function installationPayload(context: WebhookContext, installation: { id: number; account: string; suspended?: { by: string; at: string } }, at: string): Record<string, unknown> {
   return {
     id: installation.id,
     account: { ...userPayload(installation.account), type: "Organization" },
@@ -326,8 +326,9 @@ function installationPayload(context: WebhookContext, installation: { id: number
     single_file_name: null,
     has_multiple_single_files: false,
     single_file_paths: [],
-    suspended_by: null,
-    suspended_at: null,
+    // The `suspend` action names who suspended it, and when.
+    suspended_by: installation.suspended ? userPayload(installation.suspended.by) : null,
+    suspended_at: installation.suspended?.at ?? null,
   };
 }
 

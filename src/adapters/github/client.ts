@@ -1,6 +1,6 @@
 import type { Probot } from "probot";
 import { CodeHostRefusal, type RepoRef } from "../../ports/code-host.js";
-import { rateLimitOf } from "./refusals.js";
+import { installationRefusalOf, rateLimitOf } from "./refusals.js";
 
 /** The share of an installation's rate limit kept for first attempts, unless configured (GREENLINE_GITHUB_RESERVE_PERCENT). */
 export const DEFAULT_RESERVE_PERCENT = 20;
@@ -93,7 +93,7 @@ export class GitHubClient {
         return await request(options);
       } catch (error) {
         const retried = await this.#throughCurrentInstallation(repo, installation, error);
-        if (!retried) throw error;
+        if (!retried) throw installationRefusalOf(error) ?? error;
         // The options carry this Octokit's request hook (its authentication): the other's must be used.
         const { hook: _thisOctokits, ...request } = options.request ?? {};
         return retried.request({ ...options, request });
@@ -151,14 +151,45 @@ export class GitHubClient {
     // Forgotten once; a call that failed after another re-read it goes through the new one.
     if (this.#installations.get(key) === installation) this.#installations.delete(key);
     const current = await this.installationFor(repo);
-    return current === null || current === installation ? null : this.probot.auth(current);
+    if (current === null) {
+      // GitHub names no installation for the repository now: the App was uninstalled from its
+      // account, or (the account still has it) the repository left the installation's selection.
+      if (await this.#accountHasInstallation(repo)) return null;
+      throw new CodeHostRefusal(
+        "installation_removed",
+        `The GitHub App is not installed on ${repo.owner} any more (installation ${installation} is gone): GitHub answered ${status} ${(error as Error).message ?? ""}`.trim(),
+      );
+    }
+    return current === installation ? null : this.probot.auth(current);
+  }
+
+  /**
+   * Whether the App is installed on the repository's account at all, when GitHub names no
+   * installation for the repository itself: `GET /users/{username}/installation`, then `GET
+   * /orgs/{org}/installation` (both with the App's JWT; 404 when it is not installed there).
+   */
+  async #accountHasInstallation(repo: RepoRef): Promise<boolean> {
+    const app = await this.probot.auth();
+    for (const route of ["GET /users/{account}/installation", "GET /orgs/{account}/installation"] as const) {
+      try {
+        await app.request(route, { account: repo.owner });
+        return true;
+      } catch (error) {
+        if ((error as OctokitError).status !== 404) throw error;
+      }
+    }
+    return false;
   }
 
   /** An Octokit for the repository's installation; throws when the App is not installed there. */
   async octokit(repo: RepoRef): Promise<Octokit> {
     const octokit = await this.octokitOrNull(repo);
-    if (!octokit) throw new Error(`the GitHub App is not installed for ${repo.owner}/${repo.name}`);
-    return octokit;
+    if (octokit) return octokit;
+    // Not installed on the account: a refusal of the account, not the request's (its queues wait
+    // for the App to be installed again). Installed, but not for this repository (not in the
+    // installation's selection): the request's, asked again with backoff.
+    if (!(await this.#accountHasInstallation(repo))) throw new CodeHostRefusal("installation_removed", `the GitHub App is not installed on ${repo.owner} (nor for ${repo.owner}/${repo.name})`);
+    throw new CodeHostRefusal("transient", `the GitHub App's installation on ${repo.owner} does not cover ${repo.owner}/${repo.name}: add the repository to the installation`);
   }
 
   /** The head commit of a branch, or null when it does not exist. */

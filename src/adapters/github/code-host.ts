@@ -139,6 +139,21 @@ export class GitHubCodeHost implements CodeHost {
     this.#client.forgetInstallations();
   }
 
+  /**
+   * One call through the repository's installation (`GET /repos/{owner}/{repo}`, asking for a
+   * token first when none is held): resolves when GitHub answers, throws its refusal (classified:
+   * installation_suspended, installation_removed, transient…) otherwise.
+   */
+  async probeInstallation(repo: RepoRef): Promise<void> {
+    await classified(
+      (async () => {
+        const octokit = await this.#client.octokit(repo);
+        await octokit.rest.repos.get({ owner: repo.owner, repo: repo.name });
+      })(),
+      "read",
+    );
+  }
+
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     return classified(this.#merging.mergeTestedRun(repo, request), "write");
   }

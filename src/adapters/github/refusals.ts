@@ -4,7 +4,7 @@ import { CodeHostRefusal } from "../../ports/code-host.js";
 export type GitHubOperation = "read" | "merge_pr" | "update_ref" | "create_ref" | "merge_branches" | "delete_ref" | "write";
 
 type Headers = Record<string, string | number | undefined>;
-type ErrorLike = { status?: number; message?: string; response?: { headers?: Headers; data?: unknown } };
+type ErrorLike = { status?: number; message?: string; request?: { url?: string }; response?: { headers?: Headers; data?: unknown } };
 
 /** Without a `retry-after` or a reset time, GitHub asks to wait at least a minute after a secondary rate limit. */
 export const SECONDARY_RATE_LIMIT_WAIT_MS = 60_000;
@@ -49,6 +49,27 @@ export function rateLimitOf(error: unknown, now: number = Date.now()): CodeHostR
   return null;
 }
 
+/** The request for an installation access token: `POST /app/installations/{id}/access_tokens`. */
+const TOKEN_REQUEST = /\/app\/installations\/(\d+)\/access_tokens(?:$|\?)/;
+
+/**
+ * A refusal of the whole installation rather than of the request (docs/github.md,
+ * "Suspended and uninstalled installations"): a 403 "This installation has been suspended",
+ * to the token request or to any call made with a token issued before; a 404 to the token
+ * request (the installation is gone: the App was uninstalled). null: not one.
+ */
+export function installationRefusalOf(error: unknown): CodeHostRefusal | null {
+  if (error instanceof CodeHostRefusal) return error.kind === "installation_suspended" || error.kind === "installation_removed" ? error : null;
+  const e = (error ?? {}) as ErrorLike;
+  const message = messageOf(e);
+  if (e.status === 403 && /installation has been suspended|installation .*\bsuspended\b/i.test(message)) return new CodeHostRefusal("installation_suspended", message);
+  if (e.status === 404 && TOKEN_REQUEST.test(e.request?.url ?? "")) {
+    const id = TOKEN_REQUEST.exec(e.request?.url ?? "")?.[1];
+    return new CodeHostRefusal("installation_removed", `The GitHub App is not installed any more${id ? ` (installation ${id})` : ""}: GitHub answered ${message}`);
+  }
+  return null;
+}
+
 /**
  * Every refusal from GitHub, classified once (the rules and their sources: docs/github.md,
  * "Refusals and rate limits"). Callers only rely on the kinds; the message is GitHub's own,
@@ -61,6 +82,9 @@ export function refusalOf(error: unknown, operation: GitHubOperation, now: numbe
   const status = e.status;
   // No answer at all (network, timeout) or GitHub's own trouble: ask again later.
   if (status === undefined || status >= 500) return new CodeHostRefusal("transient", message);
+  // The installation suspended or gone: no fault of the request's (before a 403 is read as a rate limit or a refusal).
+  const installation = installationRefusalOf(error);
+  if (installation) return installation;
   const rateLimit = rateLimitOf(error, now);
   if (rateLimit) return rateLimit;
   if (status === 404 || status === 410) return new CodeHostRefusal("not_found", message);

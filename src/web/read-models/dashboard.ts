@@ -6,6 +6,7 @@ import { isTerminal } from "../../domain/states.js";
 import { loadMetricsData, type StoredTransition } from "../../store/metrics.js";
 import { lineGroupsOf, type LineGroups } from "../../domain/engine/line.js";
 import { loadQueueState } from "../../store/queue-state.js";
+import { accountKeyOf, outagesOf } from "../../store/installation-outages.js";
 import { getQueue, versionsOf, versionsOfOrganizations } from "../../store/queues.js";
 import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../../store/runs.js";
 import { measureEntry } from "../../queue/metrics.js";
@@ -53,6 +54,13 @@ const BLOCKED_REASONS: Partial<Record<QueueState, string>> = {
   switching_modes: "Switching modes: waits for the runs in flight to finish",
 };
 
+/** What the dashboard says of a queue whose installation is suspended or gone (its blockedReason says more). */
+function outageSentence(state: "suspended" | "uninstalled"): string {
+  return state === "suspended"
+    ? "Installation suspended: the GitHub App's installation on this account is suspended; nothing starts testing and nothing merges until it is unsuspended (pull requests keep their places)"
+    : "App uninstalled: the GitHub App is not installed on this account; nothing starts testing and nothing merges until it is installed again (pull requests keep their places)";
+}
+
 /** The quantile `q` (0..1) of `values` by the nearest rank; null when there are none. */
 export function quantile(values: number[], q: number): number | null {
   if (values.length === 0) return null;
@@ -64,10 +72,14 @@ export function quantile(values: number[], q: number): number | null {
 export async function queueOverview(services: Services, principal: Principal): Promise<QueueSummary[]> {
   const now = services.now().getTime();
   const windowStart = new Date(now - DAY_MS);
-  const { data, runCounts, absorbed } = await services.db.read(async (tx) => {
+  const { data, runCounts, absorbed, outages } = await services.db.read(async (tx) => {
     const data = await loadMetricsData(tx, principal.organizationId, undefined, windowStart);
     const ids = data.queues.map((q) => q.id);
-    return { data, runCounts: await runCountsSince(tx, ids, windowStart), absorbed: await flakesAbsorbedSince(tx, ids, windowStart) };
+    const outages = await outagesOf(
+      tx,
+      data.queues.map((q) => accountKeyOf(q.repository)),
+    );
+    return { data, runCounts: await runCountsSince(tx, ids, windowStart), absorbed: await flakesAbsorbedSince(tx, ids, windowStart), outages };
   });
   const firstHour = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
   const hours = Array.from({ length: 24 }, (_, i) => firstHour + i * HOUR_MS);
@@ -89,6 +101,7 @@ export async function queueOverview(services: Services, principal: Principal): P
       const timesInQueue = [...byEntry.values()].filter((h) => h[0]!.queueId === queue.id).flatMap((h) => measureEntry(h, windowStart).timesInQueue);
       const merged24h = recent.filter((t) => t.toState === "merged").length;
       const state = queue.state as QueueState;
+      const outage = outages.get(accountKeyOf(queue.repository));
       return {
         repo: queue.repository,
         branch: queue.branch,
@@ -102,7 +115,7 @@ export async function queueOverview(services: Services, principal: Principal): P
         timeInQueueP95: quantile(timesInQueue, 0.95),
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
         flakyEjectionsAvoided: absorbed.get(queue.id) ?? 0,
-        blockedReason: BLOCKED_REASONS[state] ?? null,
+        blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? null),
         trend: { hours, merged, failed },
       };
     })
@@ -152,7 +165,8 @@ export async function queueLine(services: Services, principal: Principal, addres
     queueId: id,
     version,
     queue,
-    blockedReason: BLOCKED_REASONS[queue.state] ?? null,
+    blockedReason:
+      queue.blockedReason?.code === "installation_suspended" ? outageSentence("suspended") : queue.blockedReason?.code === "installation_removed" ? outageSentence("uninstalled") : (BLOCKED_REASONS[queue.state] ?? null),
     runs: runs.map((run) => ({
       runId: run.runId,
       kind: run.kind,
