@@ -46,7 +46,11 @@ async function measure(backend: string, databaseUrl: string): Promise<void> {
   }
 }
 
-console.log(`bench:api-load — ${machine()}; load average ${loadavg().map((n) => n.toFixed(2)).join(" ")}`);
+console.log(
+  `bench:api-load — ${machine()}; load average ${loadavg()
+    .map((n) => n.toFixed(2))
+    .join(" ")}`,
+);
 if (values.backend !== "postgres") {
   const dir = mkdtempSync(join(tmpdir(), "greenline-load-"));
   try {
@@ -70,4 +74,8 @@ if (values.backend !== "sqlite") {
     console.warn(`PostgreSQL not reachable at ${POSTGRES_ADMIN}: PostgreSQL skipped`);
   }
 }
-console.log(`load average after: ${loadavg().map((n) => n.toFixed(2)).join(" ")}`);
+console.log(
+  `load average after: ${loadavg()
+    .map((n) => n.toFixed(2))
+    .join(" ")}`,
+);

@@ -109,9 +109,11 @@ export async function seedWorld(baseUrl: string, token: string, options: { repos
           }
         });
     let next = 0;
-    await Promise.all(Array.from({ length: options.connections ?? 4 }, async () => {
-      while (next < jobs.length) await jobs[next++]!();
-    }));
+    await Promise.all(
+      Array.from({ length: options.connections ?? 4 }, async () => {
+        while (next < jobs.length) await jobs[next++]!();
+      }),
+    );
     return { repos, branches, prs: options.prs, endpointIds: [] };
   } finally {
     agent.destroy();
@@ -131,7 +133,8 @@ function nextCall(random: () => number, world: LoadWorld, created: string[]): Ca
     const query = invalid ? `?repo=load/${name}` : random() < 0.5 ? "" : `?repo=load/${name}&repoHost=github.com`;
     return { operation: "getMergeQueueMetrics", method: "GET", path: `/v1/getMergeQueueMetrics${query}` };
   }
-  if (r < 0.3) return post("updateFlakySettings", "flaky-tests/update-settings", { repo: repo(name), org_url_slug: "load", settings: invalid ? { flakyRate: 0.9, brokenRate: 0.5 } : { windowDays: 1 + Math.floor(random() * 30) } });
+  if (r < 0.3)
+    return post("updateFlakySettings", "flaky-tests/update-settings", { repo: repo(name), org_url_slug: "load", settings: invalid ? { flakyRate: 0.9, brokenRate: 0.5 } : { windowDays: 1 + Math.floor(random() * 30) } });
   if (r < 0.4) return post("updateQueue", "updateQueue", invalid ? { ...queue, deleteRequiredStatuses: true, requiredStatuses: ["ci"] } : { ...queue, state: random() < 0.5 ? "paused" : "running" });
   if (r < 0.47) return post("createWebhookEndpoint", "webhooks/create-endpoint", invalid ? { url: "", events: [] } : { url: `https://hooks.example.com/${Math.floor(random() * 1e9)}`, events: ["*"] });
   if (r < 0.54) {
@@ -210,13 +213,12 @@ export async function runLoad(baseUrl: string, token: string, world: LoadWorld, 
 
 /** A Markdown table of a report's operations. */
 export function reportTable(label: string, report: LoadReport): string {
-  const lines = [
-    `| ${label} | n | p50 ms | p95 ms | p99 ms | max ms | > 1 s | > 5 s | 503 (without Retry-After) | other 5xx |`,
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-  ];
+  const lines = [`| ${label} | n | p50 ms | p95 ms | p99 ms | max ms | > 1 s | > 5 s | 503 (without Retry-After) | other 5xx |`, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
   for (const s of [...report.operations, report.all]) {
     lines.push(`| ${s.operation} | ${s.count} | ${s.p50} | ${s.p95} | ${s.p99} | ${s.max} | ${s.over1s} | ${s.over5s} | ${s.unavailable} (${s.unavailableWithoutRetryAfter}) | ${s.serverErrors} |`);
   }
-  lines.push(`\n${report.requests} requests in ${(report.durationMs / 1000).toFixed(1)} s; failed connections: ${report.failedConnections}${report.connectionErrors.length ? ` (${report.connectionErrors.join("; ")})` : ""}`);
+  lines.push(
+    `\n${report.requests} requests in ${(report.durationMs / 1000).toFixed(1)} s; failed connections: ${report.failedConnections}${report.connectionErrors.length ? ` (${report.connectionErrors.join("; ")})` : ""}`,
+  );
   return lines.join("\n");
 }

@@ -51,7 +51,8 @@ export function isDatabaseBusy(error: unknown): boolean {
     if (e instanceof MutexTimeoutError) return true;
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (code === "P2028" || code === "55P03" || code === "57014" || code === "SQLITE_BUSY") return true;
-    if (typeof message === "string" && /timeout exceeded when trying to connect|Unable to start a transaction in the given time|canceling statement due to (statement|lock) timeout|database is locked/.test(message)) return true;
+    if (typeof message === "string" && /timeout exceeded when trying to connect|Unable to start a transaction in the given time|canceling statement due to (statement|lock) timeout|database is locked/.test(message))
+      return true;
   }
   return false;
 }

@@ -66,9 +66,16 @@ const MESSAGE_COLUMNS = ["id", "endpointId", "eventId", "eventType", "orderingKe
  */
 export async function publishEvents(target: Tx | Sql, organizationId: string, events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
   if (events.length === 0) return [];
+  // PostgreSQL: FOR KEY SHARE holds the endpoints until the caller commits, so an endpoint deleted
+  // meanwhile (deleteWebhookEndpoint) waits for it instead of failing its message inserts on the
+  // foreign key, which failed the caller's whole request under load (issue 22). SQLite runs one
+  // write transaction at a time already.
+  const select = `SELECT "id", "events" FROM "WebhookEndpoint" WHERE "organizationId" = ? AND "enabled" = ? ORDER BY "id"`;
   const endpoints = isSql(target)
-    ? await target.all<{ id: string; events: string }>(`SELECT "id", "events" FROM "WebhookEndpoint" WHERE "organizationId" = ? AND "enabled" = ? ORDER BY "id"`, [organizationId, true])
-    : await target.webhookEndpoint.findMany({ where: { organizationId, enabled: true }, select: { id: true, events: true }, orderBy: { id: "asc" } });
+    ? await target.all<{ id: string; events: string }>(target.kind === "postgres" ? `${select} FOR KEY SHARE` : select, [organizationId, true])
+    : (target as unknown as { _activeProvider?: string })._activeProvider === "postgresql"
+      ? await target.$queryRawUnsafe<{ id: string; events: string }[]>(`${select.replace("= ? AND", "= $1 AND").replace("= ? ORDER", "= $2 ORDER")} FOR KEY SHARE`, organizationId, true)
+      : await target.webhookEndpoint.findMany({ where: { organizationId, enabled: true }, select: { id: true, events: true }, orderBy: { id: "asc" } });
   return insertMessages(
     target,
     endpoints.map((e) => ({ id: e.id, events: JSON.parse(e.events) as string[] })),
