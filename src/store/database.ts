@@ -42,8 +42,9 @@ export const DEFAULT_DATABASE_WAIT_MS = 5_000;
 /**
  * Whether `error` says the database is too busy to take the work now, rather than that the work
  * is wrong: the wait for SQLite's writer or for a pooled PostgreSQL connection outlasted its
- * bound, PostgreSQL gave up waiting for a lock (lock_timeout, 55P03) or cancelled a statement
- * (statement_timeout, 57014), SQLite found the file locked. A request meeting it answers 503 with
+ * bound, PostgreSQL gave up waiting for a lock (lock_timeout, 55P03), cancelled a statement
+ * (statement_timeout, 57014) or rolled back one of two transactions that waited for each other
+ * (a deadlock, 40P01; a serialization failure, 40001), SQLite found the file locked. A request meeting it answers 503 with
  * Retry-After (src/api/errors.ts), never waits on.
  */
 export function isDatabaseBusy(error: unknown): boolean {

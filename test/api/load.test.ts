@@ -108,6 +108,7 @@ describe.each(BACKENDS)("under load on $name", (backend) => {
     });
     afterAll(() => server?.close());
 
+    // LOAD_PRS, LOAD_REQUESTS, LOAD_SEED make a longer run of the same mix, to hunt a rare failure.
     test("valid and invalid requests over a few connections: no connection dropped, no 5xx but 503 with Retry-After", async () => {
       const world = await seedWorld(server.url, server.api.token, { repos: 2, prs: Number(process.env.LOAD_PRS ?? 3), cycles: 1, connections: 2 });
       // More connections than the limit: some answers may be 503, each saying when to retry.
