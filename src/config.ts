@@ -78,6 +78,10 @@ const ZEnvironment = z
     GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_POSTGRES_TIMEOUTS.idleInTransactionTimeoutMs),
     GREENLINE_GITHUB_RESERVE_PERCENT: z.coerce.number().min(0).max(90).default(20),
     GREENLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    // Admission control (docs/decisions.md): requests served at once, more answer 503 with Retry-After;
+    // how long a transaction waits for the database (SQLite's writer, a pooled PostgreSQL connection) before answering 503.
+    GREENLINE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(64),
+    GREENLINE_DB_WAIT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
     // Trunk's analytics CLI uploads its bundle to a URL Greenline signs: the address clients reach it at, the key, and how long a URL lasts.
     GREENLINE_PUBLIC_URL: ZOptionalString.pipe(
       z
@@ -173,6 +177,10 @@ export type Config = {
   postgresTimeouts: PostgresTimeouts;
   /** On SIGTERM/SIGINT: how long in-flight work may take before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /** Requests served at once (GREENLINE_MAX_IN_FLIGHT, default 64); more answer 503 with Retry-After. */
+  maxInFlight?: number;
+  /** How long a transaction waits for the database before its request answers 503 (GREENLINE_DB_WAIT_MS, default 5 s). */
+  databaseWaitMs?: number;
   /** The address clients reach the service at (GREENLINE_PUBLIC_URL); unset: each request's Host. */
   publicUrl?: string | undefined;
   /**
@@ -231,6 +239,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     ciPoll: { firstMs: e.GREENLINE_CI_POLL_FIRST_MS, maxMs: Math.max(e.GREENLINE_CI_POLL_FIRST_MS, e.GREENLINE_CI_POLL_MAX_MS) },
     postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
+    maxInFlight: e.GREENLINE_MAX_IN_FLIGHT,
+    databaseWaitMs: e.GREENLINE_DB_WAIT_MS,
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
     sessionSecret: e.GREENLINE_SESSION_SECRET,

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import type { Server as HttpServer, ServerResponse } from "node:http";
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
 import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import { createApiApp } from "./api/app.js";
+import { RETRY_AFTER_SECONDS } from "./api/errors.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
 import { registerToken } from "./auth/tokens.js";
@@ -49,7 +50,12 @@ export type StartOptions = {
   httpTimeouts?: Partial<HttpTimeouts>;
   /** How often the dashboard's live stream looks for changed queues (default 200 ms). */
   liveIntervalMs?: number;
+  /** Replaces the configured limit of requests served at once (tests). */
+  maxInFlight?: number;
 };
+
+/** Requests served at once by default (GREENLINE_MAX_IN_FLIGHT); more answer 503 with Retry-After. */
+export const DEFAULT_MAX_IN_FLIGHT = 64;
 
 export type HttpTimeouts = {
   /** To receive a request's headers. */
@@ -71,6 +77,35 @@ export type HttpTimeouts = {
 // client, not the server, closes an idle kept-alive connection: a server closing it first races the
 // client's next request on it (ECONNRESET). The idle timeout still closes it after 60 s.
 export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 60_000, keepAliveMs: 65_000, idleMs: 60_000 };
+
+/**
+ * Admission control: at most `limit` requests are served at once; one more is answered at once
+ * with 503 and Retry-After (before its body is read, so it costs nearly nothing), and its
+ * connection stays open for the client's retry. Without it a burst queued requests behind the
+ * database until clients gave up and dropped their connections (issue 22). /healthz is
+ * always served (an orchestrator must not restart a busy replica), and so are the dashboard's
+ * live streams, which stay open for as long as a page does and do no work while idle.
+ */
+function admitRequests(http: HttpServer, limit: number): void {
+  const handlers = http.listeners("request") as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  http.removeAllListeners("request");
+  let inFlight = 0;
+  http.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const exempt = path === "/healthz" || (req.headers.accept ?? "").includes("text/event-stream");
+    if (!exempt) {
+      if (inFlight >= limit) {
+        const body = JSON.stringify({ error: { code: "unavailable", message: `the service is saturated (${limit} requests in flight); retry after ${RETRY_AFTER_SECONDS} s`, details: [] } });
+        res.writeHead(503, { "content-type": "application/json; charset=utf-8", "retry-after": String(RETRY_AFTER_SECONDS), "content-length": Buffer.byteLength(body) });
+        res.end(body);
+        return;
+      }
+      inFlight++;
+      res.once("close", () => inFlight--);
+    }
+    for (const handler of handlers) handler.call(http, req, res);
+  });
+}
 
 function limitConnections(http: HttpServer, timeouts: HttpTimeouts): void {
   http.headersTimeout = timeouts.headersMs;
@@ -109,7 +144,7 @@ function githubRequestPolicy(options: OctokitOptions, throttle: boolean): Octoki
  */
 export async function startGreenline(config: Config, options: StartOptions): Promise<Greenline> {
   const { log } = options;
-  const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts });
+  const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts, waitMs: config.databaseWaitMs });
   try {
     if (config.bootstrap) {
       const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
@@ -165,6 +200,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const http = await server.start();
     limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
     answerParseErrors(http);
+    admitRequests(http, options.maxInFlight ?? config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;

@@ -33,6 +33,8 @@ describe("loadConfig", () => {
       ciPoll: { firstMs: 30_000, maxMs: 300_000 },
       postgresTimeouts: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 },
       shutdownTimeoutMs: 10_000,
+      maxInFlight: 64,
+      databaseWaitMs: 5_000,
       bundleUrls: { secret: undefined, ttlMs: 900_000 },
       webhooks: { allowPrivate: false, timeoutMs: 10_000, retryBaseMs: 5_000, retryMaxMs: 3_600_000, disableAfterMs: 86_400_000, pollMs: 100, secretKey: null },
     });
@@ -49,6 +51,8 @@ describe("loadConfig", () => {
     [{ PORT: "70000" }, "PORT"],
     [{ DATABASE_URL: "mysql://db/greenline" }, "DATABASE_URL"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ GREENLINE_MAX_IN_FLIGHT: "0" }, "GREENLINE_MAX_IN_FLIGHT"],
+    [{ GREENLINE_DB_WAIT_MS: "soon" }, "GREENLINE_DB_WAIT_MS"],
     [{ GREENLINE_API_TOKEN: "short", GREENLINE_ORG: "acme" }, "GREENLINE_API_TOKEN"],
     [{ GREENLINE_API_TOKEN: "long-enough-token-123" }, "GREENLINE_ORG"],
     [{ GREENLINE_API_TOKEN: "long-enough-token-123", GREENLINE_ORG: "not a slug" }, "GREENLINE_ORG"],

@@ -18,8 +18,12 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   unavailable: 503,
 };
 
+/** Seconds a client is asked to wait before retrying an "unavailable" answer (Retry-After). */
+export const RETRY_AFTER_SECONDS = 1;
+
 export function sendError(res: Response, error: AppError): void {
   if (res.headersSent) return;
+  if (error.code === "unavailable") res.setHeader("retry-after", String(RETRY_AFTER_SECONDS));
   res.status(HTTP_STATUS[error.code]).json({ error: { code: error.code, message: error.message, details: error.details } });
 }
 

@@ -18,7 +18,7 @@ const ERROR_STATUSES: Record<string, string> = {
   "413": "Body over 20 MiB",
   "415": "Body is not application/json",
   "429": "The code host's (GitHub's) rate limit for the App is spent: retry when the message says",
-  "503": "The code host (GitHub) did not answer, or the service is shutting down: retry later",
+  "503": "The code host (GitHub) did not answer, the service is saturated or busy, or it is shutting down: retry after the Retry-After header's seconds",
 };
 
 /** The OpenAPI 3.1 document of the /v1 API, generated from the schemas that validate requests. */

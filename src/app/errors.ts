@@ -1,5 +1,5 @@
 import { CodeHostRefusal } from "../ports/code-host.js";
-import { DatabaseClosingError } from "../store/database.js";
+import { DatabaseClosingError, isDatabaseBusy } from "../store/database.js";
 
 /** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
 export const ERROR_CODES = [
@@ -52,6 +52,8 @@ export function isUniqueViolation(error: unknown): boolean {
 export function appErrorOfRefusal(error: unknown): AppError | null {
   // The service is shutting down: another replica (or this one, restarted) answers the retry.
   if (error instanceof DatabaseClosingError) return new AppError("unavailable", "the service is shutting down: retry");
+  // The database did not take the work within its bound (src/store/database.ts): retry shortly.
+  if (isDatabaseBusy(error)) return new AppError("unavailable", "the service is busy: the database did not take the request in time; retry");
   if (!(error instanceof CodeHostRefusal)) return null;
   // The code host's rate limit is spent (a request that must ask it, such as creating a queue):
   // the client may try again then; nothing is wrong with Greenline.

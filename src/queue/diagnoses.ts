@@ -18,7 +18,8 @@ import { requiredChecksOf } from "./status-checks.js";
 const MINUTE = 60_000;
 
 /** The states of PRs waiting for the queue to merge them (not_ready PRs wait on their own author). */
-const WAITING: PrState[] = ["pending", "testing", "tests_passed", "pending_failure"];
+/** The states of PRs a queue still has to test or merge: a queue with none is not blocked. */
+export const WAITING: PrState[] = ["pending", "testing", "tests_passed", "pending_failure"];
 
 /** The checks a queue's runs must pass, as far as known: none when the code host cannot say or requires none. */
 async function requiredNames(services: Services, repo: RepoRef, queue: Pick<Queue, "branch" | "requiredStatuses">): Promise<string[]> {

@@ -3,7 +3,7 @@ import type { Principal } from "../auth/tokens.js";
 import { BLOCKED_REASON_CODES, type BlockedReasonCode } from "../domain/diagnoses.js";
 import { isTerminal, QUEUE_STATES } from "../domain/states.js";
 import { oneOf } from "../store/columns.js";
-import { blockedReasonOf } from "./diagnoses.js";
+import { blockedReasonOf, WAITING } from "./diagnoses.js";
 import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
 import { invalidArgument } from "../app/errors.js";
 import { repositoryKey } from "../app/repositories.js";
@@ -43,6 +43,17 @@ export function measureEntry(transitions: StoredTransition[], windowStart: Date)
   return out;
 }
 
+/**
+ * Records in `histogram` a bucket's durations, aggregated by the database: `count` observations
+ * of their mean, which lies in the same bucket, so the bucket counts, the count and the sum are
+ * those of observing each (the sum up to rounding).
+ */
+function observeBucket(histogram: Histogram, labels: Record<string, string>, row: { bucket: number; count: number; sumSeconds: number }): void {
+  const upper = BUCKETS[row.bucket] ?? Number.POSITIVE_INFINITY;
+  const mean = Math.min(row.sumSeconds / row.count, upper);
+  for (let i = 0; i < row.count; i++) histogram.observe(labels, mean);
+}
+
 /** getMergeQueueMetrics: Trunk's metric names, labels and buckets, in the text format. */
 export async function renderMetrics(services: Services, principal: Principal, filter: MetricsFilter): Promise<{ contentType: string; body: string }> {
   if ((filter.repo === undefined) !== (filter.repoHost === undefined)) {
@@ -56,10 +67,16 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   const now = services.now();
   const windowStart = new Date(now.getTime() - WINDOW_MS);
-  const data = await services.db.read((tx) => loadMetricsData(tx, principal.organizationId, key, windowStart));
+  const data = await services.db.sqlRead((sql) => loadMetricsData(sql, principal.organizationId, key, windowStart, BUCKETS));
+  // Only a queue with PRs waiting can be blocked (blockedReasonOf answers null at once otherwise):
+  // the others cost no query.
+  const waiting = new Set(data.counts.filter((row) => WAITING.includes(row.state) && row.count > 0).map((row) => row.queueId));
   const blocked = await services.db.read(async (tx) => {
     const out = new Map<string, BlockedReasonCode | null>();
-    for (const q of data.queues) out.set(q.id, (await blockedReasonOf(services, tx, { id: q.id, state: oneOf(QUEUE_STATES, q.state, "Queue.state") }, q.repository))?.code ?? null);
+    for (const q of data.queues) {
+      const code = waiting.has(q.id) ? ((await blockedReasonOf(services, tx, { id: q.id, state: oneOf(QUEUE_STATES, q.state, "Queue.state") }, q.repository))?.code ?? null) : null;
+      out.set(q.id, code);
+    }
     return out;
   });
 
@@ -92,23 +109,12 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     else depth.inc(labels, row.count);
     if (row.state === "testing") testing.inc(labels, row.count);
   }
-  for (const t of data.recent) {
-    const labels = labelsOf.get(t.queueId)!;
-    if (isTerminal(t.toState)) conclusions.inc({ ...labels, conclusion: t.toState }, 1);
-    if (t.fromState === "testing" && t.toState === "pending") restarts.inc(labels, 1);
+  for (const row of data.moves) {
+    const labels = labelsOf.get(row.queueId)!;
+    if (isTerminal(row.toState)) conclusions.inc({ ...labels, conclusion: row.toState }, row.count);
+    if (row.fromState === "testing" && row.toState === "pending") restarts.inc(labels, row.count);
   }
-  const byEntry = new Map<string, StoredTransition[]>();
-  for (const t of data.histories) {
-    const history = byEntry.get(t.entryId);
-    if (history) history.push(t);
-    else byEntry.set(t.entryId, [t]);
-  }
-  for (const history of byEntry.values()) {
-    const labels = labelsOf.get(history[0]!.queueId)!;
-    const d = measureEntry(history, windowStart);
-    d.waits.forEach((s) => wait.observe(labels, s));
-    d.tests.forEach((s) => test.observe(labels, s));
-    d.timesInQueue.forEach((s) => inQueue.observe(labels, s));
-  }
+  const histograms = { wait, test, inQueue };
+  for (const row of data.durations) observeBucket(histograms[row.kind], labelsOf.get(row.queueId)!, row);
   return { contentType: "text/plain; version=0.0.4; charset=utf-8", body: await registry.metrics() };
 }

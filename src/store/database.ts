@@ -8,7 +8,7 @@ import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/c
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
 import { migratePostgres, migrateSqlite } from "./migrate.js";
 import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "../config.js";
-import { Mutex } from "./mutex.js";
+import { Mutex, MutexTimeoutError } from "./mutex.js";
 import { postgresSql, sqliteSql, type Sql } from "./sql.js";
 
 export type DatabaseKind = "sqlite" | "postgres";
@@ -34,6 +34,28 @@ export class DatabaseClosingError extends Error {
     super("the database is closing: no new transaction starts");
     this.name = "DatabaseClosingError";
   }
+}
+
+/** How long a transaction waits for its turn (SQLite's writer, a PostgreSQL connection) by default. */
+export const DEFAULT_DATABASE_WAIT_MS = 5_000;
+
+/**
+ * Whether `error` says the database is too busy to take the work now, rather than that the work
+ * is wrong: the wait for SQLite's writer or for a pooled PostgreSQL connection outlasted its
+ * bound, PostgreSQL gave up waiting for a lock (lock_timeout, 55P03), cancelled a statement
+ * (statement_timeout, 57014) or rolled back one of two transactions that waited for each other
+ * (a deadlock, 40P01; a serialization failure, 40001), SQLite found the file locked. A request meeting it answers 503 with
+ * Retry-After (src/api/errors.ts), never waits on.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Object && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof MutexTimeoutError) return true;
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (code === "P2028" || code === "55P03" || code === "57014" || code === "SQLITE_BUSY") return true;
+    if (typeof message === "string" && /timeout exceeded when trying to connect|Unable to start a transaction in the given time|canceling statement due to (statement|lock) timeout|database is locked/.test(message))
+      return true;
+  }
+  return false;
 }
 
 export function databaseKind(url: string): DatabaseKind {
@@ -68,12 +90,15 @@ export class Database {
     private readonly sqliteReader: BetterSqlite3.Database | null,
     /** PostgreSQL: the connection that holds advisory locks, outside the pool. */
     private readonly locks: AdvisoryLockConnection | null = null,
+    /** How long a transaction waits for its turn before failing with a busy error (isDatabaseBusy). */
+    private readonly waitMs: number = DEFAULT_DATABASE_WAIT_MS,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
 
-  static async open(url: string, options: { migrate?: boolean; poolSize?: number; postgresTimeouts?: PostgresTimeouts } = {}): Promise<Database> {
+  static async open(url: string, options: { migrate?: boolean; poolSize?: number; postgresTimeouts?: PostgresTimeouts; waitMs?: number } = {}): Promise<Database> {
     const migrate = options.migrate ?? true;
+    const waitMs = options.waitMs ?? DEFAULT_DATABASE_WAIT_MS;
     if (databaseKind(url) === "sqlite") {
       const path = sqlitePath(url);
       mkdirSync(dirname(path), { recursive: true });
@@ -105,6 +130,8 @@ export class Database {
         null,
         path,
         lookupConnection,
+        null,
+        waitMs,
       );
       return database;
     }
@@ -118,8 +145,8 @@ export class Database {
       }
     }
     const sessionOptions = postgresSessionOptions(options.postgresTimeouts ?? DEFAULT_POSTGRES_TIMEOUTS);
-    // A bounded wait for a connection: an exhausted pool fails requests instead of hanging them.
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: 10_000, options: sessionOptions });
+    // A bounded wait for a connection: an exhausted pool fails requests (503) instead of hanging them.
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, connectionTimeoutMillis: waitMs, options: sessionOptions });
     // An idle pooled connection that the server ends (a restart, a terminated session) is
     // reported as an "error" on the pool, which would end the process unheard. The pool has
     // already discarded it; the next query opens another.
@@ -138,6 +165,7 @@ export class Database {
       null,
       null,
       locks,
+      waitMs,
     );
   }
 
@@ -164,8 +192,8 @@ export class Database {
 
   /** Runs `fn` in one transaction: all of its writes happen, or none. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    const run = () => this.client.$transaction(fn, { maxWait: 10_000, timeout: 30_000 });
-    return this.#track(() => (this.#serialize ? this.#serialize.run(run) : run()));
+    const run = () => this.client.$transaction(fn, { maxWait: this.waitMs, timeout: 30_000 });
+    return this.#track(() => (this.#serialize ? this.#serialize.run(run, this.waitMs) : run()));
   }
 
   /**
@@ -176,7 +204,7 @@ export class Database {
    */
   write<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     const run = () => fn(this.client as unknown as Tx);
-    return this.#track(() => (this.#serialize ? this.#serialize.run(run) : run()));
+    return this.#track(() => (this.#serialize ? this.#serialize.run(run, this.waitMs) : run()));
   }
 
   /** Runs read-only queries on the last committed state. */
@@ -244,7 +272,7 @@ export class Database {
         if (writer.inTransaction) writer.exec("ROLLBACK");
         throw error;
       }
-    });
+    }, this.waitMs);
   }
 
   private closeBulkWriter(): void {

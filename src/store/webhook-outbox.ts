@@ -77,7 +77,7 @@ export async function publishEvents(target: Tx | Sql, organizationId: string, ev
 /** Inserts one message per event and endpoint whose filter takes it; answers the webhook-ids of the events some endpoint takes. */
 export async function insertMessages(target: Tx | Sql, endpoints: { id: string; events: string[] }[], events: readonly WebhookEvent[], context: { now: Date; newId: () => string }): Promise<string[]> {
   if (endpoints.length === 0) return [];
-  const rows: (readonly unknown[])[] = [];
+  let rows: (readonly unknown[])[] = [];
   const published: string[] = [];
   const timestamp = context.now.toISOString();
   for (const event of events) {
@@ -91,9 +91,31 @@ export async function insertMessages(target: Tx | Sql, endpoints: { id: string; 
     if (rows.length > before) published.push(eventId);
   }
   if (rows.length === 0) return [];
+  const live = await holdEndpoints(target, [...new Set(rows.map((row) => row[1] as string))]);
+  if (live) rows = rows.filter((row) => live.has(row[1] as string));
+  if (rows.length === 0) return [];
   if (isSql(target)) await target.insert("WebhookMessage", MESSAGE_COLUMNS, rows);
   else await target.webhookMessage.createMany({ data: rows.map((row) => Object.fromEntries(MESSAGE_COLUMNS.map((column, i) => [column, row[i]])) as never) });
   return published;
+}
+
+/**
+ * PostgreSQL: holds the endpoints `ids` (FOR KEY SHARE) until the caller's transaction ends and
+ * answers those that still exist. The endpoints were read earlier in the transaction; one
+ * deleted since (deleteWebhookEndpoint committing meanwhile) failed the message inserts on the
+ * foreign key, and with them the caller's whole request (issue 22: 500s on cancelPullRequest,
+ * updateQueue under load). Now its messages are skipped, and a delete not yet committed waits
+ * for the caller. SQLite runs one write transaction at a time: null, nothing to do.
+ */
+async function holdEndpoints(target: Tx | Sql, ids: string[]): Promise<Set<string> | null> {
+  if (isSql(target)) {
+    if (target.kind !== "postgres") return null;
+    const [inList, param] = target.anyOf(`"id"`, ids);
+    return new Set((await target.all<{ id: string }>(`SELECT "id" FROM "WebhookEndpoint" WHERE ${inList} FOR KEY SHARE`, [param])).map((row) => row.id));
+  }
+  if ((target as unknown as { _activeProvider?: string })._activeProvider !== "postgresql") return null;
+  const rows = await target.$queryRawUnsafe<{ id: string }[]>(`SELECT "id" FROM "WebhookEndpoint" WHERE "id" = ANY($1::text[]) FOR KEY SHARE`, ids);
+  return new Set(rows.map((row) => row.id));
 }
 
 /** The enabled endpoints of the organization that owns a repository, and the repository's name; null when it has none. */

@@ -78,6 +78,8 @@ export type TestServerOptions = {
   webhooks?: Partial<WebhookSettings>;
   /** GREENLINE_PUBLIC_URL (the PR's status and comment then link to its dashboard page). */
   publicUrl?: string;
+  /** GREENLINE_MAX_IN_FLIGHT: requests served at once. */
+  maxInFlight?: number;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -112,6 +114,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     random: options.random,
     startWorker: options.startWorker ?? false,
     httpTimeouts: options.httpTimeouts,
+    maxInFlight: options.maxInFlight,
   });
   return {
     greenline,

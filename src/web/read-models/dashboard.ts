@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueState } from "../../domain/states.js";
 import { isTerminal } from "../../domain/states.js";
-import { loadMetricsData, type StoredTransition } from "../../store/metrics.js";
+import { loadHistoryData, type StoredTransition } from "../../store/metrics.js";
 import { lineGroupsOf, type LineGroups } from "../../domain/engine/line.js";
 import { loadQueueState } from "../../store/queue-state.js";
 import { accountKeyOf, outagesOf } from "../../store/installation-outages.js";
@@ -73,7 +73,7 @@ export async function queueOverview(services: Services, principal: Principal): P
   const now = services.now().getTime();
   const windowStart = new Date(now - DAY_MS);
   const { data, runCounts, absorbed, outages } = await services.db.read(async (tx) => {
-    const data = await loadMetricsData(tx, principal.organizationId, undefined, windowStart);
+    const data = await loadHistoryData(tx, principal.organizationId, undefined, windowStart);
     const ids = data.queues.map((q) => q.id);
     const outages = await outagesOf(
       tx,
