@@ -27,7 +27,15 @@ export const ZFlakySettings = z.object({
   flakyRate: FLAKY_SETTING_FIELDS.flakyRate.default(DEFAULT_FLAKY_SETTINGS.flakyRate),
   brokenRate: FLAKY_SETTING_FIELDS.brokenRate.default(DEFAULT_FLAKY_SETTINGS.brokenRate),
   recoveryDays: FLAKY_SETTING_FIELDS.recoveryDays.default(DEFAULT_FLAKY_SETTINGS.recoveryDays),
+  /** A ticket link with TICKET_KEY where a ticket's key goes (link-ticket-to-test-case's external_ticket_id); absent: none. */
+  ticketUrlTemplate: z.string().optional(),
 });
+/** Where a ticket's key goes in a repository's ticketUrlTemplate. */
+export const TICKET_KEY = "{id}";
+/** A ticket's link from the repository's template: the key, URL-encoded, in place of each TICKET_KEY. */
+export function ticketUrlOf(template: string, key: string): string {
+  return template.split(TICKET_KEY).join(encodeURIComponent(key));
+}
 export type FlakySettings = z.output<typeof ZFlakySettings>;
 
 /** What detection knows of one test. */
