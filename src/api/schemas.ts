@@ -80,7 +80,13 @@ export const ZQueueSettings = z.object({
   checksStartTimeoutMinutes: ZUint32.optional().describe(
     "minutes after a run starts by which every required check must have appeared on its testing branch, else the run is diagnosed (default 10); less than testingTimeoutMinutes",
   ),
-  pendingFailureDepth: ZUint32.optional(),
+  pendingFailureDepth: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_UINT32)
+    .optional()
+    .describe("successors a failing PR waits for, 0 (the default: only the PRs ahead of it) to 4294967295; Trunk's newer v1 accepts 0, SPEC.md's range starts at 1"),
   canOptimisticallyMerge: z.boolean().optional(),
   batch: z.boolean().optional(),
   batchingMaxWaitTimeMinutes: ZUint32.optional(),
