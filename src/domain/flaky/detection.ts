@@ -56,8 +56,10 @@ const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
 /**
  * A test's status from its evidence, the most severe rule deciding: broken when it failed at
  * least `brokenRate` of at least `minSamples` runs in the window; flaky when it failed and
- * passed on the same code within `recoveryDays`, or failed at least `flakyRate` of at least
- * `minSamples` runs; healthy otherwise. The reason names the rule and its figures.
+ * passed on the same code within `recoveryDays`; broken too when every one of its runs in the
+ * window failed, however few (a test that never passes is not healthy); flaky when it failed at
+ * least `flakyRate` of at least `minSamples` runs; healthy otherwise. The reason names the rule
+ * and its figures. The API's status and every page's status word are this verdict.
  */
 export function classify(evidence: Evidence, settings: FlakySettings, now: Date): Verdict {
   const { runs, failures } = evidence;
@@ -69,6 +71,8 @@ export function classify(evidence: Evidence, settings: FlakySettings, now: Date)
   if (evidence.flakeAt && now.getTime() - evidence.flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
     return { status: "flaky", reason: evidence.flakeReason ?? "failed and passed on the same commit" };
   }
+  // Too few runs for the rate rules, but not one passed: failing, never "healthy" (issue 22, item 9).
+  if (runs > 0 && failures >= runs) return { status: "broken", reason: `${figures}: every run failed (the rate rules wait for ${settings.minSamples} runs)` };
   if (sampled && rate >= settings.flakyRate) return { status: "flaky", reason: `${figures} (${percent(rate)}, flaky at ≥ ${percent(settings.flakyRate)})` };
   const quiet = evidence.flakeAt ? `no pass-on-retry for ${settings.recoveryDays} days; ` : "";
   return { status: "healthy", reason: `${quiet}${figures}` };
