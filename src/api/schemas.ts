@@ -290,13 +290,17 @@ export const ZCheckQuarantineResponse = z.strictObject({
   quarantined_test_ids: z.array(z.uuid()),
 });
 export const ZFlakySettingsRequest = z.object(ZTestScope);
-const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`).describe(
-  `the link of a ticket with ${TICKET_KEY} where its key goes (https://acme.atlassian.net/browse/${TICKET_KEY}): link-ticket-to-test-case's external_ticket_id keys are linked by it`,
-);
+/** A ticket link holding TICKET_KEY (checked beyond the document's shape: the description says so). */
+const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
 export const ZUpdateFlakySettingsRequest = z.object({
   ...ZTestScope,
   settings: z
-    .object({ ...FLAKY_SETTING_FIELDS, ticketUrlTemplate: ZTicketUrlTemplate.nullable().describe("null removes it") })
+    .object({
+      ...FLAKY_SETTING_FIELDS,
+      ticketUrlTemplate: ZTicketUrlTemplate.nullable().describe(
+        `a ticket's http(s) link with ${TICKET_KEY} where its key goes (https://acme.atlassian.net/browse/${TICKET_KEY}): link-ticket-to-test-case links external_ticket_id keys by it; null removes it`,
+      ),
+    })
     .partial()
     .strict(),
 });
