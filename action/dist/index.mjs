@@ -2170,8 +2170,8 @@ function testingLines(run2) {
   const tested = run2.testedPullRequests.map((p) => `#${p.prNumber}`).join(", ");
   if (tested) lines.push(`    tests ${tested}${run2.dependentPrs.length > 0 ? ` on top of ${run2.dependentPrs.map((n) => `#${n}`).join(", ")}` : ""}`);
   if (run2.impactedTargets === "ALL" || run2.impactedTargets.length > 0) lines.push(`    impacted targets: ${run2.impactedTargets === "ALL" ? "ALL" : run2.impactedTargets.length}`);
-  for (const check of run2.statusChecks) lines.push(`    ${check.context}: ${check.state}${check.url ? ` ${check.url}` : ""}`);
-  for (const suite of run2.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${check.conclusion ?? check.status}`);
+  for (const check of run2.statusChecks) lines.push(`    ${check.context}: ${check.state.toLowerCase()}${check.url ? ` ${check.url}` : ""}`);
+  for (const suite of run2.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${(check.conclusion ?? check.status).toLowerCase()}`);
   return lines;
 }
 async function prStatus(options, out) {

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ERROR_CODES } from "../app/errors.js";
 import { PRIORITY_NAMES, type PriorityName } from "../domain/priority.js";
 import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../domain/queue-settings.js";
-import { FLAKY_SETTING_FIELDS } from "../domain/flaky/detection.js";
+import { FLAKY_SETTING_FIELDS, TICKET_KEY } from "../domain/flaky/detection.js";
 import { MERGEABILITY, PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../domain/states.js";
 import { unstorableCharacter } from "../domain/text.js";
 import { ALL_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES } from "../domain/webhook-events.js";
@@ -80,7 +80,13 @@ export const ZQueueSettings = z.object({
   checksStartTimeoutMinutes: ZUint32.optional().describe(
     "minutes after a run starts by which every required check must have appeared on its testing branch, else the run is diagnosed (default 10); less than testingTimeoutMinutes",
   ),
-  pendingFailureDepth: ZUint32.optional(),
+  pendingFailureDepth: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_UINT32)
+    .optional()
+    .describe("successors a failing PR waits for, 0 (the default: only the PRs ahead of it) to 4294967295; Trunk's newer v1 accepts 0, SPEC.md's range starts at 1"),
   canOptimisticallyMerge: z.boolean().optional(),
   batch: z.boolean().optional(),
   batchingMaxWaitTimeMinutes: ZUint32.optional(),
@@ -237,11 +243,29 @@ export const ZSetQuarantineSettingRequest = z.object({
     .describe("always or never quarantine this test, or auto (quarantined while flaky)"),
   reason: z.string().max(1000).trim().check(storableText).optional().describe("why (shown with the test; empty or absent clears the previous reason)"),
 });
-export const ZLinkTicketRequest = z.object({
-  ...ZTestScope,
-  test_case_id: z.uuid(),
-  ticket_url: ZLink.nullable().describe("the ticket's http(s) link; null unlinks"),
-});
+/**
+ * Greenline's body ({repo, org_url_slug, test_case_id, ticket_url}) or Trunk's
+ * ({repo, test_case_id, external_ticket_id}: docs.trunk.io, "Link a ticket to a test case").
+ */
+export const ZLinkTicketRequest = z
+  .object({
+    repo: ZRepo,
+    org_url_slug: ZName.optional().describe("the token's organization when absent (Trunk's request has none)"),
+    test_case_id: z.uuid(),
+    ticket_url: ZLink.nullable().optional().describe("the ticket's http(s) link; null unlinks. Give it or external_ticket_id"),
+    external_ticket_id: z
+      .string()
+      .max(2048)
+      .regex(/\S/, "must not be blank")
+      .trim()
+      .check(storableText)
+      .optional()
+      .describe(`Trunk's field: the ticket's key (KAN-123), linked through the repository's ticketUrlTemplate (flaky-tests/update-settings), or the ticket's http(s) link. Give it or ticket_url; ${TRIMMED}`),
+  })
+  .superRefine((value, ctx) => {
+    if (value.ticket_url === undefined && value.external_ticket_id === undefined) ctx.addIssue({ code: "custom", path: ["external_ticket_id"], message: "required (or ticket_url)" });
+    if (value.ticket_url !== undefined && value.external_ticket_id !== undefined) ctx.addIssue({ code: "custom", path: ["ticket_url"], message: "give ticket_url or external_ticket_id, not both" });
+  });
 export const ZCheckQuarantineRequest = z
   .object({
     ...ZTestScope,
@@ -266,8 +290,23 @@ export const ZCheckQuarantineResponse = z.strictObject({
   quarantined_test_ids: z.array(z.uuid()),
 });
 export const ZFlakySettingsRequest = z.object(ZTestScope);
-export const ZUpdateFlakySettingsRequest = z.object({ ...ZTestScope, settings: z.object(FLAKY_SETTING_FIELDS).partial().strict() });
-export const ZFlakySettingsResponse = z.strictObject({ settings: z.strictObject(FLAKY_SETTING_FIELDS) });
+/** A ticket link holding TICKET_KEY (checked beyond the document's shape: the description says so). */
+const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
+export const ZUpdateFlakySettingsRequest = z.object({
+  ...ZTestScope,
+  settings: z
+    .object({
+      ...FLAKY_SETTING_FIELDS,
+      ticketUrlTemplate: ZTicketUrlTemplate.nullable().describe(
+        `a ticket's http(s) link with ${TICKET_KEY} where its key goes (https://acme.atlassian.net/browse/${TICKET_KEY}): link-ticket-to-test-case links external_ticket_id keys by it; null removes it`,
+      ),
+    })
+    .partial()
+    .strict(),
+});
+export const ZFlakySettingsResponse = z.strictObject({
+  settings: z.strictObject({ ...FLAKY_SETTING_FIELDS, ticketUrlTemplate: z.string().optional().describe("absent when the repository sets none") }),
+});
 
 // Responses (documentation and tests; handlers build them from queue/records.ts types).
 
@@ -489,7 +528,7 @@ const ZTestCase = z.strictObject({
   file_path: z.string(),
   parent: z.string(),
   classname: z.string(),
-  ticket: z.strictObject({ html_url: z.string() }).nullable(),
+  ticket: z.strictObject({ html_url: z.string() }).optional().describe("the linked ticket; absent when none is linked (Trunk documents an object, never null)"),
 });
 
 export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
@@ -556,30 +595,46 @@ export const ZErrorResponse = z.strictObject({
 });
 export type TRepo = z.output<typeof ZRepo>;
 
+/**
+ * Trunk's v1 enums of a testing branch's checks (docs.trunk.io openapi.json,
+ * getMergeQueueTestingDetails): GitHub's own values, UPPERCASE (docs/decisions.md).
+ */
+const CHECK_STATES = ["PENDING", "SUCCESS", "FAILURE", "ERROR"] as const;
+const CHECK_RUN_STATUSES = ["QUEUED", "IN_PROGRESS", "COMPLETED"] as const;
+const CHECK_RUN_CONCLUSIONS = ["SUCCESS", "FAILURE"] as const;
+
 export const ZTestingDetails = z.strictObject({
   testRunId: z.string(),
-  testBranch: z.string().nullable(),
-  testBranchSha: z.string().nullable(),
+  testBranch: z.string().optional().describe("absent until the run's testing branch is built (Trunk documents a string: never null)"),
+  testBranchSha: z.string().optional().describe("absent until the run's testing branch is built (Trunk documents a string: never null)"),
   status: z.enum(["in_progress", "failed", "cancelled", "succeeded"]),
   failureReason: z.string().nullable(),
   isBisection: z.boolean(),
   requiredStatuses: z.array(z.string()),
   requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES),
   requiredStatusesWarning: z.string().optional(),
-  statusChecks: z.array(z.strictObject({ context: z.string(), url: z.string().nullable(), state: z.enum(["pending", "success", "failure", "error"]) })),
+  statusChecks: z
+    .array(
+      z.strictObject({
+        context: z.string(),
+        url: z.string().optional().describe("absent: Greenline keeps no link for a commit status"),
+        state: z.enum(CHECK_STATES).describe("GitHub's commit status state, in Trunk's UPPERCASE enum"),
+      }),
+    )
+    .describe("the commit statuses of the testing branch (the required ones, pending until reported)"),
   checkSuites: z.array(
     z.strictObject({
       checkRuns: z.array(
         z.strictObject({
           name: z.string(),
-          url: z.string().nullable(),
-          status: z.enum(["queued", "in_progress", "completed"]),
-          conclusion: z.enum(["success", "failure"]).nullable(),
+          url: z.string().describe("the check run's page, or the testing commit's checks page when the run's id is not known"),
+          status: z.enum(CHECK_RUN_STATUSES).describe("GitHub's check run status, in Trunk's UPPERCASE enum"),
+          conclusion: z.enum(CHECK_RUN_CONCLUSIONS).optional().describe("present once status is COMPLETED"),
         }),
       ),
     }),
   ),
-  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), prUrl: z.string().nullable(), title: z.string() })),
+  testedPullRequests: z.array(z.strictObject({ prNumber: z.number().int(), prUrl: z.string(), title: z.string() })),
   impactedTargets: z.union([z.array(z.string()), z.literal("ALL")]),
   dependentPrs: z.array(z.number().int()),
   createdAt: z.iso.datetime(),

@@ -57,13 +57,14 @@ type Queue = {
 };
 type TestingDetails = {
   testRunId: string;
-  testBranch: string | null;
-  testBranchSha: string | null;
+  /** Absent until the testing branch is built. */
+  testBranch?: string;
+  testBranchSha?: string;
   status: string;
   failureReason: string | null;
   isBisection: boolean;
-  statusChecks: { context: string; state: string; url: string | null }[];
-  checkSuites: { checkRuns: { name: string; status: string; conclusion: string | null }[] }[];
+  statusChecks: { context: string; state: string; url?: string }[];
+  checkSuites: { checkRuns: { name: string; status: string; conclusion?: string }[] }[];
   testedPullRequests: { prNumber: number }[];
   impactedTargets: string[] | "ALL";
   dependentPrs: number[];
@@ -110,7 +111,7 @@ class Context {
 }
 
 const queueName = (q: QueueAddress) => `queue ${q.targetBranch} of ${q.repo.owner}/${q.repo.name}`;
-const short = (sha: string | null) => (sha ? sha.slice(0, 12) : "-");
+const short = (sha: string | null | undefined) => (sha ? sha.slice(0, 12) : "-");
 const stateOf = (item: MergeItem) => (item.stateReason && item.stateReason !== item.state ? `${item.state} (${item.stateReason})` : item.state);
 
 /** --priority: a name (any case) or a number from 0 to 255, checked here so a mistake is a usage error. */
@@ -158,8 +159,9 @@ function testingLines(run: TestingDetails): string[] {
   const tested = run.testedPullRequests.map((p) => `#${p.prNumber}`).join(", ");
   if (tested) lines.push(`    tests ${tested}${run.dependentPrs.length > 0 ? ` on top of ${run.dependentPrs.map((n) => `#${n}`).join(", ")}` : ""}`);
   if (run.impactedTargets === "ALL" || run.impactedTargets.length > 0) lines.push(`    impacted targets: ${run.impactedTargets === "ALL" ? "ALL" : run.impactedTargets.length}`);
-  for (const check of run.statusChecks) lines.push(`    ${check.context}: ${check.state}${check.url ? ` ${check.url}` : ""}`);
-  for (const suite of run.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${check.conclusion ?? check.status}`);
+  // The API answers Trunk's UPPERCASE check enums; the CLI prints them as words.
+  for (const check of run.statusChecks) lines.push(`    ${check.context}: ${check.state.toLowerCase()}${check.url ? ` ${check.url}` : ""}`);
+  for (const suite of run.checkSuites) for (const check of suite.checkRuns) lines.push(`    ${check.name}: ${(check.conclusion ?? check.status).toLowerCase()}`);
   return lines;
 }
 

@@ -1,7 +1,7 @@
 import { DAY_MS } from "../domain/time.js";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
-import { DEFAULT_FLAKY_SETTINGS, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import { DEFAULT_FLAKY_SETTINGS, ticketUrlOf, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import type { TestCase } from "../domain/flaky/test-case.js";
 import {
@@ -21,7 +21,7 @@ import {
 import type { Sql } from "../store/sql.js";
 import { invalidArgument, notFound } from "../app/errors.js";
 import { checkPageToken, emptyPage, paginate, type PageQuery } from "./pages.js";
-import { changeFlakySettings, loadFlakySettings, overrideQuarantine } from "./status.js";
+import { changeFlakySettings, loadFlakySettings, overrideQuarantine, type FlakySettingsChange } from "./status.js";
 import { findRepository, repoNotFound, type RepositoryRow } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 
@@ -96,7 +96,8 @@ async function testCaseRecords(services: Services, repo: RepositoryRow, keys: nu
         file_path: t.file,
         parent: t.parent,
         classname: t.classname,
-        ticket: t.ticketUrl ? { html_url: t.ticketUrl } : null,
+        // Trunk documents ticket as an object when one is linked: left out, never null, otherwise.
+        ...(t.ticketUrl ? { ticket: { html_url: t.ticketUrl } } : {}),
       },
     ];
   });
@@ -212,10 +213,44 @@ export async function setQuarantineSetting(services: Services, principal: Princi
   return { test: record! };
 }
 
-/** Links a ticket to a test case (null unlinks). */
-export async function linkTicket(services: Services, principal: Principal, input: Scope & { test_case_id: string; ticket_url: string | null }) {
-  const { repo, test } = await findTestCase(services, principal, input, input.test_case_id);
-  await services.db.transaction((tx) => setTicketUrl(tx, test.key, input.ticket_url));
+const HTTP_LINK = /^https?:\/\//i;
+const MAX_LINK = 2048;
+
+/**
+ * A ticket's link from Trunk's external_ticket_id: the id itself when it is an http(s) link,
+ * else a key (KAN-123) put into the repository's ticketUrlTemplate. Greenline has no ticketing
+ * integration to look a key up in (docs/decisions.md).
+ */
+async function ticketLinkOf(services: Services, repo: RepositoryRow, id: string): Promise<string> {
+  if (HTTP_LINK.test(id)) {
+    if (!URL.canParse(id)) throw invalidArgument("external_ticket_id", "is not a valid http(s) link");
+    return id;
+  }
+  const { ticketUrlTemplate } = await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id));
+  if (!ticketUrlTemplate) {
+    throw invalidArgument(
+      "external_ticket_id",
+      `"${id}" is a ticket key, and ${repo.owner}/${repo.name} sets no ticketUrlTemplate to link keys by (set one with flaky-tests/update-settings, or send the ticket's http(s) link)`,
+    );
+  }
+  const link = ticketUrlOf(ticketUrlTemplate, id);
+  if (link.length > MAX_LINK) throw invalidArgument("external_ticket_id", `makes a ticket link longer than ${MAX_LINK} characters`);
+  return link;
+}
+
+/**
+ * Links a ticket to a test case (a null ticket_url unlinks): Greenline's body (ticket_url) or
+ * Trunk's (external_ticket_id, no org_url_slug: the token's organization).
+ */
+export async function linkTicket(
+  services: Services,
+  principal: Principal,
+  input: { repo: RepoRef; org_url_slug?: string | undefined; test_case_id: string; ticket_url?: string | null | undefined; external_ticket_id?: string | undefined },
+) {
+  const scope = { repo: input.repo, org_url_slug: input.org_url_slug ?? principal.organizationSlug };
+  const { repo, test } = await findTestCase(services, principal, scope, input.test_case_id);
+  const link = input.external_ticket_id === undefined ? (input.ticket_url ?? null) : await ticketLinkOf(services, repo, input.external_ticket_id);
+  await services.db.transaction((tx) => setTicketUrl(tx, test.key, link));
   const [record] = await testCaseRecords(services, repo, [test.key]);
   return { test: record! };
 }
@@ -242,7 +277,7 @@ export async function getFlakySettings(services: Services, principal: Principal,
 }
 
 /** Changes a repository's detection settings and re-judges its tests under them. */
-export async function updateFlakySettings(services: Services, principal: Principal, input: Scope & { settings: Partial<FlakySettings> }) {
+export async function updateFlakySettings(services: Services, principal: Principal, input: Scope & { settings: FlakySettingsChange }) {
   const repo = await repositoryInScope(services, principal, input);
   if (!repo) throw repoNotFound(input.repo);
   const now = services.now();

@@ -91,11 +91,17 @@ export async function overrideQuarantine(sql: Sql, repositoryId: string, key: nu
   await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now, repositoryId);
 }
 
+/** Some of a repository's settings; a null ticketUrlTemplate removes it. */
+export type FlakySettingsChange = Partial<Omit<FlakySettings, "ticketUrlTemplate">> & { ticketUrlTemplate?: string | null | undefined };
+
 /** Changes some of a repository's detection settings and re-judges its tests under them; answers the settings now in force. */
-export async function changeFlakySettings(sql: Sql, repositoryId: string, changes: Partial<FlakySettings>, now: Date): Promise<FlakySettings> {
+export async function changeFlakySettings(sql: Sql, repositoryId: string, changes: FlakySettingsChange, now: Date): Promise<FlakySettings> {
   // Read, merge, write: under the lock, or concurrent changes of other fields would be lost.
   await lockRepositoryTests(sql, repositoryId);
-  const merged = { ...(await loadFlakySettings(sql, repositoryId)), ...changes };
+  const { ticketUrlTemplate, ...rest } = changes;
+  const merged: FlakySettings = { ...(await loadFlakySettings(sql, repositoryId)), ...rest };
+  if (ticketUrlTemplate === null) delete merged.ticketUrlTemplate;
+  else if (ticketUrlTemplate !== undefined) merged.ticketUrlTemplate = ticketUrlTemplate;
   if (merged.flakyRate > merged.brokenRate) throw invalidArgument("settings.flakyRate", "must not exceed brokenRate");
   const settings = ZFlakySettings.parse(merged);
   await saveFlakySettings(sql, repositoryId, settings, now);

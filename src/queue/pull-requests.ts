@@ -222,18 +222,25 @@ export async function setImpactedTargets(services: Services, principal: Principa
   });
 }
 
-type CheckStateName = "pending" | "success" | "failure" | "error";
+/** A commit status's state in Trunk's v1 enum (GitHub's values, UPPERCASE: docs/decisions.md). */
+type CheckStateName = "PENDING" | "SUCCESS" | "FAILURE" | "ERROR";
 
+/**
+ * getMergeQueueTestingDetails' answer in Trunk's documented shape: a field Trunk documents as a
+ * string is left out, never null, when Greenline has no value for it (docs/decisions.md).
+ */
 export type TestingDetails = RequiredStatuses & {
   testRunId: string;
-  testBranch: string | null;
-  testBranchSha: string | null;
+  /** Absent until the testing branch is built. */
+  testBranch?: string;
+  testBranchSha?: string;
   status: "in_progress" | "failed" | "cancelled" | "succeeded";
   failureReason: string | null;
   isBisection: boolean;
-  statusChecks: { context: string; url: string | null; state: CheckStateName }[];
+  /** `url` is absent: Greenline keeps no link for a commit status. */
+  statusChecks: { context: string; url?: string; state: CheckStateName }[];
   checkSuites: { checkRuns: CheckRunDetails[] }[];
-  testedPullRequests: { prNumber: number; prUrl: string | null; title: string }[];
+  testedPullRequests: { prNumber: number; prUrl: string; title: string }[];
   impactedTargets: readonly string[] | "ALL";
   dependentPrs: number[];
   createdAt: string;
@@ -242,7 +249,8 @@ export type TestingDetails = RequiredStatuses & {
   diagnosis: RunDiagnosis | null;
 };
 
-type CheckRunDetails = { name: string; url: string | null; status: "queued" | "in_progress" | "completed"; conclusion: "success" | "failure" | null };
+/** A check run in Trunk's v1 enums (UPPERCASE); `conclusion` only once it completed. */
+type CheckRunDetails = { name: string; url: string; status: "QUEUED" | "IN_PROGRESS" | "COMPLETED"; conclusion?: "SUCCESS" | "FAILURE" };
 
 /** Which run to read: the one named by its testRunId (Trunk's clients), or the PR's latest. */
 export type TestRunAddress = QueueAddress & ({ testRunId: string; prNumber?: undefined } | { prNumber: number; testRunId?: undefined });
@@ -261,14 +269,15 @@ function commitStatusesOf(run: TestRun): TestRun["statusChecks"] {
 
 /** The check runs CI reported on the testing branch, as GitHub's one check suite of them. */
 function checkSuitesOf(run: TestRun, repo: RepoRef): { checkRuns: CheckRunDetails[] }[] {
+  const repoUrl = `https://${repo.host}/${repo.owner}/${repo.name}`;
   const checkRuns = Object.entries(run.statusChecks)
     .filter(([, check]) => check.kind === "check_run")
     .map(
       ([name, check]): CheckRunDetails => ({
         name,
-        url: check.id === null ? null : `https://${repo.host}/${repo.owner}/${repo.name}/runs/${check.id}`,
-        status: check.state === "pending" ? "in_progress" : "completed",
-        conclusion: check.state === "pending" ? null : check.state === "success" ? "success" : "failure",
+        // Trunk documents url as always there: a run whose id is not known links the testing commit's checks.
+        url: check.id === null ? `${repoUrl}/commit/${run.testBranchSha ?? "HEAD"}/checks` : `${repoUrl}/runs/${check.id}`,
+        ...(check.state === "pending" ? { status: "IN_PROGRESS" as const } : { status: "COMPLETED" as const, conclusion: check.state === "success" ? ("SUCCESS" as const) : ("FAILURE" as const) }),
       }),
     );
   return checkRuns.length === 0 ? [] : [{ checkRuns }];
@@ -305,13 +314,13 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
     const checkState = status === "succeeded" ? "success" : status === "failed" ? "failure" : status === "cancelled" ? "error" : "pending";
     return {
       testRunId: run.id,
-      testBranch: run.testBranch,
-      testBranchSha: run.testBranchSha,
+      ...(run.testBranch === null ? {} : { testBranch: run.testBranch }),
+      ...(run.testBranchSha === null ? {} : { testBranchSha: run.testBranchSha }),
       status,
       failureReason: run.failure,
       isBisection: run.kind === "bisection",
       ...requiredStatusesOf(queue, host),
-      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(commitStatusesOf(run)) }).map((check) => ({ context: check.context, url: null, state: check.state })),
+      statusChecks: services.codeHost.statusChecksOf({ state: checkState, reported: statesOf(commitStatusesOf(run)) }).map((check) => ({ context: check.context, state: check.state.toUpperCase() as CheckStateName })),
       checkSuites: checkSuitesOf(run, address.repo),
       testedPullRequests: run.tested.map((n) => ({ prNumber: n, prUrl: pullRequestUrl(address.repo, n), title: titles.get(n) ?? "" })),
       // All of them: an upload is bounded by the 20 MiB body (docs/decisions.md), nothing is cut.

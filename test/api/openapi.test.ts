@@ -84,6 +84,29 @@ describe("OpenAPI document", () => {
     expect(details.required).toEqual(expect.arrayContaining(["state", "stateChangedAt", "readiness", "prSha", "isCurrentlySubmittedToQueue"]));
   });
 
+  test("the document states Trunk's shapes: testing details' strings optional not nullable, check enums UPPERCASE, ticket an optional object, link-ticket taking Trunk's request", () => {
+    const details = document.paths["/getMergeQueueTestingDetails"].post.responses["200"].content["application/json"].schema;
+    for (const field of ["testBranch", "testBranchSha"]) {
+      expect([field, details.properties[field].type]).toEqual([field, "string"]);
+      expect(details.required).not.toContain(field);
+    }
+    const check = details.properties.statusChecks.items;
+    expect(check.properties.state.enum).toEqual(["PENDING", "SUCCESS", "FAILURE", "ERROR"]);
+    expect(check.properties.url.type).toBe("string");
+    expect(check.required).not.toContain("url");
+    const checkRun = details.properties.checkSuites.items.properties.checkRuns.items;
+    expect(checkRun.properties.status.enum).toEqual(["QUEUED", "IN_PROGRESS", "COMPLETED"]);
+    expect(checkRun.properties.conclusion.enum).toEqual(["SUCCESS", "FAILURE"]);
+    expect(checkRun.required).toEqual(expect.arrayContaining(["name", "url"]));
+    expect(details.properties.testedPullRequests.items.properties.prUrl.type).toBe("string");
+    const test = document.paths["/flaky-tests/get-test-details"].post.responses["200"].content["application/json"].schema.properties.test;
+    expect(test.properties.ticket).toMatchObject({ type: "object", required: ["html_url"] });
+    expect(test.required).not.toContain("ticket");
+    const link = document.paths["/flaky-tests/link-ticket-to-test-case"].post.requestBody.content["application/json"].schema;
+    expect(link.required.sort()).toEqual(["repo", "test_case_id"]);
+    expect(Object.keys(link.properties)).toEqual(expect.arrayContaining(["external_ticket_id", "ticket_url", "org_url_slug"]));
+  });
+
   test("pr.number's bounds hold for both its forms, and names say they are trimmed (openapi-bounds.test.ts probes every bound)", () => {
     const submit = document.paths["/submitPullRequest"].post.requestBody.content["application/json"].schema;
     expect(submit.properties.pr.properties.number.anyOf[0]).toEqual({ type: "integer", minimum: 1, maximum: 2147483647 });

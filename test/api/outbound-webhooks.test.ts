@@ -454,7 +454,10 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     await worker().deliverWebhooks();
     const types = r.received.map((m) => m.type);
     expect(types).toContain("test.status_changed");
-    expect(r.received.find((m) => m.type === "test.status_changed")!.data).toMatchObject({ repository: "github.com/acme/tests", test: { id: test.id, name: "t" }, to: "flaky" });
+    // Failing its only run made it broken (issue 22, item 9), the pass on the same commit flaky.
+    const changes = r.received.filter((m) => m.type === "test.status_changed").map((m) => m.data as { to: string });
+    expect(changes.map((c) => c.to)).toEqual(["broken", "flaky"]);
+    expect(changes.at(-1)).toMatchObject({ repository: "github.com/acme/tests", test: { id: test.id, name: "t" }, to: "flaky" });
     expect(r.received.filter((m) => m.type === "test.quarantine_changed").at(-1)!.data).toMatchObject({ test: { id: test.id }, quarantined: true });
   });
 

@@ -36,7 +36,8 @@ describe.each(BACKENDS)("Trunk's v1 clients on $name", (backend) => {
       expect(byId).toMatchObject({
         status: "in_progress",
         testedPullRequests: [{ prNumber: 7, prUrl: "https://github.com/acme/web/pull/7", title: "Sandbox pull request #7" }],
-        statusChecks: [{ context: "greenline/sandbox-ci", url: null, state: "pending" }],
+        // Trunk's enum (UPPERCASE), and no url rather than null (docs/decisions.md).
+        statusChecks: [{ context: "greenline/sandbox-ci", state: "PENDING" }],
         checkSuites: [],
       });
     });

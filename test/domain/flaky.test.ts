@@ -167,7 +167,11 @@ describe("classification", () => {
   const daysAgo = (d: number) => new Date(now.getTime() - d * 86_400_000);
 
   test.each([
-    ["healthy with too few runs, however failing", { runs: 5, failures: 5, flakeAt: null, flakeReason: null }, "healthy"],
+    // Issue 22, item 9: it said "healthy" for a test failing all of its runs while they were too few for the rates.
+    ["broken with too few runs for the rates when every one failed", { runs: 5, failures: 5, flakeAt: null, flakeReason: null }, "broken"],
+    ["broken after a single run that failed", { runs: 1, failures: 1, flakeAt: null, flakeReason: null }, "broken"],
+    ["healthy with too few runs when one of them passed", { runs: 5, failures: 4, flakeAt: null, flakeReason: null }, "healthy"],
+    ["healthy with no run in the window", { runs: 0, failures: 0, flakeAt: null, flakeReason: null }, "healthy"],
     ["broken at ≥ 80% of ≥ 10 runs, even with pass-on-retry evidence", { runs: 10, failures: 8, flakeAt: daysAgo(1), flakeReason: "x" }, "broken"],
     ["flaky on recent pass-on-retry evidence", { runs: 2, failures: 1, flakeAt: daysAgo(6.9), flakeReason: "failed and passed on the same commit abc" }, "flaky"],
     ["healthy again once the evidence is older than recoveryDays", { runs: 20, failures: 1, flakeAt: daysAgo(7), flakeReason: "x" }, "healthy"],
@@ -182,6 +186,7 @@ describe("classification", () => {
   test("reasons name the rule and its figures", () => {
     expect(classify({ runs: 10, failures: 9, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 9 of 10 runs in the last 7 days (90%, broken at ≥ 80%)");
     expect(classify({ runs: 1, failures: 1, flakeAt: daysAgo(1), flakeReason: "failed and passed on the same commit abc1234" }, settings, now).reason).toBe("failed and passed on the same commit abc1234");
+    expect(classify({ runs: 3, failures: 3, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 3 of 3 runs in the last 7 days: every run failed (the rate rules wait for 10 runs)");
   });
 
   test("quarantine: overrides first, then flaky tests when auto-quarantine is on; broken never automatically", () => {

@@ -3,6 +3,7 @@ import { BACKENDS } from "../support/backends.js";
 import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { TRUNK_TESTING_DETAILS, trunkErrors } from "../support/trunk-schemas.js";
 
 /**
  * CI results on GitHub, end to end (issue 12, items 1 and 6): the checks a branch requires are
@@ -143,9 +144,15 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     await server.greenline.worker.drain();
     expect(await stateOf("rerun", 1)).toBe("testing");
     const details = await api.ok("getMergeQueueTestingDetails", pr("rerun", 1));
-    // As on Trunk: commit statuses under statusChecks, check runs under checkSuites (with GitHub's enums).
-    expect(details.statusChecks).toEqual([{ context: "lint", url: null, state: "success" }]);
-    expect(details.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "in_progress", conclusion: null }] }]);
+    // As on Trunk: commit statuses under statusChecks, check runs under checkSuites (GitHub's enums in Trunk's UPPERCASE; no null fields).
+    expect(details.statusChecks).toEqual([{ context: "lint", state: "SUCCESS" }]);
+    expect(details.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "IN_PROGRESS" }] }]);
+    expect(trunkErrors(TRUNK_TESTING_DETAILS, details)).toEqual([]);
+    const done = gh.checkRun(`${OWNER}/rerun`, sha, "build", "completed", "failure", again.id);
+    expect(await deliver("check_run", checkRunPayload("rerun", "completed", done))).toBe(200);
+    const failed = await api.ok("getMergeQueueTestingDetails", { ...queue("rerun"), testRunId: details.testRunId });
+    expect(failed.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "COMPLETED", conclusion: "FAILURE" }] }]);
+    expect(trunkErrors(TRUNK_TESTING_DETAILS, failed)).toEqual([]);
   });
 
   test("a lost status delivery costs one poll interval, and polling stays bounded", async () => {

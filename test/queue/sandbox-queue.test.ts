@@ -37,7 +37,8 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
       testBranchSha: expect.stringMatching(/^[0-9a-f]{40}$/),
       testedPullRequests: [{ prNumber: 3, title: "Sandbox pull request #3" }],
       dependentPrs: [1, 2],
-      statusChecks: [{ context: "greenline/sandbox-ci", state: "pending" }],
+      // Trunk's enum of commit status states: UPPERCASE (docs/decisions.md).
+      statusChecks: [{ context: "greenline/sandbox-ci", state: "PENDING" }],
     });
     await ciFinishes();
     for (const n of [1, 2, 3]) expect(await state(n, "chain")).toBe("merged");

@@ -28,7 +28,15 @@ export const ZFlakySettings = z.object({
   flakyRate: FLAKY_SETTING_FIELDS.flakyRate.default(DEFAULT_FLAKY_SETTINGS.flakyRate),
   brokenRate: FLAKY_SETTING_FIELDS.brokenRate.default(DEFAULT_FLAKY_SETTINGS.brokenRate),
   recoveryDays: FLAKY_SETTING_FIELDS.recoveryDays.default(DEFAULT_FLAKY_SETTINGS.recoveryDays),
+  /** A ticket link with TICKET_KEY where a ticket's key goes (link-ticket-to-test-case's external_ticket_id); absent: none. */
+  ticketUrlTemplate: z.string().optional(),
 });
+/** Where a ticket's key goes in a repository's ticketUrlTemplate. */
+export const TICKET_KEY = "{id}";
+/** A ticket's link from the repository's template: the key, URL-encoded, in place of each TICKET_KEY. */
+export function ticketUrlOf(template: string, key: string): string {
+  return template.split(TICKET_KEY).join(encodeURIComponent(key));
+}
 export type FlakySettings = z.output<typeof ZFlakySettings>;
 
 /** What detection knows of one test. */
@@ -48,8 +56,10 @@ const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
 /**
  * A test's status from its evidence, the most severe rule deciding: broken when it failed at
  * least `brokenRate` of at least `minSamples` runs in the window; flaky when it failed and
- * passed on the same code within `recoveryDays`, or failed at least `flakyRate` of at least
- * `minSamples` runs; healthy otherwise. The reason names the rule and its figures.
+ * passed on the same code within `recoveryDays`; broken too when every one of its runs in the
+ * window failed, however few (a test that never passes is not healthy); flaky when it failed at
+ * least `flakyRate` of at least `minSamples` runs; healthy otherwise. The reason names the rule
+ * and its figures. The API's status and every page's status word are this verdict.
  */
 export function classify(evidence: Evidence, settings: FlakySettings, now: Date): Verdict {
   const { runs, failures } = evidence;
@@ -61,6 +71,8 @@ export function classify(evidence: Evidence, settings: FlakySettings, now: Date)
   if (evidence.flakeAt && now.getTime() - evidence.flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
     return { status: "flaky", reason: evidence.flakeReason ?? "failed and passed on the same commit" };
   }
+  // Too few runs for the rate rules, but not one passed: failing, never "healthy" (issue 22, item 9).
+  if (runs > 0 && failures >= runs) return { status: "broken", reason: `${figures}: every run failed (the rate rules wait for ${settings.minSamples} runs)` };
   if (sampled && rate >= settings.flakyRate) return { status: "flaky", reason: `${figures} (${percent(rate)}, flaky at ≥ ${percent(settings.flakyRate)})` };
   const quiet = evidence.flakeAt ? `no pass-on-retry for ${settings.recoveryDays} days; ` : "";
   return { status: "healthy", reason: `${quiet}${figures}` };

@@ -99,8 +99,9 @@ ${evidenceOf(address, e.evidence, runAnchor)}
 /** A run's checks as getMergeQueueTestingDetails answers them: commit statuses and check runs. */
 function checksOf(run: PullRequestRun): { name: string; url: string | null; state: string }[] {
   return [
-    ...run.statusChecks.map((c) => ({ name: c.context, url: c.url, state: c.state as string })),
-    ...run.checkSuites.flatMap((s) => s.checkRuns.map((c) => ({ name: c.name, url: c.url, state: c.conclusion ?? c.status }))),
+    // The API answers Trunk's UPPERCASE enums; the page's words and classes are lowercase.
+    ...run.statusChecks.map((c) => ({ name: c.context, url: c.url ?? null, state: c.state.toLowerCase() })),
+    ...run.checkSuites.flatMap((s) => s.checkRuns.map((c) => ({ name: c.name, url: c.url, state: (c.conclusion ?? c.status).toLowerCase() }))),
   ];
 }
 
