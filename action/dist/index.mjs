@@ -3220,6 +3220,7 @@ var JUnitError = class extends Error {
   column;
 };
 var MAX_MESSAGE = 2e3;
+var MAX_FAILURE_TEXT = 4e3;
 function parseTimestamp(value) {
   if (!value) return null;
   const text = value.trim();
@@ -3255,6 +3256,7 @@ var FAILURE = 3;
 var FLAKY = 4;
 var SKIPPED = 5;
 var PROPERTY = 6;
+var OUTPUT = 7;
 function kindAt(xml, start, length) {
   const is = (word) => xml.startsWith(word, start);
   switch (length) {
@@ -3267,7 +3269,7 @@ function kindAt(xml, start, length) {
     case 9:
       return is("testsuite") ? SUITE : OTHER;
     case 10:
-      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : OTHER;
+      return is("rerunError") ? FAILURE : is("flakyError") ? FLAKY : is("system-out") || is("system-err") ? OUTPUT : OTHER;
     case 12:
       return is("rerunFailure") ? FAILURE : is("flakyFailure") ? FLAKY : OTHER;
     default:
@@ -3283,8 +3285,10 @@ var ID = 5;
 var MESSAGE = 6;
 var TIMESTAMP = 7;
 var STATUS = 8;
-var SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status"];
+var TYPE = 9;
+var SLOT_NAMES = ["", "name", "classname", "file", "filepath", "id", "message", "timestamp", "status", "type"];
 var NOT_RUN_STATUSES = /* @__PURE__ */ new Set(["disabled", "skipped", "notrun"]);
+var ATTRIBUTES_COMPARED_IN_PLACE = 16;
 var SOUGHT = ["&", "<", "\n", "	", "\r", "]]>"];
 var AMP = 0;
 var LT = 1;
@@ -3320,6 +3324,15 @@ var JUnitScanner = class {
   next = new Int32Array(SOUGHT.length).fill(-1);
   /** Offsets of the current tag's attribute names, for the duplicate check. */
   attrNames = [];
+  /**
+   * Once the current tag has ATTRIBUTES_COMPARED_IN_PLACE attribute names, a hash table of them
+   * (open addressing; a slot holds an index into attrNames plus one, 0 when empty), so a tag of
+   * n attributes costs n look-ups, not n² comparisons. No string is made: the names are
+   * compared in place.
+   */
+  attrTable = new Int32Array(0);
+  /** A DOCTYPE was read (XML allows one, before the root). */
+  doctype = false;
   // The testcase being read, if any.
   inCase = false;
   name = "";
@@ -3333,8 +3346,14 @@ var JUnitScanner = class {
   /** Collecting the text of the first failure element when it has no message attribute. */
   collecting = false;
   text = "";
+  /** The first failure element: its type, whether it was seen, whether its text is being read, output elements open in it. */
+  failureType = null;
+  failureSeen = false;
+  detailing = false;
+  outputDepth = 0;
+  detail = "";
   /** The attributes of the tag being read that a test case needs, by slot (see `slotOf`). */
-  attrs = new Array(STATUS + 1).fill(void 0);
+  attrs = new Array(TYPE + 1).fill(void 0);
   finished = false;
   /** Reads on until `enough()` holds after a testcase, or to the end of the document. */
   scan(enough) {
@@ -3387,6 +3406,7 @@ var JUnitScanner = class {
     const cdataEnd = this.nextOf(CDATA_END, start);
     if (cdataEnd < end) throw this.error("]]> is not allowed in text", cdataEnd);
     if (this.collecting) this.collect(start, end, true);
+    if (this.detailing && this.outputDepth === 0) this.collectDetail(start, end, true);
   }
   /** The first SOUGHT[which] at or after `from`, or xml.length. */
   nextOf(which, from) {
@@ -3423,17 +3443,17 @@ var JUnitScanner = class {
    * are kept as written).
    */
   decode(start, end, limit, attribute) {
-    const xml = this.xml;
+    const text = this.xml.slice(start, end);
     let out = "";
-    for (let i = start; i < end && out.length < limit; ) {
-      let amp = xml.indexOf("&", i);
-      if (amp === -1 || amp > end) amp = end;
+    for (let i = 0; i < text.length && out.length < limit; ) {
+      let amp = text.indexOf("&", i);
+      if (amp === -1) amp = text.length;
       const stop = Math.min(amp, i + (limit - out.length));
-      const raw = xml.slice(i, stop);
+      const raw = text.slice(i, stop);
       out += attribute ? raw.replace(/\r\n?|[\t\n]/g, " ") : raw.replace(/\r\n?/g, "\n");
-      if (stop < amp || amp === end) break;
-      const semicolon = xml.indexOf(";", amp);
-      out += this.entity(amp, semicolon);
+      if (stop < amp || amp === text.length) break;
+      const semicolon = text.indexOf(";", amp);
+      out += this.entity(start + amp, start + semicolon);
       i = semicolon + 1;
     }
     return out;
@@ -3442,6 +3462,11 @@ var JUnitScanner = class {
     const room = MAX_MESSAGE - this.text.length;
     if (room <= 0) return;
     this.text += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
+  }
+  collectDetail(start, end, references) {
+    const room = MAX_FAILURE_TEXT - this.detail.length;
+    if (room <= 0) return;
+    this.detail += references ? this.decode(start, end, room, false) : this.xml.slice(start, Math.min(end, start + room));
   }
   /** The end of the XML name starting at `start` (`start` itself when there is none). */
   nameEnd(start) {
@@ -3466,7 +3491,7 @@ var JUnitScanner = class {
       if (name !== "testsuites" && name !== "testsuite") throw this.error(`root element is <${name}>, expected <testsuites> or <testsuite>`);
     }
     const kind = kindAt(xml, nameStart, nameEnd - nameStart);
-    if (kind !== OTHER) for (let k = NAME; k <= STATUS; k++) this.attrs[k] = void 0;
+    if (kind !== OTHER) for (let k = NAME; k <= TYPE; k++) this.attrs[k] = void 0;
     this.attrNames.length = 0;
     let i = nameEnd;
     let selfClosing = false;
@@ -3498,12 +3523,20 @@ var JUnitScanner = class {
     const xml = this.xml;
     const length = end - start;
     const names = this.attrNames;
-    for (let k = 0; k < names.length; k += 2) {
-      if (names[k + 1] - names[k] === length && this.sameAt(start, names[k], length)) {
-        throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+    if (names.length < 2 * ATTRIBUTES_COMPARED_IN_PLACE) {
+      for (let k = 0; k < names.length; k += 2) {
+        if (names[k + 1] - names[k] === length && this.sameAt(start, names[k], length)) {
+          throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+        }
       }
+      names.push(start, end);
+      if (names.length === 2 * ATTRIBUTES_COMPARED_IN_PLACE) this.rehashAttributes();
+    } else {
+      if (this.findAttribute(start, end) !== -1) throw this.error(`the attribute ${xml.slice(start, end)} appears twice in <${xml.slice(tagStart, tagEnd)}>`, start);
+      names.push(start, end);
+      if (names.length > this.attrTable.length / 2) this.rehashAttributes();
+      else this.attrTable[this.emptySlotOf(start, end)] = names.length / 2;
     }
-    names.push(start, end);
     let i = this.skipSpace(end);
     if (xml.charCodeAt(i) !== 61) throw this.error(`the attribute ${xml.slice(start, end)} of <${xml.slice(tagStart, tagEnd)}> has no value (expected =)`, i);
     i = this.skipSpace(i + 1);
@@ -3521,6 +3554,39 @@ var JUnitScanner = class {
     if (slot !== NONE) this.attrs[slot] = plain ? xml.slice(valueStart, valueEnd) : this.decode(valueStart, valueEnd, Infinity, true);
     return valueEnd + 1;
   }
+  /** The hash of the name spanning [start, end) (FNV-1a over its UTF-16 code units). */
+  hashAt(start, end) {
+    let hash2 = 2166136261;
+    for (let k = start; k < end; k++) hash2 = Math.imul(hash2 ^ this.xml.charCodeAt(k), 16777619);
+    return hash2 >>> 0;
+  }
+  /** The slot of attrTable holding the name spanning [start, end), or -1. */
+  findAttribute(start, end) {
+    const table = this.attrTable;
+    const names = this.attrNames;
+    const mask = table.length - 1;
+    for (let slot = this.hashAt(start, end) & mask; table[slot] !== 0; slot = slot + 1 & mask) {
+      const k = 2 * (table[slot] - 1);
+      if (names[k + 1] - names[k] === end - start && this.sameAt(start, names[k], end - start)) return slot;
+    }
+    return -1;
+  }
+  /** The empty slot where the name spanning [start, end) goes. */
+  emptySlotOf(start, end) {
+    const table = this.attrTable;
+    const mask = table.length - 1;
+    let slot = this.hashAt(start, end) & mask;
+    while (table[slot] !== 0) slot = slot + 1 & mask;
+    return slot;
+  }
+  /** Makes attrTable four times the names it holds (at most half full after doubling), holding them all. */
+  rehashAttributes() {
+    const names = this.attrNames;
+    let size = 64;
+    while (size < names.length * 2) size *= 2;
+    this.attrTable = new Int32Array(size);
+    for (let k = 0; k < names.length; k += 2) this.attrTable[this.emptySlotOf(names[k], names[k + 1])] = k / 2 + 1;
+  }
   /** Which of the attributes a test case needs the one at `start` is, for an element of `kind`. */
   slotOf(kind, start, length) {
     const first = this.xml.charCodeAt(start);
@@ -3534,8 +3600,9 @@ var JUnitScanner = class {
       else if (kind === SUITE && length === 9 && first === 116) slot = TIMESTAMP;
     } else if (kind === PROPERTY) {
       if (length === 4 && first === 110) slot = NAME;
-    } else if ((kind === FAILURE || kind === FLAKY) && length === 7 && first === 109) {
-      slot = MESSAGE;
+    } else if (kind === FAILURE || kind === FLAKY) {
+      if (length === 7 && first === 109) slot = MESSAGE;
+      else if (length === 4 && first === 116) slot = TYPE;
     }
     return slot !== NONE && this.isAt(SLOT_NAMES[slot], start) ? slot : NONE;
   }
@@ -3568,9 +3635,17 @@ var JUnitScanner = class {
       this.skipped = a[STATUS] !== void 0 && NOT_RUN_STATUSES.has(a[STATUS].toLowerCase());
       this.message = null;
       this.text = "";
+      this.failureType = null;
+      this.failureSeen = this.detailing = false;
+      this.outputDepth = 0;
+      this.detail = "";
     } else if (this.inCase && (kind === FAILURE || kind === FLAKY)) {
       if (kind === FAILURE) this.failed = true;
       else this.flaky = true;
+      if (!this.failureSeen) {
+        this.failureSeen = this.detailing = true;
+        this.failureType = this.attrs[TYPE]?.trim() || null;
+      }
       if (this.message === null && !this.collecting) {
         const message = this.attrs[MESSAGE]?.trim();
         if (message) this.message = message.slice(0, MAX_MESSAGE);
@@ -3578,6 +3653,8 @@ var JUnitScanner = class {
       }
     } else if (this.inCase && kind === SKIPPED) {
       this.skipped = true;
+    } else if (this.detailing && kind === OUTPUT) {
+      this.outputDepth++;
     } else if (kind === PROPERTY && !this.inCase && this.suites.length > 0 && this.attrs[NAME] === "go.version") {
       this.goReport = true;
     }
@@ -3602,11 +3679,19 @@ var JUnitScanner = class {
         passed: !this.failed && !(this.skipped && !this.flaky),
         skipped: this.skipped && !failed,
         repeatIsRetry: this.goReport,
-        message: failed ? this.message ?? firstLine(this.text) : null
+        message: failed ? this.message ?? firstLine(this.text) : null,
+        failureType: failed ? this.failureType : null,
+        failureText: failed ? this.detail.trim() || null : null
       });
-    } else if (this.collecting && (kind === FAILURE || kind === FLAKY)) {
-      this.collecting = false;
-      this.message = firstLine(this.text);
+    } else if (this.detailing && kind === OUTPUT) {
+      this.outputDepth--;
+    }
+    if (kind === FAILURE || kind === FLAKY) {
+      this.detailing = false;
+      if (this.collecting) {
+        this.collecting = false;
+        this.message = firstLine(this.text);
+      }
     }
   }
   readCloseTag() {
@@ -3645,14 +3730,20 @@ var JUnitScanner = class {
       const end = xml.indexOf("]]>", at + 9);
       if (end === -1) throw this.error("unterminated CDATA section");
       if (this.collecting) this.collect(at + 9, end, false);
+      if (this.detailing && this.outputDepth === 0) this.collectDetail(at + 9, end, false);
       this.pos = end + 3;
-    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed) {
-      const bracket = xml.indexOf("[", at);
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.open.length === 0 && !this.rootClosed && !this.doctype) {
+      this.doctype = true;
       const close = xml.indexOf(">", at);
-      const subsetEnd = bracket !== -1 && bracket < close ? xml.indexOf("]", bracket) : at;
+      if (close === -1) throw this.error("unterminated DOCTYPE");
+      let bracket = at;
+      while (bracket < close && xml.charCodeAt(bracket) !== 91) bracket++;
+      const subsetEnd = bracket < close ? xml.indexOf("]", bracket) : at;
       const end = subsetEnd === -1 ? -1 : xml.indexOf(">", subsetEnd);
       if (end === -1) throw this.error("unterminated DOCTYPE");
       this.pos = end + 1;
+    } else if (xml.startsWith("<!DOCTYPE", at) && this.doctype && this.open.length === 0 && !this.rootClosed) {
+      throw this.error("a second DOCTYPE (a document has at most one)");
     } else {
       throw this.error("<! must start a comment, a CDATA section or the DOCTYPE");
     }
