@@ -76,13 +76,27 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
 
   test("a 409 from pulls.merge reaches Greenline after one request (no HTTP-layer retry)", async () => {
     await greenPr("conflict409", "squash");
-    // A push to the PR during testing whose webhook never came: GitHub answers the pinned merge 409.
-    gh.amendPr(`${OWNER}/conflict409`, 1, { "late.txt": "pushed during testing" });
+    // GitHub answers the pinned merge 409 (the head moved between Greenline's read and the merge).
+    gh.failNext("PUT", /\/conflict409\/pulls\/1\/merge$/, 409, "Head branch was modified. Review and try the merge again.");
     await ciPasses("conflict409");
     await drain();
-    expect(requestsTo("PUT", /\/conflict409\/pulls\/1\/merge$/)).toBe(1);
-    expect(gh.pr(`${OWNER}/conflict409`, 1)!.merged).toBe(false);
-    expect(await stateOf("conflict409", 1)).toBe("cancelled");
+    // The refusal reached Greenline at once: it asked which branch was modified (the head was
+    // not: the target moved) before any other merge; a second merge comes only after testing again.
+    const calls = gh.requests.filter((r) => r.path.includes("/conflict409/")).map((r) => `${r.method} ${r.path}`);
+    const first = calls.findIndex((c) => /^PUT .*\/pulls\/1\/merge$/.test(c));
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(calls.slice(first + 1, first + 3)).toEqual([expect.stringMatching(/^GET .*\/branches\/main$/), expect.stringMatching(/^GET .*\/pulls\/1$/)]);
+    expect(await stateOf("conflict409", 1)).toBe("merged");
+  });
+
+  test("a push during testing whose webhook never came is found by the read before the merge: no merge is asked", async () => {
+    await greenPr("pushed", "squash");
+    gh.amendPr(`${OWNER}/pushed`, 1, { "late.txt": "pushed during testing" });
+    await ciPasses("pushed");
+    await drain();
+    expect(requestsTo("PUT", /\/pushed\/pulls\/1\/merge$/)).toBe(0);
+    expect(gh.pr(`${OWNER}/pushed`, 1)!.merged).toBe(false);
+    expect(await stateOf("pushed", 1)).toBe("cancelled");
   });
 
   test("a failing effect is retried with growing gaps, then given up; the queue goes on", async () => {
