@@ -115,6 +115,9 @@ const PROBES: Probe[] = [
   refused("src/web/", `import "../store/queues.js";`),
   refused("src/web/", `import "../worker/worker.js";`),
   refused("src/web/", `import "../server.js";`),
+  allowed("src/web/routes/", `import "../../api/operations.js";`),
+  refused("src/web/routes/", `import "../../store/queues.js";`),
+  refused("src/web/routes/", `import "../../webhooks/github.js";`),
 
   allowed("src/webhooks/", `import "../queue/queue-events.js";`),
   allowed("src/webhooks/", `import "./services/inbox.js";`),

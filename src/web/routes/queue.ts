@@ -1,0 +1,72 @@
+import { type Request, Router } from "express";
+import type { Principal } from "../../auth/tokens.js";
+import type { QueueAddress } from "../../queue/queues.js";
+import { errorPage } from "../layout.js";
+import { actionAnswer, noticeArea, queuePage } from "../pages/queue.js";
+import { queueLine } from "../read-models/dashboard.js";
+import { settingsUpdate } from "../settings-form.js";
+import { type PageResponse, type RouteContext, repoOf, send, urlencoded } from "./context.js";
+import { type OperationOutcome, perform } from "./perform.js";
+
+/** A queue page's address: the repository, then the target branch (which may hold slashes). */
+export const QUEUE_PAGE = "/queues/:host/:owner/:repo/*branch";
+
+/** A queue page's path segments after the repository (its `*branch`). */
+export const branchSegments = (req: Request) => (req.params as unknown as { branch: string[] }).branch;
+
+/** A queue's page (its line, live) and its actions: pause, resume, drain, settings, and cancel, restart, priority of a PR. */
+export function queueRoutes(context: RouteContext): Router {
+  const { services, log, assets, originOf, signedIn, csrf } = context;
+  const router = Router();
+
+  router.get(QUEUE_PAGE, signedIn, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
+    const line = await queueLine(services, viewer.principal, address);
+    send(res, 200, queuePage(assets, viewer, address, line, services.now()));
+  });
+
+  router.post("/actions/queue", urlencoded, signedIn, csrf, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const form = req.body as Record<string, unknown>;
+    const address: QueueAddress = { repo: repoOf(form), targetBranch: String(form.branch ?? "") };
+    const notice = await act(context, viewer.principal, address, form, originOf(req));
+    const actor = viewer.principal.actor?.kind === "user" ? `github:${viewer.principal.actor.name}` : `token:${viewer.principal.tokenId}`;
+    log.info({ actor, action: String(form.action ?? ""), queue: `${address.repo.owner}/${address.repo.name}/${address.targetBranch}`, outcome: notice.kind === "ok" ? "done" : notice.status }, "dashboard action");
+    const status = notice.kind === "ok" ? 200 : notice.status;
+    if (status === 403 || status === 404) {
+      // htmx swaps only the notice (the page stays); a plain form gets the error page.
+      return send(res, status, req.get("hx-request") === "true" ? noticeArea(notice, true) : errorPage(assets, viewer, status, notice.text));
+    }
+    const line = await queueLine(services, viewer.principal, address);
+    const refusal = form.action === "settings" && notice.kind === "error" ? { message: notice.text, values: form } : undefined;
+    if (req.get("hx-request") === "true") return send(res, status, actionAnswer(viewer, address, line, notice, form.action === "settings" ? { refusal } : undefined));
+    send(res, status, queuePage(assets, viewer, address, line, services.now(), notice, refusal));
+  });
+
+  return router;
+}
+
+/** What each action of the queue page asks of the API's operations, and what it says when done. */
+const ACTIONS: Record<string, { operationId: string; body(form: Record<string, unknown>): Record<string, unknown>; done: string }> = {
+  pause: { operationId: "updateQueue", body: () => ({ state: "paused" }), done: "The queue is paused." },
+  resume: { operationId: "updateQueue", body: () => ({ state: "running" }), done: "The queue is running." },
+  drain: { operationId: "updateQueue", body: () => ({ state: "draining" }), done: "The queue is draining." },
+  settings: { operationId: "updateQueue", body: (form) => settingsUpdate(form), done: "Settings saved." },
+  cancel: { operationId: "cancelPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Cancelled." },
+  restart: { operationId: "restartTestsOnPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Tests restarted." },
+  priority: { operationId: "submitPullRequest", body: (form) => ({ pr: { number: form.pr }, priority: form.priority }), done: "Priority changed." },
+};
+
+/**
+ * Carries out an action through the API's own operation: the same validation, the same
+ * application service, the same refusal for a read-only token. Refusals come back as notices
+ * with the application's message verbatim.
+ */
+async function act(context: RouteContext, principal: Principal, address: QueueAddress, form: Record<string, unknown>, origin: string): Promise<OperationOutcome> {
+  const action = ACTIONS[String(form.action ?? "")];
+  if (!action) return { kind: "error", text: `action: must be one of ${Object.keys(ACTIONS).join(", ")}`, status: 400 };
+  const pr = typeof form.pr === "string" ? `#${form.pr}: ` : "";
+  const body = { ...action.body(form), repo: address.repo, targetBranch: address.targetBranch };
+  return perform(context, principal, action.operationId, body, origin, `${pr}${action.done}`);
+}

@@ -1,0 +1,73 @@
+import { Router } from "express";
+import { listRepositories } from "../../app/repositories.js";
+import { AppError, notFound } from "../../app/errors.js";
+import { getTestDetails, listFailingTests, listQuarantinedTests, repositoryInScope } from "../../flaky/queries.js";
+import { errorPage } from "../layout.js";
+import { testPath } from "../pages/format.js";
+import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "../pages/tests.js";
+import { type PageResponse, type RouteContext, repoOf, send, urlencoded } from "./context.js";
+import { perform } from "./perform.js";
+
+const QUARANTINE_SETTINGS = new Set(["always", "never", "auto"]);
+
+/**
+ * The flaky-test pages: the organization's repositories (/tests), a repository's failing and
+ * quarantined tests (/tests/<host>/<owner>/<repo>), one test (…/<test id>), and its quarantine
+ * override (POST /actions/test).
+ */
+export function testsRoutes(context: RouteContext): Router {
+  const { services, assets, originOf, signedIn, csrf } = context;
+  const router = Router();
+
+  router.get("/tests", signedIn, async (_req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    send(res, 200, testsIndexPage(assets, viewer, await listRepositories(services, viewer.principal)));
+  });
+
+  router.get("/tests/:host/:owner/:repo", signedIn, async (req, res: PageResponse) => {
+    const { principal } = res.locals.viewer!;
+    const repo = repoOf(req.params);
+    const range = typeof req.query.range === "string" && req.query.range !== "" ? req.query.range : DEFAULT_RANGE;
+    if (!Object.hasOwn(RANGES, range)) throw new AppError("invalid_argument", `range: must be one of ${Object.keys(RANGES).join(", ")}`);
+    const scope = { repo, org_url_slug: principal.organizationSlug };
+    // Another organization's repository is not found, exactly like a missing one (the API's own check).
+    if (!(await repositoryInScope(services, principal, scope))) throw notFound("no such repository");
+    // [end - range, end): up to and including this millisecond.
+    const end = services.now().getTime() + 1;
+    const pageQuery = (token: unknown) => ({ page_size: 100, page_token: typeof token === "string" ? token : "" });
+    const [failing, quarantined] = await Promise.all([
+      listFailingTests(services, principal, { ...scope, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery(req.query.failing_page) }),
+      listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery(req.query.quarantined_page) }),
+    ]);
+    send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, failing, quarantined));
+  });
+
+  router.get("/tests/:host/:owner/:repo/:testId", signedIn, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const repo = repoOf(req.params);
+    const details = await getTestDetails(services, viewer.principal, { repo, org_url_slug: viewer.principal.organizationSlug, test_id: String(req.params.testId) });
+    // After an override is saved, the browser lands here (POST, redirect, GET): the page says so.
+    const saved = typeof req.query.saved === "string" && QUARANTINE_SETTINGS.has(req.query.saved) ? req.query.saved : undefined;
+    send(res, 200, testPage(assets, viewer, repo, details, saved ? { kind: "ok", text: `Quarantine setting saved: ${saved}.` } : undefined));
+  });
+
+  router.post("/actions/test", urlencoded, signedIn, csrf, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const form = req.body as Record<string, unknown>;
+    const repo = repoOf(form);
+    const scope = { repo, org_url_slug: viewer.principal.organizationSlug };
+    const body = { ...scope, test_id: form.test_id, setting: form.setting, reason: form.reason };
+    const setting = typeof form.setting === "string" ? form.setting : "";
+    const notice = await perform(context, viewer.principal, "setQuarantineSetting", body, originOf(req), `Quarantine setting saved: ${setting}.`);
+    const status = notice.kind === "ok" ? 200 : notice.status;
+    if (status === 403 || status === 404) return send(res, status, errorPage(assets, viewer, status, notice.text));
+    if (notice.kind === "ok") {
+      // The test's own address (reloadable, shareable), not /actions/test.
+      return res.redirect(303, `${testPath(repo, String(form.test_id ?? ""))}?saved=${encodeURIComponent(setting)}`);
+    }
+    const details = await getTestDetails(services, viewer.principal, { ...scope, test_id: String(form.test_id ?? "") });
+    send(res, status, testPage(assets, viewer, repo, details, notice));
+  });
+
+  return router;
+}
