@@ -3,9 +3,9 @@ import { FLAKY_SETTING_FIELDS, TICKET_KEY } from "../../domain/flaky/detection.j
 import { caseInsensitiveEnum, storableText, TRIMMED, ZDateTime, ZLink, ZName, ZRepo } from "../shared/schemas.js";
 
 /**
- * The flaky-test operations' schemas (operations.ts), but for uploads (upload-schemas.ts) and
- * Trunk's analytics CLI (bundle-schemas.ts): listing and reading tests, quarantine, tickets,
- * settings. Paging is Trunk's (page_query in, page out).
+ * The schemas of the flaky-test operations (operations.ts) that list and read tests, check and
+ * set quarantine, link tickets and change settings; uploads have upload-schemas.ts, Trunk's
+ * analytics CLI bundle-schemas.ts. Paging is Trunk's: page_query in, page out.
  */
 
 const ZPageQuery = z.object({
@@ -52,10 +52,9 @@ export const ZListFailingTestsRequest = z.object({
   end_time: ZDateTime,
   page_query: ZPageQuery,
 });
-export const ZListQuarantinedTestsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, page_query: ZPageQuery });
-export const ZGetTestDetailsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, test_id: z.uuid() });
-
 export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
+
+export const ZListQuarantinedTestsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, page_query: ZPageQuery });
 export const ZListQuarantinedTestsResponse = z.strictObject({
   quarantined_tests: z.array(
     z.strictObject({
@@ -74,6 +73,7 @@ export const ZListQuarantinedTestsResponse = z.strictObject({
   ),
   page: ZPageInfo,
 });
+
 export const ZListUnhealthyTestsRequest = z.object({
   repo: ZRepo,
   org_url_slug: ZName,
@@ -99,7 +99,8 @@ export const ZListUnhealthyTestsResponse = z.strictObject({
   ),
   page: ZPageInfo,
 });
-export const ZTestCaseResponse = z.strictObject({ test: ZTestCase });
+
+export const ZGetTestDetailsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, test_id: z.uuid() });
 export const ZGetTestDetailsResponse = z.strictObject({
   test: ZTestCase,
   history: z.strictObject({
@@ -110,6 +111,31 @@ export const ZGetTestDetailsResponse = z.strictObject({
   }),
 });
 
+export const ZCheckQuarantineRequest = z
+  .object({
+    ...ZTestScope,
+    variant: z.string().max(255).trim().check(storableText).default("").describe(TRIMMED),
+    test_ids: z.array(z.uuid()).max(10_000).default([]),
+    tests: z
+      .array(
+        z.object({
+          name: z.string().max(4096).check(storableText),
+          classname: z.string().max(4096).check(storableText).default(""),
+          file: z.string().max(4096).check(storableText).default(""),
+          parent: z.string().max(4096).check(storableText).default(""),
+          id: z.string().max(255).check(storableText).optional(),
+        }),
+      )
+      .max(10_000)
+      .default([]),
+  })
+  .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
+export const ZCheckQuarantineResponse = z.strictObject({
+  quarantining_enabled: z.boolean(),
+  quarantined_test_ids: z.array(z.uuid()),
+});
+
+export const ZTestCaseResponse = z.strictObject({ test: ZTestCase });
 export const ZSetQuarantineSettingRequest = z.object({
   ...ZTestScope,
   test_id: z.uuid(),
@@ -142,29 +168,7 @@ export const ZLinkTicketRequest = z
     if (value.ticket_url === undefined && value.external_ticket_id === undefined) ctx.addIssue({ code: "custom", path: ["external_ticket_id"], message: "required (or ticket_url)" });
     if (value.ticket_url !== undefined && value.external_ticket_id !== undefined) ctx.addIssue({ code: "custom", path: ["ticket_url"], message: "give ticket_url or external_ticket_id, not both" });
   });
-export const ZCheckQuarantineRequest = z
-  .object({
-    ...ZTestScope,
-    variant: z.string().max(255).trim().check(storableText).default("").describe(TRIMMED),
-    test_ids: z.array(z.uuid()).max(10_000).default([]),
-    tests: z
-      .array(
-        z.object({
-          name: z.string().max(4096).check(storableText),
-          classname: z.string().max(4096).check(storableText).default(""),
-          file: z.string().max(4096).check(storableText).default(""),
-          parent: z.string().max(4096).check(storableText).default(""),
-          id: z.string().max(255).check(storableText).optional(),
-        }),
-      )
-      .max(10_000)
-      .default([]),
-  })
-  .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
-export const ZCheckQuarantineResponse = z.strictObject({
-  quarantining_enabled: z.boolean(),
-  quarantined_test_ids: z.array(z.uuid()),
-});
+
 export const ZFlakySettingsRequest = z.object(ZTestScope);
 /** A ticket link holding TICKET_KEY (checked beyond the document's shape: the description says so). */
 const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
