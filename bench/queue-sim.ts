@@ -11,7 +11,7 @@ import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
 import type { RequiredChecks } from "../src/domain/status-checks.js";
 import type { Principal } from "../src/auth/tokens.js";
 import { ensureOrganization } from "../src/auth/tokens.js";
-import { ZQueueSettings } from "../src/api/schemas.js";
+import { ZQueueSettings } from "../src/api/queues/queue-schemas.js";
 import type {
   CiRetries,
   CodeHost,

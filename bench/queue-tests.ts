@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { ZUploadTestResultsRequest } from "../src/api/schemas.js";
+import { ZUploadTestResultsRequest } from "../src/api/flaky/upload-schemas.js";
 import type { Principal } from "../src/auth/tokens.js";
 import type { Services } from "../src/app/services.js";
 import { uploadTestResults } from "../src/flaky/ingest.js";

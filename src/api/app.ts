@@ -10,7 +10,7 @@ import { jsonBody, rawBody } from "./body.js";
 import { sendError, toAppError, validationError } from "./errors.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { OPERATIONS, type Operation, type RawResponse } from "./operations.js";
-import { ZUploadTestResultsRequest } from "./schemas.js";
+import { ZUploadTestResultsRequest } from "./flaky/upload-schemas.js";
 
 export const MAX_BODY_BYTES = 20 * 1024 * 1024;
 /** Trunk's CLI telemetry (protobuf, a few hundred bytes) is read and dropped. */

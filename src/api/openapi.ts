@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ZBundleReceived, ZEmptyResponse, ZErrorResponse } from "./schemas.js";
+import { ZBundleReceived } from "./flaky/bundle-schemas.js";
+import { ZEmptyResponse, ZErrorResponse } from "./shared/schemas.js";
 import type { Operation } from "./operations.js";
 
 type JsonSchema = Record<string, unknown>;

@@ -28,7 +28,7 @@ type Out = (line: string) => void;
 type Repo = { host: string; owner: string; name: string };
 type QueueAddress = { repo: Repo; targetBranch: string };
 
-/** The answers' fields read here (src/api/schemas.ts has them all). */
+/** The answers' fields read here (the schemas of src/api/queues/ have them all). */
 type MergeItem = {
   state: string;
   stateReason: string;

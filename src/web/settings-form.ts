@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZQueueSettings } from "../api/schemas.js";
+import { ZQueueSettings } from "../api/queues/queue-schemas.js";
 import type { QueueRecord } from "../queue/records.js";
 import { html, type Html } from "./html.js";
 

@@ -1,5 +1,5 @@
 import { validationError } from "../../src/api/errors.js";
-import { MAX_IMPACTED_TARGETS, ZSetImpactedTargetsRequest } from "../../src/api/schemas.js";
+import { MAX_IMPACTED_TARGETS, ZSetImpactedTargetsRequest } from "../../src/api/queues/pull-request-schemas.js";
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";

@@ -1,5 +1,5 @@
 import { OPERATIONS, type Operation } from "../../src/api/operations.js";
-import { ZErrorResponse } from "../../src/api/schemas.js";
+import { ZErrorResponse } from "../../src/api/shared/schemas.js";
 
 /**
  * Every answer a test receives through the ApiClient is checked against the schema the OpenAPI

@@ -1,6 +1,6 @@
 import type { Page } from "playwright-core";
 import { z } from "zod";
-import { ZQueueSettings } from "../../src/api/schemas.js";
+import { ZQueueSettings } from "../../src/api/queues/queue-schemas.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
 import { SETTING_FIELDS } from "../../src/web/settings-form.js";
 import { BACKENDS } from "../support/backends.js";

@@ -1,0 +1,189 @@
+import { z } from "zod";
+import { FLAKY_SETTING_FIELDS, TICKET_KEY } from "../../domain/flaky/detection.js";
+import { caseInsensitiveEnum, storableText, TRIMMED, ZDateTime, ZLink, ZName, ZRepo } from "../shared/schemas.js";
+
+/**
+ * The schemas of the flaky-test operations (operations.ts) that list and read tests, check and
+ * set quarantine, link tickets and change settings; uploads have upload-schemas.ts, Trunk's
+ * analytics CLI bundle-schemas.ts. Paging is Trunk's: page_query in, page out.
+ */
+
+const ZPageQuery = z.object({
+  page_size: z.number().int().min(1).max(100),
+  page_token: z.string().max(1024).check(storableText).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
+});
+
+const ZPageInfo = z.strictObject({
+  total_rows: z.number().int(),
+  total_pages: z.number().int(),
+  next_page_token: z.string(),
+  prev_page_token: z.string(),
+  last_page_token: z.string(),
+  page_index: z.number().int(),
+});
+
+const ZTestCase = z.strictObject({
+  id: z.uuid(),
+  repository: z.strictObject({ html_url: z.string() }),
+  html_url: z.string(),
+  name: z.string(),
+  variant: z.string(),
+  status: z.strictObject({ value: z.enum(["healthy", "flaky", "broken"]), reason: z.string(), timestamp: z.iso.datetime() }),
+  most_common_failures: z.array(z.strictObject({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
+  failure_rate_last_7d: z.number(),
+  failure_rate_last_24h: z.number(),
+  codeowners: z.array(z.string()),
+  pull_requests_impacted_last_7d: z.number().int(),
+  quarantined: z.boolean(),
+  quarantine_setting: z.enum(["auto", "always", "never"]),
+  quarantine_reason: z.string().nullable().describe("why the quarantine setting was last set, when a reason was given"),
+  file_path: z.string(),
+  parent: z.string(),
+  classname: z.string(),
+  ticket: z.strictObject({ html_url: z.string() }).optional().describe("the linked ticket; absent when none is linked (Trunk documents an object, never null)"),
+});
+
+const ZTestScope = { repo: ZRepo, org_url_slug: ZName };
+
+export const ZListFailingTestsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  start_time: ZDateTime,
+  end_time: ZDateTime,
+  page_query: ZPageQuery,
+});
+export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
+
+export const ZListQuarantinedTestsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, page_query: ZPageQuery });
+export const ZListQuarantinedTestsResponse = z.strictObject({
+  quarantined_tests: z.array(
+    z.strictObject({
+      name: z.string(),
+      parent: z.string(),
+      file: z.string(),
+      classname: z.string(),
+      status: z.enum(["HEALTHY", "FLAKY", "BROKEN"]),
+      codeowners: z.array(z.string()),
+      quarantine_setting: z.enum(["ALWAYS_QUARANTINE", "AUTO_QUARANTINE"]),
+      quarantined_at: z.iso.datetime(),
+      status_last_updated_at: z.iso.datetime(),
+      test_case_id: z.uuid(),
+      variant: z.string(),
+    }),
+  ),
+  page: ZPageInfo,
+});
+
+export const ZListUnhealthyTestsRequest = z.object({
+  repo: ZRepo,
+  org_url_slug: ZName,
+  page_query: ZPageQuery,
+  status: caseInsensitiveEnum(["flaky", "broken"] as const)
+    .optional()
+    .describe("only tests of this status (FLAKY or BROKEN); omit for both"),
+});
+export const ZListUnhealthyTestsResponse = z.strictObject({
+  unhealthy_tests: z.array(
+    z.strictObject({
+      name: z.string(),
+      parent: z.string(),
+      file: z.string(),
+      classname: z.string(),
+      status: z.enum(["FLAKY", "BROKEN"]),
+      codeowners: z.array(z.string()),
+      quarantined: z.boolean(),
+      status_last_updated_at: z.iso.datetime(),
+      test_case_id: z.uuid(),
+      variant: z.string(),
+    }),
+  ),
+  page: ZPageInfo,
+});
+
+export const ZGetTestDetailsRequest = z.object({ repo: ZRepo, org_url_slug: ZName, test_id: z.uuid() });
+export const ZGetTestDetailsResponse = z.strictObject({
+  test: ZTestCase,
+  history: z.strictObject({
+    days: z.array(z.strictObject({ date: z.iso.date(), runs: z.number().int(), failures: z.number().int() })).describe("runs and failed runs per UTC day, the last 30 days, oldest first"),
+    pull_requests_impacted: z
+      .array(z.strictObject({ number: z.number().int(), html_url: z.string(), failures: z.number().int(), last_failure: z.iso.datetime() }))
+      .describe("pull requests the test failed on in the last 7 days, most recent first (at most 50)"),
+  }),
+});
+
+export const ZCheckQuarantineRequest = z
+  .object({
+    ...ZTestScope,
+    variant: z.string().max(255).trim().check(storableText).default("").describe(TRIMMED),
+    test_ids: z.array(z.uuid()).max(10_000).default([]),
+    tests: z
+      .array(
+        z.object({
+          name: z.string().max(4096).check(storableText),
+          classname: z.string().max(4096).check(storableText).default(""),
+          file: z.string().max(4096).check(storableText).default(""),
+          parent: z.string().max(4096).check(storableText).default(""),
+          id: z.string().max(255).check(storableText).optional(),
+        }),
+      )
+      .max(10_000)
+      .default([]),
+  })
+  .describe("tests named by id or by identity (name, classname, file, parent as in the JUnit report)");
+export const ZCheckQuarantineResponse = z.strictObject({
+  quarantining_enabled: z.boolean(),
+  quarantined_test_ids: z.array(z.uuid()),
+});
+
+export const ZTestCaseResponse = z.strictObject({ test: ZTestCase });
+export const ZSetQuarantineSettingRequest = z.object({
+  ...ZTestScope,
+  test_id: z.uuid(),
+  setting: z
+    .enum(["always", "never", "auto", "ALWAYS", "NEVER", "AUTO", "ALWAYS_QUARANTINE", "NEVER_QUARANTINE", "AUTO_QUARANTINE"])
+    .transform((v) => v.toLowerCase().replace("_quarantine", "") as "always" | "never" | "auto")
+    .describe("always or never quarantine this test, or auto (quarantined while flaky)"),
+  reason: z.string().max(1000).trim().check(storableText).optional().describe("why (shown with the test; empty or absent clears the previous reason)"),
+});
+/**
+ * Greenline's body ({repo, org_url_slug, test_case_id, ticket_url}) or Trunk's
+ * ({repo, test_case_id, external_ticket_id}: docs.trunk.io, "Link a ticket to a test case").
+ */
+export const ZLinkTicketRequest = z
+  .object({
+    repo: ZRepo,
+    org_url_slug: ZName.optional().describe("the token's organization when absent (Trunk's request has none)"),
+    test_case_id: z.uuid(),
+    ticket_url: ZLink.nullable().optional().describe("the ticket's http(s) link; null unlinks. Give it or external_ticket_id"),
+    external_ticket_id: z
+      .string()
+      .max(2048)
+      .regex(/\S/, "must not be blank")
+      .trim()
+      .check(storableText)
+      .optional()
+      .describe(`Trunk's field: the ticket's key (KAN-123), linked through the repository's ticketUrlTemplate (flaky-tests/update-settings), or the ticket's http(s) link. Give it or ticket_url; ${TRIMMED}`),
+  })
+  .superRefine((value, ctx) => {
+    if (value.ticket_url === undefined && value.external_ticket_id === undefined) ctx.addIssue({ code: "custom", path: ["external_ticket_id"], message: "required (or ticket_url)" });
+    if (value.ticket_url !== undefined && value.external_ticket_id !== undefined) ctx.addIssue({ code: "custom", path: ["ticket_url"], message: "give ticket_url or external_ticket_id, not both" });
+  });
+
+export const ZFlakySettingsRequest = z.object(ZTestScope);
+/** A ticket link holding TICKET_KEY (checked beyond the document's shape: the description says so). */
+const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
+export const ZUpdateFlakySettingsRequest = z.object({
+  ...ZTestScope,
+  settings: z
+    .object({
+      ...FLAKY_SETTING_FIELDS,
+      ticketUrlTemplate: ZTicketUrlTemplate.nullable().describe(
+        `a ticket's http(s) link with ${TICKET_KEY} where its key goes (https://acme.atlassian.net/browse/${TICKET_KEY}): link-ticket-to-test-case links external_ticket_id keys by it; null removes it`,
+      ),
+    })
+    .partial()
+    .strict(),
+});
+export const ZFlakySettingsResponse = z.strictObject({
+  settings: z.strictObject({ ...FLAKY_SETTING_FIELDS, ticketUrlTemplate: z.string().optional().describe("absent when the repository sets none") }),
+});
