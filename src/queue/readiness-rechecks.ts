@@ -1,3 +1,4 @@
+import { accountKeyOf, outageOf } from "../store/installation-outages.js";
 import { rateReserveUntil, repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
 import { isInFlight } from "../domain/engine/order.js";
@@ -39,10 +40,15 @@ async function recheckReadiness(services: Services, item: DueRecheck): Promise<b
   const found = await services.db.read(async (tx) => {
     const queue = await findQueueInRepository(tx, item.queueId);
     const entry = queue && (await entryOf(tx, item.queueId, item.prNumber));
-    return queue && entry ? { queue, entry } : null;
+    return queue && entry ? { queue, entry, outage: await outageOf(tx, accountKeyOf(queue.repository)) } : null;
   });
   if (!found) return false;
-  const { queue, entry: read } = found;
+  const { queue, entry: read, outage } = found;
+  // An account whose installation is suspended or gone is not asked: its probe says when GitHub answers again.
+  if (outage) {
+    await services.db.transaction((tx) => scheduleReadinessRecheck(tx, item.queueId, item.prNumber, outage.nextProbeAt, item.rechecks));
+    return false;
+  }
   // A re-read waits while the installation has less than its reserve of the rate limit left.
   const until = rateReserveUntil(services.codeHost, queue.repository, services.now().getTime());
   if (until !== null) {

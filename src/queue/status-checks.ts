@@ -1,3 +1,4 @@
+import { accountKeyOf, outagesOf } from "../store/installation-outages.js";
 import { rateReserveUntil, repositoryKey, type CiJob, type CiSnapshot, type PolledEvents, type RepoRef } from "../ports/code-host.js";
 import type { EngineEvent } from "../domain/engine/types.js";
 import { awaitsConfirmation, isFailedState, nextCiPollAt, verdictOf, withReports, type CheckReport, type ReportedCheck, type RequiredChecks } from "../domain/status-checks.js";
@@ -183,8 +184,11 @@ export async function reconcileRunsInFlight(services: Services, poll: CiPollSett
   // than its reserve of the rate limit left (asked again at the next tick, at no cost).
   // Asked before each run's poll: polls in one tick must not carry the installation past it.
   const due = runs.filter((run) => nextCiPollAt(run.startedAt.getTime(), run.ciPolledAt?.getTime() ?? null, poll) <= now.getTime());
+  if (due.length === 0) return 0;
+  // An account whose installation is suspended or gone is not asked: its probe says when GitHub answers again.
+  const outages = await services.db.read((tx) => outagesOf(tx, [...new Set(due.map((run) => accountKeyOf(run.queue.repository)))]));
   let decided = 0;
-  for (const run of due) if (!belowReserve(services, run.queue.repository)) decided += await pollRun(services, run, now);
+  for (const run of due) if (!outages.has(accountKeyOf(run.queue.repository)) && !belowReserve(services, run.queue.repository)) decided += await pollRun(services, run, now);
   return decided;
 }
 
