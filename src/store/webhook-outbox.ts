@@ -247,11 +247,10 @@ export async function redeliverMessage(tx: Tx, message: WebhookMessageRow, conte
 
 // The dispatcher.
 
-/** Enabled endpoints with messages pending. */
-export async function endpointsWithPending(tx: Tx): Promise<string[]> {
+/** Enabled endpoints with messages pending, with their organization. */
+export async function endpointsWithPending(tx: Tx): Promise<{ id: string; organizationId: string }[]> {
   // An EXISTS per endpoint on (endpointId, status, id): Prisma's `distinct` would read every pending row.
-  const rows = await tx.webhookEndpoint.findMany({ where: { enabled: true, messages: { some: { status: "pending" } } }, select: { id: true } });
-  return rows.map((row) => row.id);
+  return tx.webhookEndpoint.findMany({ where: { enabled: true, messages: { some: { status: "pending" } } }, select: { id: true, organizationId: true }, orderBy: { id: "asc" } });
 }
 
 /**
