@@ -199,7 +199,7 @@ async function record(services: Services, settings: WebhookSettings, outcomes: O
   const failing = new Set(outcomes.filter((o) => !o.ok && !succeeded.has(o.message.endpointId)).map((o) => o.message.endpointId));
   const gone = new Set(outcomes.filter((o) => o.gone).map((o) => o.message.endpointId));
   const disabled: { endpointId: string; reason: string }[] = [];
-  await services.db.transaction(async (tx) => {
+  await services.db.sqlTransaction(async (tx) => {
     await markDelivered(tx, delivered, at);
     for (const o of outcomes) {
       if (o.ok) continue;
