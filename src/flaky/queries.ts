@@ -208,7 +208,7 @@ export async function getTestDetails(services: Services, principal: Principal, i
 export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting; reason?: string | undefined }) {
   const { repo, test } = await findTestCase(services, principal, input, input.test_id);
   const reason = input.reason ? input.reason : null;
-  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, reason, services.now()));
+  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, reason, services.now()), { boundedLockWait: true });
   const [record] = await testCaseRecords(services, repo, [test.key]);
   return { test: record! };
 }
@@ -281,6 +281,6 @@ export async function updateFlakySettings(services: Services, principal: Princip
   const repo = await repositoryInScope(services, principal, input);
   if (!repo) throw repoNotFound(input.repo);
   const now = services.now();
-  const settings = await services.db.sqlTransaction((sql) => changeFlakySettings(sql, repo.id, input.settings, now));
+  const settings = await services.db.sqlTransaction((sql) => changeFlakySettings(sql, repo.id, input.settings, now), { boundedLockWait: true });
   return { settings };
 }

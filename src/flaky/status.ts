@@ -15,6 +15,7 @@ import {
   saveQuarantineSetting,
   type Judgment,
 } from "../store/flaky-store.js";
+import type { Database } from "../store/database.js";
 import type { Sql } from "../store/sql.js";
 import { publishTestEvents, type TestChange } from "../store/webhook-outbox.js";
 
@@ -72,14 +73,19 @@ function judge(test: DetectionState, flake: Flake | undefined, { runs, failures 
 
 /**
  * Re-judges every test that is not healthy, or is quarantined: evidence ages out of its window
- * and tests recover without new uploads. The worker runs it periodically.
+ * and tests recover without new uploads. The worker runs it periodically. One transaction per
+ * repository: a repository's lock is held only while its own tests are re-judged, so an API
+ * write to it (updateFlakySettings, a quarantine override, an upload) waits for at most one
+ * repository's re-judging, never for all of them (issue 22, defect 10).
  */
-export async function refreshStatuses(sql: Sql, now: Date): Promise<number> {
+export async function refreshStatuses(db: Pick<Database, "sqlRead" | "sqlTransaction">, now: Date): Promise<number> {
   let changed = 0;
-  for (const id of await listRepositoryIds(sql)) {
-    await lockRepositoryTests(sql, id);
-    const tests = await findWatchedTests(sql, id);
-    if (tests.length > 0) changed += await applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now, id);
+  for (const id of await db.sqlRead((sql) => listRepositoryIds(sql))) {
+    changed += await db.sqlTransaction(async (sql) => {
+      await lockRepositoryTests(sql, id);
+      const tests = await findWatchedTests(sql, id);
+      return tests.length > 0 ? applyDetection(sql, await loadFlakySettings(sql, id), tests, new Map(), now, id) : 0;
+    });
   }
   return changed;
 }

@@ -24,6 +24,14 @@ import { bareHost, guardedLookup, isRefusedAddress, openSecret, RefusedAddressEr
 const SCAN_LIMIT = 500;
 /** At most this many messages of one endpoint in flight per round (and per dispatcher). */
 const PER_ENDPOINT = 50;
+/**
+ * At most this many endpoints of one organization deliver at once in this process (each with up
+ * to PER_ENDPOINT messages in flight): an organization with many slow or failing endpoints and
+ * a deep backlog takes this share of the dispatcher and of the database, never the others'.
+ */
+export const ORGANIZATION_ENDPOINTS_IN_FLIGHT = 2;
+/** An endpoint's turn: at most this many rounds, then it gives its organization's slot to the next of its endpoints. */
+export const ROUNDS_PER_TURN = 4;
 /** A Retry-After is honoured up to this (a longer one is read as this): a day, the default disabling window. */
 export const RETRY_AFTER_MAX_MS = 24 * 3600_000;
 /** How much of a failed answer's body is kept with the delivery. */
@@ -65,34 +73,44 @@ export async function dispatchEndpoint(services: Services, agents: WebhookAgents
 }
 
 /**
- * Serves each endpoint on its own: an endpoint's rounds follow one another, and never wait for
- * another endpoint's (a slow or failing endpoint holds only its own deliveries). At most one
- * round per endpoint is in flight in this process; across processes, the claims keep a message
- * with one dispatcher at a time.
+ * Serves organizations fairly, and each endpoint on its own: an endpoint's rounds follow one
+ * another and never wait for another endpoint's (a slow or failing endpoint holds only its own
+ * deliveries). Per organization, at most ORGANIZATION_ENDPOINTS_IN_FLIGHT endpoints deliver at
+ * once here, each for a turn of at most ROUNDS_PER_TURN rounds, its organization's endpoints
+ * taking turns round-robin: one organization's many endpoints, slow or failing, with a deep
+ * backlog, use its own budget of connections, database transactions and CPU, and another
+ * organization's endpoint starts at the next poll whatever that one's backlog (issue 22,
+ * defect 12). Across processes, the claims keep a message with one dispatcher at a time.
  */
 export class WebhookDispatcher {
-  readonly #busy = new Map<string, Promise<number>>();
+  readonly #busy = new Map<string, { organizationId: string; work: Promise<number> }>();
+  /** Per organization, the endpoint whose turn came last: the next turn goes to the one after it. */
+  readonly #lastTurn = new Map<string, string>();
 
   constructor(
     private readonly services: Services,
     private readonly agents: WebhookAgents,
   ) {}
 
-  /** One round for each endpoint with messages pending and none in flight here; answers how many messages they attempted. */
+  /**
+   * One round for each endpoint with messages pending and none in flight here, whatever its
+   * organization's budget (tests, driving rounds with an injected clock until none is due);
+   * answers how many messages they attempted.
+   */
   async roundOfIdle(): Promise<number> {
-    const rounds = await this.#startIdle((id) => dispatchEndpoint(this.services, this.agents, id));
+    const rounds = await this.#startIdle((id) => dispatchEndpoint(this.services, this.agents, id), undefined, Number.POSITIVE_INFINITY);
     return (await Promise.all(rounds)).reduce((a, b) => a + b, 0);
   }
 
   /**
-   * For each endpoint with messages pending and none in flight here, rounds one after another
-   * until none of its messages is due (or `going()` says stop), without waiting for them.
-   * Answers how many endpoints it started.
+   * For each endpoint with messages pending, none in flight here, and its organization's turn,
+   * rounds one after another until none of its messages is due, its turn is over, or `going()`
+   * says stop, without waiting for them. Answers how many endpoints it started.
    */
   async startIdle(going: () => boolean, onError: (error: unknown, endpointId: string) => void): Promise<number> {
     const loops = await this.#startIdle(async (id) => {
       let total = 0;
-      while (going()) {
+      for (let round = 0; round < ROUNDS_PER_TURN && going(); round++) {
         const attempted = await dispatchEndpoint(this.services, this.agents, id);
         if (attempted === 0) break;
         total += attempted;
@@ -104,18 +122,33 @@ export class WebhookDispatcher {
 
   /** Waits for the rounds in flight (stopping). */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.#busy.values()]);
+    await Promise.allSettled([...this.#busy.values()].map((b) => b.work));
   }
 
-  async #startIdle(run: (endpointId: string) => Promise<number>, onError?: (error: unknown, endpointId: string) => void): Promise<Promise<number>[]> {
-    const ids = await this.services.db.read((tx) => endpointsWithPending(tx));
+  async #startIdle(run: (endpointId: string) => Promise<number>, onError?: (error: unknown, endpointId: string) => void, budget = ORGANIZATION_ENDPOINTS_IN_FLIGHT): Promise<Promise<number>[]> {
+    const pending = await this.services.db.read((tx) => endpointsWithPending(tx));
+    const byOrganization = new Map<string, string[]>();
+    for (const e of pending) byOrganization.set(e.organizationId, [...(byOrganization.get(e.organizationId) ?? []), e.id]);
+    const inFlight = new Map<string, number>();
+    for (const b of this.#busy.values()) inFlight.set(b.organizationId, (inFlight.get(b.organizationId) ?? 0) + 1);
     const started: Promise<number>[] = [];
-    for (const id of ids) {
-      if (this.#busy.has(id)) continue;
-      const work = run(id).finally(() => this.#busy.delete(id));
-      this.#busy.set(id, work);
-      if (onError) work.catch((error: unknown) => onError(error, id));
-      started.push(work);
+    for (const [organizationId, ids] of byOrganization) {
+      let free = budget - (inFlight.get(organizationId) ?? 0);
+      if (free <= 0) continue;
+      // Round-robin: the endpoints (sorted by id) after the one whose turn came last, then from the start.
+      const last = this.#lastTurn.get(organizationId);
+      const from = last === undefined ? 0 : ids.findIndex((id) => id > last);
+      const order = from <= 0 ? ids : [...ids.slice(from), ...ids.slice(0, from)];
+      for (const id of order) {
+        if (free <= 0) break;
+        if (this.#busy.has(id)) continue;
+        free--;
+        this.#lastTurn.set(organizationId, id);
+        const work = run(id).finally(() => this.#busy.delete(id));
+        this.#busy.set(id, { organizationId, work });
+        if (onError) work.catch((error: unknown) => onError(error, id));
+        started.push(work);
+      }
     }
     return started;
   }
@@ -166,7 +199,7 @@ async function record(services: Services, settings: WebhookSettings, outcomes: O
   const failing = new Set(outcomes.filter((o) => !o.ok && !succeeded.has(o.message.endpointId)).map((o) => o.message.endpointId));
   const gone = new Set(outcomes.filter((o) => o.gone).map((o) => o.message.endpointId));
   const disabled: { endpointId: string; reason: string }[] = [];
-  await services.db.transaction(async (tx) => {
+  await services.db.sqlTransaction(async (tx) => {
     await markDelivered(tx, delivered, at);
     for (const o of outcomes) {
       if (o.ok) continue;

@@ -36,6 +36,17 @@ export class DatabaseClosingError extends Error {
   }
 }
 
+/** How a transaction of plain SQL waits. */
+export type SqlTransactionOptions = {
+  /**
+   * A request's transaction: on PostgreSQL its waits for row locks are bounded by the
+   * database's wait (GREENLINE_DB_WAIT_MS, lock_timeout), past which it fails busy (503 with
+   * Retry-After) instead of waiting up to the statement timeout. SQLite: its wait for the
+   * writer is bounded so already.
+   */
+  boundedLockWait?: boolean;
+};
+
 /** How long a transaction waits for its turn (SQLite's writer, a PostgreSQL connection) by default. */
 export const DEFAULT_DATABASE_WAIT_MS = 5_000;
 
@@ -249,8 +260,9 @@ export class Database {
    * happen, or none. On SQLite it holds the same mutex as `transaction`, on a connection of its
    * own with the same settings.
    */
-  sqlTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.#track(() => (this.pool ? postgresTransaction(this.pool, fn) : this.#sqliteTransaction(fn)));
+  sqlTransaction<T>(fn: (sql: Sql) => Promise<T>, options: SqlTransactionOptions = {}): Promise<T> {
+    const lockWaitMs = options.boundedLockWait ? this.waitMs : null;
+    return this.#track(() => (this.pool ? postgresTransaction(this.pool, fn, lockWaitMs) : this.#sqliteTransaction(fn)));
   }
 
   #sqliteTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
@@ -339,7 +351,7 @@ function postgresSessionOptions(timeouts: PostgresTimeouts): string {
  * going back to it, and its error event is handled: unhandled, it would end the process.
  * (pg-pool also drops a released client whose connection has ended.)
  */
-async function postgresTransaction<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+async function postgresTransaction<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>, lockWaitMs: number | null): Promise<T> {
   const connection = await pool.connect();
   let broken: Error | undefined;
   const onError = (error: Error) => (broken = error);
@@ -347,6 +359,8 @@ async function postgresTransaction<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T
   try {
     await connection.query("BEGIN");
     try {
+      // A request's wait for a row lock is bounded like its wait for a connection: past it, 55P03 (busy, 503).
+      if (lockWaitMs !== null) await connection.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockWaitMs))}`);
       const result = await fn(postgresSql(connection));
       await connection.query("COMMIT");
       return result;

@@ -166,7 +166,7 @@ export class Worker {
     }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();
-      const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => services.db.sqlTransaction((sql) => refreshStatuses(sql, services.now())));
+      const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => refreshStatuses(services.db, services.now()));
       work += changed ?? 0;
     }
     return work;

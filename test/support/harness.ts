@@ -80,6 +80,8 @@ export type TestServerOptions = {
   publicUrl?: string;
   /** GREENLINE_MAX_IN_FLIGHT: requests served at once. */
   maxInFlight?: number;
+  /** GREENLINE_DB_WAIT_MS: a request's wait for the database (a connection, the writer, a row lock) before 503. */
+  databaseWaitMs?: number;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
@@ -106,6 +108,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     shutdownTimeoutMs: 10_000,
     webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, ...options.webhooks },
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
+    ...(options.databaseWaitMs ? { databaseWaitMs: options.databaseWaitMs } : {}),
   };
   const greenline = await startGreenline(config, {
     log: createLogger("info", sink),
