@@ -34,14 +34,14 @@ export class GitHubDriver {
 
   /**
    * Installs the App on organization `owner` in the simulator, delivers the `installation`
-   * webhook (the account's id is `accountId`) and signs in as the organization. `then: "drain"`
-   * drains the worker after the delivery instead of only processing it.
+   * webhook (the account's id is `accountId`) and signs in as the organization. `drain` drains
+   * the worker after the delivery instead of only processing it.
    */
-  static async install(server: TestServer, gh: GitHubSimulator, options: { owner: string; installation: number; accountId?: number; then?: "drain" }): Promise<GitHubDriver> {
+  static async install(server: TestServer, gh: GitHubSimulator, options: { owner: string; installation: number; accountId?: number; drain?: boolean }): Promise<GitHubDriver> {
     const { owner, installation } = options;
     gh.installApp(installation, owner);
     await accepted("installation", await postWebhook(server.url, gh, "installation", installationCreated(installation, owner, options.accountId)));
-    if (options.then === "drain") await server.greenline.worker.drain();
+    if (options.drain) await server.greenline.worker.drain();
     else await server.greenline.worker.processWebhooks();
     return new GitHubDriver(server, gh, await server.clientFor(owner), owner, installation);
   }
