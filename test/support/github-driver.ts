@@ -24,13 +24,30 @@ export class GitHubDriver {
   /** Commits CI already reported on (`ciPasses` reports each testing branch's commit once). */
   readonly #reported = new Set<string>();
 
+  #api: ApiClient | undefined;
+
+  /** `api` undefined: the organization signs in later (`signIn`), once Greenline knows it. */
   constructor(
     readonly server: TestServer,
     readonly gh: GitHubSimulator,
-    readonly api: ApiClient,
+    api: ApiClient | undefined,
     readonly owner: string,
     readonly installation: number,
-  ) {}
+  ) {
+    this.#api = api;
+  }
+
+  /** The API client of the account's organization. */
+  get api(): ApiClient {
+    if (!this.#api) throw new Error(`${this.owner} has not signed in to Greenline yet`);
+    return this.#api;
+  }
+
+  /** Signs in to Greenline's API as the account's organization (which an installation webhook created). */
+  async signIn(): Promise<ApiClient> {
+    this.#api = await this.server.clientFor(this.owner);
+    return this.#api;
+  }
 
   /**
    * Installs the App on organization `owner` in the simulator, delivers the `installation`
@@ -43,7 +60,9 @@ export class GitHubDriver {
     await accepted("installation", await postWebhook(server.url, gh, "installation", installationCreated(installation, owner, options.accountId)));
     if (options.drain) await server.greenline.worker.drain();
     else await server.greenline.worker.processWebhooks();
-    return new GitHubDriver(server, gh, await server.clientFor(owner), owner, installation);
+    const driver = new GitHubDriver(server, gh, undefined, owner, installation);
+    await driver.signIn();
+    return driver;
   }
 
   /** "owner/name", as GitHub names repository `name` of the account. */
