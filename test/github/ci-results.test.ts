@@ -1,6 +1,7 @@
 import { reconcileCommit } from "../../src/queue/status-checks.js";
 import { BACKENDS } from "../support/backends.js";
-import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 import { TRUNK_TESTING_DETAILS, trunkErrors } from "../support/trunk-schemas.js";
@@ -17,27 +18,17 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
   const OWNER = "octo-ci";
-
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    // Deliveries are recorded and answered at once; the worker processes them.
-    await server.greenline.worker.processWebhooks();
-    return response.status;
-  }
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
-  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
 
   /** CI sets a status on GitHub; `send` false loses its delivery. */
   async function status(name: string, sha: string, context: string, state: "pending" | "success" | "failure", send = true) {
     const s = gh.ciStatus(`${OWNER}/${name}`, sha, context, state);
-    if (send) expect(await deliver("status", { ...s, name: `${OWNER}/${name}`, repository: repository(name), installation: { id: 78 } })).toBe(200);
+    if (send) expect(await github.deliverAnswering("status", { ...s, name: `${OWNER}/${name}`, repository: github.repository(name), installation: { id: github.installation } })).toBe(200);
     return s;
   }
-  const checkRunPayload = (name: string, action: string, run: object) => ({ action, check_run: run, repository: repository(name), installation: { id: 78 } });
+  const checkRunPayload = (name: string, action: string, run: object) => ({ action, check_run: run, repository: github.repository(name), installation: { id: github.installation } });
 
   /**
    * Opens and submits a PR; answers its testing branch's commit once the worker built it. The
@@ -47,7 +38,7 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   async function submitted(name: string, number: number, greenOnHead: string[] = []): Promise<string> {
     const opened = gh.openPr(`${OWNER}/${name}`, { number, files: { [`src/${number}.ts`]: String(number) } });
     for (const context of greenOnHead) gh.ciStatus(`${OWNER}/${name}`, opened.headSha, context, "success");
-    await api.ok("submitPullRequest", pr(name, number));
+    await api.ok("submitPullRequest", github.pr(name, number));
     await server.greenline.worker.drain();
     const branches = gh.branches(`${OWNER}/${name}`, "greenline/");
     expect(branches).toHaveLength(1);
@@ -57,9 +48,8 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { now: clock.now, githubApp: githubAppOf(gh) });
-    gh.installApp(78, OWNER);
-    await deliver("installation", installationCreated(78, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 78 });
+    api = github.api;
   });
   afterEach(() => {
     gh.administrationRead = false;
@@ -74,89 +64,89 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
     gh.ruleset(`${OWNER}/rules`, "main", ["build", "lint"]);
     // Even where classic protection is readable (it answers 404: no protection), rulesets count.
     gh.administrationRead = true;
-    await api.ok("createQueue", { ...queue("rules"), mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("rules"), mergeMethod: "merge_commit" });
     const sha = await submitted("rules", 1, ["build", "lint"]);
     const lint = gh.checkRun(`${OWNER}/rules`, sha, "lint", "completed", "success");
-    expect(await deliver("check_run", checkRunPayload("rules", "completed", lint))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("rules", "completed", lint))).toBe(200);
     await server.greenline.worker.drain();
-    expect(await stateOf("rules", 1)).toBe("testing");
+    expect(await github.stateOf("rules", 1)).toBe("testing");
     const build = gh.checkRun(`${OWNER}/rules`, sha, "build", "completed", "success");
-    expect(await deliver("check_run", checkRunPayload("rules", "completed", build))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("rules", "completed", build))).toBe(200);
     await server.greenline.worker.drain();
-    expect(await stateOf("rules", 1)).toBe("merged");
+    expect(await github.stateOf("rules", 1)).toBe("merged");
   });
 
   test("classic protection is read without administration permission, and a 403 never loses the delivery", async () => {
     gh.protect(`${OWNER}/classic`, "main", ["build"]);
-    await api.ok("createQueue", { ...queue("classic"), mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("classic"), mergeMethod: "merge_commit" });
     const sha = await submitted("classic", 1, ["build"]);
     await status("classic", sha, "lint", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("classic", 1)).toBe("testing");
+    expect(await github.stateOf("classic", 1)).toBe("testing");
     await status("classic", sha, "build", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("classic", 1)).toBe("merged");
+    expect(await github.stateOf("classic", 1)).toBe("merged");
     expect(gh.requests.filter((r) => r.path.endsWith("/protection/required_status_checks"))).toEqual([]);
   });
 
   test("no required check at all: the run waits until every check suite completed and no status is pending", async () => {
     gh.administrationRead = true;
-    await api.ok("createQueue", { ...queue("free"), mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("free"), mergeMethod: "merge_commit" });
     const sha = await submitted("free", 1);
     // build's check run exists on GitHub, its delivery is late: lint being green is not enough.
     const build = gh.checkRun(`${OWNER}/free`, sha, "build", "in_progress");
     const lint = gh.checkRun(`${OWNER}/free`, sha, "lint", "completed", "success");
-    expect(await deliver("check_run", checkRunPayload("free", "completed", lint))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("free", "completed", lint))).toBe(200);
     await status("free", sha, "docs", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("free", 1)).toBe("testing");
+    expect(await github.stateOf("free", 1)).toBe("testing");
     const done = gh.checkRun(`${OWNER}/free`, sha, "build", "completed", "success", build.id);
-    expect(await deliver("check_run", checkRunPayload("free", "completed", done))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("free", "completed", done))).toBe(200);
     await server.greenline.worker.drain();
-    expect(await stateOf("free", 1)).toBe("merged");
+    expect(await github.stateOf("free", 1)).toBe("merged");
   });
 
   test("a late check_run.created after completed, and an older status after a newer one, take nothing back", async () => {
-    await api.ok("createQueue", { ...queue("late"), requiredStatuses: ["build", "ci/test", "lint"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("late"), requiredStatuses: ["build", "ci/test", "lint"], mergeMethod: "merge_commit" });
     const sha = await submitted("late", 1);
     const created = gh.checkRun(`${OWNER}/late`, sha, "build", "queued");
     const completed = gh.checkRun(`${OWNER}/late`, sha, "build", "completed", "success", created.id);
-    expect(await deliver("check_run", checkRunPayload("late", "completed", completed))).toBe(200);
-    expect(await deliver("check_run", checkRunPayload("late", "created", created))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("late", "completed", completed))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("late", "created", created))).toBe(200);
     const pending = gh.ciStatus(`${OWNER}/late`, sha, "ci/test", "pending");
     await status("late", sha, "ci/test", "success");
-    expect(await deliver("status", { ...pending, name: `${OWNER}/late`, repository: repository("late"), installation: { id: 78 } })).toBe(200);
+    expect(await github.deliverAnswering("status", { ...pending, name: `${OWNER}/late`, repository: github.repository("late"), installation: { id: github.installation } })).toBe(200);
     await server.greenline.worker.drain();
-    expect(await stateOf("late", 1)).toBe("testing");
+    expect(await github.stateOf("late", 1)).toBe("testing");
     await status("late", sha, "lint", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("late", 1)).toBe("merged");
+    expect(await github.stateOf("late", 1)).toBe("merged");
   });
 
   test("a re-run check may go back to pending", async () => {
-    await api.ok("createQueue", { ...queue("rerun"), requiredStatuses: ["build", "lint"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("rerun"), requiredStatuses: ["build", "lint"], mergeMethod: "merge_commit" });
     const sha = await submitted("rerun", 1);
     const first = gh.checkRun(`${OWNER}/rerun`, sha, "build", "completed", "success");
-    expect(await deliver("check_run", checkRunPayload("rerun", "completed", first))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("rerun", "completed", first))).toBe(200);
     const again = gh.checkRun(`${OWNER}/rerun`, sha, "build", "queued");
-    expect(await deliver("check_run", checkRunPayload("rerun", "created", again))).toBe(200);
+    expect(await github.deliverAnswering("check_run", checkRunPayload("rerun", "created", again))).toBe(200);
     await status("rerun", sha, "lint", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("rerun", 1)).toBe("testing");
-    const details = await api.ok("getMergeQueueTestingDetails", pr("rerun", 1));
+    expect(await github.stateOf("rerun", 1)).toBe("testing");
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr("rerun", 1));
     // As on Trunk: commit statuses under statusChecks, check runs under checkSuites (GitHub's enums in Trunk's UPPERCASE; no null fields).
     expect(details.statusChecks).toEqual([{ context: "lint", state: "SUCCESS" }]);
     expect(details.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "IN_PROGRESS" }] }]);
     expect(trunkErrors(TRUNK_TESTING_DETAILS, details)).toEqual([]);
     const done = gh.checkRun(`${OWNER}/rerun`, sha, "build", "completed", "failure", again.id);
-    expect(await deliver("check_run", checkRunPayload("rerun", "completed", done))).toBe(200);
-    const failed = await api.ok("getMergeQueueTestingDetails", { ...queue("rerun"), testRunId: details.testRunId });
+    expect(await github.deliverAnswering("check_run", checkRunPayload("rerun", "completed", done))).toBe(200);
+    const failed = await api.ok("getMergeQueueTestingDetails", { ...github.queue("rerun"), testRunId: details.testRunId });
     expect(failed.checkSuites).toEqual([{ checkRuns: [{ name: "build", url: `https://github.com/${OWNER}/rerun/runs/${again.id}`, status: "COMPLETED", conclusion: "FAILURE" }] }]);
     expect(trunkErrors(TRUNK_TESTING_DETAILS, failed)).toEqual([]);
   });
 
   test("a lost status delivery costs one poll interval, and polling stays bounded", async () => {
-    await api.ok("createQueue", { ...queue("lost"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("lost"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     const sha = await submitted("lost", 1);
     const polls = () => gh.requests.filter((r) => r.path.includes(`/${OWNER}/lost/commits/${sha}/`)).length;
     await status("lost", sha, "ci/test", "pending", false);
@@ -166,76 +156,77 @@ describe.each(BACKENDS)("CI results on GitHub, $name", (backend) => {
       clock.advance(5_000);
       await server.greenline.worker.drain();
     }
-    expect(await stateOf("lost", 1)).toBe("testing");
+    expect(await github.stateOf("lost", 1)).toBe("testing");
     expect(polls()).toBe(3 * 2);
     await status("lost", sha, "ci/test", "success", false);
     clock.advance(120_000);
     await server.greenline.worker.drain();
-    expect(await stateOf("lost", 1)).toBe("merged");
+    expect(await github.stateOf("lost", 1)).toBe("merged");
     expect(polls()).toBe(3 * 2 + 3);
   });
 
   test("push deliveries out of order: a late echo of an older push does not move the known target head back", async () => {
-    await api.ok("createQueue", { ...queue("pushes"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("pushes"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     await submitted("pushes", 1);
     const base = gh.branchHead(`${OWNER}/pushes`, "main");
     const first = gh.push(`${OWNER}/pushes`, "main", { "docs/one.md": "1" });
     const second = gh.push(`${OWNER}/pushes`, "main", { "docs/two.md": "2" });
-    const push = (before: string, after: string) => deliver("push", { ref: "refs/heads/main", before, after, deleted: false, repository: repository("pushes"), installation: { id: 78 } });
+    const push = (before: string, after: string) =>
+      github.deliverAnswering("push", { ref: "refs/heads/main", before, after, deleted: false, repository: github.pushRepository("pushes"), installation: { id: github.installation } });
     expect(await push(first, second)).toBe(200);
     await server.greenline.worker.drain();
-    const moved = await api.ok("getMergeQueueTestingDetails", pr("pushes", 1));
+    const moved = await api.ok("getMergeQueueTestingDetails", github.pr("pushes", 1));
     expect(gh.files(`${OWNER}/pushes`, moved.testBranch)["docs/two.md"]).toBe("2");
     const transitions = await server.greenline.services.db.read((tx) => tx.transition.count());
     expect(await push(base, first)).toBe(200);
     await server.greenline.worker.drain();
-    expect((await api.ok("getMergeQueueTestingDetails", pr("pushes", 1))).testRunId).toBe(moved.testRunId);
+    expect((await api.ok("getMergeQueueTestingDetails", github.pr("pushes", 1))).testRunId).toBe(moved.testRunId);
     expect(await server.greenline.services.db.read((tx) => tx.transition.count())).toBe(transitions);
     const sha = gh.branches(`${OWNER}/pushes`, "greenline/")[0]!.sha;
     await status("pushes", sha, "ci/test", "success");
     await server.greenline.worker.drain();
-    expect(await stateOf("pushes", 1)).toBe("merged");
+    expect(await github.stateOf("pushes", 1)).toBe("merged");
     expect(Object.keys(gh.files(`${OWNER}/pushes`, "main")).sort()).toEqual(["README.md", "docs/one.md", "docs/two.md", "src/1.ts"]);
   });
 
   test("the queue says where its required checks come from, and warns when the branch requires none", async () => {
     gh.ruleset(`${OWNER}/said`, "main", ["build"]);
     gh.protect(`${OWNER}/said`, "main", ["lint"]);
-    expect(await api.ok("createQueue", queue("said"))).toMatchObject({ requiredStatuses: [], requiredStatusesSource: "rulesets_and_branch_protection" });
-    const created = await api.ok("createQueue", queue("bare"));
+    expect(await api.ok("createQueue", github.queue("said"))).toMatchObject({ requiredStatuses: [], requiredStatusesSource: "rulesets_and_branch_protection" });
+    const created = await api.ok("createQueue", github.queue("bare"));
     expect(created).toMatchObject({ requiredStatusesSource: "none", requiredStatusesWarning: expect.stringContaining("requires no status check") });
-    expect(await api.ok("getQueue", queue("bare"))).toMatchObject({ requiredStatusesSource: "none", requiredStatusesWarning: expect.any(String) });
-    const own = await api.ok("updateQueue", { ...queue("bare"), requiredStatuses: ["ci/test"] });
+    expect(await api.ok("getQueue", github.queue("bare"))).toMatchObject({ requiredStatusesSource: "none", requiredStatusesWarning: expect.any(String) });
+    const own = await api.ok("updateQueue", { ...github.queue("bare"), requiredStatuses: ["ci/test"] });
     expect(own).toMatchObject({ requiredStatuses: ["ci/test"], requiredStatusesSource: "merge_instance" });
     expect(own.requiredStatusesWarning).toBeUndefined();
   });
 
   test("requirements that cannot be read: the queue says so, runs wait, and pass once they can be read", async () => {
     gh.rulesRefused = true;
-    const created = await api.ok("createQueue", { ...queue("unread"), mergeMethod: "merge_commit" });
+    const created = await api.ok("createQueue", { ...github.queue("unread"), mergeMethod: "merge_commit" });
     expect(created).toMatchObject({ requiredStatusesSource: "unknown", requiredStatusesWarning: expect.stringContaining("could not be read") });
     const sha = await submitted("unread", 1);
     await status("unread", sha, "ci/test", "success");
     clock.advance(30_000);
     await server.greenline.worker.drain();
-    expect(await stateOf("unread", 1)).toBe("testing");
+    expect(await github.stateOf("unread", 1)).toBe("testing");
     // Readable again: the next poll (after the cache's minute) reads "none" and CI has finished.
     gh.rulesRefused = false;
     clock.advance(60_000);
     await server.greenline.worker.drain();
-    expect(await stateOf("unread", 1)).toBe("merged");
-    expect(await api.ok("getQueue", queue("unread"))).toMatchObject({ requiredStatusesSource: "none" });
+    expect(await github.stateOf("unread", 1)).toBe("merged");
+    expect(await api.ok("getQueue", github.queue("unread"))).toMatchObject({ requiredStatusesSource: "none" });
   });
 
   test("a delivery that says CI changed without saying how (a completed check suite) reconciles the commit at once", async () => {
-    await api.ok("createQueue", { ...queue("suite"), mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("suite"), mergeMethod: "merge_commit" });
     const sha = await submitted("suite", 1);
     gh.checkRun(`${OWNER}/suite`, sha, "build", "completed", "success");
     gh.checkRun(`${OWNER}/suite`, sha, "lint", "completed", "success");
-    const repo = queue("suite").repo;
+    const repo = github.queue("suite").repo;
     expect(await reconcileCommit(server.greenline.services, repo, sha)).toBe(1);
     await server.greenline.worker.drain();
-    expect(await stateOf("suite", 1)).toBe("merged");
+    expect(await github.stateOf("suite", 1)).toBe("merged");
     expect(await reconcileCommit(server.greenline.services, repo, sha)).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import { blockedRecheckDelayMs } from "../../src/domain/readiness.js";
 const DEFAULT_BLOCKED_RECHECK_MS = blockedRecheckDelayMs(1);
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
+import { GitHubDriver } from "../support/github-driver.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -46,13 +47,11 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
   const costs: string[] = [];
 
   const full = (name: string) => `${OWNER}/${name}`;
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
-  const drain = () => server.greenline.worker.drain();
 
   /** Attaches CI (statuses `ci/test`) and a deliverer with these faults; both go with `detach()`. */
   function wire(seed: number, faults: Parameters<typeof attachWebhooks>[1]["faults"], report: "status" | "check_run" = "status"): { ci: SimulatedCi; webhooks: WebhookDeliverer } {
@@ -79,6 +78,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     webhooks.detach();
     await server.greenline.worker.processWebhooks();
     api = await server.clientFor(OWNER);
+    github = new GitHubDriver(server, gh, api, OWNER, INSTALLATION);
   });
   afterAll(async () => {
     await server?.close();
@@ -87,7 +87,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
   });
 
   const stateOf = async (name: string, number: number): Promise<{ state: string; stateReason: string; prSha: string } | null> => {
-    const answer = await api.call("getSubmittedPullRequest", pr(name, number));
+    const answer = await api.call("getSubmittedPullRequest", github.pr(name, number));
     return answer.status === 404 ? null : (answer.body as { state: string; stateReason: string; prSha: string });
   };
 
@@ -101,7 +101,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
       gh.grant(REPO, "alice", "write");
       const { ci, webhooks } = wire(seed, { drop, duplicate, reorder, delayMs: [0, 3] }, report);
       try {
-        await api.ok("createQueue", { ...queue(name), mode: "single", concurrency: 3, mergeMethod });
+        await api.ok("createQueue", { ...github.queue(name), mode: "single", concurrency: 3, mergeMethod });
         for (let n = 1; n <= PRS; n++) {
           gh.openPr(REPO, { number: n, files: { [`changes/pr-${n}.txt`]: `change of #${n}\n`, ...(BROKEN.has(n) ? { [`BROKEN-${n}`]: "x", BROKEN: "yes" } : {}) } });
           gh.comment(REPO, n, "alice", "/greenline merge");
@@ -112,7 +112,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
         let round = 0;
         for (; round < MAX_ROUNDS; round++) {
           await webhooks.flush();
-          await drain();
+          await github.drain();
           const states = new Map<number, Awaited<ReturnType<typeof stateOf>>>();
           for (let n = 1; n <= PRS; n++) states.set(n, await stateOf(name, n));
           if ([...states.values()].every((s) => s !== null && TERMINAL.includes(s.state))) break;
@@ -132,7 +132,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
           await webhooks.flush();
           ci.finish();
           await webhooks.flush();
-          await drain();
+          await github.drain();
           clock.advance(60_000);
         }
         await webhooks.flush();
@@ -202,7 +202,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     gh.grant(REPO, "alice", "write");
     const { ci, webhooks } = wire(1, {});
     try {
-      await api.ok("createQueue", { ...queue(name), mode: "single", concurrency: 2, mergeMethod: "merge_commit" });
+      await api.ok("createQueue", { ...github.queue(name), mode: "single", concurrency: 2, mergeMethod: "merge_commit" });
       for (const n of [1, 2]) {
         gh.openPr(REPO, { number: n });
         gh.comment(REPO, n, "alice", "/greenline merge");
@@ -212,7 +212,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
         ci.finish();
         await webhooks.flush();
         clock.advance(2_000);
-        await drain();
+        await github.drain();
       }
       expect([(await stateOf(name, 1))?.state, (await stateOf(name, 2))?.state]).toEqual(["testing", "testing"]);
       const tested = gh.pr(REPO, 1)!.headSha;
@@ -222,7 +222,7 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
         await webhooks.flush();
         ci.finish();
         await webhooks.flush();
-        await drain();
+        await github.drain();
         clock.advance(60_000);
       }
       // Greenline does not call #1 merged while GitHub shows it open: it is cancelled, and #2 is tested again without it and lands.
@@ -243,13 +243,13 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     gh.grant(REPO, "alice", "write");
     const { ci, webhooks } = wire(1, {});
     try {
-      await api.ok("createQueue", { ...queue(name), mode: "single", mergeMethod: "squash" });
+      await api.ok("createQueue", { ...github.queue(name), mode: "single", mergeMethod: "squash" });
       gh.openPr(REPO, { number: 1 });
       gh.comment(REPO, 1, "alice", "/greenline merge");
       await webhooks.flush();
       for (let i = 0; i < 3; i++) {
         clock.advance(2_000);
-        await drain();
+        await github.drain();
       }
       // The PR's own CI has not reported: GitHub says "blocked".
       expect(await stateOf(name, 1)).toMatchObject({ state: "not_ready", readiness: { gitHubMergeability: "not_mergeable" } });
@@ -258,11 +258,11 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
       ci.finish();
       await webhooks.flush();
       webhooks.setFaults({});
-      await drain();
+      await github.drain();
       expect(await stateOf(name, 1)).toMatchObject({ state: "not_ready" });
       // Greenline re-reads the blocked PR on its own (it cannot know the event that unblocks it was lost).
       clock.advance(DEFAULT_BLOCKED_RECHECK_MS);
-      await drain();
+      await github.drain();
       expect(await stateOf(name, 1)).toMatchObject({ state: "testing" });
     } finally {
       webhooks.detach();
@@ -276,17 +276,17 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
     gh.grant(REPO, "alice", "write");
     const { ci, webhooks } = wire(1, {});
     try {
-      await api.ok("createQueue", { ...queue(name), mode: "single", mergeMethod: "merge_commit" });
+      await api.ok("createQueue", { ...github.queue(name), mode: "single", mergeMethod: "merge_commit" });
       gh.openPr(REPO, { number: 1 });
       gh.comment(REPO, 1, "alice", "/greenline merge");
       await webhooks.flush();
-      await drain();
+      await github.drain();
       // The PR head's own CI turns green (delivered): the PR is ready and goes to testing.
       ci.finish();
       await webhooks.flush();
       for (let i = 0; i < 5 && (await stateOf(name, 1))?.state !== "testing"; i++) {
         clock.advance(2_000);
-        await drain();
+        await github.drain();
       }
       expect(await stateOf(name, 1)).toMatchObject({ state: "testing" });
       expect(ci.queued().map((r) => r.trigger)).toEqual(["push"]);
@@ -298,13 +298,13 @@ describe.each(BACKENDS)("the queue under webhook delivery faults, $name", (backe
       webhooks.setFaults({});
       const lost = webhooks.log.slice(logged).filter((a) => a.delivery.event === "status");
       expect(lost.map((a) => [a.delivery.payload.state, a.status])).toEqual([["success", "dropped"]]);
-      await drain();
+      await github.drain();
       expect(await stateOf(name, 1)).toMatchObject({ state: "testing" });
       // One poll interval later, the worker reads the status from GitHub and merges.
       clock.advance(DEFAULT_CI_POLL.firstMs);
-      await drain();
+      await github.drain();
       await webhooks.flush();
-      await drain();
+      await github.drain();
       expect(await stateOf(name, 1)).toMatchObject({ state: "merged" });
       expect(gh.pr(REPO, 1)).toMatchObject({ merged: true });
       expect(gh.files(REPO, "main")["changes/pr-1.txt"]).toBe("change of #1\n");

@@ -1,6 +1,7 @@
 import { EFFECT_BACKOFF } from "../../src/worker/effects.js";
 import { BACKENDS } from "../support/backends.js";
-import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -15,30 +16,18 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
 
-  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
-  const drain = () => server.greenline.worker.drain();
   const requestsTo = (method: string, path: RegExp) => gh.requests.filter((r) => r.method === method && path.test(r.path)).length;
-  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
   const pendingEffects = (name: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, queue: { repository: { name } } }, orderBy: { seq: "asc" } }));
-
-  /** CI reports green on every testing branch of the repository. */
-  async function ciPasses(name: string) {
-    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
-      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: INSTALLATION } });
-    }
-  }
 
   /** Submits PR #1 of a new repository and tests it green; the merge is what is left. */
   async function greenPr(name: string, mergeMethod: "merge_commit" | "squash") {
-    await api.ok("createQueue", { ...queue(name), requiredStatuses: ["ci/test"], mergeMethod });
+    await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod });
     gh.openPr(`${OWNER}/${name}`, { number: 1, files: { [`src/${name}.ts`]: "1" } });
-    await api.ok("submitPullRequest", pr(name, 1));
-    await drain();
+    await api.ok("submitPullRequest", github.pr(name, 1));
+    await github.drain();
     expect(gh.branches(`${OWNER}/${name}`, "greenline/")).toHaveLength(1);
   }
 
@@ -50,9 +39,8 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
       now: clock.now,
       random: () => 0.5,
     });
-    gh.installApp(INSTALLATION, OWNER);
-    await deliver("installation", installationCreated(INSTALLATION, OWNER, 880));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: INSTALLATION, accountId: 880 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -60,51 +48,51 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   });
 
   test("an API call that meets GitHub down answers 503 unavailable, and one GitHub refuses for good 409 with GitHub's words (never 500)", async () => {
-    await api.ok("createQueue", { ...queue("apirefusal"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("apirefusal"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/apirefusal`, { number: 1 });
     gh.failNext("GET", /\/apirefusal\/pulls\/1$/, 502, "Server Error", 2);
-    const down = await api.call("submitPullRequest", pr("apirefusal", 1));
+    const down = await api.call("submitPullRequest", github.pr("apirefusal", 1));
     expect(down.status).toBe(503);
     expect(down.body.error).toMatchObject({ code: "unavailable", message: expect.stringContaining("Server Error") });
     gh.failNext("GET", /\/apirefusal\/pulls\/1$/, 403, "Resource not accessible by integration", 1);
-    const refused = await api.call("submitPullRequest", pr("apirefusal", 1));
+    const refused = await api.call("submitPullRequest", github.pr("apirefusal", 1));
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatchObject({ code: "failed_precondition", message: expect.stringContaining("Resource not accessible by integration") });
     // Nothing was written: the PR was never submitted.
-    expect((await api.call("getSubmittedPullRequest", pr("apirefusal", 1))).status).toBe(404);
+    expect((await api.call("getSubmittedPullRequest", github.pr("apirefusal", 1))).status).toBe(404);
   });
 
   test("a 409 from pulls.merge reaches Greenline after one request (no HTTP-layer retry)", async () => {
     await greenPr("conflict409", "squash");
     // GitHub answers the pinned merge 409 (the head moved between Greenline's read and the merge).
     gh.failNext("PUT", /\/conflict409\/pulls\/1\/merge$/, 409, "Head branch was modified. Review and try the merge again.");
-    await ciPasses("conflict409");
-    await drain();
+    await github.ciPassesOnEveryBranch("conflict409");
+    await github.drain();
     // The refusal reached Greenline at once: it asked which branch was modified (the head was
     // not: the target moved) before any other merge; a second merge comes only after testing again.
     const calls = gh.requests.filter((r) => r.path.includes("/conflict409/")).map((r) => `${r.method} ${r.path}`);
     const first = calls.findIndex((c) => /^PUT .*\/pulls\/1\/merge$/.test(c));
     expect(first).toBeGreaterThanOrEqual(0);
     expect(calls.slice(first + 1, first + 3)).toEqual([expect.stringMatching(/^GET .*\/branches\/main$/), expect.stringMatching(/^GET .*\/pulls\/1$/)]);
-    expect(await stateOf("conflict409", 1)).toBe("merged");
+    expect(await github.stateOf("conflict409", 1)).toBe("merged");
   });
 
   test("a push during testing whose webhook never came is found by the read before the merge: no merge is asked", async () => {
     await greenPr("pushed", "squash");
     gh.amendPr(`${OWNER}/pushed`, 1, { "late.txt": "pushed during testing" });
-    await ciPasses("pushed");
-    await drain();
+    await github.ciPassesOnEveryBranch("pushed");
+    await github.drain();
     expect(requestsTo("PUT", /\/pushed\/pulls\/1\/merge$/)).toBe(0);
     expect(gh.pr(`${OWNER}/pushed`, 1)!.merged).toBe(false);
-    expect(await stateOf("pushed", 1)).toBe("cancelled");
+    expect(await github.stateOf("pushed", 1)).toBe("cancelled");
   });
 
   test("a failing effect is retried with growing gaps, then given up; the queue goes on", async () => {
-    await api.ok("createQueue", { ...queue("statuses"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("statuses"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/statuses`, { number: 1 });
     gh.failNext("POST", /\/statuses\/statuses\//, 503, "Service Unavailable", 1_000);
-    await api.ok("submitPullRequest", pr("statuses", 1));
-    await drain();
+    await api.ok("submitPullRequest", github.pr("statuses", 1));
+    await github.drain();
     const gaps: number[] = [];
     for (let attempt = 1; attempt < EFFECT_BACKOFF.maxAttempts; attempt++) {
       const [head] = await pendingEffects("statuses");
@@ -112,10 +100,10 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
       gaps.push(head!.nextAttemptAt!.getTime() - clock.ms);
       // Not due yet: nothing is tried, and draining is not held up.
       const before = requestsTo("POST", /\/statuses\/statuses\//);
-      await drain();
+      await github.drain();
       expect(requestsTo("POST", /\/statuses\/statuses\//)).toBe(before);
       clock.ms = head!.nextAttemptAt!.getTime();
-      await drain();
+      await github.drain();
     }
     // Exponential with full jitter (fixed at 1/2 here): base·2^(n-1)/2, capped.
     expect(gaps).toEqual(gaps.map((_, i) => Math.min(EFFECT_BACKOFF.capMs, EFFECT_BACKOFF.baseMs * 2 ** i) / 2));
@@ -123,31 +111,31 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     expect(given.map((e) => [e.kind, e.attempts, e.lastError])).toEqual([["pr_status", EFFECT_BACKOFF.maxAttempts, expect.stringContaining("Service Unavailable")]]);
     // The status was dropped; the run started all the same.
     expect(gh.branches(`${OWNER}/statuses`, "greenline/")).toHaveLength(1);
-    expect(await stateOf("statuses", 1)).toBe("testing");
+    expect(await github.stateOf("statuses", 1)).toBe("testing");
   });
 
   test("a status GitHub refuses for good is dropped at its first refusal; the queue goes on", async () => {
-    await api.ok("createQueue", { ...queue("nocommit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("nocommit"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/nocommit`, { number: 1 });
     gh.failNext("POST", /\/nocommit\/statuses\//, 422, "No commit found for SHA: 0123", 1);
-    await api.ok("submitPullRequest", pr("nocommit", 1));
-    await drain();
+    await api.ok("submitPullRequest", github.pr("nocommit", 1));
+    await github.drain();
     expect(requestsTo("POST", /\/nocommit\/statuses\//)).toBe(1);
     const given = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { gaveUp: true, queue: { repository: { name: "nocommit" } } } }));
     expect(given.map((e) => [e.kind, e.attempts, e.lastError])).toEqual([["pr_status", 1, "No commit found for SHA: 0123"]]);
-    expect(await stateOf("nocommit", 1)).toBe("testing");
+    expect(await github.stateOf("nocommit", 1)).toBe("testing");
   });
 
   test("a queue whose effect keeps failing does not delay another queue's merge, nor call GitHub while it waits", async () => {
-    await api.ok("createQueue", { ...queue("stuck"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("stuck"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/stuck`, { number: 1 });
     gh.failNext("POST", /\/stuck\/statuses\//, 502, "Bad Gateway", 1_000);
-    await api.ok("submitPullRequest", pr("stuck", 1));
+    await api.ok("submitPullRequest", github.pr("stuck", 1));
     await greenPr("free", "squash");
     const stuckCalls = requestsTo("POST", /\/stuck\/statuses\//);
-    await ciPasses("free");
+    await github.ciPassesOnEveryBranch("free");
     for (let i = 0; i < 20; i++) await server.greenline.worker.tick();
-    expect(await stateOf("free", 1)).toBe("merged");
+    expect(await github.stateOf("free", 1)).toBe("merged");
     expect(gh.pr(`${OWNER}/free`, 1)!.merged).toBe(true);
     // Twenty ticks later, the stuck queue has not asked GitHub again (its next attempt is not due).
     expect(requestsTo("POST", /\/stuck\/statuses\//)).toBe(stuckCalls);
@@ -155,11 +143,11 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   });
 
   test("a queue whose outbox cannot even be read does not stop the worker for the others", async () => {
-    await api.ok("createQueue", { ...queue("corrupt"), requiredStatuses: ["ci/test"] });
+    await api.ok("createQueue", { ...github.queue("corrupt"), requiredStatuses: ["ci/test"] });
     const corrupt = await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow({ where: { repository: { name: "corrupt" } } }));
     await server.greenline.services.db.transaction((tx) => tx.effect.create({ data: { id: `corrupt-${Date.now()}`, queueId: corrupt.id, seq: 1, kind: "merge", payload: "{not json", createdAt: clock.now() } }));
     await greenPr("healthy", "squash");
-    await ciPasses("healthy");
+    await github.ciPassesOnEveryBranch("healthy");
     for (let i = 0; i < 10; i++) await server.greenline.worker.tick();
     expect(gh.pr(`${OWNER}/healthy`, 1)!.merged).toBe(true);
     expect(server.logs.join("")).toContain("running a queue's effects failed");
@@ -169,26 +157,26 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   test("a merge failing with a 502 twice (and its HTTP retry) lands at the next attempts", async () => {
     await greenPr("flaky502", "squash");
     gh.failNext("PUT", /\/flaky502\/pulls\/1\/merge$/, 502, "Bad Gateway", 4);
-    await ciPasses("flaky502");
-    await drain();
+    await github.ciPassesOnEveryBranch("flaky502");
+    await github.drain();
     for (let i = 0; i < 5 && !gh.pr(`${OWNER}/flaky502`, 1)!.merged; i++) {
       const [head] = await pendingEffects("flaky502");
       expect(head?.kind).toBe("merge");
       clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
-      await drain();
+      await github.drain();
     }
     expect(gh.pr(`${OWNER}/flaky502`, 1)!.merged).toBe(true);
-    expect(await stateOf("flaky502", 1)).toBe("merged");
+    expect(await github.stateOf("flaky502", 1)).toBe("merged");
     expect(requestsTo("PUT", /\/flaky502\/pulls\/1\/merge$/)).toBe(5);
   });
 
   test("an installation at its rate limit makes no call until the reset; the queue resumes after", async () => {
     await greenPr("limited", "squash");
-    await ciPasses("limited");
+    await github.ciPassesOnEveryBranch("limited");
     const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
     gh.setRateLimit(INSTALLATION, gh.rateLimitOf(INSTALLATION).used);
     const resetAt = gh.rateLimitOf(INSTALLATION).resetAt;
-    await drain();
+    await github.drain();
     const refused = installationCalls();
     // An hour of ticks, a minute apart, before the reset: not one more request.
     while (clock.ms + 60_000 < resetAt) {
@@ -200,34 +188,34 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     const [head] = await pendingEffects("limited");
     expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(resetAt);
     clock.ms = resetAt;
-    await drain();
+    await github.drain();
     expect(gh.pr(`${OWNER}/limited`, 1)!.merged).toBe(true);
-    expect(await stateOf("limited", 1)).toBe("merged");
+    expect(await github.stateOf("limited", 1)).toBe("merged");
     gh.setRateLimit(INSTALLATION, 5000);
   });
 
   test("an API request that must ask GitHub while the installation's rate limit is spent answers 429 rate_limited, not 500", async () => {
     gh.setRateLimit(INSTALLATION, gh.rateLimitOf(INSTALLATION).used);
     const resetAt = gh.rateLimitOf(INSTALLATION).resetAt;
-    const refused = await api.call("createQueue", { ...queue("limited-api"), requiredStatuses: ["ci/test"] });
+    const refused = await api.call("createQueue", { ...github.queue("limited-api"), requiredStatuses: ["ci/test"] });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toMatchObject({ code: "rate_limited", message: expect.stringContaining(`rate limit is spent until ${new Date(Math.ceil(resetAt / 1000) * 1000).toISOString()}`) });
     clock.ms = Math.ceil(resetAt / 1000) * 1000;
     gh.setRateLimit(INSTALLATION, 5000);
-    expect((await api.call("createQueue", { ...queue("limited-api"), requiredStatuses: ["ci/test"] })).status).toBe(200);
+    expect((await api.call("createQueue", { ...github.queue("limited-api"), requiredStatuses: ["ci/test"] })).status).toBe(200);
   });
 
   test("issue item 2: a refused fast-forward (422) does not wedge the queue: the PR is merged through the PR merge API, the push asked once", async () => {
     await greenPr("pushrefused", "merge_commit");
     gh.requirePullRequests(`${OWNER}/pushrefused`, "main");
-    await ciPasses("pushrefused");
+    await github.ciPassesOnEveryBranch("pushrefused");
     for (let i = 0; i < 5; i++) {
-      await drain();
+      await github.drain();
       clock.advance(60_000);
     }
     expect(requestsTo("PATCH", /\/pushrefused\/git\/refs\/heads\/main$/)).toBe(1);
     expect(gh.pr(`${OWNER}/pushrefused`, 1)!.merged).toBe(true);
-    expect(await stateOf("pushrefused", 1)).toBe("merged");
+    expect(await github.stateOf("pushrefused", 1)).toBe("merged");
     expect(await pendingEffects("pushrefused")).toEqual([]);
   });
 
@@ -238,7 +226,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     gh.failNext("PUT", /\/mergerefused\/pulls\/1\/merge$/, 405, refusal, 1_000_000);
     const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/mergerefused/`)).length;
     const before = calls();
-    await ciPasses("mergerefused");
+    await github.ciPassesOnEveryBranch("mergerefused");
     const end = clock.ms + 3600_000;
     // A tick every 5 s of the hour: finer than the first retry gaps (2 s doubling), and 720
     // ticks rather than 3,600 keep the test well inside its time on a loaded machine.
@@ -249,8 +237,8 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     const spent = calls() - before;
     // It was ~14,400 an hour (one attempt every tick, retried by the HTTP layer).
     expect(spent).toBeLessThan(60);
-    expect(await stateOf("mergerefused", 1)).toBe("failed");
-    const answer = await api.ok("getSubmittedPullRequest", pr("mergerefused", 1));
+    expect(await github.stateOf("mergerefused", 1)).toBe("failed");
+    const answer = await github.submitted("mergerefused", 1);
     expect(answer).toMatchObject({ stateReason: "merge_refused", failureMessage: expect.stringContaining('Required status check "build" is expected.') });
     // The PR is told why, in GitHub's own words.
     expect(gh.comments.filter((c) => c.repo === `${OWNER}/mergerefused`).map((c) => c.body)).toEqual([expect.stringContaining("> Repository rule violations found")]);
@@ -259,32 +247,32 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   }, 180_000);
 
   test("a testing branch GitHub will not build (a missing permission: permanent) fails the PR with GitHub's message at the first refusal", async () => {
-    await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/workflows`, { number: 1, files: { ".github/workflows/ci.yml": "on: push" } });
     const refusal = "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission";
     gh.failNext("POST", /\/workflows\/merges$/, 403, refusal, 1_000);
-    await api.ok("submitPullRequest", pr("workflows", 1));
-    await drain();
+    await api.ok("submitPullRequest", github.pr("workflows", 1));
+    await github.drain();
     for (let i = 0; i < EFFECT_BACKOFF.maxAttempts && (await pendingEffects("workflows")).length > 0; i++) {
       const [head] = await pendingEffects("workflows");
       expect(head!.kind).toBe("start_run");
       clock.ms = Math.max(clock.ms, head!.nextAttemptAt!.getTime());
-      await drain();
+      await github.drain();
     }
     // The adapter classifies the refusal as permanent (permission_missing): asked once, never again.
     expect(requestsTo("POST", /\/workflows\/merges$/)).toBe(1);
-    const answer = await api.ok("getSubmittedPullRequest", pr("workflows", 1));
+    const answer = await github.submitted("workflows", 1);
     expect(answer).toMatchObject({ state: "failed", stateReason: "start_refused", failureMessage: expect.stringContaining(refusal) });
     expect(gh.comments.filter((c) => c.repo === `${OWNER}/workflows`).map((c) => c.body)).toEqual([expect.stringMatching(/^> (#1: )?refusing to allow/m)]);
   });
 
   test("a secondary rate limit: no call before retry-after, then the merge lands", async () => {
     await greenPr("secondary", "squash");
-    await ciPasses("secondary");
+    await github.ciPassesOnEveryBranch("secondary");
     const installationCalls = () => gh.requests.filter((r) => r.authorization === `token ghs_installation_${INSTALLATION}`).length;
     gh.secondaryRateLimit(INSTALLATION, 120);
     const until = clock.ms + 120_000;
-    await drain();
+    await github.drain();
     const refused = installationCalls();
     const [head] = await pendingEffects("secondary");
     expect(head!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(until);
@@ -294,7 +282,7 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
     }
     expect(installationCalls()).toBe(refused);
     clock.ms = head!.nextAttemptAt!.getTime();
-    await drain();
+    await github.drain();
     expect(gh.pr(`${OWNER}/secondary`, 1)!.merged).toBe(true);
   });
 });

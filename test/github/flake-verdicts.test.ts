@@ -3,7 +3,8 @@ import { testCaseId } from "../../src/domain/flaky/identity.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
 import { BACKENDS } from "../support/backends.js";
-import { postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { installationCreated } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -17,38 +18,31 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
   const OWNER = "octo-flaky";
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    await server.greenline.worker.processWebhooks();
-    return response.status;
-  }
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER, name: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const entry = (name: string, number: number) =>
-    api.ok<{ state: string; timeline: { state: string; reason: string; evidence: { flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...pr(name, number), includeTimeline: true });
+    api.ok<{ state: string; timeline: { state: string; reason: string; evidence: { flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...github.pr(name, number), includeTimeline: true });
   const report = (cases: { name: string; fail?: string }[]) =>
     `<?xml version="1.0"?><testsuites><testsuite name="suite">${cases.map((c) => (c.fail ? `<testcase classname="pkg.Tests" name="${c.name}"><failure message="${c.fail}"/></testcase>` : `<testcase classname="pkg.Tests" name="${c.name}"/>`)).join("")}</testsuite></testsuites>`;
   const upload = (name: string, sha: string, branch: string, cases: { name: string; fail?: string }[], check: { check_name?: string; check_run_id?: number }) =>
-    api.ok("flaky-tests/upload", { repo: queue(name).repo, org_url_slug: OWNER, commit_sha: sha, branch, junit_xml: [report(cases)], ...check });
+    api.ok("flaky-tests/upload", { repo: github.queue(name).repo, org_url_slug: OWNER, commit_sha: sha, branch, junit_xml: [report(cases)], ...check });
   async function completedCheck(name: string, sha: string, check: string, conclusion: "success" | "failure", deliverIt = true) {
     const run = gh.checkRun(`${OWNER}/${name}`, sha, check, "completed", conclusion);
-    if (deliverIt) expect(await deliver("check_run", { action: "completed", check_run: run, repository: repository(name), installation: { id: 78 } })).toBe(200);
+    if (deliverIt) expect(await github.deliverAnswering("check_run", { action: "completed", check_run: run, repository: github.repository(name), installation: { id: 78 } })).toBe(200);
     return run;
   }
   /** A queue requiring `tests` and `lint`, with test `racy` quarantined; PR 1 testing: its testing branch. */
   async function testing(name: string) {
     gh.ruleset(`${OWNER}/${name}`, "main", ["tests", "lint"]);
-    await api.ok("createQueue", { ...queue(name), mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue(name), mergeMethod: "merge_commit" });
     await upload(name, "a".repeat(40), "feature", [{ name: "racy", fail: "timed out" }], {});
     const test_id = testCaseId(OWNER, `github.com/${OWNER}/${name}`, { file: "", classname: "pkg.Tests", parent: "suite", name: "racy" });
-    await api.ok("flaky-tests/set-quarantine-setting", { repo: queue(name).repo, org_url_slug: OWNER, test_id, setting: "always" });
+    await api.ok("flaky-tests/set-quarantine-setting", { repo: github.queue(name).repo, org_url_slug: OWNER, test_id, setting: "always" });
     const opened = gh.openPr(`${OWNER}/${name}`, { number: 1, files: { "src/1.ts": "1" } });
     for (const context of ["tests", "lint"]) gh.ciStatus(`${OWNER}/${name}`, opened.headSha, context, "success");
-    await api.ok("submitPullRequest", pr(name, 1));
+    await api.ok("submitPullRequest", github.pr(name, 1));
     await server.greenline.worker.drain();
     const [branch] = gh.branches(`${OWNER}/${name}`, "greenline/");
     return { sha: branch!.sha, branch: branch!.name };
@@ -57,9 +51,8 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
-    gh.installApp(78, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 78 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -78,7 +71,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     await upload("byid", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_run_id: job });
     await completedCheck("byid", sha, "lint", "success");
     const done = gh.checkRun(`${OWNER}/byid`, sha, "tests", "completed", "failure", job);
-    expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("byid"), installation: { id: 78 } })).toBe(200);
+    expect(await github.deliverAnswering("check_run", { action: "completed", check_run: done, repository: github.repository("byid"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
     const after = await entry("byid", 1);
     expect(after.state).toBe("merged");
@@ -95,7 +88,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
       { name: "Test", conclusion: "failure" },
       { name: "Build", conclusion: "skipped" },
     ]);
-    expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("skipped"), installation: { id: 78 } })).toBe(200);
+    expect(await github.deliverAnswering("check_run", { action: "completed", check_run: done, repository: github.repository("skipped"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
     const after = await entry("skipped", 1);
     expect(after.state).toBe("testing");
@@ -107,7 +100,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     const { sha, branch } = await testing("lint");
     const tests = await completedCheck("lint", sha, "tests", "success", false);
     await upload("lint", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_run_id: tests.id, check_name: "tests" });
-    await deliver("check_run", { action: "completed", check_run: tests, repository: repository("lint"), installation: { id: 78 } });
+    await github.deliverAnswering("check_run", { action: "completed", check_run: tests, repository: github.repository("lint"), installation: { id: 78 } });
     await completedCheck("lint", sha, "lint", "failure");
     await server.greenline.worker.drain();
     const after = await entry("lint", 1);
@@ -120,7 +113,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     await upload("byname", sha, branch, [{ name: "ok" }, { name: "racy", fail: "timed out" }], { check_name: "tests" });
     await completedCheck("byname", sha, "lint", "success");
     const s = gh.ciStatus(`${OWNER}/byname`, sha, "tests", "failure");
-    expect(await deliver("status", { ...s, name: `${OWNER}/byname`, repository: repository("byname"), installation: { id: 78 } })).toBe(200);
+    expect(await github.deliverAnswering("status", { ...s, name: `${OWNER}/byname`, repository: github.repository("byname"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
     const after = await entry("byname", 1);
     expect(after.state).toBe("testing");
@@ -138,7 +131,7 @@ describe.each(BACKENDS)("flake-aware verdicts on GitHub, $name", (backend) => {
     await upload("real", sha, branch, [{ name: "ok" }, { name: "checkout_total", fail: "expected 42 to be 41" }], { check_run_id: tests.id });
     await completedCheck("real", sha, "lint", "success");
     const done = gh.checkRun(`${OWNER}/real`, sha, "tests", "completed", "failure", tests.id);
-    expect(await deliver("check_run", { action: "completed", check_run: done, repository: repository("real"), installation: { id: 78 } })).toBe(200);
+    expect(await github.deliverAnswering("check_run", { action: "completed", check_run: done, repository: github.repository("real"), installation: { id: 78 } })).toBe(200);
     await server.greenline.worker.drain();
     expect((await entry("real", 1)).state).toBe("failed");
     const comments = gh.comments.filter((c) => c.repo === `${OWNER}/real` && c.number === 1).map((c) => c.body);
@@ -166,23 +159,17 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   let ci: SimulatedCi;
   const clock = new TestClock();
   const OWNER = "octo-retry";
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    await server.greenline.worker.processWebhooks();
-    return response.status;
-  }
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const entry = (name: string) =>
-    api.ok<{ state: string; timeline: { reason: string; message: string; evidence: { run?: { id: string }; flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...pr(name, 1), includeTimeline: true });
+    api.ok<{ state: string; timeline: { reason: string; message: string; evidence: { run?: { id: string }; flaky?: { rule: string } } }[] }>("getSubmittedPullRequest", { ...github.pr(name, 1), includeTimeline: true });
   const report = (racy: "fail" | "pass") =>
     `<?xml version="1.0"?><testsuites><testsuite name="suite"><testcase classname="pkg.Tests" name="ok"/><testcase classname="pkg.Tests" name="racy">${racy === "fail" ? '<failure message="socket hang up"/>' : ""}</testcase></testsuite></testsuites>`;
   const upload = (name: string, sha: string, branch: string, racy: "fail" | "pass", checkRunId?: number) =>
-    api.ok("flaky-tests/upload", { repo: queue(name).repo, org_url_slug: OWNER, commit_sha: sha, branch, junit_xml: [report(racy)], ...(checkRunId ? { check_run_id: checkRunId } : {}) });
+    api.ok("flaky-tests/upload", { repo: github.queue(name).repo, org_url_slug: OWNER, commit_sha: sha, branch, junit_xml: [report(racy)], ...(checkRunId ? { check_run_id: checkRunId } : {}) });
   /** CI finishes on the testing branch; the job's upload names its check run; Greenline reads the commit's CI. */
   async function ciFinishes(name: string, racy: "fail" | "pass") {
     const [branch] = gh.branches(`${OWNER}/${name}`, "greenline/");
@@ -192,21 +179,21 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
       .filter((r) => r.name === "tests")
       .sort((a, b) => b.id - a.id)[0]!;
     await upload(name, branch!.sha, branch!.name, racy, job.id);
-    await reconcileCommit(server.greenline.services, queue(name).repo, branch!.sha);
+    await reconcileCommit(server.greenline.services, github.queue(name).repo, branch!.sha);
     await server.greenline.worker.drain();
     return branch!;
   }
   /** A queue retrying flaky tests, `racy` flaky (not quarantined), PR 1 testing. */
   async function testing(name: string, required = ["tests"]) {
     gh.ruleset(`${OWNER}/${name}`, "main", required);
-    await api.ok("createQueue", { ...queue(name), mergeMethod: "merge_commit", flakeHandling: "retry_flaky" });
+    await api.ok("createQueue", { ...github.queue(name), mergeMethod: "merge_commit", flakeHandling: "retry_flaky" });
     await upload(name, "b".repeat(40), "feature", "fail");
     await upload(name, "b".repeat(40), "feature", "pass");
     const test_id = testCaseId(OWNER, `github.com/${OWNER}/${name}`, { file: "", classname: "pkg.Tests", parent: "suite", name: "racy" });
-    await api.ok("flaky-tests/set-quarantine-setting", { repo: queue(name).repo, org_url_slug: OWNER, test_id, setting: "never" });
+    await api.ok("flaky-tests/set-quarantine-setting", { repo: github.queue(name).repo, org_url_slug: OWNER, test_id, setting: "never" });
     const opened = gh.openPr(`${OWNER}/${name}`, { number: 1, files: { [`src/${name}.ts`]: "1" } });
     for (const context of required) gh.ciStatus(`${OWNER}/${name}`, opened.headSha, context, "success");
-    await api.ok("submitPullRequest", pr(name, 1));
+    await api.ok("submitPullRequest", github.pr(name, 1));
     await server.greenline.worker.drain();
   }
 
@@ -219,9 +206,8 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
       { name: "e2e", on: ["push"], branches: "greenline/", report: "check_run", fails: (files, attempt) => attempt === 1 && "src/twice.ts" in files },
     ]).attach();
     server = await startTestServer(backend, { now: clock.now, githubApp: { appId: gh.appId, privateKey: gh.privateKey, webhookSecret: gh.webhookSecret, apiUrl: gh.url, throttle: false } });
-    gh.installApp(78, OWNER);
-    await deliver("installation", { action: "created", installation: { id: 78, account: { login: OWNER, id: 780, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 78 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -253,10 +239,10 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
       await upload("twice", sha, branch!.name, run.conclusion === "success" ? "pass" : "fail", run.id);
       const payload = { id: run.id, name, head_sha: sha, status: run.status, conclusion: run.conclusion };
       expect(
-        await deliver("check_run", {
+        await github.deliverAnswering("check_run", {
           action: "completed",
           check_run: payload,
-          repository: { name: "twice", full_name: `${OWNER}/twice`, html_url: `https://github.com/${OWNER}/twice`, owner: { login: OWNER, name: OWNER } },
+          repository: github.repository("twice"),
           installation: { id: 78 },
         }),
       ).toBe(200);
@@ -278,7 +264,7 @@ describe.each(BACKENDS)("flaky retries on GitHub Actions, $name", (backend) => {
   test("without actions: write the run is started again on its own, with GitHub's words", async () => {
     gh.installApp(79, "octo-noactions", { ...DEFAULT_PERMISSIONS, actions: "read" });
     // A second owner whose installation cannot re-run jobs.
-    await deliver("installation", { action: "created", installation: { id: 79, account: { login: "octo-noactions", id: 790, type: "Organization" } }, repositories: [], sender: { login: "admin", id: 1, type: "User" } });
+    await github.deliverAnswering("installation", installationCreated(79, "octo-noactions"));
     const other = await server.clientFor("octo-noactions");
     const name = "app";
     const q = { repo: { host: "github.com", owner: "octo-noactions", name }, targetBranch: "main" };

@@ -3,9 +3,10 @@ import { MAX_IMPACTED_TARGETS, ZSetImpactedTargetsRequest } from "../../src/api/
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
+import { GitHubDriver } from "../support/github-driver.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { ApiClient, startTestServer, type TestServer } from "../support/harness.js";
-import { githubAppOf, postWebhook } from "../support/webhook-post.js";
+import { githubAppOf } from "../support/webhook-post.js";
 
 /**
  * Trunk's merge-action on a fork PR: the workflow has no secrets, so it sends an empty
@@ -19,12 +20,12 @@ describe.each(BACKENDS)("fork PRs' impacted targets (x-forked-workflow-run-id), 
   let ci: SimulatedCi;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   /** merge-action without a token: x-api-token is sent, empty. */
   let fork: ApiClient;
   const OWNER = "octo-fork";
   const INSTALLATION = 88;
   const full = (name: string) => `${OWNER}/${name}`;
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
 
   /** The body merge-action's upload script builds: pr.number as a string. */
   const body = (name: string, number: number, sha: string, impactedTargets: string[] | "ALL" = ["//api:server", "//web:app"]) => ({
@@ -45,27 +46,16 @@ describe.each(BACKENDS)("fork PRs' impacted targets (x-forked-workflow-run-id), 
   function openForkPr(name: string, number: number) {
     return gh.openPr(full(name), { number, author: "alice", headRepo: `alice/${name}`, headRef: `fix-${number}`, files: { [`src/f${number}.ts`]: `${number}` } });
   }
-  async function stateOf(name: string, number: number) {
-    return api.ok("getSubmittedPullRequest", { ...queue(name), pr: { number } });
-  }
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     ci = new SimulatedCi(gh, [{ name: "targets", on: ["pull_request"], report: "check_run" }]).attach();
     server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
-    gh.installApp(INSTALLATION, OWNER);
-    const installed = await postWebhook(server.url, gh, "installation", {
-      action: "created",
-      installation: { id: INSTALLATION, account: { login: OWNER, id: 880, type: "Organization" } },
-      repositories: [],
-      sender: { login: "admin", id: 1, type: "User" },
-    });
-    expect(installed.status).toBe(200);
-    await server.greenline.worker.drain();
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: INSTALLATION, accountId: 880, drain: true });
+    api = github.api;
     fork = new ApiClient(server.url, "");
-    await api.ok("createQueue", { ...queue("app"), mode: "parallel" });
-    await api.ok("createQueue", { ...queue("other"), mode: "parallel" });
+    await api.ok("createQueue", { ...github.queue("app"), mode: "parallel" });
+    await api.ok("createQueue", { ...github.queue("other"), mode: "parallel" });
   });
   afterAll(async () => {
     await server?.close();
@@ -81,26 +71,26 @@ describe.each(BACKENDS)("fork PRs' impacted targets (x-forked-workflow-run-id), 
     expect([answer.status, answer.body]).toEqual([200, {}]);
     expect(gh.requests.some((r) => r.method === "GET" && r.path === `/repos/${OWNER}/app/actions/runs/${runId}` && r.status === 200)).toBe(true);
 
-    await api.ok("submitPullRequest", { ...queue("app"), pr: { number: 1 } });
-    expect((await stateOf("app", 1)).readiness).toMatchObject({ requiresImpactedTargets: true, hasImpactedTargets: true });
+    await api.ok("submitPullRequest", github.pr("app", 1));
+    expect((await github.submitted("app", 1)).readiness).toMatchObject({ requiresImpactedTargets: true, hasImpactedTargets: true });
     await server.greenline.worker.drain();
-    const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 1 } });
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr("app", 1));
     expect(details.impactedTargets).toEqual(["//api:server", "//web:app"]);
 
     // "ALL" too, from the same run.
     expect((await upload(runId, body("app", 1, pr.headSha, "ALL"))).status).toBe(200);
-    expect((await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 1 } })).impactedTargets).toBe("ALL");
+    expect((await api.ok("getMergeQueueTestingDetails", github.pr("app", 1))).impactedTargets).toBe("ALL");
   });
 
   test("a token upload still works (a run id alongside it changes nothing), and 5,000 targets all come back", async () => {
-    await api.ok("createQueue", { ...queue("big"), mode: "parallel" });
+    await api.ok("createQueue", { ...github.queue("big"), mode: "parallel" });
     const pr = gh.openPr(full("big"), { number: 2, files: { "src/two.ts": "2" } });
     const targets = Array.from({ length: 5000 }, (_, i) => `//pkg/${i}:lib`);
     const answer = await api.call("setImpactedTargets", body("big", 2, pr.headSha, targets), { headers: { "x-forked-workflow-run-id": "not-checked" } });
     expect(answer.status).toBe(200);
-    await api.ok("submitPullRequest", { ...queue("big"), pr: { number: 2 } });
+    await api.ok("submitPullRequest", github.pr("big", 2));
     await server.greenline.worker.drain();
-    const details = await api.ok("getMergeQueueTestingDetails", { ...queue("big"), pr: { number: 2 } });
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr("big", 2));
     expect(details.testedPullRequests.map((t: { prNumber: number }) => t.prNumber)).toContain(2);
     expect(details.impactedTargets).toHaveLength(5000);
     expect(details.impactedTargets).toEqual(targets);
@@ -195,7 +185,7 @@ describe.each(BACKENDS)("fork PRs' impacted targets (x-forked-workflow-run-id), 
     } finally {
       gh.outage = null;
     }
-    const elsewhere = await fork.call("getQueue", queue("app"), { headers: { "x-forked-workflow-run-id": String(runId) } });
+    const elsewhere = await fork.call("getQueue", github.queue("app"), { headers: { "x-forked-workflow-run-id": String(runId) } });
     expect([elsewhere.status, elsewhere.body.error.message]).toEqual([401, "missing x-api-token header (x-forked-workflow-run-id is accepted only by setImpactedTargets)"]);
     const { sha: _sha, ...noSha } = body("app", 9, pr.headSha).pr;
     const withoutSha = await upload(runId, { ...body("app", 9, pr.headSha), pr: noSha });

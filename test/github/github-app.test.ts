@@ -3,7 +3,7 @@ import { mergeabilityOf } from "../../src/adapters/github/code-host.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
-import { githubAppOf } from "../support/webhook-post.js";
+import { githubAppOf, installationCreated } from "../support/webhook-post.js";
 
 const queue = (owner: string, name = "app") => ({ repo: { host: "github.com", owner, name }, targetBranch: "main" });
 
@@ -47,13 +47,6 @@ describe.each(BACKENDS)("as a GitHub App on $name", (backend) => {
       body,
     });
   }
-
-  const installationCreated = (id: number, login: string) => ({
-    action: "created",
-    installation: { id, account: { login, id: id * 10, type: "Organization" } },
-    repositories: [],
-    sender: { login: "admin", id: 1, type: "User" },
-  });
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();

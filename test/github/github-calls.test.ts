@@ -1,5 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
-import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -14,20 +15,9 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const OWNER = "octo-calls";
 
-  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
-  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state;
-
-  /** Simulated CI: `ci/test` green on every testing branch of the repository. */
-  async function ciPasses(name: string) {
-    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
-      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: 79 } });
-    }
-  }
   /** The requests made from `from` on, as "METHOD path" without the repository prefix. */
   const callsSince = (from: number, name: string) => gh.requests.slice(from).map((r) => `${r.method} ${r.path.replace(`/repos/${OWNER}/${name}`, "")}`);
 
@@ -35,9 +25,8 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     // Mergeability known at the first read: what is counted here is what each step asks.
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
-    gh.installApp(79, OWNER);
-    await deliver("installation", installationCreated(79, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 79 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -45,36 +34,36 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
   });
 
   test("a queue that does not merge directly reads a submitted PR once: no comparison, no branch read", async () => {
-    await api.ok("createQueue", { ...queue("nodirect"), requiredStatuses: ["ci/test"] });
+    await api.ok("createQueue", { ...github.queue("nodirect"), requiredStatuses: ["ci/test"] });
     gh.openPr(`${OWNER}/nodirect`, { number: 1, files: { "src/one.ts": "1" } });
     const from = gh.requests.length;
-    await api.ok("submitPullRequest", pr("nodirect", 1));
+    await api.ok("submitPullRequest", github.pr("nodirect", 1));
     // It was also a comparison of the PR with main and a read of main, on every clean PR.
     expect(callsSince(from, "nodirect")).toEqual(["GET /pulls/1"]);
   });
 
   test("a queue that merges directly still learns that a PR is up to date: it merges without a queue run", async () => {
     const repo = `${OWNER}/direct`;
-    await api.ok("createQueue", { ...queue("direct"), requiredStatuses: ["ci/test"], directMergeMode: "always", mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("direct"), requiredStatuses: ["ci/test"], directMergeMode: "always", mergeMethod: "squash" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", pr("direct", 1));
+    await api.ok("submitPullRequest", github.pr("direct", 1));
     await server.greenline.worker.drain();
-    expect(await stateOf("direct", 1)).toBe("merged");
+    expect(await github.stateOf("direct", 1)).toBe("merged");
     expect(gh.pr(repo, 1)?.merged).toBe(true);
     expect(gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"))).toEqual([]);
   });
 
   test("a tested run is fast-forwarded with one read of the target, one list of open PRs and the push: no per-PR read, no comparison", async () => {
     const repo = `${OWNER}/ff`;
-    await api.ok("createQueue", { ...queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", pr("ff", 1));
+    await api.ok("submitPullRequest", github.pr("ff", 1));
     await server.greenline.worker.drain();
-    const tested = (await api.ok("getMergeQueueTestingDetails", pr("ff", 1))).testBranchSha;
+    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ff", 1))).testBranchSha;
     const from = gh.requests.length;
-    await ciPasses("ff");
+    await github.ciPassesOnEveryBranch("ff");
     await server.greenline.worker.drain();
-    expect(await stateOf("ff", 1)).toBe("merged");
+    expect(await github.stateOf("ff", 1)).toBe("merged");
     expect(gh.branchHead(repo, "main")).toBe(tested);
     const calls = callsSince(from, "ff");
     // It was a read of the PR, of main, and a comparison of main with the tested commit.
@@ -86,15 +75,15 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
 
   test("a tested PR is squashed with one read of the target, one of the PR, the merge, and the check of where it landed", async () => {
     const repo = `${OWNER}/squash`;
-    await api.ok("createQueue", { ...queue("squash"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("squash"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", pr("squash", 1));
+    await api.ok("submitPullRequest", github.pr("squash", 1));
     await server.greenline.worker.drain();
     const before = gh.branchHead(repo, "main");
     const from = gh.requests.length;
-    await ciPasses("squash");
+    await github.ciPassesOnEveryBranch("squash");
     await server.greenline.worker.drain();
-    expect(await stateOf("squash", 1)).toBe("merged");
+    expect(await github.stateOf("squash", 1)).toBe("merged");
     const calls = callsSince(from, "squash").filter((c) => !c.startsWith("POST /statuses/") && !c.startsWith("DELETE "));
     // The PR is read just before its merge (still open, still based on main: GitHub merges into
     // its current base, issue 22); one comparison of the head before with main says the merge
@@ -104,14 +93,14 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
 
   test("a batch merged by rebase still reads each PR for its commits, and lands both", async () => {
     const repo = `${OWNER}/rebase`;
-    await api.ok("createQueue", { ...queue("rebase"), requiredStatuses: ["ci/test"], mergeMethod: "rebase", batch: true, batchingMinSize: 2 });
+    await api.ok("createQueue", { ...github.queue("rebase"), requiredStatuses: ["ci/test"], mergeMethod: "rebase", batch: true, batchingMinSize: 2 });
     for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
-    for (const n of [1, 2]) await api.ok("submitPullRequest", pr("rebase", n));
+    for (const n of [1, 2]) await api.ok("submitPullRequest", github.pr("rebase", n));
     await server.greenline.worker.drain();
     const from = gh.requests.length;
-    await ciPasses("rebase");
+    await github.ciPassesOnEveryBranch("rebase");
     await server.greenline.worker.drain();
-    expect([await stateOf("rebase", 1), await stateOf("rebase", 2)]).toEqual(["merged", "merged"]);
+    expect([await github.stateOf("rebase", 1), await github.stateOf("rebase", 2)]).toEqual(["merged", "merged"]);
     expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
     const calls = callsSince(from, "rebase");
     expect(calls.filter((c) => c === "GET /pulls/1" || c === "GET /pulls/2")).toEqual(["GET /pulls/1", "GET /pulls/2"]);
@@ -119,12 +108,12 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
 
   test("stacked runs build on the scratch branch where the run before left it: one reset for the queue, not one per run", async () => {
     const repo = `${OWNER}/stack`;
-    await api.ok("createQueue", { ...queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     for (const n of [1, 2, 3]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
     const from = gh.requests.length;
-    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", pr("stack", n));
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", github.pr("stack", n));
     await server.greenline.worker.drain();
-    const third = await api.ok("getMergeQueueTestingDetails", pr("stack", 3));
+    const third = await api.ok("getMergeQueueTestingDetails", github.pr("stack", 3));
     expect(Object.keys(gh.files(repo, third.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts", "src/3.ts"]);
     // The first run creates the scratch branch (its reset answers "Reference does not exist"); the next two start where it is.
     expect(callsSince(from, "stack").filter((c) => c.includes("greenline-scratch/"))).toEqual(["PATCH /git/refs/heads/greenline-scratch/main"]);
@@ -132,14 +121,14 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
 
   test("a scratch branch moved behind Greenline's back is noticed in the merge's answer: the run is built again from a reset", async () => {
     const repo = `${OWNER}/moved`;
-    await api.ok("createQueue", { ...queue("moved"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("moved"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
-    await api.ok("submitPullRequest", pr("moved", 1));
+    await api.ok("submitPullRequest", github.pr("moved", 1));
     await server.greenline.worker.drain();
     gh.push(repo, "greenline-scratch/main", { STALE: "someone else's commit" });
-    await api.ok("submitPullRequest", pr("moved", 2));
+    await api.ok("submitPullRequest", github.pr("moved", 2));
     await server.greenline.worker.drain();
-    const second = await api.ok("getMergeQueueTestingDetails", pr("moved", 2));
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("moved", 2));
     expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
     expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
     expect(gh.pushesTo(repo, second.testBranch)).toBe(1);

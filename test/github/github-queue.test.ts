@@ -2,7 +2,8 @@ import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient } from "../support/dashboard.js";
 import { DEFAULT_PERMISSIONS } from "../support/github/permissions.js";
-import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -17,16 +18,9 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const OWNER = "octo-q";
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-    // Deliveries are recorded and answered at once; the worker processes them.
-    await server.greenline.worker.drain();
-  }
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
   const reported = new Set<string>();
 
   /** Simulated CI: reports on every testing branch not yet reported, the way `kind` says. */
@@ -38,17 +32,17 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
       reported.add(branch.sha);
       if (kind === "status") {
         // A status that is not required first: it decides nothing.
-        await deliver("status", { sha: branch.sha, context: "lint", state: "success", repository: repository(name), installation: { id: 77 } });
-        await deliver("status", { sha: branch.sha, context: "ci/test", state: broken ? "failure" : "success", repository: repository(name), installation: { id: 77 } });
+        await github.deliverThenDrain("status", github.statusPayload(name, branch.sha, "lint", "success"));
+        await github.deliverThenDrain("status", github.statusPayload(name, branch.sha, "ci/test", broken ? "failure" : "success"));
       } else {
         const checkRun = (status: string, conclusion: string | null) => ({
           action: status === "completed" ? "completed" : "created",
           check_run: { id: 1, name: "build", head_sha: branch.sha, status, conclusion },
-          repository: repository(name),
-          installation: { id: 77 },
+          repository: github.repository(name),
+          installation: { id: github.installation },
         });
-        await deliver("check_run", checkRun("in_progress", null));
-        await deliver("check_run", checkRun("completed", broken ? "failure" : "success"));
+        await github.deliverThenDrain("check_run", checkRun("in_progress", null));
+        await github.deliverThenDrain("check_run", checkRun("completed", broken ? "failure" : "success"));
       }
     }
   }
@@ -58,7 +52,7 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
       await server.greenline.worker.drain();
       await ciReports(name, kind);
       await server.greenline.worker.drain();
-      const { enqueuedPullRequests } = await api.ok("getQueue", queue(name));
+      const { enqueuedPullRequests } = await api.ok("getQueue", github.queue(name));
       const effects = await server.greenline.services.db.read((tx) => tx.effect.count({ where: { doneAt: null } }));
       if (enqueuedPullRequests.length === 0 && effects === 0) return;
     }
@@ -68,9 +62,8 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
-    gh.installApp(77, OWNER);
-    await deliver("installation", installationCreated(77, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 77, drain: true });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -78,14 +71,14 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   });
 
   test("single mode: PRs are tested together on testing branches, merged by fast-forward; a broken PR never lands", async () => {
-    await api.ok("createQueue", { ...queue("app"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("app"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(`${OWNER}/app`, { number: 1, files: { "src/a.ts": "a" } });
     gh.openPr(`${OWNER}/app`, { number: 2, files: { "src/b.ts": "b", BROKEN: "yes" } });
     gh.openPr(`${OWNER}/app`, { number: 3, files: { "src/c.ts": "c" } });
-    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", { ...queue("app"), pr: { number: n } });
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", github.pr("app", n));
     await runUntilDrained("app", "status");
 
-    const states = await Promise.all([1, 2, 3].map(async (n) => (await api.ok("getSubmittedPullRequest", { ...queue("app"), pr: { number: n } })).state));
+    const states = await Promise.all([1, 2, 3].map((n) => github.stateOf("app", n)));
     expect(states).toEqual(["merged", "failed", "merged"]);
     const files = gh.files(`${OWNER}/app`, "main");
     expect(Object.keys(files).sort()).toEqual(["README.md", "src/a.ts", "src/c.ts"]);
@@ -101,7 +94,7 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     expect(lastStatus(2)).toMatchObject({ state: "failure", description: REASONS.tests_failed });
     expect(gh.statuses.filter((st) => st.sha === gh.pr(`${OWNER}/app`, 3)!.headSha).map((st) => st.state)).toContain("pending");
     expect(gh.comments.map((c) => [c.number, c.body])).toEqual([[2, expect.stringContaining(`**failed** (\`tests_failed\`). ${REASONS.tests_failed}`)]]);
-    const details = await api.ok("getMergeQueueTestingDetails", { ...queue("app"), pr: { number: 3 } });
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr("app", 3));
     expect(details).toMatchObject({
       status: "succeeded",
       statusChecks: expect.arrayContaining([
@@ -114,12 +107,12 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   });
 
   test("a failed PR's timeline names the failing check with its page and the required check that never reported; the status, the comment and the API say the same sentence", async () => {
-    await api.ok("createQueue", { ...queue("checks"), requiredStatuses: ["build", "deploy-preview"] });
+    await api.ok("createQueue", { ...github.queue("checks"), requiredStatuses: ["build", "deploy-preview"] });
     gh.openPr(`${OWNER}/checks`, { number: 1, files: { "src/a.ts": "a", BROKEN: "yes" } });
-    await api.ok("submitPullRequest", { ...queue("checks"), pr: { number: 1 } });
+    await api.ok("submitPullRequest", github.pr("checks", 1));
     await runUntilDrained("checks", "check_run");
 
-    const pr = await api.ok("getSubmittedPullRequest", { ...queue("checks"), pr: { number: 1 }, includeTimeline: true });
+    const pr = await api.ok("getSubmittedPullRequest", { ...github.queue("checks"), pr: { number: 1 }, includeTimeline: true });
     expect(pr).toMatchObject({ state: "failed", stateReason: "tests_failed" });
     const failed = pr.timeline.at(-1);
     expect(failed).toMatchObject({
@@ -155,7 +148,7 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     gh.protect(`${OWNER}/mono`, "main", ["build"]);
     // Greenline reads classic protection, which needs Administration (read): issue 12, failure 1.
     gh.setPermissions(77, { ...DEFAULT_PERMISSIONS, administration: "read" });
-    await api.ok("createQueue", { ...queue("mono"), mode: "parallel", concurrency: 4, mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("mono"), mode: "parallel", concurrency: 4, mergeMethod: "squash" });
     gh.openPr(`${OWNER}/mono`, { number: 1, files: { "api/x.ts": "1" } });
     gh.openPr(`${OWNER}/mono`, { number: 2, files: { "web/y.ts": "2" } });
     gh.openPr(`${OWNER}/mono`, { number: 3, files: { "api/z.ts": "3" } });
@@ -163,13 +156,13 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
     for (const n of [1, 2, 3]) gh.completeCheckRun(gh.createCheckRun(`${OWNER}/mono`, gh.pr(`${OWNER}/mono`, n)!.headSha, "build"), "success");
     const targets: Record<number, string[]> = { 1: ["//api"], 2: ["//web"], 3: ["//api"] };
     for (const n of [1, 2, 3]) {
-      await api.ok("setImpactedTargets", { ...queue("mono"), pr: { number: n }, impactedTargets: targets[n] });
-      await api.ok("submitPullRequest", { ...queue("mono"), pr: { number: n } });
+      await api.ok("setImpactedTargets", { ...github.queue("mono"), pr: { number: n }, impactedTargets: targets[n] });
+      await api.ok("submitPullRequest", github.pr("mono", n));
     }
     await server.greenline.worker.drain();
     // #2 is alone in its lane; #3 is tested on top of #1.
-    expect(await api.ok("getMergeQueueTestingDetails", { ...queue("mono"), pr: { number: 2 } })).toMatchObject({ dependentPrs: [] });
-    expect(await api.ok("getMergeQueueTestingDetails", { ...queue("mono"), pr: { number: 3 } })).toMatchObject({ dependentPrs: [1] });
+    expect(await api.ok("getMergeQueueTestingDetails", github.pr("mono", 2))).toMatchObject({ dependentPrs: [] });
+    expect(await api.ok("getMergeQueueTestingDetails", github.pr("mono", 3))).toMatchObject({ dependentPrs: [1] });
     await runUntilDrained("mono", "check_run");
     const files = gh.files(`${OWNER}/mono`, "main");
     expect(Object.keys(files).sort()).toEqual(["README.md", "api/x.ts", "api/z.ts", "web/y.ts"]);
@@ -180,17 +173,17 @@ describe.each(BACKENDS)("the merge queue on GitHub, $name", (backend) => {
   });
 
   test("a push to the target outside the queue restarts the runs on the new head; the queue's own merges are not mistaken for one", async () => {
-    await api.ok("createQueue", { ...queue("moved"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    await api.ok("createQueue", { ...github.queue("moved"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(`${OWNER}/moved`, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", { ...queue("moved"), pr: { number: 1 } });
+    await api.ok("submitPullRequest", github.pr("moved", 1));
     await server.greenline.worker.drain();
-    const first = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });
+    const first = await api.ok("getMergeQueueTestingDetails", github.pr("moved", 1));
     const pushed = gh.push(`${OWNER}/moved`, "main", { "docs/hotfix.md": "outside" });
     const push = (after: string) =>
-      deliver("push", { ref: "refs/heads/main", before: "0".repeat(40), after, deleted: false, repository: { ...repository("moved"), owner: { login: OWNER, name: OWNER } }, installation: { id: 77 } });
+      github.deliverThenDrain("push", { ref: "refs/heads/main", before: "0".repeat(40), after, deleted: false, repository: github.pushRepository("moved"), installation: { id: github.installation } });
     await push(pushed);
     await server.greenline.worker.drain();
-    const second = await api.ok("getMergeQueueTestingDetails", { ...queue("moved"), pr: { number: 1 } });
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("moved", 1));
     expect(second.testRunId).not.toBe(first.testRunId);
     expect(gh.files(`${OWNER}/moved`, second.testBranch)["docs/hotfix.md"]).toBe("outside");
     await runUntilDrained("moved", "status");

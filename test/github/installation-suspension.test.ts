@@ -2,6 +2,7 @@ import { INSTALLATION_PROBE } from "../../src/webhooks/services/installations.js
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
 import { SimulatedCi } from "../support/github-ci.js";
+import { GitHubDriver } from "../support/github-driver.js";
 import { GitHubSimulator, SUSPENDED_MESSAGE } from "../support/github-simulator.js";
 import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -23,14 +24,14 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
   let server: TestServer;
   let api: ApiClient;
   let other: ApiClient;
+  /** The two accounts: the one whose installation GitHub suspends, and the other. */
+  let paused: GitHubDriver;
+  let busy: GitHubDriver;
   let ci: SimulatedCi;
   let webhooks: WebhookDeliverer;
   const clock = new TestClock();
 
-  const queue = (owner: string, name: string) => ({ repo: { host: "github.com", owner, name }, targetBranch: "main" });
-  const pr = (owner: string, name: string, number: number) => ({ ...queue(owner, name), pr: { number } });
-  const stateOf = async (client: ApiClient, owner: string, name: string, number: number) => (await client.ok("getSubmittedPullRequest", pr(owner, name, number))).state as string;
-  const blockedReasonOf = async (name: string) => (await api.ok("getQueue", queue(SUSPENDED, name))).blockedReason as { code: string; message: string; evidence: Record<string, unknown> } | null;
+  const blockedReasonOf = async (name: string) => (await api.ok("getQueue", paused.queue(name))).blockedReason as { code: string; message: string; evidence: Record<string, unknown> } | null;
   /** GitHub's refusals of the suspended installation so far. */
   const suspendedAnswers = () => gh.requests.filter((r) => r.status === 403 && (r.response as { message?: string } | undefined)?.message === SUSPENDED_MESSAGE).length;
   const publishedBlockedReason = async (name: string) =>
@@ -53,8 +54,8 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
   }
   async function createQueues(name: string, owners: string[]) {
     for (const owner of owners) {
-      const client = owner === SUSPENDED ? api : other;
-      await client.ok("createQueue", { ...queue(owner, name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+      const account = owner === SUSPENDED ? paused : busy;
+      await account.api.ok("createQueue", { ...account.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     }
   }
 
@@ -70,6 +71,8 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     await server.greenline.worker.processWebhooks();
     api = await server.clientFor(SUSPENDED);
     other = await server.clientFor(HEALTHY);
+    paused = new GitHubDriver(server, gh, api, SUSPENDED, installation);
+    busy = new GitHubDriver(server, gh, other, HEALTHY, 92);
   });
   afterAll(async () => {
     webhooks?.detach();
@@ -82,16 +85,16 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     await createQueues(name, [SUSPENDED, HEALTHY]);
     for (const n of [1, 2]) gh.openPr(`${SUSPENDED}/${name}`, { number: n, files: { [`a${n}.txt`]: `${n}` } });
     gh.openPr(`${HEALTHY}/${name}`, { number: 1, files: { "b.txt": "1" } });
-    for (const n of [1, 2]) await api.ok("submitPullRequest", pr(SUSPENDED, name, n));
+    for (const n of [1, 2]) await api.ok("submitPullRequest", paused.pr(name, n));
     // Greenline holds a token of the installation already: both the token request and calls with it are refused.
     await withWebhookLost(() => gh.suspendInstallation(installation));
     const refusedBefore = suspendedAnswers();
 
     // The other installation's PR merges in the very first round: the suspended queue slows nothing.
-    await other.ok("submitPullRequest", pr(HEALTHY, name, 1));
+    await other.ok("submitPullRequest", busy.pr(name, 1));
     await settle();
     expect(gh.pr(`${HEALTHY}/${name}`, 1)!.merged).toBe(true);
-    expect(await stateOf(other, HEALTHY, name, 1)).toBe("merged");
+    expect(await busy.stateOf(name, 1)).toBe("merged");
 
     // Twenty minutes of rounds: no PR of the suspended account leaves its queue, nothing merges.
     for (let minute = 0; minute < 20; minute++) {
@@ -99,7 +102,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
       clock.advance(60_000);
     }
     for (const n of [1, 2]) {
-      expect(["pending", "testing"]).toContain(await stateOf(api, SUSPENDED, name, n));
+      expect(["pending", "testing"]).toContain(await paused.stateOf(name, n));
       expect(gh.pr(`${SUSPENDED}/${name}`, n)!.merged).toBe(false);
     }
     const reason = await blockedReasonOf(name);
@@ -129,7 +132,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     for (let round = 0; round < 6 && !gh.pr(`${SUSPENDED}/${name}`, 2)!.merged; round++) await settle();
     for (const n of [1, 2]) {
       expect(gh.pr(`${SUSPENDED}/${name}`, n)!.merged).toBe(true);
-      expect(await stateOf(api, SUSPENDED, name, n)).toBe("merged");
+      expect(await paused.stateOf(name, n)).toBe("merged");
     }
     expect(await blockedReasonOf(name)).toBeNull();
     expect(await publishedBlockedReason(name)).toBeNull();
@@ -139,7 +142,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     const name = "probed";
     await createQueues(name, [SUSPENDED]);
     gh.openPr(`${SUSPENDED}/${name}`, { number: 1, files: { "p.txt": "1" } });
-    await api.ok("submitPullRequest", pr(SUSPENDED, name, 1));
+    await api.ok("submitPullRequest", paused.pr(name, 1));
     gh.suspendInstallation(installation);
     const callsBefore = callsFor(SUSPENDED, name);
     await settle();
@@ -158,7 +161,7 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     clock.ms = probeAt;
     for (let round = 0; round < 6 && !gh.pr(`${SUSPENDED}/${name}`, 1)!.merged; round++) await settle();
     expect(gh.pr(`${SUSPENDED}/${name}`, 1)!.merged).toBe(true);
-    expect(await stateOf(api, SUSPENDED, name, 1)).toBe("merged");
+    expect(await paused.stateOf(name, 1)).toBe("merged");
     expect(await blockedReasonOf(name)).toBeNull();
     // The simulator's suspend and unsuspend deliveries are shaped as GitHub's schemas say.
     expect(webhooks.deliveries("installation").map((d) => d.action)).toEqual(expect.arrayContaining(["suspend", "unsuspend"]));
@@ -169,13 +172,13 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     const name = "removed";
     await createQueues(name, [SUSPENDED]);
     gh.openPr(`${SUSPENDED}/${name}`, { number: 1, files: { "r.txt": "1" } });
-    await api.ok("submitPullRequest", pr(SUSPENDED, name, 1));
+    await api.ok("submitPullRequest", paused.pr(name, 1));
     await withWebhookLost(() => gh.uninstallApp(installation));
     for (let minute = 0; minute < 20; minute++) {
       await settle();
       clock.advance(60_000);
     }
-    expect(["pending", "testing"]).toContain(await stateOf(api, SUSPENDED, name, 1));
+    expect(["pending", "testing"]).toContain(await paused.stateOf(name, 1));
     expect(gh.pr(`${SUSPENDED}/${name}`, 1)!.merged).toBe(false);
     expect(await blockedReasonOf(name)).toMatchObject({ code: "installation_removed", evidence: { state: "uninstalled" } });
 

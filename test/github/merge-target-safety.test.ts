@@ -2,6 +2,7 @@ import { REASONS } from "../../src/domain/reasons.js";
 import { inFlightRecheckDelayMs } from "../../src/domain/readiness.js";
 import { BACKENDS } from "../support/backends.js";
 import { SimulatedCi } from "../support/github-ci.js";
+import { GitHubDriver } from "../support/github-driver.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { attachWebhooks, type Delivery, type WebhookDeliverer } from "../support/github-webhooks.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -24,15 +25,14 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   let ci: SimulatedCi;
   let webhooks: WebhookDeliverer;
   const clock = new TestClock();
 
   const full = (name: string) => `${OWNER}/${name}`;
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const stateOf = async (name: string, number: number) => {
-    const { state, stateReason } = await api.ok("getSubmittedPullRequest", pr(name, number));
+    const { state, stateReason } = await github.submitted(name, number);
     return { state, stateReason };
   };
   const mergeCalls = (name: string) => gh.requests.filter((r) => r.method === "PUT" && r.path.startsWith(`/repos/${full(name)}/pulls/`)).length;
@@ -55,9 +55,9 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
     const initial = gh.branchHead(REPO, "main");
     if (release === "older") gh.push(REPO, "main", { "docs/main-only.md": "main moved on\n" });
     gh.createBranch(REPO, "release", release === "older" ? initial : undefined);
-    await api.ok("createQueue", { ...queue(name), requiredStatuses: ["ci/test"], ...settings });
+    await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], ...settings });
     for (const n of numbers) gh.openPr(REPO, { number: n, files: { [`src/${n}.ts`]: `${n}\n` } });
-    for (const n of numbers) await api.ok("submitPullRequest", pr(name, n));
+    for (const n of numbers) await api.ok("submitPullRequest", github.pr(name, n));
     await webhooks.flush();
     await server.greenline.worker.drain();
   }
@@ -72,6 +72,7 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
     await webhooks.flush();
     await server.greenline.worker.processWebhooks();
     api = await server.clientFor(OWNER);
+    github = new GitHubDriver(server, gh, api, OWNER, INSTALLATION);
   });
   afterEach(() => webhooks.setFaults({}));
   afterAll(async () => {
@@ -155,7 +156,7 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
     await server.greenline.worker.drain();
     expect(await stateOf(name, 1)).toEqual({ state: "cancelled", stateReason: expected });
     // #2 was tested on top of #1: it is tested again without it.
-    const details = await api.ok("getMergeQueueTestingDetails", pr(name, 2));
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr(name, 2));
     expect(Object.keys(gh.files(REPO, details.testBranch)).sort()).toEqual(["README.md", "src/2.ts"]);
     expect(gh.branches(REPO, "greenline/").length).toBeLessThanOrEqual(testing);
     await settle();
@@ -201,14 +202,14 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
     expect(gh.pr(REPO, moved)).toMatchObject({ merged: true, base: "release" });
     expect(gh.parentsOf(gh.branchHead(REPO, "release"))[0]).toBe(releaseBefore);
     expect(await stateOf(name, moved)).toEqual({ state: "cancelled", stateReason: "merged_into_other_branch" });
-    const timeline = (await api.ok("getSubmittedPullRequest", { ...pr(name, moved), includeTimeline: true })).timeline;
+    const timeline = await github.timelineOf(name, moved);
     expect(timeline.map((e: { state: string }) => e.state)).not.toContain("merged");
     expect(timeline.at(-1)).toMatchObject({ reason: "merged_into_other_branch", actor: { kind: "code_host" } });
-    expect(timeline.at(-1).message).toContain(`GitHub merged it into release (${gh.branchHead(REPO, "release").slice(0, 7)})`);
+    expect(timeline.at(-1)!.message).toContain(`GitHub merged it into release (${gh.branchHead(REPO, "release").slice(0, 7)})`);
     expect(gh.comments.filter((c) => c.repo === REPO && c.number === moved).map((c) => c.body)).toEqual([expect.stringContaining(`**cancelled** (\`merged_into_other_branch\`). ${REASONS.merged_into_other_branch}`)]);
 
     // The others land on main, those after it tested again without it (one by one now: no batch to wait for).
-    await api.ok("updateQueue", { ...queue(name), batch: false });
+    await api.ok("updateQueue", { ...github.queue(name), batch: false });
     await settle(10);
     const others = [1, 2, 3].filter((n) => n !== moved);
     for (const n of others) expect([n, (await stateOf(name, n)).state]).toEqual([n, "merged"]);

@@ -1,6 +1,7 @@
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
-import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -15,23 +16,17 @@ describe("links from GitHub to the PR's page, with a public URL", () => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const OWNER = "octo-links";
   const NAME = "app";
   const full = `${OWNER}/${NAME}`;
   const queue = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "release/1.x" };
-  const repository = { name: NAME, full_name: full, html_url: `https://github.com/${full}`, owner: { login: OWNER } };
-
-  async function deliver(event: string, payload: object) {
-    expect((await postWebhook(server.url, gh, event, payload)).status).toBe(200);
-    await server.greenline.worker.drain();
-  }
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(BACKENDS[0]!, { publicUrl: PUBLIC_URL, githubApp: githubAppOf(gh) });
-    gh.installApp(78, OWNER);
-    await deliver("installation", installationCreated(78, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 78, drain: true });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -48,7 +43,7 @@ describe("links from GitHub to the PR's page, with a public URL", () => {
       for (const branch of gh.branches(full, "greenline/")) {
         if (reported.has(branch.sha)) continue;
         reported.add(branch.sha);
-        await deliver("status", { sha: branch.sha, context: "ci/test", state: "failure", repository, installation: { id: 78 } });
+        await github.deliverThenDrain("status", github.statusPayload(NAME, branch.sha, "ci/test", "failure"));
       }
       if ((await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 7 } })).state === "failed") break;
     }

@@ -1,5 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
-import { githubAppOf, installationCreated, postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -17,17 +18,10 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
 
-  async function deliver(event: string, payload: object) {
-    const response = await postWebhook(server.url, gh, event, payload);
-    expect(response.status).toBe(200);
-  }
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
   const callsTo = (names: string[]) => gh.requests.filter((r) => names.some((name) => r.path.startsWith(`/repos/${OWNER}/${name}/`))).length;
-  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state as string;
   /** Ticks the worker every `stepMs` until `until` (epoch ms, the test's clock). */
   async function tickUntil(until: number, stepMs: number) {
     while (clock.ms + stepMs <= until) {
@@ -44,10 +38,8 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
       now: clock.now,
       random: () => 0.5,
     });
-    gh.installApp(INSTALLATION, OWNER);
-    await deliver("installation", installationCreated(INSTALLATION, OWNER, 770));
-    await server.greenline.worker.processWebhooks();
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: INSTALLATION, accountId: 770 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -58,13 +50,13 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     gh.setRateLimit(INSTALLATION, LIMIT);
     const failing = ["down1", "down2", "down3", "down4"];
     for (const name of failing) {
-      await api.ok("createQueue", { ...queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+      await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
       gh.openPr(`${OWNER}/${name}`, { number: 1 });
       // Every status Greenline sets on these PRs fails (a 502, transient): its effect is retried.
       gh.failNext("POST", new RegExp(`/${name}/statuses/`), 502, "Bad Gateway", 1_000_000);
-      await api.ok("submitPullRequest", pr(name, 1));
+      await api.ok("submitPullRequest", github.pr(name, 1));
     }
-    await api.ok("createQueue", { ...queue("healthy"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("healthy"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/healthy`, { number: 1, files: { "src/healthy.ts": "1" } });
     const { resetAt } = gh.rateLimitOf(INSTALLATION);
     const failingBefore = callsTo(failing);
@@ -84,13 +76,13 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
 
     // The healthy queue, in the same installation, merges on what the reserve kept.
     const failingAtReserve = callsTo(failing);
-    await api.ok("submitPullRequest", pr("healthy", 1));
+    await api.ok("submitPullRequest", github.pr("healthy", 1));
     await server.greenline.worker.drain();
     const [testing] = gh.branches(`${OWNER}/healthy`, "greenline/");
-    await deliver("status", { sha: testing!.sha, context: "ci/test", state: "success", repository: repository("healthy"), installation: { id: INSTALLATION } });
+    await github.postAccepted("status", github.statusPayload("healthy", testing!.sha, "ci/test", "success"));
     await server.greenline.worker.drain();
     expect(gh.pr(`${OWNER}/healthy`, 1)!.merged).toBe(true);
-    expect(await stateOf("healthy", 1)).toBe("merged");
+    expect(await github.stateOf("healthy", 1)).toBe("merged");
 
     // Until the reset, the failing queues ask GitHub nothing more.
     await tickUntil(resetAt - 1, 60_000);
@@ -112,17 +104,17 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
   }
 
   test("a webhook delivery that failed is not retried below the reserve; it is after the reset", async () => {
-    await api.ok("createQueue", { ...queue("inbox"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("inbox"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/inbox`, { number: 1 });
     const resetAt = await spendDownToReserve("inbox");
     // Greenline's answer to the command fails (a 502, transient): the delivery is retried.
     gh.failNext("POST", /\/inbox\/issues\/1\/comments$/, 502, "Bad Gateway", 1_000_000);
     const comments = () => gh.requests.filter((r) => r.method === "POST" && /\/inbox\/issues\/1\/comments$/.test(r.path)).length;
-    await deliver("issue_comment", {
+    await github.postAccepted("issue_comment", {
       action: "created",
       issue: { number: 1, pull_request: { url: `${gh.url}/repos/${OWNER}/inbox/pulls/1` } },
       comment: { id: 1, body: "/greenline help", user: { login: "dev", type: "User" } },
-      repository: repository("inbox"),
+      repository: github.repository("inbox"),
       installation: { id: INSTALLATION },
       sender: { login: "dev", id: 2, type: "User" },
     });
@@ -140,9 +132,9 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
   });
 
   test("CI results of a run in flight are not polled below the reserve; they are after the reset", async () => {
-    await api.ok("createQueue", { ...queue("polled"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("polled"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/polled`, { number: 1, files: { "src/polled.ts": "1" } });
-    await api.ok("submitPullRequest", pr("polled", 1));
+    await api.ok("submitPullRequest", github.pr("polled", 1));
     await server.greenline.worker.drain();
     const [testing] = gh.branches(`${OWNER}/polled`, "greenline/");
     const polls = () => gh.requests.filter((r) => r.method === "GET" && r.path.includes(`/polled/`) && r.path.includes(testing!.sha)).length;
@@ -152,21 +144,21 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     const before = polls();
     await tickUntil(resetAt - 1, 60_000);
     expect(polls()).toBe(before);
-    expect(await stateOf("polled", 1)).toBe("testing");
+    expect(await github.stateOf("polled", 1)).toBe("testing");
     clock.ms = resetAt;
     await server.greenline.worker.drain();
     expect(polls()).toBeGreaterThan(before);
-    expect(await stateOf("polled", 1)).toBe("merged");
+    expect(await github.stateOf("polled", 1)).toBe("merged");
   });
 
   test("a PR whose mergeability GitHub is still computing is not re-read below the reserve; it is after the reset", async () => {
-    await api.ok("createQueue", { ...queue("computing"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("computing"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     // GitHub answers `mergeable: null` until the test says it is known.
     gh.openPr(`${OWNER}/computing`, { number: 1, files: { "src/computing.ts": "1" }, mergeableState: "unknown" });
     const resetAt = await spendDownToReserve("computing");
     const reads = () => gh.requests.filter((r) => r.method === "GET" && /\/computing\/pulls\/1$/.test(r.path)).length;
-    await api.ok("submitPullRequest", pr("computing", 1));
-    expect(await stateOf("computing", 1)).toBe("not_ready");
+    await api.ok("submitPullRequest", github.pr("computing", 1));
+    expect(await github.stateOf("computing", 1)).toBe("not_ready");
     const before = reads();
     await tickUntil(resetAt - 1, 10_000);
     // Without the reserve: a re-read every minute at most, on the reserve.
@@ -175,6 +167,6 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
     clock.ms = resetAt;
     await server.greenline.worker.drain();
     expect(reads()).toBeGreaterThan(before);
-    expect(await stateOf("computing", 1)).toBe("testing");
+    expect(await github.stateOf("computing", 1)).toBe("testing");
   });
 });

@@ -1,7 +1,8 @@
 import { REASONS, STATUS_DESCRIPTION_MAX } from "../../src/domain/reasons.js";
 import { STATUS_PLACES_SHOWN } from "../../src/domain/status-places.js";
 import { BACKENDS } from "../support/backends.js";
-import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -15,23 +16,15 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const clock = new TestClock();
   const OWNER = "octo-p";
   const full = (name: string) => `${OWNER}/${name}`;
 
-  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
-  const repository = (name: string) => ({ name, full_name: full(name), html_url: `https://github.com/${full(name)}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const reported = new Set<string>();
-
   /** Simulated CI: green on every testing branch not yet reported; the clock moves 10 minutes first (a run's duration). */
   async function ciReports(name: string) {
     clock.advance(10 * 60_000);
-    for (const branch of gh.branches(full(name), "greenline/")) {
-      if (reported.has(branch.sha)) continue;
-      reported.add(branch.sha);
-      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: 79 } });
-    }
+    await github.ciPasses(name);
   }
 
   const statusesOf = (name: string, n: number) => gh.statuses.filter((st) => st.repo === full(name) && st.sha === gh.pr(full(name), n)!.headSha && st.context === "greenline/merge-queue");
@@ -52,9 +45,8 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     gh.useClock(() => clock.ms);
     server = await startTestServer(backend, { githubApp: githubAppOf(gh), now: clock.now });
-    gh.installApp(79, OWNER);
-    await deliver("installation", installationCreated(79, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 79 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -62,9 +54,9 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
   });
 
   test("3 PRs wait; the first merges: the others' statuses move up, with the estimate the finished run gives", async () => {
-    await api.ok("createQueue", { ...queue("three"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("three"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     for (const n of [1, 2, 3]) gh.openPr(full("three"), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
-    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", { ...queue("three"), pr: { number: n } });
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", github.pr("three", n));
     await server.greenline.worker.drain();
     expect([descriptionOf("three", 2), descriptionOf("three", 3)]).toEqual([waiting("2nd in line"), waiting("3rd in line")]);
 
@@ -80,9 +72,9 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
   test("a burst of 20 merges: one status per PR per decision, one pending status per PR, only the first 20 places kept, within 140 characters", async () => {
     const name = "burst";
     const prs = Array.from({ length: 30 }, (_, i) => i + 1);
-    await api.ok("createQueue", { ...queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash", concurrency: 20 });
+    await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash", concurrency: 20 });
     for (const n of prs) gh.openPr(full(name), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
-    for (const n of prs) await api.ok("submitPullRequest", { ...queue(name), pr: { number: n } });
+    for (const n of prs) await api.ok("submitPullRequest", github.pr(name, n));
     await server.greenline.worker.drain();
     expect(descriptionOf(name, 20)).toBe(`${REASONS.testing.replace(/\.$/, "")} (20th in line).`);
     expect(descriptionOf(name, 25)).toBe(waiting(`behind the first ${STATUS_PLACES_SHOWN} in line`));
@@ -93,8 +85,7 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
     const { db } = server.greenline.services;
     let seq = (await db.read((tx) => tx.effect.aggregate({ _max: { seq: true } })))._max.seq ?? 0;
     for (const branch of gh.branches(full(name), "greenline/")) {
-      reported.add(branch.sha);
-      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: 79 } });
+      await github.ciPassesOn(name, branch.sha);
       const added = await db.read((tx) => tx.effect.findMany({ where: { kind: "pr_status", seq: { gt: seq }, queue: { repository: { name } } } }));
       const perPr = new Map<number, number>();
       for (const row of added) {

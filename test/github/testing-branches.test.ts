@@ -1,5 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
-import { deliverWebhook, githubAppOf, installationCreated } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -14,29 +15,15 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
   let gh: GitHubSimulator;
   let server: TestServer;
   let api: ApiClient;
+  let github: GitHubDriver;
   const OWNER = "octo-tb";
-
-  const deliver = (event: string, payload: object) => deliverWebhook(server, gh, event, payload);
-  const repository = (name: string) => ({ name, full_name: `${OWNER}/${name}`, html_url: `https://github.com/${OWNER}/${name}`, owner: { login: OWNER } });
-  const queue = (name: string) => ({ repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" });
-  const pr = (name: string, number: number) => ({ ...queue(name), pr: { number } });
-  const reported = new Set<string>();
-
-  /** Simulated CI: `ci/test` green on every testing branch not yet reported. */
-  async function ciPasses(name: string) {
-    for (const branch of gh.branches(`${OWNER}/${name}`, "greenline/")) {
-      if (reported.has(branch.sha)) continue;
-      reported.add(branch.sha);
-      await deliver("status", { sha: branch.sha, context: "ci/test", state: "success", repository: repository(name), installation: { id: 78 } });
-    }
-  }
 
   async function runUntilDrained(name: string) {
     for (let round = 0; round < 30; round++) {
       await server.greenline.worker.drain();
-      await ciPasses(name);
+      await github.ciPasses(name);
       await server.greenline.worker.drain();
-      const { enqueuedPullRequests } = await api.ok("getQueue", queue(name));
+      const { enqueuedPullRequests } = await api.ok("getQueue", github.queue(name));
       const effects = await server.greenline.services.db.read((tx) => tx.effect.count({ where: { doneAt: null, queue: { repository: { name } } } }));
       if (enqueuedPullRequests.length === 0 && effects === 0) return;
     }
@@ -44,16 +31,14 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     throw new Error(`the queue did not drain: ${JSON.stringify(effects.map((e) => [e.kind, e.lastError]))}`);
   }
 
-  const stateOf = async (name: string, number: number) => (await api.ok("getSubmittedPullRequest", pr(name, number))).state;
   /** Effects still to do, of one kind (a PR whose head is gone cannot get a status either: GitHub refuses it). */
   const pendingEffects = (name: string, kind: string) => server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { doneAt: null, kind, queue: { repository: { name } } } }));
 
   beforeAll(async () => {
     gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
     server = await startTestServer(backend, { githubApp: githubAppOf(gh) });
-    gh.installApp(78, OWNER);
-    await deliver("installation", installationCreated(78, OWNER));
-    api = await server.clientFor(OWNER);
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 78 });
+    api = github.api;
   });
   afterAll(async () => {
     await server?.close();
@@ -62,11 +47,11 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
 
   test("three stacked PRs: each testing branch is pushed once, at its final commit (CI runs once per testing branch)", async () => {
     const repo = `${OWNER}/stack`;
-    await api.ok("createQueue", { ...queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("stack"), concurrency: 3, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     for (const n of [1, 2, 3]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
-    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", pr("stack", n));
+    for (const n of [1, 2, 3]) await api.ok("submitPullRequest", github.pr("stack", n));
     await server.greenline.worker.drain();
-    const third = await api.ok("getMergeQueueTestingDetails", pr("stack", 3));
+    const third = await api.ok("getMergeQueueTestingDetails", github.pr("stack", 3));
     expect(third.dependentPrs).toEqual([1, 2]);
     // The testing branch of #3 holds #1, #2 and #3, and was pushed once (it was 4: the base, then one merge per PR).
     expect(Object.keys(gh.files(repo, third.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts", "src/3.ts"]);
@@ -78,14 +63,14 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     expect(gh.requests.filter((r) => r.method === "POST" && r.path === `/repos/${repo}/merges`)).toHaveLength(3);
     expect(gh.branches(repo, "greenline-scratch/").map((b) => b.name)).toEqual(["greenline-scratch/main"]);
     await runUntilDrained("stack");
-    expect(await Promise.all([1, 2, 3].map((n) => stateOf("stack", n)))).toEqual(["merged", "merged", "merged"]);
+    expect(await Promise.all([1, 2, 3].map((n) => github.stateOf("stack", n)))).toEqual(["merged", "merged", "merged"]);
     expect(gh.branches(repo, "greenline/")).toEqual([]);
   });
 
   test("a fork PR is tested at the head pinned when it was submitted: a later push to the fork is neither tested nor merged", async () => {
-    await api.ok("createQueue", { ...queue("fork"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("fork"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     const submittedHead = gh.openPr(`${OWNER}/fork`, { number: 1, headRepo: "mallory/fork", headRef: "feature", files: { "src/fork.ts": "reviewed" } }).headSha;
-    await api.ok("submitPullRequest", pr("fork", 1));
+    await api.ok("submitPullRequest", github.pr("fork", 1));
     await server.greenline.worker.drain();
     // The fork's author pushes after the submission; the synchronize delivery never comes.
     gh.amendPr(`${OWNER}/fork`, 1, { "src/fork.ts": "not reviewed", "ci/steal-secrets.sh": "curl evil" });
@@ -94,26 +79,26 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     // The testing branch holds the pinned head's changes, not the later push's.
     expect(gh.filesAt(testing!.sha)["src/fork.ts"]).toBe("reviewed");
     expect(gh.filesAt(testing!.sha)["ci/steal-secrets.sh"]).toBeUndefined();
-    expect((await api.ok("getSubmittedPullRequest", pr("fork", 1))).prSha).toBe(submittedHead);
+    expect((await github.submitted("fork", 1)).prSha).toBe(submittedHead);
     await runUntilDrained("fork");
     // Merged pinned to the tested head: GitHub refuses (the head moved), the PR is cancelled.
-    expect(await api.ok("getSubmittedPullRequest", pr("fork", 1))).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
+    expect(await github.submitted("fork", 1)).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
     expect(gh.files(`${OWNER}/fork`, "main")["src/fork.ts"]).toBeUndefined();
     expect(gh.files(`${OWNER}/fork`, "main")["ci/steal-secrets.sh"]).toBeUndefined();
   });
 
   test("an earlier run's commit that is gone is not built on: the testing branch is built from the base", async () => {
     const repo = `${OWNER}/regc`;
-    await api.ok("createQueue", { ...queue("regc"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("regc"), concurrency: 2, requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(repo, { number: 1, files: { "src/1.ts": "1" } });
     gh.openPr(repo, { number: 2, files: { "src/2.ts": "2" } });
-    await api.ok("submitPullRequest", pr("regc", 1));
+    await api.ok("submitPullRequest", github.pr("regc", 1));
     await server.greenline.worker.drain();
-    const first = await api.ok("getMergeQueueTestingDetails", pr("regc", 1));
+    const first = await api.ok("getMergeQueueTestingDetails", github.pr("regc", 1));
     gh.forgetCommit(first.testBranchSha);
-    await api.ok("submitPullRequest", pr("regc", 2));
+    await api.ok("submitPullRequest", github.pr("regc", 2));
     await server.greenline.worker.drain();
-    const second = await api.ok("getMergeQueueTestingDetails", pr("regc", 2));
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("regc", 2));
     expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
     expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
     expect(await pendingEffects("regc", "start_run")).toEqual([]);
@@ -124,16 +109,16 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     // A branch of an earlier life of the repository's queue, with content of its own.
     gh.push(repo, "greenline/main/run-1", { LEFTOVER: "from another run" });
     gh.push(repo, "greenline-scratch/main", { STALE: "half-built" });
-    await api.ok("createQueue", { ...queue("leftover"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("leftover"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", pr("leftover", 1));
+    await api.ok("submitPullRequest", github.pr("leftover", 1));
     await server.greenline.worker.drain();
-    const details = await api.ok("getMergeQueueTestingDetails", pr("leftover", 1));
+    const details = await api.ok("getMergeQueueTestingDetails", github.pr("leftover", 1));
     expect(details.testBranch).toBe("greenline/main/run-1");
     expect(Object.keys(gh.files(repo, details.testBranch)).sort()).toEqual(["README.md", "src/one.ts"]);
     expect(details.testBranchSha).toBe(gh.branchHead(repo, details.testBranch));
     await runUntilDrained("leftover");
-    expect(await stateOf("leftover", 1)).toBe("merged");
+    expect(await github.stateOf("leftover", 1)).toBe("merged");
     expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "src/one.ts"]);
   });
 
@@ -152,15 +137,15 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
 
   test("a PR whose pinned head is gone fails with GitHub's reason instead of retrying forever", async () => {
     const repo = `${OWNER}/gone`;
-    await api.ok("createQueue", { ...queue("gone"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    await api.ok("createQueue", { ...github.queue("gone"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     const opened = gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
-    await api.ok("submitPullRequest", pr("gone", 1));
+    await api.ok("submitPullRequest", github.pr("gone", 1));
     // The head commit disappears before the worker builds the testing branch (a force-push and
     // garbage collection, a deleted fork).
     gh.forgetCommit(opened.headSha);
     await server.greenline.worker.drain();
     await server.greenline.worker.drain();
-    expect(await stateOf("gone", 1)).toBe("failed");
+    expect(await github.stateOf("gone", 1)).toBe("failed");
     expect(await pendingEffects("gone", "start_run")).toEqual([]);
     expect(gh.comments.filter((c) => c.repo === repo).map((c) => c.body)).toContainEqual(expect.stringContaining("is gone"));
   });
@@ -169,19 +154,19 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
     const repo = `${OWNER}/workflows`;
     gh.workflowsWritable = false;
     try {
-      await api.ok("createQueue", { ...queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+      await api.ok("createQueue", { ...github.queue("workflows"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
       gh.openPr(repo, { number: 1, files: { ".github/workflows/ci.yml": "on: push" } });
       gh.openPr(repo, { number: 2, files: { "src/two.ts": "2" } });
-      await api.ok("submitPullRequest", pr("workflows", 1));
+      await api.ok("submitPullRequest", github.pr("workflows", 1));
       await server.greenline.worker.drain();
       await server.greenline.worker.drain();
-      expect(await stateOf("workflows", 1)).toBe("failed");
+      expect(await github.stateOf("workflows", 1)).toBe("failed");
       expect(gh.comments.filter((c) => c.repo === repo && c.number === 1).map((c) => c.body)).toContainEqual(expect.stringContaining("without `workflows` permission"));
       expect(await pendingEffects("workflows", "start_run")).toEqual([]);
       // The queue goes on with other PRs.
-      await api.ok("submitPullRequest", pr("workflows", 2));
+      await api.ok("submitPullRequest", github.pr("workflows", 2));
       await runUntilDrained("workflows");
-      expect(await stateOf("workflows", 2)).toBe("merged");
+      expect(await github.stateOf("workflows", 2)).toBe("merged");
     } finally {
       gh.workflowsWritable = true;
     }
@@ -189,23 +174,23 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
 
   test("createPrsForTestingBranches: a draft PR per testing branch, closed when the run ends or is cancelled", async () => {
     const repo = `${OWNER}/prs`;
-    await api.ok("createQueue", { ...queue("prs"), requiredStatuses: ["ci/test"], mergeMethod: "squash", createPrsForTestingBranches: true });
+    await api.ok("createQueue", { ...github.queue("prs"), requiredStatuses: ["ci/test"], mergeMethod: "squash", createPrsForTestingBranches: true });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
     gh.openPr(repo, { number: 2, files: { "src/two.ts": "2" } });
-    await api.ok("submitPullRequest", pr("prs", 1));
+    await api.ok("submitPullRequest", github.pr("prs", 1));
     await server.greenline.worker.drain();
-    const first = await api.ok("getMergeQueueTestingDetails", pr("prs", 1));
+    const first = await api.ok("getMergeQueueTestingDetails", github.pr("prs", 1));
     const [draft] = gh.prsFrom(repo, first.testBranch);
     expect(draft).toMatchObject({ state: "open", draft: true, base: "main", title: expect.stringContaining("#1") });
     await runUntilDrained("prs");
-    expect(await stateOf("prs", 1)).toBe("merged");
+    expect(await github.stateOf("prs", 1)).toBe("merged");
     expect(gh.prsFrom(repo, first.testBranch).map((p) => p.state)).toEqual(["closed"]);
 
-    await api.ok("submitPullRequest", pr("prs", 2));
+    await api.ok("submitPullRequest", github.pr("prs", 2));
     await server.greenline.worker.drain();
-    const second = await api.ok("getMergeQueueTestingDetails", pr("prs", 2));
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("prs", 2));
     expect(gh.prsFrom(repo, second.testBranch).map((p) => p.state)).toEqual(["open"]);
-    await api.ok("cancelPullRequest", pr("prs", 2));
+    await api.ok("cancelPullRequest", github.pr("prs", 2));
     await server.greenline.worker.drain();
     expect(gh.prsFrom(repo, second.testBranch).map((p) => p.state)).toEqual(["closed"]);
     expect(gh.branches(repo, "greenline/")).toEqual([]);
@@ -214,19 +199,19 @@ describe.each(BACKENDS)("testing branches on GitHub, $name", (backend) => {
 
   test("a queue is refused on a branch that requires GitHub's merge queue, or where the App can neither push nor merge", async () => {
     gh.addRuleset(`${OWNER}/ghqueue`, "main", ["merge_queue", "pull_request"]);
-    const refused = await api.call("createQueue", queue("ghqueue"));
+    const refused = await api.call("createQueue", github.queue("ghqueue"));
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/requires GitHub's merge queue.*Remove that rule/);
 
     gh.addRuleset(`${OWNER}/restricted`, "main", ["update"], "never");
-    const restricted = await api.call("createQueue", queue("restricted"));
+    const restricted = await api.call("createQueue", github.queue("restricted"));
     expect(restricted.status).toBe(409);
     expect(restricted.body.error.message).toMatch(/Restrict updates.*bypass list/);
 
     // On the bypass list: fine; a rule requiring pull requests alone leaves merging them.
     gh.addRuleset(`${OWNER}/bypassed`, "main", ["update"], "always");
-    await api.ok("createQueue", queue("bypassed"));
+    await api.ok("createQueue", github.queue("bypassed"));
     gh.addRuleset(`${OWNER}/prs-only`, "main", ["pull_request", "required_linear_history"]);
-    await api.ok("createQueue", queue("prs-only"));
+    await api.ok("createQueue", github.queue("prs-only"));
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Backend, BACKENDS } from "../support/backends.js";
-import { githubAppOf, postWebhook } from "../support/webhook-post.js";
+import { GitHubDriver } from "../support/github-driver.js";
+import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
 import { processDueDeliveries, recordDelivery } from "../../src/webhooks/services/inbox.js";
 import { CodeHostRefusal } from "../../src/ports/code-host.js";
@@ -26,41 +27,25 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
       githubApp: githubAppOf(gh),
     });
 
-  /** Sends a webhook as GitHub does; the worker does not run. */
-  function post(event: string, payload: object, deliveryId?: string) {
-    return postWebhook(server.url, gh, event, payload, deliveryId);
-  }
-
-  async function deliver(event: string, payload: object) {
-    expect((await post(event, payload)).status).toBe(200);
-    await server.greenline.worker.drain();
-  }
-
-  const repository = (owner: string) => ({ name: "app", full_name: `${owner}/app`, html_url: `https://github.com/${owner}/app`, owner: { login: owner } });
-  const queue = (owner: string) => ({ repo: { host: "github.com", owner, name: "app" }, targetBranch: "main" });
-  const address = (owner: string, n: number) => ({ ...queue(owner), pr: { number: n } });
   const sender = { login: "admin", id: 1, type: "User" };
   const installationEvent = (action: string, id: number, login: string) => ({ action, installation: { id, account: { login, id: id * 10, type: "Organization" } }, repositories: [], sender });
-  const comment = (owner: string, n: number, user: string, body: string) => ({
+  const comment = (org: GitHubDriver, n: number, user: string, body: string) => ({
     action: "created",
-    issue: { number: n, pull_request: { url: `https://api.github.com/repos/${owner}/app/pulls/${n}` } },
+    issue: { number: n, pull_request: { url: `https://api.github.com/repos/${org.owner}/app/pulls/${n}` } },
     comment: { id: n * 100, body, user: { login: user, id: 7, type: "User" } },
-    repository: repository(owner),
+    repository: org.repository("app"),
     installation: { id: 1 },
     sender: { login: user, id: 7, type: "User" },
   });
   const replies = (owner: string, n: number) => gh.comments.filter((c) => c.repo === `${owner}/app` && c.number === n).map((c) => c.body);
-  const stateOf = async (api: ApiClient, owner: string, n: number) => ((await api.ok("getSubmittedPullRequest", address(owner, n))) as { state: string }).state;
   const deliveryRow = (deliveryId: string) => server.greenline.services.db.read((tx) => tx.webhookDelivery.findUnique({ where: { deliveryId } }));
 
   /** Installs the App on an account (with its webhook), with a queue on its repository "app". */
-  async function installWithQueue(id: number, login: string, settings: object = {}): Promise<ApiClient> {
-    gh.installApp(id, login);
-    await deliver("installation", installationEvent("created", id, login));
-    const api = await server.clientFor(login);
-    await api.ok("createQueue", { ...queue(login), ...settings });
+  async function installWithQueue(id: number, login: string, settings: object = {}): Promise<GitHubDriver> {
+    const org = await GitHubDriver.install(server, gh, { owner: login, installation: id, drain: true });
+    await org.api.ok("createQueue", { ...org.queue("app"), ...settings });
     gh.grant(`${login}/app`, "maintainer", "write");
-    return api;
+    return org;
   }
 
   beforeAll(async () => {
@@ -75,19 +60,19 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
   });
 
   test("a delivery that needs GitHub while GitHub answers 502 is answered at once and processed once GitHub is back", async () => {
-    const api = await installWithQueue(101, "outage-org");
+    const org = await installWithQueue(101, "outage-org");
     gh.openPr("outage-org/app", { number: 1 });
     const deliveryId = randomUUID();
     gh.outage = 502;
     try {
       const calls = gh.requests.length;
-      const answer = await post("issue_comment", comment("outage-org", 1, "maintainer", "/greenline merge"), deliveryId);
+      const answer = await org.post("issue_comment", comment(org, 1, "maintainer", "/greenline merge"), deliveryId);
       expect(answer.status).toBe(200);
       // Answering needed nothing from GitHub.
       expect(gh.requests.length).toBe(calls);
       await server.greenline.worker.drain();
       expect(await deliveryRow(deliveryId)).toMatchObject({ attempts: 1, processedAt: null, failedAt: null });
-      expect((await api.call("getSubmittedPullRequest", address("outage-org", 1))).status).toBe(404);
+      expect((await org.api.call("getSubmittedPullRequest", org.pr("app", 1))).status).toBe(404);
     } finally {
       gh.outage = null;
     }
@@ -96,21 +81,21 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     expect(replies("outage-org", 1)).toEqual([]);
     clock.advance(2000);
     await server.greenline.worker.drain();
-    expect(await stateOf(api, "outage-org", 1)).not.toBe("not_ready");
+    expect(await org.stateOf("app", 1)).not.toBe("not_ready");
     expect(replies("outage-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued for `main`/)]);
     expect(await deliveryRow(deliveryId)).toMatchObject({ processedAt: expect.any(Date) });
   }, 90_000);
 
   test("a delivery that keeps failing holds back its repository's later ones, then is kept as failed with its error and logged", async () => {
-    await installWithQueue(111, "stuck-org");
+    const org = await installWithQueue(111, "stuck-org");
     gh.openPr("stuck-org/app", { number: 1 });
     const stuck = randomUUID();
     const later = randomUUID();
     // GitHub down (500: transient; Octokit's retry asks once more, then the attempt fails).
     gh.outage = 500;
     try {
-      expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline merge"), stuck)).status).toBe(200);
-      expect((await post("issue_comment", comment("stuck-org", 1, "maintainer", "/greenline help"), later)).status).toBe(200);
+      expect((await org.post("issue_comment", comment(org, 1, "maintainer", "/greenline merge"), stuck)).status).toBe(200);
+      expect((await org.post("issue_comment", comment(org, 1, "maintainer", "/greenline help"), later)).status).toBe(200);
       for (let attempt = 1; attempt < 10; attempt++) {
         await server.greenline.worker.drain();
         expect(await deliveryRow(stuck)).toMatchObject({ attempts: attempt, failedAt: null });
@@ -171,36 +156,36 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
   });
 
   test("a delivery id delivered twice (or redelivered after processing) is processed once", async () => {
-    await installWithQueue(102, "dup-org");
+    const org = await installWithQueue(102, "dup-org");
     gh.openPr("dup-org/app", { number: 1 });
     const deliveryId = randomUUID();
-    const payload = comment("dup-org", 1, "maintainer", "/greenline help");
-    expect((await post("issue_comment", payload, deliveryId)).status).toBe(200);
-    expect((await post("issue_comment", payload, deliveryId)).status).toBe(200);
+    const payload = comment(org, 1, "maintainer", "/greenline help");
+    expect((await org.post("issue_comment", payload, deliveryId)).status).toBe(200);
+    expect((await org.post("issue_comment", payload, deliveryId)).status).toBe(200);
     await server.greenline.worker.drain();
-    expect((await post("issue_comment", payload, deliveryId)).status).toBe(200);
+    expect((await org.post("issue_comment", payload, deliveryId)).status).toBe(200);
     await server.greenline.worker.drain();
     expect(replies("dup-org", 1)).toHaveLength(1);
   });
 
   test("a crash between recording a delivery and processing it loses nothing: the restarted server processes it", async () => {
-    const api = await installWithQueue(103, "crash-org");
+    const org = await installWithQueue(103, "crash-org");
     gh.openPr("crash-org/app", { number: 1 });
-    expect((await post("issue_comment", comment("crash-org", 1, "maintainer", "/greenline merge"))).status).toBe(200);
+    expect((await org.post("issue_comment", comment(org, 1, "maintainer", "/greenline merge"))).status).toBe(200);
     // The process goes away before its worker ran (the database stays).
     await server.greenline.close();
     server = await startServer();
     await server.greenline.worker.drain();
     expect(replies("crash-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued for `main`/)]);
-    const restarted = new ApiClient(server.url, api.token);
-    expect(await stateOf(restarted, "crash-org", 1)).not.toBe("not_ready");
+    const restarted = new GitHubDriver(server, gh, new ApiClient(server.url, org.api.token), org.owner, org.installation);
+    expect(await restarted.stateOf("app", 1)).not.toBe("not_ready");
   });
 
   test("a PR whose mergeability GitHub is still computing is asked again with backoff until known, without any event", async () => {
-    const api = await installWithQueue(104, "lazy-org");
+    const org = await installWithQueue(104, "lazy-org");
     gh.openPr("lazy-org/app", { number: 1, mergeableState: "unknown" });
-    await api.ok("submitPullRequest", address("lazy-org", 1));
-    expect(await api.ok("getSubmittedPullRequest", address("lazy-org", 1))).toMatchObject({ state: "not_ready", readiness: { gitHubMergeability: "in_progress" } });
+    await org.api.ok("submitPullRequest", org.pr("app", 1));
+    expect(await org.submitted("app", 1)).toMatchObject({ state: "not_ready", readiness: { gitHubMergeability: "in_progress" } });
     const reads = () => gh.requests.filter((r) => r.method === "GET" && r.path === "/repos/lazy-org/app/pulls/1").length;
     const submitted = reads();
     // Still computing at the first re-read (2 s); the next waits 4 s more.
@@ -211,108 +196,109 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     clock.advance(2000);
     await server.greenline.worker.drain();
     expect(reads()).toBe(submitted + 1);
-    expect(await stateOf(api, "lazy-org", 1)).toBe("not_ready");
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
     clock.advance(2000);
     await server.greenline.worker.drain();
     // Read again (and then read by the testing run, once ready).
     expect(reads()).toBeGreaterThanOrEqual(submitted + 2);
-    expect(await api.ok("getSubmittedPullRequest", address("lazy-org", 1))).toMatchObject({ readiness: { gitHubMergeability: "mergeable" } });
-    expect(await stateOf(api, "lazy-org", 1)).not.toBe("not_ready");
+    expect(await org.submitted("app", 1)).toMatchObject({ readiness: { gitHubMergeability: "mergeable" } });
+    expect(await org.stateOf("app", 1)).not.toBe("not_ready");
   });
 
   test("a re-read that finds new commits on the PR (its synchronize delivery lost) cancels it as pr_updated", async () => {
-    const api = await installWithQueue(113, "moved-org");
+    const org = await installWithQueue(113, "moved-org");
     gh.openPr("moved-org/app", { number: 1, mergeableState: "unknown" });
-    await api.ok("submitPullRequest", address("moved-org", 1));
+    await org.api.ok("submitPullRequest", org.pr("app", 1));
     gh.pr("moved-org/app", 1)!.headSha = "f".repeat(40);
     clock.advance(2000);
     await server.greenline.worker.drain();
-    expect(await api.ok("getSubmittedPullRequest", address("moved-org", 1))).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
+    expect(await org.submitted("app", 1)).toMatchObject({ state: "cancelled", stateReason: "pr_updated" });
   });
 
   test("a blocked PR is re-read when a review arrives (before its slow timer)", async () => {
-    const api = await installWithQueue(105, "review-org");
+    const org = await installWithQueue(105, "review-org");
     gh.openPr("review-org/app", { number: 1, mergeableState: "blocked" });
-    await api.ok("submitPullRequest", address("review-org", 1));
-    expect(await stateOf(api, "review-org", 1)).toBe("not_ready");
+    await org.api.ok("submitPullRequest", org.pr("app", 1));
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
     // GitHub's first answer is "unknown" (lazy): the re-read after its backoff learns "blocked".
     clock.advance(5_000);
     await server.greenline.worker.drain();
-    expect(await stateOf(api, "review-org", 1)).toBe("not_ready");
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
     gh.pr("review-org/app", 1)!.mergeableState = "clean";
     // Its next re-read on the timer is not due yet (a blocked PR is re-read rarely).
     clock.advance(blockedRecheckDelayMs(1) - 5_000);
     await server.greenline.worker.drain();
-    expect(await stateOf(api, "review-org", 1)).toBe("not_ready");
-    await deliver("pull_request_review", {
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
+    await org.deliverThenDrain("pull_request_review", {
       action: "submitted",
       review: { id: 1, state: "approved", user: { login: "reviewer", id: 9, type: "User" } },
       pull_request: { number: 1, head: { sha: gh.pr("review-org/app", 1)!.headSha, ref: "feature-1" }, base: { ref: "main" }, state: "open" },
-      repository: repository("review-org"),
+      repository: org.repository("app"),
       installation: { id: 105 },
       sender,
     });
-    expect(await stateOf(api, "review-org", 1)).not.toBe("not_ready");
+    expect(await org.stateOf("app", 1)).not.toBe("not_ready");
   });
 
   test("a PR blocked by its checks is re-read when a check suite on its head completes", async () => {
-    const api = await installWithQueue(112, "suite-org");
+    const org = await installWithQueue(112, "suite-org");
     gh.openPr("suite-org/app", { number: 1, mergeableState: "blocked" });
-    await api.ok("submitPullRequest", address("suite-org", 1));
-    expect(await stateOf(api, "suite-org", 1)).toBe("not_ready");
+    await org.api.ok("submitPullRequest", org.pr("app", 1));
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
     gh.pr("suite-org/app", 1)!.mergeableState = "unstable";
     // A suite on another commit changes nothing.
     const suite = (headSha: string) => ({
       action: "completed",
       check_suite: { id: 3, head_sha: headSha, head_branch: "feature-1", status: "completed", conclusion: "success" },
-      repository: repository("suite-org"),
+      repository: org.repository("app"),
       installation: { id: 112 },
       sender,
     });
-    await deliver("check_suite", suite("0".repeat(40)));
-    expect(await stateOf(api, "suite-org", 1)).toBe("not_ready");
-    await deliver("check_suite", suite(gh.pr("suite-org/app", 1)!.headSha));
-    expect(await stateOf(api, "suite-org", 1)).not.toBe("not_ready");
+    await org.deliverThenDrain("check_suite", suite("0".repeat(40)));
+    expect(await org.stateOf("app", 1)).toBe("not_ready");
+    await org.deliverThenDrain("check_suite", suite(gh.pr("suite-org/app", 1)!.headSha));
+    expect(await org.stateOf("app", 1)).not.toBe("not_ready");
   });
 
   test("a queue with commandsEnabled: false ignores comment commands; the API still works", async () => {
-    const api = await installWithQueue(106, "quiet-org", { commandsEnabled: false });
+    const org = await installWithQueue(106, "quiet-org", { commandsEnabled: false });
     gh.openPr("quiet-org/app", { number: 1 });
-    await deliver("issue_comment", comment("quiet-org", 1, "maintainer", "/greenline merge"));
-    expect((await api.call("getSubmittedPullRequest", address("quiet-org", 1))).status).toBe(404);
+    await org.deliverThenDrain("issue_comment", comment(org, 1, "maintainer", "/greenline merge"));
+    expect((await org.api.call("getSubmittedPullRequest", org.pr("app", 1))).status).toBe(404);
     expect(replies("quiet-org", 1)).toEqual([]);
-    await api.ok("updateQueue", { ...queue("quiet-org"), commandsEnabled: true });
-    await deliver("issue_comment", comment("quiet-org", 1, "maintainer", "/greenline merge"));
+    await org.api.ok("updateQueue", { ...org.queue("app"), commandsEnabled: true });
+    await org.deliverThenDrain("issue_comment", comment(org, 1, "maintainer", "/greenline merge"));
     expect(replies("quiet-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued/)]);
   });
 
   test("a reinstall (new installation id) works without a restart, with or without its webhooks", async () => {
-    const api = await installWithQueue(107, "re-org");
+    const org = await installWithQueue(107, "re-org");
     for (const n of [1, 2, 3]) gh.openPr("re-org/app", { number: n });
-    await api.ok("submitPullRequest", address("re-org", 1));
+    await org.api.ok("submitPullRequest", org.pr("app", 1));
     // Reinstalled while its webhooks are lost: the old installation's token is refused (401).
     gh.uninstallApp(107);
     gh.installApp(108, "re-org");
-    await api.ok("submitPullRequest", address("re-org", 2));
+    await org.api.ok("submitPullRequest", org.pr("app", 2));
     // Reinstalled with its webhooks.
     gh.uninstallApp(108);
     gh.installApp(109, "re-org");
-    await deliver("installation", installationEvent("deleted", 108, "re-org"));
-    await deliver("installation", installationEvent("created", 109, "re-org"));
-    await api.ok("submitPullRequest", address("re-org", 3));
+    await org.deliverThenDrain("installation", installationEvent("deleted", 108, "re-org"));
+    await org.deliverThenDrain("installation", installationEvent("created", 109, "re-org"));
+    await org.api.ok("submitPullRequest", org.pr("app", 3));
     const reads = gh.requests.filter((r) => r.path === "/repos/re-org/app/pulls/3");
     expect(reads.every((r) => r.authorization === "token ghs_installation_109")).toBe(true);
   });
 
   test("repositories added to an installation register its account (installation_repositories is handled)", async () => {
     gh.installApp(110, "added-org");
-    await deliver("installation_repositories", {
+    const org = new GitHubDriver(server, gh, undefined, "added-org", 110);
+    await org.deliverThenDrain("installation_repositories", {
       ...installationEvent("added", 110, "added-org"),
       repository_selection: "selected",
       repositories_added: [{ id: 1, name: "app", full_name: "added-org/app", private: false }],
       repositories_removed: [],
     });
-    const api = await server.clientFor("added-org");
-    expect((await api.call("createQueue", queue("added-org"))).status).toBe(200);
+    const api = await org.signIn();
+    expect((await api.call("createQueue", org.queue("app"))).status).toBe(200);
   });
 });
