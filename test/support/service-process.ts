@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
@@ -76,6 +76,22 @@ export class ServiceProcess {
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`service did not become healthy:\n${this.output}`);
+  }
+
+  /**
+   * The CPU time (user + system, ms) the running process has spent so far, from /proc (Linux's
+   * clock ticks of 10 ms); null when no process runs or /proc cannot tell. Unlike wall time it
+   * measures how much the service did whatever the load of the machine.
+   */
+  cpuMs(): number | null {
+    const pid = this.#child?.pid;
+    if (pid === undefined || this.#child?.exitCode !== null || this.#child?.signalCode !== null) return null;
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      return null;
+    }
   }
 
   /** SIGKILL: no shutdown handler runs, nothing is flushed. */
