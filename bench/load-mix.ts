@@ -1,3 +1,4 @@
+import { rng } from "./random.js";
 import { Agent, request } from "node:http";
 
 /**
@@ -37,17 +38,6 @@ export type LoadReport = {
 
 const TOKEN_HEADER = "x-api-token";
 
-/** A small deterministic generator (mulberry32), so runs are comparable. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Call = { operation: string; method: "GET" | "POST"; path: string; body?: unknown };
 
@@ -175,7 +165,8 @@ function statsOf(operation: string, answers: Answer[]): OperationStats {
 
 /** Sends `requests` requests of the mix over `connections` kept-alive connections, each sending its next request when answered. */
 export async function runLoad(baseUrl: string, token: string, world: LoadWorld, options: { requests: number; connections: number; seed?: number }): Promise<LoadReport> {
-  const random = seededRandom(options.seed ?? 22);
+  // Seeded (mulberry32), so runs are comparable.
+  const random = rng(options.seed ?? 22);
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
   const answers = new Map<string, Answer[]>();
   const created: string[] = [];
