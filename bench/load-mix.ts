@@ -38,7 +38,6 @@ export type LoadReport = {
 
 const TOKEN_HEADER = "x-api-token";
 
-
 type Call = { operation: string; method: "GET" | "POST"; path: string; body?: unknown };
 
 /** One request through `agent`; rejects only when no answer came (a failed connection). */
