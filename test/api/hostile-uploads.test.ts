@@ -176,7 +176,11 @@ describe.each(BACKENDS)("hostile uploads on $name", (backend) => {
     const xml = `<testsuite name="s"><testcase classname="c" name="wide"${attributes}><failure message="x"/></testcase></testsuite>`;
     const outcome = await whileServing(server, () => server.api.call("flaky-tests/upload", { repo: target, org_url_slug: ORG, commit_sha: SHA, branch: "main", junit_xml: [xml] }));
     expect([outcome.result.status, outcome.result.body.test_cases]).toEqual([200, 1]);
-    expectServedMeanwhile(outcome);
+    // Over in a moment now (linear: test/domain/junit-scanner.test.ts compares 4n with n), most of
+    // it one element the scanner reads in one step: a health check sent meanwhile waits for that
+    // step, so what is asserted is that one was answered while the upload was still going on (a
+    // second was sent), not how its wait compares with so short an upload.
+    expect(outcome.pings.length).toBeGreaterThanOrEqual(2);
     // The same attribute twice, the 40,001st, is still found.
     const twice = await server.api.call("flaky-tests/upload", { repo: target, org_url_slug: ORG, commit_sha: SHA, branch: "main", junit_xml: [xml.replace("><failure", ' a7="again"><failure')] });
     expect([twice.status, twice.body.error.details[0].path]).toEqual([400, "junit_xml[0]"]);
