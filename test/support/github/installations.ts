@@ -165,21 +165,10 @@ export abstract class Installations extends SimulatorModel {
   protected answerApp({ req, method, path, send, error, notFound }: AppRequest): boolean {
     let match: RegExpExecArray | null;
     const appId = Number(this.appId);
-    if ((match = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
+    // The App's installation for a repository, or on an account (JWT only); 404 when it is not installed there.
+    if ((match = /^\/(?:repos\/([^/]+)\/[^/]+|(?:users|orgs)\/([^/]+))\/installation$/.exec(path)) && method === "GET") {
       if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
-      const id = this.installationFor(match[1]!);
-      if (id === undefined) return notFound();
-      const installation = this.installations.get(id)!;
-      const suspended = this.suspended.get(id);
-      return send(200, {
-        ...shape.installation(appId, id, installation.account, installation.permissions as Record<string, string>),
-        ...(suspended ? { suspended_at: suspended.at, suspended_by: shape.user(suspended.by) } : {}),
-      });
-    }
-    if ((match = /^\/(?:users|orgs)\/([^/]+)\/installation$/.exec(path)) && method === "GET") {
-      // The App's installation on an account (JWT only); 404 when it is not installed there.
-      if (!this.#appJwtValid(req.headers.authorization)) return error(401, "A JSON web token could not be decoded");
-      const id = this.installationFor(match[1]!);
+      const id = this.installationFor((match[1] ?? match[2])!);
       if (id === undefined) return notFound();
       const installation = this.installations.get(id)!;
       const suspended = this.suspended.get(id);
