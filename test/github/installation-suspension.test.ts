@@ -1,12 +1,12 @@
 import { INSTALLATION_PROBE } from "../../src/webhooks/services/installations.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
-import { SimulatedCi } from "../support/github-ci.js";
-import { GitHubDriver } from "../support/github-driver.js";
-import { GitHubSimulator, SUSPENDED_MESSAGE } from "../support/github-simulator.js";
-import { attachWebhooks, type WebhookDeliverer } from "../support/github-webhooks.js";
-import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
-import { githubAppOf } from "../support/webhook-post.js";
+import type { SimulatedCi } from "../support/github-ci.js";
+import type { GitHubDriver } from "../support/github-driver.js";
+import { type GitHubSimulator, SUSPENDED_MESSAGE } from "../support/github-simulator.js";
+import type { WebhookDeliverer } from "../support/github-webhooks.js";
+import { type ApiClient, TestClock, type TestServer } from "../support/harness.js";
+import { type GitHubWorld, startGitHubWorld } from "../support/github-world.js";
 
 /**
  * A suspended (or uninstalled) installation is a state of the installation, not of its PRs
@@ -59,26 +59,18 @@ describe.each(BACKENDS)("a suspended or uninstalled installation, $name", (backe
     }
   }
 
+  let world: GitHubWorld;
   beforeAll(async () => {
-    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { githubApp: githubAppOf(gh), now: clock.now, random: () => 0.5 });
-    ci = new SimulatedCi(gh, [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
-    webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret, now: clock.now });
-    gh.installApp(installation, SUSPENDED);
-    gh.installApp(92, HEALTHY);
-    await webhooks.flush();
-    await server.greenline.worker.processWebhooks();
-    api = await server.clientFor(SUSPENDED);
-    other = await server.clientFor(HEALTHY);
-    paused = new GitHubDriver(server, gh, api, SUSPENDED, installation);
-    busy = new GitHubDriver(server, gh, other, HEALTHY, 92);
+    world = await startGitHubWorld(backend, clock, [
+      { owner: SUSPENDED, installation },
+      { owner: HEALTHY, installation: 92 },
+    ]);
+    ({ gh, server, ci, webhooks } = world);
+    [paused, busy] = world.accounts as [GitHubDriver, GitHubDriver];
+    api = paused.api;
+    other = busy.api;
   });
-  afterAll(async () => {
-    webhooks?.detach();
-    await server?.close();
-    await gh?.stop();
-  });
+  afterAll(() => world?.close());
 
   test("suspended, its webhook lost: GitHub's 403s eject no PR and block the queue (installation_suspended); the other installation merges at once; the unsuspend webhook resumes it", async () => {
     const name = "refused";

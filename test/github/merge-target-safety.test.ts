@@ -1,12 +1,12 @@
 import { REASONS } from "../../src/domain/reasons.js";
 import { inFlightRecheckDelayMs } from "../../src/domain/readiness.js";
 import { BACKENDS } from "../support/backends.js";
-import { SimulatedCi } from "../support/github-ci.js";
-import { GitHubDriver } from "../support/github-driver.js";
-import { GitHubSimulator } from "../support/github-simulator.js";
-import { attachWebhooks, type Delivery, type WebhookDeliverer } from "../support/github-webhooks.js";
-import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
-import { githubAppOf } from "../support/webhook-post.js";
+import type { SimulatedCi } from "../support/github-ci.js";
+import type { GitHubDriver } from "../support/github-driver.js";
+import type { GitHubSimulator } from "../support/github-simulator.js";
+import type { Delivery, WebhookDeliverer } from "../support/github-webhooks.js";
+import { type ApiClient, TestClock, type TestServer } from "../support/harness.js";
+import { type GitHubWorld, startGitHubWorld } from "../support/github-world.js";
 
 /**
  * A PR is merged only into the queue's branch, whatever webhooks were lost (issue 22, item 0).
@@ -62,24 +62,15 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
     await server.greenline.worker.drain();
   }
 
+  let world: GitHubWorld;
   beforeAll(async () => {
-    gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
-    gh.useClock(() => clock.ms);
-    server = await startTestServer(backend, { githubApp: githubAppOf(gh), now: clock.now, random: () => 0.5 });
-    ci = new SimulatedCi(gh, [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
-    webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret, now: clock.now });
-    gh.installApp(INSTALLATION, OWNER);
-    await webhooks.flush();
-    await server.greenline.worker.processWebhooks();
-    api = await server.clientFor(OWNER);
-    github = new GitHubDriver(server, gh, api, OWNER, INSTALLATION);
+    world = await startGitHubWorld(backend, clock, [{ owner: OWNER, installation: INSTALLATION }]);
+    ({ gh, server, ci, webhooks } = world);
+    github = world.accounts[0]!;
+    api = github.api;
   });
   afterEach(() => webhooks.setFaults({}));
-  afterAll(async () => {
-    webhooks?.detach();
-    await server?.close();
-    await gh?.stop();
-  });
+  afterAll(() => world?.close());
 
   test.each([
     { method: "squash", path: "each PR merged through GitHub" },
