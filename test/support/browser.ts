@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 /** Whether the browser suites run (decided in global-setup.mjs: Chromium present, or required). */
 export const describeWithBrowser = process.env.GREENLINE_TEST_BROWSER === "1" ? describe : describe.skip;
@@ -26,4 +26,12 @@ export async function launchChromium(): Promise<{ context(options?: { width: num
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** Signs `page` in to the dashboard at `baseUrl` with an API token, from its front page, and waits to be back there. */
+export async function signInWithToken(page: Page, baseUrl: string, token: string): Promise<void> {
+  await page.goto(`${baseUrl}/`);
+  await page.getByLabel("API token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(`${baseUrl}/`);
 }

@@ -5,7 +5,7 @@ import { SANDBOX_CI_CONTEXT } from "../../src/adapters/sandbox/code-host.js";
 import { projectRoot } from "../../src/paths.js";
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
-import { describeWithBrowser, launchChromium } from "../support/browser.js";
+import { describeWithBrowser, launchChromium, signInWithToken } from "../support/browser.js";
 import { queuePath } from "../support/dashboard.js";
 import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -38,10 +38,7 @@ describeWithBrowser("the pull request page in Chromium", () => {
       if (message.type() === "error") problems.push(message.text());
     });
     page.on("pageerror", (error) => problems.push(error.message));
-    await page.goto(`${server.url}/`);
-    await page.getByLabel("API token").fill(server.api.token);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${server.url}/`);
+    await signInWithToken(page, server.url, server.api.token);
   }, 60_000);
   afterAll(async () => {
     await chromium?.close();

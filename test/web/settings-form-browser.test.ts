@@ -4,7 +4,7 @@ import { ZQueueSettings } from "../../src/api/queues/queue-schemas.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
 import { SETTING_FIELDS } from "../../src/web/settings-form.js";
 import { BACKENDS } from "../support/backends.js";
-import { describeWithBrowser, launchChromium } from "../support/browser.js";
+import { describeWithBrowser, launchChromium, signInWithToken } from "../support/browser.js";
 import { queuePath } from "../support/dashboard.js";
 import { queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -42,10 +42,7 @@ describeWithBrowser("the queue settings form in Chromium", () => {
     const context = await chromium.context();
     page = context.pages()[0] ?? (await context.newPage());
     page.on("dialog", (dialog) => void dialog.accept());
-    await page.goto(`${server.url}/`);
-    await page.getByLabel("API token").fill(server.api.token);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${server.url}/`);
+    await signInWithToken(page, server.url, server.api.token);
   }, 60_000);
   afterAll(async () => {
     await chromium?.close();

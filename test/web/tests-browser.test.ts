@@ -4,7 +4,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { createToken } from "../../src/auth/tokens.js";
 import { projectRoot } from "../../src/paths.js";
 import { BACKENDS } from "../support/backends.js";
-import { describeWithBrowser, launchChromium } from "../support/browser.js";
+import { describeWithBrowser, launchChromium, signInWithToken } from "../support/browser.js";
 import { repo, startTestServer, type TestServer } from "../support/harness.js";
 
 const SCREENSHOTS = join(projectRoot, "docs/screenshots");
@@ -46,10 +46,7 @@ describeWithBrowser("the flaky-test pages in Chromium", () => {
       if (message.type() === "error") problems.push(message.text());
     });
     tab.on("pageerror", (error) => problems.push(error.message));
-    await tab.goto(`${server.url}/`);
-    await tab.getByLabel("API token").fill(token);
-    await tab.getByRole("button", { name: "Sign in" }).click();
-    await tab.waitForURL(`${server.url}/`);
+    await signInWithToken(tab, server.url, token);
     return tab;
   }
 
