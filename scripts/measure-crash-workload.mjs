@@ -1,14 +1,12 @@
 // Usage: node scripts/measure-crash-workload.mjs <checkout> <tsx|dist> <sqlite|pg> — the crash-safety workload (3 queues x 60 PRs, sandbox CI 150 ms,
 // 20 ms ticks) without kills: service CPU (from /proc) at start, after submissions and after draining; PG transactions.
-import { spawn, execSync } from "node:child_process";
-import { readFileSync, mkdtempSync } from "node:fs";
+import { execSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { cpuMsOf, spawnService } from "./service-child.mjs";
 const [root, mode, backend] = process.argv.slice(2);
-const cpu = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
+const cpu = cpuMsOf;
 const psql = (sql, db = "postgres") => execSync(`psql -h 127.0.0.1 -U postgres -d ${db} -Atqc "${sql}"`).toString().trim();
 let url;
 if (backend === "pg") {
@@ -18,24 +16,11 @@ if (backend === "pg") {
 } else url = `file:${mkdtempSync(join(tmpdir(), "work-"))}/g.db`;
 const TOKEN = "crash-test-token-0123456789";
 const port = 40000 + Math.floor(Math.random() * 20000);
-const args = mode === "tsx" ? ["--import", "tsx", "src/main.ts"] : ["dist/src/main.js"];
-const child = spawn(process.execPath, args, {
-  cwd: root,
-  env: {
-    ...process.env,
-    LOG_LEVEL: "warn",
-    GREENLINE_ENV_FILE: "",
-    DATABASE_URL: url,
-    GREENLINE_API_TOKEN: TOKEN,
-    GREENLINE_ORG: "acme",
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    GREENLINE_WORKER_INTERVAL_MS: "20",
-    GREENLINE_SANDBOX_CI_MS: "150",
-    GREENLINE_SANDBOX_FAILURE_RATE: "0.05",
-    GREENLINE_SANDBOX_FLAKE_RATE: "0.05",
-  },
-  stdio: ["ignore", "ignore", "ignore"],
+const child = spawnService(root, mode, {
+  url,
+  port,
+  token: TOKEN,
+  env: { GREENLINE_SANDBOX_CI_MS: "150", GREENLINE_SANDBOX_FAILURE_RATE: "0.05", GREENLINE_SANDBOX_FLAKE_RATE: "0.05" },
 });
 const base = `http://127.0.0.1:${port}`;
 const t0 = performance.now();
