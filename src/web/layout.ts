@@ -35,6 +35,15 @@ const HTMX_CONFIG = JSON.stringify({
  * Where a live page's stream delivers its updates (inside the element carrying `sse-connect`):
  * every update is out-of-band swaps of what changed, so nothing is swapped here itself.
  */
+/**
+ * What a page's live stream is doing, in words (live, reconnecting, disconnected, signed out: set
+ * by app.js on the stream's element); hidden until the stream first opens. For pages whose live
+ * parts do not carry one of their own (the queue page shows it beside the queue's state).
+ */
+export function liveBadgeLine(): Html {
+  return html`<p class="live-line"><span class="live-badge">live</span></p>`;
+}
+
 export function liveStreamTarget(): Html {
   return html`<div sse-swap="patch" hx-swap="none" hidden></div>`;
 }

@@ -13,10 +13,11 @@ const WAIT = { timeout: 30_000 };
 const TOKEN = "live-badge-token-0123456789abcdef";
 
 /**
- * The queue page's live badge says what its stream is doing, in Chromium: "live" while the
- * stream is open, "disconnected" while the server does not answer, "live" again when it is back,
- * and "signed out" — with a notice linking to sign-in — when the server, back under another
- * session key, refuses the page's session (the stream answers 401).
+ * The live badge of every live page (the queue, the overview, a PR's page) says what its stream
+ * is doing, in Chromium: "live" while the stream is open, "disconnected" while the server does
+ * not answer, "live" again when it is back, and "signed out" — with a notice linking to sign-in
+ * — when the server, back under another session key, refuses the page's session (the stream
+ * answers 401).
  */
 describeWithBrowser("the live badge in Chromium", () => {
   const backend = BACKENDS[0]!;
@@ -26,6 +27,8 @@ describeWithBrowser("the live badge in Chromium", () => {
   let chromium: Awaited<ReturnType<typeof launchChromium>>;
   let context: BrowserContext;
   let page: Page;
+  /** The overview and PR 1's page, open beside the queue page in the same session. */
+  const others: Page[] = [];
   const problems: string[] = [];
 
   async function start(sessionSecret: string): Promise<void> {
@@ -54,12 +57,20 @@ describeWithBrowser("the live badge in Chromium", () => {
 
   const url = () => `http://127.0.0.1:${port}`;
   const badge = () => page.locator(".live-badge");
+  /** Waits until every open page's stream is in `state`, and answers their badges' words. */
+  async function allLive(state: string): Promise<string[]> {
+    const pages = [page, ...others];
+    for (const p of pages) await p.locator(`[data-live="${state}"]`).waitFor({ ...WAIT, state: "attached" });
+    return Promise.all(pages.map(async (p) => (await p.locator(".live-badge").textContent()) ?? ""));
+  }
 
   beforeAll(async () => {
     database = await backend.createDatabase();
     port = await freePort();
     await start("first-session-secret-0123456789abcdef");
-    await new ApiClient(url(), TOKEN).ok("createQueue", queueOf());
+    const api = new ApiClient(url(), TOKEN);
+    await api.ok("createQueue", queueOf());
+    await api.ok("submitPullRequest", { ...queueOf(), pr: { number: 1 } });
     chromium = await launchChromium();
     context = await chromium.context();
     page = context.pages()[0] ?? (await context.newPage());
@@ -68,6 +79,12 @@ describeWithBrowser("the live badge in Chromium", () => {
     await page.getByLabel("API token").fill(TOKEN);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${url()}${queuePath()}`);
+    for (const path of ["/", `${queuePath()}/pulls/1`]) {
+      const other = await context.newPage();
+      other.on("pageerror", (error) => problems.push(error.message));
+      await other.goto(`${url()}${path}`);
+      others.push(other);
+    }
   }, 120_000);
 
   afterAll(async () => {
@@ -76,28 +93,25 @@ describeWithBrowser("the live badge in Chromium", () => {
     await database?.drop();
   });
 
-  test("says live while the stream is open, and disconnected once the server is gone", async () => {
-    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
-    expect(await badge().textContent()).toBe("live");
+  test("says live while the stream is open, and disconnected once the server is gone, on every live page", async () => {
+    expect(await allLive("open")).toEqual(["live", "live", "live"]);
 
     await stop();
-    await page.locator('[data-live="disconnected"]').waitFor({ ...WAIT, state: "attached" });
-    expect(await badge().textContent()).toBe("disconnected");
-    expect(await badge().isVisible()).toBe(true);
+    expect(await allLive("disconnected")).toEqual(["disconnected", "disconnected", "disconnected"]);
+    for (const p of [page, ...others]) expect(await p.locator(".live-badge").isVisible()).toBe(true);
   }, 60_000);
 
   test("says live again when the server is back under the same session key", async () => {
     await start("first-session-secret-0123456789abcdef");
-    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
-    expect(await badge().textContent()).toBe("live");
+    expect(await allLive("open")).toEqual(["live", "live", "live"]);
     expect(await page.locator("#signed-out").count()).toBe(0);
   }, 60_000);
 
   test("says signed out, and links to sign-in, when the server refuses the session", async () => {
     await stop();
     await start("another-session-secret-0123456789abcdef");
-    await page.locator('[data-live="signed-out"]').waitFor({ ...WAIT, state: "attached" });
-    expect(await badge().textContent()).toBe("signed out");
+    expect(await allLive("signed-out")).toEqual(["signed out", "signed out", "signed out"]);
+    for (const p of others) expect(await p.getByRole("alert").textContent()).toContain("You are signed out");
     const notice = page.getByRole("alert");
     expect(await notice.textContent()).toContain("You are signed out");
     const link = notice.getByRole("link", { name: "Sign in again" });

@@ -1,7 +1,7 @@
 import type { QueueSummary } from "../read-models/dashboard.js";
 import type { Assets } from "../assets.js";
 import { type Html, html } from "../html.js";
-import { layout, liveStreamTarget, type Viewer } from "../layout.js";
+import { layout, liveBadgeLine, liveStreamTarget, type Viewer } from "../layout.js";
 import type { LivePart } from "../live-patch.js";
 import { duration, queuePath, reasonAfterState, words } from "./format.js";
 
@@ -59,6 +59,7 @@ export function overviewPage(assets: Assets, viewer: Viewer, queues: QueueSummar
   const body = html`<h1>Queues of ${viewer.principal.organizationSlug}</h1>
 <div hx-ext="sse" sse-connect="${`/events?overview=1&since=${stamp ?? ""}`}" class="live-stream">
 ${liveStreamTarget()}
+${liveBadgeLine()}
 ${overviewLive(overviewLiveParts(queues))}
 </div>`;
   return layout(assets, { title: "Queues", viewer, body, current: "queues" });

@@ -6,7 +6,7 @@ import { isTerminal } from "../../domain/states.js";
 import type { Actor, Evidence } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
-import { layout, liveStreamTarget, type Viewer } from "../layout.js";
+import { layout, liveBadgeLine, liveStreamTarget, type Viewer } from "../layout.js";
 import type { LivePart } from "../live-patch.js";
 import { duration, pullPath, queuePath, reasonAfterState, since, testPath, words } from "./format.js";
 
@@ -200,6 +200,7 @@ export function pullRequestPage(assets: Assets, viewer: Viewer, address: QueueAd
 <h1>#${prNumber} ${pr.prTitle}</h1>
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveStreamTarget()}
+${liveBadgeLine()}
 ${pullRequestLive(pullRequestLiveParts(address, view, now))}
 </div>`;
   return layout(assets, { title: `#${prNumber} · ${repo.owner}/${repo.name} ${targetBranch}`, viewer, body, current: "queues" });
