@@ -80,7 +80,8 @@ export async function dispatchEndpoint(services: Services, agents: WebhookAgents
  * taking turns round-robin: one organization's many endpoints, slow or failing, with a deep
  * backlog, use its own budget of connections, database transactions and CPU, and another
  * organization's endpoint starts at the next poll whatever that one's backlog (issue 22,
- * defect 12). Across processes, the claims keep a message with one dispatcher at a time.
+ * defect 12). Across processes, the claims keep a message with one dispatcher at a time, and
+ * the organization's budget is shared: each turn holds one of its slots (#inOrganizationSlot).
  */
 export class WebhookDispatcher {
   readonly #busy = new Map<string, { organizationId: string; work: Promise<number> }>();
@@ -144,13 +145,27 @@ export class WebhookDispatcher {
         if (this.#busy.has(id)) continue;
         free--;
         this.#lastTurn.set(organizationId, id);
-        const work = run(id).finally(() => this.#busy.delete(id));
+        const work = (Number.isFinite(budget) ? this.#inOrganizationSlot(organizationId, budget, () => run(id)) : run(id)).finally(() => this.#busy.delete(id));
         this.#busy.set(id, { organizationId, work });
         if (onError) work.catch((error: unknown) => onError(error, id));
         started.push(work);
       }
     }
     return started;
+  }
+
+  /**
+   * Runs an endpoint's turn in one of its organization's `budget` slots, across every process on
+   * the database: a slot is a named lock (a PostgreSQL session advisory lock; within a process a
+   * name), tried in order, so N replicas together have the organization's budget, not N times
+   * it. With every slot held elsewhere the turn is skipped (0): the next poll tries again.
+   */
+  async #inOrganizationSlot(organizationId: string, budget: number, run: () => Promise<number>): Promise<number> {
+    for (let slot = 0; slot < budget; slot++) {
+      const done = await this.services.db.tryWithLock(`greenline-webhooks:${organizationId}:${slot}`, run);
+      if (done !== null) return done;
+    }
+    return 0;
   }
 }
 

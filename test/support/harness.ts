@@ -82,11 +82,14 @@ export type TestServerOptions = {
   maxInFlight?: number;
   /** GREENLINE_DB_WAIT_MS: a request's wait for the database (a connection, the writer, a row lock) before 503. */
   databaseWaitMs?: number;
+  /** Another server's database (a second replica on it; this server leaves it in place when closed). */
+  sharedDatabaseOf?: TestServer;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
 export async function startTestServer(backend: Backend, options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await backend.createDatabase();
+  const shared = options.sharedDatabaseOf;
+  const database = shared ? { url: shared.databaseUrl, drop: async () => {} } : await backend.createDatabase();
   const token = `test-token-${randomUUID()}`;
   const logs: string[] = [];
   const sink = new Writable({
