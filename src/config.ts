@@ -33,6 +33,16 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
   secretKey: null,
 };
 
+/** How long history is kept, in days (0: forever); see src/queue/retention.ts. */
+export type RetentionSettings = {
+  /** PRs that left their queue (with their timelines), archived runs, operator events (GREENLINE_HISTORY_RETENTION_DAYS). */
+  historyDays: number;
+  /** Effects carried out or given up (GREENLINE_EFFECT_RETENTION_DAYS). */
+  effectDays: number;
+};
+
+export const DEFAULT_RETENTION: RetentionSettings = { historyDays: 90, effectDays: 7 };
+
 const ZOptionalString = z
   .string()
   .optional()
@@ -82,6 +92,8 @@ const ZEnvironment = z
     // how long a transaction waits for the database (SQLite's writer, a pooled PostgreSQL connection) before answering 503.
     GREENLINE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(64),
     GREENLINE_DB_WAIT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+    GREENLINE_HISTORY_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(DEFAULT_RETENTION.historyDays),
+    GREENLINE_EFFECT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(DEFAULT_RETENTION.effectDays),
     // Trunk's analytics CLI uploads its bundle to a URL Greenline signs: the address clients reach it at, the key, and how long a URL lasts.
     GREENLINE_PUBLIC_URL: ZOptionalString.pipe(
       z
@@ -197,6 +209,8 @@ export type Config = {
   dataDir?: string | undefined;
   /** Outbound webhooks (default: DEFAULT_WEBHOOK_SETTINGS). */
   webhooks?: WebhookSettings;
+  /** How long history is kept (default: DEFAULT_RETENTION). */
+  retention?: RetentionSettings;
 };
 
 export { DEFAULT_DATABASE_URL };
@@ -241,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
     maxInFlight: e.GREENLINE_MAX_IN_FLIGHT,
     databaseWaitMs: e.GREENLINE_DB_WAIT_MS,
+    retention: { historyDays: e.GREENLINE_HISTORY_RETENTION_DAYS, effectDays: e.GREENLINE_EFFECT_RETENTION_DAYS },
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
     sessionSecret: e.GREENLINE_SESSION_SECRET,

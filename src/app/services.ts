@@ -2,7 +2,7 @@ import type { CodeHost } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import type { Database } from "../store/database.js";
 import type { ReadCache } from "./read-cache.js";
-import type { WebhookSettings } from "../config.js";
+import type { RetentionSettings, WebhookSettings } from "../config.js";
 
 /** What the application services need from the outside world; main.ts builds it. */
 export type Services = {
@@ -18,4 +18,6 @@ export type Services = {
   webhooks?: WebhookSettings;
   /** GREENLINE_PUBLIC_URL (no trailing slash): the PR's status and comment link to its dashboard page; unset, they do not. */
   publicUrl?: string | undefined;
+  /** How long history is kept (default: DEFAULT_RETENTION). */
+  retention?: RetentionSettings;
 };

@@ -13,6 +13,7 @@ import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookD
 import { settingsOf } from "../outbound/endpoints.js";
 import { probeInstallationOutages } from "../webhooks/services/installations.js";
 import { outageOfQueue } from "../store/installation-outages.js";
+import { pruneHistory } from "../queue/retention.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
@@ -35,7 +36,7 @@ export type WorkerOptions = {
  * uninstalled installations whose probe is due, delivers the CI results
  * a code host without webhooks holds and notices its target branches moving outside the queue,
  * re-reads waiting PRs' readiness, reconciles and diagnoses runs in flight, fires due timers,
- * executes effects, and now and then prunes old deliveries and re-judges flaky tests. Outbound
+ * executes effects, and now and then prunes old deliveries and history (src/queue/retention.ts) and re-judges flaky tests. Outbound
  * webhooks go out on a loop of their own. Everything it does reads the database, so any number
  * of processes can run one, and a restarted process carries on.
  */
@@ -163,6 +164,8 @@ export class Worker {
       this.#outboxPrunedAt = services.now().getTime();
       // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).
       await pruneWebhookMessages(services);
+      // The queues' history past its retention (one replica at a time).
+      await services.db.tryWithLock("greenline-history-prune", () => pruneHistory(services));
     }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();
