@@ -2214,7 +2214,7 @@ async function queueShow(options, out) {
     out(JSON.stringify(queue, null, 2));
     return 0;
   }
-  const batching = queue.batch ? `batches of up to ${queue.batchingMinSize}` : "no batching";
+  const batching = queue.batch ? `batches of ${queue.batchingMinSize} to ${Math.max(1, queue.batchingMinSize * 2)} PRs (fewer after ${queue.batchingMaxWaitTimeMinutes} min)` : "no batching";
   out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);

@@ -50,6 +50,7 @@ type Queue = {
   concurrency: number;
   batch: boolean;
   batchingMinSize: number;
+  batchingMaxWaitTimeMinutes: number;
   requiredStatuses: string[];
   requiredStatusesSource: string;
   requiredStatusesWarning?: string;
@@ -208,7 +209,8 @@ export async function queueShow(options: QueueOptions, out: Out): Promise<number
     out(JSON.stringify(queue, null, 2));
     return 0;
   }
-  const batching = queue.batch ? `batches of up to ${queue.batchingMinSize}` : "no batching";
+  // The engine forms batches of batchingMinSize PRs (fewer after batchingMaxWaitTimeMinutes) up to twice that (docs/engine.md).
+  const batching = queue.batch ? `batches of ${queue.batchingMinSize} to ${Math.max(1, queue.batchingMinSize * 2)} PRs (fewer after ${queue.batchingMaxWaitTimeMinutes} min)` : "no batching";
   out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);

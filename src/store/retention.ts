@@ -22,17 +22,18 @@ export function deleteDoneEffects(sql: Sql, before: Date, limit: number): Promis
 }
 
 /**
- * Operator events (queue events) from before `before`. Each queue's latest settings change stays
- * (the queue's "settings changed at").
+ * Operator events (queue events) from before `before`. Each queue's latest settings change stays:
+ * the engine's `config_changed` (the queue's "settings changed at") and the operator's
+ * `settings_changed` (what getQueueEvents shows of it).
  */
 export function deleteQueueEvents(sql: Sql, before: Date, limit: number): Promise<number> {
   return sql.run(
     `DELETE FROM "QueueEvent" WHERE "id" IN (
        SELECT e."id" FROM "QueueEvent" e
        WHERE e."at" < ?
-         AND NOT (e."kind" = 'config_changed' AND NOT EXISTS (
+         AND NOT (e."kind" IN ('config_changed', 'settings_changed') AND NOT EXISTS (
            SELECT 1 FROM "QueueEvent" c
-           WHERE c."queueId" = e."queueId" AND c."kind" = 'config_changed' AND (c."at" > e."at" OR (c."at" = e."at" AND c."id" > e."id"))))
+           WHERE c."queueId" = e."queueId" AND c."kind" = e."kind" AND (c."at" > e."at" OR (c."at" = e."at" AND c."id" > e."id"))))
        LIMIT ?)`,
     [before, limit],
   );

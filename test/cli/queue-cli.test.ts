@@ -111,6 +111,11 @@ describe("greenline pr, queue and targets against a real Greenline (sandbox code
 
     const paused = await cli(["queue", "pause", ...at("show")]);
     expect(paused).toMatchObject({ code: 0, stdout: "greenline: the queue main of acme/show is paused\n" });
+
+    // Batching: the smallest batch the engine waits for, and the largest it forms (twice that).
+    await server.api.ok("updateQueue", { ...queueOf("show"), batch: true, batchingMinSize: 3, batchingMaxWaitTimeMinutes: 5 });
+    const batched = await cli(["queue", "show", ...at("show")]);
+    expect(batched.stdout.split("\n")[0]).toBe("The queue main of acme/show: paused; single mode, concurrency 1, batches of 3 to 6 PRs (fewer after 5 min)");
     expect((await server.api.ok("getQueue", queueOf("show"))).state).toBe("paused");
     const resumed = await cli(["queue", "resume", ...at("show")]);
     expect(resumed).toMatchObject({ code: 0, stdout: "greenline: the queue main of acme/show is running\n" });

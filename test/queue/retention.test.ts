@@ -40,6 +40,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
         runs: await tx.testRun.count({ where }),
         events: await tx.queueEvent.count({ where }),
         settingsChanges: await tx.queueEvent.count({ where: { ...where, kind: "config_changed" } }),
+        operatorSettingsChanges: await tx.queueEvent.count({ where: { ...where, kind: "settings_changed" } }),
       };
     });
 
@@ -55,6 +56,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     expect(merged.doneEffects).toBeGreaterThan(3);
     expect(merged.transitions).toBeGreaterThan(3);
     expect(merged.settingsChanges).toBe(2);
+    expect(merged.operatorSettingsChanges).toBe(2);
 
     // A week and a day later a PR waits in line (submitted now): only done effects are old enough.
     clock.advance(8 * DAY_MS);
@@ -92,7 +94,10 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     expect(old.pullRequests).toBe(4);
     expect(old.runs).toBeGreaterThan(0);
     const left = await counts(name);
-    expect(left).toMatchObject({ entries: 1, settingsChanges: 1 });
+    expect(left).toMatchObject({ entries: 1, settingsChanges: 1, operatorSettingsChanges: 1 });
+    // The operator's events still show the latest settings change.
+    const shown = await server.api.ok("getQueueEvents", queueOf(name));
+    expect(JSON.stringify(shown)).toContain("settings_changed");
     expect((await server.api.call("getSubmittedPullRequest", prOf(1, name))).status).toBe(404);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(5, name))).state).toMatch(/pending|testing/);
 
