@@ -89,7 +89,29 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
         events.push([orderedId(), queueId, "submitted", "{}", old], [orderedId(), queueId, "run_finished", "{}", old]);
       }
       await db.sqlTransaction(async (sql) => {
-        await sql.insert("QueueEntry", ["id", "queueId", "prNumber", "prTitle", "prSha", "prBaseBranch", "prAuthor", "state", "stateChangedAt", "stateReason", "priorityValue", "priorityName", "noBatch", "isCurrentlySubmitted", "mergeability", "submittedAt", "timelineCount"], entries);
+        await sql.insert(
+          "QueueEntry",
+          [
+            "id",
+            "queueId",
+            "prNumber",
+            "prTitle",
+            "prSha",
+            "prBaseBranch",
+            "prAuthor",
+            "state",
+            "stateChangedAt",
+            "stateReason",
+            "priorityValue",
+            "priorityName",
+            "noBatch",
+            "isCurrentlySubmitted",
+            "mergeability",
+            "submittedAt",
+            "timelineCount",
+          ],
+          entries,
+        );
         await sql.insert("Transition", ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "evidence"], transitions);
         await sql.insert("TestRun", ["id", "queueId", "runId", "kind", "baseSha", "stack", "tested", "status", "startedAt", "finishedAt", "archived"], runs);
         await sql.insert("Effect", ["id", "queueId", "seq", "kind", "payload", "createdAt", "doneAt"], effects);
@@ -142,7 +164,11 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
   }
 }
 
-console.log(`History pruning, ${machine()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+console.log(
+  `History pruning, ${machine()}, load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
 console.log("");
 console.log("| backend | PRs of history | rows | deleted | wall s | rows/s | batches | submit p50 / p99 ms alone | submit p50 / p99 ms while pruning | ratio p50 / p99 |");
 console.log("|---|---:|---:|---|---:|---:|---:|---|---|---|");
@@ -152,4 +178,8 @@ if (only !== "sqlite") {
   if (await postgresReachable(PG_ADMIN)) await run("postgres");
   else console.log("| postgres | not reachable: skipped | | | | | | | | |");
 }
-console.log(`load after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+console.log(
+  `load after: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);

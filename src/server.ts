@@ -186,7 +186,18 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     } else {
       log.warn("no GitHub App configured (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET): using the sandbox code host, a simulated GitHub");
     }
-    const services: Services = { db, codeHost, now, newId: () => orderedId(), random: options.random ?? Math.random, readCache: new ReadCache(), log, webhooks: config.webhooks, publicUrl: config.publicUrl, retention: config.retention };
+    const services: Services = {
+      db,
+      codeHost,
+      now,
+      newId: () => orderedId(),
+      random: options.random ?? Math.random,
+      readCache: new ReadCache(),
+      log,
+      webhooks: config.webhooks,
+      publicUrl: config.publicUrl,
+      retention: config.retention,
+    };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
     const oauth = config.githubApp?.oauth;
