@@ -49,10 +49,9 @@ async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<s
 /** The first effect of the queue's outbox not yet done, or null. */
 export async function nextPendingEffect(tx: Tx, queueId: string): Promise<PendingEffect | null> {
   // Plain SQL (sqlOf): the effect runner asks before every effect.
-  const [found] = await sqlOf(tx).all<Record<string, unknown>>(
-    `SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT 1`,
-    [queueId],
-  );
+  const [found] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT 1`, [
+    queueId,
+  ]);
   if (!found) return null;
   const row = prismaShaped<{ id: string; queueId: string; payload: string; attempts: number; nextAttemptAt: Date | null }>(found, [], ["nextAttemptAt"]);
   const effect = JSON.parse(row.payload) as OutboxEffect;

@@ -81,10 +81,7 @@ export async function entriesInPlayOr(tx: Tx, queueId: string, prNumbers: readon
   }
   const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
   // Two index lookups (queueId, state) and (queueId, prNumber), not a scan of the queue's history.
-  const rows = await sql.all<Record<string, unknown>>(
-    `SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} UNION SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`,
-    [queueId, states, queueId, prs],
-  );
+  const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} UNION SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`, [queueId, states, queueId, prs]);
   return rows.map(queueEntryOfSql);
 }
 

@@ -187,10 +187,17 @@ export async function saveDecision(
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
-  await sql.run(
-    `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`,
-    [next.state, next.mode, next.pendingMode, next.baseSha || null, JSON.stringify(next.merged), next.nextRunNumber, timer ? new Date(timer.at) : null, new Date(), queue.id],
-  );
+  await sql.run(`UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`, [
+    next.state,
+    next.mode,
+    next.pendingMode,
+    next.baseSha || null,
+    JSON.stringify(next.merged),
+    next.nextRunNumber,
+    timer ? new Date(timer.at) : null,
+    new Date(),
+    queue.id,
+  ]);
   await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
 }
 

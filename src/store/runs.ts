@@ -88,10 +88,7 @@ export async function activeRunsOf(tx: Tx, queueId: string): Promise<TestRun[]> 
 }
 
 /** The engine's new runs, as rows (plain SQL: one statement on PostgreSQL). */
-export async function insertRuns(
-  tx: Tx,
-  runs: readonly { id: string; queueId: string; run: EngineRun; archived: boolean }[],
-): Promise<void> {
+export async function insertRuns(tx: Tx, runs: readonly { id: string; queueId: string; run: EngineRun; archived: boolean }[]): Promise<void> {
   if (runs.length === 0) return;
   const columns = ["id", "queueId", "runId", "kind", "baseSha", "stack", "tested", "status", "failure", "startedAt", "finishedAt", "archived", "statusChecks"];
   await sqlOf(tx).insert(
@@ -280,10 +277,9 @@ export async function flakesAbsorbedSince(tx: Tx, queueIds: string[], since: Dat
 export async function rebaseRuns(tx: Tx, baseSha: string, rows: readonly { id: string; stack: readonly number[] }[]): Promise<void> {
   if (rows.length === 0) return;
   const sql = sqlOf(tx);
-  const [inIds, ids] = sql.anyOf(`"id"`, rows.map((row) => row.id));
-  await sql.run(`UPDATE "TestRun" SET "baseSha" = ?, "stack" = CASE "id" ${rows.map(() => "WHEN ? THEN ?").join(" ")} END WHERE ${inIds}`, [
-    baseSha,
-    ...rows.flatMap((row) => [row.id, JSON.stringify(row.stack)]),
-    ids,
-  ]);
+  const [inIds, ids] = sql.anyOf(
+    `"id"`,
+    rows.map((row) => row.id),
+  );
+  await sql.run(`UPDATE "TestRun" SET "baseSha" = ?, "stack" = CASE "id" ${rows.map(() => "WHEN ? THEN ?").join(" ")} END WHERE ${inIds}`, [baseSha, ...rows.flatMap((row) => [row.id, JSON.stringify(row.stack)]), ids]);
 }

@@ -159,8 +159,7 @@ function postgresValue(value: unknown): unknown {
  */
 const TIMESTAMP_OID = 1114;
 const pgTypes = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === TIMESTAMP_OID ? (text: string) => new Date(`${text.replace(" ", "T")}Z`) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === TIMESTAMP_OID ? (text: string) => new Date(`${text.replace(" ", "T")}Z`) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 };
 
 function numbered(text: string): string {
