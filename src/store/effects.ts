@@ -59,6 +59,30 @@ export async function nextPendingEffect(tx: Tx, queueId: string): Promise<Pendin
 }
 
 /**
+ * The first `limit` effects of the queue's outbox not yet done, in order (the effect runner
+ * reads them in one statement, then carries them out one by one).
+ */
+export async function pendingEffects(tx: Tx, queueId: string, limit: number): Promise<PendingEffect[]> {
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT ?`, [
+    queueId,
+    limit,
+  ]);
+  return rows.map((found) => {
+    const row = prismaShaped<{ id: string; queueId: string; payload: string; attempts: number; nextAttemptAt: Date | null }>(found, [], ["nextAttemptAt"]);
+    const effect = JSON.parse(row.payload) as OutboxEffect;
+    return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
+  });
+}
+
+/** Marks effects done in one statement (those another worker marked already, or whose queue is gone, are left). */
+export async function completeEffects(tx: Tx, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  const sql = sqlOf(tx);
+  const [inIds, values] = sql.anyOf(`"id"`, ids);
+  await sql.run(`UPDATE "Effect" SET "doneAt" = ? WHERE ${inIds} AND "doneAt" IS NULL`, [at, values]);
+}
+
+/**
  * Marks an effect done (a no-op when another worker did already, or the queue is gone). Plain
  * SQL: Prisma wraps an updateMany in BEGIN and COMMIT of its own, two more round trips for every
  * effect the worker carries out (docs/benchmarks.md).

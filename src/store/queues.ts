@@ -181,7 +181,8 @@ export async function deleteQueue(tx: Tx, id: string): Promise<void> {
 
 /** Records where the code host says the target branch is. */
 export async function recordTargetHead(tx: Tx, id: string, head: string): Promise<void> {
-  await tx.queue.update({ where: { id }, data: { targetHead: head } });
+  // Plain SQL (sqlOf): every landed merge records it.
+  await sqlOf(tx).run(`UPDATE "Queue" SET "targetHead" = ?, "updatedAt" = ? WHERE "id" = ?`, [head, new Date(), id]);
 }
 
 /** The ids of the repository's queues (of one branch, when given). */
