@@ -151,8 +151,12 @@ console.log("|---|---|---|---|---|---|---|");
 console.log(
   `| none (pure engine, same workload) | ${(pure.wallMs / 1000).toFixed(2)} | ${(pure.cpuMs / 1000).toFixed(2)} | ${pure.events} | ${(pure.wallMs / pure.events).toFixed(3)} | ${(pure.wallMs / costPrs).toFixed(3)} | 1 |`,
 );
-const stores: { name: string; kind: Parameters<typeof simulate>[2] }[] = [{ name: "SQLite", kind: { kind: "sqlite" } }];
-if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
+/** `--cost-store=sqlite` or `--cost-store=postgres`: only that store (profiling one backend). */
+const costStore = process.argv.find((a) => a.startsWith("--cost-store="))?.slice("--cost-store=".length);
+const stores: { name: string; kind: Parameters<typeof simulate>[2] }[] = costStore === "postgres" ? [] : [{ name: "SQLite", kind: { kind: "sqlite" } }];
+if (costStore === "sqlite") {
+  // SQLite only.
+} else if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
 else console.log("(PostgreSQL not reachable: skipped)");
 let queries: QueryCount | null = null;
 for (const store of stores) {

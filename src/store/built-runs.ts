@@ -1,5 +1,5 @@
 import { jsonNumbers } from "./columns.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 
 export type RunDescription = { baseSha: string; stack: readonly number[] };
 export type BuiltPrefix = { length: number; sha: string };
@@ -13,7 +13,11 @@ export type BuiltPrefix = { length: number; sha: string };
  */
 export async function builtPrefixOf(tx: Tx, queueId: string, descriptions: readonly RunDescription[]): Promise<{ description: RunDescription; prefix: BuiltPrefix | null }> {
   for (const description of descriptions) {
-    const rows = await tx.testRun.findMany({ where: { queueId, baseSha: description.baseSha, testBranchSha: { not: null } }, select: { stack: true, testBranchSha: true } });
+    // Plain SQL (sqlOf): every run started asks.
+    const rows = await sqlOf(tx).all<{ stack: string; testBranchSha: string | null }>(`SELECT "stack", "testBranchSha" FROM "TestRun" WHERE "queueId" = ? AND "baseSha" = ? AND "testBranchSha" IS NOT NULL`, [
+      queueId,
+      description.baseSha,
+    ]);
     let best: BuiltPrefix | null = null;
     for (const row of rows) {
       const built = jsonNumbers(row.stack, "TestRun.stack");

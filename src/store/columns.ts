@@ -33,3 +33,18 @@ export function jsonRecordOf<T extends string>(allowed: readonly T[], text: stri
   }
   throw new Error(`store: ${column} is not a JSON object`);
 }
+
+/**
+ * A row read through plain SQL (sql.ts) in the shape Prisma reads it in: `booleans` as booleans
+ * (SQLite answers 0 or 1), `dates` as Dates (SQLite keeps Prisma's ISO text; null stays null).
+ * Integer and BigInt columns are left as numbers (or PostgreSQL's int8 text): readers wrap them
+ * in Number() already.
+ */
+export function prismaShaped<T>(row: Record<string, unknown>, booleans: readonly string[], dates: readonly string[]): T {
+  for (const column of booleans) row[column] = row[column] === true || row[column] === 1 || row[column] === "1";
+  for (const column of dates) {
+    const value = row[column];
+    if (value !== null && value !== undefined && !(value instanceof Date)) row[column] = new Date(value as string | number);
+  }
+  return row as T;
+}

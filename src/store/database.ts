@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
@@ -103,6 +104,8 @@ export class Database {
     private readonly locks: AdvisoryLockConnection | null = null,
     /** How long a transaction waits for its turn before failing with a busy error (isDatabaseBusy). */
     private readonly waitMs: number = DEFAULT_DATABASE_WAIT_MS,
+    /** SQLite: the connection Prisma's client writes on (its transactions' BEGIN is run there). */
+    private readonly prismaDriver: { connection: BetterSqlite3.Database | null } | null = null,
   ) {
     this.#serialize = kind === "sqlite" ? new Mutex() : null;
   }
@@ -120,7 +123,9 @@ export class Database {
       } finally {
         setup.close();
       }
-      const client = new SqliteClient({ adapter: new PrismaBetterSQLite3({ url: `file:${path}`, timeout: 10_000 }) });
+      // Prisma's own connection is kept (see capturingSqlite): plain SQL in a Prisma transaction runs on it.
+      const driver: { connection: BetterSqlite3.Database | null } = { connection: null };
+      const client = new SqliteClient({ adapter: capturingSqlite(new PrismaBetterSQLite3({ url: `file:${path}`, timeout: 10_000 }), driver) });
       // Per-connection settings: enforce foreign keys (cascading deletes rely on them);
       // FULL makes every commit durable, even against power loss.
       await client.$executeRawUnsafe("PRAGMA foreign_keys = ON");
@@ -143,6 +148,7 @@ export class Database {
         lookupConnection,
         null,
         waitMs,
+        driver,
       );
       return database;
     }
@@ -162,7 +168,7 @@ export class Database {
     // reported as an "error" on the pool, which would end the process unheard. The pool has
     // already discarded it; the next query opens another.
     pool.on("error", () => {});
-    const client = new PostgresClient({ adapter: new PrismaPg(pool) }) as unknown as Client;
+    const client = new PostgresClient({ adapter: new PrismaPg(capturingPool(pool)) }) as unknown as Client;
     const locks = new AdvisoryLockConnection(() => new pg.Client({ connectionString: url, options: sessionOptions }));
     return new Database(
       "postgres",
@@ -201,10 +207,44 @@ export class Database {
     return result;
   }
 
-  /** Runs `fn` in one transaction: all of its writes happen, or none. */
+  /**
+   * Runs `fn` in one transaction: all of its writes happen, or none. `sqlOf(tx)` gives plain SQL
+   * in the same transaction (the store's hot paths: a Prisma query costs ~0.1–0.3 ms of client
+   * work for a query of a few microseconds, docs/benchmarks.md).
+   */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    const run = () => this.client.$transaction(fn, { maxWait: this.waitMs, timeout: 30_000 });
+    const options = { maxWait: this.waitMs, timeout: 30_000 };
+    const run = this.pool
+      ? () => {
+          const slot: TransactionSlot = { connection: null };
+          return transactionSlot.run(slot, () =>
+            this.client.$transaction((tx) => {
+              if (!slot.connection) throw new Error("database: the transaction's connection was not seen");
+              plainSql.set(tx, postgresSql(slot.connection));
+              return fn(tx);
+            }, options),
+          );
+        }
+      : () =>
+          this.client.$transaction((tx) => {
+            plainSql.set(tx, this.#prismaWriterSql());
+            return fn(tx);
+          }, options);
     return this.#track(() => (this.#serialize ? this.#serialize.run(run, this.waitMs) : run()));
+  }
+
+  #prismaSql: Sql | null = null;
+  #prismaConnection: BetterSqlite3.Database | null = null;
+
+  /** SQLite: plain SQL on Prisma's own connection (which holds the write lock in a transaction). */
+  #prismaWriterSql(): Sql {
+    const connection = this.prismaDriver?.connection;
+    if (!connection) throw new Error("database: Prisma's SQLite connection is not open");
+    if (connection !== this.#prismaConnection) {
+      this.#prismaConnection = connection;
+      this.#prismaSql = sqliteSql(connection);
+    }
+    return this.#prismaSql!;
   }
 
   /**
@@ -214,12 +254,14 @@ export class Database {
    * SQL (`$executeRaw`) goes alone. On SQLite it holds the same mutex as `transaction`.
    */
   write<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
+    plainSql.set(this.client, this.pool ? (this.#poolSql ??= postgresSql(this.pool)) : this.#prismaWriterSql());
     const run = () => fn(this.client as unknown as Tx);
     return this.#track(() => (this.#serialize ? this.#serialize.run(run, this.waitMs) : run()));
   }
 
   /** Runs read-only queries on the last committed state. */
   read<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
+    if (!plainSql.has(this.reader)) plainSql.set(this.reader, this.#readSql());
     return fn(this.reader as unknown as Tx);
   }
 
@@ -294,8 +336,14 @@ export class Database {
 
   /** Runs read-only plain SQL on the last committed state. */
   sqlRead<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    this.#readerSql ??= this.pool ? postgresSql(this.pool) : sqliteSql(this.sqliteReader!);
-    return fn(this.#readerSql);
+    return fn(this.#readSql());
+  }
+
+  #poolSql: Sql | null = null;
+
+  #readSql(): Sql {
+    this.#readerSql ??= this.pool ? (this.#poolSql ??= postgresSql(this.pool)) : sqliteSql(this.sqliteReader!);
+    return this.#readerSql;
   }
 
   readonly #held = new Set<string>();
@@ -338,6 +386,59 @@ export class Database {
     })();
     return this.#closing;
   }
+}
+
+/** Plain SQL for each Tx handed out (a transaction's, `read`'s, `write`'s): see sqlOf. */
+const plainSql = new WeakMap<object, Sql>();
+
+/**
+ * Plain SQL (sql.ts) in the same transaction, or on the same connection, as `tx`: the store's
+ * hot paths use it where Prisma's client cost would dominate. Every Tx the Database hands out has one.
+ */
+export function sqlOf(tx: Tx): Sql {
+  const sql = plainSql.get(tx);
+  if (!sql) throw new Error("database: no plain SQL for this Tx (not one the Database handed out)");
+  return sql;
+}
+
+/** PostgreSQL: the pooled connection Prisma takes for the transaction being started in this async context. */
+type TransactionSlot = { connection: pg.PoolClient | null };
+const transactionSlot = new AsyncLocalStorage<TransactionSlot>();
+
+/**
+ * The pool as Prisma's adapter sees it: a connection it takes while a transaction is being
+ * started (the adapter's startTransaction, in `Database.transaction`'s async context) is noted
+ * in that transaction's slot, so plain SQL can run in the same transaction.
+ */
+function capturingPool(pool: pg.Pool): pg.Pool {
+  const connect = async () => {
+    const connection = await pool.connect();
+    const slot = transactionSlot.getStore();
+    if (slot && !slot.connection) slot.connection = connection;
+    return connection;
+  };
+  return new Proxy(pool, {
+    get(target, property) {
+      if (property === "connect") return connect;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Prisma's SQLite adapter factory, noting the connection it opens (its `client`) in `driver`. */
+function capturingSqlite(factory: PrismaBetterSQLite3, driver: { connection: BetterSqlite3.Database | null }): PrismaBetterSQLite3 {
+  const connect = factory.connect.bind(factory);
+  return Object.assign(Object.create(factory) as PrismaBetterSQLite3, {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connect: async () => {
+      const adapter = await connect();
+      driver.connection = (adapter as unknown as { client: BetterSqlite3.Database }).client;
+      return adapter;
+    },
+    connectToShadowDb: factory.connectToShadowDb.bind(factory),
+  });
 }
 
 /** Session settings every PostgreSQL connection of the service starts with. */

@@ -1,5 +1,6 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
-import type { Tx } from "./database.js";
+import { prismaShaped } from "./columns.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -19,28 +20,66 @@ export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffe
   const lastStatus = new Map(effects.flatMap((e, i) => (e.kind === "pr_status" ? [[headOf(e), i] as const] : [])));
   const kept = effects.filter((e, i) => e.kind !== "pr_status" || lastStatus.get(headOf(e)) === i);
   if (lastStatus.size > 0) await dropPendingStatuses(tx, queueId, new Set(lastStatus.keys()), headOf);
-  const last = await tx.effect.findFirst({ where: { queueId }, orderBy: { seq: "desc" }, select: { seq: true } });
-  let seq = last?.seq ?? 0;
-  await tx.effect.createMany({
-    data: kept.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
-  });
+  // Plain SQL (sqlOf): most decisions append effects. MAX on the (queueId, seq) index is one probe.
+  const sql = sqlOf(tx);
+  const [last] = await sql.all<{ seq: number | string | null }>(`SELECT MAX("seq") AS "seq" FROM "Effect" WHERE "queueId" = ?`, [queueId]);
+  let seq = Number(last?.seq ?? 0);
+  await sql.insert(
+    "Effect",
+    EFFECT_COLUMNS,
+    kept.map((effect) => [context.newId(), queueId, ++seq, effect.kind, JSON.stringify(effect), context.now]),
+  );
 }
+
+const EFFECT_COLUMNS = ["id", "queueId", "seq", "kind", "payload", "createdAt"] as const;
 
 /** Deletes the pending statuses of these PR heads (see appendEffects). */
 async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<string>, headOf: (e: { prNumber: number; sha: string }) => string): Promise<void> {
   // A status already tried and failing stays: its backoff and attempts (which the rate-limit
   // reserve and giving up count) are not reset by a newer one.
-  const rows = await tx.effect.findMany({ where: { queueId, doneAt: null, kind: "pr_status", attempts: 0 }, select: { id: true, payload: true } });
+  const sql = sqlOf(tx);
+  const rows = await sql.all<{ id: string; payload: string }>(`SELECT "id", "payload" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL AND "kind" = 'pr_status' AND "attempts" = 0`, [queueId]);
   const stale = rows.filter((row) => heads.has(headOf(JSON.parse(row.payload) as { prNumber: number; sha: string }))).map((row) => row.id);
-  if (stale.length > 0) await tx.effect.deleteMany({ where: { id: { in: stale }, doneAt: null, attempts: 0 } });
+  if (stale.length > 0) {
+    const [inIds, ids] = sql.anyOf(`"id"`, stale);
+    await sql.run(`DELETE FROM "Effect" WHERE ${inIds} AND "doneAt" IS NULL AND "attempts" = 0`, [ids]);
+  }
 }
 
 /** The first effect of the queue's outbox not yet done, or null. */
 export async function nextPendingEffect(tx: Tx, queueId: string): Promise<PendingEffect | null> {
-  const row = await tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" } });
-  if (!row) return null;
+  // Plain SQL (sqlOf): the effect runner asks before every effect.
+  const [found] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT 1`, [
+    queueId,
+  ]);
+  if (!found) return null;
+  const row = prismaShaped<{ id: string; queueId: string; payload: string; attempts: number; nextAttemptAt: Date | null }>(found, [], ["nextAttemptAt"]);
   const effect = JSON.parse(row.payload) as OutboxEffect;
   return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
+}
+
+/**
+ * The first `limit` effects of the queue's outbox not yet done, in order (the effect runner
+ * reads them in one statement, then carries them out one by one).
+ */
+export async function pendingEffects(tx: Tx, queueId: string, limit: number): Promise<PendingEffect[]> {
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT ?`, [
+    queueId,
+    limit,
+  ]);
+  return rows.map((found) => {
+    const row = prismaShaped<{ id: string; queueId: string; payload: string; attempts: number; nextAttemptAt: Date | null }>(found, [], ["nextAttemptAt"]);
+    const effect = JSON.parse(row.payload) as OutboxEffect;
+    return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
+  });
+}
+
+/** Marks effects done in one statement (those another worker marked already, or whose queue is gone, are left). */
+export async function completeEffects(tx: Tx, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  const sql = sqlOf(tx);
+  const [inIds, values] = sql.anyOf(`"id"`, ids);
+  await sql.run(`UPDATE "Effect" SET "doneAt" = ? WHERE ${inIds} AND "doneAt" IS NULL`, [at, values]);
 }
 
 /**
@@ -49,7 +88,7 @@ export async function nextPendingEffect(tx: Tx, queueId: string): Promise<Pendin
  * effect the worker carries out (docs/benchmarks.md).
  */
 export async function completeEffect(tx: Tx, id: string, at: Date): Promise<void> {
-  await tx.$executeRaw`UPDATE "Effect" SET "doneAt" = ${at} WHERE "id" = ${id} AND "doneAt" IS NULL`;
+  await sqlOf(tx).run(`UPDATE "Effect" SET "doneAt" = ? WHERE "id" = ? AND "doneAt" IS NULL`, [at, id]);
 }
 
 /** Counts a failed attempt at an effect, with its error and the time before which it is not tried again. */

@@ -1,8 +1,8 @@
 import type { QueueEntry as EntryRow } from "../generated/sqlite/client.js";
 import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrState } from "../domain/states.js";
 import type { TimelineEvent } from "../domain/timeline.js";
-import { oneOf } from "./columns.js";
-import type { Tx } from "./database.js";
+import { oneOf, prismaShaped } from "./columns.js";
+import { sqlOf, type Tx } from "./database.js";
 import { appendTimelineEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
@@ -66,6 +66,25 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
   };
 }
 
+/** A QueueEntry row read through plain SQL (sqlOf), as a QueueEntry. */
+export function queueEntryOfSql(row: Record<string, unknown>): QueueEntry {
+  return toQueueEntry(prismaShaped<EntryRow>(row, ["noBatch", "forceEnqueued", "isCurrentlySubmitted", "ready"], ["stateChangedAt", "submittedAt", "readinessRecheckAt"]));
+}
+
+/** The queue's PRs in play, and those of `prNumbers` whatever their state (plain SQL: every decision loads them). */
+export async function entriesInPlayOr(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<QueueEntry[]> {
+  const sql = sqlOf(tx);
+  const [inStates, states] = sql.anyOf(`"state"`, LIVE_PR_STATES);
+  if (prNumbers.length === 0) {
+    const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates}`, [queueId, states]);
+    return rows.map(queueEntryOfSql);
+  }
+  const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
+  // Two index lookups (queueId, state) and (queueId, prNumber), not a scan of the queue's history.
+  const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} UNION SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`, [queueId, states, queueId, prs]);
+  return rows.map(queueEntryOfSql);
+}
+
 /** The queue's entry for PR `prNumber`, or null when it was never submitted there. */
 export async function entryOf(tx: Tx, queueId: string, prNumber: number): Promise<QueueEntry | null> {
   const row = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId, prNumber } } });
@@ -100,7 +119,9 @@ export async function titlesOf(tx: Tx, queueId: string, prNumbers: number[]): Pr
 
 /** The head commits the queue pinned for PRs `prNumbers` (the heads it tests and merges), by number. */
 export async function pinnedHeadsOf(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<Record<number, string>> {
-  const rows = await tx.queueEntry.findMany({ where: { queueId, prNumber: { in: [...prNumbers] } }, select: { prNumber: true, prSha: true } });
+  const sql = sqlOf(tx);
+  const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
+  const rows = await sql.all<{ prNumber: number; prSha: string }>(`SELECT "prNumber", "prSha" FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`, [queueId, prs]);
   return Object.fromEntries(rows.map((row) => [row.prNumber, row.prSha]));
 }
 

@@ -1,12 +1,12 @@
 import type { ImpactedTargets as TargetsRow } from "../generated/sqlite/client.js";
 import type { Targets } from "../domain/engine/types.js";
 import { jsonStrings } from "./columns.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** The targets a PR's head impacts, as uploaded for the commit `sha`. */
 export type ImpactedTargets = { prNumber: number; sha: string; targets: Targets };
 
-export function toImpactedTargets(row: TargetsRow): ImpactedTargets {
+export function toImpactedTargets(row: Pick<TargetsRow, "prNumber" | "sha" | "kind" | "targets">): ImpactedTargets {
   return { prNumber: row.prNumber, sha: row.sha, targets: row.kind === "all" ? "ALL" : jsonStrings(row.targets, "ImpactedTargets.targets") };
 }
 
@@ -23,7 +23,10 @@ export async function impactedTargetsOf(tx: Tx, queueId: string, prNumber: numbe
 
 /** The impacted targets of the queue's PRs `prNumbers`, by number. */
 export async function impactedTargetsOfPrs(tx: Tx, queueId: string, prNumbers: number[]): Promise<Map<number, ImpactedTargets>> {
-  const rows = await tx.impactedTargets.findMany({ where: { queueId, prNumber: { in: prNumbers } } });
+  // Plain SQL: every decision of a parallel queue loads them (sqlOf).
+  const sql = sqlOf(tx);
+  const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
+  const rows = await sql.all<Pick<TargetsRow, "prNumber" | "sha" | "kind" | "targets">>(`SELECT "prNumber", "sha", "kind", "targets" FROM "ImpactedTargets" WHERE "queueId" = ? AND ${inPrs}`, [queueId, prs]);
   return new Map(rows.map((row) => [row.prNumber, toImpactedTargets(row)]));
 }
 

@@ -1,4 +1,5 @@
-import type { Tx } from "./database.js";
+import { prismaShaped } from "./columns.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** Why the App cannot work on an account: its installation is suspended, or the App was uninstalled. */
 export type OutageState = "suspended" | "uninstalled";
@@ -64,8 +65,9 @@ export async function clearAccountOutage(tx: Tx, accountKey: string): Promise<bo
 
 /** The outage of the account, or null when the App works there (as far as Greenline knows). */
 export async function outageOf(tx: Tx, accountKey: string): Promise<InstallationOutage | null> {
-  const row = await tx.installationOutage.findUnique({ where: { accountKey } });
-  return row && toOutage(row);
+  // Plain SQL (sqlOf): the effect runner asks at every call.
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "InstallationOutage" WHERE "accountKey" = ?`, [accountKey]);
+  return row ? toOutage(prismaShaped<Row>(row, [], ["since", "nextProbeAt"])) : null;
 }
 
 /** The outages among the accounts `keys`, by account key. */

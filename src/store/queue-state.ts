@@ -1,14 +1,13 @@
 import { runNumberOf } from "../domain/engine/run-ids.js";
 import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
-import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 import { appendEffects } from "./effects.js";
-import { toQueueEntry, type QueueEntry } from "./entries.js";
+import { entriesInPlayOr, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
-import { rebaseRuns, toTestRun, type TestRun } from "./runs.js";
+import { activeRunsOf, insertRuns, rebaseRuns, updateRun, type TestRun } from "./runs.js";
 import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
@@ -61,13 +60,10 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges),
   // and so does every PR a loaded run holds (a bisection run is judged by what became of them).
   const merged = queue.mergedPrs;
-  const runs = (await tx.testRun.findMany({ where: { queueId: queue.id, archived: false } })).map(toTestRun).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
+  // Plain SQL (sqlOf): every decision loads these.
+  const runs = (await activeRunsOf(tx, queue.id)).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
   const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
-  const entries = (
-    await tx.queueEntry.findMany({
-      where: { queueId: queue.id, OR: [{ state: { in: LIVE_PR_STATES } }, { prNumber: { in: [...new Set([...alsoPrs, ...merged, ...inRuns])] } }] },
-    })
-  ).map(toQueueEntry);
+  const entries = (await entriesInPlayOr(tx, queue.id, [...new Set([...alsoPrs, ...merged, ...inRuns])])).sort((a, b) => a.prNumber - b.prNumber);
   const uploaded =
     queue.mode === "parallel" || queue.pendingMode === "parallel"
       ? await impactedTargetsOfPrs(
@@ -123,6 +119,7 @@ export async function saveDecision(
   const next = decision.queue;
   const pruning: [string, number][] = [];
 
+  const sql = sqlOf(tx);
   for (const entry of next.entries) {
     const row = loaded.entries.get(entry.prNumber);
     if (!row) continue;
@@ -131,25 +128,34 @@ export async function saveDecision(
     // The host's words come with the transition that reports them (kept until resubmission).
     const message = decision.transitions.findLast((t) => t.prNumber === entry.prNumber)?.message;
     const added = context.timeline.filter((e) => e.prNumber === entry.prNumber).length;
-    const updated = await tx.queueEntry.update({
-      where: { id: row.id },
-      data: {
-        state: entry.state,
-        stateReason: entry.reason,
-        ...(message !== undefined ? { failureMessage: message.slice(0, 2000) } : {}),
-        stateChangedAt: new Date(entry.stateChangedAt),
-        bisectionGroupLimit: entry.bisectionGroupLimit,
-        ready: entry.ready,
-        linePosition: entry.position === null ? null : BigInt(entry.position),
-        ...(entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled" ? { isCurrentlySubmitted: false } : {}),
-        ...(added > 0 ? { timelineCount: { increment: added } } : {}),
-      },
-      select: { timelineCount: true },
-    });
-    if (added > 0) pruning.push([row.id, updated.timelineCount]);
+    const concluded = entry.state === "merged" || entry.state === "failed" || entry.state === "cancelled";
+    // Plain SQL (sqlOf); the columns Prisma's update wrote, and those only.
+    const [updated] = await sql.all<{ timelineCount: number }>(
+      `UPDATE "QueueEntry" SET "state" = ?, "stateReason" = ?, "stateChangedAt" = ?, "bisectionGroupLimit" = ?, "ready" = ?, "linePosition" = ?, "timelineCount" = "timelineCount" + ?${
+        message !== undefined ? `, "failureMessage" = ?` : ""
+      }${concluded ? `, "isCurrentlySubmitted" = ?` : ""} WHERE "id" = ? RETURNING "timelineCount"`,
+      [
+        entry.state,
+        entry.reason,
+        new Date(entry.stateChangedAt),
+        entry.bisectionGroupLimit,
+        entry.ready,
+        entry.position,
+        added,
+        ...(message !== undefined ? [message.slice(0, 2000)] : []),
+        ...(concluded ? [false] : []),
+        row.id,
+      ],
+    );
+    if (added > 0 && updated) pruning.push([row.id, Number(updated.timelineCount)]);
   }
   if (context.timeline.length > 0) {
-    await tx.transition.createMany({ data: transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId }) });
+    const rows = transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId });
+    await sql.insert(
+      "Transition",
+      TRANSITION_COLUMNS,
+      rows.map((row) => TRANSITION_COLUMNS.map((column) => row[column])),
+    );
   }
   // Bounded timelines: only a PR past the limit pays for it.
   for (const [entryId, count] of pruning) await pruneTimeline(tx, entryId, count);
@@ -157,43 +163,42 @@ export async function saveDecision(
   const archivedRuns = new Set(decision.archived);
   // Runs only re-described from a new base, grouped by it: one statement per base.
   const rebasedOnly = new Map<string, { id: string; stack: number[] }[]>();
+  const created: { id: string; queueId: string; run: (typeof next.runs)[number]; archived: boolean }[] = [];
   for (const run of next.runs) {
     const archived = archivedRuns.has(run.id);
     const row = loaded.runs.get(run.id);
-    const data = { status: run.status, failure: run.failure, finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt), archived };
     if (!row) {
-      await tx.testRun.create({
-        data: { ...data, id: newId(), queueId: queue.id, runId: run.id, kind: run.kind, baseSha: run.baseSha, stack: JSON.stringify(run.stack), tested: JSON.stringify(run.tested), startedAt: new Date(run.startedAt) },
-      });
+      created.push({ id: newId(), queueId: queue.id, run, archived });
     } else {
       // A landed merge re-describes valid runs from the new base (same tree, shorter stack).
       const stack = JSON.stringify(run.stack);
       const rebased = row.baseSha !== run.baseSha || JSON.stringify(row.stack) !== stack;
       const changed = row.status !== run.status || row.failure !== run.failure || row.archived !== archived;
       if (changed || (rebased && (row.finishedAt?.getTime() ?? null) !== run.finishedAt)) {
-        await tx.testRun.update({ where: { id: row.id }, data: { ...data, ...(rebased ? { baseSha: run.baseSha, stack } : {}) } });
+        await updateRun(tx, row.id, run, archived, rebased);
       } else if (rebased) {
         rebasedOnly.set(run.baseSha, [...(rebasedOnly.get(run.baseSha) ?? []), { id: row.id, stack: run.stack }]);
       }
     }
   }
+  await insertRuns(tx, created);
   for (const [baseSha, rows] of rebasedOnly) await rebaseRuns(tx, baseSha, rows);
 
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
-  await tx.queue.update({
-    where: { id: queue.id },
-    data: {
-      state: next.state,
-      mode: next.mode,
-      pendingMode: next.pendingMode,
-      baseSha: next.baseSha || null,
-      mergedPrs: JSON.stringify(next.merged),
-      nextRunNumber: next.nextRunNumber,
-      timerAt: timer ? new Date(timer.at) : null,
-      version: { increment: 1 },
-    },
-  });
+  await sql.run(`UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`, [
+    next.state,
+    next.mode,
+    next.pendingMode,
+    next.baseSha || null,
+    JSON.stringify(next.merged),
+    next.nextRunNumber,
+    timer ? new Date(timer.at) : null,
+    new Date(),
+    queue.id,
+  ]);
   await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
 }
+
+const TRANSITION_COLUMNS = ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "actorKind", "actorName", "message", "evidence"] as const;

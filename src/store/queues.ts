@@ -1,8 +1,8 @@
 import type { Queue as QueueRow } from "../generated/sqlite/client.js";
 import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { QUEUE_MODES, QUEUE_STATES, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
-import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull } from "./columns.js";
-import type { Database, Tx } from "./database.js";
+import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
+import { sqlOf, type Database, type Tx } from "./database.js";
 
 /** A merge queue as stored: its settings, its state, and what the engine keeps between events. */
 export type Queue = QueueSettings & {
@@ -65,6 +65,14 @@ export function toQueue(row: QueueRow): Queue {
   };
 }
 
+const QUEUE_BOOLEANS = ["canOptimisticallyMerge", "batch", "commentsEnabled", "commandsEnabled", "createPrsForTestingBranches", "statusCheckEnabled"] as const;
+const QUEUE_DATES = ["timerAt", "createdAt", "updatedAt"] as const;
+
+/** A Queue row read through plain SQL (sqlOf), as a Queue. */
+export function queueOfSql(row: Record<string, unknown>): Queue {
+  return toQueue(prismaShaped<QueueRow>(row, QUEUE_BOOLEANS, QUEUE_DATES));
+}
+
 /** The organization's queue for `branch` of the repository `repositoryKey`, or null. */
 export async function findQueue(tx: Tx, organizationId: string, repositoryKey: string, branch: string): Promise<Queue | null> {
   const row = await tx.queue.findFirst({ where: { branch, repository: { key: repositoryKey, organizationId } } });
@@ -106,8 +114,9 @@ export async function queueVersion(db: Database, repositoryKey: string, organiza
  * transaction at a time.)
  */
 export async function lockQueueRow(tx: Tx, id: string): Promise<Queue | null> {
-  const [locked] = await tx.queue.updateManyAndReturn({ where: { id }, data: { version: { increment: 1 } } });
-  return locked ? toQueue(locked) : null;
+  // Plain SQL: every applied event starts here (sqlOf).
+  const [locked] = await sqlOf(tx).all<Record<string, unknown>>(`UPDATE "Queue" SET "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING *`, [new Date(), id]);
+  return locked ? queueOfSql(locked) : null;
 }
 
 /** The columns a settings update writes; fields it leaves undefined are left as they are. */
@@ -172,7 +181,8 @@ export async function deleteQueue(tx: Tx, id: string): Promise<void> {
 
 /** Records where the code host says the target branch is. */
 export async function recordTargetHead(tx: Tx, id: string, head: string): Promise<void> {
-  await tx.queue.update({ where: { id }, data: { targetHead: head } });
+  // Plain SQL (sqlOf): every landed merge records it.
+  await sqlOf(tx).run(`UPDATE "Queue" SET "targetHead" = ?, "updatedAt" = ? WHERE "id" = ?`, [head, new Date(), id]);
 }
 
 /** The ids of the repository's queues (of one branch, when given). */
@@ -212,8 +222,14 @@ export async function queuesWithRunningRuns(tx: Tx): Promise<QueueInRepository[]
 
 /** The queue `id` with its repository, or null when it no longer exists. */
 export async function findQueueInRepository(tx: Tx, id: string): Promise<QueueInRepository | null> {
-  const row = await tx.queue.findUnique({ where: { id }, include: { repository: true } });
-  return row && { ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } };
+  // Plain SQL, one statement: the effect runner reads it for every effect (sqlOf).
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(
+    `SELECT q.*, r."host" AS "repositoryHost", r."owner" AS "repositoryOwner", r."name" AS "repositoryName" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE q."id" = ?`,
+    [id],
+  );
+  if (!row) return null;
+  const repository = { host: String(row.repositoryHost), owner: String(row.repositoryOwner), name: String(row.repositoryName) };
+  return { ...queueOfSql(row), repository };
 }
 
 /** The current version of each of the queues that still exist (the dashboard's live updates watch them). */

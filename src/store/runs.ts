@@ -1,12 +1,12 @@
 import { runNumberOf } from "../domain/engine/run-ids.js";
 import type { FlakeRecord, FlakeVerdict } from "../domain/flaky/verdict.js";
 import type { RunFacts } from "../domain/timeline.js";
-import { Prisma, type TestRun as RunRow } from "../generated/sqlite/client.js";
+import type { TestRun as RunRow } from "../generated/sqlite/client.js";
 import type { EngineRun, RunFailure, RunStatus } from "../domain/engine/types.js";
 import type { CheckState, ReportedCheck } from "../domain/status-checks.js";
 import { RUN_DIAGNOSIS_CODES, type RunDiagnosis } from "../domain/diagnoses.js";
-import { jsonNumbers, oneOf, oneOfOrNull } from "./columns.js";
-import type { Tx } from "./database.js";
+import { jsonNumbers, oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
+import { sqlOf, type Tx } from "./database.js";
 import { toQueue, type Queue, type QueueInRepository } from "./queues.js";
 
 const RUN_KINDS: readonly EngineRun["kind"][] = ["main", "bisection"];
@@ -74,6 +74,60 @@ export function toTestRun(row: RunRow): TestRun {
     diagnosis: diagnosisOf(row.diagnosis),
     flakeVerdict: row.flakeVerdict === null ? null : (JSON.parse(row.flakeVerdict) as FlakeRecord),
   };
+}
+
+/** A TestRun row read through plain SQL (sqlOf), as a TestRun. */
+export function testRunOfSql(row: Record<string, unknown>): TestRun {
+  return toTestRun(prismaShaped<RunRow>(row, ["archived"], ["startedAt", "finishedAt", "ciPolledAt"]));
+}
+
+/** The queue's runs not archived (the engine's), in no particular order. */
+export async function activeRunsOf(tx: Tx, queueId: string): Promise<TestRun[]> {
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "TestRun" WHERE "queueId" = ? AND "archived" = ?`, [queueId, false]);
+  return rows.map(testRunOfSql);
+}
+
+/** The engine's new runs, as rows (plain SQL: one statement on PostgreSQL). */
+export async function insertRuns(tx: Tx, runs: readonly { id: string; queueId: string; run: EngineRun; archived: boolean }[]): Promise<void> {
+  if (runs.length === 0) return;
+  const columns = ["id", "queueId", "runId", "kind", "baseSha", "stack", "tested", "status", "failure", "startedAt", "finishedAt", "archived", "statusChecks"];
+  await sqlOf(tx).insert(
+    "TestRun",
+    columns,
+    runs.map(({ id, queueId, run, archived }) => [
+      id,
+      queueId,
+      run.id,
+      run.kind,
+      run.baseSha,
+      JSON.stringify(run.stack),
+      JSON.stringify(run.tested),
+      run.status,
+      run.failure,
+      new Date(run.startedAt),
+      run.finishedAt === null ? null : new Date(run.finishedAt),
+      archived,
+      "{}",
+    ]),
+  );
+}
+
+/** Writes what the engine changed of a run (its row id `id`): status, failure, end, archived, and its new base when rebased. */
+export async function updateRun(tx: Tx, id: string, run: EngineRun, archived: boolean, rebased: boolean): Promise<void> {
+  const finishedAt = run.finishedAt === null ? null : new Date(run.finishedAt);
+  if (rebased) {
+    await sqlOf(tx).run(`UPDATE "TestRun" SET "status" = ?, "failure" = ?, "finishedAt" = ?, "archived" = ?, "baseSha" = ?, "stack" = ? WHERE "id" = ?`, [
+      run.status,
+      run.failure,
+      finishedAt,
+      archived,
+      run.baseSha,
+      JSON.stringify(run.stack),
+      id,
+    ]);
+  } else {
+    await sqlOf(tx).run(`UPDATE "TestRun" SET "status" = ?, "failure" = ?, "finishedAt" = ?, "archived" = ? WHERE "id" = ?`, [run.status, run.failure, finishedAt, archived, id]);
+  }
 }
 
 /** The diagnosis column: JSON of a RunDiagnosis, or null. */
@@ -148,8 +202,8 @@ function reportedChecksOf(text: string): Record<string, ReportedCheck> {
 
 /** The queue's run `runId`, or null. */
 export async function runOf(tx: Tx, queueId: string, runId: string): Promise<TestRun | null> {
-  const row = await tx.testRun.findUnique({ where: { queueId_runId: { queueId, runId } } });
-  return row && toTestRun(row);
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "TestRun" WHERE "queueId" = ? AND "runId" = ?`, [queueId, runId]);
+  return row ? testRunOfSql(row) : null;
 }
 
 /** The run with the row id `id`, or null. */
@@ -222,10 +276,10 @@ export async function flakesAbsorbedSince(tx: Tx, queueIds: string[], since: Dat
  */
 export async function rebaseRuns(tx: Tx, baseSha: string, rows: readonly { id: string; stack: readonly number[] }[]): Promise<void> {
   if (rows.length === 0) return;
-  const stacks = Prisma.join(
-    rows.map((row) => Prisma.sql`WHEN ${row.id} THEN ${JSON.stringify(row.stack)}`),
-    " ",
+  const sql = sqlOf(tx);
+  const [inIds, ids] = sql.anyOf(
+    `"id"`,
+    rows.map((row) => row.id),
   );
-  const ids = Prisma.join(rows.map((row) => row.id));
-  await tx.$executeRaw`UPDATE "TestRun" SET "baseSha" = ${baseSha}, "stack" = CASE "id" ${stacks} END WHERE "id" IN (${ids})`;
+  await sql.run(`UPDATE "TestRun" SET "baseSha" = ?, "stack" = CASE "id" ${rows.map(() => "WHEN ? THEN ?").join(" ")} END WHERE ${inIds}`, [baseSha, ...rows.flatMap((row) => [row.id, JSON.stringify(row.stack)]), ids]);
 }

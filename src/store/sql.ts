@@ -1,6 +1,6 @@
 import { setImmediate as turn } from "node:timers/promises";
 import type BetterSqlite3 from "better-sqlite3";
-import type pg from "pg";
+import pg from "pg";
 import type { DatabaseKind } from "./database.js";
 
 /**
@@ -89,6 +89,8 @@ export function sqliteSql(db: BetterSqlite3.Database): Sql {
     let statement = statements.get(text);
     if (!statement) {
       statement = db.prepare(text);
+      // Numbers, whatever the connection's default (Prisma's own connection answers BigInts).
+      if (statement.reader) statement.safeIntegers(false);
       statements.set(text, statement);
     }
     return statement;
@@ -151,6 +153,15 @@ function postgresValue(value: unknown): unknown {
   return value === undefined ? null : value;
 }
 
+/**
+ * TIMESTAMP(3) columns hold UTC without a zone (as Prisma writes them): read as UTC, where
+ * pg's default would read them in the process's local time zone.
+ */
+const TIMESTAMP_OID = 1114;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === TIMESTAMP_OID ? (text: string) => new Date(`${text.replace(" ", "T")}Z`) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+};
+
 function numbered(text: string): string {
   let n = 0;
   return text.replace(/\?/g, () => `$${++n}`);
@@ -163,11 +174,11 @@ export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
   return {
     kind: "postgres",
     async all<T>(text: string, params: readonly unknown[] = []) {
-      const result = await client.query(numbered(text), params.map(postgresValue));
+      const result = await client.query({ text: numbered(text), values: params.map(postgresValue), types: pgTypes });
       return result.rows as T[];
     },
     async run(text, params = []) {
-      const result = await client.query(numbered(text), params.map(postgresValue));
+      const result = await client.query({ text: numbered(text), values: params.map(postgresValue), types: pgTypes });
       return result.rowCount ?? 0;
     },
     async insert(table, columns, rows, suffix = "") {

@@ -1,8 +1,8 @@
 import { ACTOR_KINDS, TIMELINE_MAX, type Actor, type Evidence, type TimelineEvent } from "../domain/timeline.js";
 import { sentenceOf } from "../domain/reasons.js";
 import { PR_STATES } from "../domain/states.js";
-import type { Tx } from "./database.js";
-import { oneOf, oneOfOrNull } from "./columns.js";
+import { sqlOf, type Tx } from "./database.js";
+import { oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
 
 /** The Transition rows of timeline events, for createMany. */
 export function transitionRows(events: readonly TimelineEvent[], ids: { queueId: string; entryIdOf: (prNumber: number) => string; newId: () => string }) {
@@ -75,9 +75,16 @@ export async function submitterOf(tx: Tx, entryId: string): Promise<Actor | null
 export type QueueEventRecord = { id: string; kind: string; at: Date; actor: Actor | null; payload: Record<string, unknown> };
 
 export async function insertQueueEvent(tx: Tx, event: { id: string; queueId: string; kind: string; at: Date; actor: Actor; payload: object }): Promise<void> {
-  await tx.queueEvent.create({
-    data: { id: event.id, queueId: event.queueId, kind: event.kind, at: event.at, actorKind: event.actor.kind, actorName: event.actor.name, payload: JSON.stringify(event.payload) },
-  });
+  // Plain SQL (sqlOf): every decision writes one.
+  await sqlOf(tx).run(`INSERT INTO "QueueEvent" ("id", "queueId", "kind", "at", "actorKind", "actorName", "payload") VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+    event.id,
+    event.queueId,
+    event.kind,
+    event.at,
+    event.actor.kind,
+    event.actor.name,
+    JSON.stringify(event.payload),
+  ]);
 }
 
 /**
@@ -105,12 +112,14 @@ export async function queueEventsPage(tx: Tx, queueId: string, kinds: readonly s
 
 /** How the queue's recent runs went: mean duration of finished main runs, and the share that failed. */
 export async function recentRunStats(tx: Tx, queueId: string, take = 50): Promise<{ runs: number; meanSeconds: number; failureRate: number } | null> {
-  const rows = await tx.testRun.findMany({
-    where: { queueId, kind: "main", status: { in: ["passed", "failed"] }, finishedAt: { not: null } },
-    orderBy: { startedAt: "desc" },
-    take,
-    select: { status: true, startedAt: true, finishedAt: true },
-  });
+  // Plain SQL (sqlOf): a decision that moves the line reads it for the estimates.
+  const sql = sqlOf(tx);
+  const rows = (
+    await sql.all<Record<string, unknown>>(
+      `SELECT "status", "startedAt", "finishedAt" FROM "TestRun" WHERE "queueId" = ? AND "kind" = 'main' AND "status" IN ('passed', 'failed') AND "finishedAt" IS NOT NULL ORDER BY "startedAt" DESC LIMIT ?`,
+      [queueId, take],
+    )
+  ).map((row) => prismaShaped<{ status: string; startedAt: Date; finishedAt: Date | null }>(row, [], ["startedAt", "finishedAt"]));
   if (rows.length === 0) return null;
   const total = rows.reduce((sum, r) => sum + Math.max(0, r.finishedAt!.getTime() - r.startedAt.getTime()), 0);
   return { runs: rows.length, meanSeconds: total / rows.length / 1000, failureRate: rows.filter((r) => r.status === "failed").length / rows.length };

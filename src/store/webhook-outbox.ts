@@ -1,6 +1,6 @@
 import { endpointWants, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
 import { orderedId } from "./ids.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
 
 /**
@@ -120,11 +120,11 @@ async function holdEndpoints(target: Tx | Sql, ids: string[]): Promise<Set<strin
 
 /** The enabled endpoints of the organization that owns a repository, and the repository's name; null when it has none. */
 export async function endpointsOfRepository(tx: Tx, repositoryId: string): Promise<{ organizationId: string; repository: string; endpoints: { id: string; events: string[] }[] } | null> {
-  const endpoints = await tx.webhookEndpoint.findMany({
-    where: { enabled: true, organization: { repositories: { some: { id: repositoryId } } } },
-    select: { id: true, events: true, organizationId: true },
-    orderBy: { id: "asc" },
-  });
+  // Plain SQL (sqlOf): every decision with events asks, and most organizations have no endpoint.
+  const endpoints = await sqlOf(tx).all<{ id: string; events: string; organizationId: string }>(
+    `SELECT e."id", e."events", e."organizationId" FROM "WebhookEndpoint" e JOIN "Repository" r ON r."organizationId" = e."organizationId" WHERE r."id" = ? AND e."enabled" = ? ORDER BY e."id" ASC`,
+    [repositoryId, true],
+  );
   if (endpoints.length === 0) return null;
   const repository = await tx.repository.findUniqueOrThrow({ where: { id: repositoryId }, select: { host: true, owner: true, name: true } });
   return {

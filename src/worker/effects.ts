@@ -9,7 +9,7 @@ import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
-import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { completeEffect, completeEffects, deferEffect, giveUpEffect, pendingEffects, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
@@ -48,35 +48,69 @@ const WARN_AFTER_ATTEMPTS = 5;
 export async function runEffects(services: Services, queueId: string): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
-    for (;;) {
-      const pending = await services.db.read((tx) => nextPendingEffect(tx, queueId));
-      if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
-      const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
-      if (!queue) break;
-      // The App's installation on the repository's account is suspended or gone: nothing is
-      // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
-      // Read once per call: an outage noticed during the call stops it below.
-      if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue.repository))))) break;
-      if (await deferredForReserve(services, queue, pending)) break;
-      try {
-        await execute(services, queue, pending.effect);
-        await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
-        count++;
-      } catch (error) {
-        // A refusal of the whole installation is no fault of the effect's: it stays pending, its
-        // attempts uncounted, and the account's queues wait for the installation to answer again.
-        if (isInstallationRefusal(error)) {
-          await noticeInstallationRefusal(services, queue.repository, error);
-          break;
+    // The outbox is read EFFECTS_READ_AT_ONCE effects at a time, and read again after an effect
+    // that changed the queue (it applied an event: new effects, statuses dropped).
+    let batch: PendingEffect[] = [];
+    let queue: QueueInRepository | null = null;
+    // Statuses carried out and not yet marked done: marked together (a status is safe to write
+    // twice, so a crash meanwhile costs a repeat, nothing more), before the outbox is read again
+    // and before any other effect.
+    const statusesDone: string[] = [];
+    const markStatusesDone = async () => {
+      if (statusesDone.length > 0) await services.db.write((tx) => completeEffects(tx, statusesDone.splice(0), services.now()));
+    };
+    try {
+      for (;;) {
+        if (batch.length === 0) {
+          await markStatusesDone();
+          batch = await services.db.read((tx) => pendingEffects(tx, queueId, EFFECTS_READ_AT_ONCE));
         }
-        if (!(await recordFailure(services, queue, pending, error))) break;
-        count++;
+        const pending = batch.shift();
+        if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
+        // Effects need the queue's repository and settings; a merge also its merges and target
+        // head, which another process's event may have moved: read afresh for it.
+        if (!queue || pending.kind === "merge") queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
+        if (!queue) break;
+        // The App's installation on the repository's account is suspended or gone: nothing is
+        // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
+        // Read once per call: an outage noticed during the call stops it below.
+        if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue!.repository))))) break;
+        if (await deferredForReserve(services, queue, pending)) break;
+        if (pending.kind !== "pr_status") await markStatusesDone();
+        let applied = true;
+        try {
+          applied = await execute(services, queue, pending.effect);
+          if (pending.kind === "pr_status") statusesDone.push(pending.id);
+          else await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
+          count++;
+        } catch (error) {
+          await markStatusesDone();
+          // A refusal of the whole installation is no fault of the effect's: it stays pending, its
+          // attempts uncounted, and the account's queues wait for the installation to answer again.
+          if (isInstallationRefusal(error)) {
+            await noticeInstallationRefusal(services, queue.repository, error);
+            break;
+          }
+          if (!(await recordFailure(services, queue, pending, error))) break;
+          count++;
+          batch = [];
+        }
+        // An effect that applied an event (or failed) leaves the outbox and the queue to be read again.
+        if (applied) {
+          batch = [];
+          queue = null;
+        }
       }
+    } finally {
+      await markStatusesDone();
     }
     return count;
   });
   return done ?? 0;
 }
+
+/** How many pending effects the runner reads in one statement. */
+const EFFECTS_READ_AT_ONCE = 16;
 
 /**
  * A retry waits while the installation has less than its reserve of the rate limit left: what
@@ -169,7 +203,8 @@ function pullRequestPageUrl(services: Services, queue: QueueInRepository, prNumb
   return services.publicUrl ? `${services.publicUrl}${pullRequestPagePath(queue.repository, queue.branch, prNumber)}` : null;
 }
 
-async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<void> {
+/** Carries out an effect; answers whether it applied an event to the queue (its outbox and state may have moved). */
+async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<boolean> {
   const repo = queue.repository;
   const { codeHost, db } = services;
   switch (effect.kind) {
@@ -177,12 +212,12 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
       // A run may have passed already: its CI reported while a crash kept this effect from
       // being marked done. Its testing branch must still be recorded, or it cannot merge.
-      if (!run || run.testBranchSha || (run.status !== "running" && run.status !== "passed")) return;
+      if (!run || run.testBranchSha || (run.status !== "running" && run.status !== "passed")) return false;
       if (!effect.baseSha) {
         // The queue never learned its base: learn it; the engine restarts the run on it.
         const head = await codeHost.getBranchHead(repo, queue.branch);
         if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
-        return;
+        return true;
       }
       // A merge that landed since the effect was decided re-describes the run from the new
       // target head (same tree, shorter stack). Either description may extend a run already
@@ -197,23 +232,23 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       const started = await codeHost.startTestRun(repo, request);
       if (started.kind === "conflict") {
         await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
-        return;
+        return true;
       }
       // Test results uploaded for the testing branch before it was recorded are linked to the run now.
       const treeKey = treeKeyOf(baseSha, stack, heads);
       await db.sqlTransaction((sql) => recordTestBranchAndLinkUploads(sql, run.id, started.testBranch, started.sha, treeKey));
-      return;
+      return false;
     }
     case "cancel_run": {
       const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
       if (run?.testBranch) await codeHost.cancelTestRun(repo, run.testBranch, { pullRequest: queue.createPrsForTestingBranches });
-      return;
+      return false;
     }
     case "merge": {
       // A merge decided before an earlier one failed is void: its PRs are back in line. The
       // merges still to land are the queue's merged list, in order; this one must be next.
       const merged = queue.mergedPrs;
-      if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return;
+      if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return false;
       let tested: { branch: string; sha: string } | null = null;
       if (effect.runId !== null) {
         const run = await db.read((tx) => runOf(tx, queue.id, effect.runId!));
@@ -236,22 +271,22 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       // cancelled with the host's words, and the merges decided after them go back in line.
       // The merged run is archived then: its cancel_run deletes the testing branch (once).
       await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head);
-      return;
+      return true;
     }
     case "pr_status": {
       const page = pullRequestPageUrl(services, queue, effect.prNumber);
       await codeHost.setPullRequestStatus(repo, effect.sha, { state: effect.state, description: effect.description, ...(page ? { targetUrl: page } : {}) });
-      return;
+      return false;
     }
     case "pr_comment": {
       const page = pullRequestPageUrl(services, queue, effect.prNumber);
       await codeHost.commentOnPullRequest(repo, effect.prNumber, page ? `${effect.body}\n\nDetails: ${page}` : effect.body);
-      return;
+      return false;
     }
     case "rerun_failed_jobs": {
       const run = await db.read((tx) => runOf(tx, queue.id, effect.runId));
       // Decided already (its checks reported anew, it timed out, its PRs left): nothing to re-run.
-      if (!run || run.status !== "running" || !run.testBranch || !run.testBranchSha) return;
+      if (!run || run.status !== "running" || !run.testBranch || !run.testBranchSha) return false;
       let rerun = 0;
       let refused: string | null = null;
       if (codeHost.ciRetries) {
@@ -265,10 +300,10 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         }
       }
       if (rerun === 0) await rerunAlone(services, queue, effect.runId, refused);
-      return;
+      return rerun === 0;
     }
     case "schedule_timer":
-      return;
+      return false;
   }
 }
 

@@ -1,5 +1,5 @@
 import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
-import { Database } from "../../src/store/database.js";
+import { Database, sqlOf } from "../../src/store/database.js";
 import { appendEffects, completeEffect, nextPendingEffect } from "../../src/store/effects.js";
 import { createQueue, lockQueueRow } from "../../src/store/queues.js";
 import { rebaseRuns, runOf } from "../../src/store/runs.js";
@@ -66,5 +66,30 @@ describe.each(BACKENDS)("hot-path writes on $name", (backend) => {
     const locked = await db.transaction((tx) => lockQueueRow(tx, "q"));
     expect(locked).toMatchObject({ id: "q", branch: "main", state: "running", baseSha: "h0", version: before.version + 1 });
     expect(await db.transaction((tx) => lockQueueRow(tx, "gone"))).toBeNull();
+  });
+
+  test("plain SQL through sqlOf(tx) is in the Prisma transaction: it sees the transaction's writes, and a rollback undoes its own", async () => {
+    const before = await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: "q" } }));
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.queue.update({ where: { id: "q" }, data: { targetHead: "seen-by-plain-sql" } });
+        const [row] = await sqlOf(tx).all<{ targetHead: string }>(`SELECT "targetHead" FROM "Queue" WHERE "id" = ?`, ["q"]);
+        expect(row?.targetHead).toBe("seen-by-plain-sql");
+        await lockQueueRow(tx, "q");
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    const after = await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: "q" } }));
+    expect({ targetHead: after.targetHead, version: after.version }).toEqual({ targetHead: before.targetHead, version: before.version });
+    // Concurrent transactions each get their own connection's plain SQL (PostgreSQL's pool).
+    const heads = await Promise.all(
+      ["a", "b", "c"].map((head) =>
+        db.transaction(async (tx) => {
+          await sqlOf(tx).run(`UPDATE "Queue" SET "targetHead" = ? WHERE "id" = ?`, [head, "q"]);
+          return (await tx.queue.findUniqueOrThrow({ where: { id: "q" } })).targetHead;
+        }),
+      ),
+    );
+    expect(heads).toEqual(["a", "b", "c"]);
   });
 });
