@@ -86,7 +86,7 @@ async function seedTimeline(base: string): Promise<void> {
  * them is merged under the bench, and each submit is a new PR in the 1,000-PR queue.
  */
 async function makeSandboxPrs(databaseUrl: string, from: number, count: number): Promise<Map<number, string>> {
-  const db = await Database.open(databaseUrl, { migrate: false });
+  const db = await Database.open(databaseUrl);
   try {
     const sandbox = new SandboxCodeHost(db, { ciMs: 5000, failureRate: 0, flakeRate: 0, random: Math.random, now: () => new Date() });
     const shas = new Map<number, string>();
@@ -125,6 +125,10 @@ async function readUnderWrites(base: string, read: autocannon.Options, nextSubmi
 }
 
 async function measureBackend(backend: string, databaseUrl: string, bareInsertEnv: Record<string, string>): Promise<{ rows: Row[]; queueBody: string }> {
+  // Before the service starts: on SQLite a second writing process would meet its lock.
+  const started = Date.now();
+  const shas = await makeSandboxPrs(databaseUrl, FRESH_PR, FRESH_PRS);
+  console.warn(`${backend}: ${FRESH_PRS} sandbox PRs made in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = await startProcess(
@@ -135,7 +139,6 @@ async function measureBackend(backend: string, databaseUrl: string, bareInsertEn
   try {
     await seed(base, 1000);
     await seedTimeline(base);
-    const shas = await makeSandboxPrs(databaseUrl, FRESH_PR, FRESH_PRS);
     const queueBody = await (await fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify({ repo, targetBranch: "main" }) })).text();
     const rows: Row[] = [];
     const run = async (operation: string, options: Parameters<typeof load>[0], warm = true) => {
