@@ -10,7 +10,7 @@
 // running one INSERT in a transaction on the same driver and durability settings (SQLite:
 // better-sqlite3, WAL, synchronous FULL; PostgreSQL: a pg pool), measured before and after them.
 // The service runs in its own process, as `npm start` runs it; autocannon drives it over HTTP at
-// 10 connections. GREENLINE_BENCH_SERVER_NODE_OPTIONS passes NODE_OPTIONS to the service (e.g.
+// 10 connections. GREENLINE_BENCH_SERVER_NODE_ARGS passes Node options to the service (e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -38,8 +38,8 @@ const TIMELINE_PR = 999_999;
 /** The write cases' PRs: numbers from here on (the "main" queue holds 1 to 1,000). */
 const FRESH_PR = 100_000;
 const FRESH_PRS = Number(process.env.GREENLINE_BENCH_FRESH_PRS ?? 6000);
-/** Extra environment for the service under test (e.g. NODE_OPTIONS=--cpu-prof to profile it). */
-const serverEnv: Record<string, string> = process.env.GREENLINE_BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GREENLINE_BENCH_SERVER_NODE_OPTIONS } : {};
+/** Node options for the service under test (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it). */
+const serverExecArgv = process.env.GREENLINE_BENCH_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
 
 type Row = { backend: string; operation: string } & LoadResult;
 
@@ -133,8 +133,9 @@ async function measureBackend(backend: string, databaseUrl: string, bareInsertEn
   const base = `http://127.0.0.1:${port}`;
   const server = await startProcess(
     mainScript,
-    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn", ...serverEnv },
+    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", LOG_LEVEL: "warn" },
     `${base}/healthz`,
+    serverExecArgv,
   );
   try {
     await seed(base, 1000);
@@ -158,10 +159,12 @@ async function measureBackend(backend: string, databaseUrl: string, bareInsertEn
     // Writes to the queue holding 1,000 PRs: new PRs submitted, their impacted targets set, then cancelled.
     const bareBefore = await measureBareInsert(backend, bareInsertEnv);
     let number = FRESH_PR;
+    let unmade = 0;
     const submitted: number[] = [];
     const submitBody = () => {
       const n = number++;
-      if (n >= FRESH_PR + FRESH_PRS) throw new Error(`more than ${FRESH_PRS} submits: raise FRESH_PRS`);
+      // Past the PRs made beforehand, the sandbox makes the PR in the request (a write of its own): counted and told.
+      if (n >= FRESH_PR + FRESH_PRS) unmade++;
       submitted.push(n);
       return JSON.stringify({ repo, targetBranch: "main", pr: { number: n } });
     };
@@ -195,6 +198,7 @@ async function measureBackend(backend: string, databaseUrl: string, bareInsertEn
       rows.push({ backend, operation, ...read });
       rows.push({ backend, operation: `(the writer beside it: submitPullRequest, 1 connection)`, ...writer });
     }
+    if (unmade > 0) console.warn(`${backend}: ${unmade} submits asked for a PR the sandbox had not made beforehand (raise GREENLINE_BENCH_FRESH_PRS)`);
     return { rows, queueBody };
   } finally {
     await server.stop();
