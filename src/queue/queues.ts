@@ -174,9 +174,10 @@ async function cachedDiagnoses(services: Services, id: string, version: number, 
       const queue = await queueStore.getQueue(tx, id);
       return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
     });
-    return { version, value: { at: services.now().getTime(), diagnoses } };
+    return { version, value: { at: now, diagnoses } };
   });
-  if (now >= cached.at && now - cached.at < DIAGNOSES_TTL_MS) return cached.diagnoses;
+  // (A reader that waited on another's reading may have asked a moment before it was made.)
+  if (Math.abs(now - cached.at) < DIAGNOSES_TTL_MS) return cached.diagnoses;
   // Too old: read again (and kept for the readers after this one).
   const diagnoses = await services.db.read(async (tx) => {
     const queue = await queueStore.getQueue(tx, id);
