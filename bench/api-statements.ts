@@ -1,4 +1,4 @@
-// npx tsx bench/api-statements.ts [--prs 200]
+// npx tsx bench/api-statements.ts [--prs 200]   (GREENLINE_BENCH_SHAPES=30: every statement shape, not the 6 most frequent)
 //
 // PostgreSQL statements per API request (bench/query-count.ts counts every statement the
 // process sends): submitPullRequest (a new PR), setImpactedTargets, cancelPullRequest on a
@@ -59,7 +59,7 @@ try {
       total += count.total;
       for (const [shape, n] of count.shapes) shapes.set(shape, (shapes.get(shape) ?? 0) + n);
     }
-    const top = [...shapes.entries()].sort((a, b) => b[1] - a[1]).slice(0, 6);
+    const top = [...shapes.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.GREENLINE_BENCH_SHAPES ?? 6));
     rows.push(`| ${label} | ${(total / requests.length).toFixed(1)} | ${top.map(([shape, n]) => `${(n / requests.length).toFixed(1)}× \`${shape.slice(0, 70).replaceAll("|", "\\|")}\``).join("<br>")} |`);
   };
   const write = (n: number, tag: string) => () => call("setImpactedTargets", { ...queue, pr: { number: n, sha: shas.get(n) }, impactedTargets: [`//${tag}${n}`] });
