@@ -2,6 +2,8 @@ import { estimatesOf, type Estimate } from "../domain/engine/estimates.js";
 import type { Tx } from "../store/database.js";
 import { loadQueueState } from "../store/queue-state.js";
 import type { Queue } from "../store/queues.js";
+import type { QueueEntry } from "../store/entries.js";
+import { isTerminal } from "../domain/states.js";
 import { recentRunStats } from "../store/timeline.js";
 
 export type PlaceRecord = { position: { index: number; ahead: number } | null; estimatedMergeAt: string | null };
@@ -9,13 +11,22 @@ export type PlaceRecord = { position: { index: number; ahead: number } | null; e
 const NOWHERE: PlaceRecord = { position: null, estimatedMergeAt: null };
 
 /**
- * Every PR in line's place and estimated merge time, from the queue's state as the engine sees
- * it and its recent runs (docs/engine.md, "Position and estimated time to merge").
+ * The queue's PRs still in play, in getQueue's order (priority, then submission, then number),
+ * and every PR in line's place and estimated merge time, from the queue's state as the engine
+ * sees it and its recent runs (docs/engine.md, "Position and estimated time to merge"): one
+ * reading of the line serves both. `entries` also holds what else that state loads (PRs merged
+ * but not yet confirmed, say).
  */
-export async function placesInQueue(tx: Tx, queue: Queue, now: Date): Promise<(prNumber: number) => PlaceRecord> {
+export async function lineWithPlaces(tx: Tx, queue: Queue, now: Date): Promise<{ live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placeOf: (prNumber: number) => PlaceRecord }> {
   const loaded = await loadQueueState(tx, queue);
   const estimates = estimatesOf(loaded.engine, await recentRunStats(tx, queue.id), now.getTime());
-  return (prNumber) => toPlaceRecord(estimates.get(prNumber), now);
+  const live = [...loaded.entries.values()].filter((e) => !isTerminal(e.state)).sort(inGetQueueOrder);
+  return { live, entries: loaded.entries, placeOf: (prNumber) => toPlaceRecord(estimates.get(prNumber), now) };
+}
+
+/** liveEntriesInOrder's order. */
+function inGetQueueOrder(a: QueueEntry, b: QueueEntry): number {
+  return a.priorityValue - b.priorityValue || a.submittedAt.getTime() - b.submittedAt.getTime() || a.prNumber - b.prNumber;
 }
 
 function toPlaceRecord(estimate: Estimate | undefined, now: Date): PlaceRecord {

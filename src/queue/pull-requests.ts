@@ -8,7 +8,7 @@ import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
 import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
-import { getQueue, lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
+import { lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
 import { findRun, runsStartedSince, type TestRun } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
@@ -18,9 +18,9 @@ import { causeOf } from "./causes.js";
 import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { failedPrecondition, notFound } from "../app/errors.js";
-import { findQueue, findQueueVersion, lockQueue, type QueueAddress } from "./queues.js";
+import { findQueue, findQueueVersion, lineOf, lockQueue, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, toTimelineRecord, type RequiredStatuses, type SubmittedPullRequestRecord, type TimelineRecord } from "./records.js";
-import { placesInQueue, type PlaceRecord } from "./estimates.js";
+import type { PlaceRecord } from "./estimates.js";
 import type { Services } from "../app/services.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { pullRequestEvent } from "../domain/webhook-events.js";
@@ -59,7 +59,7 @@ export async function submitPullRequest(services: Services, principal: Principal
   const priority = resolvePriority(input.priority);
   const cause = causeOf(principal);
   await services.db.transaction(async (tx) => {
-    let queue = await lockQueue(tx, principal, input);
+    let queue = await lockQueue(services, tx, principal, input);
     if (queue.state === "draining" || queue.state === "switching_modes") {
       throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
     }
@@ -122,8 +122,8 @@ export async function submitPullRequest(services: Services, principal: Principal
   });
 }
 
-async function lockEntry(tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
-  const queue = await lockQueue(tx, principal, address);
+async function lockEntry(services: Services, tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
+  const queue = await lockQueue(services, tx, principal, address);
   const entry = await entryOf(tx, queue.id, address.prNumber);
   if (!entry) throw prNotSubmitted(address);
   return { queue, entry };
@@ -131,7 +131,7 @@ async function lockEntry(tx: Tx, principal: Principal, address: PullRequestAddre
 
 export async function cancelPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<void> {
   await services.db.transaction(async (tx) => {
-    const { queue, entry } = await lockEntry(tx, principal, address);
+    const { queue, entry } = await lockEntry(services, tx, principal, address);
     if (entry.state === "cancelled") return;
     if (isTerminal(entry.state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${entry.state}`);
     // Past cancelling: the code host is merging it (its answer decides what becomes of it).
@@ -158,7 +158,7 @@ export type RestartOutcome = { restarted: true } | { restarted: false; why: stri
 
 export async function restartTestsOnPullRequest(services: Services, principal: Principal, address: PullRequestAddress): Promise<RestartOutcome> {
   return services.db.transaction(async (tx): Promise<RestartOutcome> => {
-    const { queue, entry } = await lockEntry(tx, principal, address);
+    const { queue, entry } = await lockEntry(services, tx, principal, address);
     const state = entry.state;
     if (isTerminal(state)) throw failedPrecondition(`pull request #${entry.prNumber} is not in the queue: it is ${state}`);
     // A PR that has not started testing has nothing to restart (not an error: the API answers as for a restart).
@@ -177,24 +177,24 @@ export async function restartTestsOnPullRequest(services: Services, principal: P
 export async function getSubmittedPullRequestJson(services: Services, principal: Principal, address: PullRequestAddress & { includeTimeline?: boolean }): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
   const key = `pr:${id}:${address.prNumber}${address.includeTimeline ? ":timeline" : ""}`;
-  const cached = services.readCache.get(key, version);
-  if (cached !== undefined) return cached;
-  return services.db.read(async (tx) => {
-    const queue = await getQueue(tx, id);
-    const entry = await entryOf(tx, id, address.prNumber);
-    if (!entry) throw prNotSubmitted(address);
-    const place = isTerminal(entry.state) ? { position: null, estimatedMergeAt: null } : (await placesInQueue(tx, queue, services.now()))(entry.prNumber);
-    const record: SubmittedPullRequestRecord & PlaceRecord & { timeline?: TimelineRecord[] } = {
-      ...toMergeItemRecord(entry),
-      forceEnqueued: entry.forceEnqueued,
-      isCurrentlySubmittedToQueue: entry.isCurrentlySubmitted,
-      readiness: await readinessOf(tx, queue, entry),
-      ...place,
-      ...(address.includeTimeline ? { timeline: (await timelineOf(tx, entry.id, entry.prNumber)).map(toTimelineRecord) } : {}),
-    };
-    const json = JSON.stringify(record);
-    services.readCache.set(key, queue.version, json);
-    return json;
+  return services.readCache.shared(key, version, async () => {
+    // The line (and every PR's place in it) is read once per version, for all its PRs' readers.
+    const { queue, entries, placeOf } = await lineOf(services, id, version);
+    return services.db.read(async (tx) => {
+      // A PR that left the line is not in it: read on its own.
+      const entry = entries.get(address.prNumber) ?? (await entryOf(tx, id, address.prNumber));
+      if (!entry) throw prNotSubmitted(address);
+      const place = isTerminal(entry.state) ? { position: null, estimatedMergeAt: null } : placeOf(entry.prNumber);
+      const record: SubmittedPullRequestRecord & PlaceRecord & { timeline?: TimelineRecord[] } = {
+        ...toMergeItemRecord(entry),
+        forceEnqueued: entry.forceEnqueued,
+        isCurrentlySubmittedToQueue: entry.isCurrentlySubmitted,
+        readiness: await readinessOf(tx, queue, entry),
+        ...place,
+        ...(address.includeTimeline ? { timeline: (await timelineOf(tx, entry.id, entry.prNumber)).map(toTimelineRecord) } : {}),
+      };
+      return { version: queue.version, value: JSON.stringify(record) };
+    });
   });
 }
 
@@ -210,7 +210,7 @@ export async function setImpactedTargets(services: Services, principal: Principa
     sha = known?.prSha ?? (await fetchPullRequest(services, input, false)).headSha;
   }
   await services.db.transaction(async (tx) => {
-    const queue = await lockQueue(tx, principal, input);
+    const queue = await lockQueue(services, tx, principal, input);
     await upsertImpactedTargets(tx, queue.id, input.prNumber, sha!, input.impactedTargets);
     const entry = await entryOf(tx, queue.id, input.prNumber);
     if (entry && !isTerminal(entry.state)) {

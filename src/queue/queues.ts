@@ -3,7 +3,7 @@ import type { RepoRef } from "../ports/code-host.js";
 import { DEFAULT_QUEUE_SETTINGS, planQueueStateChange, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { isTerminal, type PrState } from "../domain/states.js";
 import type { Tx } from "../store/database.js";
-import { countEntriesIn, liveEntriesInOrder, someLiveEntries } from "../store/entries.js";
+import { countEntriesIn, someLiveEntries, type QueueEntry } from "../store/entries.js";
 import * as queueStore from "../store/queues.js";
 import type { Queue } from "../store/queues.js";
 import { applyEvent } from "./queue-events.js";
@@ -11,7 +11,7 @@ import type { QueueState } from "../domain/states.js";
 import { ENGINE_ACTOR, OPERATOR_EVENT_KINDS, type Cause, type OperatorEventKind } from "../domain/timeline.js";
 import { insertQueueEvent, queueEventsPage } from "../store/timeline.js";
 import { causeOf } from "./causes.js";
-import { placesInQueue, type PlaceRecord } from "./estimates.js";
+import { lineWithPlaces, type PlaceRecord } from "./estimates.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
 import { checkRepositoryClaimable, claimRepository, repositoryKey } from "../app/repositories.js";
@@ -51,8 +51,10 @@ export async function findQueueVersion(services: Services, principal: Principal,
  * through here or lockQueueRow: the version it bumps is what keeps the ReadCache right, and the
  * lock serializes writes to one queue. A queue deleted while this waited is not_found.
  */
-export async function lockQueue(tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
-  const { id } = await findQueue(tx, principal, address);
+export async function lockQueue(services: Services, tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
+  // Which queue, from the prepared lookup reads make (its organization's, or not found); the
+  // lock then reads the row as it is, or finds it deleted since.
+  const { id } = await findQueueVersion(services, principal, address);
   const queue = await queueStore.lockQueueRow(tx, id);
   if (!queue) throw queueNotFound(address);
   return queue;
@@ -123,6 +125,23 @@ export async function createQueue(services: Services, principal: Principal, inpu
 
 export type QueueWithEntries = QueueRecord & QueueDiagnoses & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
 
+/**
+ * The queue's line at one version (at least): its row, its PRs still in play in getQueue's order,
+ * and every PR's place. Built once per version however many readers ask (getQueue,
+ * getSubmittedPullRequest for any of its PRs), and kept for the next readers of that version.
+ */
+export type Line = { queue: Queue; live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placeOf: (prNumber: number) => PlaceRecord };
+
+export function lineOf(services: Services, id: string, version: number): Promise<Line> {
+  return services.readCache.shared(`line:${id}`, version, () =>
+    services.db.read(async (tx) => {
+      const queue = await queueStore.getQueue(tx, id);
+      // Kept under the version of the row read: the entries, read after it, are never older.
+      return { version: queue.version, value: { queue, ...(await lineWithPlaces(tx, queue, services.now())) } };
+    }),
+  );
+}
+
 /** getQueue's answer, serialized: polled often, it is served from the ReadCache when unchanged. */
 export async function getQueueJson(services: Services, principal: Principal, address: QueueAddress): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
@@ -130,17 +149,11 @@ export async function getQueueJson(services: Services, principal: Principal, add
   const host = await hostRequiredChecks(services, address);
   const diagnoses = await cachedDiagnoses(services, id, version, address, host);
   const key = `queue:${id}:${host.source}:${host.contexts.join(",")}:${JSON.stringify(diagnoses)}`;
-  const cached = services.readCache.get(key, version);
-  if (cached !== undefined) return cached;
-  return services.db.read(async (tx) => {
-    const queue = await queueStore.getQueue(tx, id);
-    const entries = await liveEntriesInOrder(tx, queue.id);
-    const placeOf = await placesInQueue(tx, queue, services.now());
-    const enqueuedPullRequests = entries.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
+  return services.readCache.shared(key, version, async () => {
+    const { queue, live, placeOf } = await lineOf(services, id, version);
+    const enqueuedPullRequests = live.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
     const json = JSON.stringify({ ...toQueueRecord(queue, host), ...diagnoses, enqueuedPullRequests } satisfies QueueWithEntries);
-    // Cached under the version of the row read: entries read after it are never older.
-    services.readCache.set(key, queue.version, json);
-    return json;
+    return { version: queue.version, value: json };
   });
 }
 
@@ -151,21 +164,26 @@ const DIAGNOSES_TTL_MS = 5_000;
  * The queue's diagnoses: they change with time and with what is not the queue's row (an effect's
  * failed attempt, the code host's rate limit), so they are part of getQueue's cache key, and are
  * themselves reused for one version of the queue for at most DIAGNOSES_TTL_MS (getQueue is
- * polled often).
+ * polled often). Readers asking at once share one reading.
  */
 async function cachedDiagnoses(services: Services, id: string, version: number, address: QueueAddress, host: RequiredChecks): Promise<QueueDiagnoses> {
   const key = `diagnoses:${id}:${host.source}:${host.contexts.join(",")}`;
   const now = services.now().getTime();
-  const cached = services.readCache.get(key, version);
-  if (cached !== undefined) {
-    const { at, diagnoses } = JSON.parse(cached) as { at: number; diagnoses: QueueDiagnoses };
-    if (now >= at && now - at < DIAGNOSES_TTL_MS) return diagnoses;
-  }
+  const cached = await services.readCache.shared(key, version, async () => {
+    const diagnoses = await services.db.read(async (tx) => {
+      const queue = await queueStore.getQueue(tx, id);
+      return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
+    });
+    return { version, value: { at: now, diagnoses } };
+  });
+  // (A reader that waited on another's reading may have asked a moment before it was made.)
+  if (Math.abs(now - cached.at) < DIAGNOSES_TTL_MS) return cached.diagnoses;
+  // Too old: read again (and kept for the readers after this one).
   const diagnoses = await services.db.read(async (tx) => {
     const queue = await queueStore.getQueue(tx, id);
     return queueDiagnoses(services, tx, queue, address.repo, requiredNamesOf(queue, host));
   });
-  services.readCache.set(key, version, JSON.stringify({ at: now, diagnoses }));
+  services.readCache.replace(key, version, { at: now, diagnoses });
   return diagnoses;
 }
 
@@ -174,7 +192,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
   const { repo, targetBranch, ...update } = input;
   const host = await hostRequiredChecks(services, { repo, targetBranch });
   return services.db.transaction(async (tx) => {
-    const queue = await lockQueue(tx, principal, { repo, targetBranch });
+    const queue = await lockQueue(services, tx, principal, { repo, targetBranch });
     checkChecksStartTimeout(update, queue);
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
     const next = planQueueStateChange(queue, update, inFlight > 0);
@@ -235,7 +253,7 @@ export async function getQueueEvents(services: Services, principal: Principal, i
 
 export async function deleteQueue(services: Services, principal: Principal, address: QueueAddress): Promise<void> {
   await services.db.transaction(async (tx) => {
-    const queue = await lockQueue(tx, principal, address);
+    const queue = await lockQueue(services, tx, principal, address);
     const active = await someLiveEntries(tx, queue.id, 5);
     if (active.some((e) => !isTerminal(e.state))) {
       const list = active.map((e) => `#${e.prNumber} (${e.state})`).join(", ");

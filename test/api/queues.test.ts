@@ -48,6 +48,23 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     expect(fetched).toEqual({ ...created, neverSeenRequiredChecks: [], blockedReason: null, enqueuedPullRequests: [] });
   });
 
+  test("readers asking at once after each write all see that write (getQueue and getSubmittedPullRequest share one reading per version)", async () => {
+    await server.api.ok("createQueue", { ...queueOf("shared-reads"), state: "paused" });
+    for (const number of [1, 2, 3]) {
+      await server.api.ok("submitPullRequest", prOf(number, "shared-reads"));
+      const [queues, prs] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, () => server.api.ok("getQueue", queueOf("shared-reads")))),
+        Promise.all(Array.from({ length: 6 }, () => server.api.ok("getSubmittedPullRequest", prOf(number, "shared-reads")))),
+      ]);
+      for (const queue of queues) expect(queue.enqueuedPullRequests.map((pr: { prNumber: number }) => pr.prNumber)).toEqual([1, 2, 3].slice(0, number));
+      for (const pr of prs) expect(pr).toMatchObject({ prNumber: number, state: "pending", position: { index: number, ahead: number - 1 } });
+    }
+    await server.api.ok("cancelPullRequest", prOf(2, "shared-reads"));
+    const [queue, cancelled] = await Promise.all([server.api.ok("getQueue", queueOf("shared-reads")), server.api.ok("getSubmittedPullRequest", prOf(2, "shared-reads"))]);
+    expect(queue.enqueuedPullRequests.map((pr: { prNumber: number }) => pr.prNumber)).toEqual([1, 3]);
+    expect(cancelled).toMatchObject({ prNumber: 2, state: "cancelled", position: null, estimatedMergeAt: null });
+  });
+
   test("createQueue accepts any updateQueue setting and 409s when the queue exists", async () => {
     const created = await server.api.ok("createQueue", { ...queueOf("configured"), mode: "PARALLEL", concurrency: 4294967295, batch: true, requiredStatuses: ["ci/test"] });
     expect(created).toMatchObject({ mode: "parallel", concurrency: 4294967295, batch: true, requiredStatuses: ["ci/test"] });

@@ -77,31 +77,35 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
 
   async getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo> {
     const key = repositoryKey(repo);
-    const pr = await this.db.transaction(async (tx) => {
-      const existing = await sandboxStore.findSandboxPullRequest(tx, key, number);
-      if (existing) return existing;
-      const baseSha = await this.#ensureBranch(tx, key, hint.targetBranch);
-      const base = await this.#tree(tx, baseSha);
-      const patch: Tree = { [`changes/pr-${number}.txt`]: `Change made by pull request #${number}\n` };
-      const headSha = await this.#commit(tx, key, baseSha, { ...base, ...patch }, `Pull request #${number}`);
-      // Two replicas may reference a new PR at once: the first one stored stays.
-      return sandboxStore.saveSandboxPullRequest(
-        tx,
-        {
-          repoKey: key,
-          number,
-          title: `Sandbox pull request #${number}`,
-          author: `sandbox-author-${(number % 7) + 1}`,
-          baseBranch: hint.targetBranch,
-          baseSha,
-          headSha,
-          patch,
-          state: "open",
-          broken: unitHash(`${key}#${number}`) < this.options.failureRate,
-        },
-        false,
-      );
-    });
+    // A PR the sandbox has is read as GitHub answers one: without taking the writer's turn.
+    const known = await this.db.read((tx) => sandboxStore.findSandboxPullRequest(tx, key, number));
+    const pr =
+      known ??
+      (await this.db.transaction(async (tx) => {
+        const existing = await sandboxStore.findSandboxPullRequest(tx, key, number);
+        if (existing) return existing;
+        const baseSha = await this.#ensureBranch(tx, key, hint.targetBranch);
+        const base = await this.#tree(tx, baseSha);
+        const patch: Tree = { [`changes/pr-${number}.txt`]: `Change made by pull request #${number}\n` };
+        const headSha = await this.#commit(tx, key, baseSha, { ...base, ...patch }, `Pull request #${number}`);
+        // Two replicas may reference a new PR at once: the first one stored stays.
+        return sandboxStore.saveSandboxPullRequest(
+          tx,
+          {
+            repoKey: key,
+            number,
+            title: `Sandbox pull request #${number}`,
+            author: `sandbox-author-${(number % 7) + 1}`,
+            baseBranch: hint.targetBranch,
+            baseSha,
+            headSha,
+            patch,
+            state: "open",
+            broken: unitHash(`${key}#${number}`) < this.options.failureRate,
+          },
+          false,
+        );
+      }));
     return {
       number: pr.number,
       title: pr.title,
