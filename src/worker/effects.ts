@@ -9,7 +9,7 @@ import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
-import { completeEffect, deferEffect, giveUpEffect, nextPendingEffect, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { completeEffect, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
@@ -35,22 +35,36 @@ export const EFFECT_BACKOFF = { baseMs: 2_000, capMs: 10 * 60_000, maxAttempts: 
  */
 const RERUN_MAX_ATTEMPTS = 7;
 
+/**
+ * How long one run of a queue's effects goes on sending statuses and comments (after at least
+ * one effect) before it leaves the rest to the worker's next round.
+ */
+export const NOTIFICATION_BUDGET_MS = 1_000;
+
 /** After this many failed attempts an effect is logged as stuck. */
 const WARN_AFTER_ATTEMPTS = 5;
 
 /**
- * Executes a queue's pending effects in order, holding the queue's lock so that one process
- * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
- * from the first effect not marked done. An effect waiting out a backoff holds the queue's
+ * Executes a queue's pending effects, holding the queue's lock so that one process at a time
+ * does: its work (runs, merges) in order, then its statuses and comments in order
+ * (nextEffectToRun). Each effect is safe to repeat: after a crash the next holder starts again
+ * from the effects not marked done. An effect waiting out a backoff holds the queue's
  * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
  * effects were done or given up (an effect not yet due is no work).
  */
 export async function runEffects(services: Services, queueId: string): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
+    const started = performance.now();
     for (;;) {
-      const pending = await services.db.read((tx) => nextPendingEffect(tx, queueId));
+      // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
+      const pending = await nextEffectToRun(services.db, queueId, services.now());
       if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
+      // Notifications are written a second apart (GitHub's guidance, Octokit's throttle): a long
+      // line of them would keep the worker from the CI results that make merges. Past the budget
+      // they wait for the next round, after the deliveries received meanwhile (which may decide
+      // a merge, or newer statuses that replace these).
+      if (count > 0 && isNotification(pending.kind) && performance.now() - started > NOTIFICATION_BUDGET_MS) break;
       const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
       if (!queue) break;
       // The App's installation on the repository's account is suspended or gone: nothing is
