@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from "../test/support/harness.js";
 import { githubAppOf, installationCreated, postWebhook } from "../test/support/webhook-post.js";
 
 /**
- * npm run bench:github [-- --prs 40] [-- --counts-only]
+ * npm run bench:github [-- --prs 40] [-- --counts-only] [-- --only paced]
  *
  * GitHub calls per merged PR: the real service (Probot, Octokit, worker, SQLite) against the
  * GitHub simulator, as the tests run it (so it runs with tsx: the simulator lives in
@@ -23,6 +23,9 @@ import { githubAppOf, installationCreated, postWebhook } from "../test/support/w
 const prsArg = process.argv.indexOf("--prs");
 const N = prsArg > 0 ? Number(process.argv[prsArg + 1]) : 20;
 const COUNTS_ONLY = process.argv.includes("--counts-only");
+const onlyArg = process.argv.indexOf("--only");
+/** Whether scenario `name` runs (`--only name` runs that one). */
+const runs = (name: string) => onlyArg < 0 || process.argv[onlyArg + 1] === name;
 /** How long simulated CI takes in the timed scenarios. */
 const CI_MS = 3_000;
 const OWNER = "bench-org";
@@ -75,6 +78,7 @@ async function countCalls(results: Record<string, object>): Promise<void> {
   try {
     for (const scenario of SCENARIOS) {
       const name = scenario.name;
+      if (!runs(name)) continue;
       const repo = `${OWNER}/${name}`;
       const queue = { repo: { host: "github.com", owner: OWNER, name }, targetBranch: "main" };
       await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], ...scenario.settings });
@@ -207,7 +211,7 @@ async function timed(results: Record<string, object>): Promise<void> {
 
   try {
     // paced: N PRs at once by comment, CI_MS builds.
-    {
+    if (runs("paced")) {
       const name = "paced";
       const queue = { repo: { host: "github.com", owner, name }, targetBranch: "main" };
       await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], concurrency: 4, mergeMethod: "merge_commit" });
@@ -252,7 +256,7 @@ async function timed(results: Record<string, object>): Promise<void> {
       console.log(`  green to merge: p50 ${seconds(waits[Math.floor(waits.length / 2)] ?? Number.NaN)} s, max ${seconds(waits.at(-1) ?? Number.NaN)} s (${waits.length} runs)`);
     }
     // backlog: green to merge of one run, with no status waiting, then with one for each of N new PRs.
-    {
+    if (runs("backlog")) {
       const name = "backlog";
       const queue = { repo: { host: "github.com", owner, name }, targetBranch: "main" };
       await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], concurrency: 1, mergeMethod: "merge_commit" });
@@ -282,16 +286,30 @@ async function timed(results: Record<string, object>): Promise<void> {
       const first = rounds + 1;
       await api.ok("submitPullRequest", { ...queue, pr: { number: first } });
       const sha = await testingSha(first);
+      // Someone looked at each PR before (its page): GitHub knows its mergeability, and the
+      // submissions need no re-reads, which would add reads in the worker's round to the statuses.
+      for (let n = first + 1; n <= first + N; n++) await fetch(`${gh.url}/repos/${h.repo}/pulls/${n}`, { headers: { authorization: `token ghs_installation_${installation.id}` } });
+      // N PRs join the line while the worker is stopped (a status each waits), then the worker
+      // starts on them, and the run goes green while it is at it.
+      await server.greenline.worker.stop();
       for (let n = first + 1; n <= first + N; n++) await api.ok("submitPullRequest", { ...queue, pr: { number: n } });
+      server.greenline.worker.start();
+      await sleep(1_500);
       const waiting = await pendingEffects(name);
       await h.greenRun(sha);
       await until(`PR #${first}'s merge behind the backlog`, () => h.greenToMerge(sha) !== null);
       const behind = h.greenToMerge(sha)!;
+      // What GitHub was asked between the green result and the merge, by route.
+      const greenAt = h.green.get(sha)!;
+      const between = new Map<string, number>();
+      for (const r of gh.requests) if (r.at > greenAt && r.at < greenAt + behind) between.set(routeOf(r.method, r.path), (between.get(routeOf(r.method, r.path)) ?? 0) + 1);
+      await until("the backlog queue's outbox", async () => (await pendingEffects(name)) === 0);
       await h.stop();
       idle.sort((a, b) => a - b);
       results[name] = { greenToMergeNoBacklogS: seconds(idle[Math.floor(idle.length / 2)]!), greenToMergeWithBacklogS: seconds(behind), effectsWaitingAtGreen: waiting };
       console.log(`\n${name}: green to merge (the fast-forward), single mode, 1 in flight, write throttle on`);
-      console.log(`  no status waiting: ${idle.map(seconds).join(", ")} s; with ${waiting} effects waiting (a status for each of ${N} new PRs): ${seconds(behind)} s`);
+      console.log(`  no status waiting: ${idle.map(seconds).join(", ")} s; ${N} PRs just submitted, ${waiting} effects waiting at green: ${seconds(behind)} s`);
+      console.log(`  asked between that green result and its merge: ${[...between].map(([route, count]) => `${count} ${route}`).join(", ")}`);
     }
   } finally {
     await server.close();

@@ -1,5 +1,6 @@
 import { Probot, ProbotOctokit } from "probot";
 import { GitHubCodeHost } from "../../src/adapters/github/code-host.js";
+import { WriteGate } from "../../src/adapters/github/write-order.js";
 import { nextEffectToRun } from "../../src/store/effects.js";
 import { EFFECT_BACKOFF } from "../../src/worker/effects.js";
 import { BACKENDS } from "../support/backends.js";
@@ -124,7 +125,7 @@ describe.each(BACKENDS)("write order, $name", (backend) => {
     expect(statusesOf(name, sha)[0]).toMatchObject({ state: "pending", description: expect.stringContaining("Testing") });
   });
 
-  test("the write gate lets the best waiting write go next, a second's spacing kept between turns", async () => {
+  test("the write gate lets the best waiting write go next: a clean-up before statuses asked for earlier", async () => {
     const name = "gate";
     const repo = `${OWNER}/${name}`;
     gh.openPr(repo, { number: 1, files: { "src/1.ts": "1" } });
@@ -138,16 +139,25 @@ describe.each(BACKENDS)("write order, $name", (backend) => {
       baseUrl: gh.url,
       Octokit: ProbotOctokit.defaults({ retry: { enabled: false }, throttle: { enabled: false } }),
     });
-    // A short spacing keeps the test quick; the order is what is asserted.
-    const host = new GitHubCodeHost(probot, { writeSpacingMs: 200 });
+    // The gate's clock stands still until every write waits for its turn: then it runs, and
+    // the turns come 100 ms apart. The order is what is asserted, never a time.
+    let frozen = true;
+    const gate = new WriteGate(100, () => (frozen ? 0 : 1_000_000 + performance.now()));
+    const host = new GitHubCodeHost(probot, { writeGate: gate });
     const ref = { host: "github.com", owner: OWNER, name };
+    // One write takes the first turn (and the installation's token is asked for once).
+    await host.setPullRequestStatus(ref, sha, { state: "pending", description: "status 0" });
     const from = gh.requests.length;
     const statuses = [1, 2, 3, 4].map((i) => host.setPullRequestStatus(ref, sha, { state: "pending", description: `status ${i}` }));
-    // While the first status is on its way and three wait, a clean-up write is asked for.
+    // While four statuses wait, a clean-up write (a testing branch's deletion) is asked for.
     const cleanup = host.cancelTestRun(ref, "greenline/main-run-1");
+    for (let i = 0; i < 600 && gate.waiting < 5; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(gate.waiting).toBe(5);
+    frozen = false;
     await Promise.all([...statuses, cleanup]);
     const writes = gh.requests.slice(from).filter((r) => r.method !== "GET" && !r.path.includes("/access_tokens"));
-    expect(writes.map((r) => r.method)).toEqual(["POST", "DELETE", "POST", "POST", "POST"]);
-    expect(statusesOf(name, sha).map((s) => s.description)).toEqual(["status 1", "status 2", "status 3", "status 4"]);
+    // The clean-up went first, then the statuses in the order they were asked for.
+    expect(writes.map((r) => r.method)).toEqual(["DELETE", "POST", "POST", "POST", "POST"]);
+    expect(statusesOf(name, sha).map((s) => s.description)).toEqual(["status 0", "status 1", "status 2", "status 3", "status 4"]);
   });
 });

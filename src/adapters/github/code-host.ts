@@ -60,10 +60,11 @@ export class GitHubCodeHost implements CodeHost {
    * `now`: the clock of the caches and of rate limits (the checks a branch requires are cached
    * for a while); `reservePercent`: the share of each installation's rate limit kept for first
    * attempts (DEFAULT_RESERVE_PERCENT); `writeSpacingMs`: the time between two writes' turns in
-   * the write gate (WRITE_SPACING_MS, as Octokit's throttle spaces them; 0 with the throttle off).
+   * the write gate (WRITE_SPACING_MS, as Octokit's throttle spaces them; 0 with the throttle off),
+   * or the `writeGate` itself (tests hold its turns).
    */
-  constructor(probot: Probot, options: { now?: () => number; reservePercent?: number; writeSpacingMs?: number } = {}) {
-    this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent, new WriteGate(options.writeSpacingMs ?? WRITE_SPACING_MS));
+  constructor(probot: Probot, options: { now?: () => number; reservePercent?: number; writeSpacingMs?: number; writeGate?: WriteGate } = {}) {
+    this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent, options.writeGate ?? new WriteGate(options.writeSpacingMs ?? WRITE_SPACING_MS));
     this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo) };
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
