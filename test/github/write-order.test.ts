@@ -48,11 +48,12 @@ describe.each(BACKENDS)("write order, $name", (backend) => {
     const repo = `${OWNER}/${name}`;
     await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit", concurrency: 1 });
     for (let n = 1; n <= 6; n++) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: `${n}` } });
-    await api.ok("submitPullRequest", github.pr(name, 1));
+    for (let n = 1; n <= 6; n++) await api.ok("submitPullRequest", github.pr(name, n));
     await github.drain();
     const tested = github.testingBranches(name)[0]!.sha;
-    // Five PRs join the line: a status for each waits in the outbox (the worker has not run).
-    for (let n = 2; n <= 6; n++) await api.ok("submitPullRequest", github.pr(name, n));
+    // Five waiting PRs are cancelled: each one's last status ("cancelled") waits in the outbox
+    // (the worker has not run), and no later decision replaces it.
+    for (let n = 2; n <= 6; n++) await api.ok("cancelPullRequest", github.pr(name, n));
     const from = gh.requests.length;
     // The run goes green: its merge is decided after those statuses.
     await github.ciPassesOnEveryBranch(name);
@@ -66,7 +67,7 @@ describe.each(BACKENDS)("write order, $name", (backend) => {
     expect(merge[0]!).toBeLessThan(statuses[0]!);
     // Every PR still shows its latest state.
     expect(statusesOf(name, gh.pr(repo, 1)!.headSha).at(-1)).toMatchObject({ state: "success" });
-    for (let n = 2; n <= 6; n++) expect(statusesOf(name, gh.pr(repo, n)!.headSha).at(-1)).toMatchObject({ state: "pending" });
+    for (let n = 2; n <= 6; n++) expect(statusesOf(name, gh.pr(repo, n)!.headSha).at(-1)).toMatchObject({ state: "error" });
   });
 
   /**
