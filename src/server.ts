@@ -14,6 +14,7 @@ import type { Config } from "./config.js";
 import { createGitHubApp, recordGitHubDelivery } from "./webhooks/github.js";
 import type { DeliveryHandler } from "./webhooks/services/inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
+import { WRITE_SPACING_MS } from "./adapters/github/write-order.js";
 import { bundleUrls } from "./flaky/bundle-uploads.js";
 import { webhookRoute } from "./webhooks/webhook-route.js";
 import { createWebApp, isDashboardRequest } from "./web/app.js";
@@ -179,7 +180,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     let handleDelivery: DeliveryHandler | undefined;
     if (config.githubApp) {
       await server.load((probot) => {
-        codeHost = options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime(), reservePercent: config.githubApp?.reservePercent });
+        codeHost =
+          options.codeHost ?? new GitHubCodeHost(probot, { now: () => now().getTime(), reservePercent: config.githubApp?.reservePercent, writeSpacingMs: config.githubApp?.throttle === false ? 0 : WRITE_SPACING_MS });
         handleDelivery = (delivery) => probot.receive(delivery as EmitterWebhookEvent);
         return createGitHubApp(() => services)(probot);
       });

@@ -2,7 +2,8 @@ import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
 import { resolvePriority } from "../domain/priority.js";
-import { findQueue } from "../store/queues.js";
+import { findQueue, lockQueueRow } from "../store/queues.js";
+import { appendEffects } from "../store/effects.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
 import { AppError } from "../app/errors.js";
 import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
@@ -14,7 +15,8 @@ export type PullRequestComment = { repo: RepoRef; prNumber: number; author: stri
 const MAY_COMMAND = new Set(["admin", "write"]);
 
 /**
- * Carries out a `/greenline …` comment on a pull request and answers on the pull request. The
+ * Carries out a `/greenline …` comment on a pull request and answers on the pull request (once
+ * carried out, through the queue's outbox: replyLater). The
  * command acts for the organization that owns the repository in Greenline, only on a queue
  * whose commands are enabled (`commandsEnabled`), and only for people who may push to the
  * repository (GitHub's answer, asked each time). Comments without a
@@ -49,15 +51,40 @@ export async function handlePullRequestComment(services: Services, comment: Pull
     if (command.kind === "merge") {
       await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch });
       const priority = resolvePriority(command.priority).name;
-      await reply(`@${author} queued for \`${targetBranch}\` at priority ${priority}${command.noBatch ? ", tested on its own" : ""}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`);
+      await replyLater(
+        services,
+        queue?.id,
+        prNumber,
+        `@${author} queued for \`${targetBranch}\` at priority ${priority}${command.noBatch ? ", tested on its own" : ""}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`,
+        reply,
+      );
     } else {
       await cancelPullRequest(services, principal, address);
-      await reply(`@${author} taken out of the queue for \`${targetBranch}\`.`);
+      await replyLater(services, queue?.id, prNumber, `@${author} taken out of the queue for \`${targetBranch}\`.`, reply);
     }
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     await reply(`@${author} could not ${command.kind === "merge" ? "queue" : "cancel"} this pull request: ${error.message}.`);
   }
+}
+
+/**
+ * The answer to a command the queue carried out goes to the queue's outbox, as its other
+ * comments do: the worker writes it after the queue's own work (a merge, a testing branch), and
+ * the delivery is done without waiting for it (GitHub asks for comments to be spaced; a line of
+ * them must not hold the CI results behind them in the inbox). Without the queue (it was made
+ * by the command's own submission, in a race): at once.
+ */
+async function replyLater(services: Services, queueId: string | undefined, prNumber: number, body: string, reply: (text: string) => Promise<void>): Promise<void> {
+  const queued =
+    queueId !== undefined &&
+    (await services.db.transaction(async (tx) => {
+      // The queue's lock orders the outbox with the decisions appending to it.
+      if (!(await lockQueueRow(tx, queueId))) return false;
+      await appendEffects(tx, queueId, [{ kind: "pr_comment", prNumber, body }], { now: services.now(), newId: services.newId });
+      return true;
+    }));
+  if (!queued) await reply(body);
 }
 
 /** The organization that owns the repository in Greenline, acting through a comment. */

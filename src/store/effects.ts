@@ -1,6 +1,6 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import { prismaShaped } from "./columns.js";
-import { sqlOf, type Tx } from "./database.js";
+import { type Database, sqlOf, type Tx } from "./database.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -58,19 +58,69 @@ export async function nextPendingEffect(tx: Tx, queueId: string): Promise<Pendin
   return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
 }
 
+/** Notifications (a PR's status, a comment): they tell people, and nothing else in the queue waits on them. */
+export function isNotification(kind: OutboxEffect["kind"]): boolean {
+  return kind === "pr_status" || kind === "pr_comment";
+}
+
+type PendingRow = { id: string; seq: number; kind: string; attempts: number; nextAttemptAt: Date | null; payload: string };
+
+function pendingOf(row: PendingRow, queueId: string): PendingEffect {
+  const effect = JSON.parse(row.payload) as OutboxEffect;
+  return { id: row.id, queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
+}
+
 /**
- * The first `limit` effects of the queue's outbox not yet done, in order (the effect runner
- * reads them in one statement, then carries them out one by one).
+ * The effect of the queue's outbox to carry out next, or null when none is pending. The queue's
+ * work goes first: its first pending effect that is not a notification (a run to start or
+ * cancel, a merge), in outbox order, so a merge never waits behind statuses and comments (each a
+ * write GitHub asks to space a second apart). Notifications follow, in outbox order, and those
+ * decided before a piece of work waiting out a backoff still go (as they did when the outbox was
+ * one line); the ones after it wait for it.
+ *
+ * A status superseded by a later pending status of the same PR head is never sent: GitHub shows
+ * only a context's latest status. It is marked done (not given up) in one transaction with the
+ * later one taking over its attempts and backoff (a status failing and retried stays a retry:
+ * the rate-limit reserve and giving up count it), so a crash on either side of it loses nothing —
+ * the later status is in the outbox until it is sent. (Statuses are also replaced as they are
+ * appended, appendEffects; this catches those it keeps: ones already tried.)
  */
-export async function pendingEffects(tx: Tx, queueId: string, limit: number): Promise<PendingEffect[]> {
-  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT ?`, [
-    queueId,
-    limit,
-  ]);
+export async function nextEffectToRun(db: Pick<Database, "read" | "transaction">, queueId: string, now: Date, skip: ReadonlySet<string> = new Set()): Promise<PendingEffect | null> {
+  for (;;) {
+    const rows = (await db.read((tx) => pendingRows(tx, queueId))).filter((row) => !skip.has(row.id));
+    const work = rows.find((row) => !isNotification(row.kind as OutboxEffect["kind"]));
+    const workIsDue = work !== undefined && (work.nextAttemptAt === null || work.nextAttemptAt <= now);
+    const notification = workIsDue ? undefined : rows.find((row) => isNotification(row.kind as OutboxEffect["kind"]) && (work === undefined || row.seq < work.seq));
+    if (!notification) return work ? pendingOf(work, queueId) : null;
+    const pending = pendingOf(notification, queueId);
+    const later = pending.effect.kind === "pr_status" ? laterStatusOf(rows, notification, pending.effect) : undefined;
+    if (!later) return pending;
+    await db.transaction(async (tx) => {
+      const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null || a > b ? a : b);
+      await tx.effect.updateMany({
+        where: { id: later.id, doneAt: null },
+        data: { attempts: Math.max(later.attempts, notification.attempts), nextAttemptAt: latest(later.nextAttemptAt, notification.nextAttemptAt) },
+      });
+      await completeEffect(tx, notification.id, now);
+    });
+  }
+}
+
+/** The queue's outbox not yet done, in order (plain SQL: it is read before every effect). */
+async function pendingRows(tx: Tx, queueId: string): Promise<PendingRow[]> {
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "seq", "kind", "attempts", "nextAttemptAt", "payload" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC`, [queueId]);
   return rows.map((found) => {
-    const row = prismaShaped<{ id: string; queueId: string; payload: string; attempts: number; nextAttemptAt: Date | null }>(found, [], ["nextAttemptAt"]);
-    const effect = JSON.parse(row.payload) as OutboxEffect;
-    return { id: row.id, queueId: row.queueId, kind: effect.kind, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, effect };
+    const row = prismaShaped<PendingRow>(found, [], ["nextAttemptAt"]);
+    return { ...row, seq: Number(row.seq), attempts: Number(row.attempts) };
+  });
+}
+
+/** The last pending status after `row` for the same PR head as `status`, if any. */
+function laterStatusOf(rows: PendingRow[], row: PendingRow, status: { prNumber: number; sha: string }): PendingRow | undefined {
+  return rows.findLast((other) => {
+    if (other.seq <= row.seq || other.kind !== "pr_status") return false;
+    const effect = JSON.parse(other.payload) as { prNumber: number; sha: string };
+    return effect.prNumber === status.prNumber && effect.sha === status.sha;
   });
 }
 

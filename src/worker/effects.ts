@@ -9,7 +9,7 @@ import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
-import { completeEffect, completeEffects, deferEffect, giveUpEffect, pendingEffects, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { completeEffect, completeEffects, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
@@ -35,69 +35,76 @@ export const EFFECT_BACKOFF = { baseMs: 2_000, capMs: 10 * 60_000, maxAttempts: 
  */
 const RERUN_MAX_ATTEMPTS = 7;
 
+/**
+ * How long one run of a queue's effects goes on sending statuses and comments (after at least
+ * one effect) before it leaves the rest to the worker's next round.
+ */
+export const NOTIFICATION_BUDGET_MS = 1_000;
+
 /** After this many failed attempts an effect is logged as stuck. */
 const WARN_AFTER_ATTEMPTS = 5;
 
 /**
- * Executes a queue's pending effects in order, holding the queue's lock so that one process
- * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
- * from the first effect not marked done. An effect waiting out a backoff holds the queue's
+ * Executes a queue's pending effects, holding the queue's lock so that one process at a time
+ * does: its work (runs, merges) in order, then its statuses and comments in order
+ * (nextEffectToRun). Each effect is safe to repeat: after a crash the next holder starts again
+ * from the effects not marked done. An effect waiting out a backoff holds the queue's
  * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
  * effects were done or given up (an effect not yet due is no work).
  */
 export async function runEffects(services: Services, queueId: string): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
-    // The outbox is read EFFECTS_READ_AT_ONCE effects at a time, and read again after an effect
-    // that changed the queue (it applied an event: new effects, statuses dropped).
-    let batch: PendingEffect[] = [];
+    const started = performance.now();
+    // Effects need the queue's repository and settings; a merge also its merges and target head,
+    // which another process's event may have moved: it is read afresh for a merge, and after an
+    // effect that applied an event.
     let queue: QueueInRepository | null = null;
     // Statuses carried out and not yet marked done: marked together (a status is safe to write
-    // twice, so a crash meanwhile costs a repeat, nothing more), before the outbox is read again
-    // and before any other effect.
-    const statusesDone: string[] = [];
+    // twice, so a crash meanwhile costs a repeat, nothing more), before any other effect.
+    const statusesDone = new Set<string>();
     const markStatusesDone = async () => {
-      if (statusesDone.length > 0) await services.db.write((tx) => completeEffects(tx, statusesDone.splice(0), services.now()));
+      if (statusesDone.size === 0) return;
+      const ids = [...statusesDone];
+      statusesDone.clear();
+      await services.db.write((tx) => completeEffects(tx, ids, services.now()));
     };
     try {
       for (;;) {
-        if (batch.length === 0) {
-          await markStatusesDone();
-          batch = await services.db.read((tx) => pendingEffects(tx, queueId, EFFECTS_READ_AT_ONCE));
-        }
-        const pending = batch.shift();
+        // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
+        const pending = await nextEffectToRun(services.db, queueId, services.now(), statusesDone);
         if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
-        // Effects need the queue's repository and settings; a merge also its merges and target
-        // head, which another process's event may have moved: read afresh for it.
+        // Notifications are written a second apart (GitHub's guidance, Octokit's throttle): a long
+        // line of them would keep the worker from the CI results that make merges. Past the budget
+        // they wait for the next round, after the deliveries received meanwhile (which may decide
+        // a merge, or newer statuses that replace these).
+        if (count > 0 && isNotification(pending.kind) && performance.now() - started > NOTIFICATION_BUDGET_MS) break;
         if (!queue || pending.kind === "merge") queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
-        if (!queue) break;
+        const current = queue;
+        if (!current) break;
         // The App's installation on the repository's account is suspended or gone: nothing is
         // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
         // Read once per call: an outage noticed during the call stops it below.
-        if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(queue!.repository))))) break;
-        if (await deferredForReserve(services, queue, pending)) break;
+        if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(current.repository))))) break;
+        if (await deferredForReserve(services, current, pending)) break;
         if (pending.kind !== "pr_status") await markStatusesDone();
-        let applied = true;
         try {
-          applied = await execute(services, queue, pending.effect);
-          if (pending.kind === "pr_status") statusesDone.push(pending.id);
+          const applied = await execute(services, current, pending.effect);
+          if (pending.kind === "pr_status") statusesDone.add(pending.id);
           else await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
           count++;
+          // An effect that applied an event leaves the queue to be read again.
+          if (applied) queue = null;
         } catch (error) {
           await markStatusesDone();
           // A refusal of the whole installation is no fault of the effect's: it stays pending, its
           // attempts uncounted, and the account's queues wait for the installation to answer again.
           if (isInstallationRefusal(error)) {
-            await noticeInstallationRefusal(services, queue.repository, error);
+            await noticeInstallationRefusal(services, current.repository, error);
             break;
           }
-          if (!(await recordFailure(services, queue, pending, error))) break;
+          if (!(await recordFailure(services, current, pending, error))) break;
           count++;
-          batch = [];
-        }
-        // An effect that applied an event (or failed) leaves the outbox and the queue to be read again.
-        if (applied) {
-          batch = [];
           queue = null;
         }
       }
@@ -108,9 +115,6 @@ export async function runEffects(services: Services, queueId: string): Promise<n
   });
   return done ?? 0;
 }
-
-/** How many pending effects the runner reads in one statement. */
-const EFFECTS_READ_AT_ONCE = 16;
 
 /**
  * A retry waits while the installation has less than its reserve of the rate limit left: what

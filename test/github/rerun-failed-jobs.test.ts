@@ -35,7 +35,7 @@ describe("re-running a testing commit's failed jobs on GitHub", () => {
       logLevel: "fatal",
       Octokit: ProbotOctokit.defaults({ retry: { enabled: false }, throttle: { enabled: false } }),
     });
-    ciRetries = new GitHubCodeHost(probot).ciRetries;
+    ciRetries = new GitHubCodeHost(probot, { writeSpacingMs: 0 }).ciRetries;
   });
   afterEach(async () => {
     await gh?.stop();

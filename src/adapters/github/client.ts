@@ -1,6 +1,7 @@
 import type { Probot } from "probot";
 import { CodeHostRefusal, type RepoRef } from "../../ports/code-host.js";
 import { installationRefusalOf, rateLimitOf } from "./refusals.js";
+import { isSpacedWrite, WriteGate, writePriority } from "./write-order.js";
 
 /** The share of an installation's rate limit kept for first attempts, unless configured (GREENLINE_GITHUB_RESERVE_PERCENT). */
 export const DEFAULT_RESERVE_PERCENT = 20;
@@ -31,6 +32,8 @@ export class GitHubClient {
     readonly now: () => number = Date.now,
     /** The share of an installation's rate limit (percent) kept for first attempts: retries wait below it. */
     readonly reservePercent: number = DEFAULT_RESERVE_PERCENT,
+    /** The order of this process's writes (write-order.ts): merges and testing branches before statuses and comments. */
+    readonly writes: WriteGate = new WriteGate(0),
   ) {}
 
   /**
@@ -87,6 +90,12 @@ export class GitHubClient {
     if (installation === null) return null;
     this.#refuseWhileRateLimited(installation);
     const octokit = await this.probot.auth(installation);
+    // Innermost of these hooks, outside Octokit's own throttle (which keeps spacing the writes
+    // the gate lets go, so it never reorders them).
+    octokit.hook.wrap("request", async (request, options) => {
+      if (isSpacedWrite(options.method, options.url)) await this.writes.turn(writePriority());
+      return request(options);
+    });
     this.#gateRateLimit(octokit, installation);
     octokit.hook.wrap("request", async (request, options) => {
       try {

@@ -27,6 +27,7 @@ import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
 import { GitHubWorkflowRuns } from "./workflow-runs.js";
 import { refusalOf, type GitHubOperation } from "./refusals.js";
+import { WRITE_PRIORITY, WRITE_SPACING_MS, WriteGate, withWritePriority } from "./write-order.js";
 
 export { mergeabilityOf, PR_STATUS_CONTEXT } from "./pull-requests.js";
 
@@ -58,10 +59,12 @@ export class GitHubCodeHost implements CodeHost {
   /**
    * `now`: the clock of the caches and of rate limits (the checks a branch requires are cached
    * for a while); `reservePercent`: the share of each installation's rate limit kept for first
-   * attempts (DEFAULT_RESERVE_PERCENT).
+   * attempts (DEFAULT_RESERVE_PERCENT); `writeSpacingMs`: the time between two writes' turns in
+   * the write gate (WRITE_SPACING_MS, as Octokit's throttle spaces them; 0 with the throttle off),
+   * or the `writeGate` itself (tests hold its turns).
    */
-  constructor(probot: Probot, options: { now?: () => number; reservePercent?: number } = {}) {
-    this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent);
+  constructor(probot: Probot, options: { now?: () => number; reservePercent?: number; writeSpacingMs?: number; writeGate?: WriteGate } = {}) {
+    this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent, options.writeGate ?? new WriteGate(options.writeSpacingMs ?? WRITE_SPACING_MS));
     this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo) };
     this.#pulls = new GitHubPullRequests(this.#client);
     this.#branches = new GitHubTestingBranches(this.#client);
@@ -103,7 +106,10 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   cancelTestRun(repo: RepoRef, testBranch: string, options?: { pullRequest?: boolean }): Promise<void> {
-    return classified(this.#branches.cancelTestRun(repo, testBranch, options), "delete_ref");
+    return classified(
+      withWritePriority(WRITE_PRIORITY.cleanup, () => this.#branches.cancelTestRun(repo, testBranch, options)),
+      "delete_ref",
+    );
   }
 
   checkTarget(repo: RepoRef, branch: string): Promise<TargetCheck> {
@@ -120,11 +126,17 @@ export class GitHubCodeHost implements CodeHost {
   }
 
   setPullRequestStatus(repo: RepoRef, sha: string, status: { state: "pending" | "success" | "failure" | "error"; description: string; targetUrl?: string }): Promise<void> {
-    return classified(this.#pulls.setPullRequestStatus(repo, sha, status), "write");
+    return classified(
+      withWritePriority(WRITE_PRIORITY.notification, () => this.#pulls.setPullRequestStatus(repo, sha, status)),
+      "write",
+    );
   }
 
   commentOnPullRequest(repo: RepoRef, number: number, body: string): Promise<void> {
-    return classified(this.#pulls.commentOnPullRequest(repo, number, body), "write");
+    return classified(
+      withWritePriority(WRITE_PRIORITY.notification, () => this.#pulls.commentOnPullRequest(repo, number, body)),
+      "write",
+    );
   }
 
   permissionOf(repo: RepoRef, user: string): Promise<Permission> {

@@ -6,6 +6,8 @@ export type SimulatorRequest = {
   method: string;
   path: string;
   authorization: string | undefined;
+  /** When it arrived: `performance.now()` of this process (the bench times calls with it). */
+  at: number;
   /** The answer, for conformance checks. */
   status?: number;
   response?: unknown;
@@ -51,7 +53,7 @@ export type RepoRequest = AppRequest & {
 
 /** Logs a request in `log` and gives the ways to answer it, each recording the answer in the log entry. */
 export function logRequest(log: SimulatorRequest[], req: IncomingMessage, res: ServerResponse, method: string, path: string): { record: SimulatorRequest } & Reply {
-  const record: SimulatorRequest = { method, path, authorization: req.headers.authorization };
+  const record: SimulatorRequest = { method, path, authorization: req.headers.authorization, at: performance.now() };
   log.push(record);
   const send: Send = (status, answer) => {
     record.status = status;
