@@ -212,9 +212,10 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       const number = (nextNumber.get(queue) ?? 0) + 1;
       nextNumber.set(queue, number);
       submitted.push({ queue, number });
-      const target = live[k % live.length]!;
       const request = (async () => {
         for (let attempt = 0; attempt < 5; attempt++) {
+          // A retry goes to another live replica (the one asked may have just been killed).
+          const target = live[(k + attempt) % live.length]!;
           const answer = await api(target.url, "submitPullRequest", { repo: queueRepo(queue, options.installations), targetBranch: "main", pr: { number } }).catch(() => ({ status: 0, text: "connection failed" }));
           if (answer.status === 200) return;
           non2xx++;
