@@ -1,5 +1,6 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import type { Tx } from "./database.js";
+import { markQueueDue } from "./due-queues.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -24,6 +25,8 @@ export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffe
   await tx.effect.createMany({
     data: kept.map((effect) => ({ id: context.newId(), queueId, seq: ++seq, kind: effect.kind, payload: JSON.stringify(effect), createdAt: context.now })),
   });
+  // The worker claims the queue for them (src/store/due-queues.ts).
+  await markQueueDue(tx, queueId, context.now);
 }
 
 /** Deletes the pending statuses of these PR heads (see appendEffects). */

@@ -5,6 +5,7 @@ import { LIVE_PR_STATES } from "../domain/states.js";
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import type { Tx } from "./database.js";
 import { appendEffects } from "./effects.js";
+import { markQueueDue } from "./due-queues.js";
 import { toQueueEntry, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
@@ -182,6 +183,8 @@ export async function saveDecision(
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
+  // The worker claims the queue when its timer is due (src/store/due-queues.ts).
+  if (timer) await markQueueDue(tx, queue.id, new Date(timer.at));
   await tx.queue.update({
     where: { id: queue.id },
     data: {

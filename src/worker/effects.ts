@@ -43,12 +43,13 @@ const WARN_AFTER_ATTEMPTS = 5;
  * at a time does. Each effect is safe to repeat: after a crash the next holder starts again
  * from the first effect not marked done. An effect waiting out a backoff holds the queue's
  * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
- * effects were done or given up (an effect not yet due is no work).
+ * effects were done or given up (an effect not yet due is no work). `limit`: at most this many
+ * (the worker's claim of a queue is bounded, so that a busy queue does not hold the others).
  */
-export async function runEffects(services: Services, queueId: string): Promise<number> {
+export async function runEffects(services: Services, queueId: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
-    for (;;) {
+    while (count < limit) {
       const pending = await services.db.read((tx) => nextPendingEffect(tx, queueId));
       if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
       const queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
