@@ -140,6 +140,8 @@ type RunResult = {
   non2xx: number;
   merged: number;
   mergedExactlyOnce: boolean;
+  /** Still in their queues when the run stopped (the drain's bound, or a minute without a merge). */
+  unfinished: number;
   lost: number;
   wallS: number;
   events: number;
@@ -227,15 +229,18 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       pending.add(tracked);
     }
     await Promise.all(pending);
-    // Drained: every submitted PR merged in the sandbox (no failures, no flakes configured).
+    // Drained: every submitted PR merged in the sandbox (no failures, no flakes configured), or
+    // no merge for a minute (the rest is reported unfinished), or the drain's bound passed.
     const deadline = performance.now() + options.drainS * 1000;
     let merged = 0;
     let drainedAt = performance.now();
+    let progressAt = performance.now();
     for (;;) {
       const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "SandboxPullRequest" WHERE state = 'merged'`);
+      if (Number(rows[0]!.n) > merged) progressAt = performance.now();
       merged = Number(rows[0]!.n);
       drainedAt = performance.now();
-      if (merged >= total || performance.now() > deadline) break;
+      if (merged >= total || performance.now() > deadline || performance.now() - progressAt > 60_000) break;
       await sleep(250);
     }
     const cpuS = replicas.reduce((sum, r, i) => sum + (r.cpu() - cpuBefore[i]!), 0);
@@ -260,13 +265,17 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       return picked.length ? Math.round((picked.reduce((a, s) => a + s.mb, 0) / picked.length) * 10) / 10 : null;
     };
     const eventCount = Number(events[0]!.n);
+    // Lost: submitted, not merged, and no longer in its queue (failed, cancelled, or gone).
+    const { rows: queued } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "QueueEntry" WHERE state NOT IN ('merged', 'failed', 'cancelled')`);
+    const unfinished = Number(queued[0]!.n);
     return {
       replicas: replicaCount,
       submitted: total,
       non2xx,
       merged,
       mergedExactlyOnce: twice === 0 && commits.length === merged,
-      lost: total - merged,
+      unfinished,
+      lost: total - merged - unfinished,
       wallS: round(wallS),
       events: eventCount,
       decisionsPerS: round(eventCount / wallS),
@@ -360,12 +369,13 @@ async function main(): Promise<void> {
         p95CiResultToMergeStartMs: x.ciResultToMergeMs.p95,
         mergedExactlyOnce: x.mergedExactlyOnce,
         lost: x.lost,
+        ...(x.unfinished > 0 ? { unfinished: x.unfinished } : {}),
       },
     ]),
   );
   console.log(JSON.stringify({ replicas }));
   if (idle) console.error(JSON.stringify({ idleTickStatements: idle }));
-  const ok = Object.values(results).every((x) => x.mergedExactlyOnce && x.lost === 0);
+  const ok = Object.values(results).every((x) => x.mergedExactlyOnce && x.lost === 0 && x.unfinished === 0);
   process.exit(ok ? 0 : 1);
 }
 
