@@ -68,6 +68,11 @@ export async function releaseQueue(tx: Tx, claimed: ClaimedQueue, next: Date | n
   await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${marked} WHERE "queueId" = ${claimed.queueId}`;
 }
 
+/** Ends a claim without work done: the queue stays due when it was. */
+export async function unclaimQueue(tx: Tx, claimed: ClaimedQueue): Promise<void> {
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL WHERE "queueId" = ${claimed.queueId}`;
+}
+
 /** When the queue's timer is set to fire, or null (no timer, or no such queue). */
 export async function timerOf(tx: Tx, queueId: string): Promise<Date | null> {
   const row = await tx.queue.findUnique({ where: { id: queueId }, select: { timerAt: true } });

@@ -4,7 +4,7 @@ import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithRunningRuns } from "../store/queues.js";
-import { claimDueQueues, nextDueOfQueue, releaseQueue, timerOf, type ClaimedQueue } from "../store/due-queues.js";
+import { claimDueQueues, nextDueOfQueue, releaseQueue, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
@@ -175,21 +175,28 @@ export class Worker {
     const started = performance.now();
     let work = 0;
     const inFlight = new Set<Promise<void>>();
+    const worked = new Set<string>();
     let exhausted = false;
     while (!exhausted || inFlight.size > 0) {
       if (!exhausted && inFlight.size < DUE_QUEUES.concurrency) {
         const now = services.now();
         const lease = new Date(now.getTime() + DUE_QUEUES.leaseMs);
         const claimed = await services.db.write((tx) => claimDueQueues(tx, services.db.kind, now, DUE_QUEUES.concurrency - inFlight.size, lease));
-        if (claimed.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
-        for (const queue of claimed) {
+        // A queue worked on in this tick and due again at once (its work waits on something
+        // else: a lock another process holds, a probe about to be made) waits for the next tick.
+        const again = claimed.filter((queue) => worked.has(queue.queueId));
+        for (const queue of again) await services.db.write((tx) => unclaimQueue(tx, queue));
+        const fresh = claimed.filter((queue) => !worked.has(queue.queueId));
+        if (fresh.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
+        for (const queue of fresh) {
+          worked.add(queue.queueId);
           const working: Promise<void> = this.#workOnQueue(queue).then((done) => {
             work += done;
             inFlight.delete(working);
           });
           inFlight.add(working);
         }
-        if (claimed.length > 0) continue;
+        if (fresh.length > 0) continue;
       }
       if (inFlight.size > 0) await Promise.race(inFlight);
     }
@@ -217,7 +224,7 @@ export class Worker {
       work += await runEffects(services, id, DUE_QUEUES.effectsPerClaim);
       next = await services.db.read((tx) => nextDueOfQueue(tx, id, services.now()));
     } catch (error) {
-      this.options.log.error({ err: error, queueId: id }, "working on a queue failed");
+      this.options.log.error({ err: error, queueId: id }, "running a queue's effects failed");
       next = new Date(services.now().getTime() + DUE_QUEUES.retryAfterErrorMs);
     }
     try {
