@@ -138,6 +138,7 @@ type RunResult = {
   replicas: number;
   submitted: number;
   non2xx: number;
+  non2xxAnswers: Record<string, string>;
   merged: number;
   mergedExactlyOnce: boolean;
   /** Still in their queues when the run stopped (the drain's bound, or a minute without a merge). */
@@ -189,6 +190,8 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
     const nextNumber = new Map<number, number>();
     const submitted: { queue: number; number: number }[] = [];
     let non2xx = 0;
+    /** The non-2xx answers seen, by status (the last one of each). */
+    const answers = new Map<number, string>();
     const pending = new Set<Promise<void>>();
     let live = replicas;
     const cpuBefore = replicas.map((r) => r.cpu());
@@ -215,15 +218,16 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       nextNumber.set(queue, number);
       submitted.push({ queue, number });
       const request = (async () => {
-        for (let attempt = 0; attempt < 5; attempt++) {
+        for (let attempt = 0; attempt < 60; attempt++) {
           // A retry goes to another live replica (the one asked may have just been killed).
           const target = live[(k + attempt) % live.length]!;
           const answer = await api(target.url, "submitPullRequest", { repo: queueRepo(queue, options.installations), targetBranch: "main", pr: { number } }).catch(() => ({ status: 0, text: "connection failed" }));
           if (answer.status === 200) return;
           non2xx++;
-          await sleep(200);
+          answers.set(answer.status, answer.text.slice(0, 200));
+          await sleep(Math.min(5_000, 500 * (attempt + 1)));
         }
-        throw new Error(`submitPullRequest of ${queue}#${number} kept failing`);
+        throw new Error(`submitPullRequest of ${queue}#${number} kept failing: ${JSON.stringify([...answers])}`);
       })();
       const tracked = request.finally(() => pending.delete(tracked));
       pending.add(tracked);
@@ -272,6 +276,7 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       replicas: replicaCount,
       submitted: total,
       non2xx,
+      non2xxAnswers: Object.fromEntries(answers),
       merged,
       mergedExactlyOnce: twice === 0 && commits.length === merged,
       unfinished,
