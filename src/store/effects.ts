@@ -1,6 +1,7 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import { prismaShaped } from "./columns.js";
 import { type Database, sqlOf, type Tx } from "./database.js";
+import { markQueueDue } from "./due-queues.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -29,6 +30,8 @@ export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffe
     EFFECT_COLUMNS,
     kept.map((effect) => [context.newId(), queueId, ++seq, effect.kind, JSON.stringify(effect), context.now]),
   );
+  // The worker claims the queue for them (src/store/due-queues.ts).
+  await markQueueDue(tx, queueId, context.now);
 }
 
 const EFFECT_COLUMNS = ["id", "queueId", "seq", "kind", "payload", "createdAt"] as const;

@@ -1,5 +1,6 @@
 import { prismaShaped } from "./columns.js";
 import { sqlOf, type Tx } from "./database.js";
+import { markAccountQueuesDue } from "./due-queues.js";
 
 /** Why the App cannot work on an account: its installation is suspended, or the App was uninstalled. */
 export type OutageState = "suspended" | "uninstalled";
@@ -57,9 +58,10 @@ export async function markAccountUnavailable(tx: Tx, outage: { accountKey: strin
   });
 }
 
-/** The account answers again: forgets its outage. Answers whether there was one. */
-export async function clearAccountOutage(tx: Tx, accountKey: string): Promise<boolean> {
+/** The account answers again at `at`: forgets its outage, and its queues are due. Answers whether there was one. */
+export async function clearAccountOutage(tx: Tx, accountKey: string, at: Date): Promise<boolean> {
   const { count } = await tx.installationOutage.deleteMany({ where: { accountKey } });
+  if (count > 0) await markAccountQueuesDue(tx, accountKey, at);
   return count > 0;
 }
 

@@ -4,6 +4,7 @@ import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targe
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import { sqlOf, type Tx } from "./database.js";
 import { appendEffects } from "./effects.js";
+import { markQueueDue } from "./due-queues.js";
 import { entriesInPlayOr, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
@@ -187,6 +188,8 @@ export async function saveDecision(
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
   await appendEffects(tx, queue.id, effects, { now, newId });
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
+  // The worker claims the queue when its timer is due (src/store/due-queues.ts).
+  if (timer) await markQueueDue(tx, queue.id, new Date(timer.at));
   await sql.run(`UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`, [
     next.state,
     next.mode,

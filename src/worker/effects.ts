@@ -50,9 +50,10 @@ const WARN_AFTER_ATTEMPTS = 5;
  * (nextEffectToRun). Each effect is safe to repeat: after a crash the next holder starts again
  * from the effects not marked done. An effect waiting out a backoff holds the queue's
  * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
- * effects were done or given up (an effect not yet due is no work).
+ * effects were done or given up (an effect not yet due is no work). `limit`: at most this many
+ * (the worker's claim of a queue is bounded, so that a busy queue does not hold the others).
  */
-export async function runEffects(services: Services, queueId: string): Promise<number> {
+export async function runEffects(services: Services, queueId: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
     const started = performance.now();
@@ -70,7 +71,7 @@ export async function runEffects(services: Services, queueId: string): Promise<n
       await services.db.write((tx) => completeEffects(tx, ids, services.now()));
     };
     try {
-      for (;;) {
+      while (count < limit) {
         // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
         const pending = await nextEffectToRun(services.db, queueId, services.now(), statusesDone);
         if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;

@@ -3,8 +3,8 @@ import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
-import { queuesWithPendingEffects } from "../store/effects.js";
-import { queuesWithDueTimers, queuesWithRunningRuns } from "../store/queues.js";
+import { queuesWithRunningRuns } from "../store/queues.js";
+import { claimDueQueues, nextDueOfQueue, releaseQueue, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
@@ -21,6 +21,14 @@ export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
 export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 /** How long one tick may spend on the webhook inbox's rounds before the queues' own work. */
 export const INBOX_TICK_BUDGET_MS = 1_000;
+/**
+ * The due queues' work (src/store/due-queues.ts): how many a worker works on at once, how many
+ * effects one claim of a queue executes at most (a queue with 500 PRs takes its turn like one
+ * with 1, then goes behind the queues due before it), how long a claim's lease is (a replica
+ * that dies while working on a queue leaves it to the others after this), how long one tick
+ * goes on claiming, and when a queue whose work failed is tried again.
+ */
+export const DUE_QUEUES = { concurrency: 8, effectsPerClaim: 20, leaseMs: 15_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
 
 export type WorkerOptions = {
   intervalMs: number;
@@ -141,22 +149,8 @@ export class Worker {
     work += await reconcileRunsInFlight(services, this.options.ciPoll);
     // Runs whose required checks never started are told so, long before their testing timeout.
     work += await diagnoseRunsInFlight(services);
-    const due = await services.db.read((tx) => queuesWithDueTimers(tx, services.now()));
-    for (const id of due) {
-      // A queue of an unavailable installation keeps its timers (a testing timeout must not fail
-      // PRs whose CI results cannot be read meanwhile): they fire once the installation answers.
-      const applied = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now() && !(await outageOfQueue(tx, id)));
-      if (applied) work++;
-    }
-    const withEffects = await services.db.read((tx) => queuesWithPendingEffects(tx, services.now()));
-    // One queue's trouble (its database rows, a bug) is logged and leaves the others to go on.
-    for (const queueId of withEffects) {
-      try {
-        work += await runEffects(services, queueId);
-      } catch (error) {
-        this.options.log.error({ err: error, queueId }, "running a queue's effects failed");
-      }
-    }
+    // The queues with work due (timers, effects), claimed oldest due first: no sweep of all queues.
+    work += await this.#workOnDueQueues();
     // After the effects: a queue blocked on one that just failed, or one that went through, is told now.
     // (Not counted as work: publishing changes nothing the worker acts on.)
     await publishBlockedReasonChanges(services);
@@ -171,6 +165,76 @@ export class Worker {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => refreshStatuses(services.db, services.now()));
       work += changed ?? 0;
+    }
+    return work;
+  }
+
+  /**
+   * Claims due queues and works on each (DUE_QUEUES.concurrency at once): claims go on while
+   * they find queues, for at most DUE_QUEUES.tickBudgetMs of this tick. Answers the work done.
+   */
+  async #workOnDueQueues(): Promise<number> {
+    const { services } = this;
+    const started = performance.now();
+    let work = 0;
+    const inFlight = new Set<Promise<void>>();
+    const worked = new Set<string>();
+    let exhausted = false;
+    while (!exhausted || inFlight.size > 0) {
+      if (!exhausted && inFlight.size < DUE_QUEUES.concurrency) {
+        const now = services.now();
+        const lease = new Date(now.getTime() + DUE_QUEUES.leaseMs);
+        const claimed = await services.db.write((tx) => claimDueQueues(tx, services.db.kind, now, DUE_QUEUES.concurrency - inFlight.size, lease));
+        // A queue worked on in this tick and due again at once (its work waits on something
+        // else: a lock another process holds, a probe about to be made) waits for the next tick.
+        const again = claimed.filter((queue) => worked.has(queue.queueId));
+        for (const queue of again) await services.db.write((tx) => unclaimQueue(tx, queue));
+        const fresh = claimed.filter((queue) => !worked.has(queue.queueId));
+        if (fresh.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
+        for (const queue of fresh) {
+          worked.add(queue.queueId);
+          const working: Promise<void> = this.#workOnQueue(queue).then((done) => {
+            work += done;
+            inFlight.delete(working);
+          });
+          inFlight.add(working);
+        }
+        if (fresh.length > 0) continue;
+      }
+      if (inFlight.size > 0) await Promise.race(inFlight);
+    }
+    return work;
+  }
+
+  /**
+   * One claim of a due queue: fires its timer when due, executes its effects (a bounded number),
+   * and releases it due again when its next work is (or not at all). One queue's trouble (its
+   * database rows, a bug) is logged and leaves the others to go on; it is tried again later.
+   */
+  async #workOnQueue(claimed: ClaimedQueue): Promise<number> {
+    const { services } = this;
+    const id = claimed.queueId;
+    let work = 0;
+    let next: Date | null;
+    try {
+      // A queue of an unavailable installation keeps its timers (a testing timeout must not fail
+      // PRs whose CI results cannot be read meanwhile): they fire once the installation answers.
+      const timerAt = await services.db.read((tx) => timerOf(tx, id));
+      if (timerAt !== null && timerAt <= services.now()) {
+        const fired = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now() && !(await outageOfQueue(tx, id)));
+        if (fired) work++;
+      }
+      work += await runEffects(services, id, DUE_QUEUES.effectsPerClaim);
+      next = await services.db.read((tx) => nextDueOfQueue(tx, id, services.now()));
+    } catch (error) {
+      this.options.log.error({ err: error, queueId: id }, "running a queue's effects failed");
+      next = new Date(services.now().getTime() + DUE_QUEUES.retryAfterErrorMs);
+    }
+    try {
+      await services.db.write((tx) => releaseQueue(tx, claimed, next, services.now()));
+    } catch (error) {
+      // Its lease ends on its own: another claim takes it then.
+      this.options.log.error({ err: error, queueId: id }, "releasing a queue's claim failed");
     }
     return work;
   }

@@ -1,3 +1,4 @@
+import { markQueueDue } from "../../src/store/due-queues.js";
 import { EFFECT_BACKOFF } from "../../src/worker/effects.js";
 import { BACKENDS } from "../support/backends.js";
 import { GitHubDriver } from "../support/github-driver.js";
@@ -145,7 +146,11 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
   test("a queue whose outbox cannot even be read does not stop the worker for the others", async () => {
     await api.ok("createQueue", { ...github.queue("corrupt"), requiredStatuses: ["ci/test"] });
     const corrupt = await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow({ where: { repository: { name: "corrupt" } } }));
-    await server.greenline.services.db.transaction((tx) => tx.effect.create({ data: { id: `corrupt-${Date.now()}`, queueId: corrupt.id, seq: 1, kind: "merge", payload: "{not json", createdAt: clock.now() } }));
+    // Written as appendEffects would (it marks the queue due), but unreadable.
+    await server.greenline.services.db.transaction(async (tx) => {
+      await tx.effect.create({ data: { id: `corrupt-${Date.now()}`, queueId: corrupt.id, seq: 1, kind: "merge", payload: "{not json", createdAt: clock.now() } });
+      await markQueueDue(tx, corrupt.id, clock.now());
+    });
     await greenPr("healthy", "squash");
     await github.ciPassesOnEveryBranch("healthy");
     for (let i = 0; i < 10; i++) await server.greenline.worker.tick();

@@ -42,7 +42,7 @@ export async function registerInstallation(services: Services, installation: Ins
   const resumed = await services.db.transaction(async (tx) => {
     const organization = await ensureOrganization(tx, installation.login);
     await saveInstallation(tx, { id: installation.id, organizationId: organization.id, accountLogin: installation.login });
-    return options.resumes ? clearAccountOutage(tx, accountKeyOfInstallation(installation)) : false;
+    return options.resumes ? clearAccountOutage(tx, accountKeyOfInstallation(installation), services.now()) : false;
   });
   if (resumed) services.log?.info({ installation: installation.id, account: installation.login }, "installation available again: its queues go on");
 }
@@ -106,7 +106,7 @@ export async function probeInstallationOutages(services: Services): Promise<numb
     const repo = await services.db.read((tx) => queuedRepositoryOfAccount(tx, outage.accountKey));
     // No queue on the account (or a host without installations): nothing waits on it.
     if (!repo || !probe) {
-      if (await services.db.transaction((tx) => clearAccountOutage(tx, outage.accountKey))) ended++;
+      if (await services.db.transaction((tx) => clearAccountOutage(tx, outage.accountKey, services.now()))) ended++;
       continue;
     }
     try {
@@ -118,7 +118,7 @@ export async function probeInstallationOutages(services: Services): Promise<numb
       services.log?.info({ account: outage.accountKey, probes: outage.probes + 1, error: error instanceof Error ? error.message : String(error) }, "installation still unavailable");
       continue;
     }
-    if (await services.db.transaction((tx) => clearAccountOutage(tx, outage.accountKey))) {
+    if (await services.db.transaction((tx) => clearAccountOutage(tx, outage.accountKey, services.now()))) {
       ended++;
       services.log?.info({ account: outage.accountKey, probes: outage.probes + 1 }, "installation answers again: its queues go on");
     }

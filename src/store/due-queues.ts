@@ -1,0 +1,120 @@
+import type { DatabaseKind, Tx } from "./database.js";
+
+/**
+ * The queues with work for the worker (table QueueDue): effects to execute, a timer to fire.
+ * A write that gives a queue work marks it due in its own transaction (markQueueDue); workers
+ * claim due queues, oldest due first, a few at a time (claimDueQueues), work on each, and
+ * release it with the time its next work is due (releaseQueue). No sweep of all queues: an idle
+ * worker asks one statement per tick, however many queues there are.
+ *
+ * On PostgreSQL replicas claim with FOR UPDATE SKIP LOCKED, so two never claim the same row at
+ * once, and a claim is a lease (`claimedUntil`): a replica that dies while working on a queue
+ * leaves its row claimable again when the lease ends. The work on a queue's effects is also
+ * under the queue's advisory lock (runEffects), which PostgreSQL releases with a dead replica's
+ * connection: a lease that ends while a slow replica still works never lets two work at once.
+ */
+
+/** A claimed queue: `marks` as claimed (releaseQueue keeps any mark made meanwhile). */
+export type ClaimedQueue = { queueId: string; marks: number };
+
+/**
+ * Marks the queue due at `at` (or earlier, when it already is): within the transaction that
+ * gave it the work, so that work and mark commit together. Counts the mark.
+ */
+export async function markQueueDue(tx: Tx, queueId: string, at: Date): Promise<void> {
+  await tx.$executeRaw`INSERT INTO "QueueDue" ("queueId", "dueAt", "marks") VALUES (${queueId}, ${at}, 1)
+    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`;
+}
+
+/** Marks every queue of the account (lower-case "host/owner") due at `at`: its installation answers again. */
+export async function markAccountQueuesDue(tx: Tx, accountKey: string, at: Date): Promise<void> {
+  const queues = await tx.queue.findMany({ where: { repository: { key: { startsWith: `${accountKey}/` } } }, select: { id: true } });
+  for (const queue of queues) await markQueueDue(tx, queue.id, at);
+}
+
+/**
+ * Claims up to `limit` queues due at `now` and not claimed by a live lease, oldest due first,
+ * until `leaseUntil`. One statement (outside any other transaction).
+ */
+export async function claimDueQueues(tx: Tx, kind: DatabaseKind, now: Date, limit: number, leaseUntil: Date): Promise<ClaimedQueue[]> {
+  const rows =
+    kind === "postgres"
+      ? await tx.$queryRaw<{ queueId: string; marks: number }[]>`UPDATE "QueueDue" SET "claimedUntil" = ${leaseUntil} WHERE "queueId" IN (
+          SELECT "queueId" FROM "QueueDue" WHERE "dueAt" <= ${now} AND ("claimedUntil" IS NULL OR "claimedUntil" < ${now})
+          ORDER BY "dueAt" LIMIT ${limit} FOR UPDATE SKIP LOCKED) RETURNING "queueId", "marks", "dueAt"`
+      : await tx.$queryRaw<{ queueId: string; marks: number }[]>`UPDATE "QueueDue" SET "claimedUntil" = ${leaseUntil} WHERE "queueId" IN (
+          SELECT "queueId" FROM "QueueDue" WHERE "dueAt" <= ${now} AND ("claimedUntil" IS NULL OR "claimedUntil" < ${now})
+          ORDER BY "dueAt" LIMIT ${limit}) RETURNING "queueId", "marks", "dueAt"`;
+  return rows.map((row) => ({ queueId: row.queueId, marks: Number(row.marks) }));
+}
+
+/**
+ * Ends a claim at `now`: the queue's next work is due at `next` (null: none known). A mark made
+ * while it was claimed wins over what the claimer saw: the row is then due at `now` at the
+ * latest (behind queues due earlier: a busy queue does not keep the head of the line).
+ */
+export async function releaseQueue(tx: Tx, claimed: ClaimedQueue, next: Date | null, now: Date): Promise<void> {
+  if (next === null) {
+    const deleted = await tx.$executeRaw`DELETE FROM "QueueDue" WHERE "queueId" = ${claimed.queueId} AND "marks" = ${claimed.marks}`;
+    if (deleted > 0) return;
+    await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${now} WHERE "queueId" = ${claimed.queueId}`;
+    return;
+  }
+  // Two statements rather than a CASE of parameters (PostgreSQL cannot type those): the first
+  // one when nothing marked the queue meanwhile, else it is due at `now` at the latest.
+  const kept = await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${next} WHERE "queueId" = ${claimed.queueId} AND "marks" = ${claimed.marks}`;
+  if (kept > 0) return;
+  const marked = next < now ? next : now;
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${marked} WHERE "queueId" = ${claimed.queueId}`;
+}
+
+/** Ends a claim without work done: the queue stays due when it was. */
+export async function unclaimQueue(tx: Tx, claimed: ClaimedQueue): Promise<void> {
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL WHERE "queueId" = ${claimed.queueId}`;
+}
+
+/** When the queue's timer is set to fire, or null (no timer, or no such queue). */
+export async function timerOf(tx: Tx, queueId: string): Promise<Date | null> {
+  const row = await tx.queue.findUnique({ where: { id: queueId }, select: { timerAt: true } });
+  return row?.timerAt ?? null;
+}
+
+/** When the queue is due, or null when it has nothing marked (tests, diagnostics). */
+export async function queueDueAt(tx: Tx, queueId: string): Promise<Date | null> {
+  const row = await tx.queueDue.findUnique({ where: { queueId }, select: { dueAt: true } });
+  return row?.dueAt ?? null;
+}
+
+/**
+ * When the queue's next work is due, as its rows say, or null when it has none: its first
+ * effect not done (at once, or after its backoff) and its timer, the earlier of the two; not
+ * before the next probe of its account's installation while that is suspended or gone (an
+ * installation that answers again marks its queues due: clearAccountOutage).
+ */
+export async function nextDueOfQueue(tx: Tx, queueId: string, now: Date): Promise<Date | null> {
+  const queue = await tx.queue.findUnique({ where: { id: queueId }, select: { timerAt: true, repository: { select: { host: true, owner: true } } } });
+  if (!queue) return null;
+  const effects = await tx.effect.findMany({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" }, select: { seq: true, kind: true, nextAttemptAt: true } });
+  const candidates = [nextEffectDue(effects, now), queue.timerAt].filter((d): d is Date => d !== null);
+  if (candidates.length === 0) return null;
+  const next = new Date(Math.min(...candidates.map((d) => d.getTime())));
+  const accountKey = `${queue.repository.host}/${queue.repository.owner}`.toLowerCase();
+  const outage = await tx.installationOutage.findUnique({ where: { accountKey }, select: { nextProbeAt: true } });
+  return outage && outage.nextProbeAt > next ? outage.nextProbeAt : next;
+}
+
+/**
+ * When the runner can next carry out one of these pending effects (in outbox order), as
+ * nextEffectToRun picks them: the queue's work (anything but statuses and comments) goes first
+ * when it is due; otherwise the first notification decided before it (or the first of all, with
+ * no work pending); a notification after work waiting out a backoff waits for it.
+ */
+function nextEffectDue(effects: { seq: number; kind: string; nextAttemptAt: Date | null }[], now: Date): Date | null {
+  const notification = (kind: string) => kind === "pr_status" || kind === "pr_comment";
+  const work = effects.find((e) => !notification(e.kind));
+  const workAt = work ? (work.nextAttemptAt ?? now) : null;
+  const before = effects.find((e) => notification(e.kind) && (work === undefined || e.seq < work.seq));
+  const beforeAt = before ? (before.nextAttemptAt ?? now) : null;
+  const times = [workAt, beforeAt].filter((d): d is Date => d !== null);
+  return times.length === 0 ? null : new Date(Math.min(...times.map((d) => d.getTime())));
+}
