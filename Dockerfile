@@ -3,12 +3,12 @@
 # start command is the README's, the HEALTHCHECK command answers on a real server, compose's
 # variables are Greenline's.
 
-# Node.js 22, a maintained LTS (Node 20's support ended in April 2026). Not 24 yet: the locked
-# better-sqlite3 (11.x) publishes no Node 24 binaries (12.1 does: WiseLibs/better-sqlite3#1384)
-# and has not been built against Node 24 by this project. README, "Node.js versions".
+# Node.js 24, the later maintained LTS (until April 2028; 22, until April 2027, works too; Node
+# 20's support ended in April 2026). The locked better-sqlite3 12.x publishes Node 24 binaries (11.x had none) and builds
+# from source with the tools below when none can be fetched. README, "Node.js versions".
 
 # --- build: every dependency (the Prisma CLI generates the clients; TypeScript compiles) ---
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 # better-sqlite3 compiles from source when no prebuilt binary matches.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -26,7 +26,7 @@ RUN npm rebuild better-sqlite3 \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 # --- runtime: production dependencies only, not root ---
-FROM node:22-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     HOST=0.0.0.0

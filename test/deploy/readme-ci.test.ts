@@ -86,4 +86,19 @@ describe("Node.js versions", () => {
       .map(([path, p]) => `${path.replace(/^.*node_modules\//, "")}@${p.version}: ${p.engines!.node}`);
     expect(unmet).toEqual([]);
   });
+
+  // The one native module. 11.x declared no engines (so the test above passed) yet published no
+  // Node 24 binaries; 12.x declares the majors it builds and publishes for; 13.x dropped Node 20,
+  // which CI still runs. One copy: the Prisma adapter's own range (^11) is overridden to the root's.
+  test("one better-sqlite3 is locked, and its engines accept 22, 24, the image's Node.js and the Node.js running this test", () => {
+    const lock = readJson("package-lock.json");
+    const copies = Object.entries(lock.packages as Record<string, { version: string; engines?: { node?: string } }>).filter(([path]) => path.endsWith("node_modules/better-sqlite3"));
+    expect(copies.map(([path]) => path)).toEqual(["node_modules/better-sqlite3"]);
+    expect(pkg.overrides).toMatchObject({ "better-sqlite3": "$better-sqlite3" });
+    const [, sqlite] = copies[0]!;
+    expect(sqlite.engines?.node).toEqual(expect.any(String));
+    const images = [...read("Dockerfile").matchAll(/^FROM\s+node:(\d+)[-\w.]*/gm)].map((m) => `${m[1]}.0.0`);
+    const refused = ["22.12.0", "24.0.0", ...images, process.versions.node].filter((version) => !semver.satisfies(version, sqlite.engines!.node!));
+    expect(refused).toEqual([]);
+  });
 });
