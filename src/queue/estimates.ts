@@ -17,11 +17,21 @@ const NOWHERE: PlaceRecord = { position: null, estimatedMergeAt: null };
  * reading of the line serves both. `entries` also holds what else that state loads (PRs merged
  * but not yet confirmed, say).
  */
-export async function lineWithPlaces(tx: Tx, queue: Queue, now: Date): Promise<{ live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placeOf: (prNumber: number) => PlaceRecord }> {
+export async function lineWithPlaces(tx: Tx, queue: Queue): Promise<{ live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placesAt: (now: Date) => (prNumber: number) => PlaceRecord }> {
   const loaded = await loadQueueState(tx, queue);
-  const estimates = estimatesOf(loaded.engine, await recentRunStats(tx, queue.id), now.getTime());
+  const stats = await recentRunStats(tx, queue.id);
   const live = [...loaded.entries.values()].filter((e) => !isTerminal(e.state)).sort(inGetQueueOrder);
-  return { live, entries: loaded.entries, placeOf: (prNumber) => toPlaceRecord(estimates.get(prNumber), now) };
+  // Estimates count from the time they are asked at (a run's elapsed time): computed for that
+  // time, and kept while the next asker asks at the same time.
+  let last: { at: number; placeOf: (prNumber: number) => PlaceRecord } | null = null;
+  const placesAt = (now: Date) => {
+    if (last?.at !== now.getTime()) {
+      const estimates = estimatesOf(loaded.engine, stats, now.getTime());
+      last = { at: now.getTime(), placeOf: (prNumber) => toPlaceRecord(estimates.get(prNumber), now) };
+    }
+    return last.placeOf;
+  };
+  return { live, entries: loaded.entries, placesAt };
 }
 
 /** liveEntriesInOrder's order. */

@@ -18,7 +18,7 @@ import { causeOf } from "./causes.js";
 import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { failedPrecondition, notFound } from "../app/errors.js";
-import { findQueue, findQueueVersion, lineOf, lockQueue, type QueueAddress } from "./queues.js";
+import { findQueue, findQueueVersion, lineOf, lockQueue, withEstimates, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, toTimelineRecord, type RequiredStatuses, type SubmittedPullRequestRecord, type TimelineRecord } from "./records.js";
 import type { PlaceRecord } from "./estimates.js";
 import type { Services } from "../app/services.js";
@@ -177,9 +177,10 @@ export async function restartTestsOnPullRequest(services: Services, principal: P
 export async function getSubmittedPullRequestJson(services: Services, principal: Principal, address: PullRequestAddress & { includeTimeline?: boolean }): Promise<string> {
   const { id, version } = await findQueueVersion(services, principal, address);
   const key = `pr:${id}:${address.prNumber}${address.includeTimeline ? ":timeline" : ""}`;
-  return services.readCache.shared(key, version, async () => {
+  return withEstimates(services, key, version, async (now) => {
     // The line (and every PR's place in it) is read once per version, for all its PRs' readers.
-    const { queue, entries, placeOf } = await lineOf(services, id, version);
+    const { queue, entries, placesAt } = await lineOf(services, id, version);
+    const placeOf = placesAt(now);
     return services.db.read(async (tx) => {
       // A PR that left the line is not in it: read on its own.
       const entry = entries.get(address.prNumber) ?? (await entryOf(tx, id, address.prNumber));

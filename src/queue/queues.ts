@@ -130,14 +130,38 @@ export type QueueWithEntries = QueueRecord & QueueDiagnoses & { enqueuedPullRequ
  * and every PR's place. Built once per version however many readers ask (getQueue,
  * getSubmittedPullRequest for any of its PRs), and kept for the next readers of that version.
  */
-export type Line = { queue: Queue; live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placeOf: (prNumber: number) => PlaceRecord };
+export type Line = { queue: Queue; live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placesAt: (now: Date) => (prNumber: number) => PlaceRecord };
+
+/**
+ * How long an answer that carries estimated merge times is served as built: an estimate is a time
+ * counted from when it was made (a run's elapsed time), so an answer kept for as long as its
+ * queue does not change would tell a time gone by once CI runs late (and a paused queue's
+ * "1 min" forever). Built again past this age, however unchanged the queue.
+ */
+export const ESTIMATE_TTL_MS = 5_000;
+
+/**
+ * A value built once per version of queue `id` and reused for at most ESTIMATE_TTL_MS (it holds
+ * estimates): readers asking at once share one build, a reader past the age builds it again.
+ */
+export async function withEstimates<T>(services: Services, key: string, version: number, build: (now: Date) => Promise<{ version: number; value: T }>): Promise<T> {
+  const now = services.now();
+  const cached = await services.readCache.shared(key, version, async () => {
+    const built = await build(now);
+    return { version: built.version, value: { at: now.getTime(), value: built.value } };
+  });
+  if (Math.abs(now.getTime() - cached.at) < ESTIMATE_TTL_MS) return cached.value;
+  const rebuilt = await build(now);
+  services.readCache.replace(key, rebuilt.version, { at: now.getTime(), value: rebuilt.value });
+  return rebuilt.value;
+}
 
 export function lineOf(services: Services, id: string, version: number): Promise<Line> {
   return services.readCache.shared(`line:${id}`, version, () =>
     services.db.read(async (tx) => {
       const queue = await queueStore.getQueue(tx, id);
       // Kept under the version of the row read: the entries, read after it, are never older.
-      return { version: queue.version, value: { queue, ...(await lineWithPlaces(tx, queue, services.now())) } };
+      return { version: queue.version, value: { queue, ...(await lineWithPlaces(tx, queue)) } };
     }),
   );
 }
@@ -149,8 +173,9 @@ export async function getQueueJson(services: Services, principal: Principal, add
   const host = await hostRequiredChecks(services, address);
   const diagnoses = await cachedDiagnoses(services, id, version, address, host);
   const key = `queue:${id}:${host.source}:${host.contexts.join(",")}:${JSON.stringify(diagnoses)}`;
-  return services.readCache.shared(key, version, async () => {
-    const { queue, live, placeOf } = await lineOf(services, id, version);
+  return withEstimates(services, key, version, async (now) => {
+    const { queue, live, placesAt } = await lineOf(services, id, version);
+    const placeOf = placesAt(now);
     const enqueuedPullRequests = live.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
     const json = JSON.stringify({ ...toQueueRecord(queue, host), ...diagnoses, enqueuedPullRequests } satisfies QueueWithEntries);
     return { version: queue.version, value: json };

@@ -99,6 +99,35 @@ describe.each(BACKENDS)("timelines and queue events, $name", (backend) => {
     expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "fail"))).toMatchObject({ position: null, estimatedMergeAt: null });
   });
 
+  test("an estimate is counted from when it is asked: CI running late is estimated now, never in the past, by both endpoints alike; a paused queue tells none", async () => {
+    await server.api.ok("createQueue", { ...queueOf("late"), concurrency: 1 });
+    await server.api.ok("submitPullRequest", prOf(1, "late"));
+    await ciFinishes();
+    await server.api.ok("submitPullRequest", prOf(2, "late"));
+    await worker().drain();
+    const estimates = async () => {
+      const queued = (await server.api.ok("getQueue", queueOf("late"))).enqueuedPullRequests.find((pr: any) => pr.prNumber === 2);
+      const alone = await server.api.ok("getSubmittedPullRequest", prOf(2, "late"));
+      return [queued.estimatedMergeAt, alone.estimatedMergeAt] as (string | null)[];
+    };
+    const first = await estimates();
+    expect(Date.parse(first[0]!)).toBeGreaterThan(clock.ms);
+    expect(first[1]).toBe(first[0]);
+
+    // CI runs three times as long as it did: nothing in the queue changed, yet no answer tells a time gone by.
+    clock.advance(3 * CI_MS);
+    const late = await estimates();
+    for (const at of late) expect(Date.parse(at!)).toBeGreaterThanOrEqual(clock.ms);
+    expect(late[1]).toBe(late[0]);
+
+    // Paused: nothing moves until someone resumes it, so no time is told (the place in line stays).
+    await server.api.ok("updateQueue", { ...queueOf("late"), state: "paused" });
+    expect(await estimates()).toEqual([null, null]);
+    expect((await server.api.ok("getSubmittedPullRequest", prOf(2, "late"))).position).toEqual({ index: 1, ahead: 0 });
+    await server.api.ok("updateQueue", { ...queueOf("late"), state: "running" });
+    for (const at of await estimates()) expect(Date.parse(at!)).toBeGreaterThanOrEqual(clock.ms);
+  });
+
   test("a failed batch is bisected: the culprit's failure names it, with the batch it was found in", async () => {
     await server.api.ok("createQueue", { ...queueOf("batch"), batch: true, batchingMinSize: 2 });
     await sandbox().openPullRequest(repo("batch"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });

@@ -64,6 +64,17 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
   });
 
+  test("a waiting PR's page says when its queue is paused, and gives no estimate then", async () => {
+    await server.api.ok("createQueue", queueOf("halted"));
+    await server.api.ok("submitPullRequest", prOf(1, "halted"));
+    await server.greenline.worker.drain();
+    expect((await acme.get(pullPath(1, "halted"))).text).not.toContain('id="pr-queue-blocked"');
+    await server.api.ok("updateQueue", { ...queueOf("halted"), state: "paused" });
+    const { text } = await acme.get(pullPath(1, "halted"));
+    expect(/<p class="blocked" id="pr-queue-blocked">([^<]*)/.exec(text)?.[1]).toBe("The queue: Paused: nothing starts testing and nothing merges until it is resumed.");
+    expect(text).not.toContain("estimated merge");
+  });
+
   test("no page says a word twice in a row (a state followed by a reason repeating it)", async () => {
     await server.api.ok("createQueue", queueOf("held"));
     await server.api.ok("updateQueue", { ...queueOf("held"), state: "paused" });

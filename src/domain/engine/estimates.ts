@@ -25,8 +25,9 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
  * with D the mean duration of the queue's recent finished main runs, f their failure rate
  * (at most 0.9), width = concurrency × (batchingMinSize when batching, else 1) — how many
  * PRs the queue tests at once — and elapsed the time the PR's current run has been running
- * (0 while pending). Null without history (no finished run). PRs whose merge is decided
- * answer 0 (they wait only for the code host); PRs not in line answer no position.
+ * (0 while pending). Null without history (no finished run), and while the queue is paused
+ * (nothing is tested or merged until someone resumes it: no time can be told). PRs whose merge is
+ * decided answer 0 (they wait only for the code host); PRs not in line answer no position.
  */
 export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, Estimate> {
   const out = new Map<number, Estimate>();
@@ -37,7 +38,7 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
     const ahead = q.mode === "parallel" ? line.depsOf(entry.prNumber).length : i;
     const position = { index: ahead + 1, ahead };
     let seconds: number | null = null;
-    if (stats) {
+    if (stats && q.state !== "paused") {
       let elapsed = 0;
       if (isInFlight(entry.state)) {
         const run = q.runs.findLast((r) => r.status === "running" && r.tested.includes(entry.prNumber));

@@ -217,6 +217,8 @@ export type PullRequestView = {
   pr: SubmittedPullRequestRecord & PlaceRecord & { timeline: TimelineRecord[] };
   /** The runs its timeline names, latest first (at most PR_PAGE_RUNS; runs no longer kept are left out). */
   runs: PullRequestRun[];
+  /** Why its queue merges nothing now (paused, draining, its installation suspended…), as the queue page says it; null: it goes on. */
+  queueBlocked: string | null;
 };
 
 /** The PR page shows this many of the PR's runs. */
@@ -242,5 +244,10 @@ export async function pullRequestView(services: Services, principal: Principal, 
       if (!(error instanceof AppError) || error.code !== "not_found") throw error;
     }
   }
-  return { pr, runs };
+  const queueBlocked = await services.db.read(async (tx) => {
+    const queue = await getQueue(tx, queueId);
+    const outage = (await outagesOf(tx, [accountKeyOf(address.repo)])).get(accountKeyOf(address.repo));
+    return outage ? outageSentence(outage.state) : (BLOCKED_REASONS[queue.state] ?? null);
+  });
+  return { pr, runs, queueBlocked };
 }
