@@ -118,3 +118,23 @@ function nextEffectDue(effects: { seq: number; kind: string; nextAttemptAt: Date
   const times = [workAt, beforeAt].filter((d): d is Date => d !== null);
   return times.length === 0 ? null : new Date(Math.min(...times.map((d) => d.getTime())));
 }
+
+/**
+ * The safety net under the marks: queues with an effect not done or a timer set, and no row in
+ * QueueDue, are marked due — since their oldest such effect was made, or at their timer (a write
+ * that forgot to mark, rows restored from a backup, a hand-made repair). Effects made after `now`
+ * are left to their own marks. One statement each; answers how many queues it marked. The worker
+ * runs it at start and hourly: work is never left unseen for longer.
+ */
+export async function markUnmarkedQueuesDue(tx: Tx, now: Date): Promise<number> {
+  const withEffects = await tx.$executeRaw`INSERT INTO "QueueDue" ("queueId", "dueAt", "marks")
+    SELECT e."queueId", MIN(e."createdAt"), 1 FROM "Effect" e
+    WHERE e."doneAt" IS NULL AND e."createdAt" <= ${now} AND NOT EXISTS (SELECT 1 FROM "QueueDue" d WHERE d."queueId" = e."queueId")
+    GROUP BY e."queueId"
+    ON CONFLICT ("queueId") DO NOTHING`;
+  const withTimers = await tx.$executeRaw`INSERT INTO "QueueDue" ("queueId", "dueAt", "marks")
+    SELECT q."id", q."timerAt", 1 FROM "Queue" q
+    WHERE q."timerAt" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "QueueDue" d WHERE d."queueId" = q."id")
+    ON CONFLICT ("queueId") DO NOTHING`;
+  return withEffects + withTimers;
+}

@@ -4,7 +4,7 @@ import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithRunningRuns } from "../store/queues.js";
-import { claimDueQueues, nextDueOfQueue, releaseQueue, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
+import { claimDueQueues, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
 import { runEffects } from "./effects.js";
 import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
@@ -160,6 +160,9 @@ export class Worker {
       await pruneWebhookMessages(services);
       // The queues' history past its retention (one replica at a time).
       await services.db.tryWithLock("greenline-history-prune", () => pruneHistory(services));
+      // Work no mark told of (the marks are written with the work; this is the net under them).
+      const unmarked = await services.db.write((tx) => markUnmarkedQueuesDue(tx, services.now()));
+      if (unmarked > 0) this.options.log.warn({ queues: unmarked }, "queues with work and no due mark were marked due");
     }
     if (services.now().getTime() - this.#flakyRefreshedAt >= FLAKY_REFRESH_MS) {
       this.#flakyRefreshedAt = services.now().getTime();

@@ -1,3 +1,4 @@
+import { markQueueDue } from "../../src/store/due-queues.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
@@ -87,11 +88,14 @@ describe.each(BACKENDS)("test results of queue runs on $name", (backend) => {
   test("an upload that arrives before its run's testing branch is recorded is linked when it is", async () => {
     const run = await testing("early");
     // The testing branch was pushed and CI uploaded, but recording it did not happen yet (a
-    // crash between the two): the worker executes the start again and records it then.
+    // crash between the two: the queue's claim is left to its lease, the queue still due): the
+    // worker executes the start again and records it then.
     const { db } = server.greenline.services;
     await db.transaction(async (tx) => {
       await tx.testRun.update({ where: { id: run.testRunId }, data: { testBranch: null, testBranchSha: null } });
       await tx.effect.updateMany({ where: { kind: "start_run", queue: { repository: { name: "early" } } }, data: { doneAt: null } });
+      const queue = await tx.queue.findFirstOrThrow({ where: { repository: { name: "early" } }, select: { id: true } });
+      await markQueueDue(tx, queue.id, new Date(0));
     });
     const answer = await upload("early", run.testBranchSha, `refs/heads/${run.testBranch}`, passing(2));
     expect(answer).not.toHaveProperty("run");

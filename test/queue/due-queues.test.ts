@@ -1,6 +1,6 @@
 import { countQueries } from "../../bench/query-count.js";
 import { Database } from "../../src/store/database.js";
-import { claimDueQueues, markQueueDue, queueDueAt, releaseQueue, type ClaimedQueue } from "../../src/store/due-queues.js";
+import { claimDueQueues, markQueueDue, markUnmarkedQueuesDue, queueDueAt, releaseQueue, type ClaimedQueue } from "../../src/store/due-queues.js";
 import { appendEffects } from "../../src/store/effects.js";
 import { DUE_QUEUES } from "../../src/worker/worker.js";
 import { BACKENDS } from "../support/backends.js";
@@ -57,6 +57,27 @@ describe.each(BACKENDS)("due queues, $name", (backend) => {
     // A submission marks the queue due in its own transaction, before any worker runs.
     await server.api.ok("submitPullRequest", prOf(2, "marks"));
     expect(await dueAt("marks")).not.toBeNull();
+  });
+
+  test("the safety net: a queue with an effect not done and no due mark is marked due (and its effect runs); a marked or idle queue is left alone", async () => {
+    await server.api.ok("createQueue", queueOf("unmarked"));
+    await server.api.ok("submitPullRequest", prOf(1, "unmarked"));
+    await worker().drain();
+    const id = await queueId("unmarked");
+    // A hand-made repair: the start of PR 1's run to be done again, and no mark of it.
+    await db().transaction(async (tx) => {
+      await tx.effect.updateMany({ where: { queueId: id, kind: "start_run" }, data: { doneAt: null } });
+      await tx.queueDue.deleteMany({ where: { queueId: id } });
+    });
+    await worker().drain();
+    expect(await dueAt("unmarked")).toBeNull();
+    expect(await db().read((tx) => tx.effect.count({ where: { queueId: id, doneAt: null } }))).toBe(1);
+    expect(await db().write((tx) => markUnmarkedQueuesDue(tx, ticking()))).toBe(1);
+    expect(await dueAt("unmarked")).not.toBeNull();
+    // Marked once: a second pass finds nothing to mark.
+    expect(await db().write((tx) => markUnmarkedQueuesDue(tx, ticking()))).toBe(0);
+    await worker().drain();
+    expect(await db().read((tx) => tx.effect.count({ where: { queueId: id, doneAt: null } }))).toBe(0);
   });
 
   test("fair: a queue with 100 effects due first takes turns of DUE_QUEUES.effectsPerClaim; one with 1 effect is not held behind them", async () => {
