@@ -30,6 +30,7 @@ import type {
 import type { CheckState } from "../src/domain/status-checks.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
+import { findQueueInRepository } from "../src/store/queues.js";
 import { runEffects } from "../src/worker/effects.js";
 import { deliverPolledCiResults } from "../src/queue/status-checks.js";
 import { shaOf, TestSuite, uploadRunResults, type TestFailure, type TestModel } from "./queue-tests.js";
@@ -97,6 +98,8 @@ export type SimResult = {
   /** Broken PRs that ended failed: (when failed − end of the first CI run that tested them) / T, p95 and max; null: none. */
   brokenLatencyP95: number | null;
   brokenLatencyMax: number | null;
+  /** Wall ms from each 1,000th arrival to the next (the store path's flatness with history). */
+  chunkWallMs?: number[];
   /** CI re-runs of failed jobs (counted in ciRuns too). */
   ciRetries: number;
   /** CI results delivered failed by flaky tests alone. */
@@ -310,6 +313,9 @@ async function openStore(store: StoreKind): Promise<{ url: string; drop(): Promi
   return { url: url.toString(), drop: () => withAdmin(store.adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
 }
 
+/** Arrivals per chunk of the flatness measurement (SimResult.chunkWallMs). */
+const FLATNESS_CHUNK = 1_000;
+
 /** The workload's PRs, fixed by its seed: every strategy sees the same arrivals. */
 export function generatePrs(workload: Workload, limit = Infinity): SimPr[] {
   const random = rng(workload.seed);
@@ -368,6 +374,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
   const wall0 = performance.now();
   const cpu0 = process.cpuUsage();
   let events = 0;
+  let chunkWallMs: number[] = [];
   try {
     const org = await db.transaction((tx) => ensureOrganization(tx, "sim"));
     const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim", role: "write" };
@@ -378,6 +385,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
     let nextArrival = 0;
+    const chunkMarks: number[] = [];
     /**
      * A PR's own CI before it is submitted, as CI uploads it: its head commit on its branch, and a
      * failed job re-run (by a developer, or CI's retry of failed jobs) up to twice, on the same
@@ -400,13 +408,15 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     };
     for (;;) {
       const due = [...codeHost.running.values()].reduce((m, r) => Math.min(m, r.dueAt), Infinity);
-      const timer = (await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: queue.id }, select: { timerAt: true } }))).timerAt;
+      // The store's own plain-SQL read (a Prisma query here cost as much as a decision's store path).
+      const timer = (await db.read((tx) => findQueueInRepository(tx, queue.id)))!.timerAt;
       const timerAt = timer ? timer.getTime() - start : Infinity;
       const arrival = nextArrival < list.length ? list[nextArrival]!.arrivedAt : Infinity;
       const next = Math.min(due, timerAt, arrival);
       if (!Number.isFinite(next) || next > stopAt) break;
       clock = start + Math.max(next, clock - start);
       if (arrival === next) {
+        if (nextArrival % FLATNESS_CHUNK === 0) chunkMarks.push(performance.now());
         const pr = list[nextArrival++]!;
         const input = { ...address, prNumber: pr.number };
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
@@ -429,6 +439,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       await settle();
     }
     const wallMs = performance.now() - wall0;
+    chunkWallMs = chunkMarks.slice(1).map((t, i) => t - chunkMarks[i]!);
     if (process.env.SIM_DEBUG) {
       const runs = await db.read((tx) => tx.testRun.findMany({ where: { queueId: queue.id }, orderBy: { startedAt: "asc" } }));
       for (const r of runs)
@@ -513,6 +524,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       wallMs: Math.round(wallMs),
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       events,
+      chunkWallMs,
     };
   } finally {
     await db.close();

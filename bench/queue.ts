@@ -159,6 +159,7 @@ if (costStore === "sqlite") {
 } else if (await postgresReachable(POSTGRES_ADMIN)) stores.push({ name: "PostgreSQL", kind: { kind: "postgres", adminUrl: POSTGRES_ADMIN } });
 else console.log("(PostgreSQL not reachable: skipped)");
 let queries: QueryCount | null = null;
+const flatness: string[] = [];
 for (const store of stores) {
   // PostgreSQL's round trips are counted (statements sent, per applied engine event).
   if (store.kind.kind === "postgres") queries = countQueries();
@@ -168,8 +169,13 @@ for (const store of stores) {
     `| ${store.name} | ${(r.wallMs / 1000).toFixed(1)} | ${(r.cpuMs / 1000).toFixed(1)} | ${r.events} | ${(r.wallMs / r.events).toFixed(2)} | ${(r.wallMs / costPrs).toFixed(2)} | ${(r.wallMs / pure.wallMs).toFixed(0)} |`,
   );
   if (r.badMerges > 0 || r.merged < costPrs * 0.9) throw new Error(`engine cost run on ${store.name} went wrong: ${JSON.stringify(r)}`);
+  const chunks = r.chunkWallMs ?? [];
+  if (chunks.length >= 2) flatness.push(`${store.name}: ms per PR by 1,000 arrivals ${chunks.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(chunks.at(-1)! / chunks[0]!).toFixed(2)}`);
 }
 console.log("");
+// Flat with history (issue 23): the last 1,000 PRs cost no more than the first (needs --cost-prs of 2,000 or more).
+for (const line of flatness) console.log(line);
+if (flatness.length > 0) console.log("");
 if (queries) {
   console.log(
     `PostgreSQL statements: ${queries.total} for ${queries.events} applied engine events (${(queries.total / Math.max(1, queries.events)).toFixed(1)} per event; the bench's own reads and the uploads included). Most frequent, per event:`,

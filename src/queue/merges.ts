@@ -51,7 +51,7 @@ export function eventsOfMerge(prNumbers: readonly number[], result: MergeResult)
  * target is now: landing and voiding commit together, so a crash in between cannot leave PRs
  * merged on the code host and waiting in the queue.
  */
-export async function applyMergeOutcome(services: Services, queueId: string, events: readonly EngineEvent[], targetHead: string | null): Promise<void> {
+export async function applyMergeOutcome(services: Services, queueId: string, events: readonly EngineEvent[], targetHead: string | null, alsoInTx?: (tx: Tx) => Promise<void>): Promise<void> {
   await services.db.transaction(async (tx: Tx) => {
     for (const event of events) {
       const queue = await lockQueueRow(tx, queueId);
@@ -59,5 +59,8 @@ export async function applyMergeOutcome(services: Services, queueId: string, eve
       await applyEvent(services, tx, queue, event);
     }
     if (targetHead !== null) await recordTargetHead(tx, queueId, targetHead);
+    // The merge effect's own done mark (src/worker/effects.ts), in the same commit, after the
+    // queue's lock (the order every writer of a queue's effects takes).
+    await alsoInTx?.(tx);
   });
 }

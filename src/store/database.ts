@@ -433,11 +433,57 @@ function capturingSqlite(factory: PrismaBetterSQLite3, driver: { connection: Bet
     provider: factory.provider,
     adapterName: factory.adapterName,
     connect: async () => {
-      const adapter = await connect();
-      driver.connection = (adapter as unknown as { client: BetterSqlite3.Database }).client;
-      return adapter;
+      const adapter = (await connect()) as unknown as { client: BetterSqlite3.Database };
+      driver.connection = adapter.client;
+      adapter.client = withStatementCache(adapter.client);
+      return adapter as unknown as Awaited<ReturnType<PrismaBetterSQLite3["connect"]>>;
     },
     connectToShadowDb: factory.connectToShadowDb.bind(factory),
+  });
+}
+
+/** How many of Prisma's SQLite statements stay prepared (the most recently used). */
+const PRISMA_STATEMENTS_KEPT = 500;
+
+/**
+ * Prisma's SQLite adapter prepares every statement it runs, BEGIN and COMMIT included, and
+ * binds it once (`prepare(sql).bind(args)`): preparing was about a sixth of the decision path's
+ * CPU (docs/benchmarks.md, "Store path"). Its connection is handed to it behind this view, which
+ * keeps the statements it prepared (least recently used dropped past PRISMA_STATEMENTS_KEPT) and
+ * answers each `prepare` with a statement of the same shape bound to the call's arguments, so
+ * one statement serves every call. better-sqlite3 runs one statement at a time on the calling
+ * thread, so sharing a statement between calls is safe; the adapter never iterates.
+ */
+function withStatementCache(connection: BetterSqlite3.Database): BetterSqlite3.Database {
+  const kept = new Map<string, BetterSqlite3.Statement>();
+  const prepared = (text: string): BetterSqlite3.Statement => {
+    const found = kept.get(text);
+    if (found) {
+      kept.delete(text);
+      kept.set(text, found);
+      return found;
+    }
+    const statement = connection.prepare(text);
+    kept.set(text, statement);
+    if (kept.size > PRISMA_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
+    return statement;
+  };
+  const bound = (statement: BetterSqlite3.Statement, args: unknown[]) => ({
+    reader: statement.reader,
+    run: () => statement.run(args),
+    columns: () => statement.columns(),
+    raw: () => ({ all: () => statement.raw(true).all(args) }),
+  });
+  const prepare = (text: string) => {
+    const statement = prepared(text);
+    return { reader: statement.reader, bind: (args: unknown[]) => bound(statement, args), run: () => statement.run(), columns: () => statement.columns() };
+  };
+  return new Proxy(connection, {
+    get(target, property) {
+      if (property === "prepare") return prepare;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
 }
 

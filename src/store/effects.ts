@@ -1,6 +1,7 @@
 import type { OutboxEffect } from "../domain/engine/types.js";
 import { prismaShaped } from "./columns.js";
 import { type Database, sqlOf, type Tx } from "./database.js";
+import type { Sql } from "./sql.js";
 import { markQueueDue } from "./due-queues.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
@@ -129,8 +130,16 @@ function laterStatusOf(rows: PendingRow[], row: PendingRow, status: { prNumber: 
 
 /** Marks effects done in one statement (those another worker marked already, or whose queue is gone, are left). */
 export async function completeEffects(tx: Tx, ids: readonly string[], at: Date): Promise<void> {
+  await completeEffectsIn(sqlOf(tx), ids, at);
+}
+
+/** completeEffects in a plain-SQL transaction (`Database.sqlTransaction`). */
+export async function completeEffectsIn(sql: Sql, ids: readonly string[], at: Date): Promise<void> {
   if (ids.length === 0) return;
-  const sql = sqlOf(tx);
+  if (ids.length === 1) {
+    await sql.run(`UPDATE "Effect" SET "doneAt" = ? WHERE "id" = ? AND "doneAt" IS NULL`, [at, ids[0]]);
+    return;
+  }
   const [inIds, values] = sql.anyOf(`"id"`, ids);
   await sql.run(`UPDATE "Effect" SET "doneAt" = ? WHERE ${inIds} AND "doneAt" IS NULL`, [at, values]);
 }

@@ -3,7 +3,7 @@ import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrStat
 import type { TimelineEvent } from "../domain/timeline.js";
 import { oneOf, prismaShaped } from "./columns.js";
 import { sqlOf, type Tx } from "./database.js";
-import { appendTimelineEvent, pruneTimeline, transitionRows } from "./timeline.js";
+import { appendTimelineEvent, insertTransitions, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
 export type QueueEntry = {
@@ -87,8 +87,9 @@ export async function entriesInPlayOr(tx: Tx, queueId: string, prNumbers: readon
 
 /** The queue's entry for PR `prNumber`, or null when it was never submitted there. */
 export async function entryOf(tx: Tx, queueId: string, prNumber: number): Promise<QueueEntry | null> {
-  const row = await tx.queueEntry.findUnique({ where: { queueId_prNumber: { queueId, prNumber } } });
-  return row && toQueueEntry(row);
+  // Plain SQL (sqlOf): every write to a PR reads its entry.
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND "prNumber" = ?`, [queueId, prNumber]);
+  return row ? queueEntryOfSql(row) : null;
 }
 
 /** The PRs still in play, in the order getQueue lists them: priority, then submission, then number. */
@@ -141,7 +142,16 @@ export type PullRequestFacts = {
 
 /** A PR submitted again while it is in play: new facts and readiness, the same place in the queue. */
 export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFacts & { ready: boolean }): Promise<void> {
-  await tx.queueEntry.update({ where: { id }, data: facts });
+  const { columns, values } = factColumns({ ...facts });
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${columns.map((c) => `"${c}" = ?`).join(", ")} WHERE "id" = ?`, [...values, id]);
+}
+
+/** The columns of a PR's facts an update writes (those given), in a fixed order. */
+const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "ready"] as const;
+
+function factColumns(facts: Partial<Record<(typeof FACT_COLUMNS)[number], unknown>>): { columns: string[]; values: unknown[] } {
+  const columns = FACT_COLUMNS.filter((c) => facts[c] !== undefined);
+  return { columns, values: columns.map((c) => facts[c]) };
 }
 
 export type Submission = {
@@ -175,9 +185,24 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     failureMessage: null,
     timelineCount: (existing?.timelineCount ?? 0) + 1,
   };
-  const entry = existing ? await tx.queueEntry.update({ where: { id: existing.id }, data }) : await tx.queueEntry.create({ data: { ...data, id: newId(), queueId, prNumber } });
-  await tx.transition.createMany({ data: transitionRows([event], { queueId, entryIdOf: () => entry.id, newId }) });
-  await pruneTimeline(tx, entry.id, data.timelineCount);
+  // Plain SQL (sqlOf): every submission writes here.
+  const sql = sqlOf(tx);
+  const id = existing?.id ?? newId();
+  const row: Record<string, unknown> = { ...data, directMergeBase: data.directMergeBase ?? null, usedDefaultPriorityName: data.usedDefaultPriorityName ?? null };
+  if (existing) {
+    const columns = Object.keys(row);
+    await sql.run(`UPDATE "QueueEntry" SET ${columns.map((c) => `"${c}" = ?`).join(", ")} WHERE "id" = ?`, [...columns.map((c) => row[c]), id]);
+  } else {
+    const full: Record<string, unknown> = { ...row, id, queueId, prNumber };
+    const columns = Object.keys(full);
+    await sql.insert(
+      "QueueEntry",
+      columns,
+      [columns.map((c) => full[c])],
+    );
+  }
+  await insertTransitions(tx, transitionRows([event], { queueId, entryIdOf: () => id, newId }));
+  await pruneTimeline(tx, id, data.timelineCount);
 }
 
 /** Records the code host's reason for refusing these PRs for good (shown with their failure). */

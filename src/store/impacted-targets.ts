@@ -12,13 +12,16 @@ export function toImpactedTargets(row: Pick<TargetsRow, "prNumber" | "sha" | "ki
 
 /** The commit the PR's impacted targets were uploaded for, or null when none were. */
 export async function impactedTargetsShaOf(tx: Tx, queueId: string, prNumber: number): Promise<string | null> {
-  const row = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId, prNumber } }, select: { sha: true } });
-  return row?.sha ?? null;
+  return (await impactedTargetsOf(tx, queueId, prNumber))?.sha ?? null;
 }
 
 export async function impactedTargetsOf(tx: Tx, queueId: string, prNumber: number): Promise<ImpactedTargets | null> {
-  const row = await tx.impactedTargets.findUnique({ where: { queueId_prNumber: { queueId, prNumber } } });
-  return row && toImpactedTargets(row);
+  // Plain SQL (sqlOf): every upload of a PR's targets and every submission of a parallel queue reads them.
+  const [row] = await sqlOf(tx).all<Pick<TargetsRow, "prNumber" | "sha" | "kind" | "targets">>(`SELECT "prNumber", "sha", "kind", "targets" FROM "ImpactedTargets" WHERE "queueId" = ? AND "prNumber" = ?`, [
+    queueId,
+    prNumber,
+  ]);
+  return row ? toImpactedTargets({ ...row, prNumber: Number(row.prNumber) }) : null;
 }
 
 /** The impacted targets of the queue's PRs `prNumbers`, by number. */
@@ -27,16 +30,18 @@ export async function impactedTargetsOfPrs(tx: Tx, queueId: string, prNumbers: n
   const sql = sqlOf(tx);
   const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
   const rows = await sql.all<Pick<TargetsRow, "prNumber" | "sha" | "kind" | "targets">>(`SELECT "prNumber", "sha", "kind", "targets" FROM "ImpactedTargets" WHERE "queueId" = ? AND ${inPrs}`, [queueId, prs]);
-  return new Map(rows.map((row) => [row.prNumber, toImpactedTargets(row)]));
+  return new Map(rows.map((row) => [Number(row.prNumber), toImpactedTargets({ ...row, prNumber: Number(row.prNumber) })]));
 }
 
 /** Records the PR's impacted targets for the commit `sha`, replacing earlier ones. */
 export async function upsertImpactedTargets(tx: Tx, queueId: string, prNumber: number, sha: string, targets: Targets): Promise<void> {
   const all = targets === "ALL";
   const data = { sha, kind: all ? "all" : "list", targets: all ? "[]" : JSON.stringify(targets), count: all ? 0 : targets.length };
-  await tx.impactedTargets.upsert({
-    where: { queueId_prNumber: { queueId, prNumber } },
-    create: { queueId, prNumber, ...data },
-    update: data,
-  });
+  // Plain SQL (sqlOf); `updatedAt` as Prisma's @updatedAt writes it: the time of the write.
+  await sqlOf(tx).insert(
+    "ImpactedTargets",
+    ["queueId", "prNumber", "sha", "kind", "targets", "count", "updatedAt"],
+    [[queueId, prNumber, data.sha, data.kind, data.targets, data.count, new Date()]],
+    `ON CONFLICT ("queueId", "prNumber") DO UPDATE SET "sha" = excluded."sha", "kind" = excluded."kind", "targets" = excluded."targets", "count" = excluded."count", "updatedAt" = excluded."updatedAt"`,
+  );
 }

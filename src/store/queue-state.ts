@@ -9,7 +9,7 @@ import { entriesInPlayOr, type QueueEntry } from "./entries.js";
 import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { activeRunsOf, insertRuns, rebaseRuns, updateRun, type TestRun } from "./runs.js";
-import { insertQueueEvent, pruneTimeline, transitionRows } from "./timeline.js";
+import { insertQueueEvent, insertTransitions, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
 export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
@@ -151,12 +151,7 @@ export async function saveDecision(
     if (added > 0 && updated) pruning.push([row.id, Number(updated.timelineCount)]);
   }
   if (context.timeline.length > 0) {
-    const rows = transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId });
-    await sql.insert(
-      "Transition",
-      TRANSITION_COLUMNS,
-      rows.map((row) => TRANSITION_COLUMNS.map((column) => row[column])),
-    );
+    await insertTransitions(tx, transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId }));
   }
   // Bounded timelines: only a PR past the limit pays for it.
   for (const [entryId, count] of pruning) await pruneTimeline(tx, entryId, count);
@@ -198,10 +193,9 @@ export async function saveDecision(
     JSON.stringify(next.merged),
     next.nextRunNumber,
     timer ? new Date(timer.at) : null,
-    new Date(),
+    now,
     queue.id,
   ]);
   await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
 }
 
-const TRANSITION_COLUMNS = ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "actorKind", "actorName", "message", "evidence"] as const;

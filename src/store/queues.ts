@@ -75,8 +75,13 @@ export function queueOfSql(row: Record<string, unknown>): Queue {
 
 /** The organization's queue for `branch` of the repository `repositoryKey`, or null. */
 export async function findQueue(tx: Tx, organizationId: string, repositoryKey: string, branch: string): Promise<Queue | null> {
-  const row = await tx.queue.findFirst({ where: { branch, repository: { key: repositoryKey, organizationId } } });
-  return row && toQueue(row);
+  // Plain SQL (sqlOf): every write through the API starts here.
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT q.* FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."key" = ? AND r."organizationId" = ? AND q."branch" = ?`, [
+    repositoryKey,
+    organizationId,
+    branch,
+  ]);
+  return row ? queueOfSql(row) : null;
 }
 
 /** The queue of `branch` in the repository, whoever owns it, or null. */

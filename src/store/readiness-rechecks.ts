@@ -1,5 +1,5 @@
 import type { Mergeability, PrState } from "../domain/states.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** The states whose readiness the code host can still change: waiting to be tested. */
 const WAITING: PrState[] = ["not_ready", "pending"];
@@ -22,7 +22,8 @@ export async function updateEntryMergeability(tx: Tx, queueId: string, prNumber:
 
 /** Sets when the PR's readiness is next re-read (null: not unless an event asks), and the count of "still computing" answers. */
 export async function scheduleReadinessRecheck(tx: Tx, queueId: string, prNumber: number, at: Date | null, rechecks: number): Promise<void> {
-  await tx.queueEntry.updateMany({ where: { queueId, prNumber }, data: { readinessRecheckAt: at, readinessRechecks: rechecks } });
+  // Plain SQL (sqlOf): every submission schedules one.
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "readinessRecheckAt" = ?, "readinessRechecks" = ? WHERE "queueId" = ? AND "prNumber" = ?`, [at, rechecks, queueId, prNumber]);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** A repository Greenline knows, and the organization that owns it. */
 export type Repository = { id: string; organizationId: string; host: string; owner: string; name: string; key: string };
@@ -7,7 +7,9 @@ const REPOSITORY_COLUMNS = { id: true, organizationId: true, host: true, owner: 
 
 /** The repository with the key `key` (see repositoryKey), or null. */
 export async function repositoryByKey(tx: Tx, key: string): Promise<Repository | null> {
-  return tx.repository.findUnique({ where: { key }, select: REPOSITORY_COLUMNS });
+  // Plain SQL (sqlOf): every upload and API write finds its repository.
+  const [row] = await sqlOf(tx).all<Repository>(`SELECT "id", "organizationId", "host", "owner", "name", "key" FROM "Repository" WHERE "key" = ?`, [key]);
+  return row ?? null;
 }
 
 /** The organization's repositories, by host, owner and name. */
@@ -17,7 +19,8 @@ export async function repositoriesOf(tx: Tx, organizationId: string): Promise<Re
 
 /** The repository `id`, or null. */
 export async function repositoryById(tx: Tx, id: string): Promise<Repository | null> {
-  return tx.repository.findUnique({ where: { id }, select: REPOSITORY_COLUMNS });
+  const [row] = await sqlOf(tx).all<Repository>(`SELECT "id", "organizationId", "host", "owner", "name", "key" FROM "Repository" WHERE "id" = ?`, [id]);
+  return row ?? null;
 }
 
 /** The repository with the key `key` and its organization's slug, or null. */

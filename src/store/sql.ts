@@ -167,6 +167,26 @@ function numbered(text: string): string {
   return text.replace(/\?/g, () => `$${++n}`);
 }
 
+/**
+ * Statements sent by name, so that each connection parses and plans them once (pg prepares a
+ * named statement on a connection the first time it runs there): the hot paths send the same
+ * few dozen texts for every decision. A text gets the next name the first time it is seen, up
+ * to PREPARED_TEXTS_KEPT texts per process (each connection keeps those it ran); texts past
+ * that go unnamed, as every statement did before. Its numbered form is kept with it.
+ */
+const PREPARED_TEXTS_KEPT = 1_000;
+const preparedTexts = new Map<string, { name: string; text: string }>();
+
+function statementOf(text: string, params: readonly unknown[]): pg.QueryConfig {
+  let prepared = preparedTexts.get(text);
+  if (!prepared && preparedTexts.size < PREPARED_TEXTS_KEPT) {
+    prepared = { name: `greenline_${preparedTexts.size + 1}`, text: numbered(text) };
+    preparedTexts.set(text, prepared);
+  }
+  const values = params.map(postgresValue);
+  return prepared ? { name: prepared.name, text: prepared.text, values, types: pgTypes } : { text: numbered(text), values, types: pgTypes };
+}
+
 /** PostgreSQL allows 65,535 parameters per statement. */
 const MAX_PARAMS = 65_000;
 
@@ -174,11 +194,11 @@ export function postgresSql(client: pg.ClientBase | pg.Pool): Sql {
   return {
     kind: "postgres",
     async all<T>(text: string, params: readonly unknown[] = []) {
-      const result = await client.query({ text: numbered(text), values: params.map(postgresValue), types: pgTypes });
+      const result = await client.query(statementOf(text, params));
       return result.rows as T[];
     },
     async run(text, params = []) {
-      const result = await client.query({ text: numbered(text), values: params.map(postgresValue), types: pgTypes });
+      const result = await client.query(statementOf(text, params));
       return result.rowCount ?? 0;
     },
     async insert(table, columns, rows, suffix = "") {

@@ -21,6 +21,18 @@ export function transitionRows(events: readonly TimelineEvent[], ids: { queueId:
   }));
 }
 
+const TRANSITION_COLUMNS = ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "actorKind", "actorName", "message", "evidence"] as const;
+
+/** Inserts Transition rows (transitionRows) in one statement batch (plain SQL: every decision and submission writes them). */
+export async function insertTransitions(tx: Tx, rows: ReturnType<typeof transitionRows>): Promise<void> {
+  if (rows.length === 0) return;
+  await sqlOf(tx).insert(
+    "Transition",
+    TRANSITION_COLUMNS,
+    rows.map((row) => TRANSITION_COLUMNS.map((column) => row[column])),
+  );
+}
+
 /**
  * Keeps a PR's timeline within TIMELINE_MAX transitions once `count` (its timelineCount after
  * this write) passes it: the oldest go, except the first (how the PR entered the queue), so the

@@ -136,10 +136,13 @@ export async function endpointsOfRepository(tx: Tx, repositoryId: string): Promi
 
 /** The place (repository name, branch) of a queue, for events published outside saveDecision. */
 export async function queuePlace(tx: Tx, queueId: string): Promise<(QueuePlace & { organizationId: string }) | null> {
-  const row = await tx.queue.findUnique({ where: { id: queueId }, select: { branch: true, repository: { select: { host: true, owner: true, name: true, organizationId: true } } } });
+  // Plain SQL (sqlOf): every submission and cancellation publishes.
+  const [row] = await sqlOf(tx).all<{ branch: string; host: string; owner: string; name: string; organizationId: string }>(
+    `SELECT q."branch", r."host", r."owner", r."name", r."organizationId" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE q."id" = ?`,
+    [queueId],
+  );
   if (!row) return null;
-  const r = row.repository;
-  return { queueId, branch: row.branch, repository: `${r.host}/${r.owner}/${r.name}`, organizationId: r.organizationId };
+  return { queueId, branch: row.branch, repository: `${row.host}/${row.owner}/${row.name}`, organizationId: row.organizationId };
 }
 
 /** The organization of a repository and its name (plain SQL: the flaky-test code's transactions). */
@@ -344,8 +347,7 @@ export async function countPendingMessages(tx: Tx): Promise<number> {
 export async function publishQueueEvents(tx: Tx, queueId: string, build: (place: QueuePlace) => WebhookEvent[], context: { now: Date; newId: () => string }): Promise<void> {
   const place = await queuePlace(tx, queueId);
   if (!place) return;
-  const enabled = await tx.webhookEndpoint.count({ where: { organizationId: place.organizationId, enabled: true } });
-  if (enabled === 0) return;
+  if (!(await hasEnabledEndpoints(sqlOf(tx), place.organizationId))) return;
   await publishEvents(tx, place.organizationId, build(place), context);
 }
 

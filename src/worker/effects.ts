@@ -9,7 +9,7 @@ import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
-import { completeEffect, completeEffects, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type PendingEffect } from "../store/effects.js";
+import { completeEffects, completeEffectsIn, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type PendingEffect } from "../store/effects.js";
 import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
@@ -17,6 +17,8 @@ import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
+import type { Tx } from "../store/database.js";
+import type { Sql } from "../store/sql.js";
 import { effectGivenUp } from "../domain/webhook-events.js";
 import { pullRequestPagePath } from "../domain/links.js";
 
@@ -61,19 +63,22 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
     // which another process's event may have moved: it is read afresh for a merge, and after an
     // effect that applied an event.
     let queue: QueueInRepository | null = null;
-    // Statuses carried out and not yet marked done: marked together (a status is safe to write
-    // twice, so a crash meanwhile costs a repeat, nothing more), before any other effect.
-    const statusesDone = new Set<string>();
-    const markStatusesDone = async () => {
-      if (statusesDone.size === 0) return;
-      const ids = [...statusesDone];
-      statusesDone.clear();
+    // Effects carried out and not yet marked done: marked with the next effect that commits a
+    // transaction of its own (a run recorded, a merge applied), or together at the end. Only
+    // effects safe to carry out twice wait so (a status, a testing branch's deletion): a crash
+    // meanwhile costs a repeat, nothing more; they are marked before anything decided after them
+    // can be sent, as the transaction that marks them is the one that decides.
+    const unmarked = new Set<string>();
+    const markUnmarked = async () => {
+      if (unmarked.size === 0) return;
+      const ids = [...unmarked];
+      unmarked.clear();
       await services.db.write((tx) => completeEffects(tx, ids, services.now()));
     };
     try {
       while (count < limit) {
         // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
-        const pending = await nextEffectToRun(services.db, queueId, services.now(), statusesDone);
+        const pending = await nextEffectToRun(services.db, queueId, services.now(), unmarked);
         if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
         // Notifications are written a second apart (GitHub's guidance, Octokit's throttle): a long
         // line of them would keep the worker from the CI results that make merges. Past the budget
@@ -88,16 +93,19 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
         // Read once per call: an outage noticed during the call stops it below.
         if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(current.repository))))) break;
         if (await deferredForReserve(services, current, pending)) break;
-        if (pending.kind !== "pr_status") await markStatusesDone();
         try {
-          const applied = await execute(services, current, pending.effect);
-          if (pending.kind === "pr_status") statusesDone.add(pending.id);
-          else await services.db.write((tx) => completeEffect(tx, pending.id, services.now()));
+          const completion = completionOf(services, pending.id, unmarked);
+          const applied = await execute(services, current, pending.effect, completion);
+          if (completion.marked) unmarked.clear();
+          else {
+            unmarked.add(pending.id);
+            if (!REPEATABLE.has(pending.kind)) await markUnmarked();
+          }
           count++;
           // An effect that applied an event leaves the queue to be read again.
           if (applied) queue = null;
         } catch (error) {
-          await markStatusesDone();
+          await markUnmarked();
           // A refusal of the whole installation is no fault of the effect's: it stays pending, its
           // attempts uncounted, and the account's queues wait for the installation to answer again.
           if (isInstallationRefusal(error)) {
@@ -110,11 +118,37 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
         }
       }
     } finally {
-      await markStatusesDone();
+      await markUnmarked();
     }
     return count;
   });
   return done ?? 0;
+}
+
+/** Effects safe to carry out twice, whose done mark may wait for the next commit: a status (the latest wins), a testing branch's deletion. */
+const REPEATABLE: ReadonlySet<OutboxEffect["kind"]> = new Set(["pr_status", "cancel_run"]);
+
+/**
+ * Marks the effect being carried out done, with those carried out before it and not yet marked,
+ * inside a transaction the effect commits anyway (the event it applies, the run it records):
+ * one commit, not two. `marked` tells the runner it happened.
+ */
+type Completion = { marked: boolean; inTx(tx: Tx): Promise<void>; inSql(sql: Sql): Promise<void> };
+
+function completionOf(services: Services, id: string, unmarked: ReadonlySet<string>): Completion {
+  const ids = () => [id, ...unmarked];
+  const completion: Completion = {
+    marked: false,
+    async inTx(tx) {
+      await completeEffects(tx, ids(), services.now());
+      completion.marked = true;
+    },
+    async inSql(sql) {
+      await completeEffectsIn(sql, ids(), services.now());
+      completion.marked = true;
+    },
+  };
+  return completion;
 }
 
 /**
@@ -209,7 +243,7 @@ function pullRequestPageUrl(services: Services, queue: QueueInRepository, prNumb
 }
 
 /** Carries out an effect; answers whether it applied an event to the queue (its outbox and state may have moved). */
-async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect): Promise<boolean> {
+async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect, completion: Completion): Promise<boolean> {
   const repo = queue.repository;
   const { codeHost, db } = services;
   switch (effect.kind) {
@@ -221,7 +255,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       if (!effect.baseSha) {
         // The queue never learned its base: learn it; the engine restarts the run on it.
         const head = await codeHost.getBranchHead(repo, queue.branch);
-        if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head });
+        if (head) await applyQueueEvent(services, queue.id, { kind: "base_moved", sha: head }, (tx) => completion.inTx(tx).then(() => true));
         return true;
       }
       // A merge that landed since the effect was decided re-describes the run from the new
@@ -236,12 +270,15 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       // gives the effect up, and the run fails with the host's reason (giveUp).
       const started = await codeHost.startTestRun(repo, request);
       if (started.kind === "conflict") {
-        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" });
+        await applyQueueEvent(services, queue.id, { kind: "run_finished", runId: effect.runId, outcome: "failed", failure: "merge_conflict" }, (tx) => completion.inTx(tx).then(() => true));
         return true;
       }
       // Test results uploaded for the testing branch before it was recorded are linked to the run now.
       const treeKey = treeKeyOf(baseSha, stack, heads);
-      await db.sqlTransaction((sql) => recordTestBranchAndLinkUploads(sql, run.id, started.testBranch, started.sha, treeKey));
+      await db.sqlTransaction(async (sql) => {
+        await recordTestBranchAndLinkUploads(sql, run.id, started.testBranch, started.sha, treeKey);
+        await completion.inSql(sql);
+      });
       return false;
     }
     case "cancel_run": {
@@ -275,7 +312,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       // PRs become merged only here, as the code host confirms them; refused ones fail or are
       // cancelled with the host's words, and the merges decided after them go back in line.
       // The merged run is archived then: its cancel_run deletes the testing branch (once).
-      await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head);
+      await applyMergeOutcome(services, queue.id, eventsOfMerge(effect.prNumbers, result), result.head, completion.inTx);
       return true;
     }
     case "pr_status": {
@@ -304,7 +341,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
           services.log?.warn({ queueId: queue.id, runId: effect.runId, refusal: error.kind, error: error.message }, "the code host refused to re-run failed jobs: starting the run again on its own");
         }
       }
-      if (rerun === 0) await rerunAlone(services, queue, effect.runId, refused);
+      if (rerun === 0) await rerunAlone(services, queue, effect.runId, refused, completion.inTx);
       return rerun === 0;
     }
     case "schedule_timer":
@@ -317,11 +354,12 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
  * the run's tree is tested again in a new run of its own (the engine's run_rerun), keeping what
  * the verdicts spent, and the PRs' timelines say so (with the host's words when it refused).
  */
-async function rerunAlone(services: Services, queue: QueueInRepository, runId: string, refused: string | null): Promise<void> {
+async function rerunAlone(services: Services, queue: QueueInRepository, runId: string, refused: string | null, alsoInTx?: (tx: Tx) => Promise<void>): Promise<void> {
   await services.db.transaction(async (tx) => {
     const locked = await lockQueueRow(tx, queue.id);
     const old = locked && (await runOf(tx, queue.id, runId));
     if (!locked || !old || old.status !== "running") return;
+    await alsoInTx?.(tx);
     // The engine numbers the new run first; the same decision may start others after it.
     const againId = runIdOf(locked.nextRunNumber);
     await applyEvent(services, tx, locked, { kind: "run_rerun", runId });
