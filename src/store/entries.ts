@@ -195,11 +195,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
   } else {
     const full: Record<string, unknown> = { ...row, id, queueId, prNumber };
     const columns = Object.keys(full);
-    await sql.insert(
-      "QueueEntry",
-      columns,
-      [columns.map((c) => full[c])],
-    );
+    await sql.insert("QueueEntry", columns, [columns.map((c) => full[c])]);
   }
   await insertTransitions(tx, transitionRows([event], { queueId, entryIdOf: () => id, newId }));
   await pruneTimeline(tx, id, data.timelineCount);

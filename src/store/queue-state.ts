@@ -198,4 +198,3 @@ export async function saveDecision(
   ]);
   await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
 }
-
