@@ -1,4 +1,4 @@
-import type { DatabaseKind, Tx } from "./database.js";
+import { sqlOf, type DatabaseKind, type Tx } from "./database.js";
 
 /**
  * The queues with work for the worker (table QueueDue): effects to execute, a timer to fire.
@@ -22,14 +22,26 @@ export type ClaimedQueue = { queueId: string; marks: number };
  * gave it the work, so that work and mark commit together. Counts the mark.
  */
 export async function markQueueDue(tx: Tx, queueId: string, at: Date): Promise<void> {
-  await tx.$executeRaw`INSERT INTO "QueueDue" ("queueId", "dueAt", "marks") VALUES (${queueId}, ${at}, 1)
-    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`;
+  // Plain SQL (sqlOf): every decision with work marks its queue.
+  await sqlOf(tx).run(
+    `INSERT INTO "QueueDue" ("queueId", "dueAt", "marks") VALUES (?, ?, 1)
+    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`,
+    [queueId, at],
+  );
 }
 
-/** Marks every queue of the account (lower-case "host/owner") due at `at`: its installation answers again. */
+/** Marks every queue of the account (lower-case "host/owner") due at `at`: its installation answers again. One statement. */
 export async function markAccountQueuesDue(tx: Tx, accountKey: string, at: Date): Promise<void> {
-  const queues = await tx.queue.findMany({ where: { repository: { key: { startsWith: `${accountKey}/` } } }, select: { id: true } });
-  for (const queue of queues) await markQueueDue(tx, queue.id, at);
+  // The key's prefix compared as is (no LIKE pattern to escape, no collation's ordering).
+  const prefix = `${accountKey}/`;
+  const sql = sqlOf(tx);
+  // PostgreSQL types a parameter in a SELECT list only when told.
+  await sql.run(
+    `INSERT INTO "QueueDue" ("queueId", "dueAt", "marks")
+    SELECT q."id", ${sql.kind === "postgres" ? "CAST(? AS TIMESTAMP(3))" : "?"}, 1 FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE substr(r."key", 1, ?) = ?
+    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`,
+    [at, prefix.length, prefix],
+  );
 }
 
 /**

@@ -16,7 +16,7 @@ export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["k
  * Deleting is safe against a worker carrying one out right now: it writes the older status,
  * finds the row gone when it marks it done, and goes on to the newer one, later in the outbox.
  */
-export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string }): Promise<void> {
+export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string; dueMarked?: boolean }): Promise<void> {
   if (effects.length === 0) return;
   const headOf = (e: { prNumber: number; sha: string }) => `${e.prNumber}@${e.sha}`;
   const lastStatus = new Map(effects.flatMap((e, i) => (e.kind === "pr_status" ? [[headOf(e), i] as const] : [])));
@@ -31,8 +31,8 @@ export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffe
     EFFECT_COLUMNS,
     kept.map((effect) => [context.newId(), queueId, ++seq, effect.kind, JSON.stringify(effect), context.now]),
   );
-  // The worker claims the queue for them (src/store/due-queues.ts).
-  await markQueueDue(tx, queueId, context.now);
+  // The worker claims the queue for them (src/store/due-queues.ts), unless the caller marks it.
+  if (!context.dueMarked) await markQueueDue(tx, queueId, context.now);
 }
 
 const EFFECT_COLUMNS = ["id", "queueId", "seq", "kind", "payload", "createdAt"] as const;

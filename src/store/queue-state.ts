@@ -181,10 +181,12 @@ export async function saveDecision(
   for (const [baseSha, rows] of rebasedOnly) await rebaseRuns(tx, baseSha, rows);
 
   const effects: OutboxEffect[] = [...decision.effects.filter((e) => e.kind !== "schedule_timer"), ...decision.cleanups, ...context.notifications];
-  await appendEffects(tx, queue.id, effects, { now, newId });
   const timer = decision.effects.find((e) => e.kind === "schedule_timer");
-  // The worker claims the queue when its timer is due (src/store/due-queues.ts).
-  if (timer) await markQueueDue(tx, queue.id, new Date(timer.at));
+  // The worker claims the queue when its effects or its timer are due (src/store/due-queues.ts):
+  // one mark, at the earlier (a claim's release finds the timer again: nextDueOfQueue).
+  const dueAt = Math.min(effects.length > 0 ? now.getTime() : Number.POSITIVE_INFINITY, timer?.at ?? Number.POSITIVE_INFINITY);
+  await appendEffects(tx, queue.id, effects, { now, newId, dueMarked: true });
+  if (Number.isFinite(dueAt)) await markQueueDue(tx, queue.id, new Date(dueAt));
   await sql.run(`UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`, [
     next.state,
     next.mode,

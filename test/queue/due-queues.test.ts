@@ -1,6 +1,6 @@
 import { countQueries } from "../../bench/query-count.js";
 import { Database } from "../../src/store/database.js";
-import { claimDueQueues, markQueueDue, markUnmarkedQueuesDue, queueDueAt, releaseQueue, type ClaimedQueue } from "../../src/store/due-queues.js";
+import { claimDueQueues, markAccountQueuesDue, markQueueDue, markUnmarkedQueuesDue, queueDueAt, releaseQueue, type ClaimedQueue } from "../../src/store/due-queues.js";
 import { appendEffects } from "../../src/store/effects.js";
 import { DUE_QUEUES } from "../../src/worker/worker.js";
 import { BACKENDS } from "../support/backends.js";
@@ -142,6 +142,21 @@ describe.each(BACKENDS)("due queues, $name", (backend) => {
     expect(again.map((c) => c.queueId)).toEqual([c2]);
     for (const c of [...again, ...taken.filter((x) => x.queueId !== c2)]) await db().write((tx) => releaseQueue(tx, c, null, at(15_010)));
     expect(await db().read((tx) => tx.queueDue.count({ where: { queueId: { in: [c1, c2, c3] } } }))).toBe(0);
+  });
+
+  test("an installation that answers again marks its account's queues due, and no other account's", async () => {
+    // "acme-east" starts with "acme": only the account's own repositories ("acme/…") are marked.
+    await server.api.ok("createQueue", queueOf("account-a", "main", "acme"));
+    await server.api.ok("createQueue", queueOf("account-b", "main", "Acme"));
+    await server.api.ok("createQueue", queueOf("account-c", "main", "acme-east"));
+    await worker().drain();
+    for (const name of ["account-a", "account-b", "account-c"]) expect(await dueAt(name)).toBeNull();
+    const at = new Date(clock.ms);
+    await db().write((tx) => markAccountQueuesDue(tx, "github.com/acme", at));
+    expect(await dueAt("account-a")).toEqual(at);
+    expect(await dueAt("account-b")).toEqual(at);
+    expect(await dueAt("account-c")).toBeNull();
+    await worker().drain();
   });
 
   if (backend.name === "postgres") {
