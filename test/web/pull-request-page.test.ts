@@ -3,7 +3,7 @@ import { createToken } from "../../src/auth/tokens.js";
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
-import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -20,12 +20,7 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     await server.api.ok("createQueue", { ...queueOf("fail"), concurrency: 3 });
     await server.greenline.sandbox!.openPullRequest(repo("fail"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "fail"));
-    const worker = server.greenline.worker;
-    for (let round = 0; round < 6; round++) {
-      await worker.drain();
-      clock.advance(CI_MS);
-      await worker.drain();
-    }
+    for (let round = 0; round < 6; round++) await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(2, "fail"))).state).toBe("failed");
   });
   afterAll(() => server?.close());
