@@ -3,7 +3,7 @@ import { createToken } from "../../src/auth/tokens.js";
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
-import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ApiClient, ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -68,6 +68,32 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const { text } = await acme.get(pullPath(1, "halted"));
     expect(/<p class="blocked" id="pr-queue-blocked">([^<]*)/.exec(text)?.[1]).toBe("The queue: Paused: nothing starts testing and nothing merges until it is resumed.");
     expect(text).not.toContain("estimated merge");
+  });
+
+  test("a PR cancelled through the API says so, naming the token, on its page and in the queue's concluded list", async () => {
+    const { token } = await createToken(server.greenline.services.db, "acme", "release-bot");
+    const bot = new ApiClient(server.url, token);
+    await server.api.ok("createQueue", queueOf("called-off"));
+    await server.api.ok("submitPullRequest", prOf(1, "called-off"));
+    await bot.ok("cancelPullRequest", prOf(1, "called-off"));
+    const page = (await acme.get(pullPath(1, "called-off"))).text;
+    expect(/<p class="reason-line" id="pr-reason">([^<]*)/.exec(page)?.[1]).toBe("Cancelled through the API (token release-bot). ");
+    expect(page).not.toContain("by user");
+    const row = /<li id="done-[^"]*" data-pr="1">[\s\S]*?<\/li>/.exec((await acme.get(queuePath("called-off"))).text)![0];
+    expect(row.replace(/<[^>]+>/g, "").replace(/\s+/g, " ")).toMatch(/^#1 Sandbox pull request #1 cancelled through the API \(token release-bot\), \d+ s ago$/);
+  });
+
+  test("the concluded list shows the latest 10 and says how many concluded in all", async () => {
+    await server.api.ok("createQueue", queueOf("many-done"));
+    for (let n = 1; n <= 12; n++) {
+      await server.api.ok("submitPullRequest", prOf(n, "many-done"));
+      await server.api.ok("cancelPullRequest", prOf(n, "many-done"));
+    }
+    const { text } = await acme.get(queuePath("many-done"));
+    expect(/<h2 id="done-h">([^<]*)<\/h2>/.exec(text)?.[1]).toBe("Concluded in the last 24 h (the latest 10 of 12)");
+    expect(text.match(/<li id="done-/g)).toHaveLength(10);
+    // Ten or fewer: the heading alone.
+    expect(/<h2 id="done-h">([^<]*)<\/h2>/.exec((await acme.get(queuePath("called-off"))).text)?.[1]).toBe("Concluded in the last 24 h");
   });
 
   test("no page says a word twice in a row (a state followed by a reason repeating it)", async () => {
