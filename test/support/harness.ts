@@ -84,6 +84,8 @@ export type TestServerOptions = {
   maxInFlight?: number;
   /** GREENLINE_DB_WAIT_MS: a request's wait for the database (a connection, the writer, a row lock) before 503. */
   databaseWaitMs?: number;
+  /** How often the dashboard's live stream beats and re-checks each stream's session (default 20 s). */
+  liveHeartbeatMs?: number;
   /** Another server's database (a second replica on it; this server leaves it in place when closed). */
   sharedDatabaseOf?: TestServer;
 };
@@ -123,6 +125,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     startWorker: options.startWorker ?? false,
     httpTimeouts: options.httpTimeouts,
     maxInFlight: options.maxInFlight,
+    liveHeartbeatMs: options.liveHeartbeatMs,
   });
   return {
     greenline,
