@@ -51,8 +51,8 @@ export const SETTING_LABELS: Record<string, string> = {
   flakeHandling: "Flaky test handling",
   flakyRetries: "Re-runs for known-flaky failures",
   statusCheckEnabled: "Set a status on pull requests",
-  requiredStatuses: "Required checks (instead of the branch's)",
-  deleteRequiredStatuses: "Forget the required checks set here",
+  requiredStatuses: "Required checks",
+  deleteRequiredStatuses: "Clear the required checks",
 };
 
 /** A setting's label: SETTING_LABELS, else its name in words. */
