@@ -55,6 +55,10 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const { text } = await acme.get(pullPath(2, "wait"));
     expect(/<p id="pr-place">([^<]*)/.exec(text)?.[1]).toBe("2nd in line");
     const queue = await acme.get(queuePath("wait"));
+    // Each row's reason is its sentence (the code only in the tooltip).
+    const reasons = [...queue.text.matchAll(/<span class="reason-words" title="([a-z_]+) \(docs\/reasons.md\)">([^<]*)<\/span>/g)].map((m) => [m[1], m[2]]);
+    expect(reasons).toEqual(expect.arrayContaining([["testing", "on top of the pull requests ahead of it"]]));
+    expect(reasons.filter(([, shown]) => shown!.includes("_"))).toEqual([]);
     expect(queue.text).toContain(`<a href="${pullPath(1, "wait")}"><strong>#1</strong>`);
     expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
   });

@@ -74,10 +74,10 @@ ${actionButton(viewer, address, "priority", "Set priority", `Change the priority
 </div>`;
 }
 
-/** The reason's words after the state's badge, unless they only repeat it ("testing", "merged"). */
+/** The reason's sentence after the state's badge (its code in the tooltip), without what only repeats the state ("testing", "merged"). */
 function reasonOf(pr: MergeItemRecord): Html {
-  const reason = reasonAfterState(pr.state, words(pr.stateReason));
-  return reason ? html`<span class="reason-words">${reason}</span> ` : html``;
+  const reason = reasonAfterState(pr.state, sentenceOf(pr.stateReason)).replace(/\.$/, "");
+  return reason ? html`<span class="reason-words" title="${pr.stateReason} (docs/reasons.md)">${reason}</span> ` : html``;
 }
 
 /** A PR in line or waiting; its position is the list's own count (CSS), so a PR leaving the line re-sends no other row. */
