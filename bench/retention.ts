@@ -8,13 +8,12 @@
 // rows deleted, the pass's wall time and rows per second, the batches (each one transaction),
 // and the submits' p50/p99 during the pass as a ratio of the baseline in the same run.
 import { Writable } from "node:stream";
-import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../src/config.js";
 import { DAY_MS } from "../src/domain/time.js";
 import { createLogger } from "../src/log.js";
 import { PRUNE_BATCH, pruneHistory } from "../src/queue/retention.js";
 import { startGreenline } from "../src/server.js";
 import { orderedId } from "../src/store/ids.js";
-import { machine, postgresReachable, withAdmin } from "./support.js";
+import { benchConfig, machine, postgresReachable, withAdmin } from "./support.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { join } from "node:path";
@@ -45,19 +44,7 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
     url = PG_ADMIN.replace(/\/[^/]*$/, `/${name}`);
     drop = () => withAdmin(PG_ADMIN, (c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`)).then(() => undefined);
   }
-  const config: Config = {
-    port: 0,
-    host: "127.0.0.1",
-    databaseUrl: url,
-    logLevel: "warn",
-    githubApp: null,
-    bootstrap: { token: TOKEN, org: "acme" },
-    sandbox: { ciMs: 3_600_000, failureRate: 0, flakeRate: 0 },
-    workerIntervalMs: 250,
-    postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
-    shutdownTimeoutMs: 5_000,
-    webhooks: DEFAULT_WEBHOOK_SETTINGS,
-  };
+  const config = benchConfig(url, { token: TOKEN, org: "acme" }, { sandbox: { ciMs: 3_600_000, failureRate: 0, flakeRate: 0 }, shutdownTimeoutMs: 5_000 });
   const sink = new Writable({ write: (_c, _e, done) => done() });
   const greenline = await startGreenline(config, { log: createLogger("warn", sink), startWorker: false });
   try {

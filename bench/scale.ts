@@ -4,11 +4,10 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import pg from "pg";
-import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../src/config.js";
 import { createLogger } from "../src/log.js";
 import { startGreenline } from "../src/server.js";
 import { countQueries } from "./query-count.js";
-import { freePort, machine, waitFor, withAdmin } from "./support.js";
+import { benchConfig, freePort, machine, waitFor, withAdmin } from "./support.js";
 
 /**
  * Many queues, several replicas (issue 23, goal 3): N queues in M installations (repository
@@ -311,19 +310,7 @@ async function idleTickStatements(queueCounts: number[]): Promise<Record<string,
   const result: Record<string, number> = {};
   for (const n of queueCounts) {
     const database = await createDatabase(`idle${n}`);
-    const config: Config = {
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: database.url,
-      logLevel: "warn",
-      githubApp: null,
-      bootstrap: { token: TOKEN, org: ORG },
-      sandbox: { ciMs: 1000, failureRate: 0, flakeRate: 0 },
-      workerIntervalMs: 250,
-      postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
-      shutdownTimeoutMs: 10_000,
-      webhooks: DEFAULT_WEBHOOK_SETTINGS,
-    };
+    const config = benchConfig(database.url, { token: TOKEN, org: ORG });
     const sink = new Writable({ write: (_c, _e, cb) => cb() });
     const greenline = await startGreenline(config, { log: createLogger("warn", sink), startWorker: false });
     try {

@@ -3,7 +3,31 @@ import { cpus } from "node:os";
 import autocannon from "autocannon";
 import pg from "pg";
 
+import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../src/config.js";
+
 export { findFreePort as freePort } from "../src/net.js";
+
+/**
+ * The Config of an in-process Greenline for a benchmark: on the sandbox (no GitHub App), on
+ * 127.0.0.1 at a free port, logging warnings only, with the default timeouts and webhook
+ * settings; `overrides` replace whole fields (e.g. `sandbox`, `shutdownTimeoutMs`).
+ */
+export function benchConfig(databaseUrl: string, bootstrap: Config["bootstrap"], overrides: Partial<Config> = {}): Config {
+  return {
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl,
+    logLevel: "warn",
+    githubApp: null,
+    bootstrap,
+    sandbox: { ciMs: 1000, failureRate: 0, flakeRate: 0 },
+    workerIntervalMs: 250,
+    postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,
+    shutdownTimeoutMs: 10_000,
+    webhooks: DEFAULT_WEBHOOK_SETTINGS,
+    ...overrides,
+  };
+}
 
 export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

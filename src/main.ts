@@ -50,7 +50,14 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
-  const greenline = await startGreenline(config, { log });
+  const greenline = await startGreenline(config, { log }).catch((error: unknown) => {
+    // What only the database shows wrong in the configuration (GREENLINE_API_TOKEN another organization's).
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  });
   log.info({ url: greenline.url, database: config.databaseUrl.startsWith("file:") ? config.databaseUrl : "postgresql" }, "Greenline is ready");
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {

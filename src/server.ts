@@ -7,10 +7,10 @@ import { createApiApp } from "./api/app.js";
 import { RETRY_AFTER_SECONDS } from "./api/errors.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
-import { registerToken } from "./auth/tokens.js";
+import { registerToken, TokenOfAnotherOrganization } from "./auth/tokens.js";
 import type { CodeHost } from "./ports/code-host.js";
 import { SandboxCodeHost } from "./adapters/sandbox/code-host.js";
-import type { Config } from "./config.js";
+import { ConfigError, type Config } from "./config.js";
 import { createGitHubApp, recordGitHubDelivery } from "./webhooks/github.js";
 import type { DeliveryHandler } from "./webhooks/services/inbox.js";
 import { GitHubCodeHost } from "./adapters/github/code-host.js";
@@ -51,6 +51,8 @@ export type StartOptions = {
   httpTimeouts?: Partial<HttpTimeouts>;
   /** How often the dashboard's live stream looks for changed queues (default 200 ms). */
   liveIntervalMs?: number;
+  /** How often the live stream sends a heartbeat and re-checks each stream's session (default 20 s; tests). */
+  liveHeartbeatMs?: number;
   /** Replaces the configured limit of requests served at once (tests). */
   maxInFlight?: number;
 };
@@ -148,8 +150,17 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
   const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts, waitMs: config.databaseWaitMs });
   try {
     if (config.bootstrap) {
-      const { created } = await registerToken(db, config.bootstrap.org, config.bootstrap.token, "bootstrap (GREENLINE_API_TOKEN)");
-      log.info({ org: config.bootstrap.org, created }, "bootstrap API token registered");
+      const { org, token } = config.bootstrap;
+      const { created } = await registerToken(db, org, token, "bootstrap (GREENLINE_API_TOKEN)").catch((error: unknown) => {
+        // The variables are right one by one; together they name another organization's token.
+        if (error instanceof TokenOfAnotherOrganization) {
+          throw new ConfigError([
+            `GREENLINE_API_TOKEN is already the API token of organization "${error.owner}", not of GREENLINE_ORG ("${org}"): set GREENLINE_API_TOKEN to a new secret for "${org}" (e.g. openssl rand -hex 32), or GREENLINE_ORG to "${error.owner}"`,
+          ]);
+        }
+        throw error;
+      });
+      log.info({ org, created }, "bootstrap API token registered");
     }
     // Sandbox: Probot still serves its webhook route, but with a random secret nothing can sign with.
     const webhookSecret = config.githubApp?.webhookSecret ?? randomBytes(32).toString("hex");
@@ -204,7 +215,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
     const oauth = config.githubApp?.oauth;
     const github = config.githubApp && oauth ? { ...oauth, apiUrl: config.githubApp.apiUrl ?? "https://api.github.com", appId: config.githubApp.appId } : undefined;
-    const web = createWebApp(services, log, { sessionSecret: sessionSecret(config, log), publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, github });
+    const web = createWebApp(services, log, { sessionSecret: sessionSecret(config, log), publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, liveHeartbeatMs: options.liveHeartbeatMs, github });
     server.addHandler((req, res) => {
       if (isDashboardRequest(req)) web.handle(req, res);
       else api(req, res);

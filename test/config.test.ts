@@ -2,7 +2,9 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { registerToken } from "../src/auth/tokens.js";
 import { ConfigError, DEFAULT_DATABASE_URL, loadConfig } from "../src/config.js";
+import { Database } from "../src/store/database.js";
 
 const root = join(import.meta.dirname, "..");
 const noFile = () => {
@@ -135,6 +137,26 @@ describe("the service process", () => {
       const missing = await startService({ GREENLINE_ENV_FILE: join(dir, "nope.env") }).done;
       expect(missing.code).toBe(78);
       expect(missing.output).toContain(`GREENLINE_ENV_FILE cannot be read (${join(dir, "nope.env")})`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("GREENLINE_API_TOKEN already another organization's token stops the start naming both variables and that organization", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "greenline-token-org-"));
+    try {
+      const url = `file:${join(dir, "g.db")}`;
+      const token = "0123456789abcdef0123456789abcdef";
+      const db = await Database.open(url);
+      try {
+        await registerToken(db, "globex", token, "theirs");
+      } finally {
+        await db.close();
+      }
+      const { code, output } = await startService({ DATABASE_URL: url, PORT: "0", GREENLINE_API_TOKEN: token, GREENLINE_ORG: "acme" }).done;
+      expect(code).toBe(78);
+      expect(output).toContain('GREENLINE_API_TOKEN is already the API token of organization "globex", not of GREENLINE_ORG ("acme")');
+      expect(output).not.toContain("Greenline failed to start");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

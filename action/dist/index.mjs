@@ -3982,8 +3982,14 @@ async function testRun(options, command2, out) {
 async function testQuarantine(options, testId, setting, out) {
   if (!testId) throw new CliUsageError("test quarantine needs a test id");
   const ctx = context({ commit: "-", branch: "-", ...options });
-  const answer = await post(ctx, "set-quarantine-setting", { test_id: testId, setting });
-  out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
+  const reason = options.reason?.trim();
+  const answer = await post(ctx, "set-quarantine-setting", {
+    test_id: testId,
+    setting,
+    ...reason ? { reason } : {}
+  });
+  const why = answer.test.quarantine_reason ? ` (reason: ${answer.test.quarantine_reason})` : "";
+  out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}${why}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
   return 0;
 }
 
@@ -4045,6 +4051,7 @@ var COMMANDS = {
   },
   "setup github": {
     usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
+    brief: "Register Greenline's GitHub App (in a browser) and write its credentials to an env file.",
     summary: "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\nAPP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\nit prints a local address to open in a browser; there GitHub asks you to name the App and create it,\nthen sends you back, and the command prints the App's page and its install link. Run it where the\nservice runs: the service reads .env from its working directory at start. Exit 1 when GitHub refuses.",
     options: [
       "--webhook-url <url>  required: the public address GitHub delivers webhooks to,",
@@ -4070,13 +4077,21 @@ var COMMANDS = {
   },
   "test run": {
     usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
+    brief: "Run the command and upload its reports; exit 0 when every failure is a quarantined test.",
     summary: "Run the command, upload the reports it wrote, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer or a report is malformed).",
     options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS, "--no-quarantine      only upload the reports the command wrote: its exit code always stands"]
   },
   "test quarantine": {
-    usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
-    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
-    options: ["--always             quarantined whatever its history", "--never              never quarantined", "--auto               quarantined when its history finds it flaky (the default)", ...CONNECTION_OPTIONS]
+    usage: "greenline test quarantine <test-id> --always|--never|--auto [--reason <text>] [options]",
+    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.\nOne of --always, --never and --auto is required.",
+    brief: "Override a test's quarantine: always quarantined, never, or as its history decides.",
+    options: [
+      "--always             quarantined whatever its history",
+      "--never              never quarantined",
+      "--auto               back to automatic: quarantined while its history finds it flaky (where every test starts)",
+      "--reason <text>      why, shown with the test (up to 1000 characters; without it, a reason given before is cleared)",
+      ...CONNECTION_OPTIONS
+    ]
   },
   "pr submit": {
     usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
@@ -4086,6 +4101,7 @@ var COMMANDS = {
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
   "pr status": {
     usage: "greenline pr status [--pr N] [--target-branch B] [--json] [options]",
+    brief: "Show the pull request's state, position, failure reason and current test run; exit 1 when not in the queue.",
     summary: "Show the pull request's state, position, failure reason and current test run.\nExit 1 when it is not in the queue (never submitted, cancelled, failed or merged).",
     options: [...PR_OPTIONS, JSON_OPTION]
   },
@@ -4099,6 +4115,7 @@ var COMMANDS = {
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
+    brief: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).",
     summary: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
     options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"]
   },
@@ -4143,7 +4160,7 @@ function optionsOf(key) {
 }
 function overview(client = false) {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
-  const line = (c) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`;
+  const line = (c) => `  ${c.usage.padEnd(width)}  ${c.brief ?? c.summary}`;
   const all = Object.values(COMMANDS);
   const commands = client ? [...all.filter((c) => !c.service).map(line), "", "Run where the service runs (its checkout or container), not in this client:", ...all.filter((c) => c.service).map(line)] : all.map(line);
   return [
@@ -4205,6 +4222,7 @@ var OPTIONS = {
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
+  reason: { type: "string" },
   "target-branch": { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },

@@ -58,20 +58,27 @@ export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: st
   return tokenStore.ensureOrganization(tx, slug.toLowerCase());
 }
 
-/** Registers `token` for the organization `slug`, creating it if needed. Idempotent. */
+/** The token given to registerToken is already another organization's: `owner`'s (its slug). */
+export class TokenOfAnotherOrganization extends Error {
+  constructor(readonly owner: string) {
+    super(`this token already belongs to another organization (${owner})`);
+  }
+}
+
+/** Registers `token` for the organization `slug`, creating it if needed. Idempotent; TokenOfAnotherOrganization when another organization has it. */
 export async function registerToken(db: Database, slug: string, token: string, name: string, role: tokenStore.TokenRole = "write"): Promise<{ id: string; created: boolean }> {
   const hash = hashToken(token);
   return db.transaction(async (tx) => {
     const org = await ensureOrganization(tx, slug);
     const existing = await tokenStore.findTokenByHash(tx, hash);
     if (existing) {
-      if (existing.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
+      if (existing.organizationId !== org.id) throw new TokenOfAnotherOrganization(existing.organizationSlug);
       if (existing.revokedAt) await tokenStore.reactivateToken(tx, existing.id);
       return { id: existing.id, created: false };
     }
     const id = randomUUID();
     const row = await tokenStore.insertToken(tx, { id, organizationId: org.id, name, hash, role });
-    if (row.organizationId !== org.id) throw new Error(`this token already belongs to another organization`);
+    if (row.organizationId !== org.id) throw new TokenOfAnotherOrganization((await tokenStore.findTokenByHash(tx, hash))?.organizationSlug ?? "unknown");
     return { id: row.id, created: row.id === id };
   });
 }

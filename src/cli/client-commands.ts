@@ -38,6 +38,7 @@ export const OPTIONS = {
   always: { type: "boolean" },
   never: { type: "boolean" },
   auto: { type: "boolean" },
+  reason: { type: "string" },
   "target-branch": { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },

@@ -28,6 +28,8 @@ export type TestOptions = {
   "check-run-id"?: string | undefined;
   junit?: string[] | undefined;
   "no-quarantine"?: boolean | undefined;
+  /** test quarantine: why the setting is changed. */
+  reason?: string | undefined;
 };
 
 /** The exit code when results could not be uploaded (Trunk's uploader uses the same). */
@@ -306,11 +308,17 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
   }
 }
 
-/** `greenline test quarantine <test-id> --always|--never|--auto`. */
+/** `greenline test quarantine <test-id> --always|--never|--auto [--reason <text>]`. */
 export async function testQuarantine(options: TestOptions, testId: string | undefined, setting: "always" | "never" | "auto", out: Out): Promise<number> {
   if (!testId) throw new CliUsageError("test quarantine needs a test id");
   const ctx = context({ commit: "-", branch: "-", ...options });
-  const answer = await post<{ test: { id: string; name: string; quarantined: boolean } }>(ctx, "set-quarantine-setting", { test_id: testId, setting });
-  out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
+  const reason = options.reason?.trim();
+  const answer = await post<{ test: { id: string; name: string; quarantined: boolean; quarantine_reason: string | null } }>(ctx, "set-quarantine-setting", {
+    test_id: testId,
+    setting,
+    ...(reason ? { reason } : {}),
+  });
+  const why = answer.test.quarantine_reason ? ` (reason: ${answer.test.quarantine_reason})` : "";
+  out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}${why}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
   return 0;
 }

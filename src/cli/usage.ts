@@ -6,8 +6,10 @@ import { DEFAULT_DATABASE_URL } from "../defaults.js";
  * Each command's own help: its usage line, what it does, and its options. The options a command
  * takes are the ones its help lists (a line starting with --name): the CLI refuses any other.
  * `service`: the command needs the service's database or settings, so runs where it runs.
+ * `brief`: the command's line in the overview, when its summary runs over more than one line
+ * (the overview shows one line a command, and a summary's first line may end mid-sentence).
  */
-type CommandHelp = { usage: string; summary: string; options?: string[]; service?: true };
+type CommandHelp = { usage: string; summary: string; brief?: string; options?: string[]; service?: true };
 
 /** --url and --token, their descriptions starting at `column` (the column of the command's other options). */
 function connectionOptions(column: number): string[] {
@@ -62,6 +64,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   "setup github": {
     usage: "greenline setup github --webhook-url <url> [--org <login>] [options]",
+    brief: "Register Greenline's GitHub App (in a browser) and write its credentials to an env file.",
     summary:
       "Register Greenline's GitHub App from app.yml and write its credentials to an env file (mode 600):\n" +
       "APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET. GitHub's App manifest flow:\n" +
@@ -92,13 +95,21 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   "test run": {
     usage: "greenline test run --junit <glob> [options] -- <command> [args...]",
+    brief: "Run the command and upload its reports; exit 0 when every failure is a quarantined test.",
     summary: "Run the command, upload the reports it wrote, and exit 0 when every failure is a quarantined test;\notherwise with the command's own exit code (also when Greenline cannot answer or a report is malformed).",
     options: [...CONNECTION_OPTIONS, ...WHERE_OPTIONS, "--no-quarantine      only upload the reports the command wrote: its exit code always stands"],
   },
   "test quarantine": {
-    usage: "greenline test quarantine <test-id> --always|--never|--auto [options]",
-    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.",
-    options: ["--always             quarantined whatever its history", "--never              never quarantined", "--auto               quarantined when its history finds it flaky (the default)", ...CONNECTION_OPTIONS],
+    usage: "greenline test quarantine <test-id> --always|--never|--auto [--reason <text>] [options]",
+    summary: "Override a test's quarantine: always quarantined, never, or as its history decides.\nOne of --always, --never and --auto is required.",
+    brief: "Override a test's quarantine: always quarantined, never, or as its history decides.",
+    options: [
+      "--always             quarantined whatever its history",
+      "--never              never quarantined",
+      "--auto               back to automatic: quarantined while its history finds it flaky (where every test starts)",
+      "--reason <text>      why, shown with the test (up to 1000 characters; without it, a reason given before is cleared)",
+      ...CONNECTION_OPTIONS,
+    ],
   },
   "pr submit": {
     usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
@@ -108,6 +119,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
   "pr status": {
     usage: "greenline pr status [--pr N] [--target-branch B] [--json] [options]",
+    brief: "Show the pull request's state, position, failure reason and current test run; exit 1 when not in the queue.",
     summary: "Show the pull request's state, position, failure reason and current test run.\nExit 1 when it is not in the queue (never submitted, cancelled, failed or merged).",
     options: [...PR_OPTIONS, JSON_OPTION],
   },
@@ -121,6 +133,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
+    brief: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).",
     summary:
       "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).\nOne target a line, blank lines and surrounding spaces ignored; a file of only ALL impacts every target;\nan empty file impacts none.",
     options: [...PR_OPTIONS, "--commit <sha>       the head commit they were computed for (default: the PR's head from the CI, else git HEAD)"],
@@ -176,7 +189,7 @@ export function optionsOf(key: string): Set<string> | undefined {
  */
 export function overview(client = false): string {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
-  const line = (c: CommandHelp) => `  ${c.usage.padEnd(width)}  ${c.summary.split("\n")[0]}`;
+  const line = (c: CommandHelp) => `  ${c.usage.padEnd(width)}  ${c.brief ?? c.summary}`;
   const all = Object.values(COMMANDS);
   const commands = client ? [...all.filter((c) => !c.service).map(line), "", "Run where the service runs (its checkout or container), not in this client:", ...all.filter((c) => c.service).map(line)] : all.map(line);
   return [

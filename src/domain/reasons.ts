@@ -1,3 +1,5 @@
+import type { FlakeRule } from "./flaky/verdict.js";
+
 /**
  * Every reason code a PR's transition can carry, with the one sentence users read for it. The
  * API's timeline (`message`), the PR's commit status on the code host and the queue's comment
@@ -46,6 +48,28 @@ export const REASONS = {
 } as const satisfies Record<string, string>;
 
 export type ReasonCode = keyof typeof REASONS;
+
+/**
+ * The sentence for each rule a verdict on a run's test results applied (domain/flaky/verdict.ts,
+ * docs/flaky-queue.md): what the dashboard shows in place of the rule's code.
+ */
+export const FLAKE_RULE_SENTENCES = {
+  quarantined_job_incomplete: "Only quarantined tests failed, but the job stopped at them (or the code host cannot say it ran to the end): its failed jobs run again.",
+  no_test_results: "No test results were uploaded for the failed check: nothing shows a test failed, so the failure counts.",
+  no_failing_tests: "The test results uploaded for the failed check hold no failing test: it failed elsewhere (a build step, a gate), and it counts.",
+  real_failure: "Tests failed that are not known to be flaky: the failure counts.",
+  known_flaky_not_quarantined: "Only known-flaky tests failed, but they are not quarantined and the queue does not re-run flaky failures: it counts.",
+  flaky_retries_exhausted: "Known-flaky tests failed again after every re-run the queue allows: the failure counts.",
+  infrastructure_failure_again: "The test results read as an infrastructure failure again after a re-run: the failure counts.",
+  failures_excused: "Only quarantined tests failed: the failure does not count.",
+  flaky_retry: "Only known-flaky tests failed: the failed jobs run again.",
+  infrastructure_retry: "The test results read as an infrastructure failure (an outage, not the code): the failed jobs run again once.",
+} as const satisfies Record<FlakeRule, string>;
+
+/** A verdict rule's sentence; an unknown rule (a record older than this list) reads as its words. */
+export function flakeRuleSentence(rule: string): string {
+  return Object.hasOwn(FLAKE_RULE_SENTENCES, rule) ? FLAKE_RULE_SENTENCES[rule as FlakeRule] : `${rule.replaceAll("_", " ")}.`;
+}
 
 export function isReasonCode(code: string): code is ReasonCode {
   return Object.hasOwn(REASONS, code);

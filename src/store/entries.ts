@@ -234,6 +234,11 @@ export async function entriesPage(tx: Tx, queueId: string, filter: EntryListFilt
   return { entries: rows.slice(0, take).map(toQueueEntry), more: rows.length > take };
 }
 
+/** How many of the queue's PRs concluded (merged, failed or cancelled) since `since`: what entriesPage's concludedSince lists. */
+export async function countConcludedSince(tx: Tx, queueId: string, since: Date): Promise<number> {
+  return tx.queueEntry.count({ where: { queueId, state: { in: ["merged", "failed", "cancelled"] }, stateChangedAt: { gte: since } } });
+}
+
 /**
  * Adds an entry to the timeline of each of `prNumbers` still in the queue (a run's PRs): `entryFor`
  * builds it from the PR's entry, or answers null to skip that PR. For what is no engine

@@ -1,4 +1,4 @@
-import { ACTOR_KINDS, TIMELINE_MAX, type Actor, type Evidence, type TimelineEvent } from "../domain/timeline.js";
+import { ACTOR_KINDS, TIMELINE_MAX, type Actor, type Cause, type Evidence, type TimelineEvent } from "../domain/timeline.js";
 import { sentenceOf } from "../domain/reasons.js";
 import { PR_STATES } from "../domain/states.js";
 import { sqlOf, type Tx } from "./database.js";
@@ -76,6 +76,26 @@ export async function timelineOf(tx: Tx, entryId: string, prNumber: number): Pro
     actor: actorOf(row.actorKind, row.actorName),
     evidence: evidenceOf(row.evidence),
   }));
+}
+
+/**
+ * What caused each entry's latest transition into `state` (who, and the API operation or comment
+ * command they used), by entry id; an entry with no such transition is absent.
+ */
+export async function latestCausesOf(tx: Tx, entryIds: readonly string[], state: string): Promise<Map<string, Cause>> {
+  const causes = new Map<string, Cause>();
+  if (entryIds.length === 0) return causes;
+  const rows = await tx.transition.findMany({
+    where: { entryId: { in: [...entryIds] }, toState: state },
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    select: { entryId: true, actorKind: true, actorName: true, evidence: true },
+  });
+  for (const row of rows) {
+    if (causes.has(row.entryId)) continue;
+    const { command } = evidenceOf(row.evidence);
+    causes.set(row.entryId, { actor: actorOf(row.actorKind, row.actorName), ...(command ? { command } : {}) });
+  }
+  return causes;
 }
 
 /** Who last submitted the PR (the actor of its latest submitted or resubmitted transition). */

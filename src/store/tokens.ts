@@ -46,9 +46,10 @@ export async function ensureOrganization(tx: Tx, slug: string): Promise<{ id: st
   return tx.organization.findUniqueOrThrow({ where: { slug }, select: { id: true, slug: true } });
 }
 
-/** The token with the hash `hash`, revoked or not, or null. */
-export async function findTokenByHash(tx: Tx, hash: string): Promise<{ id: string; organizationId: string; revokedAt: Date | null } | null> {
-  return tx.apiToken.findUnique({ where: { tokenHash: hash }, select: { id: true, organizationId: true, revokedAt: true } });
+/** The token with the hash `hash`, revoked or not, with its organization's slug, or null. */
+export async function findTokenByHash(tx: Tx, hash: string): Promise<{ id: string; organizationId: string; organizationSlug: string; revokedAt: Date | null } | null> {
+  const row = await tx.apiToken.findUnique({ where: { tokenHash: hash }, select: { id: true, organizationId: true, revokedAt: true, organization: { select: { slug: true } } } });
+  return row ? { id: row.id, organizationId: row.organizationId, organizationSlug: row.organization.slug, revokedAt: row.revokedAt } : null;
 }
 
 /** Makes a revoked token count again. */

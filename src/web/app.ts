@@ -25,6 +25,8 @@ export type WebOptions = {
   publicUrl?: string | undefined;
   /** How often the live stream looks for changed queues. */
   liveIntervalMs?: number;
+  /** How often the live stream sends a heartbeat and re-checks each stream's session (default 20 s). */
+  liveHeartbeatMs?: number;
   /** "Sign in with GitHub", when the GitHub App is configured with its OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET). */
   github?: GitHubSignInOptions | undefined;
 };
@@ -72,7 +74,7 @@ export type WebApp = { handle: express.Express; close(): void };
 export function createWebApp(services: Services, log: Logger, options: WebOptions = {}): WebApp {
   const assets = new Assets();
   const keys = new SessionKeys(options.sessionSecret);
-  const hub = new LiveHub(services, log, { intervalMs: options.liveIntervalMs });
+  const hub = new LiveHub(services, log, { intervalMs: options.liveIntervalMs, heartbeatMs: options.liveHeartbeatMs });
   const originOf = (req: Request) => options.publicUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
   const context: RouteContext = {
     services,

@@ -11,7 +11,10 @@ import type { Html } from "./html.js";
  */
 export type LiveUpdate = () => Promise<Html | null | "ended">;
 
-type Stream = { res: Response; update: LiveUpdate };
+/** Whether the stream's session still holds (its token not revoked, its session not signed out). */
+export type LiveSessionCheck = () => Promise<boolean>;
+
+type Stream = { res: Response; update: LiveUpdate; signedIn: LiveSessionCheck };
 
 type Watched = { topic: LiveTopic; stamp: string | undefined; streams: Set<Stream> };
 
@@ -24,6 +27,9 @@ type Watched = { topic: LiveTopic; stamp: string | undefined; streams: Set<Strea
  * changed topic for its update, which it sends as `event: patch` with the stamp as the event's
  * id (a reconnecting browser sends it back as Last-Event-ID). Watching the committed version
  * rather than a hook in this process keeps pages live when another replica made the change.
+ * At each heartbeat (every 20 s by default) every stream's session is checked again, changes or
+ * not: a stream whose session ended (a revoked token, a sign-out elsewhere) ends then, and the
+ * page, finding the stream refused (401), says it is signed out.
  */
 export class LiveHub {
   readonly #watched = new Map<string, Watched>();
@@ -51,9 +57,9 @@ export class LiveHub {
   /**
    * Streams `topic`'s changes to `res` until the client goes away. `stamp` is the topic's stamp
    * the page now shows; `first`, when given, is sent at once (a page that missed changes: the
-   * whole live part).
+   * whole live part); `signedIn` is asked at each heartbeat, and the stream ends when it answers false.
    */
-  watch(topic: LiveTopic, stamp: string | undefined, res: Response, update: LiveUpdate, first: Html | null): void {
+  watch(topic: LiveTopic, stamp: string | undefined, res: Response, update: LiveUpdate, first: Html | null, signedIn: LiveSessionCheck): void {
     if (this.#closed) {
       res.end();
       return;
@@ -65,7 +71,7 @@ export class LiveHub {
     const key = topicKey(topic);
     const watched = this.#watched.get(key) ?? { topic, stamp, streams: new Set() };
     this.#watched.set(key, watched);
-    const stream = { res, update };
+    const stream = { res, update, signedIn };
     watched.streams.add(stream);
     res.on("close", () => {
       watched.streams.delete(stream);
@@ -94,7 +100,7 @@ export class LiveHub {
       }
       if (Date.now() - this.#lastBeat >= this.#heartbeatMs) {
         this.#lastBeat = Date.now();
-        for (const w of this.#watched.values()) for (const { res } of w.streams) res.write(": heartbeat\n\n");
+        for (const w of [...this.#watched.values()]) for (const stream of [...w.streams]) await this.#beat(stream);
       }
     } catch (error) {
       // The database is closing or unreachable: pages stay as they are; the next tick retries.
@@ -117,6 +123,20 @@ export class LiveHub {
       this.log.warn({ err: error }, "dashboard live updates: could not render an update");
       stream.res.end();
     }
+  }
+
+  /** The heartbeat of one stream: it goes on while its session holds, and ends when it no longer does. */
+  async #beat(stream: Stream): Promise<void> {
+    if (stream.res.writableEnded) return;
+    let holds = true;
+    try {
+      holds = await stream.signedIn();
+    } catch (error) {
+      // The database cannot say now: the stream goes on, and the next heartbeat asks again.
+      this.log.warn({ err: error }, "dashboard live updates: could not check a stream's session");
+    }
+    if (holds) stream.res.write(": heartbeat\n\n");
+    else stream.res.end();
   }
 
   #stop(): void {

@@ -26,8 +26,39 @@ export const SETTING_FIELDS: SettingField[] = Object.entries((z.toJSONSchema(ZQu
     return { name, kind: "choice", choices: [...new Set((field.enum ?? []).map((v) => v.toLowerCase()))] };
   });
 
-/** "batchingMinSize" → "Batching min size". */
-function labelOf(name: string): string {
+/**
+ * What each setting is called in the form: people's words for what it does. The API's field name
+ * stays beside it as a hint (it is what the API, the CLI and the docs say). A setting added to
+ * the API without words here is labelled from its name ("batchingMinSize" → "Batching min size").
+ */
+export const SETTING_LABELS: Record<string, string> = {
+  mode: "Queue mode",
+  concurrency: "Concurrency",
+  bisectionConcurrency: "Runs at once while a failed batch is bisected",
+  testingTimeoutMinutes: "Testing timeout, in minutes",
+  checksStartTimeoutMinutes: "Minutes for required checks to start",
+  pendingFailureDepth: "Pull requests behind a failure to wait for",
+  canOptimisticallyMerge: "Merge when a pull request behind passes",
+  batch: "Test pull requests in batches",
+  batchingMaxWaitTimeMinutes: "Longest wait to fill a batch, in minutes",
+  batchingMinSize: "Smallest batch",
+  commentsEnabled: "Comment on pull requests",
+  commandsEnabled: "Accept /greenline commands in comments",
+  createPrsForTestingBranches: "Open a pull request for each testing branch",
+  directMergeMode: "Merge up-to-date green pull requests directly",
+  optimizationMode: "Optimization",
+  mergeMethod: "Merge method",
+  flakeHandling: "Flaky test handling",
+  flakyRetries: "Re-runs for known-flaky failures",
+  statusCheckEnabled: "Set a status on pull requests",
+  requiredStatuses: "Required checks",
+  deleteRequiredStatuses: "Clear the required checks",
+};
+
+/** A setting's label: SETTING_LABELS, else its name in words. */
+export function labelOf(name: string): string {
+  const known = SETTING_LABELS[name];
+  if (known) return known;
   const words = name.replace(/([A-Z])/g, " $1").toLowerCase();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
@@ -42,7 +73,8 @@ function currentOf(queue: QueueRecord, name: string): string {
 export type SettingsRefusal = { message: string; values: Record<string, unknown> };
 
 /**
- * The API's message in the form's words: "concurrency: Too small…" → "Concurrency: Too small…".
+ * The API's message in the form's words: "pendingFailureDepth: Too small…" → "Pull requests
+ * behind a failure to wait for: Too small…".
  * Whole words only, so `requiredStatuses` inside `deleteRequiredStatuses` stays whole.
  */
 export function labelledMessage(message: string): string {
@@ -55,7 +87,7 @@ function fieldHtml(field: SettingField, queue: QueueRecord, refusal: SettingsRef
   const typed = refusal && typeof refusal.values[field.name] === "string" ? (refusal.values[field.name] as string) : "";
   // A field the refusal names is marked, and points at the message.
   const invalid = refusal && new RegExp(`\\b${field.name}\\b`).test(refusal.message) ? html` aria-invalid="true" aria-describedby="settings-error"` : "";
-  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span></label>`;
+  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span> <code class="field-name" title="its name in the API">${field.name}</code></label>`;
   if (field.kind === "integer") {
     return html`${label}<input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged" value="${typed}"${invalid}>`;
   }

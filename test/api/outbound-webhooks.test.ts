@@ -1,7 +1,7 @@
 import { publishBlockedReasonChanges } from "../../src/queue/diagnoses.js";
 import { orderedId } from "../../src/store/ids.js";
 import { BACKENDS } from "../support/backends.js";
-import { prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, startTestServer, TestClock, type ApiClient, type TestServer } from "../support/harness.js";
 import { WebhookReceiver, type Received } from "../support/webhook-receiver.js";
 
 const CI_MS = 60_000;
@@ -52,9 +52,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
   async function mergeThrough(queue: string, prs: number[]): Promise<void> {
     await server.api.ok("createQueue", { ...queueOf(queue), concurrency: 3 });
     for (const n of prs) await server.api.ok("submitPullRequest", prOf(n, queue));
-    await worker().drain();
-    clock.advance(CI_MS);
-    await worker().drain();
+    await ciFinishes(server, clock);
   }
 
   test("a PR's life arrives signed (verified by standardwebhooks), with its timeline entries, in order per PR", async () => {
@@ -82,11 +80,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     await server.api.ok("submitPullRequest", prOf(2, "leaving"));
     await server.api.ok("cancelPullRequest", prOf(2, "leaving"));
     // A failure may be tested again (a flaky run is not a broken PR) before the PR fails.
-    for (let i = 0; i < 5 && (await server.api.ok("getSubmittedPullRequest", prOf(1, "leaving"))).state !== "failed"; i++) {
-      await worker().drain();
-      clock.advance(CI_MS);
-      await worker().drain();
-    }
+    for (let i = 0; i < 5 && (await server.api.ok("getSubmittedPullRequest", prOf(1, "leaving"))).state !== "failed"; i++) await ciFinishes(server, clock);
     await worker().deliverWebhooks();
     expect(r.received.map((m) => [m.type, m.data.pullRequest.number, m.data.timelineEntry.state])).toEqual([
       ["pull_request.cancelled", 2, "cancelled"],

@@ -2,7 +2,7 @@ import { createToken } from "../../src/auth/tokens.js";
 import { REASONS } from "../../src/domain/reasons.js";
 import { TIMELINE_MAX } from "../../src/domain/timeline.js";
 import { BACKENDS } from "../support/backends.js";
-import { ApiClient, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ApiClient, ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -31,11 +31,6 @@ describe.each(BACKENDS)("timelines and queue events, $name", (backend) => {
   }
   const sandbox = () => server.greenline.sandbox!;
   const worker = () => server.greenline.worker;
-  async function ciFinishes(): Promise<void> {
-    await worker().drain();
-    clock.advance(CI_MS);
-    await worker().drain();
-  }
   const timelineOf = async (n: number, name: string) => (await server.api.ok("getSubmittedPullRequest", { ...prOf(n, name), includeTimeline: true })).timeline;
 
   test("a failed PR's timeline names its run, its reason and who moved it; the PR behind it blames it; positions and estimates", async () => {
@@ -55,7 +50,7 @@ describe.each(BACKENDS)("timelines and queue events, $name", (backend) => {
     // The API answers no timeline unless asked.
     expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "fail"))).not.toHaveProperty("timeline");
 
-    await ciFinishes();
+    await ciFinishes(server, clock);
     const timeline = await timelineOf(2, "fail");
     expect(timeline[0]).toEqual({
       at: expect.any(String),
@@ -102,7 +97,7 @@ describe.each(BACKENDS)("timelines and queue events, $name", (backend) => {
   test("an estimate is counted from when it is asked: CI running late is estimated now, never in the past, by both endpoints alike; a paused queue tells none", async () => {
     await server.api.ok("createQueue", { ...queueOf("late"), concurrency: 1 });
     await server.api.ok("submitPullRequest", prOf(1, "late"));
-    await ciFinishes();
+    await ciFinishes(server, clock);
     await server.api.ok("submitPullRequest", prOf(2, "late"));
     await worker().drain();
     const estimates = async () => {
@@ -132,7 +127,7 @@ describe.each(BACKENDS)("timelines and queue events, $name", (backend) => {
     await server.api.ok("createQueue", { ...queueOf("batch"), batch: true, batchingMinSize: 2 });
     await sandbox().openPullRequest(repo("batch"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
     for (const n of [1, 2]) await server.api.ok("submitPullRequest", prOf(n, "batch"));
-    for (let round = 0; round < 6; round++) await ciFinishes();
+    for (let round = 0; round < 6; round++) await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(1, "batch"))).state).toBe("merged");
 
     const timeline = await timelineOf(2, "batch");

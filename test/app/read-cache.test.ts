@@ -1,72 +1,75 @@
 import { ReadCache } from "../../src/app/read-cache.js";
 
-/** A build whose end the test decides: how many times it ran, and a way to finish it. */
-function controlledBuild<T>() {
-  let runs = 0;
-  const pending: { resolve: (v: { version: number; value: T }) => void; reject: (e: Error) => void }[] = [];
-  const build = () => {
-    runs++;
-    return new Promise<{ version: number; value: T }>((resolve, reject) => pending.push({ resolve, reject }));
+/**
+ * A fresh cache whose builds end when the test says: `read` asks the cache for a key at a
+ * version; `runs` counts the builds started; `finish(n, …)` and `fail(n, …)` end the n-th build
+ * (from 0) with an answer at a version, or with an error.
+ */
+function cacheWithBuilds() {
+  const cache = new ReadCache();
+  const pending: { resolve: (v: { version: number; value: string }) => void; reject: (e: Error) => void }[] = [];
+  const build = () => new Promise<{ version: number; value: string }>((resolve, reject) => pending.push({ resolve, reject }));
+  return {
+    cache,
+    read: (key: string, version: number) => cache.shared(key, version, build),
+    runs: () => pending.length,
+    finish: (n: number, version: number, value: string) => pending[n]!.resolve({ version, value }),
+    fail: (n: number, message: string) => pending[n]!.reject(new Error(message)),
   };
-  return { build, runs: () => runs, pending };
 }
 
 describe("ReadCache.shared", () => {
   test("readers of one version asking at once share one build", async () => {
-    const cache = new ReadCache();
-    const { build, runs, pending } = controlledBuild<string>();
-    const readers = [1, 2, 3, 4].map(() => cache.shared("line:q", 7, build));
+    const { read, runs, finish } = cacheWithBuilds();
+    const readers = [1, 2, 3, 4].map(() => read("line:q", 7));
     expect(runs()).toBe(1);
-    pending[0]!.resolve({ version: 7, value: "at 7" });
+    finish(0, 7, "at 7");
     await expect(Promise.all(readers)).resolves.toEqual(["at 7", "at 7", "at 7", "at 7"]);
     // Kept for the next readers of that version.
-    await expect(cache.shared("line:q", 7, build)).resolves.toBe("at 7");
+    await expect(read("line:q", 7)).resolves.toBe("at 7");
     expect(runs()).toBe(1);
   });
 
   test("a reader of a newer version than the build under way builds its own, and never gets the older answer", async () => {
-    const cache = new ReadCache();
-    const { build, runs, pending } = controlledBuild<string>();
-    const old = cache.shared("line:q", 7, build);
-    const newer = cache.shared("line:q", 8, build);
+    const { read, runs, finish } = cacheWithBuilds();
+    const old = read("line:q", 7);
+    const newer = read("line:q", 8);
     expect(runs()).toBe(2);
-    pending[1]!.resolve({ version: 8, value: "at 8" });
-    pending[0]!.resolve({ version: 7, value: "at 7" });
+    finish(1, 8, "at 8");
+    finish(0, 7, "at 7");
     await expect(newer).resolves.toBe("at 8");
     await expect(old).resolves.toBe("at 7");
     // The older build, finished last, does not replace the newer answer.
-    await expect(cache.shared("line:q", 8, build)).resolves.toBe("at 8");
+    await expect(read("line:q", 8)).resolves.toBe("at 8");
     expect(runs()).toBe(2);
   });
 
   test("an answer built at a later version than asked (the row read was newer) serves that version, not an older one for a newer", async () => {
-    const cache = new ReadCache();
-    const { build, runs, pending } = controlledBuild<string>();
-    const first = cache.shared("line:q", 3, build);
-    pending[0]!.resolve({ version: 5, value: "at 5" });
+    const { read, runs, finish } = cacheWithBuilds();
+    const first = read("line:q", 3);
+    finish(0, 5, "at 5");
     await expect(first).resolves.toBe("at 5");
-    await expect(cache.shared("line:q", 5, build)).resolves.toBe("at 5");
+    await expect(read("line:q", 5)).resolves.toBe("at 5");
     expect(runs()).toBe(1);
-    const later = cache.shared("line:q", 6, build);
+    const later = read("line:q", 6);
     expect(runs()).toBe(2);
-    pending[1]!.resolve({ version: 6, value: "at 6" });
+    finish(1, 6, "at 6");
     await expect(later).resolves.toBe("at 6");
   });
 
   test("a failed build fails its readers and is not kept: the next reader builds again", async () => {
-    const cache = new ReadCache();
-    const { build, runs, pending } = controlledBuild<string>();
-    const readers = [cache.shared("pr:q:1", 2, build), cache.shared("pr:q:1", 2, build)];
-    pending[0]!.reject(new Error("not submitted"));
+    const { read, runs, finish, fail } = cacheWithBuilds();
+    const readers = [read("pr:q:1", 2), read("pr:q:1", 2)];
+    fail(0, "not submitted");
     for (const reader of readers) await expect(reader).rejects.toThrow("not submitted");
-    const again = cache.shared("pr:q:1", 2, build);
+    const again = read("pr:q:1", 2);
     expect(runs()).toBe(2);
-    pending[1]!.resolve({ version: 2, value: "found" });
+    finish(1, 2, "found");
     await expect(again).resolves.toBe("found");
   });
 
   test("get answers a string kept by set for its exact version only", () => {
-    const cache = new ReadCache();
+    const { cache } = cacheWithBuilds();
     cache.set("queue:q", 4, "{}");
     expect(cache.get("queue:q", 4)).toBe("{}");
     expect(cache.get("queue:q", 5)).toBeUndefined();

@@ -42,7 +42,7 @@ describe("greenline's help, version and usage errors", () => {
     ["token revoke", "greenline token revoke <id>", "DATABASE_URL"],
     ["test upload", "--junit <glob>", "--codeowners <path>"],
     ["test run", "-- <command>", "--pr <number>"],
-    ["test quarantine", "--always|--never|--auto", "--token <token>"],
+    ["test quarantine", "--always|--never|--auto", "--reason <text>"],
     ["pr submit", "--priority P", "--no-batch"],
     ["pr cancel", "--target-branch B", "--pr <number>"],
     ["pr status", "Exit 1 when it is not in the queue", "--json"],
@@ -84,6 +84,25 @@ describe("greenline's help, version and usage errors", () => {
     ])
       expect(all.stdout).toContain(`greenline ${command}`);
     expect(await greenline(["help", "frobnicate"])).toMatchObject({ code: 2 });
+  });
+
+  test("help alone gives each command a whole sentence, never a summary cut at its first line", async () => {
+    const { stdout } = await greenline(["help"]);
+    const lines = stdout.split("\n").filter((line) => line.startsWith("  greenline "));
+    expect(lines.length).toBeGreaterThanOrEqual(20);
+    // Usage, then two spaces or more, then what the command does: ending a sentence.
+    const cut = lines.filter((line) => !/\S {2,}[A-Z].*\.$/.test(line));
+    expect(cut).toEqual([]);
+  });
+
+  test("test quarantine's help says one of --always, --never, --auto is needed: none is a default", async () => {
+    const { stdout } = await greenline(["help", "test", "quarantine"]);
+    expect(stdout).toContain("One of --always, --never and --auto is required.");
+    expect(stdout).not.toContain("default)");
+    expect(await greenline(["test", "quarantine", "some-test", "--url", "http://127.0.0.1:9", "--token", "t", "--org", "acme", "--repo", "acme/web"])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("test quarantine needs exactly one of --always, --never, --auto"),
+    });
   });
 
   test("a mistake prints what is wrong, the command's usage line and where to read more: not the manual", async () => {

@@ -176,9 +176,13 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     // Never quarantine it: the same failure now fails the job.
     const id = (await server.api.ok("flaky-tests/list-quarantined-tests", { repo: { host: "github.com", owner: "acme", name: "web" }, org_url_slug: "acme", page_query: { page_size: 10 } })).quarantined_tests[0]
       .test_case_id;
-    const never = await greenline("file:/nonexistent/unused.db", "test", "quarantine", id, "--never", "--url", server.url, "--token", server.api.token, "--org", "acme", "--repo", "acme/web");
+    const connection = ["--url", server.url, "--token", server.api.token, "--org", "acme", "--repo", "acme/web"];
+    const never = await greenline("file:/nonexistent/unused.db", "test", "quarantine", id, "--never", "--reason", "a real bug, see #12", ...connection);
     expect(never.code).toBe(0);
-    expect(never.stdout).toContain("never; quarantined no");
+    expect(never.stdout).toContain("never (reason: a real bug, see #12); quarantined no");
+    // The reason is the API's, shown with the test.
+    const stored = await server.api.ok("flaky-tests/get-test-details", { repo: { host: "github.com", owner: "acme", name: "web" }, org_url_slug: "acme", test_id: id });
+    expect(stored.test).toMatchObject({ quarantine_setting: "never", quarantine_reason: "a real bug, see #12" });
     const unmasked = await withServer("run", "--commit", "c0ffee4", "--", ...writesReportAndExits(3));
     expect(unmasked.code).toBe(3);
   });

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { testCaseId } from "../../src/domain/flaky/identity.js";
 import { projectRoot } from "../../src/paths.js";
 import { SANDBOX_CI_CONTEXT } from "../../src/adapters/sandbox/code-host.js";
+import { FLAKE_RULE_SENTENCES } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
 import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
@@ -118,6 +119,12 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     const after = await pr("none");
     expect(after.timeline.map((e) => e.reason)).toContain("retrying_failed_run");
     expect(after.timeline.find((e) => e.state === "pending_failure")!.evidence.flaky).toMatchObject({ rule: "no_test_results" });
+    // The PR page says it in a sentence: the rule's code is in no text a reader sees (only its attribute and tooltip).
+    const dashboard = await DashboardClient.signIn(server.url, server.api.token);
+    const { text } = await dashboard.get(`${queuePath("none")}/pulls/1`);
+    const verdict = /<li class="flaky-verdict" data-rule="no_test_results">[\s\S]*?<\/li>/.exec(text)![0];
+    expect(verdict).toContain(FLAKE_RULE_SENTENCES.no_test_results);
+    expect(verdict.replace(/<[^>]*>/g, "")).not.toContain("no_test_results");
   });
 
   test("a known-flaky test under flakyHandling quarantined still counts (it is not quarantined, and quarantined mode does not retry)", async () => {

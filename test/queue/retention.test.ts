@@ -1,7 +1,7 @@
 import { DAY_MS } from "../../src/domain/time.js";
 import { pruneHistory } from "../../src/queue/retention.js";
 import { BACKENDS } from "../support/backends.js";
-import { prOf, queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -21,12 +21,6 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
   afterAll(() => server?.close());
 
   const db = () => server.greenline.services.db;
-  const worker = () => server.greenline.worker;
-  async function ciFinishes(): Promise<void> {
-    await worker().drain();
-    clock.advance(CI_MS);
-    await worker().drain();
-  }
   const counts = (name: string) =>
     db().read(async (tx) => {
       const queue = await tx.queue.findFirstOrThrow({ where: { repository: { name } }, select: { id: true } });
@@ -50,7 +44,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     await server.api.ok("updateQueue", { ...queueOf(name), concurrency: 3 });
     await server.api.ok("updateQueue", { ...queueOf(name), concurrency: 4 });
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, name));
-    await ciFinishes();
+    await ciFinishes(server, clock);
     for (const n of [1, 2, 3]) expect((await server.api.ok("getSubmittedPullRequest", prOf(n, name))).state).toBe("merged");
     const merged = await counts(name);
     expect(merged.doneEffects).toBeGreaterThan(3);
@@ -73,7 +67,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     expect(afterEffects.runs).toBeGreaterThan(merged.runs);
 
     // PR 4 merges; its effects are numbered after every effect the queue ever had.
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(4, name))).state).toBe("merged");
     expect((await counts(name)).maxSeq).toBeGreaterThan(merged.maxSeq);
 
@@ -102,7 +96,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     expect((await server.api.ok("getSubmittedPullRequest", prOf(5, name))).state).toMatch(/pending|testing/);
 
     // The queue goes on: PR 5 merges.
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(5, name))).state).toBe("merged");
   });
 });

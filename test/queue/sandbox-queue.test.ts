@@ -1,5 +1,5 @@
 import { BACKENDS } from "../support/backends.js";
-import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -14,12 +14,6 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
 
   const sandbox = () => server.greenline.sandbox!;
   const worker = () => server.greenline.worker;
-  /** Lets simulated CI finish and the worker act on everything due. */
-  async function ciFinishes(): Promise<void> {
-    await worker().drain();
-    clock.advance(CI_MS);
-    await worker().drain();
-  }
   const state = async (n: number, name: string) => (await server.api.ok("getSubmittedPullRequest", prOf(n, name))).state;
   async function noFailedEffects(): Promise<void> {
     const failing = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { lastError: { not: null } } }));
@@ -40,7 +34,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
       // Trunk's enum of commit status states: UPPERCASE (docs/decisions.md).
       statusChecks: [{ context: "greenline/sandbox-ci", state: "PENDING" }],
     });
-    await ciFinishes();
+    await ciFinishes(server, clock);
     for (const n of [1, 2, 3]) expect(await state(n, "chain")).toBe("merged");
     const files = await sandbox().branchFiles(repo("chain"), "main");
     expect(Object.keys(files).sort()).toEqual(["README.md", "changes/pr-1.txt", "changes/pr-2.txt", "changes/pr-3.txt"]);
@@ -57,7 +51,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await worker().drain();
     expect(await server.api.ok("getMergeQueueTestingDetails", prOf(1, "no-diagnosis"))).toMatchObject({ status: "in_progress", diagnosis: null });
     expect((await server.api.ok("getQueue", queueOf("no-diagnosis"))).blockedReason).toBeNull();
-    await ciFinishes();
+    await ciFinishes(server, clock);
     const { state: final, timeline } = await server.api.ok("getSubmittedPullRequest", { ...prOf(1, "no-diagnosis"), includeTimeline: true });
     expect(final).toBe("merged");
     expect(timeline.map((e: { reason: string }) => e.reason)).not.toContain("no_checks_started");
@@ -69,11 +63,11 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await server.api.ok("createQueue", { ...queueOf("broken"), concurrency: 3 });
     await sandbox().openPullRequest(repo("broken"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "broken"));
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "broken"))).toMatchObject({ state: "failed", stateReason: "tests_failed" });
     expect(await state(1, "broken")).toBe("merged");
     expect(await state(3, "broken")).toBe("testing");
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(3, "broken")).toBe("merged");
     const files = await sandbox().branchFiles(repo("broken"), "main");
     expect(files["src/bad.ts"]).toBeUndefined();
@@ -87,7 +81,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await sandbox().openPullRequest(repo("conflict"), { number: 2, targetBranch: "main", files: { "config.yml": "a: 2" } });
     await server.api.ok("submitPullRequest", prOf(1, "conflict"));
     await server.api.ok("submitPullRequest", prOf(2, "conflict"));
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(1, "conflict")).toBe("merged");
     expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "conflict"))).toMatchObject({ state: "failed", stateReason: "merge_conflict" });
     expect((await sandbox().branchFiles(repo("conflict"), "main"))["config.yml"]).toBe("a: 1");
@@ -103,7 +97,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     const after = await server.api.ok("getMergeQueueTestingDetails", prOf(1, "moved"));
     expect(after.testRunId).not.toBe(before.testRunId);
     expect(after.status).toBe("in_progress");
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(1, "moved")).toBe("merged");
     const files = await sandbox().branchFiles(repo("moved"), "main");
     expect(files["hotfix.txt"]).toBe("pushed by hand");
@@ -147,7 +141,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     expect([await state(1, "patient"), await state(2, "patient")]).toEqual(["testing", "testing"]);
     await server.api.ok("updateQueue", { ...queue, testingTimeoutMinutes: MAX - 1, batchingMaxWaitTimeMinutes: MAX - 1 });
     await server.api.ok("submitPullRequest", prOf(3, "patient"));
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect([await state(1, "patient"), await state(2, "patient")]).toEqual(["merged", "merged"]);
     expect(await server.api.ok("getQueue", queue)).toMatchObject({ testingTimeoutMinutes: MAX - 1, batchingMaxWaitTimeMinutes: MAX - 1 });
     await noFailedEffects();
@@ -163,7 +157,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     const second = await server.api.ok("getMergeQueueTestingDetails", prOf(1, "restart"));
     expect(second.testRunId).not.toBe(first);
     await server.api.ok("updateQueue", { ...queueOf("restart"), state: "paused" });
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(1, "restart")).toBe("tests_passed");
     await server.api.ok("updateQueue", { ...queueOf("restart"), state: "running" });
     await worker().drain();
@@ -174,7 +168,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await server.api.ok("createQueue", { ...queueOf("batches"), batch: true, batchingMinSize: 4, bisectionConcurrency: 2, optimizationMode: "bisection_skip_redundant_tests" });
     await sandbox().openPullRequest(repo("batches"), { number: 3, targetBranch: "main", files: { "src/three.ts": "broken" }, broken: true });
     for (const n of [1, 2, 3, 4]) await server.api.ok("submitPullRequest", prOf(n, "batches"));
-    for (let i = 0; i < 4; i++) await ciFinishes();
+    for (let i = 0; i < 4; i++) await ciFinishes(server, clock);
     const states = await Promise.all([1, 2, 3, 4].map((n) => state(n, "batches")));
     expect(states).toEqual(["merged", "merged", "failed", "merged"]);
     const details = await server.api.ok("getMergeQueueTestingDetails", prOf(4, "batches"));
@@ -196,10 +190,10 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await worker().drain();
     expect(await server.api.ok("getMergeQueueTestingDetails", prOf(2, "lanes"))).toMatchObject({ dependentPrs: [], impactedTargets: ["//web"] });
     expect(await server.api.ok("getMergeQueueTestingDetails", prOf(3, "lanes"))).toMatchObject({ dependentPrs: [1] });
-    await ciFinishes();
+    await ciFinishes(server, clock);
     // #1 is broken: it fails; #2 merged from its own lane meanwhile; #3 is retested without #1.
     expect([await state(1, "lanes"), await state(2, "lanes"), await state(3, "lanes")]).toEqual(["failed", "merged", "testing"]);
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(3, "lanes")).toBe("merged");
     const files = await sandbox().branchFiles(repo("lanes"), "main");
     expect(Object.keys(files).sort()).toEqual(["README.md", "api/c.ts", "web/b.ts"]);
@@ -221,7 +215,7 @@ describe.each(BACKENDS)("the merge queue on the sandbox, $name", (backend) => {
     await server.api.ok("submitPullRequest", prOf(2, "direct"));
     await worker().drain();
     expect(await state(2, "direct")).toBe("testing");
-    await ciFinishes();
+    await ciFinishes(server, clock);
     expect(await state(2, "direct")).toBe("merged");
     const files = await sandbox().branchFiles(repo("direct"), "main");
     expect([files["docs/one.md"], files["docs/two.md"]]).toEqual(["1", "2"]);

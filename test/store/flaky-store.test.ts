@@ -20,7 +20,7 @@ import {
   listFailureSignatures,
   saveJudgment,
 } from "../../src/store/flaky-store.js";
-import { BACKENDS } from "../support/backends.js";
+import { BACKENDS, seedAcmeRepository } from "../support/backends.js";
 
 /**
  * The flaky store answers the domain's types on both backends: PostgreSQL returns bigint and
@@ -37,8 +37,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     database = await backend.createDatabase();
     db = await Database.open(database.url);
     await db.transaction(async (tx) => {
-      await tx.organization.create({ data: { id: "org", slug: "acme" } });
-      await tx.repository.create({ data: { id: "repo", organizationId: "org", host: "github.com", owner: "acme", name: "web", key: "github.com/acme/web" } });
+      await seedAcmeRepository(tx);
     });
   });
   afterAll(async () => {

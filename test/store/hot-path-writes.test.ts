@@ -3,7 +3,7 @@ import { Database, sqlOf } from "../../src/store/database.js";
 import { appendEffects, completeEffect, nextPendingEffect } from "../../src/store/effects.js";
 import { createQueue, lockQueueRow } from "../../src/store/queues.js";
 import { rebaseRuns, runOf } from "../../src/store/runs.js";
-import { BACKENDS } from "../support/backends.js";
+import { BACKENDS, seedAcmeRepository } from "../support/backends.js";
 
 /**
  * The engine's hot-path writes that skip Prisma's per-row or per-statement cost
@@ -20,8 +20,7 @@ describe.each(BACKENDS)("hot-path writes on $name", (backend) => {
     database = await backend.createDatabase();
     db = await Database.open(database.url);
     await db.transaction(async (tx) => {
-      await tx.organization.create({ data: { id: "org", slug: "acme" } });
-      await tx.repository.create({ data: { id: "repo", organizationId: "org", host: "github.com", owner: "acme", name: "web", key: "github.com/acme/web" } });
+      await seedAcmeRepository(tx);
       await createQueue(tx, { id: "q", repositoryId: "repo", branch: "main", settings: DEFAULT_QUEUE_SETTINGS, state: "running", head: "h0" });
     });
   });

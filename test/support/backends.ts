@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Tx } from "../../src/store/database.js";
 import { createPostgresDatabase } from "./postgres.js";
 
 export type Backend = {
@@ -21,3 +22,9 @@ const postgres: Backend = { name: "postgres", createDatabase: createPostgresData
 
 /** The backends every database test runs against: SQLite always, PostgreSQL when reachable. */
 export const BACKENDS: Backend[] = process.env.GREENLINE_TEST_POSTGRES === "1" ? [sqlite, postgres] : [sqlite];
+
+/** The rows store tests build on: organization "org" (slug acme) and its repository "repo", github.com/acme/web. */
+export async function seedAcmeRepository(tx: Tx): Promise<void> {
+  await tx.organization.create({ data: { id: "org", slug: "acme" } });
+  await tx.repository.create({ data: { id: "repo", organizationId: "org", host: "github.com", owner: "acme", name: "web", key: "github.com/acme/web" } });
+}

@@ -60,6 +60,8 @@ export type TestServer = {
   /** The bootstrap organization's client (org "acme"). */
   api: ApiClient;
   logs: string[];
+  /** The sandbox's simulated CI time (GREENLINE_SANDBOX_CI_MS): a test clock moved on by it lets a run finish. */
+  sandboxCiMs: number;
   /** A client for another organization, created on demand. */
   clientFor(org: string): Promise<ApiClient>;
   close(): Promise<void>;
@@ -82,6 +84,8 @@ export type TestServerOptions = {
   maxInFlight?: number;
   /** GREENLINE_DB_WAIT_MS: a request's wait for the database (a connection, the writer, a row lock) before 503. */
   databaseWaitMs?: number;
+  /** How often the dashboard's live stream beats and re-checks each stream's session (default 20 s). */
+  liveHeartbeatMs?: number;
   /** Another server's database (a second replica on it; this server leaves it in place when closed). */
   sharedDatabaseOf?: TestServer;
 };
@@ -121,6 +125,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     startWorker: options.startWorker ?? false,
     httpTimeouts: options.httpTimeouts,
     maxInFlight: options.maxInFlight,
+    liveHeartbeatMs: options.liveHeartbeatMs,
   });
   return {
     greenline,
@@ -128,6 +133,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     databaseUrl: database.url,
     api: new ApiClient(greenline.url, token),
     logs,
+    sandboxCiMs: config.sandbox.ciMs,
     async clientFor(org: string) {
       const { token: other } = await createToken(greenline.services.db, org, "test");
       return new ApiClient(greenline.url, other);
@@ -144,6 +150,17 @@ export { registerToken };
 export const repo = (name = "web", owner = "acme") => ({ host: "github.com", owner, name });
 export const queueOf = (name = "web", targetBranch = "main", owner = "acme") => ({ repo: repo(name, owner), targetBranch });
 export const prOf = (number: number, name = "web", targetBranch = "main") => ({ ...queueOf(name, targetBranch), pr: { number } });
+
+/**
+ * Lets the sandbox's simulated CI finish and the worker act on everything due: the worker
+ * drains (runs start), `clock` moves on by the sandbox's CI time, the worker drains again
+ * (results applied, merges done).
+ */
+export async function ciFinishes(server: TestServer, clock: TestClock): Promise<void> {
+  await server.greenline.worker.drain();
+  clock.advance(server.sandboxCiMs);
+  await server.greenline.worker.drain();
+}
 
 /** A clock tests move by hand. */
 export class TestClock {

@@ -115,7 +115,8 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await server.api.ok("submitPullRequest", prOf(7));
     const failed = page.locator('.concluded li[data-pr="7"]');
     await failed.locator('[data-state="failed"]').waitFor(WAIT);
-    expect(await failed.textContent()).toContain("tests failed");
+    // The reason's sentence, not its code.
+    expect(await failed.textContent()).toContain("failed Tests failed, ");
   });
 
   test("the settings form changes a setting; a refusal shows the API's words", async () => {
@@ -126,13 +127,13 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByText("Settings saved.").waitFor(WAIT);
     expect((await server.api.ok("getQueue", queueOf())).concurrency).toBe(3);
     await page.getByText("Concurrency (now: 3)").waitFor(WAIT);
-    await page.getByLabel(/^Required statuses/).fill("ci/build");
-    await page.getByLabel(/^Delete required statuses/).selectOption("true");
+    await page.getByLabel(/^Required checks/).fill("ci/build");
+    await page.getByLabel(/^Clear the required checks/).selectOption("true");
     await page.getByRole("button", { name: "Save settings" }).click();
     // Next to the form, in the form's words (the API says "deleteRequiredStatuses: … requiredStatuses …").
-    await page.locator("#settings").getByRole("alert").getByText("Delete required statuses: cannot be true while Required statuses is also given").waitFor(WAIT);
-    expect(await page.getByLabel(/^Required statuses/).inputValue()).toBe("ci/build");
-    expect(await page.getByLabel(/^Delete required statuses/).getAttribute("aria-invalid")).toBe("true");
+    await page.locator("#settings").getByRole("alert").getByText("Clear the required checks: cannot be true while Required checks is also given").waitFor(WAIT);
+    expect(await page.getByLabel(/^Required checks/).inputValue()).toBe("ci/build");
+    expect(await page.getByLabel(/^Clear the required checks/).getAttribute("aria-invalid")).toBe("true");
     await page.screenshot({ path: join(SCREENSHOTS, "queue-settings-desktop.png"), fullPage: true });
   });
 

@@ -1,4 +1,5 @@
-import { reasonAfterState } from "../../src/web/pages/format.js";
+import type { Cause } from "../../src/domain/timeline.js";
+import { cancelledHow, reasonAfterState } from "../../src/web/pages/format.js";
 
 describe("a reason after its state's badge", () => {
   test.each([
@@ -13,5 +14,18 @@ describe("a reason after its state's badge", () => {
     ["merge", "Merged.", "Merged."],
   ])("%s + %j → %j", (state, reason, shown) => {
     expect(reasonAfterState(state, reason)).toBe(shown);
+  });
+});
+
+describe("how a PR was cancelled on request, from its timeline's cause", () => {
+  test.each<[Cause | undefined, string]>([
+    [{ actor: { kind: "token", name: "release-bot" }, command: "cancelPullRequest" }, "through the API (token release-bot)"],
+    [{ actor: { kind: "token", name: "ops" }, command: "dashboard (cancelPullRequest)" }, "on the dashboard (token ops)"],
+    [{ actor: { kind: "user", name: "octocat" }, command: "dashboard (cancelPullRequest)" }, "by octocat on the dashboard"],
+    [{ actor: { kind: "user", name: "octocat" }, command: "/greenline cancel" }, "by octocat with /greenline cancel"],
+    [{ actor: { kind: "engine", name: "greenline" } }, "on request"],
+    [undefined, "on request"],
+  ])("%j → %j", (cause, words) => {
+    expect(cancelledHow(cause)).toBe(words);
   });
 });

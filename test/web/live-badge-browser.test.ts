@@ -1,6 +1,7 @@
 import { Writable } from "node:stream";
 import type { BrowserContext, Page } from "playwright-core";
 import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../../src/config.js";
+import { listTokens, revokeToken } from "../../src/auth/tokens.js";
 import { createLogger } from "../../src/log.js";
 import { freePort } from "../support/service-process.js";
 import { type Greenline, startGreenline } from "../../src/server.js";
@@ -47,7 +48,7 @@ describeWithBrowser("the live badge in Chromium", () => {
       sessionSecret,
     };
     const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-    greenline = await startGreenline(config, { log: createLogger("warn", sink), startWorker: false, liveIntervalMs: 50 });
+    greenline = await startGreenline(config, { log: createLogger("warn", sink), startWorker: false, liveIntervalMs: 50, liveHeartbeatMs: 200 });
   }
 
   async function stop(): Promise<void> {
@@ -124,6 +125,37 @@ describeWithBrowser("the live badge in Chromium", () => {
     await page.waitForURL(`${url()}${queuePath()}`);
     await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
     expect(await badge().textContent()).toBe("live");
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  test("says refused, and stops reconnecting, when the stream answers 403", async () => {
+    const refusedPage = await context.newPage();
+    refusedPage.on("pageerror", (error) => problems.push(error.message));
+    let asked = 0;
+    await refusedPage.route("**/events?**", (route) => {
+      asked++;
+      return route.fulfill({ status: 403, contentType: "text/plain", body: "forbidden" });
+    });
+    await refusedPage.goto(`${url()}${queuePath()}`);
+    await refusedPage.locator('[data-live="refused"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await refusedPage.locator(".live-badge").textContent()).toBe("refused");
+    expect(await refusedPage.getByRole("alert").textContent()).toContain("The server refused this page's live updates (403)");
+    // Final: no more attempts.
+    const attempts = asked;
+    await refusedPage.waitForTimeout(2_500);
+    expect(asked).toBe(attempts);
+    await refusedPage.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  test("says signed out when its token is revoked, with nothing else changing (the server ends the stream at its heartbeat)", async () => {
+    expect(await badge().textContent()).toBe("live");
+    const db = greenline!.services.db;
+    const [bootstrap] = (await listTokens(db, "acme")).filter((t) => t.name.startsWith("bootstrap"));
+    await revokeToken(db, bootstrap!.id, new Date());
+    await page.locator('[data-live="signed-out"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await badge().textContent()).toBe("signed out");
+    expect(await page.getByRole("alert").textContent()).toContain("You are signed out");
     expect(problems).toEqual([]);
   }, 60_000);
 });

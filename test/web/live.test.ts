@@ -1,3 +1,4 @@
+import { createToken, revokeToken } from "../../src/auth/tokens.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
 import { type ApiClient, prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
@@ -14,7 +15,8 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
   let globex: DashboardClient;
 
   beforeAll(async () => {
-    server = await startTestServer(backend);
+    // Short heartbeats: a stream whose session ended is ended within one.
+    server = await startTestServer(backend, { liveHeartbeatMs: 200 });
     await server.api.ok("createQueue", queueOf());
     // Paused: nothing starts testing, so each change here is the test's own.
     await server.api.ok("updateQueue", { ...queueOf(), state: "paused" });
@@ -35,12 +37,16 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
+    let closed = false;
     /** Every event received so far, in order, each as its fields. */
     const events: { id?: string; event?: string; data: string }[] = [];
     void (async () => {
       for (;;) {
         const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-        if (done) return;
+        if (done) {
+          closed = true;
+          return;
+        }
         buffer += decoder.decode(value, { stream: true });
         let end = buffer.indexOf("\n\n");
         while (end >= 0) {
@@ -60,6 +66,16 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
     let seen = 0;
     return {
       events,
+      /** Whether the server ended the stream. */
+      isClosed: () => closed,
+      /** Waits (up to 10 s) for the server to end the stream. */
+      async ended(): Promise<void> {
+        const deadline = Date.now() + 10_000;
+        while (!closed) {
+          if (Date.now() > deadline) throw new Error(`${path} is still open; received ${JSON.stringify(events)}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      },
       /** The next patch event after those already answered (waits up to 10 s). */
       async next(): Promise<{ id?: string; data: string }> {
         const deadline = Date.now() + 10_000;
@@ -171,6 +187,20 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
         .map((p) => p.data)
         .join(""),
     ).not.toContain("globex");
+  });
+
+  test("a stream whose token is revoked ends at the next heartbeat, nothing having changed; opened again, it is refused (401)", async () => {
+    const { id, token } = await createToken(server.greenline.services.db, "acme", "soon-revoked");
+    const viewer = await DashboardClient.signIn(server.url, token);
+    const path = `/events?queue=github.com/acme/web/main&since=${versionOf((await viewer.get(queuePath())).text)}`;
+    const stream = await open(viewer, path);
+    // Beats go on while the session holds (several heartbeats pass here).
+    await new Promise((r) => setTimeout(r, 600));
+    expect([stream.isClosed(), stream.patches()]).toEqual([false, []]);
+    await revokeToken(server.greenline.services.db, id, new Date());
+    await stream.ended();
+    expect(stream.patches()).toEqual([]);
+    expect((await viewer.get(path)).status).toBe(401);
   });
 
   test("another organization's queue stream is refused before it opens", async () => {

@@ -7,7 +7,7 @@ import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { describeWithBrowser, launchChromium, signInWithToken } from "../support/browser.js";
 import { queuePath } from "../support/dashboard.js";
-import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const SCREENSHOTS = join(projectRoot, "docs/screenshots");
 const WAIT = { timeout: 20_000 };
@@ -26,11 +26,7 @@ describeWithBrowser("the pull request page in Chromium", () => {
     await server.api.ok("createQueue", { ...queueOf("web"), concurrency: 3 });
     await server.greenline.sandbox!.openPullRequest(repo("web"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true, title: "Checkout: retry declined cards" });
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "web"));
-    for (let round = 0; round < 6; round++) {
-      await server.greenline.worker.drain();
-      clock.advance(CI_MS);
-      await server.greenline.worker.drain();
-    }
+    for (let round = 0; round < 6; round++) await ciFinishes(server, clock);
     chromium = await launchChromium();
     const context = await chromium.context();
     page = context.pages()[0] ?? (await context.newPage());

@@ -3,7 +3,7 @@ import { createToken } from "../../src/auth/tokens.js";
 import { REASONS } from "../../src/domain/reasons.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
-import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ApiClient, ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -20,12 +20,7 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     await server.api.ok("createQueue", { ...queueOf("fail"), concurrency: 3 });
     await server.greenline.sandbox!.openPullRequest(repo("fail"), { number: 2, targetBranch: "main", files: { "src/bad.ts": "syntax error" }, broken: true });
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n, "fail"));
-    const worker = server.greenline.worker;
-    for (let round = 0; round < 6; round++) {
-      await worker.drain();
-      clock.advance(CI_MS);
-      await worker.drain();
-    }
+    for (let round = 0; round < 6; round++) await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(2, "fail"))).state).toBe("failed");
   });
   afterAll(() => server?.close());
@@ -60,6 +55,10 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const { text } = await acme.get(pullPath(2, "wait"));
     expect(/<p id="pr-place">([^<]*)/.exec(text)?.[1]).toBe("2nd in line");
     const queue = await acme.get(queuePath("wait"));
+    // Each row's reason is its sentence (the code only in the tooltip).
+    const reasons = [...queue.text.matchAll(/<span class="reason-words" title="([a-z_]+) \(docs\/reasons.md\)">([^<]*)<\/span>/g)].map((m) => [m[1], m[2]]);
+    expect(reasons).toEqual(expect.arrayContaining([["testing", "on top of the pull requests ahead of it"]]));
+    expect(reasons.filter(([, shown]) => shown!.includes("_"))).toEqual([]);
     expect(queue.text).toContain(`<a href="${pullPath(1, "wait")}"><strong>#1</strong>`);
     expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
   });
@@ -73,6 +72,32 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const { text } = await acme.get(pullPath(1, "halted"));
     expect(/<p class="blocked" id="pr-queue-blocked">([^<]*)/.exec(text)?.[1]).toBe("The queue: Paused: nothing starts testing and nothing merges until it is resumed.");
     expect(text).not.toContain("estimated merge");
+  });
+
+  test("a PR cancelled through the API says so, naming the token, on its page and in the queue's concluded list", async () => {
+    const { token } = await createToken(server.greenline.services.db, "acme", "release-bot");
+    const bot = new ApiClient(server.url, token);
+    await server.api.ok("createQueue", queueOf("called-off"));
+    await server.api.ok("submitPullRequest", prOf(1, "called-off"));
+    await bot.ok("cancelPullRequest", prOf(1, "called-off"));
+    const page = (await acme.get(pullPath(1, "called-off"))).text;
+    expect(/<p class="reason-line" id="pr-reason">([^<]*)/.exec(page)?.[1]).toBe("Cancelled through the API (token release-bot). ");
+    expect(page).not.toContain("by user");
+    const row = /<li id="done-[^"]*" data-pr="1">[\s\S]*?<\/li>/.exec((await acme.get(queuePath("called-off"))).text)![0];
+    expect(row.replace(/<[^>]+>/g, "").replace(/\s+/g, " ")).toMatch(/^#1 Sandbox pull request #1 cancelled through the API \(token release-bot\), \d+ s ago$/);
+  });
+
+  test("the concluded list shows the latest 10 and says how many concluded in all", async () => {
+    await server.api.ok("createQueue", queueOf("many-done"));
+    for (let n = 1; n <= 12; n++) {
+      await server.api.ok("submitPullRequest", prOf(n, "many-done"));
+      await server.api.ok("cancelPullRequest", prOf(n, "many-done"));
+    }
+    const { text } = await acme.get(queuePath("many-done"));
+    expect(/<h2 id="done-h">([^<]*)<\/h2>/.exec(text)?.[1]).toBe("Concluded in the last 24 h (the latest 10 of 12)");
+    expect(text.match(/<li id="done-/g)).toHaveLength(10);
+    // Ten or fewer: the heading alone.
+    expect(/<h2 id="done-h">([^<]*)<\/h2>/.exec((await acme.get(queuePath("called-off"))).text)?.[1]).toBe("Concluded in the last 24 h");
   });
 
   test("no page says a word twice in a row (a state followed by a reason repeating it)", async () => {

@@ -1,6 +1,6 @@
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queuePath } from "../support/dashboard.js";
-import { prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const CI_MS = 60_000;
 
@@ -17,11 +17,6 @@ describe.each(BACKENDS)("the queue page's lanes and bisection groups on $name", 
   afterAll(() => server?.close());
 
   const worker = () => server.greenline.worker;
-  async function ciFinishes(): Promise<void> {
-    await worker().drain();
-    clock.advance(CI_MS);
-    await worker().drain();
-  }
   /** The page's lanes: each lane's PRs and what its runs say. */
   async function lanesOf(name: string): Promise<{ prs: string[]; runs: string[] }[]> {
     const { text } = await acme.get(queuePath(name));
@@ -60,7 +55,7 @@ describe.each(BACKENDS)("the queue page's lanes and bisection groups on $name", 
     for (const n of [1, 2]) await server.api.ok("submitPullRequest", prOf(n, "batch"));
     let page = "";
     for (let round = 0; round < 6 && !page.includes("Bisecting"); round++) {
-      await ciFinishes();
+      await ciFinishes(server, clock);
       page = (await acme.get(queuePath("batch"))).text;
     }
     const group = /<li data-group-size="(\d+)">([\s\S]*?): tested in groups of (\d+)<ul>/.exec(page);

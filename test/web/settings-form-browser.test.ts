@@ -73,10 +73,10 @@ describeWithBrowser("the queue settings form in Chromium", () => {
   test("pendingFailureDepth goes back to its default 0 through the form", async () => {
     await page.goto(`${server.url}${queuePath()}`);
     await page.getByText("Settings", { exact: true }).click();
-    await page.getByLabel(/^Pending failure depth/).fill("0");
+    await page.getByLabel(/^Pull requests behind a failure to wait for/).fill("0");
     await page.getByRole("button", { name: "Save settings" }).click();
     await page.getByText("Settings saved.").waitFor(WAIT);
     expect((await server.api.ok("getQueue", queueOf())).pendingFailureDepth).toBe(0);
-    await page.getByText("Pending failure depth (now: 0)").waitFor(WAIT);
+    await page.getByText("Pull requests behind a failure to wait for (now: 0)").waitFor(WAIT);
   });
 });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ZQueueSettings } from "../../src/api/queues/queue-schemas.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
-import { SETTING_FIELDS, type SettingField } from "../../src/web/settings-form.js";
+import { SETTING_FIELDS, SETTING_LABELS, type SettingField } from "../../src/web/settings-form.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queueForm, queuePath } from "../support/dashboard.js";
 import { queueOf, startTestServer, type TestServer } from "../support/harness.js";
@@ -81,6 +81,16 @@ describe.each(BACKENDS)("the queue settings form on $name", (backend) => {
     );
   });
 
+  test("each setting is labelled in people's words, with the API's name beside it as a hint", async () => {
+    expect(SETTING_FIELDS.filter((f) => !SETTING_LABELS[f.name]).map((f) => f.name)).toEqual([]);
+    const page = (await acme.get(queuePath("viaform"))).text;
+    const labels = Object.fromEntries(SETTING_FIELDS.map((f) => [f.name, new RegExp(`<label for="setting-${f.name}">([\\s\\S]*?)</label>`).exec(page)?.[1] ?? ""]));
+    for (const field of SETTING_FIELDS) expect([field.name, labels[field.name]]).toEqual([field.name, expect.stringContaining(`<code class="field-name" title="its name in the API">${field.name}</code>`)]);
+    expect(labels.batchingMaxWaitTimeMinutes).toMatch(/^Longest wait to fill a batch, in minutes <span class="muted">\(now: 5\)<\/span>/);
+    expect(labels.createPrsForTestingBranches).toMatch(/^Open a pull request for each testing branch </);
+    expect(labels.canOptimisticallyMerge).toMatch(/^Merge when a pull request behind passes </);
+  });
+
   test("every value updateQueue accepts, each default included, can be entered in the form's control and saved through it", async () => {
     const refusedByForm: string[] = [];
     const defaultsRefused: string[] = [];
@@ -116,6 +126,6 @@ describe.each(BACKENDS)("the queue settings form on $name", (backend) => {
     // Below the range is still refused, naming the setting.
     const refused = await post("-1");
     expect(refused.status).toBe(400);
-    expect(refused.text).toContain("Pending failure depth: Too small");
+    expect(refused.text).toContain("Pull requests behind a failure to wait for: Too small");
   });
 });

@@ -13,21 +13,27 @@
   // The live stream's state, for people (the badge, and a notice when signed out) and tests
   // (data-live on the stream's element): open; reconnecting (the stream broke, the server
   // answers); disconnected (the server does not answer); signed-out (the stream answers 401:
-  // the session ended, with a restart under a new session key or a revoked token). An
-  // EventSource cannot see why it failed, so on an error the page asks the stream's address
-  // itself, and reads only the status.
-  const LIVE_WORDS = { open: "live", reconnecting: "reconnecting", disconnected: "disconnected", "signed-out": "signed out" };
+  // the session ended, with a restart under a new session key or a revoked token: the server
+  // ends such a stream at its next heartbeat); refused (the stream answers 403: a proxy or the
+  // server will not serve it). An EventSource cannot see why it failed, so on an error the page
+  // asks the stream's address itself, and reads only the status. Signed out and refused are
+  // final: the page stops reconnecting and says so.
+  const LIVE_WORDS = { open: "live", reconnecting: "reconnecting", disconnected: "disconnected", "signed-out": "signed out", refused: "refused" };
+  const REFUSED_WORDS = {
+    "signed-out": "You are signed out: this page no longer updates. ",
+    refused: "The server refused this page's live updates (403): it no longer updates. ",
+  };
 
   function setLive(stream, state) {
     stream.setAttribute("data-live", state);
     for (const badge of stream.querySelectorAll(".live-badge")) badge.textContent = LIVE_WORDS[state];
   }
 
-  function signedOut(stream, source) {
+  function refused(stream, source, state) {
     // No more attempts: the extension reconnects only while the element names a stream.
     stream.removeAttribute("sse-connect");
     source?.close();
-    setLive(stream, "signed-out");
+    setLive(stream, state);
     if (document.getElementById("signed-out")) return;
     const notice = document.createElement("p");
     notice.id = "signed-out";
@@ -36,7 +42,7 @@
     const link = document.createElement("a");
     link.href = `/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`;
     link.textContent = "Sign in again";
-    notice.append("You are signed out: this page no longer updates. ", link, " to see it live.");
+    notice.append(REFUSED_WORDS[state], link, " to see it live.");
     stream.before(notice);
   }
 
@@ -47,7 +53,7 @@
   document.addEventListener("htmx:sseError", (event) => {
     const stream = event.target;
     const url = stream.getAttribute("sse-connect");
-    if (!url || stream.getAttribute("data-live") === "signed-out") return;
+    if (!url || stream.getAttribute("data-live") === "signed-out" || stream.getAttribute("data-live") === "refused") return;
     if (stream.getAttribute("data-live") === "open" || !stream.hasAttribute("data-live")) setLive(stream, "reconnecting");
     if (probing.has(stream)) return;
     probing.add(stream);
@@ -56,7 +62,8 @@
       .then(
         (response) => {
           asking.abort(); // the status is all it wanted
-          if (response.status === 401) signedOut(stream, event.detail?.source);
+          if (response.status === 401) refused(stream, event.detail?.source, "signed-out");
+          else if (response.status === 403) refused(stream, event.detail?.source, "refused");
           else if (stream.getAttribute("data-live") !== "open") setLive(stream, "reconnecting");
         },
         () => {

@@ -1,4 +1,5 @@
 import { pullRequestPagePath, queuePagePath } from "../../domain/links.js";
+import type { Cause } from "../../domain/timeline.js";
 import type { RepoRef } from "../../ports/code-host.js";
 import { html, type Html } from "../html.js";
 
@@ -60,4 +61,28 @@ export function reasonAfterState(state: string, reason: string): string {
   const stripped = rest.replace(/^[\s.:;,—–-]+/u, "");
   // After a stop (". ", ": "), what is left starts a sentence of its own.
   return /^\s*[.:;,—–-]/u.test(rest) ? stripped.charAt(0).toUpperCase() + stripped.slice(1) : stripped;
+}
+
+/**
+ * How a PR was cancelled on request, in the words after "cancelled": who asked and where, from
+ * the cause its timeline holds. "through the API (token release-bot)", "on the dashboard (token
+ * ops)", "by octocat on the dashboard", "by octocat with /greenline cancel"; "on request" when the
+ * timeline does not say.
+ */
+export function cancelledHow(cause: Cause | undefined): string {
+  if (!cause) return "on request";
+  const { actor, command } = cause;
+  const onDashboard = command?.startsWith("dashboard") ?? false;
+  switch (actor.kind) {
+    case "token":
+      return onDashboard ? `on the dashboard (token ${actor.name})` : `through the API (token ${actor.name})`;
+    case "user":
+      return onDashboard ? `by ${actor.name} on the dashboard` : command?.startsWith("/") ? `by ${actor.name} with ${command}` : `by ${actor.name}`;
+    case "code_host":
+      return `by the code host (${actor.name})`;
+    case "fork_run":
+      return `by fork workflow run ${actor.name}`;
+    default:
+      return "on request";
+  }
 }

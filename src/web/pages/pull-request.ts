@@ -1,14 +1,14 @@
 import type { PullRequestRun, PullRequestView } from "../read-models/dashboard.js";
 import type { QueueAddress } from "../../queue/queues.js";
 import type { TimelineRecord } from "../../queue/records.js";
-import { placeOf } from "../../domain/reasons.js";
+import { flakeRuleSentence, placeOf } from "../../domain/reasons.js";
 import { isTerminal } from "../../domain/states.js";
 import type { Actor, Evidence } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { layout, liveBadgeLine, liveStreamTarget, type Viewer } from "../layout.js";
 import type { LivePart } from "../live-patch.js";
-import { duration, pullPath, queuePath, reasonAfterState, since, testPath, words } from "./format.js";
+import { cancelledHow, duration, pullPath, queuePath, reasonAfterState, since, testPath, words } from "./format.js";
 
 /**
  * A pull request's page (/queues/<host>/<owner>/<repo>/<branch>/pulls/<number>): its state and
@@ -65,10 +65,11 @@ function evidenceOf(address: QueueAddress, e: Evidence, runUrl: (id: string) => 
     const tests = f.tests.map(
       (t, i) => html`${i > 0 ? ", " : ""}<span class="test judged-${t.judgement}" data-judgement="${t.judgement}"><a href="${testPath(address.repo, t.id)}">${t.name}</a> (${words(t.judgement)})</span>`,
     );
+    // The rule's sentence; its code (docs/flaky-queue.md) stays in the attribute and the tooltip.
     facts.push(
-      html`<li class="flaky-verdict" data-rule="${f.rule}">Test results of ${f.checks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}: <code>${f.rule}</code>${f.attempt !== undefined ? ` (retry ${f.attempt})` : ""}${
-        f.infrastructure ? html` — ${f.infrastructure}` : ""
-      }${tests.length > 0 ? html`; failing tests: ${tests}${f.testsTotal !== undefined ? ` and ${f.testsTotal - f.tests.length} more` : ""}` : ""}</li>`,
+      html`<li class="flaky-verdict" data-rule="${f.rule}">Test results of ${f.checks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}${f.attempt !== undefined ? ` (retry ${f.attempt})` : ""}: <span class="rule" title="rule ${f.rule} (docs/flaky-queue.md)">${flakeRuleSentence(f.rule)}</span>${
+        f.infrastructure ? html` Infrastructure: ${f.infrastructure}` : ""
+      }${tests.length > 0 ? html` Failing tests: ${tests}${f.testsTotal !== undefined ? ` and ${f.testsTotal - f.tests.length} more` : ""}` : ""}</li>`,
     );
   }
   if (e.seenChecks) facts.push(html`<li>Checks that did report: ${e.seenChecks.length === 0 ? "none" : e.seenChecks.map((c, i) => html`${i > 0 ? ", " : ""}<code>${c}</code>`)}</li>`);
@@ -88,10 +89,15 @@ function evidenceOf(address: QueueAddress, e: Evidence, runUrl: (id: string) => 
 
 const runAnchor = (id: string) => `#run-${id}`;
 
+/** A timeline event's sentence; a cancel on request says who asked and where (the API, the dashboard, a comment command). */
+function sentenceOfEvent(e: TimelineRecord): string {
+  return e.reason === "cancelled_by_user" ? `Cancelled ${cancelledHow({ actor: e.actor, ...(e.evidence.command ? { command: e.evidence.command } : {}) })}.` : e.message;
+}
+
 function timelineItem(address: QueueAddress, e: TimelineRecord, index: number, now: Date): Html {
   return html`<li class="event event-${e.state}" id="event-${index}" data-reason="${e.reason}">
 <div class="event-head"><time datetime="${e.at}">${e.at.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time> <span class="muted">(${since(e.at, now)} ago)</span> ${actorOf(e.actor)}</div>
-<div><span class="state state-${e.state}" data-state="${e.state}">${words(e.state)}</span> ${reasonAfterState(e.state, e.message)}${e.reason === e.state ? "" : html` <code class="reason">${e.reason}</code>`}</div>
+<div><span class="state state-${e.state}" data-state="${e.state}">${words(e.state)}</span> ${reasonAfterState(e.state, sentenceOfEvent(e))}${e.reason === e.state ? "" : html` <code class="reason">${e.reason}</code>`}</div>
 ${evidenceOf(address, e.evidence, runAnchor)}
 </li>`;
 }
@@ -153,7 +159,7 @@ function nowSection(address: QueueAddress, view: PullRequestView, now: Date): Ht
   const place = waiting ? placeOf(pr.position, eta) : "";
   return html`<section class="card why" id="pr-why" aria-labelledby="why-h"><h2 id="why-h">Why it is here now</h2>
 <p><span class="state state-${pr.state}" id="pr-state" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">for ${since(pr.stateChangedAt, now)}</span></p>
-<p class="reason-line" id="pr-reason">${latest ? latest.message : ""} <code class="reason" title="Reason code (docs/reasons.md)">${pr.stateReason}</code></p>
+<p class="reason-line" id="pr-reason">${latest ? sentenceOfEvent(latest) : ""} <code class="reason" title="Reason code (docs/reasons.md)">${pr.stateReason}</code></p>
 ${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}
 ${latest ? evidenceOf(address, latest.evidence, runAnchor) : ""}
 ${latest && (pr.state === "failed" || pr.state === "pending_failure") ? failingChecksOfRun(view, latest.evidence) : ""}

@@ -2,12 +2,14 @@ import type { QueueLine, RunView } from "../read-models/dashboard.js";
 import type { QueueAddress } from "../../queue/queues.js";
 import type { MergeItemRecord } from "../../queue/records.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
+import { sentenceOf } from "../../domain/reasons.js";
+import type { Cause } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { canWrite, layout, liveStreamTarget, readOnlyHint, type Viewer } from "../layout.js";
 import type { LivePart } from "../live-patch.js";
 import { type SettingsRefusal, settingsForm } from "../settings-form.js";
-import { pullPath, reasonAfterState, since, words } from "./format.js";
+import { cancelledHow, pullPath, reasonAfterState, since, words } from "./format.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -72,10 +74,10 @@ ${actionButton(viewer, address, "priority", "Set priority", `Change the priority
 </div>`;
 }
 
-/** The reason's words after the state's badge, unless they only repeat it ("testing", "merged"). */
+/** The reason's sentence after the state's badge (its code in the tooltip), without what only repeats the state ("testing", "merged"). */
 function reasonOf(pr: MergeItemRecord): Html {
-  const reason = reasonAfterState(pr.state, words(pr.stateReason));
-  return reason ? html`<span class="reason-words">${reason}</span> ` : html``;
+  const reason = reasonAfterState(pr.state, sentenceOf(pr.stateReason)).replace(/\.$/, "");
+  return reason ? html`<span class="reason-words" title="${pr.stateReason} (docs/reasons.md)">${reason}</span> ` : html``;
 }
 
 /** A PR in line or waiting; its position is the list's own count (CSS), so a PR leaving the line re-sends no other row. */
@@ -145,8 +147,14 @@ function groupsBlock(address: QueueAddress, line: QueueLine): Html {
   }</div>`;
 }
 
-function concludedRow(address: QueueAddress, pr: MergeItemRecord, now: Date): Html {
-  const reason = reasonAfterState(pr.state, words(pr.stateReason));
+/** Why a concluded PR concluded, after its state's badge: its reason's sentence (for a cancel on request, who asked and where). */
+function concludedReason(pr: MergeItemRecord, cancelledBy: Record<string, Cause>): string {
+  if (pr.stateReason === "cancelled_by_user") return cancelledHow(cancelledBy[pr.id]);
+  return reasonAfterState(pr.state, sentenceOf(pr.stateReason)).replace(/\.$/, "");
+}
+
+function concludedRow(address: QueueAddress, pr: MergeItemRecord, cancelledBy: Record<string, Cause>, now: Date): Html {
+  const reason = concludedReason(pr, cancelledBy);
   return html`<li id="done-${pr.id}" data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reason ? `${reason}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`;
 }
 
@@ -179,8 +187,15 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
     { kind: "list", id: "line-list", rows: inLine.map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "line", now))) },
     block("waiting-head", () => listHead("waiting", `Waiting for readiness (${waiting.length})`, waiting.length, null)),
     { kind: "list", id: "waiting-list", rows: waiting.map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "waiting", now))) },
-    block("done-head", () => listHead("done", "Concluded in the last 24 h", line.concluded.length, "Nothing concluded yet.")),
-    { kind: "list", id: "done-list", rows: line.concluded.map((pr) => row(`done-${pr.id}`, pr, () => concludedRow(address, pr, now))) },
+    block("done-head", () =>
+      listHead(
+        "done",
+        line.concludedTotal > line.concluded.length ? `Concluded in the last 24 h (the latest ${line.concluded.length} of ${line.concludedTotal})` : "Concluded in the last 24 h",
+        line.concluded.length,
+        "Nothing concluded yet.",
+      ),
+    ),
+    { kind: "list", id: "done-list", rows: line.concluded.map((pr) => row(`done-${pr.id}`, [pr, line.cancelledBy[pr.id] ?? null], () => concludedRow(address, pr, line.cancelledBy, now))) },
   ];
 }
 

@@ -9,6 +9,9 @@ import { loadQueueState } from "../../store/queue-state.js";
 import { accountKeyOf, outagesOf } from "../../store/installation-outages.js";
 import { getQueue, versionsOf, versionsOfOrganizations } from "../../store/queues.js";
 import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../../store/runs.js";
+import { countConcludedSince } from "../../store/entries.js";
+import { latestCausesOf } from "../../store/timeline.js";
+import type { Cause } from "../../domain/timeline.js";
 import { measureEntry } from "../../queue/metrics.js";
 import { listPullRequests } from "../../queue/pull-request-list.js";
 import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "../../queue/queues.js";
@@ -142,11 +145,18 @@ export type QueueLine = {
   queue: QueueWithEntries;
   blockedReason: string | null;
   runs: RunView[];
-  /** PRs that concluded in the last 24 h, latest submitted first (at most 10). */
+  /** PRs that concluded in the last 24 h, latest submitted first (at most CONCLUDED_SHOWN). */
   concluded: MergeItemRecord[];
+  /** How many PRs concluded in the last 24 h (more than `concluded` holds when there are more than CONCLUDED_SHOWN). */
+  concludedTotal: number;
+  /** Who cancelled each cancelled PR of `concluded`, and how, by its id. */
+  cancelledBy: Record<string, Cause>;
   /** The lanes (parallel mode) and the PRs being bisected, as the engine sees the line. */
   groups: LineGroups;
 };
+
+/** The concluded PRs the queue page lists (the latest submitted); its heading says how many there were in all. */
+export const CONCLUDED_SHOWN = 10;
 
 /** The queue page: getQueue's record and line, the runs in flight, and what concluded lately. */
 export async function queueLine(services: Services, principal: Principal, address: QueueAddress): Promise<QueueLine> {
@@ -160,7 +170,12 @@ export async function queueLine(services: Services, principal: Principal, addres
     return { runs, groups };
   });
   const since = new Date(services.now().getTime() - DAY_MS);
-  const { pullRequests } = await listPullRequests(services, principal, { ...address, since, take: 10 });
+  const { pullRequests, nextCursor } = await listPullRequests(services, principal, { ...address, since, take: CONCLUDED_SHOWN });
+  const cancelled = pullRequests.filter((pr) => pr.state === "cancelled").map((pr) => pr.id);
+  const { concludedTotal, cancelledBy } = await services.db.read(async (tx) => ({
+    concludedTotal: nextCursor === undefined ? pullRequests.length : await countConcludedSince(tx, id, since),
+    cancelledBy: Object.fromEntries(await latestCausesOf(tx, cancelled, "cancelled")),
+  }));
   return {
     queueId: id,
     version,
@@ -177,6 +192,8 @@ export async function queueLine(services: Services, principal: Principal, addres
       checks: Object.entries(run.statusChecks).map(([context, check]) => ({ context, state: check.state })),
     })),
     concluded: pullRequests,
+    concludedTotal,
+    cancelledBy,
     groups,
   };
 }

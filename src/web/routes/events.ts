@@ -17,7 +17,8 @@ import type { PageResponse, RouteContext } from "./context.js";
  * `pr=<number>`). `since` (or, when the browser reconnects on its own,
  * Last-Event-ID) is the stamp the page shows: the same as now, the stream starts from what
  * the page holds; otherwise it first sends the whole live part (changes were missed). Each
- * update re-checks the session, and is rendered for this viewer, scoped to their organization.
+ * update re-checks the session, and is rendered for this viewer, scoped to their organization;
+ * each heartbeat re-checks it too, so a revoked token's stream ends without waiting for a change.
  */
 export function eventsRoutes({ services, hub, signedIn, viewerOf }: RouteContext): Router {
   const router = Router();
@@ -65,7 +66,7 @@ export function eventsRoutes({ services, hub, signedIn, viewerOf }: RouteContext
       snapshot = snapshotOf(next.parts);
       return patch;
     };
-    hub.watch(topic, stamp, res, update, unchanged ? null : outOfBand(first.full()));
+    hub.watch(topic, stamp, res, update, unchanged ? null : outOfBand(first.full()), async () => (await viewerOf(req)) !== undefined);
   });
 
   return router;
