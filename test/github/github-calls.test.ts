@@ -151,7 +151,10 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(calls.filter((c) => c.includes("/collaborators/"))).toEqual(["GET /collaborators/dev/permission"]);
     // It was a reply per command ("@dev queued for `main`…"): the status says it.
     expect(calls.filter((c) => c.includes("/comments"))).toEqual([]);
-    expect(gh.statuses.filter((st) => st.repo === repo && st.sha === gh.pr(repo, 2)!.headSha).map((st) => st.description)).toEqual([expect.stringMatching(/^Submitted to the merge queue \(2nd in line/)]);
+    const statuses = (n: number) => gh.statuses.filter((st) => st.repo === repo && st.sha === gh.pr(repo, n)!.headSha).map((st) => st.description);
+    expect(statuses(2)).toEqual([expect.stringMatching(/^Submitted to the merge queue \(2nd in line/)]);
+    // A PR that starts testing in the decision that queued it gets that status alone: "submitted" is never written.
+    expect(statuses(1)).toEqual([expect.stringMatching(/^Testing on top of the pull requests ahead of it/)]);
   });
 
   test("a `/greenline merge` is still answered when it asks for what the status does not show, and on a queue without statuses", async () => {
