@@ -114,7 +114,8 @@ export function createGitHubApp(services: () => Services) {
     // the minute bounds how long a revoked access is still obeyed (docs/github.md, "Permissions").
     app.on("member", async (context) => {
       const { member, repository } = context.payload;
-      services().codeHost.forgetPermissions?.({ owner: repository.owner.login, repo: repository.name, ...(member ? { user: member.login } : {}) });
+      const owner = repository?.owner?.login;
+      if (owner) services().codeHost.forgetPermissions?.({ owner, repo: repository.name, ...(member ? { user: member.login } : {}) });
     });
     app.on(["membership", "organization"], async (context) => {
       const payload = context.payload as { organization?: { login: string }; member?: { login: string }; membership?: { user?: { login: string } | null } };

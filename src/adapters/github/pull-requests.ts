@@ -114,7 +114,10 @@ export class GitHubPullRequests {
 
   /** Forgets the kept permissions in `scope` (all of them without one). */
   forgetPermissions(scope?: PermissionScope): void {
-    if (!scope) return this.#allowed.clear();
+    if (!scope) {
+      this.#allowed.clear();
+      return;
+    }
     const owner = scope.owner.toLowerCase();
     const repo = scope.repo?.toLowerCase();
     const user = scope.user?.toLowerCase();
