@@ -322,6 +322,12 @@ export interface CodeHost {
    */
   forgetInstallations?(): void;
   /**
+   * Who may do what changed (a collaborator added, removed or given another role; a team's or an
+   * organization's members): a host that keeps command authors' permissions forgets those in
+   * `scope` (an account's, `owner` alone; a repository's; one user's). Absent: nothing is kept.
+   */
+  forgetPermissions?(scope: { owner: string; repo?: string; user?: string }): void;
+  /**
    * Whether the code host works again for the repository's account after an installation
    * refusal: resolves when it answers (one cheap call through the installation), throws its
    * refusal otherwise. Absent: a host whose installations are never refused.

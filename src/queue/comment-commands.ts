@@ -16,11 +16,14 @@ const MAY_COMMAND = new Set(["admin", "write"]);
 
 /**
  * Carries out a `/greenline …` comment on a pull request and answers on the pull request (once
- * carried out, through the queue's outbox: replyLater). The
+ * carried out, through the queue's outbox: replyLater). An accepted `/greenline merge` on a
+ * queue that shows its status on PRs (`statusCheckEnabled`) gets no reply: the status says it
+ * is queued and its place; refusals, errors, `cancel`, a priority or `--no-batch` (which the
+ * status does not show) and queues without statuses are answered. The
  * command acts for the organization that owns the repository in Greenline, only on a queue
  * whose commands are enabled (`commandsEnabled`), and only for people who may push to the
- * repository (GitHub's answer, asked each time). Comments without a
- * command are ignored; a repository Greenline does not know gets no answer.
+ * repository (GitHub's answer, kept a minute when it allows: GitHubPullRequests.permissionOf).
+ * Comments without a command are ignored; a repository Greenline does not know gets no answer.
  */
 export async function handlePullRequestComment(services: Services, comment: PullRequestComment): Promise<void> {
   const command = parseCommentCommand(comment.body);
@@ -32,7 +35,10 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   if (command instanceof Error) return reply(`@${author} Greenline did not understand that: ${command.message}.\n\n${COMMENT_USAGE}`);
   if (command.kind === "help") return reply(COMMENT_USAGE);
 
-  const targetBranch = command.targetBranch ?? (await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "", directMerge: false }))?.baseBranch;
+  // The PR's base names the queue; the submission uses this read too when it says whether the
+  // PR can merge (GitHub answers "still computing" to a first read: then it asks again).
+  const read = command.targetBranch === null ? await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "", directMerge: false }) : null;
+  const targetBranch = command.targetBranch ?? read?.baseBranch;
   if (targetBranch === undefined) return;
   // A queue whose settings turn comment commands off does not hear them (the API still works).
   const queue = await services.db.read((tx) => findQueue(tx, owner.organizationId, repositoryKey(repo), targetBranch));
@@ -49,7 +55,10 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   const principal: Principal = { ...owner, actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
   try {
     if (command.kind === "merge") {
-      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch });
+      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, ...(read ? { read } : {}) });
+      // The queue's status on the PR says it was queued, and its place: no reply, unless the
+      // command asked for what the status does not show (a priority, testing on its own).
+      if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch) return;
       const priority = resolvePriority(command.priority).name;
       await replyLater(
         services,

@@ -49,12 +49,19 @@ export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, 
   });
 }
 
-export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean };
+/**
+ * `read`: the PR as the caller just read it (a comment command reads it for its base branch), used
+ * instead of asking again when it is usable: GitHub knew whether it can merge (not "still
+ * computing") and the queue needs no up-to-date base (`directMergeMode` "always" asks for it).
+ */
+export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean; read?: PullRequestInfo };
 
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
   const known = await services.db.read((tx) => findQueue(tx, principal, input));
-  const pr = await fetchPullRequest(services, input, known.directMergeMode === "always");
+  const directMerge = known.directMergeMode === "always";
+  const reused = input.read && input.read.number === input.prNumber && input.read.mergeability !== "in_progress" && !directMerge ? input.read : null;
+  const pr = reused ?? (await fetchPullRequest(services, input, directMerge));
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   const priority = resolvePriority(input.priority);
   const cause = causeOf(principal);

@@ -108,6 +108,26 @@ export function createGitHubApp(services: () => Services) {
       await registerInstallation(services(), { id, login, htmlUrl }, { resumes });
       context.log.info({ installation: id, account: login, event: context.name, action: context.payload.action }, "installation registered");
     });
+    // Who may push changed: the command authors' permissions kept for a minute
+    // (GitHubPullRequests.permissionOf) are forgotten at once. GitHub sends these only to an App
+    // with the organization's Members permission, which app.yml does not ask for: without them
+    // the minute bounds how long a revoked access is still obeyed (docs/github.md, "Permissions").
+    app.on("member", async (context) => {
+      const { member, repository } = context.payload;
+      const owner = repository?.owner?.login;
+      if (owner) services().codeHost.forgetPermissions?.({ owner, repo: repository.name, ...(member ? { user: member.login } : {}) });
+    });
+    app.on(["membership", "organization"], async (context) => {
+      const payload = context.payload as { organization?: { login: string }; member?: { login: string }; membership?: { user?: { login: string } | null } };
+      const user = payload.member?.login ?? payload.membership?.user?.login;
+      if (payload.organization) services().codeHost.forgetPermissions?.({ owner: payload.organization.login, ...(user ? { user } : {}) });
+    });
+    app.on(["repository", "team"], async (context) => {
+      const payload = context.payload as { repository?: { name: string; owner: { login: string } }; organization?: { login: string } };
+      // A team's change names the repository it was added to or removed from, or only the organization.
+      if (payload.repository) services().codeHost.forgetPermissions?.({ owner: payload.repository.owner.login, repo: payload.repository.name });
+      else if (payload.organization) services().codeHost.forgetPermissions?.({ owner: payload.organization.login });
+    });
     app.on("installation.suspend", async (context) => {
       const { id, account } = context.payload.installation;
       const login = account && "login" in account ? account.login : String(id);

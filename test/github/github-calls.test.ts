@@ -2,7 +2,7 @@ import { BACKENDS } from "../support/backends.js";
 import { GitHubDriver } from "../support/github-driver.js";
 import { githubAppOf } from "../support/webhook-post.js";
 import { GitHubSimulator } from "../support/github-simulator.js";
-import { type ApiClient, startTestServer, type TestServer } from "../support/harness.js";
+import { type ApiClient, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 /**
  * What Greenline asks GitHub, call by call, where calls used to be wasted (`npm run bench:github`
@@ -10,6 +10,8 @@ import { type ApiClient, startTestServer, type TestServer } from "../support/har
  * directly; a tested run is fast-forwarded with one list of the target's open PRs and without a
  * comparison first; a PR merged through GitHub is read once, just before its merge (it must still
  * be open and based on the target: issue 22), and a rebase takes its commit count from that read.
+ * A `/greenline merge` comment is one PR read (its submission uses the comment's read), one
+ * permission check a minute per author, and no reply where the queue shows statuses.
  */
 describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
   let gh: GitHubSimulator;
@@ -132,5 +134,122 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(second).toMatchObject({ status: "in_progress", dependentPrs: [1] });
     expect(Object.keys(gh.files(repo, second.testBranch)).sort()).toEqual(["README.md", "src/1.ts", "src/2.ts"]);
     expect(gh.pushesTo(repo, second.testBranch)).toBe(1);
+  });
+
+  test("a `/greenline merge` reads its PR once, asks its author's permission once a minute, and is answered by the queue's status, not a reply", async () => {
+    const repo = `${OWNER}/cmd`;
+    await api.ok("createQueue", { ...github.queue("cmd"), requiredStatuses: ["ci/test"] });
+    for (const n of [1, 2]) gh.openPr(repo, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+    gh.grant(repo, "dev", "write");
+    const from = gh.requests.length;
+    for (const n of [1, 2]) await github.deliverThenDrain("issue_comment", commentOf(github, "cmd", n, "dev", "/greenline merge"));
+    expect([await github.stateOf("cmd", 1), await github.stateOf("cmd", 2)]).toEqual(["testing", "pending"]);
+    const calls = callsSince(from, "cmd");
+    // It was a read for the base branch and another by the submission, per command.
+    expect(calls.filter((c) => c.startsWith("GET /pulls/"))).toEqual(["GET /pulls/1", "GET /pulls/2"]);
+    // It was one per command: the second command within the minute is its author's allowed answer, kept.
+    expect(calls.filter((c) => c.includes("/collaborators/"))).toEqual(["GET /collaborators/dev/permission"]);
+    // It was a reply per command ("@dev queued for `main`…"): the status says it.
+    expect(calls.filter((c) => c.includes("/comments"))).toEqual([]);
+    const statuses = (n: number) => gh.statuses.filter((st) => st.repo === repo && st.sha === gh.pr(repo, n)!.headSha).map((st) => st.description);
+    expect(statuses(2)).toEqual([expect.stringMatching(/^Submitted to the merge queue \(2nd in line/)]);
+    // A PR that starts testing in the decision that queued it gets that status alone: "submitted" is never written.
+    expect(statuses(1)).toEqual([expect.stringMatching(/^Testing on top of the pull requests ahead of it/)]);
+  });
+
+  test("a `/greenline merge` is still answered when it asks for what the status does not show, and on a queue without statuses", async () => {
+    const repo = `${OWNER}/replies`;
+    gh.createBranch(repo, "quiet", "main");
+    await api.ok("createQueue", { ...github.queue("replies"), requiredStatuses: ["ci/test"] });
+    await api.ok("createQueue", { ...github.queue("replies"), targetBranch: "quiet", requiredStatuses: ["ci/test"], statusCheckEnabled: false });
+    gh.openPr(repo, { number: 1, files: { "src/1.ts": "1" } });
+    gh.openPr(repo, { number: 2, base: "quiet", files: { "src/2.ts": "2" } });
+    gh.grant(repo, "dev", "write");
+    await github.deliverThenDrain("issue_comment", commentOf(github, "replies", 1, "dev", "/greenline merge --priority high"));
+    await github.deliverThenDrain("issue_comment", commentOf(github, "replies", 2, "dev", "/greenline merge"));
+    const replies = (n: number) => gh.comments.filter((c) => c.repo === repo && c.number === n).map((c) => c.body);
+    expect(replies(1)).toEqual([expect.stringMatching(/^@dev queued for `main` at priority high\./)]);
+    expect(replies(2)).toEqual([expect.stringMatching(/^@dev queued for `quiet`/)]);
+  });
+});
+
+/** A `/greenline merge`-style comment on PR `n` of repository `name`, as GitHub delivers it. */
+function commentOf(github: GitHubDriver, name: string, n: number, user: string, body: string) {
+  return {
+    action: "created",
+    issue: { number: n, pull_request: { url: `https://api.github.com/repos/${github.owner}/${name}/pulls/${n}` } },
+    comment: { id: n * 100 + body.length, body, user: { login: user, id: 7, type: "User" } },
+    repository: github.repository(name),
+    installation: { id: github.installation },
+    sender: { login: user, id: 7, type: "User" },
+  };
+}
+
+/**
+ * The command author's permission (docs/decisions.md, "Command authors' permission, cached a
+ * minute"): an allowed answer is kept a minute per installation, repository and user; a refusal
+ * is never kept; a `member` delivery (who may push changed) forgets it at once.
+ */
+describe.each(BACKENDS)("Command authors' permission, $name", (backend) => {
+  let gh: GitHubSimulator;
+  let server: TestServer;
+  let github: GitHubDriver;
+  const clock = new TestClock();
+  const OWNER = "octo-perm";
+  const REPO = `${OWNER}/app`;
+  const permissionChecks = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${REPO}/collaborators/`)).length;
+  const replies = (n: number) => gh.comments.filter((c) => c.repo === REPO && c.number === n).map((c) => c.body);
+
+  beforeAll(async () => {
+    // As strict as GitHub: a PR's first read answers `mergeable: null` (still computing).
+    gh = await new GitHubSimulator().start();
+    server = await startTestServer(backend, { githubApp: githubAppOf(gh), now: clock.now });
+    github = await GitHubDriver.install(server, gh, { owner: OWNER, installation: 80 });
+    await github.api.ok("createQueue", { ...github.queue("app"), requiredStatuses: ["ci/test"] });
+    for (const n of [1, 2, 3, 4, 5]) gh.openPr(REPO, { number: n, files: { [`src/${n}.ts`]: String(n) } });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await gh?.stop();
+  });
+
+  test("a refusal is asked again, an allowed answer is kept a minute, and a member delivery forgets it at once", async () => {
+    gh.grant(REPO, "eve", "read");
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 1, "eve", "/greenline merge"));
+    expect(replies(1)).toEqual(["@eve only people who can push to octo-perm/app can use the merge queue (your access: read)."]);
+    // Given write access, she is heard at once: the refusal was not kept.
+    gh.grant(REPO, "eve", "write");
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 1, "eve", "/greenline merge"));
+    expect(await github.stateOf("app", 1)).not.toBe("cancelled");
+    expect(permissionChecks()).toBe(2);
+    // Within the minute, her next command is not asked about.
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 2, "eve", "/greenline merge"));
+    expect(permissionChecks()).toBe(2);
+    // A minute later it is.
+    clock.advance(61_000);
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 3, "eve", "/greenline merge"));
+    expect(permissionChecks()).toBe(3);
+    // Her access taken away, and GitHub's `member` delivery saying so: the kept answer is forgotten.
+    gh.grant(REPO, "eve", "read");
+    await github.deliverThenDrain("member", {
+      action: "edited",
+      member: { login: "eve", id: 9, type: "User" },
+      changes: { permission: { from: "write", to: "read" } },
+      repository: github.repository("app"),
+      installation: { id: github.installation },
+      sender: { login: "admin", id: 1, type: "User" },
+    });
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 4, "eve", "/greenline merge"));
+    expect(permissionChecks()).toBe(4);
+    expect(replies(4)).toEqual(["@eve only people who can push to octo-perm/app can use the merge queue (your access: read)."]);
+    expect((await github.api.call("getSubmittedPullRequest", github.pr("app", 4))).status).toBe(404);
+  });
+
+  test("a PR whose mergeability GitHub is still computing at the comment's read is read again by its submission, and queued ready", async () => {
+    gh.grant(REPO, "dan", "write");
+    const from = gh.requests.length;
+    await github.deliverThenDrain("issue_comment", commentOf(github, "app", 5, "dan", "/greenline merge"));
+    expect(gh.requests.slice(from).filter((r) => r.path === `/repos/${REPO}/pulls/5`)).toHaveLength(2);
+    expect(await github.stateOf("app", 5)).not.toBe("not_ready");
   });
 });

@@ -64,7 +64,8 @@ describe("webhook deliveries from the GitHub simulator", () => {
     gh.branchHead(REPO, "main");
     gh.openPr(REPO, { number: 1, files: { "src/a.ts": "a" } });
     gh.openPr(REPO, { number: 2, files: { "src/b.ts": "b" } });
-    gh.comment(REPO, 1, "alice", "/greenline merge");
+    // With a priority: answered by a reply (the status does not show it), which comes back as a Bot's comment.
+    gh.comment(REPO, 1, "alice", "/greenline merge --priority high");
     gh.review(REPO, 1, "bob", "approved");
     gh.pushToPr(REPO, 1, { "src/a.ts": "a2" });
     gh.branchHead(REPO, "release");
@@ -299,7 +300,8 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     await api.ok("createQueue", { ...queue, requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(REPO, { number: 1, files: { "src/feature.ts": "feature" } });
     gh.grant(REPO, "alice", "write");
-    gh.comment(REPO, 1, "alice", "/greenline merge");
+    // With a priority: answered by a reply (the status does not show it), which comes back as a Bot's comment.
+    gh.comment(REPO, 1, "alice", "/greenline merge --priority high");
     await webhooks.flush();
     await server.greenline.worker.processWebhooks();
     expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: expect.stringMatching(/pending|testing/) });
@@ -316,7 +318,7 @@ describe.each(BACKENDS)("Greenline fed by the simulator's webhook deliveries, $n
     expect(await api.ok("getSubmittedPullRequest", { ...queue, pr: { number: 1 } })).toMatchObject({ state: "merged" });
     expect(gh.pr(REPO, 1)).toMatchObject({ merged: true, state: "closed" });
     expect(gh.files(REPO, "main")["src/feature.ts"]).toBe("feature");
-    expect(gh.comments.map((c) => c.body)).toEqual([expect.stringContaining("@alice queued for `main`")]);
+    expect(gh.comments.map((c) => c.body)).toEqual([expect.stringContaining("@alice queued for `main` at priority high")]);
     // Greenline's reply came back as a Bot's comment, and was not obeyed.
     expect(webhooks.deliveries("issue_comment").map((d) => (d.payload.comment as { user: { type: string } }).user.type)).toEqual(["User", "Bot"]);
     // Every delivery reached Greenline and was answered 2xx; each event kind was seen.

@@ -38,6 +38,9 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     sender: { login: user, id: 7, type: "User" },
   });
   const replies = (owner: string, n: number) => gh.comments.filter((c) => c.repo === `${owner}/app` && c.number === n).map((c) => c.body);
+  /** The queue's statuses on PR n's head: an accepted `/greenline merge` is answered by them, not by a reply. */
+  const queueStatuses = (owner: string, n: number) =>
+    gh.statuses.filter((s) => s.repo === `${owner}/app` && s.sha === gh.pr(`${owner}/app`, n)!.headSha && s.context === "greenline/merge-queue").map((s) => s.description);
   const deliveryRow = (deliveryId: string) => server.greenline.services.db.read((tx) => tx.webhookDelivery.findUnique({ where: { deliveryId } }));
 
   /** Installs the App on an account (with its webhook), with a queue on its repository "app". */
@@ -78,11 +81,13 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     }
     // Not before its backoff; then it is processed, once.
     await server.greenline.worker.drain();
-    expect(replies("outage-org", 1)).toEqual([]);
+    expect(queueStatuses("outage-org", 1)).toEqual([]);
     clock.advance(2000);
     await server.greenline.worker.drain();
     expect(await org.stateOf("app", 1)).not.toBe("not_ready");
-    expect(replies("outage-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued for `main`/)]);
+    // Queued: the queue's status says so (an accepted command gets no reply where statuses are shown).
+    expect(queueStatuses("outage-org", 1)).toEqual([expect.stringMatching(/^(Submitted to the merge queue|Testing)/)]);
+    expect(replies("outage-org", 1)).toEqual([]);
     expect(await deliveryRow(deliveryId)).toMatchObject({ processedAt: expect.any(Date) });
   }, 90_000);
 
@@ -176,7 +181,7 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     await server.greenline.close();
     server = await startServer();
     await server.greenline.worker.drain();
-    expect(replies("crash-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued for `main`/)]);
+    expect(queueStatuses("crash-org", 1)).toEqual([expect.stringMatching(/^(Submitted to the merge queue|Testing)/)]);
     const restarted = new GitHubDriver(server, gh, new ApiClient(server.url, org.api.token), org.owner, org.installation);
     expect(await restarted.stateOf("app", 1)).not.toBe("not_ready");
   });
@@ -266,9 +271,10 @@ describe.each(BACKENDS)("webhook inbox and readiness re-reads on $name", (backen
     await org.deliverThenDrain("issue_comment", comment(org, 1, "maintainer", "/greenline merge"));
     expect((await org.api.call("getSubmittedPullRequest", org.pr("app", 1))).status).toBe(404);
     expect(replies("quiet-org", 1)).toEqual([]);
+    expect(queueStatuses("quiet-org", 1)).toEqual([]);
     await org.api.ok("updateQueue", { ...org.queue("app"), commandsEnabled: true });
     await org.deliverThenDrain("issue_comment", comment(org, 1, "maintainer", "/greenline merge"));
-    expect(replies("quiet-org", 1)).toEqual([expect.stringMatching(/^@maintainer queued/)]);
+    expect(queueStatuses("quiet-org", 1)).toEqual([expect.stringMatching(/^(Submitted to the merge queue|Testing)/)]);
   });
 
   test("a reinstall (new installation id) works without a restart, with or without its webhooks", async () => {

@@ -22,7 +22,7 @@ import { GitHubChecks } from "./checks.js";
 import { GitHubCiRetries } from "./ci-retries.js";
 import { GitHubClient } from "./client.js";
 import { GitHubMerging } from "./merging.js";
-import { GitHubPullRequests } from "./pull-requests.js";
+import { GitHubPullRequests, type PermissionScope } from "./pull-requests.js";
 import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
 import { GitHubWorkflowRuns } from "./workflow-runs.js";
@@ -149,6 +149,11 @@ export class GitHubCodeHost implements CodeHost {
 
   forgetInstallations(): void {
     this.#client.forgetInstallations();
+    this.#pulls.forgetPermissions();
+  }
+
+  forgetPermissions(scope: PermissionScope): void {
+    this.#pulls.forgetPermissions(scope);
   }
 
   /**

@@ -27,8 +27,21 @@ export function mergeabilityOf(pr: { mergeable: boolean | null; mergeable_state?
   return pr.mergeable ? "mergeable" : "not_mergeable";
 }
 
+/** How long an allowed command author's permission is kept (docs/decisions.md, "Command authors' permission, cached a minute"). */
+export const PERMISSION_CACHE_MS = 60_000;
+
+/** Which cached permissions to forget: a repository's, an account's (owner alone), one user's in either. */
+export type PermissionScope = { owner: string; repo?: string; user?: string };
+
 /** Pull requests on GitHub: reading them, and what the queue shows on them. */
 export class GitHubPullRequests {
+  /**
+   * Allowed answers to the permission check ("admin", "write"), per "installation:owner/repo:user"
+   * (lower-case), with when each expires: a command author's next commands within a minute ask
+   * GitHub nothing. Refusals ("read", "none") are never kept, so a new grant is heard at once.
+   */
+  readonly #allowed = new Map<string, { permission: Permission; until: number }>();
+
   constructor(private readonly client: GitHubClient) {}
 
   async getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null> {
@@ -73,15 +86,45 @@ export class GitHubPullRequests {
     await octokit.rest.issues.createComment({ owner: repo.owner, repo: repo.name, issue_number: number, body });
   }
 
+  /**
+   * The user's permission on the repository. An allowed answer is kept PERMISSION_CACHE_MS per
+   * installation, repository and user (in this process); `forgetPermissions` drops it sooner
+   * (a `member`, `membership`, `organization` or `repository` delivery, installations changing).
+   */
   async permissionOf(repo: RepoRef, user: string): Promise<Permission> {
+    const installation = await this.client.installationFor(repo);
+    const key = `${installation}:${repo.owner}/${repo.name}:${user}`.toLowerCase();
+    const now = this.client.now();
+    const kept = this.#allowed.get(key);
+    if (kept && now < kept.until) return kept.permission;
+    this.#allowed.delete(key);
     const octokit = await this.client.octokit(repo);
+    let permission: Permission;
     try {
       // `permission` folds GitHub's roles into admin / write (maintain too) / read (triage too) / none.
       const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner: repo.owner, repo: repo.name, username: user });
-      return (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
+      permission = (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
     } catch (error) {
       if ((error as OctokitError).status === 404) return "none";
       throw error;
+    }
+    if (permission === "admin" || permission === "write") this.#allowed.set(key, { permission, until: now + PERMISSION_CACHE_MS });
+    return permission;
+  }
+
+  /** Forgets the kept permissions in `scope` (all of them without one). */
+  forgetPermissions(scope?: PermissionScope): void {
+    if (!scope) {
+      this.#allowed.clear();
+      return;
+    }
+    const owner = scope.owner.toLowerCase();
+    const repo = scope.repo?.toLowerCase();
+    const user = scope.user?.toLowerCase();
+    for (const key of [...this.#allowed.keys()]) {
+      const [, where = "", who = ""] = key.split(":");
+      const [keyOwner, keyRepo] = where.split("/");
+      if (keyOwner === owner && (repo === undefined || keyRepo === repo) && (user === undefined || who === user)) this.#allowed.delete(key);
     }
   }
 
