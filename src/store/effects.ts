@@ -2,7 +2,7 @@ import type { OutboxEffect } from "../domain/engine/types.js";
 import { prismaShaped } from "./columns.js";
 import { type Database, sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
-import { markQueueDue } from "./due-queues.js";
+import { markQueueDue, PENDING_ORDER } from "./due-queues.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -53,7 +53,7 @@ async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<s
 /** The first effect of the queue's outbox not yet done, or null. */
 export async function nextPendingEffect(tx: Tx, queueId: string): Promise<PendingEffect | null> {
   // Plain SQL (sqlOf): the effect runner asks before every effect.
-  const [found] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC LIMIT 1`, [
+  const [found] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "queueId", "payload", "attempts", "nextAttemptAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY ${PENDING_ORDER} LIMIT 1`, [
     queueId,
   ]);
   if (!found) return null;
@@ -112,7 +112,9 @@ export async function nextEffectToRun(db: Pick<Database, "read" | "transaction">
 
 /** The queue's outbox not yet done, in order (plain SQL: it is read before every effect). */
 async function pendingRows(tx: Tx, queueId: string): Promise<PendingRow[]> {
-  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "seq", "kind", "attempts", "nextAttemptAt", "payload" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY "seq" ASC`, [queueId]);
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "seq", "kind", "attempts", "nextAttemptAt", "payload" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY ${PENDING_ORDER}`, [
+    queueId,
+  ]);
   return rows.map((found) => {
     const row = prismaShaped<PendingRow>(found, [], ["nextAttemptAt"]);
     return { ...row, seq: Number(row.seq), attempts: Number(row.attempts) };
@@ -185,5 +187,11 @@ export async function countPendingMerges(tx: Tx, queueId: string): Promise<numbe
 
 /** The first effect of the queue's outbox not yet done, as stored (attempts, last error), or null. */
 export async function outboxHead(tx: Tx, queueId: string): Promise<{ kind: string; attempts: number; lastError: string | null; nextAttemptAt: Date | null; createdAt: Date } | null> {
-  return tx.effect.findFirst({ where: { queueId, doneAt: null }, orderBy: { seq: "asc" }, select: { kind: true, attempts: true, lastError: true, nextAttemptAt: true, createdAt: true } });
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(
+    `SELECT "kind", "attempts", "lastError", "nextAttemptAt", "createdAt" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY ${PENDING_ORDER} LIMIT 1`,
+    [queueId],
+  );
+  if (!row) return null;
+  const head = prismaShaped<{ kind: string; attempts: number; lastError: string | null; nextAttemptAt: Date | null; createdAt: Date }>(row, [], ["nextAttemptAt", "createdAt"]);
+  return { ...head, attempts: Number(head.attempts) };
 }

@@ -1,0 +1,3 @@
+-- CreateIndex
+CREATE INDEX "TestRun_queueId_baseSha_idx" ON "TestRun"("queueId", "baseSha");
+
