@@ -101,6 +101,8 @@ export type SimResult = {
   brokenLatencyMax: number | null;
   /** Wall ms from each 1,000th arrival to the next (the store path's flatness with history). */
   chunkWallMs?: number[];
+  /** This process's CPU ms over the same chunks (steadier than wall on a shared machine). */
+  chunkCpuMs?: number[];
   /** CI re-runs of failed jobs (counted in ciRuns too). */
   ciRetries: number;
   /** CI results delivered failed by flaky tests alone. */
@@ -392,6 +394,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
   const cpu0 = process.cpuUsage();
   let events = 0;
   let chunkWallMs: number[] = [];
+  let chunkCpuMs: number[] = [];
   try {
     const org = await db.transaction((tx) => ensureOrganization(tx, "sim"));
     const principal: Principal = { organizationId: org.id, organizationSlug: org.slug, tokenId: "sim", role: "write" };
@@ -403,6 +406,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
     let nextArrival = 0;
     const chunkMarks: number[] = [];
+    const cpuMarks: number[] = [];
     /**
      * A PR's own CI before it is submitted, as CI uploads it: its head commit on its branch, and a
      * failed job re-run (by a developer, or CI's retry of failed jobs) up to twice, on the same
@@ -433,7 +437,11 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       if (!Number.isFinite(next) || next > stopAt) break;
       clock = start + Math.max(next, clock - start);
       if (arrival === next) {
-        if (nextArrival % FLATNESS_CHUNK === 0) chunkMarks.push(performance.now());
+        if (nextArrival % FLATNESS_CHUNK === 0) {
+          chunkMarks.push(performance.now());
+          const used = process.cpuUsage();
+          cpuMarks.push((used.user + used.system) / 1000);
+        }
         const pr = list[nextArrival++]!;
         const input = { ...address, prNumber: pr.number };
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
@@ -457,6 +465,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     }
     const wallMs = performance.now() - wall0;
     chunkWallMs = chunkMarks.slice(1).map((t, i) => t - chunkMarks[i]!);
+    chunkCpuMs = cpuMarks.slice(1).map((t, i) => t - cpuMarks[i]!);
     if (process.env.SIM_DEBUG) {
       const runs = await db.read((tx) => tx.testRun.findMany({ where: { queueId: queue.id }, orderBy: { startedAt: "asc" } }));
       for (const r of runs)
@@ -542,6 +551,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       events,
       chunkWallMs,
+      chunkCpuMs,
     };
   } finally {
     await db.close();

@@ -170,7 +170,11 @@ for (const store of stores) {
   );
   if (r.badMerges > 0 || r.merged < costPrs * 0.9) throw new Error(`engine cost run on ${store.name} went wrong: ${JSON.stringify(r)}`);
   const chunks = r.chunkWallMs ?? [];
-  if (chunks.length >= 2) flatness.push(`${store.name}: ms per PR by 1,000 arrivals ${chunks.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(chunks.at(-1)! / chunks[0]!).toFixed(2)}`);
+  const cpu = r.chunkCpuMs ?? [];
+  if (chunks.length >= 2) {
+    flatness.push(`${store.name}: wall ms per PR by 1,000 arrivals ${chunks.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(chunks.at(-1)! / chunks[0]!).toFixed(2)}`);
+    flatness.push(`${store.name}: CPU ms per PR (this process) ${cpu.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(cpu.at(-1)! / cpu[0]!).toFixed(2)}`);
+  }
 }
 console.log("");
 // Flat with history (issue 23): the last 1,000 PRs cost no more than the first (needs --cost-prs of 2,000 or more).
