@@ -105,6 +105,8 @@ export class Worker {
     await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled(), ...background]);
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = null;
+    // Stopped: ticks asked for (tests, tools) work again.
+    this.#stopping = false;
     closeWebhookAgents(this.#webhookAgents);
   }
 
