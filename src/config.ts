@@ -258,7 +258,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     logLevel: e.LOG_LEVEL,
     githubApp,
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
-    sandbox: { ciMs: e.GREENLINE_SANDBOX_CI_MS, failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE, flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE, ...(e.GREENLINE_SANDBOX_FAULTS.size > 0 ? { faults: e.GREENLINE_SANDBOX_FAULTS } : {}) },
+    sandbox: {
+      ciMs: e.GREENLINE_SANDBOX_CI_MS,
+      failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE,
+      flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE,
+      ...(e.GREENLINE_SANDBOX_FAULTS.size > 0 ? { faults: e.GREENLINE_SANDBOX_FAULTS } : {}),
+    },
     workerIntervalMs: e.GREENLINE_WORKER_INTERVAL_MS,
     ciPoll: { firstMs: e.GREENLINE_CI_POLL_FIRST_MS, maxMs: Math.max(e.GREENLINE_CI_POLL_FIRST_MS, e.GREENLINE_CI_POLL_MAX_MS) },
     postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },

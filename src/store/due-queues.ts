@@ -88,6 +88,22 @@ export async function releaseQueue(tx: Tx, claimed: ClaimedQueue, next: Date | n
   await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${marked} WHERE "queueId" = ${queueId} AND "claimedUntil" = ${leaseUntil}`;
 }
 
+/** The account (lower-case "host/owner": its installation) of each queue, by queue id. */
+export async function accountsOfQueues(tx: Tx, queueIds: string[]): Promise<Map<string, string>> {
+  if (queueIds.length === 0) return new Map();
+  const rows = await tx.queue.findMany({ where: { id: { in: queueIds } }, select: { id: true, repository: { select: { host: true, owner: true } } } });
+  return new Map(rows.map((row) => [row.id, `${row.repository.host}/${row.repository.owner}`.toLowerCase()]));
+}
+
+/**
+ * Ends a claim without work done, the queue due again at `at` (behind the queues due before:
+ * its installation already holds its share of the worker's slots). A claim not this one's any
+ * more is left alone.
+ */
+export async function deferQueue(tx: Tx, claimed: ClaimedQueue, at: Date): Promise<void> {
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${at} WHERE "queueId" = ${claimed.queueId} AND "claimedUntil" = ${claimed.leaseUntil}`;
+}
+
 /** Ends a claim without work done: the queue stays due when it was (a claim not this one's any more is left alone). */
 export async function unclaimQueue(tx: Tx, claimed: ClaimedQueue): Promise<void> {
   await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL WHERE "queueId" = ${claimed.queueId} AND "claimedUntil" = ${claimed.leaseUntil}`;

@@ -4,9 +4,9 @@ import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithRunningRuns } from "../store/queues.js";
-import { claimDueQueues, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, renewClaim, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
+import { accountsOfQueues, claimDueQueues, deferQueue, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, renewClaim, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
 import { runEffects } from "./effects.js";
-import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
+import { dueRechecks, recheckDueReadiness, recheckReadiness } from "../queue/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../webhooks/services/inbox.js";
 import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../outbound/dispatch.js";
@@ -22,7 +22,10 @@ export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 /** How long one tick may spend on the webhook inbox's rounds before the queues' own work. */
 export const INBOX_TICK_BUDGET_MS = 1_000;
 /**
- * The due queues' work (src/store/due-queues.ts): how many a worker works on at once, how many
+ * The due queues' work (src/store/due-queues.ts): how many a worker works on at once (slots
+ * wait on the code host more than they use the database), how many of them the queues of one
+ * installation may hold (a slow or failing code host leaves the others the rest: its queues
+ * claimed beyond that are due again `deferMs` later, behind the others), how many
  * effects one claim of a queue executes at most (a queue with 500 PRs takes its turn like one
  * with 1, then goes behind the queues due before it) and for how long (between two effects:
  * a slow code host's queue gives its slot back), how long a claim's lease is (a replica that
@@ -30,9 +33,9 @@ export const INBOX_TICK_BUDGET_MS = 1_000;
  * renews the leases of the queues it still works on, how long one tick goes on claiming, and
  * when a queue whose work failed is tried again.
  */
-export const DUE_QUEUES = { concurrency: 8, effectsPerClaim: 20, claimBudgetMs: 2_000, leaseMs: 15_000, renewEveryMs: 5_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
-/** How many checks of queues' target heads (a code host without webhooks) one process has in flight at most. */
-export const BASE_CHECKS_IN_FLIGHT = 8;
+export const DUE_QUEUES = { concurrency: 16, perInstallation: 8, deferMs: 1_000, effectsPerClaim: 20, claimBudgetMs: 2_000, leaseMs: 15_000, renewEveryMs: 5_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
+/** How many target-head checks (a code host without webhooks), and how many readiness re-reads, one process has in flight at most in the background. */
+export const BACKGROUND_CHECKS_IN_FLIGHT = 8;
 
 export type WorkerOptions = {
   intervalMs: number;
@@ -65,7 +68,9 @@ export class Worker {
   #running = false;
   #stopping = false;
   /** The queues this process works on now (its claims), each in a slot of its own. */
-  readonly #claims = new Map<string, { claimed: ClaimedQueue; working: Promise<number>; releasing: boolean }>();
+  readonly #claims = new Map<string, { claimed: ClaimedQueue; account: string; working: Promise<number>; releasing: boolean }>();
+  /** How many slots the queues of each installation (its account) hold here. */
+  readonly #slotsOf = new Map<string, number>();
   /** The renewal of the claims' leases in flight (a release waits for it: the claim's token may change). */
   #renewing: Promise<void> | null = null;
   /** Slots a claim statement in flight may fill. */
@@ -74,6 +79,8 @@ export class Worker {
   #renewal: NodeJS.Timeout | null = null;
   /** Checks of queues' target heads in flight (the worker's own loop does not wait for them). */
   readonly #baseChecks = new Map<string, Promise<number>>();
+  /** Re-reads of PRs' readiness in flight (idem), by queue and PR. */
+  readonly #rechecks = new Map<string, Promise<number>>();
 
   constructor(
     private readonly services: Services,
@@ -101,7 +108,7 @@ export class Worker {
     if (this.#webhookTimer) clearTimeout(this.#webhookTimer);
     this.#webhookTimer = null;
     // The queues worked on in the background finish their effect in flight and release their claim.
-    const background = [...[...this.#claims.values()].map((c) => c.working), ...this.#baseChecks.values()].map((p) => p.catch(() => undefined));
+    const background = [...[...this.#claims.values()].map((c) => c.working), ...this.#baseChecks.values(), ...this.#rechecks.values()].map((p) => p.catch(() => undefined));
     await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled(), ...background]);
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = null;
@@ -172,7 +179,7 @@ export class Worker {
       work += await this.#noticeBaseMoves(wait);
     }
     // Waiting PRs whose mergeability GitHub was still computing, or that an event may have changed.
-    work += await recheckDueReadiness(services);
+    work += wait ? await recheckDueReadiness(services) : await this.#recheckReadinessInBackground();
     // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
     work += await reconcileRunsInFlight(services, this.options.ciPoll);
     // Runs whose required checks never started are told so, long before their testing timeout.
@@ -221,10 +228,20 @@ export class Worker {
       if (!exhausted && free > 0 && !this.#stopping) {
         this.#reserved += free;
         let claimed: ClaimedQueue[];
+        let accounts: Map<string, string>;
         try {
           const now = services.now();
           const lease = new Date(now.getTime() + DUE_QUEUES.leaseMs);
-          claimed = await services.db.write((tx) => claimDueQueues(tx, services.db.kind, now, free, lease));
+          ({ claimed, accounts } = await services.db.write(async (tx) => {
+            const queues = await claimDueQueues(tx, services.db.kind, now, free, lease);
+            return {
+              claimed: queues,
+              accounts: await accountsOfQueues(
+                tx,
+                queues.map((q) => q.queueId),
+              ),
+            };
+          }));
         } finally {
           this.#reserved -= free;
         }
@@ -238,11 +255,27 @@ export class Worker {
         // else: a lock another process holds, a probe about to be made) waits for the next tick.
         const again = claimed.filter((queue) => worked.has(queue.queueId) && !this.#claims.has(queue.queueId));
         for (const queue of again) await services.db.write((tx) => unclaimQueue(tx, queue));
-        const fresh = claimed.filter((queue) => !worked.has(queue.queueId) && !this.#claims.has(queue.queueId));
+        const candidates = claimed.filter((queue) => !worked.has(queue.queueId) && !this.#claims.has(queue.queueId));
+        // An installation holding its share of the slots: its other queues wait behind the rest.
+        const fresh: { queue: ClaimedQueue; account: string }[] = [];
+        const deferred: ClaimedQueue[] = [];
+        for (const queue of candidates) {
+          const account = accounts.get(queue.queueId) ?? "";
+          const held = (this.#slotsOf.get(account) ?? 0) + fresh.filter((f) => f.account === account).length;
+          if (held >= DUE_QUEUES.perInstallation) deferred.push(queue);
+          else fresh.push({ queue, account });
+        }
+        // (A tick asked for leaves them due as they were: it claims them once its slots free.)
+        if (deferred.length > 0) {
+          const at = new Date(services.now().getTime() + DUE_QUEUES.deferMs);
+          await services.db.write(async (tx) => {
+            for (const queue of deferred) await (wait ? unclaimQueue(tx, queue) : deferQueue(tx, queue, at));
+          });
+        }
         if (fresh.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
-        for (const queue of fresh) {
+        for (const { queue, account } of fresh) {
           worked.add(queue.queueId);
-          const working = this.#startClaim(queue);
+          const working = this.#startClaim(queue, account);
           if (!wait) continue;
           const counted: Promise<void> = working.then((done) => {
             work += done;
@@ -263,15 +296,19 @@ export class Worker {
    * work lasts, and when it ends (the worker's own loop running) a freed slot claims more due
    * queues at once. Answers the work done.
    */
-  #startClaim(claimed: ClaimedQueue): Promise<number> {
+  #startClaim(claimed: ClaimedQueue, account: string): Promise<number> {
+    this.#slotsOf.set(account, (this.#slotsOf.get(account) ?? 0) + 1);
     const working = this.#workOnQueue(claimed).finally(() => {
       this.#claims.delete(claimed.queueId);
+      const held = (this.#slotsOf.get(account) ?? 1) - 1;
+      if (held > 0) this.#slotsOf.set(account, held);
+      else this.#slotsOf.delete(account);
       if (this.#claims.size === 0 && this.#renewal) {
         clearInterval(this.#renewal);
         this.#renewal = null;
       }
     });
-    this.#claims.set(claimed.queueId, { claimed, working, releasing: false });
+    this.#claims.set(claimed.queueId, { claimed, account, working, releasing: false });
     this.#renewal ??= setInterval(() => {
       if (this.#renewing) return;
       this.#renewing = this.#renewClaims()
@@ -398,7 +435,7 @@ export class Worker {
    * No webhook tells of pushes: compare the target head of each queue with runs in flight (the
    * only ones a move can make stale) with what the queue left. `wait`: one after the other,
    * waited for; else each queue's check goes on in the background (at most
-   * BASE_CHECKS_IN_FLIGHT at once, a queue whose check is in flight is skipped): a slow or
+   * BACKGROUND_CHECKS_IN_FLIGHT at once, a queue whose check is in flight is skipped): a slow or
    * failing code host for one queue holds neither the tick nor the other queues' checks.
    */
   async #noticeBaseMoves(wait: boolean): Promise<number> {
@@ -416,7 +453,7 @@ export class Worker {
       return work;
     }
     for (const queue of queues) {
-      if (this.#baseChecks.size >= BASE_CHECKS_IN_FLIGHT || this.#stopping) break;
+      if (this.#baseChecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) break;
       if (this.#baseChecks.has(queue.id)) continue;
       const checking = check(queue)
         .catch((error: unknown) => {
@@ -425,6 +462,30 @@ export class Worker {
         })
         .finally(() => this.#baseChecks.delete(queue.id));
       this.#baseChecks.set(queue.id, checking);
+    }
+    return 0;
+  }
+
+  /**
+   * The worker's own loop re-reads due PRs in the background, each apart (at most
+   * BACKGROUND_CHECKS_IN_FLIGHT at once; one in flight is not asked again): a slow code host's PR
+   * holds neither the tick nor the other re-reads. The work they do is the engine's, marked due
+   * on their queues; the tick counts none of it.
+   */
+  async #recheckReadinessInBackground(): Promise<number> {
+    if (this.#rechecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) return 0;
+    for (const item of await dueRechecks(this.services)) {
+      if (this.#rechecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) break;
+      const key = `${item.queueId}#${item.prNumber}`;
+      if (this.#rechecks.has(key)) continue;
+      const rechecking = recheckReadiness(this.services, item)
+        .then((changed) => (changed ? 1 : 0))
+        .catch((error: unknown) => {
+          this.options.log.warn({ err: error, queueId: item.queueId, pr: item.prNumber }, "re-reading a pull request's readiness failed");
+          return 0;
+        })
+        .finally(() => this.#rechecks.delete(key));
+      this.#rechecks.set(key, rechecking);
     }
     return 0;
   }
