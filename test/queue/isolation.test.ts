@@ -12,18 +12,21 @@ import { prOf, queueOf, startTestServer, type TestServer } from "../support/harn
 describe.each(BACKENDS)("isolation, $name", (backend) => {
   let server: TestServer;
   const faults = new Map<string, SandboxFault>();
-  const concurrency = DUE_QUEUES.concurrency;
+  const { concurrency, perInstallation } = DUE_QUEUES;
   /** Opens the gate the held calls wait for (also when the test failed: the server can close). */
   let open = () => {};
 
   beforeAll(async () => {
-    // Two slots: the held queue takes one, the other queues share the other.
+    // Two slots, one per installation: the held installation's queues take one, the other
+    // queues share the other.
     DUE_QUEUES.concurrency = 2;
+    DUE_QUEUES.perInstallation = 1;
     server = await startTestServer(backend, { sandbox: { ciMs: 50, faults } });
   });
   afterAll(async () => {
     open();
     DUE_QUEUES.concurrency = concurrency;
+    DUE_QUEUES.perInstallation = perInstallation;
     await server?.close();
   });
 
@@ -40,10 +43,16 @@ describe.each(BACKENDS)("isolation, $name", (backend) => {
   test("a queue whose code host never answers holds neither the worker's loop nor the other queues", async () => {
     const stuck = { ...queueOf("slow", "main", "stuck-co") };
     const stuckPr = { ...stuck, pr: { number: 1 } };
+    // A second queue of the same installation: without the installation's share of the slots,
+    // the two held queues would take both.
+    const stuck2 = { ...queueOf("slow-2", "main", "stuck-co") };
+    const stuck2Pr = { ...stuck2, pr: { number: 1 } };
     await server.api.ok("createQueue", stuck);
+    await server.api.ok("createQueue", stuck2);
     for (const name of ["a", "b", "c"]) await server.api.ok("createQueue", queueOf(name));
     // The held queue's PR is submitted first (its queue is due first), while its code host answers.
     await server.api.ok("submitPullRequest", stuckPr);
+    await server.api.ok("submitPullRequest", stuck2Pr);
     // From now on every call for stuck-co waits for the gate: its run's start never answers.
     const gate = new Promise<void>((resolve) => (open = resolve));
     faults.set("stuck-co", { kind: "hold", until: gate });
@@ -54,13 +63,16 @@ describe.each(BACKENDS)("isolation, $name", (backend) => {
     for (const name of ["a", "b", "c"]) await server.api.ok("submitPullRequest", prOf(2, name));
     for (const name of ["a", "b", "c"]) await until(async () => (await state(prOf(2, name))) === "merged", `${name}#2 merged`);
     // Meanwhile the held queue's run never started: its start is still the call in flight.
-    const startRun = await server.greenline.services.db.read((tx) => tx.effect.findFirstOrThrow({ where: { queue: { repository: { owner: "stuck-co" } }, kind: "start_run" }, select: { doneAt: true, attempts: true } }));
-    expect(startRun).toEqual({ doneAt: null, attempts: 0 });
+    const startRuns = await server.greenline.services.db.read((tx) => tx.effect.findMany({ where: { queue: { repository: { owner: "stuck-co" } }, kind: "start_run" }, select: { doneAt: true, attempts: true } }));
+    expect(startRuns).toEqual([
+      { doneAt: null, attempts: 0 },
+      { doneAt: null, attempts: 0 },
+    ]);
     expect(await state(stuckPr)).not.toBe("merged");
     // The code host answers: the held queue goes on (its claim was kept, then released) and merges.
     faults.delete("stuck-co");
     open();
-    await until(async () => (await state(stuckPr)) === "merged", "stuck-co's PR merged once its code host answers");
+    await until(async () => (await state(stuckPr)) === "merged" && (await state(stuck2Pr)) === "merged", "stuck-co's PRs merged once its code host answers");
     await server.greenline.worker.stop();
   }, 180_000);
 
