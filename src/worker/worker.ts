@@ -52,7 +52,10 @@ export type WorkerOptions = {
  * a code host without webhooks holds and notices its target branches moving outside the queue,
  * re-reads waiting PRs' readiness, reconciles and diagnoses runs in flight, fires due timers,
  * executes effects, and now and then prunes old deliveries and history (src/queue/retention.ts) and re-judges flaky tests. Outbound
- * webhooks go out on a loop of their own. Everything it does reads the database, so any number
+ * webhooks go out on a loop of their own. On the worker's own loop (start), the due queues'
+ * effects, the readiness re-reads and the target-head checks go on in the background, each
+ * apart (a slow or failing code host for one queue holds that queue, not the tick nor the
+ * others: docs/engine.md, "Isolation"); a tick asked for (tick, drain) waits for them. Everything it does reads the database, so any number
  * of processes can run one, and a restarted process carries on.
  */
 export class Worker {
