@@ -20,8 +20,15 @@ import { benchConfig, freePort, machine, waitFor, withAdmin } from "./support.js
  * PR merged exactly once and none was lost, and each replica's RSS in the first and last fifth.
  * Before the runs: statements per idle worker tick with few and many queues (in-process).
  *
+ * Isolation (goal 4): `--slow-installation` (every code-host call of installation inst-000's
+ * queues answers after --fault-ms, 5 s) or `--failing-installation` (its writes answer 500:
+ * GREENLINE_SANDBOX_FAULTS=inst-000=fail-writes) runs each replica count twice, same seed and
+ * rate: first without the fault, then with it; and reports the other queues' CI result → merge
+ * p50/p95/p99 in both and their ratio. The drain then waits for the other queues' PRs only.
+ *
  *   node dist/bench/scale.js [--quick] [--queues=N] [--installations=M] [--rate=PRs/s]
  *     [--seconds=S] [--ci-ms=MS] [--replicas=1,2,3] [--kill] [--interval-ms=250]
+ *     [--slow-installation | --failing-installation] [--fault-ms=5000]
  */
 
 const root = join(import.meta.dirname, "../..");
@@ -29,7 +36,11 @@ const ADMIN_URL = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://post
 const TOKEN = "scale-bench-token-0123456789abcdef";
 const ORG = "bench";
 
-type Options = { queues: number; installations: number; rate: number; seconds: number; ciMs: number; replicas: number[]; kill: boolean; intervalMs: number; drainS: number; idle: boolean };
+type Fault = { kind: "slow" | "failing"; owner: string; setting: string };
+type Options = { queues: number; installations: number; rate: number; seconds: number; ciMs: number; replicas: number[]; kill: boolean; intervalMs: number; drainS: number; idle: boolean; fault: Fault | null };
+
+/** The installation whose code host is slow or failing in the isolation runs. */
+const FAULTY_OWNER = "inst-000";
 
 function parseArgs(argv: string[]): Options {
   const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
@@ -45,6 +56,11 @@ function parseArgs(argv: string[]): Options {
     intervalMs: Number(flag("interval-ms") ?? 250),
     drainS: Number(flag("drain-s") ?? (quick ? 150 : 400)),
     idle: !argv.includes("--no-idle"),
+    fault: argv.includes("--slow-installation")
+      ? { kind: "slow", owner: FAULTY_OWNER, setting: `${FAULTY_OWNER}=slow:${Number(flag("fault-ms") ?? 5000)}` }
+      : argv.includes("--failing-installation")
+        ? { kind: "failing", owner: FAULTY_OWNER, setting: `${FAULTY_OWNER}=fail-writes` }
+        : null,
   };
 }
 
@@ -133,8 +149,12 @@ function percentile(sorted: number[], p: number): number | null {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+type Latency = { p50: number | null; p95: number | null; p99: number | null; count: number };
+
 type RunResult = {
   replicas: number;
+  /** GREENLINE_SANDBOX_FAULTS of the run ("" without). */
+  fault: string;
   submitted: number;
   non2xx: number;
   non2xxAnswers: Record<string, string>;
@@ -149,15 +169,20 @@ type RunResult = {
   cpuS: number;
   decisionsPerCpuS: number;
   cpuCores: number;
-  ciResultToMergeMs: { p50: number | null; p95: number | null; p99: number | null; count: number };
+  ciResultToMergeMs: Latency;
+  /** The queues of the other installations than the faulty one (isolation runs; with or without the fault). */
+  othersCiResultToMergeMs: Latency;
+  /** The faulty installation's PRs: submitted, merged by the end of the run. */
+  faultyInstallation: { submitted: number; merged: number } | null;
   rssMb: { first: number | null; last: number | null }[];
   killed: boolean;
   loadAverage: number[];
 };
 
-async function runScale(options: Options, replicaCount: number): Promise<RunResult> {
-  const database = await createDatabase(`r${replicaCount}`);
+async function runScale(options: Options, replicaCount: number, fault: Fault | null): Promise<RunResult> {
+  const database = await createDatabase(`r${replicaCount}${fault ? `_${fault.kind}` : ""}`);
   const env = {
+    ...(fault ? { GREENLINE_SANDBOX_FAULTS: fault.setting } : {}),
     DATABASE_URL: database.url,
     GREENLINE_API_TOKEN: TOKEN,
     GREENLINE_ORG: ORG,
@@ -232,6 +257,14 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       pending.add(tracked);
     }
     await Promise.all(pending);
+    // With an installation faulty (isolation runs, with or without the fault), the drain waits
+    // for the other installations' PRs: the faulty one's may not merge in the run's time.
+    const faulty = options.fault ? submitted.filter((p) => queueRepo(p.queue, options.installations).owner === options.fault!.owner).length : 0;
+    const target = total - faulty;
+    const mergedOthers = async () => {
+      const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "SandboxPullRequest" WHERE state = 'merged' AND "repoKey" NOT LIKE $1`, [options.fault ? `%/${options.fault.owner}/%` : "-"]);
+      return Number(rows[0]!.n);
+    };
     // Drained: every submitted PR merged in the sandbox (no failures, no flakes configured), or
     // no merge for a minute (the rest is reported unfinished), or the drain's bound passed.
     const deadline = performance.now() + options.drainS * 1000;
@@ -239,12 +272,16 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
     let drainedAt = performance.now();
     let progressAt = performance.now();
     for (;;) {
-      const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "SandboxPullRequest" WHERE state = 'merged'`);
-      if (Number(rows[0]!.n) > merged) progressAt = performance.now();
-      merged = Number(rows[0]!.n);
+      const others = await mergedOthers();
+      if (others > merged) progressAt = performance.now();
+      merged = others;
       drainedAt = performance.now();
-      if (merged >= total || performance.now() > deadline || performance.now() - progressAt > 60_000) break;
+      if (merged >= target || performance.now() > deadline || performance.now() - progressAt > 60_000) break;
       await sleep(250);
+    }
+    {
+      const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "SandboxPullRequest" WHERE state = 'merged'`);
+      merged = Number(rows[0]!.n);
     }
     const cpuS = replicas.reduce((sum, r, i) => sum + (r.cpu() - cpuBefore[i]!), 0);
     const wallS = (drainedAt - started) / 1000;
@@ -256,12 +293,18 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
     );
     const twice = commits.filter((c) => Number(c.n) > 1).length;
     const { rows: events } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "QueueEvent"`);
-    const { rows: latencies } = await admin.query<{ ms: number }>(
-      `SELECT EXTRACT(EPOCH FROM (e."doneAt" - j."dueAt")) * 1000 AS ms
+    const { rows: latencies } = await admin.query<{ ms: number; owner: string }>(
+      `SELECT EXTRACT(EPOCH FROM (e."doneAt" - j."dueAt")) * 1000 AS ms, r.owner
          FROM "Effect" e JOIN "SandboxCiJob" j ON j."queueId" = e."queueId" AND j."runId" = (e.payload::json->>'runId')
+         JOIN "Queue" q ON q.id = e."queueId" JOIN "Repository" r ON r.id = q."repositoryId"
         WHERE e.kind = 'merge' AND e."doneAt" IS NOT NULL AND j.outcome = 'passed' AND NOT e."gaveUp"`,
     );
     const ms = latencies.map((l) => Number(l.ms)).sort((a, b) => a - b);
+    const othersMs = latencies
+      .filter((l) => l.owner !== options.fault?.owner)
+      .map((l) => Number(l.ms))
+      .sort((a, b) => a - b);
+    const latencyOf = (sorted: number[]): Latency => ({ p50: roundOrNull(percentile(sorted, 50)), p95: roundOrNull(percentile(sorted, 95)), p99: roundOrNull(percentile(sorted, 99)), count: sorted.length });
     const fifth = (r: Replica, which: "first" | "last") => {
       const span = r.rss.at(-1)?.at ?? 0;
       const picked = r.rss.filter((s) => (which === "first" ? s.at <= span / 5 : s.at >= (span * 4) / 5));
@@ -271,8 +314,10 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
     // Lost: submitted, not merged, and no longer in its queue (failed, cancelled, or gone).
     const { rows: queued } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM "QueueEntry" WHERE state NOT IN ('merged', 'failed', 'cancelled')`);
     const unfinished = Number(queued[0]!.n);
+    const faultyMerged = options.fault ? merged - (await mergedOthers()) : 0;
     return {
       replicas: replicaCount,
+      fault: fault?.setting ?? "",
       submitted: total,
       non2xx,
       non2xxAnswers: Object.fromEntries(answers),
@@ -286,7 +331,9 @@ async function runScale(options: Options, replicaCount: number): Promise<RunResu
       cpuS: round(cpuS),
       decisionsPerCpuS: round(eventCount / cpuS),
       cpuCores: round(cpuS / wallS),
-      ciResultToMergeMs: { p50: roundOrNull(percentile(ms, 50)), p95: roundOrNull(percentile(ms, 95)), p99: roundOrNull(percentile(ms, 99)), count: ms.length },
+      ciResultToMergeMs: latencyOf(ms),
+      othersCiResultToMergeMs: latencyOf(othersMs),
+      faultyInstallation: options.fault ? { submitted: faulty, merged: faultyMerged } : null,
       rssMb: replicas.map((r) => ({ first: fifth(r, "first"), last: fifth(r, "last") })),
       killed: killAt >= 0,
       loadAverage: loadavg().map(round),
@@ -347,11 +394,30 @@ async function main(): Promise<void> {
     console.error(`statements per idle worker tick (queues → statements): ${JSON.stringify(idle)}`);
   }
   const results: Record<string, RunResult> = {};
+  const isolation: Record<string, unknown> = {};
+  const faultedRuns: RunResult[] = [];
   for (const r of options.replicas) {
-    const result = await runScale(options, r);
+    const result = await runScale(options, r, null);
     results[String(r)] = result;
     console.error(JSON.stringify(result));
+    if (!options.fault) continue;
+    // The same run with the fault (same seed, rate and queues): the other queues' latency beside it.
+    const faulted = await runScale(options, r, options.fault);
+    console.error(JSON.stringify(faulted));
+    faultedRuns.push(faulted);
+    const before = result.othersCiResultToMergeMs;
+    const after = faulted.othersCiResultToMergeMs;
+    const ratio = (a: number | null, b: number | null) => (a && b ? round(b / a) : null);
+    isolation[String(r)] = {
+      baselineMs: before,
+      faultedMs: after,
+      ratio: { p50: ratio(before.p50, after.p50), p95: ratio(before.p95, after.p95), p99: ratio(before.p99, after.p99) },
+      faultyInstallation: faulted.faultyInstallation,
+      othersMergedExactlyOnce: faulted.mergedExactlyOnce,
+      loadAverage: [result.loadAverage, faulted.loadAverage],
+    };
   }
+  if (options.fault) console.log(JSON.stringify({ isolation: { fault: options.fault.setting, replicas: isolation } }));
   const replicas = Object.fromEntries(
     Object.entries(results).map(([r, x]) => [
       r,
@@ -367,7 +433,8 @@ async function main(): Promise<void> {
   );
   console.log(JSON.stringify({ replicas }));
   if (idle) console.error(JSON.stringify({ idleTickStatements: idle }));
-  const ok = Object.values(results).every((x) => x.mergedExactlyOnce && x.lost === 0 && x.unfinished === 0);
+  // Isolation runs: the faulty installation's PRs may fail or wait; none may merge twice.
+  const ok = options.fault ? [...Object.values(results), ...faultedRuns].every((x) => x.mergedExactlyOnce) : Object.values(results).every((x) => x.mergedExactlyOnce && x.lost === 0 && x.unfinished === 0);
   process.exit(ok ? 0 : 1);
 }
 

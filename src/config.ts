@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_DATABASE_URL } from "./defaults.js";
+import { parseSandboxFaults, type SandboxFaults } from "./domain/sandbox-faults.js";
 
 /** How long PostgreSQL lets a statement run, and a transaction sit idle, before it ends them. */
 export type PostgresTimeouts = { statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
@@ -78,6 +79,15 @@ const ZEnvironment = z
     GREENLINE_SANDBOX_CI_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
     GREENLINE_SANDBOX_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0),
     GREENLINE_SANDBOX_FLAKE_RATE: z.coerce.number().min(0).max(1).default(0),
+    // A testing aid: the sandbox code host slow or failing for some owners (src/adapters/sandbox/code-host.ts).
+    GREENLINE_SANDBOX_FAULTS: ZOptionalString.transform((text, ctx) => {
+      try {
+        return parseSandboxFaults(text ?? "");
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
     GREENLINE_WORKER_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
     // Reconciliation of CI results on GitHub: runs in flight are polled first after this, then at doubling intervals up to the max.
     GREENLINE_CI_POLL_FIRST_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
@@ -181,7 +191,7 @@ export type Config = {
   githubApp: GitHubAppConfig | null;
   bootstrap: { token: string; org: string } | null;
   /** The sandbox code host's simulated CI (used when githubApp is null). */
-  sandbox: { ciMs: number; failureRate: number; flakeRate: number };
+  sandbox: { ciMs: number; failureRate: number; flakeRate: number; faults?: SandboxFaults };
   workerIntervalMs: number;
   /** Reconciliation polling of runs in flight (default: 30 s, doubling to 5 min). */
   ciPoll?: { firstMs: number; maxMs: number };
@@ -248,7 +258,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     logLevel: e.LOG_LEVEL,
     githubApp,
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
-    sandbox: { ciMs: e.GREENLINE_SANDBOX_CI_MS, failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE, flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE },
+    sandbox: {
+      ciMs: e.GREENLINE_SANDBOX_CI_MS,
+      failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE,
+      flakeRate: e.GREENLINE_SANDBOX_FLAKE_RATE,
+      ...(e.GREENLINE_SANDBOX_FAULTS.size > 0 ? { faults: e.GREENLINE_SANDBOX_FAULTS } : {}),
+    },
     workerIntervalMs: e.GREENLINE_WORKER_INTERVAL_MS,
     ciPoll: { firstMs: e.GREENLINE_CI_POLL_FIRST_MS, maxMs: Math.max(e.GREENLINE_CI_POLL_FIRST_MS, e.GREENLINE_CI_POLL_MAX_MS) },
     postgresTimeouts: { statementTimeoutMs: e.GREENLINE_PG_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: e.GREENLINE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS },

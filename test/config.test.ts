@@ -43,6 +43,18 @@ describe("loadConfig", () => {
     });
   });
 
+  test("the sandbox's faults (a testing aid) by owner, and a bad entry named with its rule", () => {
+    const { sandbox } = loadConfig({ GREENLINE_SANDBOX_FAULTS: "inst-000=slow:5000, Inst-001=fail,x=fail-writes" }, noFile);
+    expect([...(sandbox.faults ?? [])]).toEqual([
+      ["inst-000", { kind: "slow", ms: 5000 }],
+      ["inst-001", { kind: "fail" }],
+      ["x", { kind: "fail-writes" }],
+    ]);
+    expect(problemsOf({ GREENLINE_SANDBOX_FAULTS: "inst-000=slow" })).toEqual(['GREENLINE_SANDBOX_FAULTS "inst-000=slow" must be owner=slow:MS, owner=fail or owner=fail-writes']);
+    expect(problemsOf({ GREENLINE_SANDBOX_FAULTS: "a=fail,A=slow:1" })).toEqual(['GREENLINE_SANDBOX_FAULTS owner "a" is named twice']);
+    expect(problemsOf({ GREENLINE_SANDBOX_FAULTS: "a=slow:600001" })).toEqual(['GREENLINE_SANDBOX_FAULTS "a=slow:600001": a slow call takes at most 600000 ms']);
+  });
+
   test("the public address and the bundle URLs' key and lifetime", () => {
     const config = loadConfig({ GREENLINE_PUBLIC_URL: "https://greenline.example.com/", GREENLINE_BUNDLE_URL_SECRET: "k".repeat(32), GREENLINE_BUNDLE_URL_TTL_SECONDS: "60" }, noFile);
     expect(config.publicUrl).toBe("https://greenline.example.com");

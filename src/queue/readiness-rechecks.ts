@@ -30,13 +30,18 @@ export async function askReadinessRecheck(services: Services, repo: RepoRef, mat
  * whose lost deliveries it stands in for). Answers how many changed readiness or left.
  */
 export async function recheckDueReadiness(services: Services): Promise<number> {
-  const due = await services.db.read((tx) => dueReadinessRechecks(tx, services.now(), ROUND_LIMIT, inFlightRecheckDelayMs(1)));
   let work = 0;
-  for (const item of due) if (await recheckReadiness(services, item)) work++;
+  for (const item of await dueRechecks(services)) if (await recheckReadiness(services, item)) work++;
   return work;
 }
 
-async function recheckReadiness(services: Services, item: DueRecheck): Promise<boolean> {
+/** The re-reads due now (at most a round's worth), for a worker that makes each one apart (recheckReadiness). */
+export function dueRechecks(services: Services): Promise<DueRecheck[]> {
+  return services.db.read((tx) => dueReadinessRechecks(tx, services.now(), ROUND_LIMIT, inFlightRecheckDelayMs(1)));
+}
+
+/** Re-reads one PR whose re-read is due; answers whether it changed readiness or left. */
+export async function recheckReadiness(services: Services, item: DueRecheck): Promise<boolean> {
   const found = await services.db.read(async (tx) => {
     const queue = await findQueueInRepository(tx, item.queueId);
     const entry = queue && (await entryOf(tx, item.queueId, item.prNumber));

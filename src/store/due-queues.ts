@@ -13,6 +13,9 @@ import { sqlOf, type DatabaseKind, type Tx } from "./database.js";
  * leaves its row claimable again when the lease ends. The work on a queue's effects is also
  * under the queue's advisory lock (runEffects), which PostgreSQL releases with a dead replica's
  * connection: a lease that ends while a slow replica still works never lets two work at once.
+ * A worker renews the leases of the queues it still works on (renewClaim: a slow code host's
+ * call may outlast one), and its release or renewal of a claim that another worker has taken
+ * since changes nothing (the lease's end as written is the claim's token).
  */
 
 /**
@@ -23,8 +26,11 @@ import { sqlOf, type DatabaseKind, type Tx } from "./database.js";
  */
 export const PENDING_ORDER = `"seq" + 0 ASC`;
 
-/** A claimed queue: `marks` as claimed (releaseQueue keeps any mark made meanwhile). */
-export type ClaimedQueue = { queueId: string; marks: number };
+/**
+ * A claimed queue: `marks` as claimed (releaseQueue keeps any mark made meanwhile), and the end
+ * of the claim's lease as written (`leaseUntil`: the claim's token; renewClaim moves it on).
+ */
+export type ClaimedQueue = { queueId: string; marks: number; leaseUntil: Date };
 
 /**
  * Marks the queue due at `at` (or earlier, when it already is): within the transaction that
@@ -66,32 +72,62 @@ export async function claimDueQueues(tx: Tx, kind: DatabaseKind, now: Date, limi
       : await tx.$queryRaw<{ queueId: string; marks: number }[]>`UPDATE "QueueDue" SET "claimedUntil" = ${leaseUntil} WHERE "queueId" IN (
           SELECT "queueId" FROM "QueueDue" WHERE "dueAt" <= ${now} AND ("claimedUntil" IS NULL OR "claimedUntil" < ${now})
           ORDER BY "dueAt" LIMIT ${limit}) RETURNING "queueId", "marks", "dueAt"`;
-  return rows.map((row) => ({ queueId: row.queueId, marks: Number(row.marks) }));
+  return rows.map((row) => ({ queueId: row.queueId, marks: Number(row.marks), leaseUntil }));
+}
+
+/**
+ * Extends a claim's lease to `leaseUntil` while its worker still works on the queue (a slow
+ * code host: one call may outlast a lease). Answers false when the claim is not this one's any
+ * more (its lease ended and another worker claimed the queue): nothing is changed then. The
+ * caller makes `leaseUntil` the claim's token once the transaction committed.
+ */
+export async function renewClaim(tx: Tx, claimed: ClaimedQueue, leaseUntil: Date): Promise<boolean> {
+  const renewed = await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = ${leaseUntil} WHERE "queueId" = ${claimed.queueId} AND "claimedUntil" = ${claimed.leaseUntil}`;
+  return renewed > 0;
 }
 
 /**
  * Ends a claim at `now`: the queue's next work is due at `next` (null: none known). A mark made
  * while it was claimed wins over what the claimer saw: the row is then due at `now` at the
- * latest (behind queues due earlier: a busy queue does not keep the head of the line).
+ * latest (behind queues due earlier: a busy queue does not keep the head of the line). A claim
+ * that is not this one's any more (its lease ended, another worker claimed the queue) is left
+ * to its holder, who releases it.
  */
 export async function releaseQueue(tx: Tx, claimed: ClaimedQueue, next: Date | null, now: Date): Promise<void> {
+  const { queueId, marks, leaseUntil } = claimed;
   if (next === null) {
-    const deleted = await tx.$executeRaw`DELETE FROM "QueueDue" WHERE "queueId" = ${claimed.queueId} AND "marks" = ${claimed.marks}`;
+    const deleted = await tx.$executeRaw`DELETE FROM "QueueDue" WHERE "queueId" = ${queueId} AND "marks" = ${marks} AND "claimedUntil" = ${leaseUntil}`;
     if (deleted > 0) return;
-    await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${now} WHERE "queueId" = ${claimed.queueId}`;
+    await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${now} WHERE "queueId" = ${queueId} AND "claimedUntil" = ${leaseUntil}`;
     return;
   }
   // Two statements rather than a CASE of parameters (PostgreSQL cannot type those): the first
   // one when nothing marked the queue meanwhile, else it is due at `now` at the latest.
-  const kept = await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${next} WHERE "queueId" = ${claimed.queueId} AND "marks" = ${claimed.marks}`;
+  const kept = await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${next} WHERE "queueId" = ${queueId} AND "marks" = ${marks} AND "claimedUntil" = ${leaseUntil}`;
   if (kept > 0) return;
   const marked = next < now ? next : now;
-  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${marked} WHERE "queueId" = ${claimed.queueId}`;
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${marked} WHERE "queueId" = ${queueId} AND "claimedUntil" = ${leaseUntil}`;
 }
 
-/** Ends a claim without work done: the queue stays due when it was. */
+/** The account (lower-case "host/owner": its installation) of each queue, by queue id. */
+export async function accountsOfQueues(tx: Tx, queueIds: string[]): Promise<Map<string, string>> {
+  if (queueIds.length === 0) return new Map();
+  const rows = await tx.queue.findMany({ where: { id: { in: queueIds } }, select: { id: true, repository: { select: { host: true, owner: true } } } });
+  return new Map(rows.map((row) => [row.id, `${row.repository.host}/${row.repository.owner}`.toLowerCase()]));
+}
+
+/**
+ * Ends a claim without work done, the queue due again at `at` (behind the queues due before:
+ * its installation already holds its share of the worker's slots). A claim not this one's any
+ * more is left alone.
+ */
+export async function deferQueue(tx: Tx, claimed: ClaimedQueue, at: Date): Promise<void> {
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL, "dueAt" = ${at} WHERE "queueId" = ${claimed.queueId} AND "claimedUntil" = ${claimed.leaseUntil}`;
+}
+
+/** Ends a claim without work done: the queue stays due when it was (a claim not this one's any more is left alone). */
 export async function unclaimQueue(tx: Tx, claimed: ClaimedQueue): Promise<void> {
-  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL WHERE "queueId" = ${claimed.queueId}`;
+  await tx.$executeRaw`UPDATE "QueueDue" SET "claimedUntil" = NULL WHERE "queueId" = ${claimed.queueId} AND "claimedUntil" = ${claimed.leaseUntil}`;
 }
 
 /** When the queue's timer is set to fire, or null (no timer, or no such queue). */

@@ -53,9 +53,11 @@ const WARN_AFTER_ATTEMPTS = 5;
  * from the effects not marked done. An effect waiting out a backoff holds the queue's
  * later effects (the outbox is ordered) and nothing else: other queues go on. Answers how many
  * effects were done or given up (an effect not yet due is no work). `limit`: at most this many
- * (the worker's claim of a queue is bounded, so that a busy queue does not hold the others).
+ * (the worker's claim of a queue is bounded, so that a busy queue does not hold the others);
+ * `keepGoing`: asked before each effect after the first (a worker stopping, or a claim past its
+ * time: a slow code host's queue gives its turn back between calls).
  */
-export async function runEffects(services: Services, queueId: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
+export async function runEffects(services: Services, queueId: string, limit = Number.POSITIVE_INFINITY, keepGoing: () => boolean = () => true): Promise<number> {
   const done = await services.db.tryWithLock(`greenline-effects:${queueId}`, async () => {
     let count = 0;
     const started = performance.now();
@@ -76,7 +78,7 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
       await services.db.write((tx) => completeEffects(tx, ids, services.now()));
     };
     try {
-      while (count < limit) {
+      while (count < limit && (count === 0 || keepGoing())) {
         // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
         const pending = await nextEffectToRun(services.db, queueId, services.now(), unmarked);
         if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;

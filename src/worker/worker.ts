@@ -4,9 +4,9 @@ import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithRunningRuns } from "../store/queues.js";
-import { claimDueQueues, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
+import { accountsOfQueues, claimDueQueues, deferQueue, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, renewClaim, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
 import { runEffects } from "./effects.js";
-import { recheckDueReadiness } from "../queue/readiness-rechecks.js";
+import { dueRechecks, recheckDueReadiness, recheckReadiness } from "../queue/readiness-rechecks.js";
 import { diagnoseRunsInFlight, publishBlockedReasonChanges } from "../queue/diagnoses.js";
 import { processDueDeliveries, pruneDeliveries, type DeliveryHandler } from "../webhooks/services/inbox.js";
 import { closeWebhookAgents, createWebhookAgents, pruneWebhookMessages, WebhookDispatcher } from "../outbound/dispatch.js";
@@ -22,13 +22,20 @@ export const INBOX_PRUNE_MS = 60 * 60 * 1000;
 /** How long one tick may spend on the webhook inbox's rounds before the queues' own work. */
 export const INBOX_TICK_BUDGET_MS = 1_000;
 /**
- * The due queues' work (src/store/due-queues.ts): how many a worker works on at once, how many
+ * The due queues' work (src/store/due-queues.ts): how many a worker works on at once (slots
+ * wait on the code host more than they use the database), how many of them the queues of one
+ * installation may hold (a slow or failing code host leaves the others the rest: its queues
+ * claimed beyond that are due again `deferMs` later, behind the others), how many
  * effects one claim of a queue executes at most (a queue with 500 PRs takes its turn like one
- * with 1, then goes behind the queues due before it), how long a claim's lease is (a replica
- * that dies while working on a queue leaves it to the others after this), how long one tick
- * goes on claiming, and when a queue whose work failed is tried again.
+ * with 1, then goes behind the queues due before it) and for how long (between two effects:
+ * a slow code host's queue gives its slot back), how long a claim's lease is (a replica that
+ * dies while working on a queue leaves it to the others after this) and how often the worker
+ * renews the leases of the queues it still works on, how long one tick goes on claiming, and
+ * when a queue whose work failed is tried again.
  */
-export const DUE_QUEUES = { concurrency: 8, effectsPerClaim: 20, leaseMs: 15_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
+export const DUE_QUEUES = { concurrency: 16, perInstallation: 8, deferMs: 1_000, effectsPerClaim: 20, claimBudgetMs: 2_000, leaseMs: 15_000, renewEveryMs: 5_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
+/** How many target-head checks (a code host without webhooks), and how many readiness re-reads, one process has in flight at most in the background. */
+export const BACKGROUND_CHECKS_IN_FLIGHT = 8;
 
 export type WorkerOptions = {
   intervalMs: number;
@@ -45,7 +52,10 @@ export type WorkerOptions = {
  * a code host without webhooks holds and notices its target branches moving outside the queue,
  * re-reads waiting PRs' readiness, reconciles and diagnoses runs in flight, fires due timers,
  * executes effects, and now and then prunes old deliveries and history (src/queue/retention.ts) and re-judges flaky tests. Outbound
- * webhooks go out on a loop of their own. Everything it does reads the database, so any number
+ * webhooks go out on a loop of their own. On the worker's own loop (start), the due queues'
+ * effects, the readiness re-reads and the target-head checks go on in the background, each
+ * apart (a slow or failing code host for one queue holds that queue, not the tick nor the
+ * others: docs/engine.md, "Isolation"); a tick asked for (tick, drain) waits for them. Everything it does reads the database, so any number
  * of processes can run one, and a restarted process carries on.
  */
 export class Worker {
@@ -59,6 +69,21 @@ export class Worker {
   readonly #webhooks: WebhookDispatcher;
   #webhookTimer: NodeJS.Timeout | null = null;
   #running = false;
+  #stopping = false;
+  /** The queues this process works on now (its claims), each in a slot of its own. */
+  readonly #claims = new Map<string, { claimed: ClaimedQueue; account: string; working: Promise<number>; releasing: boolean }>();
+  /** How many slots the queues of each installation (its account) hold here. */
+  readonly #slotsOf = new Map<string, number>();
+  /** The renewal of the claims' leases in flight (a release waits for it: the claim's token may change). */
+  #renewing: Promise<void> | null = null;
+  /** Slots a claim statement in flight may fill. */
+  #reserved = 0;
+  #refilling = false;
+  #renewal: NodeJS.Timeout | null = null;
+  /** Checks of queues' target heads in flight (the worker's own loop does not wait for them). */
+  readonly #baseChecks = new Map<string, Promise<number>>();
+  /** Re-reads of PRs' readiness in flight (idem), by queue and PR. */
+  readonly #rechecks = new Map<string, Promise<number>>();
 
   constructor(
     private readonly services: Services,
@@ -68,8 +93,9 @@ export class Worker {
   }
 
   start(): void {
+    this.#stopping = false;
     this.#interval ??= setInterval(() => {
-      if (!this.#ticking) this.tick().catch((error: unknown) => this.options.log.error({ err: error }, "worker tick failed"));
+      if (!this.#ticking) this.#tickOnce(false).catch((error: unknown) => this.options.log.error({ err: error }, "worker tick failed"));
     }, this.options.intervalMs);
     if (!this.#running) {
       this.#running = true;
@@ -81,9 +107,16 @@ export class Worker {
     if (this.#interval) clearInterval(this.#interval);
     this.#interval = null;
     this.#running = false;
+    this.#stopping = true;
     if (this.#webhookTimer) clearTimeout(this.#webhookTimer);
     this.#webhookTimer = null;
-    await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled()]);
+    // The queues worked on in the background finish their effect in flight and release their claim.
+    const background = [...[...this.#claims.values()].map((c) => c.working), ...this.#baseChecks.values(), ...this.#rechecks.values()].map((p) => p.catch(() => undefined));
+    await Promise.all([this.#ticking?.catch(() => undefined), this.#webhooks.settled(), ...background]);
+    if (this.#renewal) clearInterval(this.#renewal);
+    this.#renewal = null;
+    // Stopped: ticks asked for (tests, tools) work again.
+    this.#stopping = false;
     closeWebhookAgents(this.#webhookAgents);
   }
 
@@ -119,9 +152,13 @@ export class Worker {
     throw new Error("outbound webhooks did not settle");
   }
 
-  /** One round of work; answers how many things it did. */
+  /** One round of work, waiting for the queues it claimed; answers how many things it did. */
   tick(): Promise<number> {
-    this.#ticking ??= this.#tick().finally(() => (this.#ticking = null));
+    return this.#tickOnce(true);
+  }
+
+  #tickOnce(wait: boolean): Promise<number> {
+    this.#ticking ??= this.#tick(wait).finally(() => (this.#ticking = null));
     return this.#ticking;
   }
 
@@ -131,7 +168,8 @@ export class Worker {
     throw new Error("the worker did not settle");
   }
 
-  async #tick(): Promise<number> {
+  /** `wait`: the queues' work and the checks of target heads are waited for (else they go on in the background). */
+  async #tick(wait: boolean): Promise<number> {
     const { services } = this;
     let work = 0;
     // Webhook deliveries first: what they change is then acted on in the same round.
@@ -141,16 +179,16 @@ export class Worker {
     const polling = services.codeHost.polling;
     if (polling) {
       work += await deliverPolledCiResults(services, polling);
-      work += await this.#noticeBaseMoves();
+      work += await this.#noticeBaseMoves(wait);
     }
     // Waiting PRs whose mergeability GitHub was still computing, or that an event may have changed.
-    work += await recheckDueReadiness(services);
+    work += wait ? await recheckDueReadiness(services) : await this.#recheckReadinessInBackground();
     // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
     work += await reconcileRunsInFlight(services, this.options.ciPoll);
     // Runs whose required checks never started are told so, long before their testing timeout.
     work += await diagnoseRunsInFlight(services);
     // The queues with work due (timers, effects), claimed oldest due first: no sweep of all queues.
-    work += await this.#workOnDueQueues();
+    work += await this.#workOnDueQueues(wait);
     // After the effects: a queue blocked on one that just failed, or one that went through, is told now.
     // (Not counted as work: publishing changes nothing the worker acts on.)
     await publishBlockedReasonChanges(services);
@@ -173,40 +211,149 @@ export class Worker {
   }
 
   /**
-   * Claims due queues and works on each (DUE_QUEUES.concurrency at once): claims go on while
-   * they find queues, for at most DUE_QUEUES.tickBudgetMs of this tick. Answers the work done.
+   * Claims due queues and works on each, at most DUE_QUEUES.concurrency at once in this process
+   * (counting those still worked on since earlier ticks): claims go on while they find queues
+   * and slots, for at most DUE_QUEUES.tickBudgetMs. `wait` (a tick asked for, in tests and
+   * tools): waits for the queues it claimed, claiming more as slots free, and answers the work
+   * done. Else (the worker's own loop) it answers at once: each queue is worked on in the
+   * background, and one whose code host is slow or failing holds its own slot, not the tick nor
+   * the other queues; a slot that frees claims the next due queue without waiting for a tick.
    */
-  async #workOnDueQueues(): Promise<number> {
+  async #workOnDueQueues(wait: boolean): Promise<number> {
     const { services } = this;
     const started = performance.now();
     let work = 0;
-    const inFlight = new Set<Promise<void>>();
+    const mine = new Set<Promise<void>>();
     const worked = new Set<string>();
     let exhausted = false;
-    while (!exhausted || inFlight.size > 0) {
-      if (!exhausted && inFlight.size < DUE_QUEUES.concurrency) {
-        const now = services.now();
-        const lease = new Date(now.getTime() + DUE_QUEUES.leaseMs);
-        const claimed = await services.db.write((tx) => claimDueQueues(tx, services.db.kind, now, DUE_QUEUES.concurrency - inFlight.size, lease));
+    for (;;) {
+      const free = DUE_QUEUES.concurrency - this.#claims.size - this.#reserved;
+      if (!exhausted && free > 0 && !this.#stopping) {
+        this.#reserved += free;
+        let claimed: ClaimedQueue[];
+        let accounts: Map<string, string>;
+        try {
+          const now = services.now();
+          const lease = new Date(now.getTime() + DUE_QUEUES.leaseMs);
+          ({ claimed, accounts } = await services.db.write(async (tx) => {
+            const queues = await claimDueQueues(tx, services.db.kind, now, free, lease);
+            return {
+              claimed: queues,
+              accounts: await accountsOfQueues(
+                tx,
+                queues.map((q) => q.queueId),
+              ),
+            };
+          }));
+        } finally {
+          this.#reserved -= free;
+        }
+        // A queue this process still works on, claimed again (its lease ended before it was
+        // renewed: this process stalled): its claim takes the new lease, and is released once.
+        for (const queue of claimed) {
+          const held = this.#claims.get(queue.queueId);
+          if (held) held.claimed.leaseUntil = queue.leaseUntil;
+        }
         // A queue worked on in this tick and due again at once (its work waits on something
         // else: a lock another process holds, a probe about to be made) waits for the next tick.
-        const again = claimed.filter((queue) => worked.has(queue.queueId));
+        const again = claimed.filter((queue) => worked.has(queue.queueId) && !this.#claims.has(queue.queueId));
         for (const queue of again) await services.db.write((tx) => unclaimQueue(tx, queue));
-        const fresh = claimed.filter((queue) => !worked.has(queue.queueId));
-        if (fresh.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
-        for (const queue of fresh) {
-          worked.add(queue.queueId);
-          const working: Promise<void> = this.#workOnQueue(queue).then((done) => {
-            work += done;
-            inFlight.delete(working);
+        const candidates = claimed.filter((queue) => !worked.has(queue.queueId) && !this.#claims.has(queue.queueId));
+        // An installation holding its share of the slots: its other queues wait behind the rest.
+        const fresh: { queue: ClaimedQueue; account: string }[] = [];
+        const deferred: ClaimedQueue[] = [];
+        for (const queue of candidates) {
+          const account = accounts.get(queue.queueId) ?? "";
+          const held = (this.#slotsOf.get(account) ?? 0) + fresh.filter((f) => f.account === account).length;
+          if (held >= DUE_QUEUES.perInstallation) deferred.push(queue);
+          else fresh.push({ queue, account });
+        }
+        // (A tick asked for leaves them due as they were: it claims them once its slots free.)
+        if (deferred.length > 0) {
+          const at = new Date(services.now().getTime() + DUE_QUEUES.deferMs);
+          await services.db.write(async (tx) => {
+            for (const queue of deferred) await (wait ? unclaimQueue(tx, queue) : deferQueue(tx, queue, at));
           });
-          inFlight.add(working);
+        }
+        if (fresh.length === 0 || performance.now() - started > DUE_QUEUES.tickBudgetMs) exhausted = true;
+        for (const { queue, account } of fresh) {
+          worked.add(queue.queueId);
+          const working = this.#startClaim(queue, account);
+          if (!wait) continue;
+          const counted: Promise<void> = working.then((done) => {
+            work += done;
+            mine.delete(counted);
+          });
+          mine.add(counted);
         }
         if (fresh.length > 0) continue;
       }
-      if (inFlight.size > 0) await Promise.race(inFlight);
+      if (!wait || mine.size === 0) break;
+      await Promise.race(mine);
     }
     return work;
+  }
+
+  /**
+   * Works on a claimed queue in this process's pool of claims: its lease is renewed while the
+   * work lasts, and when it ends (the worker's own loop running) a freed slot claims more due
+   * queues at once. Answers the work done.
+   */
+  #startClaim(claimed: ClaimedQueue, account: string): Promise<number> {
+    this.#slotsOf.set(account, (this.#slotsOf.get(account) ?? 0) + 1);
+    const working = this.#workOnQueue(claimed).finally(() => {
+      this.#claims.delete(claimed.queueId);
+      const held = (this.#slotsOf.get(account) ?? 1) - 1;
+      if (held > 0) this.#slotsOf.set(account, held);
+      else this.#slotsOf.delete(account);
+      if (this.#claims.size === 0 && this.#renewal) {
+        clearInterval(this.#renewal);
+        this.#renewal = null;
+      }
+    });
+    this.#claims.set(claimed.queueId, { claimed, account, working, releasing: false });
+    this.#renewal ??= setInterval(() => {
+      if (this.#renewing) return;
+      this.#renewing = this.#renewClaims()
+        .catch((error: unknown) => this.options.log.error({ err: error }, "renewing the claims' leases failed"))
+        .finally(() => (this.#renewing = null));
+    }, DUE_QUEUES.renewEveryMs);
+    return working.then((done) => {
+      // Work done frees the slot for the next due queue; a claim that found nothing to do
+      // (its queue waits on something else) leaves the next claim to the next tick.
+      if (done > 0 && this.#running && !this.#stopping) this.#refill();
+      return done;
+    });
+  }
+
+  /** Claims due queues into the free slots, in the background (one refill at a time). */
+  #refill(): void {
+    if (this.#refilling) return;
+    this.#refilling = true;
+    this.#workOnDueQueues(false)
+      .catch((error: unknown) => this.options.log.error({ err: error }, "claiming due queues failed"))
+      .finally(() => (this.#refilling = false));
+  }
+
+  /**
+   * Extends the leases of the queues this process still works on: a slow code host's call may
+   * outlast a lease, and a queue must not be claimed by another worker meanwhile. A claim
+   * another worker took after its lease ended (this process stalled) is left to it; the queue's
+   * lock (runEffects) still keeps the two from working on it at once.
+   */
+  async #renewClaims(): Promise<void> {
+    const { services } = this;
+    const claims = [...this.#claims.values()].filter((c) => !c.releasing).map((c) => c.claimed);
+    if (claims.length === 0) return;
+    const lease = new Date(services.now().getTime() + DUE_QUEUES.leaseMs);
+    const renewed = await services.db.write(async (tx) => {
+      const held: ClaimedQueue[] = [];
+      for (const claimed of claims) if (await renewClaim(tx, claimed, lease)) held.push(claimed);
+      return held;
+    });
+    for (const claimed of renewed) claimed.leaseUntil = lease;
+    const lost = claims.filter((claimed) => !renewed.includes(claimed)).map((claimed) => claimed.queueId);
+    if (lost.length > 0) this.options.log.warn({ queues: lost }, "claims whose lease ended before it was renewed (another worker may have claimed them)");
   }
 
   /**
@@ -227,12 +374,20 @@ export class Worker {
         const fired = await applyQueueEvent(services, id, { kind: "timer_fired" }, async (tx, queue) => queue.timerAt !== null && queue.timerAt <= services.now() && !(await outageOfQueue(tx, id)));
         if (fired) work++;
       }
-      work += await runEffects(services, id, DUE_QUEUES.effectsPerClaim);
+      // A claim gives its turn back after DUE_QUEUES.claimBudgetMs between effects (a slow code
+      // host), and when the worker stops.
+      const started = performance.now();
+      work += await runEffects(services, id, DUE_QUEUES.effectsPerClaim, () => !this.#stopping && performance.now() - started < DUE_QUEUES.claimBudgetMs);
       next = await services.db.read((tx) => nextDueOfQueue(tx, id, services.now()));
     } catch (error) {
       this.options.log.error({ err: error, queueId: id }, "running a queue's effects failed");
       next = new Date(services.now().getTime() + DUE_QUEUES.retryAfterErrorMs);
     }
+    // A renewal of the leases in flight may change the claim's token: the release waits for it,
+    // and no renewal takes this claim after.
+    const held = this.#claims.get(id);
+    if (held) held.releasing = true;
+    await this.#renewing;
     try {
       await services.db.write((tx) => releaseQueue(tx, claimed, next, services.now()));
     } catch (error) {
@@ -281,18 +436,60 @@ export class Worker {
 
   /**
    * No webhook tells of pushes: compare the target head of each queue with runs in flight (the
-   * only ones a move can make stale) with what the queue left.
+   * only ones a move can make stale) with what the queue left. `wait`: one after the other,
+   * waited for; else each queue's check goes on in the background (at most
+   * BACKGROUND_CHECKS_IN_FLIGHT at once, a queue whose check is in flight is skipped): a slow or
+   * failing code host for one queue holds neither the tick nor the other queues' checks.
    */
-  async #noticeBaseMoves(): Promise<number> {
+  async #noticeBaseMoves(wait: boolean): Promise<number> {
     const { services } = this;
     const queues = await services.db.read((tx) => queuesWithRunningRuns(tx));
-    let work = 0;
-    for (const queue of queues) {
+    const check = async (queue: (typeof queues)[number]) => {
       const head = await services.codeHost.getBranchHead(queue.repository, queue.branch);
       // A branch that is gone (null) is not a move to a new base.
-      if (head === null || head === (queue.targetHead ?? queue.baseSha)) continue;
-      if (await noticeTargetHead(services, queue.id, head)) work++;
+      if (head === null || head === (queue.targetHead ?? queue.baseSha)) return 0;
+      return (await noticeTargetHead(services, queue.id, head)) ? 1 : 0;
+    };
+    if (wait) {
+      let work = 0;
+      for (const queue of queues) work += await check(queue);
+      return work;
     }
-    return work;
+    for (const queue of queues) {
+      if (this.#baseChecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) break;
+      if (this.#baseChecks.has(queue.id)) continue;
+      const checking = check(queue)
+        .catch((error: unknown) => {
+          this.options.log.warn({ err: error, queueId: queue.id }, "checking a queue's target head failed");
+          return 0;
+        })
+        .finally(() => this.#baseChecks.delete(queue.id));
+      this.#baseChecks.set(queue.id, checking);
+    }
+    return 0;
+  }
+
+  /**
+   * The worker's own loop re-reads due PRs in the background, each apart (at most
+   * BACKGROUND_CHECKS_IN_FLIGHT at once; one in flight is not asked again): a slow code host's PR
+   * holds neither the tick nor the other re-reads. The work they do is the engine's, marked due
+   * on their queues; the tick counts none of it.
+   */
+  async #recheckReadinessInBackground(): Promise<number> {
+    if (this.#rechecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) return 0;
+    for (const item of await dueRechecks(this.services)) {
+      if (this.#rechecks.size >= BACKGROUND_CHECKS_IN_FLIGHT || this.#stopping) break;
+      const key = `${item.queueId}#${item.prNumber}`;
+      if (this.#rechecks.has(key)) continue;
+      const rechecking = recheckReadiness(this.services, item)
+        .then((changed) => (changed ? 1 : 0))
+        .catch((error: unknown) => {
+          this.options.log.warn({ err: error, queueId: item.queueId, pr: item.prNumber }, "re-reading a pull request's readiness failed");
+          return 0;
+        })
+        .finally(() => this.#rechecks.delete(key));
+      this.#rechecks.set(key, rechecking);
+    }
+    return 0;
   }
 }

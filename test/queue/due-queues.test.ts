@@ -1,6 +1,6 @@
 import { countQueries } from "../../bench/query-count.js";
 import { Database } from "../../src/store/database.js";
-import { claimDueQueues, markAccountQueuesDue, markQueueDue, markUnmarkedQueuesDue, queueDueAt, releaseQueue, type ClaimedQueue } from "../../src/store/due-queues.js";
+import { claimDueQueues, markAccountQueuesDue, markQueueDue, markUnmarkedQueuesDue, queueDueAt, releaseQueue, renewClaim, type ClaimedQueue } from "../../src/store/due-queues.js";
 import { appendEffects } from "../../src/store/effects.js";
 import { DUE_QUEUES } from "../../src/worker/worker.js";
 import { BACKENDS } from "../support/backends.js";
@@ -157,6 +157,31 @@ describe.each(BACKENDS)("due queues, $name", (backend) => {
     expect(await dueAt("account-b")).toEqual(at);
     expect(await dueAt("account-c")).toBeNull();
     await worker().drain();
+  });
+
+  test("a renewed lease keeps the queue claimed past the first lease; a claim taken by another worker since is neither renewed nor released by the first", async () => {
+    await server.api.ok("createQueue", queueOf("lease"));
+    await worker().drain();
+    const id = await queueId("lease");
+    const t = ticking();
+    const at = (ms: number) => new Date(t.getTime() + ms);
+    await db().transaction((tx) => markQueueDue(tx, id, at(1)));
+    const claim = async (now: Date) => (await db().write((tx) => claimDueQueues(tx, db().kind, now, 100, new Date(now.getTime() + 15_000)))).filter((c) => c.queueId === id);
+    const [first] = await claim(at(2));
+    expect(first).toBeDefined();
+    // Renewed before its end: not claimable after the first lease would have ended.
+    expect(await db().write((tx) => renewClaim(tx, first!, at(30_000)))).toBe(true);
+    first!.leaseUntil = at(30_000);
+    expect(await claim(at(20_000))).toEqual([]);
+    // Not renewed in time: another worker claims it; the first's renewal and release change nothing.
+    const [second] = await claim(at(30_001));
+    expect(second).toBeDefined();
+    expect(await db().write((tx) => renewClaim(tx, first!, at(90_000)))).toBe(false);
+    await db().write((tx) => releaseQueue(tx, first!, null, at(30_002)));
+    expect(await claim(at(30_003))).toEqual([]);
+    // The holder's release ends the claim (nothing left: the row goes).
+    await db().write((tx) => releaseQueue(tx, second!, null, at(30_004)));
+    expect(await dueAt("lease")).toBeNull();
   });
 
   if (backend.name === "postgres") {

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Database, Tx } from "../../store/database.js";
 import * as sandboxStore from "../../store/sandbox-store.js";
+import { refusalOf, type GitHubOperation } from "../github/refusals.js";
+import type { SandboxFaults } from "../../domain/sandbox-faults.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import {
   repositoryKey,
@@ -29,6 +31,8 @@ export type SandboxOptions = {
   /** Source of randomness in [0, 1) for flakes; injected so tests are repeatable. */
   random: () => number;
   now: () => Date;
+  /** A testing aid: code hosts that are slow or failing for some owners (GREENLINE_SANDBOX_FAULTS). */
+  faults?: SandboxFaults;
 };
 
 type Tree = sandboxStore.SandboxTree;
@@ -65,6 +69,26 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     private readonly options: SandboxOptions,
   ) {}
 
+  /**
+   * The owner's fault, if any (GREENLINE_SANDBOX_FAULTS): waits, or throws the refusal GitHub's
+   * classification makes of a 500. Before any database work: a slow call holds no connection.
+   */
+  async #fault(repo: RepoRef, operation: GitHubOperation): Promise<void> {
+    const fault = this.options.faults?.get(repo.owner.toLowerCase());
+    if (!fault) return;
+    if (fault.kind === "slow") {
+      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+      return;
+    }
+    if (fault.kind === "hold") {
+      await fault.until;
+      return;
+    }
+    if (fault.kind === "fail" || operation !== "read") {
+      throw refusalOf({ status: 500, message: `sandbox: the code host of ${repo.owner} answered 500 (GREENLINE_SANDBOX_FAULTS)` }, operation);
+    }
+  }
+
   /** Anyone may: a repository belongs to the first organization that references it. */
   async mayOwnRepository(): Promise<boolean> {
     return true;
@@ -76,6 +100,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   }
 
   async getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo> {
+    await this.#fault(repo, "read");
     const key = repositoryKey(repo);
     // A PR the sandbox has is read as GitHub answers one: without taking the writer's turn.
     const known = await this.db.read((tx) => sandboxStore.findSandboxPullRequest(tx, key, number));
@@ -120,6 +145,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   }
 
   async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
+    await this.#fault(repo, "read");
     // The worker asks this every tick: a plain read, and a write transaction only to create the branch.
     const key = repositoryKey(repo);
     const sha = await this.db.read((tx) => sandboxStore.sandboxRefSha(tx, key, branch));
@@ -127,6 +153,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   }
 
   async startTestRun(repo: RepoRef, request: TestRunRequest): Promise<TestRunStart> {
+    await this.#fault(repo, "create_ref");
     const key = repositoryKey(repo);
     const testBranch = `greenline/${request.targetBranch}/${request.runId}`;
     return this.db.transaction(async (tx) => {
@@ -170,18 +197,21 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   readonly ciRetries: CiRetries = {
     // Its CI results come polled, one check of one step: no job records to read.
     jobOf: async () => null,
-    rerunFailedJobs: (_repo, request) =>
-      this.db.transaction(async (tx) => {
+    rerunFailedJobs: async (repo, request) => {
+      await this.#fault(repo, "write");
+      return this.db.transaction(async (tx) => {
         const jobs = await sandboxStore.sandboxCiJobsOf(tx, request);
         const latest = jobs.at(-1);
         if (!latest?.delivered || (latest.outcome !== "failed" && latest.outcome !== "flaked")) return { rerun: 0 };
         const id = `${request.queueId}:${request.runId}:attempt-${jobs.length + 1}`;
         await sandboxStore.insertSandboxCiJob(tx, { id, queueId: request.queueId, runId: request.runId, sha: request.sha, dueAt: this.#ciDue(), outcome: this.#ciOutcome(latest.outcome === "failed") });
         return { rerun: 1 };
-      }),
+      });
+    },
   };
 
   async cancelTestRun(repo: RepoRef, testBranch: string): Promise<void> {
+    await this.#fault(repo, "delete_ref");
     const key = repositoryKey(repo);
     await this.db.transaction(async (tx) => {
       const sha = await sandboxStore.sandboxRefSha(tx, key, testBranch);
@@ -192,20 +222,27 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   }
 
   /** Never asked (notifiesPullRequests is false). */
-  async setPullRequestStatus(): Promise<void> {}
+  async setPullRequestStatus(repo: RepoRef): Promise<void> {
+    await this.#fault(repo, "write");
+  }
 
-  async commentOnPullRequest(): Promise<void> {}
+  async commentOnPullRequest(repo: RepoRef): Promise<void> {
+    await this.#fault(repo, "write");
+  }
 
   /** The sandbox has no users to tell apart: whoever reaches it may write. */
-  async permissionOf(): Promise<Permission> {
+  async permissionOf(repo: RepoRef): Promise<Permission> {
+    await this.#fault(repo, "read");
     return "write";
   }
 
-  async requiredStatuses(): Promise<RequiredChecks> {
+  async requiredStatuses(repo: RepoRef): Promise<RequiredChecks> {
+    await this.#fault(repo, "read");
     return { contexts: [SANDBOX_CI_CONTEXT], source: "branch_protection" };
   }
 
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
+    await this.#fault(repo, "merge_branches");
     const key = repositoryKey(repo);
     return this.db.transaction(async (tx) => {
       const head = await this.#ensureBranch(tx, key, request.targetBranch);
@@ -277,6 +314,7 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
   }
 
   async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+    await this.#fault(repo, "read");
     const key = repositoryKey(repo);
     return this.db.read(async (tx) => {
       const byRef = await sandboxStore.sandboxRefSha(tx, key, ref);
