@@ -172,14 +172,18 @@ function numbered(text: string): string {
  * named statement on a connection the first time it runs there): the hot paths send the same
  * few dozen texts for every decision. A text gets the next name the first time it is seen, up
  * to PREPARED_TEXTS_KEPT texts per process (each connection keeps those it ran); texts past
- * that go unnamed, as every statement did before. Its numbered form is kept with it.
+ * that, and those answering `*`, go unnamed, as every statement did before. Its numbered form is
+ * kept with it.
  */
 const PREPARED_TEXTS_KEPT = 1_000;
 const preparedTexts = new Map<string, { name: string; text: string }>();
 
 function statementOf(text: string, params: readonly unknown[]): pg.QueryConfig {
   let prepared = preparedTexts.get(text);
-  if (!prepared && preparedTexts.size < PREPARED_TEXTS_KEPT) {
+  // A statement answering `*` is never named: after a migration adds a column (a newer replica
+  // starting), PostgreSQL refuses a prepared statement whose result's columns changed ("cached
+  // plan must not change result type") until the connection forgets it.
+  if (!prepared && preparedTexts.size < PREPARED_TEXTS_KEPT && !text.includes("*")) {
     prepared = { name: `greenline_${preparedTexts.size + 1}`, text: numbered(text) };
     preparedTexts.set(text, prepared);
   }
