@@ -145,7 +145,12 @@ export class WebhookDispatcher {
         if (this.#busy.has(id)) continue;
         free--;
         this.#lastTurn.set(organizationId, id);
-        const work = (Number.isFinite(budget) ? this.#inOrganizationSlot(organizationId, budget, () => run(id)) : run(id)).finally(() => this.#busy.delete(id));
+        // One round of an endpoint at a time across processes (a lock PostgreSQL drops with a dead
+        // process's session): a live round that outlasts its claims' lease (a stalled process) is
+        // never overlapped by another replica re-claiming and re-sending its messages; after a
+        // crash the lease alone decides when they go again.
+        const turn = async () => (await this.services.db.tryWithLock(`greenline-webhooks-endpoint:${id}`, () => run(id))) ?? 0;
+        const work = (Number.isFinite(budget) ? this.#inOrganizationSlot(organizationId, budget, turn) : turn()).finally(() => this.#busy.delete(id));
         this.#busy.set(id, { organizationId, work });
         if (onError) work.catch((error: unknown) => onError(error, id));
         started.push(work);
