@@ -32,6 +32,9 @@ export const PENDING_ORDER = `"seq" + 0 ASC`;
  */
 export type ClaimedQueue = { queueId: string; marks: number; leaseUntil: Date };
 
+/** A mark of a queue already due keeps the earlier time, and counts. */
+const KEEP_EARLIER_MARK = `ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`;
+
 /**
  * Marks the queue due at `at` (or earlier, when it already is): within the transaction that
  * gave it the work, so that work and mark commit together. Counts the mark.
@@ -40,7 +43,7 @@ export async function markQueueDue(tx: Tx, queueId: string, at: Date): Promise<v
   // Plain SQL (sqlOf): every decision with work marks its queue.
   await sqlOf(tx).run(
     `INSERT INTO "QueueDue" ("queueId", "dueAt", "marks") VALUES (?, ?, 1)
-    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`,
+    ${KEEP_EARLIER_MARK}`,
     [queueId, at],
   );
 }
@@ -54,7 +57,7 @@ export async function markAccountQueuesDue(tx: Tx, accountKey: string, at: Date)
   await sql.run(
     `INSERT INTO "QueueDue" ("queueId", "dueAt", "marks")
     SELECT q."id", ${sql.kind === "postgres" ? "CAST(? AS TIMESTAMP(3))" : "?"}, 1 FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE substr(r."key", 1, ?) = ?
-    ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`,
+    ${KEEP_EARLIER_MARK}`,
     [at, prefix.length, prefix],
   );
 }

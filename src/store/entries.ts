@@ -143,8 +143,11 @@ export type PullRequestFacts = {
 /** A PR submitted again while it is in play: new facts and readiness, the same place in the queue. */
 export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFacts & { ready: boolean }): Promise<void> {
   const { columns, values } = factColumns({ ...facts });
-  await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${columns.map((c) => `"${c}" = ?`).join(", ")} WHERE "id" = ?`, [...values, id]);
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${setClause(columns)} WHERE "id" = ?`, [...values, id]);
 }
+
+/** `"a" = ?, "b" = ?` for an UPDATE of these (fixed, known) columns. */
+const setClause = (columns: readonly string[]) => columns.map((c) => `"${c}" = ?`).join(", ");
 
 /** The columns of a PR's facts an update writes (those given), in a fixed order. */
 const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "ready"] as const;
@@ -191,7 +194,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
   const row: Record<string, unknown> = { ...data, directMergeBase: data.directMergeBase ?? null, usedDefaultPriorityName: data.usedDefaultPriorityName ?? null };
   if (existing) {
     const columns = Object.keys(row);
-    await sql.run(`UPDATE "QueueEntry" SET ${columns.map((c) => `"${c}" = ?`).join(", ")} WHERE "id" = ?`, [...columns.map((c) => row[c]), id]);
+    await sql.run(`UPDATE "QueueEntry" SET ${setClause(columns)} WHERE "id" = ?`, [...columns.map((c) => row[c]), id]);
   } else {
     const full: Record<string, unknown> = { ...row, id, queueId, prNumber };
     const columns = Object.keys(full);

@@ -3,12 +3,13 @@ import { sqlOf, type Tx } from "./database.js";
 /** A repository Greenline knows, and the organization that owns it. */
 export type Repository = { id: string; organizationId: string; host: string; owner: string; name: string; key: string };
 
+const REPOSITORY_SELECT = `SELECT "id", "organizationId", "host", "owner", "name", "key" FROM "Repository"`;
 const REPOSITORY_COLUMNS = { id: true, organizationId: true, host: true, owner: true, name: true, key: true } as const;
 
 /** The repository with the key `key` (see repositoryKey), or null. */
 export async function repositoryByKey(tx: Tx, key: string): Promise<Repository | null> {
   // Plain SQL (sqlOf): every upload and API write finds its repository.
-  const [row] = await sqlOf(tx).all<Repository>(`SELECT "id", "organizationId", "host", "owner", "name", "key" FROM "Repository" WHERE "key" = ?`, [key]);
+  const [row] = await sqlOf(tx).all<Repository>(`${REPOSITORY_SELECT} WHERE "key" = ?`, [key]);
   return row ?? null;
 }
 
@@ -19,7 +20,7 @@ export async function repositoriesOf(tx: Tx, organizationId: string): Promise<Re
 
 /** The repository `id`, or null. */
 export async function repositoryById(tx: Tx, id: string): Promise<Repository | null> {
-  const [row] = await sqlOf(tx).all<Repository>(`SELECT "id", "organizationId", "host", "owner", "name", "key" FROM "Repository" WHERE "id" = ?`, [id]);
+  const [row] = await sqlOf(tx).all<Repository>(`${REPOSITORY_SELECT} WHERE "id" = ?`, [id]);
   return row ?? null;
 }
 
