@@ -165,8 +165,18 @@ describe.each(BACKENDS)("hostile uploads on $name", (backend) => {
     expect(body.length).toBeLessThan(100_000);
     const outcome = await whileServing(server, () => put(upload.url, body));
     expect([outcome.result.status, outcome.result.body.error.message]).toEqual([400, "(body): the bundle lists files that come to more than the limit of 64 MiB (junit/0 is listed 1000 times, and counts each time)"]);
-    // Refused before any of it is read: in less time than the same file listed twice takes to be stored (×3, for the machine's noise).
-    expect({ refusedIn: Math.round(outcome.duration), storedTwiceIn: Math.round(benign.duration), quick: outcome.duration < 3 * benign.duration }).toMatchObject({ quick: true });
+    // Refused before any of it is read: in less time than the same file listed twice takes to be
+    // stored (×3, for the machine's noise; the quickest of three refusals, so that one pause of
+    // the process — a collection, a worker's tick — is not taken for reading the bundle).
+    let refusedIn = outcome.duration;
+    for (let i = 0; i < 2; i++) {
+      const again = await createUpload(target.name);
+      const listedAgain = await bundle(metaJson(again.id, target.name, Array(1000).fill("junit/0"), false), [{ name: "junit/0", body: xml }]);
+      const retry = await whileServing(server, () => put(again.url, listedAgain));
+      expect(retry.result.status).toBe(400);
+      refusedIn = Math.min(refusedIn, retry.duration);
+    }
+    expect({ refusedIn: Math.round(refusedIn), storedTwiceIn: Math.round(benign.duration), quick: refusedIn < 3 * benign.duration }).toMatchObject({ quick: true });
     expect(outcome.pings.length).toBeGreaterThan(0);
   });
 
