@@ -1,4 +1,4 @@
-// npm run bench:api-load [-- --requests <n>] [--connections <n>] [--prs <n>] [--cycles <n>] [--backend sqlite|postgres] [--before <dir>]
+// npm run bench:api-load [-- --requests <n>] [--connections <n>] [--prs <n>] [--cycles <n>] [--backend sqlite|postgres] [--before <dir>] [--server-errors]
 //
 // The API under a generated mix of valid and invalid requests over a few connections (issue 22,
 // item 10), on SQLite and on PostgreSQL: the service in its own process, as `npm start` runs
@@ -24,6 +24,7 @@ const { values } = parseArgs({
     cycles: { type: "string", default: "5" },
     backend: { type: "string" },
     before: { type: "string" },
+    "server-errors": { type: "boolean", default: false },
   },
 });
 const here = dirname(fileURLToPath(import.meta.url));
@@ -34,8 +35,8 @@ const TOKEN = "bench-token-0123456789abcdef";
 async function measure(backend: string, databaseUrl: string, script = mainScript, label = "this build"): Promise<void> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "load", LOG_LEVEL: "fatal" };
-  const server = await startProcess(script, env, `${base}/healthz`);
+  const env = { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "load", LOG_LEVEL: values["server-errors"] ? "error" : "fatal" };
+  const server = await startProcess(script, env, `${base}/healthz`, [], values["server-errors"]);
   try {
     const seedStarted = performance.now();
     const world = await seedWorld(base, TOKEN, { repos: Number(values.repos), prs: Number(values.prs), cycles: Number(values.cycles) });

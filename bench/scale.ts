@@ -29,10 +29,14 @@ import { benchConfig, freePort, machine, waitFor, withAdmin } from "./support.js
  *   node dist/bench/scale.js [--quick] [--queues=N] [--installations=M] [--rate=PRs/s]
  *     [--seconds=S] [--ci-ms=MS] [--replicas=1,2,3] [--kill] [--interval-ms=250]
  *     [--slow-installation | --failing-installation] [--fault-ms=5000]
+ *
+ * GREENLINE_BENCH_SERVER_NODE_ARGS passes Node options to every replica (a CPU profile each).
  */
 
 const root = join(import.meta.dirname, "../..");
 const ADMIN_URL = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+/** GREENLINE_BENCH_SERVER_NODE_ARGS: Node options for every replica (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const serverExecArgv = process.env.GREENLINE_BENCH_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
 const TOKEN = "scale-bench-token-0123456789abcdef";
 const ORG = "bench";
 
@@ -109,7 +113,7 @@ class Replica {
     return this.child!.pid!;
   }
   async start(): Promise<void> {
-    this.child = spawn(process.execPath, [join(root, "dist/src/main.js")], {
+    this.child = spawn(process.execPath, [...serverExecArgv, join(root, "dist/src/main.js")], {
       cwd: root,
       env: { ...process.env, LOG_LEVEL: "warn", GREENLINE_ENV_FILE: "", ...this.env, PORT: String(this.port), HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -43,8 +43,8 @@ export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
 }
 
 /** Starts a Node script in its own process (the server under test never shares a CPU with the load generator's event loop). */
-export async function startProcess(script: string, env: Record<string, string>, healthUrl?: string, execArgv: string[] = []): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  const child = fork(script, [], { env: { ...process.env, ...env }, execArgv, stdio: ["ignore", "ignore", "inherit", "ipc"] });
+export async function startProcess(script: string, env: Record<string, string>, healthUrl?: string, execArgv: string[] = [], showOutput = false): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  const child = fork(script, [], { env: { ...process.env, ...env }, execArgv, stdio: ["ignore", showOutput ? "inherit" : "ignore", "inherit", "ipc"] });
   if (healthUrl) await waitFor(healthUrl);
   else
     await new Promise<void>((resolve, reject) => {

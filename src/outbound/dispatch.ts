@@ -9,6 +9,7 @@ import {
   endpointsByIds,
   endpointsWithPending,
   markDelivered,
+  lockEndpointsForOutcomes,
   markFailed,
   noteEndpointOutcome,
   pendingHeads,
@@ -220,6 +221,7 @@ async function record(services: Services, settings: WebhookSettings, outcomes: O
   const gone = new Set(outcomes.filter((o) => o.gone).map((o) => o.message.endpointId));
   const disabled: { endpointId: string; reason: string }[] = [];
   await services.db.sqlTransaction(async (tx) => {
+    await lockEndpointsForOutcomes(tx, [...new Set(outcomes.map((o) => o.message.endpointId))].sort());
     await markDelivered(tx, delivered, at);
     for (const o of outcomes) {
       if (o.ok) continue;

@@ -202,8 +202,14 @@ export async function disableEndpointForDeletion(tx: Tx, organizationId: string,
   return count === 1;
 }
 
-/** Deletes at most `limit` of an endpoint's messages (one short statement); answers how many. */
+/**
+ * Deletes at most `limit` of an endpoint's messages (one short statement); answers how many.
+ * On PostgreSQL the endpoint's row is locked first, as a round's record of its outcomes locks it
+ * (`lockEndpointsForOutcomes`): the two take their message rows in different orders, and
+ * without one lock before them a batch and a record deadlocked (bench:api-load, issue 22).
+ */
 export async function deleteMessagesOfEndpoint(sql: Sql, endpointId: string, limit: number): Promise<number> {
+  if (sql.kind === "postgres") await sql.all(`SELECT "id" FROM "WebhookEndpoint" WHERE "id" = ? FOR UPDATE`, [endpointId]);
   return sql.run(`DELETE FROM "WebhookMessage" WHERE "id" IN (SELECT "id" FROM "WebhookMessage" WHERE "endpointId" = ? LIMIT ?)`, [endpointId, limit]);
 }
 
@@ -294,6 +300,18 @@ export async function endpointsByIds(tx: Tx, ids: readonly string[]): Promise<We
 // every other organization's deliveries and API writes wait for (issue 22, defect 12).
 
 /** Marks messages delivered, grouped by the status the endpoint answered. */
+/**
+ * Locks the endpoints whose messages a round's outcomes update, in one order, before those
+ * updates (PostgreSQL; SQLite has one writer): a deletion of one of them waits for the record,
+ * or the record for the deletion's batch, instead of each holding message rows the other wants.
+ * KEY SHARE: it never waits for an endpoint's plain updates (disabling, outcome notes).
+ */
+export async function lockEndpointsForOutcomes(sql: Sql, endpointIds: readonly string[]): Promise<void> {
+  if (sql.kind !== "postgres" || endpointIds.length === 0) return;
+  const [inIds, param] = sql.anyOf(`"id"`, [...endpointIds]);
+  await sql.all(`SELECT "id" FROM "WebhookEndpoint" WHERE ${inIds} ORDER BY "id" FOR KEY SHARE`, [param]);
+}
+
 export async function markDelivered(sql: Sql, delivered: { id: string; status: number }[], at: Date): Promise<void> {
   const byStatus = new Map<number, string[]>();
   for (const d of delivered) byStatus.set(d.status, [...(byStatus.get(d.status) ?? []), d.id]);
