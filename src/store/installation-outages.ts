@@ -81,8 +81,9 @@ export async function outagesOf(tx: Tx, keys: string[]): Promise<Map<string, Ins
 
 /** The outages whose probe is due at `now`, oldest probe first. */
 export async function dueOutageProbes(tx: Tx, now: Date, limit: number): Promise<InstallationOutage[]> {
-  const rows = await tx.installationOutage.findMany({ where: { nextProbeAt: { lte: now } }, orderBy: { nextProbeAt: "asc" }, take: limit });
-  return rows.map(toOutage);
+  // Plain SQL: every worker tick of every replica asks (issue 23 goal 3).
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "InstallationOutage" WHERE "nextProbeAt" <= ? ORDER BY "nextProbeAt" LIMIT ${Math.trunc(limit)}`, [now]);
+  return rows.map((row) => toOutage(prismaShaped<Row>(row, [], ["since", "nextProbeAt"])));
 }
 
 /**

@@ -207,11 +207,10 @@ export async function queuesWithDueTimers(tx: Tx, now: Date): Promise<string[]> 
  * those with a blocked reason published (it may have cleared). With their repositories.
  */
 export async function queuesToJudgeBlocked(tx: Tx, waiting: readonly PrState[]): Promise<QueueInRepository[]> {
-  const rows = await tx.queue.findMany({
-    where: { OR: [{ blockedReason: { not: null } }, { entries: { some: { state: { in: [...waiting] } } } }] },
-    include: { repository: true },
-  });
-  return rows.map((row) => ({ ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } }));
+  // Plain SQL: every worker tick of every replica asks (a Prisma query cost ~1–2 ms of CPU, issue 23 goal 3).
+  const sql = sqlOf(tx);
+  const [inWaiting, states] = sql.anyOf(`e."state"`, waiting);
+  return queuesInRepositoryWhere(tx, `q."blockedReason" IS NOT NULL OR EXISTS (SELECT 1 FROM "QueueEntry" e WHERE e."queueId" = q."id" AND ${inWaiting})`, [states]);
 }
 
 /** Records the blocked reason code published for the queue (null: unblocked). */
@@ -221,8 +220,23 @@ export async function recordPublishedBlockedReason(tx: Tx, id: string, code: str
 
 /** The queues with a run in flight, with their repositories. */
 export async function queuesWithRunningRuns(tx: Tx): Promise<QueueInRepository[]> {
-  const rows = await tx.queue.findMany({ where: { runs: { some: { status: "running" } } }, include: { repository: true } });
-  return rows.map((row) => ({ ...toQueue(row), repository: { host: row.repository.host, owner: row.repository.owner, name: row.repository.name } }));
+  return queuesInRepositoryWhere(tx, `EXISTS (SELECT 1 FROM "TestRun" t WHERE t."queueId" = q."id" AND t."status" = 'running')`, []);
+}
+
+/** The queues among `ids` with their repositories (absent: gone), by id. */
+export async function queuesInRepositoryByIds(tx: Tx, ids: readonly string[]): Promise<Map<string, QueueInRepository>> {
+  if (ids.length === 0) return new Map();
+  const [inIds, param] = sqlOf(tx).anyOf(`q."id"`, ids);
+  return new Map((await queuesInRepositoryWhere(tx, inIds, [param])).map((queue) => [queue.id, queue]));
+}
+
+/** The queues matching `where` (on `q`, the queue), each with its repository, in one statement. */
+async function queuesInRepositoryWhere(tx: Tx, where: string, params: readonly unknown[]): Promise<QueueInRepository[]> {
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(
+    `SELECT q.*, r."host" AS "repositoryHost", r."owner" AS "repositoryOwner", r."name" AS "repositoryName" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE ${where} ORDER BY q."id"`,
+    params,
+  );
+  return rows.map((row) => ({ ...queueOfSql(row), repository: { host: String(row.repositoryHost), owner: String(row.repositoryOwner), name: String(row.repositoryName) } }));
 }
 
 /** The queue `id` with its repository, or null when it no longer exists. */

@@ -45,16 +45,15 @@ export async function requestReadinessRechecks(tx: Tx, queueIds: string[], match
  * PRs in flight for `firstInFlightMs` with none set (their first, once they started testing).
  */
 export async function dueReadinessRechecks(tx: Tx, now: Date, limit: number, firstInFlightMs: number): Promise<DueRecheck[]> {
-  const rows = await tx.queueEntry.findMany({
-    where: {
-      OR: [
-        { readinessRecheckAt: { lte: now }, state: { in: [...WAITING, ...IN_FLIGHT] } },
-        { readinessRecheckAt: null, state: { in: IN_FLIGHT }, stateChangedAt: { lte: new Date(now.getTime() - firstInFlightMs) } },
-      ],
-    },
-    orderBy: { readinessRecheckAt: "asc" },
-    take: limit,
-    select: { queueId: true, prNumber: true, readinessRechecks: true },
-  });
-  return rows.map((row) => ({ queueId: row.queueId, prNumber: row.prNumber, rechecks: row.readinessRechecks }));
+  // Plain SQL: every worker tick of every replica asks (a Prisma query cost ~1–2 ms of CPU, issue 23 goal 3).
+  const sql = sqlOf(tx);
+  const [dueStates, dueParam] = sql.anyOf(`"state"`, [...WAITING, ...IN_FLIGHT]);
+  const [inFlight, inFlightParam] = sql.anyOf(`"state"`, IN_FLIGHT);
+  const rows = await sql.all<{ queueId: string; prNumber: number | string; readinessRechecks: number | string }>(
+    `SELECT "queueId", "prNumber", "readinessRechecks" FROM "QueueEntry"
+      WHERE ("readinessRecheckAt" <= ? AND ${dueStates}) OR ("readinessRecheckAt" IS NULL AND ${inFlight} AND "stateChangedAt" <= ?)
+      ORDER BY "readinessRecheckAt" LIMIT ${Math.trunc(limit)}`,
+    [now, dueParam, inFlightParam, new Date(now.getTime() - firstInFlightMs)],
+  );
+  return rows.map((row) => ({ queueId: row.queueId, prNumber: Number(row.prNumber), rechecks: Number(row.readinessRechecks) }));
 }

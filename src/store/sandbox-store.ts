@@ -1,4 +1,4 @@
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 import { oneOf } from "./columns.js";
 
 /**
@@ -126,7 +126,11 @@ export async function cancelSandboxCiJobs(tx: Tx, sha: string, at: Date): Promis
 
 /** CI results due at `now` and not yet delivered, oldest first (at most 100). */
 export async function dueSandboxCiJobs(tx: Tx, now: Date): Promise<SandboxCiJob[]> {
-  const jobs = await tx.sandboxCiJob.findMany({ where: { deliveredAt: null, dueAt: { lte: now } }, orderBy: { dueAt: "asc" }, take: 100 });
+  // Plain SQL: every worker tick of every replica asks (issue 23 goal 3).
+  const jobs = await sqlOf(tx).all<{ id: string; queueId: string; runId: string; outcome: string }>(
+    `SELECT "id", "queueId", "runId", "outcome" FROM "SandboxCiJob" WHERE "deliveredAt" IS NULL AND "dueAt" <= ? ORDER BY "dueAt" LIMIT 100`,
+    [now],
+  );
   return jobs.map((j) => {
     const outcome = oneOf(["passed", "failed", "flaked"] as const, j.outcome, "SandboxCiJob.outcome");
     return { id: j.id, queueId: j.queueId, runId: j.runId, outcome: outcome === "flaked" ? "failed" : outcome };

@@ -1,4 +1,4 @@
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 
 /** A webhook delivery as recorded, waiting in the inbox (or retried). */
 export type RecordedDelivery = {
@@ -30,7 +30,10 @@ export async function insertDelivery(tx: Tx, delivery: NewDelivery, newId: () =>
  * repository, each group oldest first.
  */
 export async function headDeliveries(tx: Tx, scanLimit: number, perRepository = 1, total = scanLimit): Promise<RecordedDelivery[][]> {
-  const waiting = await tx.webhookDelivery.findMany({ where: { processedAt: null, failedAt: null }, orderBy: { id: "asc" }, take: scanLimit, select: { id: true, repositoryKey: true } });
+  // Plain SQL: every worker tick of every replica asks (issue 23 goal 3).
+  const waiting = await sqlOf(tx).all<{ id: string; repositoryKey: string }>(
+    `SELECT "id", "repositoryKey" FROM "WebhookDelivery" WHERE "processedAt" IS NULL AND "failedAt" IS NULL ORDER BY "id" LIMIT ${Math.trunc(scanLimit)}`,
+  );
   const chosen = new Map<string, string[]>();
   let count = 0;
   for (const row of waiting) {

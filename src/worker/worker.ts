@@ -14,6 +14,7 @@ import { settingsOf } from "../outbound/endpoints.js";
 import { probeInstallationOutages } from "../webhooks/services/installations.js";
 import { outageOfQueue } from "../store/installation-outages.js";
 import { pruneHistory } from "../queue/retention.js";
+import { claimDueSweeps } from "../store/worker-sweeps.js";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
@@ -34,6 +35,12 @@ export const INBOX_TICK_BUDGET_MS = 1_000;
  * when a queue whose work failed is tried again.
  */
 export const DUE_QUEUES = { concurrency: 16, perInstallation: 8, deferMs: 1_000, effectsPerClaim: 20, claimBudgetMs: 2_000, leaseMs: 15_000, renewEveryMs: 5_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
+/**
+ * The worker's sweeps, each done by one replica per worker interval (src/store/worker-sweeps.ts):
+ * probes of unavailable installations, a polling code host's CI results and target heads,
+ * readiness re-reads, runs in flight reconciled with the code host and diagnosed, blocked reasons.
+ */
+export const SWEEPS = ["installation-probes", "polled-ci-results", "target-heads", "readiness-rechecks", "runs-in-flight", "run-diagnoses", "blocked-reasons"] as const;
 /** How many target-head checks (a code host without webhooks), and how many readiness re-reads, one process has in flight at most in the background. */
 export const BACKGROUND_CHECKS_IN_FLIGHT = 8;
 
@@ -168,30 +175,35 @@ export class Worker {
     throw new Error("the worker did not settle");
   }
 
-  /** `wait`: the queues' work and the checks of target heads are waited for (else they go on in the background). */
+  /**
+   * `wait`: the queues' work and the checks of target heads are waited for (else they go on in
+   * the background), and every sweep is done (a tick asked for must see everything due).
+   */
   async #tick(wait: boolean): Promise<number> {
     const { services } = this;
     let work = 0;
     // Webhook deliveries first: what they change is then acted on in the same round.
     if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);
+    // The sweeps below are shared by the replicas: each does those it claims, due once per interval.
+    const sweeps = wait ? new Set(SWEEPS) : await this.#claimSweeps();
     // Installations suspended or gone whose probe is due: one that answers again lets its queues go on in this round.
-    work += await probeInstallationOutages(services);
+    if (sweeps.has("installation-probes")) work += await probeInstallationOutages(services);
     const polling = services.codeHost.polling;
     if (polling) {
-      work += await deliverPolledCiResults(services, polling);
-      work += await this.#noticeBaseMoves(wait);
+      if (sweeps.has("polled-ci-results")) work += await deliverPolledCiResults(services, polling);
+      if (sweeps.has("target-heads")) work += await this.#noticeBaseMoves(wait);
     }
     // Waiting PRs whose mergeability GitHub was still computing, or that an event may have changed.
-    work += wait ? await recheckDueReadiness(services) : await this.#recheckReadinessInBackground();
+    if (sweeps.has("readiness-rechecks")) work += wait ? await recheckDueReadiness(services) : await this.#recheckReadinessInBackground();
     // Deliveries of CI results get lost and reordered: runs in flight are reconciled with the host.
-    work += await reconcileRunsInFlight(services, this.options.ciPoll);
+    if (sweeps.has("runs-in-flight")) work += await reconcileRunsInFlight(services, this.options.ciPoll);
     // Runs whose required checks never started are told so, long before their testing timeout.
-    work += await diagnoseRunsInFlight(services);
+    if (sweeps.has("run-diagnoses")) work += await diagnoseRunsInFlight(services);
     // The queues with work due (timers, effects), claimed oldest due first: no sweep of all queues.
     work += await this.#workOnDueQueues(wait);
     // After the effects: a queue blocked on one that just failed, or one that went through, is told now.
     // (Not counted as work: publishing changes nothing the worker acts on.)
-    await publishBlockedReasonChanges(services);
+    if (sweeps.has("blocked-reasons")) await publishBlockedReasonChanges(services);
     if (services.now().getTime() - this.#outboxPrunedAt >= INBOX_PRUNE_MS) {
       this.#outboxPrunedAt = services.now().getTime();
       // Outbound webhooks delivered past their retention (no work counted: nothing waits on it).
@@ -208,6 +220,21 @@ export class Worker {
       work += changed ?? 0;
     }
     return work;
+  }
+
+  /** The sweeps due now that this process claimed (none when the claim fails: the next tick tries again). */
+  async #claimSweeps(): Promise<Set<string>> {
+    const { services } = this;
+    // The machine's clock, not the service's: the interval is the worker's pace, and a service
+    // clock held still (tests, tools) must not leave the sweeps claimed forever.
+    const now = new Date();
+    try {
+      // Due again a little before this process's next tick (a timer's jitter must not skip it).
+      return await services.db.write((tx) => claimDueSweeps(tx, SWEEPS, now, new Date(now.getTime() + Math.round(this.options.intervalMs * 0.8))));
+    } catch (error) {
+      this.options.log.error({ err: error }, "claiming the worker's sweeps failed");
+      return new Set();
+    }
   }
 
   /**
