@@ -50,38 +50,14 @@ export class GitHubMerging {
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
-    const method = request.method === "merge_commit" ? "merge" : request.method;
-    const head = await this.#targetHead(octokit, repo, request.targetBranch);
-    if (head !== request.expectedHead) {
-      // Every merge of the request moves the target: a target still where the queue left it
-      // has none of them, so the PRs are read only when it moved (a retry, or someone's push).
-      const prs: PullRequest[] = [];
-      for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
-      // Merged into the target, that is: a PR moved to another base merges there.
-      const mergedHere = (pr: PullRequest) => pr.merged && pr.base.ref === request.targetBranch;
-      // Repeating a merge that already happened changes nothing.
-      if (prs.every(mergedHere)) return { kind: "merged", head };
-      const landedBefore = prs.slice(
-        0,
-        prs.findIndex((pr) => !mergedHere(pr)),
-      );
-      const next = prs[landedBefore.length]!;
-      if (landedBefore.length === 0) return { kind: "target_moved", head };
-      // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
-      // the target is exactly those merges on top of where the queue left it, carry on from
-      // there; otherwise they are merged, and the others must be tested again.
-      const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
-      const prNumbers = landedBefore.map((pr) => pr.number);
-      const landed = { prNumbers, head };
-      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed };
-      // The earlier attempt merged the next PR into the branch it had been moved to.
-      if (next.merged) return { kind: "landed_elsewhere", head, landed, prNumber: next.number, branch: next.base.ref, sha: next.merge_commit_sha ?? "" };
-      return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers.slice(landedBefore.length), { prNumbers, head });
-    }
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
+    let headRead: string | null = null;
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
+      // The target is not read first: GitHub refuses a ref update that is not a fast-forward,
+      // so the push itself says whether the target is still where the run was built (a target
+      // moved on, or elsewhere, is refused; docs/github.md, "Merging").
       // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
       // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
       // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
@@ -90,34 +66,81 @@ export class GitHubMerging {
       // webhook would have made them (pr_closed, base_branch_changed). A later PR of the request
       // that changed leaves the ones before it to be merged one by one (which stops at it).
       const changed = await this.#changedPr(octokit, params, request);
-      if (changed && changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
-      const pushed = changed ? null : await this.#fastForward(octokit, params, repo, request, request.tested.sha, head, target);
-      if (pushed) return pushed;
+      if (changed) {
+        // A PR of the request not open any more may be one an earlier attempt merged (a retry
+        // after a crash): where the target is tells.
+        const head = await this.#targetHead(octokit, repo, request.targetBranch);
+        if (head !== request.expectedHead) return this.#afterMove(octokit, params, repo, request, head);
+        if (changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
+        return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
+      }
+      const pushed = await this.#fastForward(octokit, params, repo, request, request.tested.sha, target);
+      if ("kind" in pushed) return pushed;
+      headRead = pushed.head;
     }
+    // Merged PR by PR: the target is read first, so that no PR is merged onto a target moved
+    // since the run was built (each merge is also checked to land right on the one before).
+    const head = headRead ?? (await this.#targetHead(octokit, repo, request.targetBranch));
+    if (head !== request.expectedHead) return this.#afterMove(octokit, params, repo, request, head);
     return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
   }
 
   /**
-   * Fast-forwards the target to the tested commit. GitHub refuses an update that is not a
-   * fast-forward, so the push itself is the test. Null: not pushed, merge each PR instead.
+   * The target is at `head`, not where the queue left it (`request.expectedHead`). Every merge
+   * of the request moves the target: a target still where the queue left it has none of them,
+   * so the PRs are read only when it moved (a retry, or someone's push).
    */
-  async #fastForward(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, tested: string, head: string, target: string): Promise<MergeResult | null> {
+  async #afterMove(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, head: string): Promise<MergeResult> {
+    const method = request.method === "merge_commit" ? "merge" : request.method;
+    const prs: PullRequest[] = [];
+    for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
+    // Merged into the target, that is: a PR moved to another base merges there.
+    const mergedHere = (pr: PullRequest) => pr.merged && pr.base.ref === request.targetBranch;
+    // Repeating a merge that already happened changes nothing.
+    if (prs.every(mergedHere)) return { kind: "merged", head };
+    const landedBefore = prs.slice(
+      0,
+      prs.findIndex((pr) => !mergedHere(pr)),
+    );
+    const next = prs[landedBefore.length]!;
+    if (landedBefore.length === 0) return { kind: "target_moved", head };
+    // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
+    // the target is exactly those merges on top of where the queue left it, carry on from
+    // there; otherwise they are merged, and the others must be tested again.
+    const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
+    const prNumbers = landedBefore.map((pr) => pr.number);
+    const landed = { prNumbers, head };
+    if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed };
+    // The earlier attempt merged the next PR into the branch it had been moved to.
+    if (next.merged) return { kind: "landed_elsewhere", head, landed, prNumber: next.number, branch: next.base.ref, sha: next.merge_commit_sha ?? "" };
+    return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers.slice(landedBefore.length), { prNumbers, head });
+  }
+
+  /**
+   * Fast-forwards the target to the tested commit, built on `request.expectedHead`. GitHub
+   * refuses an update that is not a fast-forward, so the push itself is the test. `{ head }`:
+   * not pushed, merge each PR instead (`head`: the target's head if it was read meanwhile).
+   */
+  async #fastForward(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, tested: string, target: string): Promise<MergeResult | { head: string | null }> {
     try {
       await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: tested, force: false });
       return { kind: "merged", head: tested };
     } catch (error) {
       const refusal = refusalOf(error, "update_ref");
+      // The target branch is gone: said as a read of it says it.
+      if (refusal.kind === "not_found") await this.#targetHead(octokit, repo, request.targetBranch);
       if (refusal.kind === "target_moved") {
-        // Not a fast-forward: the target moved since it was read, or the tested commit was
-        // not built on it (then each PR is merged).
+        // Not a fast-forward: the target moved since the run was built (its PRs were all open
+        // on the target a moment ago: none of them landed), or the tested commit was not built
+        // on it (then each PR is merged).
         const now = await this.#targetHead(octokit, repo, request.targetBranch);
-        return now !== head ? { kind: "target_moved", head: now } : null;
+        return now !== request.expectedHead ? { kind: "target_moved", head: now } : { head: now };
       }
       // Protection or rulesets refuse the push (pull requests required, pushers restricted):
       // GitHub still merges the PRs themselves, which lands the same tree (checked as it goes).
       if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
       this.#pushRefused.add(target);
-      return null;
+      return { head: null };
     }
   }
 
