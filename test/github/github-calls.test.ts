@@ -55,25 +55,25 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"))).toEqual([]);
   });
 
-  test("a tested run is fast-forwarded with one list of open PRs and the push: no read of the target, no per-PR read, no comparison", async () => {
+  test("a tested run is fast-forwarded and its testing branch deleted in one atomic ref update, after one list of open PRs: no read of the target, no per-PR read, no comparison, no separate deletion", async () => {
     const repo = `${OWNER}/ff`;
     await api.ok("createQueue", { ...github.queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
     await api.ok("submitPullRequest", github.pr("ff", 1));
     await server.greenline.worker.drain();
-    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ff", 1))).testBranchSha;
+    const { testBranch, testBranchSha: tested } = await api.ok("getMergeQueueTestingDetails", github.pr("ff", 1));
     const from = gh.requests.length;
     await github.ciPassesOnEveryBranch("ff");
     await server.greenline.worker.drain();
     expect(await github.stateOf("ff", 1)).toBe("merged");
     expect(gh.branchHead(repo, "main")).toBe(tested);
+    expect(gh.hasBranch(repo, testBranch)).toBe(false);
     const calls = callsSince(from, "ff");
     // It was a read of the PR, of main, and a comparison of main with the tested commit; then a
-    // read of main alone. GitHub refuses a push that is not a fast-forward, so the push says
-    // what the read said. One list of the target's open PRs checks that no PR's head moved
-    // since it was tested (a fast-forward is not pinned to the heads as a PR merge is).
-    expect(calls.filter((c) => c.startsWith("GET "))).toEqual(["GET /pulls"]);
-    expect(calls.filter((c) => c.includes("/git/refs/heads/main"))).toEqual(["PATCH /git/refs/heads/main"]);
+    // read of main, the push (PATCH) and the deletion of the testing branch. One list of the
+    // target's open PRs checks that no PR's head moved since it was tested (a fast-forward is not
+    // pinned to the heads as a PR merge is).
+    expect(calls.filter((c) => !c.startsWith("POST /statuses/"))).toEqual(["GET /pulls", "POST /graphql"]);
   });
 
   test("a target moved behind Greenline's back (its push not delivered) refuses the fast-forward: the target is read then, the run is tested again on it, and lands", async () => {
@@ -88,8 +88,11 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     const from = gh.requests.length;
     await github.ciPassesOnEveryBranch("ffmoved");
     await server.greenline.worker.drain();
-    const answered = gh.requests.slice(from).filter((r) => r.path.startsWith(`/repos/${OWNER}/ffmoved/git/refs/heads/main`) || r.path === `/repos/${OWNER}/ffmoved/branches/main`);
-    expect(answered.map((r) => `${r.method} ${r.status}`)).toEqual(["PATCH 422", "GET 200"]);
+    const refs = gh.requests.slice(from).filter((r) => r.path === "/graphql" || r.path.startsWith(`/repos/${OWNER}/ffmoved/git/refs/heads/main`) || r.path === `/repos/${OWNER}/ffmoved/branches/main`);
+    expect(refs.map((r) => `${r.method} ${r.path.replace(`/repos/${OWNER}/ffmoved`, "")} ${(r.response as { errors?: unknown[] } | undefined)?.errors ? "refused" : r.status}`)).toEqual([
+      "POST /graphql refused",
+      "GET /branches/main 200",
+    ]);
     expect(gh.branchHead(repo, "main")).toBe(foreign);
     expect(await github.stateOf("ffmoved", 1)).toBe("testing");
     const retested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffmoved", 1))).testBranchSha;
@@ -100,6 +103,55 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(await github.stateOf("ffmoved", 1)).toBe("merged");
     expect(gh.branchHead(repo, "main")).toBe(retested);
     expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "docs/foreign.md", "src/one.ts"]);
+  });
+
+  test("a target moved back to an older commit (a force-push, not delivered) is not fast-forwarded onto: the push was conditional on where the run was built", async () => {
+    const repo = `${OWNER}/ffback`;
+    const old = gh.branchHead(repo, "main");
+    const dropped = gh.push(repo, "main", { "docs/dropped.md": "to be taken back\n" });
+    await api.ok("createQueue", { ...github.queue("ffback"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffback", 1));
+    await server.greenline.worker.drain();
+    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffback", 1))).testBranchSha;
+    expect(gh.parentsOf(tested)[0]).toBe(dropped);
+    // main taken back to before `dropped`: a fast-forward to the tested commit would bring it back.
+    gh.createBranch(repo, "main", old);
+    await github.ciPassesOnEveryBranch("ffback");
+    await server.greenline.worker.drain();
+    expect(gh.branchHead(repo, "main")).toBe(old);
+    expect(await github.stateOf("ffback", 1)).toBe("testing");
+  });
+
+  test("GitHub refusing the atomic update for another reason than the target (here the testing branch moved) falls back to the REST push, and that target is pushed by REST from then on", async () => {
+    const repo = `${OWNER}/ffrest`;
+    await api.ok("createQueue", { ...github.queue("ffrest"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffrest", 1));
+    await server.greenline.worker.drain();
+    const first = await api.ok("getMergeQueueTestingDetails", github.pr("ffrest", 1));
+    gh.push(repo, first.testBranch, { "ci-noise.txt": "pushed to the testing branch\n" });
+    let from = gh.requests.length;
+    await github.ciPassesOn("ffrest", first.testBranchSha);
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffrest", 1)).toBe("merged");
+    expect(gh.branchHead(repo, "main")).toBe(first.testBranchSha);
+    expect(callsSince(from, "ffrest").filter((c) => !c.startsWith("POST /statuses/"))).toEqual([
+      "GET /pulls",
+      "POST /graphql",
+      "GET /branches/main",
+      "PATCH /git/refs/heads/main",
+      `DELETE /git/refs/heads/${first.testBranch}`,
+    ]);
+    gh.openPr(repo, { number: 2, files: { "src/two.ts": "2" } });
+    await api.ok("submitPullRequest", github.pr("ffrest", 2));
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("ffrest", 2));
+    from = gh.requests.length;
+    await github.ciPassesOnEveryBranch("ffrest");
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffrest", 2)).toBe("merged");
+    expect(callsSince(from, "ffrest").filter((c) => !c.startsWith("POST /statuses/"))).toEqual(["GET /pulls", "PATCH /git/refs/heads/main", `DELETE /git/refs/heads/${second.testBranch}`]);
   });
 
   test("a run already on the target (an earlier attempt's fast-forward, unrecorded) is found when its PR is no longer open: merged, not refused, not pushed again", async () => {

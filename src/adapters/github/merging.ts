@@ -6,6 +6,8 @@ type Params = { owner: string; repo: string };
 /** A PR as GitHub answers `GET /pulls/{n}` (the fields read here). */
 type PullRequest = { number: number; state: string; merged: boolean; merge_commit_sha: string | null; base: { ref: string }; head: { sha: string }; commits?: number };
 type PrChange = { reason: "closed" | "base_changed" | "head_moved"; message: string };
+/** Git's zero object id: as `afterOid`, a ref update deletes the ref. */
+const ZERO_OID = "0".repeat(40);
 
 /** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
 function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
@@ -36,8 +38,21 @@ export class GitHubMerging {
    * API from then on, without asking for the refused push again.
    */
   readonly #pushRefused = new Set<string>();
+  /**
+   * Targets where GitHub's GraphQL `updateRefs` was refused and a REST push then went through
+   * (the mutation unknown to a GitHub Enterprise Server, a rule on deleting testing branches):
+   * fast-forwarded by REST alone from then on.
+   */
+  readonly #updateRefsRefused = new Set<string>();
 
-  constructor(private readonly client: GitHubClient) {}
+  /**
+   * `deletedWithMerge`: testing branches ("owner/name:branch", lower-case) deleted in the same
+   * atomic ref update as the fast-forward that landed them; their run's cleanup need not.
+   */
+  constructor(
+    private readonly client: GitHubClient,
+    private readonly deletedWithMerge: Set<string> = new Set(),
+  ) {}
 
   /**
    * With merge commits and an exact tree the target is fast-forwarded to the tested commit
@@ -55,9 +70,10 @@ export class GitHubMerging {
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
-      // The target is not read first: GitHub refuses a ref update that is not a fast-forward,
-      // so the push itself says whether the target is still where the run was built (a target
-      // moved on, or elsewhere, is refused; docs/github.md, "Merging").
+      // The target is not read first: the push is made only if the target is still where the
+      // run was built (GraphQL's `updateRefs` with `beforeOid`, which also deletes the testing
+      // branch in the same atomic update; or REST, where GitHub refuses an update that is not a
+      // fast-forward: docs/github.md, "Merging"); the target is read when GitHub refuses.
       // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
       // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
       // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
@@ -65,7 +81,7 @@ export class GitHubMerging {
       // its commits on a branch GitHub does not merge it into. Both leave the queue as their
       // webhook would have made them (pr_closed, base_branch_changed). A later PR of the request
       // that changed leaves the ones before it to be merged one by one (which stops at it).
-      const changed = await this.#changedPr(octokit, params, request);
+      const { changed, repositoryId } = await this.#changedPr(octokit, params, request);
       if (changed) {
         // A PR of the request not open any more may be one an earlier attempt merged (a retry
         // after a crash): where the target is tells.
@@ -74,7 +90,23 @@ export class GitHubMerging {
         if (changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
         return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
       }
-      const pushed = await this.#fastForward(octokit, params, repo, request, request.tested.sha, target);
+      const tested = request.tested;
+      let refusedAsOne = false;
+      if (repositoryId && !this.#updateRefsRefused.has(target)) {
+        if (await this.#fastForwardAndDelete(octokit, repositoryId, request.targetBranch, request.expectedHead, tested)) {
+          this.deletedWithMerge.add(`${repo.owner}/${repo.name}:${tested.branch}`.toLowerCase());
+          return { kind: "merged", head: tested.sha };
+        }
+        // Refused: a target moved (on, elsewhere, or back: only `beforeOid` sees that one) is
+        // the common reason. Its PRs were all open on it a moment ago, so none of them landed.
+        const now = await this.#targetHead(octokit, repo, request.targetBranch);
+        if (now !== request.expectedHead) return { kind: "target_moved", head: now };
+        refusedAsOne = true;
+      }
+      const pushed = await this.#fastForward(octokit, params, repo, request, tested.sha, target);
+      // Refused as one update, pushed as two: GitHub's refusal was not about the target (a
+      // server without the mutation, a rule on deleting the testing branch). REST from now on.
+      if (refusedAsOne && "kind" in pushed && pushed.kind === "merged") this.#updateRefsRefused.add(target);
       if ("kind" in pushed) return pushed;
       headRead = pushed.head;
     }
@@ -117,6 +149,29 @@ export class GitHubMerging {
   }
 
   /**
+   * Fast-forwards the target from `expectedHead` to the tested commit and deletes the testing
+   * branch, in one atomic GraphQL `updateRefs` (docs/github.md, "Merging"): GitHub moves the
+   * target only if it is still at `expectedHead` (`beforeOid`) and the move is a fast-forward
+   * (no `force`), and deletes the testing branch only if it is still at the tested commit; if
+   * any of that is refused, nothing is changed. true: done. false: GitHub answered with errors
+   * (a target moved, a rule, a server without the mutation): the REST push says which.
+   * Anything else (no answer, a rate limit) is thrown, and the merge asked again.
+   */
+  async #fastForwardAndDelete(octokit: Octokit, repositoryId: string, targetBranch: string, expectedHead: string, tested: { branch: string; sha: string }): Promise<boolean> {
+    const refUpdates = [
+      { name: `refs/heads/${targetBranch}`, beforeOid: expectedHead, afterOid: tested.sha, force: false },
+      { name: `refs/heads/${tested.branch}`, beforeOid: tested.sha, afterOid: ZERO_OID, force: true },
+    ];
+    try {
+      await octokit.graphql("mutation($input: UpdateRefsInput!) { updateRefs(input: $input) { clientMutationId } }", { input: { repositoryId, refUpdates } });
+      return true;
+    } catch (error) {
+      if (Array.isArray((error as { errors?: unknown }).errors)) return false;
+      throw refusalOf(error, "update_ref");
+    }
+  }
+
+  /**
    * Fast-forwards the target to the tested commit, built on `request.expectedHead`. GitHub
    * refuses an update that is not a fast-forward, so the push itself is the test. `{ head }`:
    * not pushed, merge each PR instead (`head`: the target's head if it was read meanwhile).
@@ -148,10 +203,13 @@ export class GitHubMerging {
    * The first PR of the request that must not land (closed, on another base, or at a head other
    * than the tested one: changeOf), with why; null when none. One list of the target's open PRs
    * answers for a whole batch (a PR not in it — closed, moved to another base, or beyond the
-   * first page — is read on its own).
+   * first page — is read on its own). With it, the repository's GraphQL node id, from the list
+   * (null when no PR is listed).
    */
-  async #changedPr(octokit: Octokit, params: Params, request: MergeRequest): Promise<(PrChange & { number: number }) | null> {
+  async #changedPr(octokit: Octokit, params: Params, request: MergeRequest): Promise<{ changed: (PrChange & { number: number }) | null; repositoryId: string | null }> {
     const { data: open } = await octokit.rest.pulls.list({ ...params, state: "open", base: request.targetBranch, per_page: 100 });
+    // The repository's GraphQL id, as the list answers it (what `updateRefs` names the repository by).
+    const repositoryId = open[0]?.base.repo.node_id ?? null;
     for (const number of request.prNumbers) {
       const listed = open.find((pr) => pr.number === number);
       // Listed: open, on the target; only its head is left to check.
@@ -159,9 +217,9 @@ export class GitHubMerging {
         ? { number, state: "open", merged: false, merge_commit_sha: null, base: { ref: request.targetBranch }, head: listed.head }
         : (await octokit.rest.pulls.get({ ...params, pull_number: number })).data;
       const changed = changeOf(pr, request);
-      if (changed) return { number, ...changed };
+      if (changed) return { changed: { number, ...changed }, repositoryId };
     }
-    return null;
+    return { changed: null, repositoryId };
   }
 
   /** Merges the PRs `numbers` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */
