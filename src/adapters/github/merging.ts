@@ -72,8 +72,8 @@ export class GitHubMerging {
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
       // The target is not read first: the push is made only if the target is still where the
       // run was built (GraphQL's `updateRefs` with `beforeOid`, which also deletes the testing
-      // branch in the same atomic update; or REST, where GitHub refuses an update that is not a
-      // fast-forward: docs/github.md, "Merging"); the target is read when GitHub refuses.
+      // branch in the same atomic update: docs/github.md, "What each merge method guarantees");
+      // the target is read when GitHub refuses it.
       // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
       // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
       // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
@@ -91,24 +91,24 @@ export class GitHubMerging {
         return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
       }
       const tested = request.tested;
-      let refusedAsOne = false;
-      if (repositoryId && !this.#updateRefsRefused.has(target)) {
-        if (await this.#fastForwardAndDelete(octokit, repositoryId, request.targetBranch, request.expectedHead, tested)) {
-          this.deletedWithMerge.add(`${repo.owner}/${repo.name}:${tested.branch}`.toLowerCase());
-          return { kind: "merged", head: tested.sha };
-        }
-        // Refused: a target moved (on, elsewhere, or back: only `beforeOid` sees that one) is
-        // the common reason. Its PRs were all open on it a moment ago, so none of them landed.
-        const now = await this.#targetHead(octokit, repo, request.targetBranch);
-        if (now !== request.expectedHead) return { kind: "target_moved", head: now };
-        refusedAsOne = true;
+      const asOne = repositoryId !== null && !this.#updateRefsRefused.has(target);
+      if (asOne && (await this.#fastForwardAndDelete(octokit, repositoryId, request.targetBranch, request.expectedHead, tested))) {
+        this.deletedWithMerge.add(`${repo.owner}/${repo.name}:${tested.branch}`.toLowerCase());
+        return { kind: "merged", head: tested.sha };
       }
+      // Refused as one update (a target moved — on, elsewhere, or back, which only `beforeOid`
+      // sees — is the common reason), or GitHub does not take it: the target is read. The REST
+      // push refuses a target moved on or elsewhere, not one moved back, so it is never made
+      // without this read just before, as it was before GraphQL.
+      const now = await this.#targetHead(octokit, repo, request.targetBranch);
+      // Its PRs were all open on the target a moment ago: none of them landed.
+      if (now !== request.expectedHead) return { kind: "target_moved", head: now };
       const pushed = await this.#fastForward(octokit, params, repo, request, tested.sha, target);
       // Refused as one update, pushed as two: GitHub's refusal was not about the target (a
       // server without the mutation, a rule on deleting the testing branch). REST from now on.
-      if (refusedAsOne && "kind" in pushed && pushed.kind === "merged") this.#updateRefsRefused.add(target);
+      if (asOne && "kind" in pushed && pushed.kind === "merged") this.#updateRefsRefused.add(target);
       if ("kind" in pushed) return pushed;
-      headRead = pushed.head;
+      headRead = pushed.head ?? now;
     }
     // Merged PR by PR: the target is read first, so that no PR is merged onto a target moved
     // since the run was built (each merge is also checked to land right on the one before).

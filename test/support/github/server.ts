@@ -54,6 +54,7 @@ export abstract class SimulatorServer extends RateLimits {
     const path = decodeURIComponent(url.pathname);
     const method = req.method ?? "GET";
     const { record, send, error, notFound } = logRequest(this.requests, req, res, method, path);
+    if (path === "/graphql") record.graphql = { query: body.query, variables: body.variables };
     if (this.answerLimitsAndFaults(req, res, path)) return;
     if (path === "/login/oauth/authorize" && method === "GET") return this.authorize(res, record, url.searchParams);
     if (path === "/login/oauth/access_token" && method === "POST") return this.exchangeCode(req, res, record, url.searchParams, body);
