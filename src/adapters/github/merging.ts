@@ -6,6 +6,8 @@ type Params = { owner: string; repo: string };
 /** A PR as GitHub answers `GET /pulls/{n}` (the fields read here). */
 type PullRequest = { number: number; state: string; merged: boolean; merge_commit_sha: string | null; base: { ref: string }; head: { sha: string }; commits?: number };
 type PrChange = { reason: "closed" | "base_changed" | "head_moved"; message: string };
+/** How many testing branches deleted by their fast-forward are remembered for their cleanup (the oldest forgotten first: its cleanup then asks GitHub, which answers 422, ignored). */
+const DELETED_WITH_MERGE_KEPT = 10_000;
 /** Git's zero object id: as `afterOid`, a ref update deletes the ref. */
 const ZERO_OID = "0".repeat(40);
 
@@ -94,6 +96,8 @@ export class GitHubMerging {
       const asOne = repositoryId !== null && !this.#updateRefsRefused.has(target);
       if (asOne && (await this.#fastForwardAndDelete(octokit, repositoryId, request.targetBranch, request.expectedHead, tested))) {
         this.deletedWithMerge.add(`${repo.owner}/${repo.name}:${tested.branch}`.toLowerCase());
+        // Bounded: a run whose cleanup another replica did is never taken out here.
+        if (this.deletedWithMerge.size > DELETED_WITH_MERGE_KEPT) this.deletedWithMerge.delete(this.deletedWithMerge.values().next().value!);
         return { kind: "merged", head: tested.sha };
       }
       // Refused as one update (a target moved — on, elsewhere, or back, which only `beforeOid`
