@@ -186,7 +186,10 @@ async function timed(results: Record<string, object>): Promise<void> {
     /** ms from green to the fast-forward to `sha` (null: not merged so). */
     const greenToMerge = (sha: string): number | null => {
       const at = green.get(sha);
-      const merge = gh.requests.find((r) => r.method === "PATCH" && r.path.endsWith("/git/refs/heads/main") && r.status === 200 && (r.response as any)?.object?.sha === sha);
+      // The fast-forward: GraphQL's updateRefs moving main to `sha` (answered without errors), or the REST push.
+      const movesMain = (r: (typeof gh.requests)[number]) =>
+        r.path === "/graphql" && r.status === 200 && !(r.response as any)?.errors && ((r.graphql?.variables as any)?.input?.refUpdates ?? []).some((u: any) => u.name === "refs/heads/main" && u.afterOid === sha);
+      const merge = gh.requests.find((r) => movesMain(r) || (r.method === "PATCH" && r.path.endsWith("/git/refs/heads/main") && r.status === 200 && (r.response as any)?.object?.sha === sha));
       return at === undefined || !merge ? null : merge.at - at;
     };
     return {

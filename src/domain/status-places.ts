@@ -7,8 +7,10 @@ import { placeOf } from "./reasons.js";
  * How many PRs at the front of the line have their place kept current on their status: every
  * PR moving up rewrites its status, so only these do (at most this many writes a decision); the
  * PRs behind them say only that they wait behind them, which stays true until they get there.
+ * 10, not 20 (issue 23, goal 5): in a long line every merge rewrote 20 statuses, the largest
+ * share of the GitHub calls per merged PR (docs/decisions.md, "Places on statuses stay current").
  */
-export const STATUS_PLACES_SHOWN = 20;
+export const STATUS_PLACES_SHOWN = 10;
 
 /** The states whose status shows a place in line. */
 const WAITING: ReadonlySet<PrState> = new Set(["pending", "testing"]);

@@ -226,7 +226,8 @@ describe.each(BACKENDS)("effects against a refusing GitHub, $name", (backend) =>
 
   test("a merge GitHub refuses both ways (push 422, PR merge 405) spends a bounded number of calls in an hour, then the PR fails with GitHub's words", async () => {
     await greenPr("mergerefused", "merge_commit");
-    gh.failNext("PATCH", /\/mergerefused\/git\/refs\/heads\/main$/, 422, "Changes must be made through a pull request.", 1_000_000);
+    // The push refused as protection refuses it (whether asked by REST or GraphQL's updateRefs).
+    gh.requirePullRequests(`${OWNER}/mergerefused`, "main");
     const refusal = 'Repository rule violations found\n\nRequired status check "build" is expected.';
     gh.failNext("PUT", /\/mergerefused\/pulls\/1\/merge$/, 405, refusal, 1_000_000);
     const calls = () => gh.requests.filter((r) => r.path.startsWith(`/repos/${OWNER}/mergerefused/`)).length;

@@ -7,8 +7,8 @@ import { type ApiClient, startTestServer, TestClock, type TestServer } from "../
 /**
  * What Greenline asks GitHub, call by call, where calls used to be wasted (`npm run bench:github`
  * counts them per merged PR): a PR read asks for the up-to-date base only for a queue that merges
- * directly; a tested run is fast-forwarded with one list of the target's open PRs and without a
- * comparison first; a PR merged through GitHub is read once, just before its merge (it must still
+ * directly; a tested run is fast-forwarded with one list of the target's open PRs, without a
+ * comparison or a read of the target first; a PR merged through GitHub is read once, just before its merge (it must still
  * be open and based on the target: issue 22), and a rebase takes its commit count from that read.
  * A `/greenline merge` comment is one PR read (its submission uses the comment's read), one
  * permission check a minute per author, and no reply where the queue shows statuses.
@@ -55,24 +55,123 @@ describe.each(BACKENDS)("GitHub calls, $name", (backend) => {
     expect(gh.refPushes.filter((p) => p.repo === repo && p.branch.startsWith("greenline/"))).toEqual([]);
   });
 
-  test("a tested run is fast-forwarded with one read of the target, one list of open PRs and the push: no per-PR read, no comparison", async () => {
+  test("a tested run is fast-forwarded and its testing branch deleted in one atomic ref update, after one list of open PRs: no read of the target, no per-PR read, no comparison, no separate deletion", async () => {
     const repo = `${OWNER}/ff`;
     await api.ok("createQueue", { ...github.queue("ff"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
     gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
     await api.ok("submitPullRequest", github.pr("ff", 1));
     await server.greenline.worker.drain();
-    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ff", 1))).testBranchSha;
+    const { testBranch, testBranchSha: tested } = await api.ok("getMergeQueueTestingDetails", github.pr("ff", 1));
     const from = gh.requests.length;
     await github.ciPassesOnEveryBranch("ff");
     await server.greenline.worker.drain();
     expect(await github.stateOf("ff", 1)).toBe("merged");
     expect(gh.branchHead(repo, "main")).toBe(tested);
+    expect(gh.hasBranch(repo, testBranch)).toBe(false);
     const calls = callsSince(from, "ff");
-    // It was a read of the PR, of main, and a comparison of main with the tested commit.
-    // One list of the target's open PRs checks that no PR's head moved since it was tested (a
-    // fast-forward is not pinned to the heads as a PR merge is).
-    expect(calls.filter((c) => c.startsWith("GET "))).toEqual(["GET /branches/main", "GET /pulls"]);
-    expect(calls.filter((c) => c.includes("/git/refs/heads/main"))).toEqual(["PATCH /git/refs/heads/main"]);
+    // It was a read of the PR, of main, and a comparison of main with the tested commit; then a
+    // read of main, the push (PATCH) and the deletion of the testing branch. One list of the
+    // target's open PRs checks that no PR's head moved since it was tested (a fast-forward is not
+    // pinned to the heads as a PR merge is).
+    expect(calls.filter((c) => !c.startsWith("POST /statuses/"))).toEqual(["GET /pulls", "POST /graphql"]);
+  });
+
+  test("a target moved behind Greenline's back (its push not delivered) refuses the fast-forward: the target is read then, the run is tested again on it, and lands", async () => {
+    const repo = `${OWNER}/ffmoved`;
+    await api.ok("createQueue", { ...github.queue("ffmoved"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffmoved", 1));
+    await server.greenline.worker.drain();
+    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffmoved", 1))).testBranchSha;
+    // Someone's commit on main; the harness delivers no webhook: Greenline does not know.
+    const foreign = gh.push(repo, "main", { "docs/foreign.md": "pushed by hand\n" });
+    const from = gh.requests.length;
+    await github.ciPassesOnEveryBranch("ffmoved");
+    await server.greenline.worker.drain();
+    const refs = gh.requests.slice(from).filter((r) => r.path === "/graphql" || r.path.startsWith(`/repos/${OWNER}/ffmoved/git/refs/heads/main`) || r.path === `/repos/${OWNER}/ffmoved/branches/main`);
+    expect(refs.map((r) => `${r.method} ${r.path.replace(`/repos/${OWNER}/ffmoved`, "")} ${(r.response as { errors?: unknown[] } | undefined)?.errors ? "refused" : r.status}`)).toEqual([
+      "POST /graphql refused",
+      "GET /branches/main 200",
+    ]);
+    expect(gh.branchHead(repo, "main")).toBe(foreign);
+    expect(await github.stateOf("ffmoved", 1)).toBe("testing");
+    const retested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffmoved", 1))).testBranchSha;
+    expect(retested).not.toBe(tested);
+    expect(gh.parentsOf(retested)[0]).toBe(foreign);
+    await github.ciPassesOnEveryBranch("ffmoved");
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffmoved", 1)).toBe("merged");
+    expect(gh.branchHead(repo, "main")).toBe(retested);
+    expect(Object.keys(gh.files(repo, "main")).sort()).toEqual(["README.md", "docs/foreign.md", "src/one.ts"]);
+  });
+
+  test("a target moved back to an older commit (a force-push, not delivered) is not fast-forwarded onto: the push was conditional on where the run was built", async () => {
+    const repo = `${OWNER}/ffback`;
+    const old = gh.branchHead(repo, "main");
+    const dropped = gh.push(repo, "main", { "docs/dropped.md": "to be taken back\n" });
+    await api.ok("createQueue", { ...github.queue("ffback"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffback", 1));
+    await server.greenline.worker.drain();
+    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffback", 1))).testBranchSha;
+    expect(gh.parentsOf(tested)[0]).toBe(dropped);
+    // main taken back to before `dropped`: a fast-forward to the tested commit would bring it back.
+    gh.createBranch(repo, "main", old);
+    await github.ciPassesOnEveryBranch("ffback");
+    await server.greenline.worker.drain();
+    expect(gh.branchHead(repo, "main")).toBe(old);
+    expect(await github.stateOf("ffback", 1)).toBe("testing");
+  });
+
+  test("GitHub refusing the atomic update for another reason than the target (here the testing branch moved) falls back to the REST push, and that target is pushed by REST from then on", async () => {
+    const repo = `${OWNER}/ffrest`;
+    await api.ok("createQueue", { ...github.queue("ffrest"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffrest", 1));
+    await server.greenline.worker.drain();
+    const first = await api.ok("getMergeQueueTestingDetails", github.pr("ffrest", 1));
+    gh.push(repo, first.testBranch, { "ci-noise.txt": "pushed to the testing branch\n" });
+    let from = gh.requests.length;
+    await github.ciPassesOn("ffrest", first.testBranchSha);
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffrest", 1)).toBe("merged");
+    expect(gh.branchHead(repo, "main")).toBe(first.testBranchSha);
+    expect(callsSince(from, "ffrest").filter((c) => !c.startsWith("POST /statuses/"))).toEqual([
+      "GET /pulls",
+      "POST /graphql",
+      "GET /branches/main",
+      "PATCH /git/refs/heads/main",
+      `DELETE /git/refs/heads/${first.testBranch}`,
+    ]);
+    gh.openPr(repo, { number: 2, files: { "src/two.ts": "2" } });
+    await api.ok("submitPullRequest", github.pr("ffrest", 2));
+    await server.greenline.worker.drain();
+    const second = await api.ok("getMergeQueueTestingDetails", github.pr("ffrest", 2));
+    from = gh.requests.length;
+    await github.ciPassesOnEveryBranch("ffrest");
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffrest", 2)).toBe("merged");
+    // Without the atomic update, the push is made as before it: just after a read of the target
+    // (a REST push does not refuse a target moved back).
+    expect(callsSince(from, "ffrest").filter((c) => !c.startsWith("POST /statuses/"))).toEqual(["GET /pulls", "GET /branches/main", "PATCH /git/refs/heads/main", `DELETE /git/refs/heads/${second.testBranch}`]);
+  });
+
+  test("a run already on the target (an earlier attempt's fast-forward, unrecorded) is found when its PR is no longer open: merged, not refused, not pushed again", async () => {
+    const repo = `${OWNER}/ffdone`;
+    await api.ok("createQueue", { ...github.queue("ffdone"), requiredStatuses: ["ci/test"], mergeMethod: "merge_commit" });
+    gh.openPr(repo, { number: 1, files: { "src/one.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr("ffdone", 1));
+    await server.greenline.worker.drain();
+    const tested = (await api.ok("getMergeQueueTestingDetails", github.pr("ffdone", 1))).testBranchSha;
+    // main at the tested commit already: GitHub marks the PR merged (no webhook delivered).
+    gh.createBranch(repo, "main", tested);
+    expect(gh.pr(repo, 1)?.merged).toBe(true);
+    const from = gh.requests.length;
+    await github.ciPassesOnEveryBranch("ffdone");
+    await server.greenline.worker.drain();
+    expect(await github.stateOf("ffdone", 1)).toBe("merged");
+    expect(gh.branchHead(repo, "main")).toBe(tested);
+    expect(callsSince(from, "ffdone").filter((c) => c.includes("/git/refs/heads/main"))).toEqual([]);
   });
 
   test("a tested PR is squashed with one read of the target, one of the PR, the merge, and the check of where it landed", async () => {

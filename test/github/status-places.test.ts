@@ -69,14 +69,16 @@ describe.each(BACKENDS)("places in line on PR statuses, $name", (backend) => {
     expect(statusesOf("three", 3).map((st) => st.state)).toEqual(["pending", "pending"]);
   });
 
-  test("a burst of 20 merges: one status per PR per decision, one pending status per PR, only the first 20 places kept, within 140 characters", async () => {
+  test("a burst of 20 merges: one status per PR per decision, one pending status per PR, only the first 10 places kept, within 140 characters", async () => {
     const name = "burst";
     const prs = Array.from({ length: 30 }, (_, i) => i + 1);
     await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash", concurrency: 20 });
     for (const n of prs) gh.openPr(full(name), { number: n, files: { [`src/${n}.ts`]: `${n}` } });
     for (const n of prs) await api.ok("submitPullRequest", github.pr(name, n));
     await server.greenline.worker.drain();
-    expect(descriptionOf(name, 20)).toBe(`${REASONS.testing.replace(/\.$/, "")} (20th in line).`);
+    expect(descriptionOf(name, 10)).toBe(`${REASONS.testing.replace(/\.$/, "")} (10th in line).`);
+    // Beyond the first 10 a status says only that: every move of theirs was a write (it was 20).
+    expect(descriptionOf(name, 11)).toBe(`${REASONS.testing.replace(/\.$/, "")} (behind the first 10 in line).`);
     expect(descriptionOf(name, 25)).toBe(waiting(`behind the first ${STATUS_PLACES_SHOWN} in line`));
 
     // CI reports the 20 runs green, one by one: 20 decisions, effects not carried out in between.

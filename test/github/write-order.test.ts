@@ -59,7 +59,8 @@ describe.each(BACKENDS)("write order, $name", (backend) => {
     await github.ciPassesOnEveryBranch(name);
     await github.drain();
     expect(gh.branchHead(repo, "main")).toBe(tested);
-    const merge = indexesOf(from, "PATCH", /\/git\/refs\/heads\/main$/);
+    // The fast-forward: GraphQL's updateRefs.
+    const merge = indexesOf(from, "POST", /^\/graphql$/);
     const statuses = indexesOf(from, "POST", /\/statuses\//);
     expect(merge).toHaveLength(1);
     expect(statuses.length).toBeGreaterThanOrEqual(5);

@@ -67,9 +67,11 @@ export class GitHubCodeHost implements CodeHost {
     this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent, options.writeGate ?? new WriteGate(options.writeSpacingMs ?? WRITE_SPACING_MS));
     this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo) };
     this.#pulls = new GitHubPullRequests(this.#client);
-    this.#branches = new GitHubTestingBranches(this.#client);
+    // Testing branches deleted by the fast-forward that landed them: their cleanup skips the deletion.
+    const deletedWithMerge = new Set<string>();
+    this.#branches = new GitHubTestingBranches(this.#client, deletedWithMerge);
     this.#checks = new GitHubChecks(this.#client, options.now);
-    this.#merging = new GitHubMerging(this.#client);
+    this.#merging = new GitHubMerging(this.#client, deletedWithMerge);
     this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
     const runs = new GitHubWorkflowRuns(this.#client);
     this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };

@@ -6,6 +6,10 @@ type Params = { owner: string; repo: string };
 /** A PR as GitHub answers `GET /pulls/{n}` (the fields read here). */
 type PullRequest = { number: number; state: string; merged: boolean; merge_commit_sha: string | null; base: { ref: string }; head: { sha: string }; commits?: number };
 type PrChange = { reason: "closed" | "base_changed" | "head_moved"; message: string };
+/** How many testing branches deleted by their fast-forward are remembered for their cleanup (the oldest forgotten first: its cleanup then asks GitHub, which answers 422, ignored). */
+const DELETED_WITH_MERGE_KEPT = 10_000;
+/** Git's zero object id: as `afterOid`, a ref update deletes the ref. */
+const ZERO_OID = "0".repeat(40);
 
 /** How many commits a PR's merge adds on the target's first-parent line: one, or one per commit when rebased. */
 function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number {
@@ -36,8 +40,21 @@ export class GitHubMerging {
    * API from then on, without asking for the refused push again.
    */
   readonly #pushRefused = new Set<string>();
+  /**
+   * Targets where GitHub's GraphQL `updateRefs` was refused and a REST push then went through
+   * (the mutation unknown to a GitHub Enterprise Server, a rule on deleting testing branches):
+   * fast-forwarded by REST alone from then on.
+   */
+  readonly #updateRefsRefused = new Set<string>();
 
-  constructor(private readonly client: GitHubClient) {}
+  /**
+   * `deletedWithMerge`: testing branches ("owner/name:branch", lower-case) deleted in the same
+   * atomic ref update as the fast-forward that landed them; their run's cleanup need not.
+   */
+  constructor(
+    private readonly client: GitHubClient,
+    private readonly deletedWithMerge: Set<string> = new Set(),
+  ) {}
 
   /**
    * With merge commits and an exact tree the target is fast-forwarded to the tested commit
@@ -50,38 +67,15 @@ export class GitHubMerging {
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
-    const method = request.method === "merge_commit" ? "merge" : request.method;
-    const head = await this.#targetHead(octokit, repo, request.targetBranch);
-    if (head !== request.expectedHead) {
-      // Every merge of the request moves the target: a target still where the queue left it
-      // has none of them, so the PRs are read only when it moved (a retry, or someone's push).
-      const prs: PullRequest[] = [];
-      for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
-      // Merged into the target, that is: a PR moved to another base merges there.
-      const mergedHere = (pr: PullRequest) => pr.merged && pr.base.ref === request.targetBranch;
-      // Repeating a merge that already happened changes nothing.
-      if (prs.every(mergedHere)) return { kind: "merged", head };
-      const landedBefore = prs.slice(
-        0,
-        prs.findIndex((pr) => !mergedHere(pr)),
-      );
-      const next = prs[landedBefore.length]!;
-      if (landedBefore.length === 0) return { kind: "target_moved", head };
-      // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
-      // the target is exactly those merges on top of where the queue left it, carry on from
-      // there; otherwise they are merged, and the others must be tested again.
-      const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
-      const prNumbers = landedBefore.map((pr) => pr.number);
-      const landed = { prNumbers, head };
-      if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed };
-      // The earlier attempt merged the next PR into the branch it had been moved to.
-      if (next.merged) return { kind: "landed_elsewhere", head, landed, prNumber: next.number, branch: next.base.ref, sha: next.merge_commit_sha ?? "" };
-      return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers.slice(landedBefore.length), { prNumbers, head });
-    }
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
+    let headRead: string | null = null;
     if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
+      // The target is not read first: the push is made only if the target is still where the
+      // run was built (GraphQL's `updateRefs` with `beforeOid`, which also deletes the testing
+      // branch in the same atomic update: docs/github.md, "What each merge method guarantees");
+      // the target is read when GitHub refuses it.
       // The fast-forward is not pinned to the PRs' heads as a PR merge is: a PR pushed to since
       // it was tested (its synchronize lost or late) would stay open on GitHub, its old commit
       // landed. It is refused as a moved head (cancelled pr_updated); the others are tested again.
@@ -89,35 +83,123 @@ export class GitHubMerging {
       // its commits on a branch GitHub does not merge it into. Both leave the queue as their
       // webhook would have made them (pr_closed, base_branch_changed). A later PR of the request
       // that changed leaves the ones before it to be merged one by one (which stops at it).
-      const changed = await this.#changedPr(octokit, params, request);
-      if (changed && changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
-      const pushed = changed ? null : await this.#fastForward(octokit, params, repo, request, request.tested.sha, head, target);
-      if (pushed) return pushed;
+      const { changed, repositoryId } = await this.#changedPr(octokit, params, request);
+      if (changed) {
+        // A PR of the request not open any more may be one an earlier attempt merged (a retry
+        // after a crash): where the target is tells.
+        const head = await this.#targetHead(octokit, repo, request.targetBranch);
+        if (head !== request.expectedHead) return this.#afterMove(octokit, params, repo, request, head);
+        if (changed.number === request.prNumbers[0]) return { kind: "refused", head, prNumber: changed.number, reason: changed.reason, message: changed.message };
+        return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
+      }
+      const tested = request.tested;
+      const asOne = repositoryId !== null && !this.#updateRefsRefused.has(target);
+      if (asOne && (await this.#fastForwardAndDelete(octokit, repositoryId, request.targetBranch, request.expectedHead, tested))) {
+        this.deletedWithMerge.add(`${repo.owner}/${repo.name}:${tested.branch}`.toLowerCase());
+        // Bounded: a run whose cleanup another replica did is never taken out here.
+        if (this.deletedWithMerge.size > DELETED_WITH_MERGE_KEPT) this.deletedWithMerge.delete(this.deletedWithMerge.values().next().value!);
+        return { kind: "merged", head: tested.sha };
+      }
+      // Refused as one update (a target moved — on, elsewhere, or back, which only `beforeOid`
+      // sees — is the common reason), or GitHub does not take it: the target is read. The REST
+      // push refuses a target moved on or elsewhere, not one moved back, so it is never made
+      // without this read just before, as it was before GraphQL.
+      const now = await this.#targetHead(octokit, repo, request.targetBranch);
+      // Its PRs were all open on the target a moment ago: none of them landed.
+      if (now !== request.expectedHead) return { kind: "target_moved", head: now };
+      const pushed = await this.#fastForward(octokit, params, repo, request, tested.sha, target);
+      // Refused as one update, pushed as two: GitHub's refusal was not about the target (a
+      // server without the mutation, a rule on deleting the testing branch). REST from now on.
+      if (asOne && "kind" in pushed && pushed.kind === "merged") this.#updateRefsRefused.add(target);
+      if ("kind" in pushed) return pushed;
+      headRead = pushed.head ?? now;
     }
+    // Merged PR by PR: the target is read first, so that no PR is merged onto a target moved
+    // since the run was built (each merge is also checked to land right on the one before).
+    const head = headRead ?? (await this.#targetHead(octokit, repo, request.targetBranch));
+    if (head !== request.expectedHead) return this.#afterMove(octokit, params, repo, request, head);
     return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers, { prNumbers: [], head });
   }
 
   /**
-   * Fast-forwards the target to the tested commit. GitHub refuses an update that is not a
-   * fast-forward, so the push itself is the test. Null: not pushed, merge each PR instead.
+   * The target is at `head`, not where the queue left it (`request.expectedHead`). Every merge
+   * of the request moves the target: a target still where the queue left it has none of them,
+   * so the PRs are read only when it moved (a retry, or someone's push).
    */
-  async #fastForward(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, tested: string, head: string, target: string): Promise<MergeResult | null> {
+  async #afterMove(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, head: string): Promise<MergeResult> {
+    const method = request.method === "merge_commit" ? "merge" : request.method;
+    const prs: PullRequest[] = [];
+    for (const number of request.prNumbers) prs.push((await octokit.rest.pulls.get({ ...params, pull_number: number })).data);
+    // Merged into the target, that is: a PR moved to another base merges there.
+    const mergedHere = (pr: PullRequest) => pr.merged && pr.base.ref === request.targetBranch;
+    // Repeating a merge that already happened changes nothing.
+    if (prs.every(mergedHere)) return { kind: "merged", head };
+    const landedBefore = prs.slice(
+      0,
+      prs.findIndex((pr) => !mergedHere(pr)),
+    );
+    const next = prs[landedBefore.length]!;
+    if (landedBefore.length === 0) return { kind: "target_moved", head };
+    // An earlier attempt landed the first PRs and stopped (a crash, a transient error). If
+    // the target is exactly those merges on top of where the queue left it, carry on from
+    // there; otherwise they are merged, and the others must be tested again.
+    const steps = landedBefore.reduce((sum, pr) => sum + stepsOf(method, pr), 0);
+    const prNumbers = landedBefore.map((pr) => pr.number);
+    const landed = { prNumbers, head };
+    if ((await this.#firstParentBack(octokit, params, head, steps)) !== request.expectedHead) return { kind: "target_moved", head, landed };
+    // The earlier attempt merged the next PR into the branch it had been moved to.
+    if (next.merged) return { kind: "landed_elsewhere", head, landed, prNumber: next.number, branch: next.base.ref, sha: next.merge_commit_sha ?? "" };
+    return this.#mergeOneByOne(octokit, params, repo, request, request.prNumbers.slice(landedBefore.length), { prNumbers, head });
+  }
+
+  /**
+   * Fast-forwards the target from `expectedHead` to the tested commit and deletes the testing
+   * branch, in one atomic GraphQL `updateRefs` (docs/github.md, "Merging"): GitHub moves the
+   * target only if it is still at `expectedHead` (`beforeOid`) and the move is a fast-forward
+   * (no `force`), and deletes the testing branch only if it is still at the tested commit; if
+   * any of that is refused, nothing is changed. true: done. false: GitHub answered with errors
+   * (a target moved, a rule, a server without the mutation): the REST push says which.
+   * Anything else (no answer, a rate limit) is thrown, and the merge asked again.
+   */
+  async #fastForwardAndDelete(octokit: Octokit, repositoryId: string, targetBranch: string, expectedHead: string, tested: { branch: string; sha: string }): Promise<boolean> {
+    const refUpdates = [
+      { name: `refs/heads/${targetBranch}`, beforeOid: expectedHead, afterOid: tested.sha, force: false },
+      { name: `refs/heads/${tested.branch}`, beforeOid: tested.sha, afterOid: ZERO_OID, force: true },
+    ];
+    try {
+      await octokit.graphql("mutation($input: UpdateRefsInput!) { updateRefs(input: $input) { clientMutationId } }", { input: { repositoryId, refUpdates } });
+      return true;
+    } catch (error) {
+      if (Array.isArray((error as { errors?: unknown }).errors)) return false;
+      throw refusalOf(error, "update_ref");
+    }
+  }
+
+  /**
+   * Fast-forwards the target to the tested commit, built on `request.expectedHead`. GitHub
+   * refuses an update that is not a fast-forward, so the push itself is the test. `{ head }`:
+   * not pushed, merge each PR instead (`head`: the target's head if it was read meanwhile).
+   */
+  async #fastForward(octokit: Octokit, params: Params, repo: RepoRef, request: MergeRequest, tested: string, target: string): Promise<MergeResult | { head: string | null }> {
     try {
       await octokit.rest.git.updateRef({ ...params, ref: `heads/${request.targetBranch}`, sha: tested, force: false });
       return { kind: "merged", head: tested };
     } catch (error) {
       const refusal = refusalOf(error, "update_ref");
+      // The target branch is gone: said as a read of it says it.
+      if (refusal.kind === "not_found") await this.#targetHead(octokit, repo, request.targetBranch);
       if (refusal.kind === "target_moved") {
-        // Not a fast-forward: the target moved since it was read, or the tested commit was
-        // not built on it (then each PR is merged).
+        // Not a fast-forward: the target moved since the run was built (its PRs were all open
+        // on the target a moment ago: none of them landed), or the tested commit was not built
+        // on it (then each PR is merged).
         const now = await this.#targetHead(octokit, repo, request.targetBranch);
-        return now !== head ? { kind: "target_moved", head: now } : null;
+        return now !== request.expectedHead ? { kind: "target_moved", head: now } : { head: now };
       }
       // Protection or rulesets refuse the push (pull requests required, pushers restricted):
       // GitHub still merges the PRs themselves, which lands the same tree (checked as it goes).
       if (refusal.kind !== "cannot_merge" && refusal.kind !== "permission_missing") throw refusal;
       this.#pushRefused.add(target);
-      return null;
+      return { head: null };
     }
   }
 
@@ -125,10 +207,13 @@ export class GitHubMerging {
    * The first PR of the request that must not land (closed, on another base, or at a head other
    * than the tested one: changeOf), with why; null when none. One list of the target's open PRs
    * answers for a whole batch (a PR not in it — closed, moved to another base, or beyond the
-   * first page — is read on its own).
+   * first page — is read on its own). With it, the repository's GraphQL node id, from the list
+   * (null when no PR is listed).
    */
-  async #changedPr(octokit: Octokit, params: Params, request: MergeRequest): Promise<(PrChange & { number: number }) | null> {
+  async #changedPr(octokit: Octokit, params: Params, request: MergeRequest): Promise<{ changed: (PrChange & { number: number }) | null; repositoryId: string | null }> {
     const { data: open } = await octokit.rest.pulls.list({ ...params, state: "open", base: request.targetBranch, per_page: 100 });
+    // The repository's GraphQL id, as the list answers it (what `updateRefs` names the repository by).
+    const repositoryId = open[0]?.base.repo.node_id ?? null;
     for (const number of request.prNumbers) {
       const listed = open.find((pr) => pr.number === number);
       // Listed: open, on the target; only its head is left to check.
@@ -136,9 +221,9 @@ export class GitHubMerging {
         ? { number, state: "open", merged: false, merge_commit_sha: null, base: { ref: request.targetBranch }, head: listed.head }
         : (await octokit.rest.pulls.get({ ...params, pull_number: number })).data;
       const changed = changeOf(pr, request);
-      if (changed) return { number, ...changed };
+      if (changed) return { changed: { number, ...changed }, repositoryId };
     }
-    return null;
+    return { changed: null, repositoryId };
   }
 
   /** Merges the PRs `numbers` one by one on top of `landed` (the PRs of the request already merged, and the head they made). */

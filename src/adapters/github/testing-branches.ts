@@ -51,7 +51,11 @@ export class GitHubTestingBranches {
    */
   readonly #scratchAt = new Map<string, string>();
 
-  constructor(private readonly client: GitHubClient) {}
+  /** `deletedWithMerge`: testing branches ("owner/name:branch", lower-case) the fast-forward that landed them deleted already (shared with GitHubMerging). */
+  constructor(
+    private readonly client: GitHubClient,
+    private readonly deletedWithMerge: Set<string> = new Set(),
+  ) {}
 
   /**
    * Safe to repeat (the effect is retried after a crash): the scratch branch is reset to where
@@ -190,6 +194,9 @@ export class GitHubTestingBranches {
       const { data: open } = await octokit.rest.pulls.list({ ...params, head: `${repo.owner}:${testBranch}`, state: "open" });
       for (const pr of open) await octokit.rest.pulls.update({ ...params, pull_number: pr.number, state: "closed" });
     }
+    // Deleted with the fast-forward that landed it (GitHubMerging): nothing left to delete. Kept
+    // in this process only: another replica cleaning up deletes again (GitHub answers 422, ignored).
+    if (this.deletedWithMerge.delete(`${repo.owner}/${repo.name}:${testBranch}`.toLowerCase())) return;
     await this.#deleteBranch(octokit, params, testBranch);
   }
 }

@@ -110,6 +110,50 @@ export abstract class Repositories extends BranchRules {
     }
   }
 
+  /**
+   * GraphQL's `updateRefs` (https://docs.github.com/graphql/reference/mutations#updaterefs):
+   * creates, moves and deletes refs of one repository atomically — if one update is refused,
+   * none is made. `beforeOid` must be where the ref is (the zero oid: absent); `afterOid` the
+   * zero oid deletes it; without `force` a move must be a fast-forward. Each change is judged as
+   * a push is (protection, rulesets, the `workflows` permission). Answers null, or why it
+   * refused (GitHub answers a refusal as GraphQL `errors`, HTTP 200).
+   */
+  protected updateRefs(installation: number, repo: string, updates: { name?: unknown; beforeOid?: unknown; afterOid?: unknown; force?: unknown }[]): string | null {
+    const ZERO = "0".repeat(40);
+    const planned: { branch: string; before: string | undefined; after: string | null }[] = [];
+    for (const u of updates) {
+      const name = String(u.name ?? "");
+      if (!name.startsWith("refs/heads/")) return `Invalid ref name ${name}`;
+      const branch = name.slice("refs/heads/".length);
+      const current = this.refs.get(`${repo}:${branch}`);
+      const before = u.beforeOid === undefined || u.beforeOid === null ? undefined : String(u.beforeOid);
+      if (before !== undefined && before !== (current ?? ZERO)) return `${name} is at ${current ?? "nothing"}, not ${before}`;
+      const after = String(u.afterOid ?? "");
+      if (after === ZERO) {
+        planned.push({ branch, before: current, after: null });
+        continue;
+      }
+      if (!this.commits.has(after)) return `Object ${after} does not exist`;
+      if (current !== undefined && u.force !== true && !this.isAncestor(current, after)) return `Update of ${name} is not a fast forward`;
+      try {
+        this.checkRefUpdate(repo, installation, branch, current, after);
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e);
+      }
+      planned.push({ branch, before: current, after });
+    }
+    for (const { branch, after } of planned) {
+      if (after === null) this.#deleteRef(repo, branch);
+      else this.setRef(repo, branch, after);
+    }
+    return null;
+  }
+
+  /** The repository ("owner/name", lower-case) whose GraphQL node id is `id`, if it has a branch. */
+  protected repositoryOfNode(id: string): string | undefined {
+    return [...new Set([...this.refs.keys()].map((k) => k.slice(0, k.indexOf(":"))))].find((name) => shape.nodeId("Repository", shape.idOf(name)) === id);
+  }
+
   #deleteRef(repo: string, branch: string, sender = APP_BOT): void {
     const key = `${repo.toLowerCase()}:${branch}`;
     const before = this.refs.get(key);

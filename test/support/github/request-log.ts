@@ -8,6 +8,8 @@ export type SimulatorRequest = {
   authorization: string | undefined;
   /** When it arrived: `performance.now()` of this process (the bench times calls with it). */
   at: number;
+  /** A GraphQL request's body (its query and variables): what it asked is not in its path. */
+  graphql?: { query?: unknown; variables?: unknown };
   /** The answer, for conformance checks. */
   status?: number;
   response?: unknown;

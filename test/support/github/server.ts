@@ -54,6 +54,7 @@ export abstract class SimulatorServer extends RateLimits {
     const path = decodeURIComponent(url.pathname);
     const method = req.method ?? "GET";
     const { record, send, error, notFound } = logRequest(this.requests, req, res, method, path);
+    if (path === "/graphql") record.graphql = { query: body.query, variables: body.variables };
     if (this.answerLimitsAndFaults(req, res, path)) return;
     if (path === "/login/oauth/authorize" && method === "GET") return this.authorize(res, record, url.searchParams);
     if (path === "/login/oauth/access_token" && method === "POST") return this.exchangeCode(req, res, record, url.searchParams, body);
@@ -70,9 +71,56 @@ export abstract class SimulatorServer extends RateLimits {
     }
   }
 
+  /**
+   * GitHub's GraphQL endpoint, for the one mutation Greenline sends (`updateRefs`); anything
+   * else is answered as an unknown field. A refusal is `errors` with HTTP 200, as GitHub answers.
+   */
+  #answerGraphql({ req, body, send, error }: AppRequest): void {
+    if (this.outage !== null) {
+      error(this.outage, "Server Error");
+      return;
+    }
+    const installation = /^token ghs_installation_(\d+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (installation === undefined) {
+      error(401, "Bad credentials");
+      return;
+    }
+    const query = String(body.query ?? "");
+    const input = (body.variables as { input?: { repositoryId?: string; refUpdates?: [] } } | undefined)?.input;
+    if (!/\bupdateRefs\s*\(/.test(query) || !input) {
+      send(200, { errors: [{ message: "Field is not defined on Mutation", extensions: { code: "undefinedField" } }] });
+      return;
+    }
+    const id = Number(installation);
+    const refuse = (type: string, message: string) => send(200, { data: { updateRefs: null }, errors: [{ type, path: ["updateRefs"], message }] });
+    const repo = this.repositoryOfNode(String(input.repositoryId ?? ""));
+    if (!repo || this.installationFor(repo.split("/")[0]!) !== id) {
+      refuse("NOT_FOUND", `Could not resolve to a node with the global id of '${String(input.repositoryId ?? "")}'`);
+      return;
+    }
+    if (this.suspended.has(id)) {
+      error(403, SUSPENDED_MESSAGE);
+      return;
+    }
+    if (!covers(this.installations.get(id)!.permissions, [["contents", "write"]])) {
+      refuse("FORBIDDEN", "Resource not accessible by integration");
+      return;
+    }
+    const refused = this.updateRefs(id, repo, input.refUpdates ?? []);
+    if (refused !== null) {
+      refuse("UNPROCESSABLE", refused);
+      return;
+    }
+    send(200, { data: { updateRefs: { clientMutationId: null } } });
+  }
+
   #route(request: AppRequest): void {
     const { req, method, path, send, error, notFound } = request;
     if (this.answerManifestConversion(request) || this.answerApp(request) || this.answerUser(request)) return;
+    if (path === "/graphql" && method === "POST") {
+      this.#answerGraphql(request);
+      return;
+    }
     const repoMatch = /^\/repos\/([^/]+)\/([^/]+)(\/|$)/.exec(path);
     if (!repoMatch) {
       notFound();
