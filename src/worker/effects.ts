@@ -153,7 +153,10 @@ function carryOver(writes: QueueWrites | null, queue: QueueInRepository, outbox:
     outbox.rows = [...outbox.rows.filter((row) => !writes.dropped.has(row.id)), ...writes.appended];
     outbox.version = writes.version;
   } else outbox.rows = null;
-  return writes?.queue && writes.lockedVersion === queue.version + 1 ? { ...writes.queue, repository: queue.repository } : null;
+  if (!writes?.queue || writes.lockedVersion !== queue.version + 1) return null;
+  // What the lock saw of the organization's endpoints holds for that transaction only.
+  const { webhookEndpointsEnabled: _seenByTheLock, ...carried } = writes.queue;
+  return { ...carried, repository: queue.repository };
 }
 
 /** Effects safe to carry out twice, whose done mark may wait for the next commit: a status (the latest wins), a testing branch's deletion. */
