@@ -5,8 +5,8 @@ import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import { sqlOf, type Tx } from "./database.js";
 import { appendEffects, appendedRows, EFFECT_INSERT_POSTGRES, effectInsertParams, effectRowsToAppend } from "./effects.js";
 import { KEEP_EARLIER_MARK, markQueueDue } from "./due-queues.js";
-import { entriesInPlayOr, type QueueEntry } from "./entries.js";
-import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
+import { entriesInPlayOr, entriesInPlayWithTargets, type QueueEntry } from "./entries.js";
+import type { ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { noteOutboxWrites, noteQueueDecided } from "./queue-writes.js";
 import { activeRunsOf, insertRuns, rebaseRuns, updateRun, type TestRun } from "./runs.js";
@@ -65,15 +65,12 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   // Plain SQL (sqlOf): every decision loads these.
   const runs = (await activeRunsOf(tx, queue.id)).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
   const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
-  const entries = (await entriesInPlayOr(tx, queue.id, [...new Set([...alsoPrs, ...merged, ...inRuns])])).sort((a, b) => a.prNumber - b.prNumber);
-  const uploaded =
-    queue.mode === "parallel" || queue.pendingMode === "parallel"
-      ? await impactedTargetsOfPrs(
-          tx,
-          queue.id,
-          entries.map((e) => e.prNumber),
-        )
-      : new Map<number, ImpactedTargets>();
+  const also = [...new Set([...alsoPrs, ...merged, ...inRuns])];
+  // A parallel queue's lanes need each PR's impacted targets: read with the entries, one statement.
+  const parallel = queue.mode === "parallel" || queue.pendingMode === "parallel";
+  const read = parallel ? await entriesInPlayWithTargets(tx, queue.id, also) : { entries: await entriesInPlayOr(tx, queue.id, also), targets: new Map<number, ImpactedTargets>() };
+  const entries = read.entries.sort((a, b) => a.prNumber - b.prNumber);
+  const uploaded = read.targets;
   return {
     queue,
     entries: new Map(entries.map((e) => [e.prNumber, e])),
