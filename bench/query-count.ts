@@ -34,7 +34,8 @@ export function countQueries(): QueryCount {
     const text = typeof first === "string" ? first : typeof first === "object" && first !== null && "text" in first ? String((first as { text: unknown }).text) : "";
     const shape = shapeOf(text);
     count.total++;
-    if (/^INSERT INTO "QueueEvent"/.test(shape)) count.events++;
+    // Alone, or in saveDecision's one statement on PostgreSQL (WITH … "event" AS (INSERT …)).
+    if (/^\s*INSERT INTO "QueueEvent"|AS \(INSERT INTO "QueueEvent"/.test(text.replaceAll('"public".', ""))) count.events++;
     count.shapes.set(shape, (count.shapes.get(shape) ?? 0) + 1);
     return original.apply(this, args);
   };

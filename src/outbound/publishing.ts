@@ -8,8 +8,8 @@ import { endpointsOfRepository, insertMessages } from "../store/webhook-outbox.j
 /**
  * Publishes the webhook events of an engine decision (domain/webhook-events.ts) to the enabled
  * endpoints of the queue's organization, in the decision's transaction: the events commit with
- * the state they tell of, or not at all (docs/webhooks.md). A decision that tells nothing reads
- * no endpoint.
+ * the state they tell of, or not at all (docs/webhooks.md). A decision that tells nothing, or
+ * whose queue's lock found no enabled endpoint, reads no endpoint.
  */
 export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: Decision, context: { now: Date; newId: () => string; timeline: readonly TimelineEvent[] }): Promise<void> {
   const before: DecisionBefore = {
@@ -20,7 +20,9 @@ export async function publishDecisionEvents(tx: Tx, loaded: Loaded, decision: De
       return entry && { sha: entry.prSha, title: entry.prTitle };
     },
   };
-  if (!decisionHasEvents(before, decision)) return;
+  // The queue's lock said whether the organization has an enabled endpoint (lockQueueRow):
+  // without one there is nothing to publish to, and no need to ask again.
+  if (loaded.queue.webhookEndpointsEnabled === false || !decisionHasEvents(before, decision)) return;
   const targets = await endpointsOfRepository(tx, loaded.queue.repositoryId);
   if (!targets) return;
   const place = { queueId: loaded.queue.id, repository: targets.repository, branch: loaded.queue.branch };

@@ -123,7 +123,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
     await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
     // Outbound webhooks: pull_request.submitted, with the timeline event saveSubmission wrote.
-    await publishQueueEvents(tx, queue.id, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
+    await publishQueueEvents(tx, queue, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
     await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });

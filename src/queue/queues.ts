@@ -51,11 +51,10 @@ export async function findQueueVersion(services: Services, principal: Principal,
  * through here or lockQueueRow: the version it bumps is what keeps the ReadCache right, and the
  * lock serializes writes to one queue. A queue deleted while this waited is not_found.
  */
-export async function lockQueue(services: Services, tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
-  // Which queue, from the prepared lookup reads make (its organization's, or not found); the
-  // lock then reads the row as it is, or finds it deleted since.
-  const { id } = await findQueueVersion(services, principal, address);
-  const queue = await queueStore.lockQueueRow(tx, id);
+export async function lockQueue(_services: Services, tx: Tx, principal: Principal, address: QueueAddress): Promise<Queue> {
+  // Which queue (its organization's, or not found) and its lock in one statement: the row as it
+  // is under the lock, or none when it is not there (deleted while this waited, or never).
+  const queue = await queueStore.lockQueueAt(tx, repositoryKey(address.repo), principal.organizationId, address.targetBranch);
   if (!queue) throw queueNotFound(address);
   return queue;
 }

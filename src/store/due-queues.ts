@@ -33,7 +33,8 @@ export const PENDING_ORDER = `"seq" + 0 ASC`;
 export type ClaimedQueue = { queueId: string; marks: number; leaseUntil: Date };
 
 /** A mark of a queue already due keeps the earlier time, and counts. */
-const KEEP_EARLIER_MARK = `ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`;
+/** The conflict clause of a due mark (also saveDecision's, in its one statement on PostgreSQL). */
+export const KEEP_EARLIER_MARK = `ON CONFLICT ("queueId") DO UPDATE SET "dueAt" = CASE WHEN excluded."dueAt" < "QueueDue"."dueAt" THEN excluded."dueAt" ELSE "QueueDue"."dueAt" END, "marks" = "QueueDue"."marks" + 1`;
 
 /**
  * Marks the queue due at `at` (or earlier, when it already is): within the transaction that

@@ -3,6 +3,7 @@ import { prismaShaped } from "./columns.js";
 import { type Database, sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
 import { markQueueDue, PENDING_ORDER } from "./due-queues.js";
+import { noteOutboxWrites } from "./queue-writes.js";
 
 /** An effect in a queue's outbox, waiting to be executed. */
 export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["kind"]; attempts: number; nextAttemptAt: Date | null; effect: OutboxEffect };
@@ -18,27 +19,68 @@ export type PendingEffect = { id: string; queueId: string; kind: OutboxEffect["k
  */
 export async function appendEffects(tx: Tx, queueId: string, effects: OutboxEffect[], context: { now: Date; newId: () => string; dueMarked?: boolean }): Promise<void> {
   if (effects.length === 0) return;
-  const headOf = (e: { prNumber: number; sha: string }) => `${e.prNumber}@${e.sha}`;
-  const lastStatus = new Map(effects.flatMap((e, i) => (e.kind === "pr_status" ? [[headOf(e), i] as const] : [])));
-  const kept = effects.filter((e, i) => e.kind !== "pr_status" || lastStatus.get(headOf(e)) === i);
-  if (lastStatus.size > 0) await dropPendingStatuses(tx, queueId, new Set(lastStatus.keys()), headOf);
-  // Plain SQL (sqlOf): most decisions append effects. MAX on the (queueId, seq) index is one probe.
+  const { rows, dropped } = await effectRowsToAppend(tx, queueId, effects, context.newId);
   const sql = sqlOf(tx);
-  const [last] = await sql.all<{ seq: number | string | null }>(`SELECT MAX("seq") AS "seq" FROM "Effect" WHERE "queueId" = ?`, [queueId]);
-  let seq = Number(last?.seq ?? 0);
-  await sql.insert(
-    "Effect",
-    EFFECT_COLUMNS,
-    kept.map((effect) => [context.newId(), queueId, ++seq, effect.kind, JSON.stringify(effect), context.now]),
-  );
+  let appended: PendingRow[];
+  if (sql.kind === "postgres") {
+    appended = appendedRows(rows, await sql.all<{ id: string; seq: number | string }>(EFFECT_INSERT_POSTGRES, effectInsertParams(queueId, rows, context.now)));
+  } else {
+    // SQLite runs in-process: the read costs no round trip.
+    const [last] = await sql.all<{ seq: number | string | null }>(`SELECT MAX("seq") AS "seq" FROM "Effect" WHERE "queueId" = ?`, [queueId]);
+    let seq = Number(last?.seq ?? 0);
+    appended = rows.map((r) => ({ ...r, seq: ++seq, attempts: 0, nextAttemptAt: null }));
+    await sql.insert(
+      "Effect",
+      EFFECT_COLUMNS,
+      appended.map((r) => [r.id, queueId, r.seq, r.kind, r.payload, context.now]),
+    );
+  }
+  noteOutboxWrites(tx, queueId, appended, dropped);
   // The worker claims the queue for them (src/store/due-queues.ts), unless the caller marks it.
   if (!context.dueMarked) await markQueueDue(tx, queueId, context.now);
 }
 
+export type EffectRow = { id: string; kind: string; payload: string };
+
+/**
+ * The rows appendEffects inserts for `effects` (a status left out when a later one of the same
+ * PR head follows it), after dropping the pending statuses they replace (their ids answered).
+ */
+export async function effectRowsToAppend(tx: Tx, queueId: string, effects: readonly OutboxEffect[], newId: () => string): Promise<{ rows: EffectRow[]; dropped: string[] }> {
+  const headOf = (e: { prNumber: number; sha: string }) => `${e.prNumber}@${e.sha}`;
+  const lastStatus = new Map(effects.flatMap((e, i) => (e.kind === "pr_status" ? [[headOf(e), i] as const] : [])));
+  const kept = effects.filter((e, i) => e.kind !== "pr_status" || lastStatus.get(headOf(e)) === i);
+  const dropped = lastStatus.size > 0 ? await dropPendingStatuses(tx, queueId, new Set(lastStatus.keys()), headOf) : [];
+  return { rows: kept.map((effect) => ({ id: newId(), kind: effect.kind, payload: JSON.stringify(effect) })), dropped };
+}
+
+/**
+ * PostgreSQL: the effects' insert in one round trip, the next sequence numbers taken in the
+ * insert itself (MAX on the (queueId, seq) index is one probe; the caller holds the queue's
+ * lock, so no other append can take them meanwhile). A fixed text (arrays, not a VALUES list per
+ * row count): sent by name (sql.ts), and usable in a WITH clause (saveDecision). No rows: it
+ * inserts nothing. Parameters: effectInsertParams.
+ */
+export const EFFECT_INSERT_POSTGRES = `INSERT INTO "Effect" ("id", "queueId", "seq", "kind", "payload", "createdAt")
+  SELECT v."id", m."queueId", m."seq" + v."n", v."kind", v."payload", CAST(? AS TIMESTAMP(3))
+  FROM (SELECT CAST(? AS TEXT) AS "queueId", COALESCE(MAX("seq"), 0) AS "seq" FROM "Effect" WHERE "queueId" = ?) m
+  CROSS JOIN UNNEST(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[])) WITH ORDINALITY AS v("id", "kind", "payload", "n")
+  RETURNING "id", "seq"`;
+
+export function effectInsertParams(queueId: string, rows: readonly EffectRow[], now: Date): unknown[] {
+  return [now, queueId, queueId, rows.map((r) => r.id), rows.map((r) => r.kind), rows.map((r) => r.payload)];
+}
+
+/** The appended rows as pending outbox rows, with the sequence numbers the insert answered. */
+export function appendedRows(rows: readonly EffectRow[], inserted: readonly { id: string | null; seq: number | string | null }[]): PendingRow[] {
+  const seqOf = new Map(inserted.map((row) => [row.id, Number(row.seq)]));
+  return rows.map((r) => ({ ...r, seq: seqOf.get(r.id)!, attempts: 0, nextAttemptAt: null }));
+}
+
 const EFFECT_COLUMNS = ["id", "queueId", "seq", "kind", "payload", "createdAt"] as const;
 
-/** Deletes the pending statuses of these PR heads (see appendEffects). */
-async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<string>, headOf: (e: { prNumber: number; sha: string }) => string): Promise<void> {
+/** Deletes the pending statuses of these PR heads (see appendEffects); answers their ids. */
+async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<string>, headOf: (e: { prNumber: number; sha: string }) => string): Promise<string[]> {
   // A status already tried and failing stays: its backoff and attempts (which the rate-limit
   // reserve and giving up count) are not reset by a newer one.
   const sql = sqlOf(tx);
@@ -48,6 +90,7 @@ async function dropPendingStatuses(tx: Tx, queueId: string, heads: ReadonlySet<s
     const [inIds, ids] = sql.anyOf(`"id"`, stale);
     await sql.run(`DELETE FROM "Effect" WHERE ${inIds} AND "doneAt" IS NULL AND "attempts" = 0`, [ids]);
   }
+  return stale;
 }
 
 /** The first effect of the queue's outbox not yet done, or null. */
@@ -67,7 +110,7 @@ export function isNotification(kind: OutboxEffect["kind"]): boolean {
   return kind === "pr_status" || kind === "pr_comment";
 }
 
-type PendingRow = { id: string; seq: number; kind: string; attempts: number; nextAttemptAt: Date | null; payload: string };
+export type PendingRow = { id: string; seq: number; kind: string; attempts: number; nextAttemptAt: Date | null; payload: string };
 
 function pendingOf(row: PendingRow, queueId: string): PendingEffect {
   const effect = JSON.parse(row.payload) as OutboxEffect;
@@ -89,9 +132,16 @@ function pendingOf(row: PendingRow, queueId: string): PendingEffect {
  * the later status is in the outbox until it is sent. (Statuses are also replaced as they are
  * appended, appendEffects; this catches those it keeps: ones already tried.)
  */
-export async function nextEffectToRun(db: Pick<Database, "read" | "transaction">, queueId: string, now: Date, skip: ReadonlySet<string> = new Set()): Promise<PendingEffect | null> {
+export async function nextEffectToRun(
+  db: Pick<Database, "read" | "transaction">,
+  queueId: string,
+  now: Date,
+  skip: ReadonlySet<string> = new Set(),
+  outbox: CarriedOutbox = { rows: null, version: Number.NaN },
+): Promise<PendingEffect | null> {
   for (;;) {
-    const rows = (await db.read((tx) => pendingRows(tx, queueId))).filter((row) => !skip.has(row.id));
+    if (!outbox.rows) Object.assign(outbox, await db.read((tx) => pendingOutboxOf(tx, queueId)));
+    const rows = outbox.rows!.filter((row) => !skip.has(row.id));
     const work = rows.find((row) => !isNotification(row.kind as OutboxEffect["kind"]));
     const workIsDue = work !== undefined && (work.nextAttemptAt === null || work.nextAttemptAt <= now);
     const notification = workIsDue ? undefined : rows.find((row) => isNotification(row.kind as OutboxEffect["kind"]) && (work === undefined || row.seq < work.seq));
@@ -99,6 +149,7 @@ export async function nextEffectToRun(db: Pick<Database, "read" | "transaction">
     const pending = pendingOf(notification, queueId);
     const later = pending.effect.kind === "pr_status" ? laterStatusOf(rows, notification, pending.effect) : undefined;
     if (!later) return pending;
+    outbox.rows = null;
     await db.transaction(async (tx) => {
       const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null || a > b ? a : b);
       await tx.effect.updateMany({
@@ -110,15 +161,29 @@ export async function nextEffectToRun(db: Pick<Database, "read" | "transaction">
   }
 }
 
-/** The queue's outbox not yet done, in order (plain SQL: it is read before every effect). */
-async function pendingRows(tx: Tx, queueId: string): Promise<PendingRow[]> {
-  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT "id", "seq", "kind", "attempts", "nextAttemptAt", "payload" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY ${PENDING_ORDER}`, [
-    queueId,
-  ]);
-  return rows.map((found) => {
-    const row = prismaShaped<PendingRow>(found, [], ["nextAttemptAt"]);
-    return { ...row, seq: Number(row.seq), attempts: Number(row.attempts) };
+/**
+ * The effect runner's copy of a queue's pending outbox (null: read it), and the queue's version
+ * it was read at: the rows hold every effect appended up to that version (see queue-writes.ts for
+ * when the runner may carry it on instead of reading it again).
+ */
+export type CarriedOutbox = { rows: PendingRow[] | null; version: number };
+
+/**
+ * The queue's outbox not yet done, in order, with the queue's version in the same statement (one
+ * snapshot: the rows hold every effect appended up to that version). Plain SQL: it is read
+ * before most effects.
+ */
+async function pendingOutboxOf(tx: Tx, queueId: string): Promise<{ rows: PendingRow[]; version: number }> {
+  const found = await sqlOf(tx).all<Record<string, unknown>>(
+    `SELECT "id", "seq", "kind", "attempts", "nextAttemptAt", "payload", (SELECT "version" FROM "Queue" WHERE "id" = ?) AS "queueVersion" FROM "Effect" WHERE "queueId" = ? AND "doneAt" IS NULL ORDER BY ${PENDING_ORDER}`,
+    [queueId, queueId],
+  );
+  const rows = found.map((one) => {
+    const row = prismaShaped<PendingRow>(one, [], ["nextAttemptAt"]);
+    return { id: row.id, seq: Number(row.seq), kind: row.kind, attempts: Number(row.attempts), nextAttemptAt: row.nextAttemptAt, payload: row.payload };
   });
+  // No pending row, no version: nothing to carry.
+  return { rows, version: found.length > 0 ? Number(found[0]!.queueVersion) : Number.NaN };
 }
 
 /** The last pending status after `row` for the same PR head as `status`, if any. */
@@ -144,6 +209,22 @@ export async function completeEffectsIn(sql: Sql, ids: readonly string[], at: Da
   }
   const [inIds, values] = sql.anyOf(`"id"`, ids);
   await sql.run(`UPDATE "Effect" SET "doneAt" = ? WHERE ${inIds} AND "doneAt" IS NULL`, [at, values]);
+}
+
+/**
+ * completeEffectsIn, answering the queue's version as the statement saw it (null when no effect
+ * was marked): the effect runner keeps its copy of the outbox when the version is still the one
+ * the copy was read at (no append since: every append bumps it).
+ */
+export async function completeEffectsSeeingVersion(sql: Sql, queueId: string, ids: readonly string[], at: Date): Promise<number | null> {
+  if (ids.length === 0) return null;
+  const [inIds, values] = sql.anyOf(`"id"`, ids);
+  const rows = await sql.all<{ queueVersion: number | string | null }>(`UPDATE "Effect" SET "doneAt" = ? WHERE ${inIds} AND "doneAt" IS NULL RETURNING (SELECT "version" FROM "Queue" WHERE "id" = ?) AS "queueVersion"`, [
+    at,
+    values,
+    queueId,
+  ]);
+  return rows.length > 0 && rows[0]!.queueVersion !== null ? Number(rows[0]!.queueVersion) : null;
 }
 
 /**

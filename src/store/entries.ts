@@ -3,6 +3,7 @@ import { LIVE_PR_STATES, MERGEABILITY, PR_STATES, type Mergeability, type PrStat
 import type { TimelineEvent } from "../domain/timeline.js";
 import { oneOf, prismaShaped } from "./columns.js";
 import { sqlOf, type Tx } from "./database.js";
+import { toImpactedTargets, type ImpactedTargets } from "./impacted-targets.js";
 import { appendTimelineEvent, insertTransitions, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
@@ -73,16 +74,37 @@ export function queueEntryOfSql(row: Record<string, unknown>): QueueEntry {
 
 /** The queue's PRs in play, and those of `prNumbers` whatever their state (plain SQL: every decision loads them). */
 export async function entriesInPlayOr(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<QueueEntry[]> {
+  const [text, params] = entriesInPlayQuery(tx, queueId, prNumbers);
+  return (await sqlOf(tx).all<Record<string, unknown>>(text, params)).map(queueEntryOfSql);
+}
+
+/**
+ * entriesInPlayOr with each PR's impacted targets (a parallel queue's decision needs both): one
+ * statement, the targets joined through their (queueId, prNumber) key.
+ */
+export async function entriesInPlayWithTargets(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<{ entries: QueueEntry[]; targets: Map<number, ImpactedTargets> }> {
+  const [text, params] = entriesInPlayQuery(tx, queueId, prNumbers);
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(
+    `SELECT e.*, t."sha" AS "targetsSha", t."kind" AS "targetsKind", t."targets" AS "targetsList" FROM (${text}) e LEFT JOIN "ImpactedTargets" t ON t."queueId" = e."queueId" AND t."prNumber" = e."prNumber"`,
+    params,
+  );
+  const entries = rows.map(queueEntryOfSql);
+  const targets = new Map<number, ImpactedTargets>();
+  rows.forEach((row, i) => {
+    if (row.targetsSha === null || row.targetsSha === undefined) return;
+    const prNumber = entries[i]!.prNumber;
+    targets.set(prNumber, toImpactedTargets({ prNumber, sha: String(row.targetsSha), kind: String(row.targetsKind), targets: String(row.targetsList) }));
+  });
+  return { entries, targets };
+}
+
+function entriesInPlayQuery(tx: Tx, queueId: string, prNumbers: readonly number[]): [string, unknown[]] {
   const sql = sqlOf(tx);
   const [inStates, states] = sql.anyOf(`"state"`, LIVE_PR_STATES);
-  if (prNumbers.length === 0) {
-    const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates}`, [queueId, states]);
-    return rows.map(queueEntryOfSql);
-  }
+  if (prNumbers.length === 0) return [`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates}`, [queueId, states]];
   const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
   // Two index lookups (queueId, state) and (queueId, prNumber), not a scan of the queue's history.
-  const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} UNION SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`, [queueId, states, queueId, prs]);
-  return rows.map(queueEntryOfSql);
+  return [`SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} UNION SELECT * FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs}`, [queueId, states, queueId, prs]];
 }
 
 /** The queue's entry for PR `prNumber`, or null when it was never submitted there. */

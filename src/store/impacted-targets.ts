@@ -24,15 +24,6 @@ export async function impactedTargetsOf(tx: Tx, queueId: string, prNumber: numbe
   return row ? toImpactedTargets({ ...row, prNumber: Number(row.prNumber) }) : null;
 }
 
-/** The impacted targets of the queue's PRs `prNumbers`, by number. */
-export async function impactedTargetsOfPrs(tx: Tx, queueId: string, prNumbers: number[]): Promise<Map<number, ImpactedTargets>> {
-  // Plain SQL: every decision of a parallel queue loads them (sqlOf).
-  const sql = sqlOf(tx);
-  const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
-  const rows = await sql.all<Pick<TargetsRow, "prNumber" | "sha" | "kind" | "targets">>(`SELECT "prNumber", "sha", "kind", "targets" FROM "ImpactedTargets" WHERE "queueId" = ? AND ${inPrs}`, [queueId, prs]);
-  return new Map(rows.map((row) => [Number(row.prNumber), toImpactedTargets({ ...row, prNumber: Number(row.prNumber) })]));
-}
-
 /** Records the PR's impacted targets for the commit `sha`, replacing earlier ones. */
 export async function upsertImpactedTargets(tx: Tx, queueId: string, prNumber: number, sha: string, targets: Targets): Promise<void> {
   const all = targets === "ALL";

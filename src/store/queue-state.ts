@@ -3,13 +3,14 @@ import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import { sqlOf, type Tx } from "./database.js";
-import { appendEffects } from "./effects.js";
-import { markQueueDue } from "./due-queues.js";
-import { entriesInPlayOr, type QueueEntry } from "./entries.js";
-import { impactedTargetsOfPrs, type ImpactedTargets } from "./impacted-targets.js";
+import { appendEffects, appendedRows, EFFECT_INSERT_POSTGRES, effectInsertParams, effectRowsToAppend } from "./effects.js";
+import { KEEP_EARLIER_MARK, markQueueDue } from "./due-queues.js";
+import { entriesInPlayOr, entriesInPlayWithTargets, type QueueEntry } from "./entries.js";
+import type { ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
+import { noteOutboxWrites, noteQueueDecided } from "./queue-writes.js";
 import { activeRunsOf, insertRuns, rebaseRuns, updateRun, type TestRun } from "./runs.js";
-import { insertQueueEvent, insertTransitions, pruneTimeline, transitionRows } from "./timeline.js";
+import { insertQueueEvent, insertTransitions, pruneTimeline, QUEUE_EVENT_INSERT, queueEventParams, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
 export type Loaded = { queue: Queue; entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; engine: EngineQueue };
@@ -64,15 +65,12 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   // Plain SQL (sqlOf): every decision loads these.
   const runs = (await activeRunsOf(tx, queue.id)).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
   const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
-  const entries = (await entriesInPlayOr(tx, queue.id, [...new Set([...alsoPrs, ...merged, ...inRuns])])).sort((a, b) => a.prNumber - b.prNumber);
-  const uploaded =
-    queue.mode === "parallel" || queue.pendingMode === "parallel"
-      ? await impactedTargetsOfPrs(
-          tx,
-          queue.id,
-          entries.map((e) => e.prNumber),
-        )
-      : new Map<number, ImpactedTargets>();
+  const also = [...new Set([...alsoPrs, ...merged, ...inRuns])];
+  // A parallel queue's lanes need each PR's impacted targets: read with the entries, one statement.
+  const parallel = queue.mode === "parallel" || queue.pendingMode === "parallel";
+  const read = parallel ? await entriesInPlayWithTargets(tx, queue.id, also) : { entries: await entriesInPlayOr(tx, queue.id, also), targets: new Map<number, ImpactedTargets>() };
+  const entries = read.entries.sort((a, b) => a.prNumber - b.prNumber);
+  const uploaded = read.targets;
   return {
     queue,
     entries: new Map(entries.map((e) => [e.prNumber, e])),
@@ -185,18 +183,48 @@ export async function saveDecision(
   // The worker claims the queue when its effects or its timer are due (src/store/due-queues.ts):
   // one mark, at the earlier (a claim's release finds the timer again: nextDueOfQueue).
   const dueAt = Math.min(effects.length > 0 ? now.getTime() : Number.POSITIVE_INFINITY, timer?.at ?? Number.POSITIVE_INFINITY);
-  await appendEffects(tx, queue.id, effects, { now, newId, dueMarked: true });
-  if (Number.isFinite(dueAt)) await markQueueDue(tx, queue.id, new Date(dueAt));
-  await sql.run(`UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ?`, [
-    next.state,
-    next.mode,
-    next.pendingMode,
-    next.baseSha || null,
-    JSON.stringify(next.merged),
-    next.nextRunNumber,
-    timer ? new Date(timer.at) : null,
-    now,
-    queue.id,
-  ]);
-  await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
+  const queueUpdate = `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING "version"`;
+  const queueParams = [next.state, next.mode, next.pendingMode, next.baseSha || null, JSON.stringify(next.merged), next.nextRunNumber, timer ? new Date(timer.at) : null, now, queue.id];
+  let version: number;
+  if (sql.kind === "postgres") {
+    // One round trip for the decision's last four writes (its effects, the due mark, the queue's
+    // row, its event): data-modifying WITH clauses on four different tables, one snapshot.
+    const { rows, dropped } = effects.length > 0 ? await effectRowsToAppend(tx, queue.id, effects, newId) : { rows: [], dropped: [] };
+    const due = Number.isFinite(dueAt);
+    const event = { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor };
+    const written = await sql.all<{ version: number | string; id: string | null; seq: number | string | null }>(
+      `WITH "effects" AS (${EFFECT_INSERT_POSTGRES}),${due ? ` "due" AS (INSERT INTO "QueueDue" ("queueId", "dueAt", "marks") VALUES (?, ?, 1) ${KEEP_EARLIER_MARK}),` : ""} "event" AS (${QUEUE_EVENT_INSERT}), "queue" AS (${queueUpdate})
+      SELECT (SELECT "version" FROM "queue") AS "version", e."id", e."seq" FROM (SELECT 1) AS "one" LEFT JOIN "effects" e ON TRUE`,
+      [...effectInsertParams(queue.id, rows, now), ...(due ? [queue.id, new Date(dueAt)] : []), ...queueEventParams(event), ...queueParams],
+    );
+    version = Number(written[0]?.version ?? Number.NaN);
+    noteOutboxWrites(
+      tx,
+      queue.id,
+      appendedRows(
+        rows,
+        written.filter((w) => w.id !== null),
+      ),
+      dropped,
+    );
+  } else {
+    await appendEffects(tx, queue.id, effects, { now, newId, dueMarked: true });
+    if (Number.isFinite(dueAt)) await markQueueDue(tx, queue.id, new Date(dueAt));
+    const [written] = await sql.all<{ version: number | string }>(queueUpdate, queueParams);
+    version = Number(written?.version ?? Number.NaN);
+    await insertQueueEvent(tx, { id: newId(), queueId: queue.id, kind: context.event.kind, payload: context.event, at: now, actor: context.cause.actor });
+  }
+  // The row as written (the effect runner carries it instead of reading it back: queue-writes.ts).
+  noteQueueDecided(tx, {
+    ...queue,
+    state: next.state,
+    mode: next.mode,
+    pendingMode: next.pendingMode,
+    baseSha: next.baseSha || null,
+    mergedPrs: [...next.merged],
+    nextRunNumber: next.nextRunNumber,
+    timerAt: timer ? new Date(timer.at) : null,
+    // As the database answered it: the key the runner compares the next lock's with.
+    version,
+  });
 }

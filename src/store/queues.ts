@@ -3,6 +3,7 @@ import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_M
 import { QUEUE_MODES, QUEUE_STATES, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
 import { sqlOf, type Database, type Tx } from "./database.js";
+import { noteQueueField, noteQueueLocked } from "./queue-writes.js";
 
 /** A merge queue as stored: its settings, its state, and what the engine keeps between events. */
 export type Queue = QueueSettings & {
@@ -23,6 +24,12 @@ export type Queue = QueueSettings & {
   publishedBlockedReason: string | null;
   /** Bumped by every write (lockQueueRow): the ReadCache's key. */
   version: number;
+  /**
+   * Whether the queue's organization had an enabled outbound-webhook endpoint when the row was
+   * locked (lockQueueRow reads it in the same statement); undefined when the row was read
+   * otherwise. A decision publishes nothing, and reads no endpoint, when it is false.
+   */
+  webhookEndpointsEnabled?: boolean;
 };
 
 /** A queue with the repository it belongs to. */
@@ -120,8 +127,35 @@ export async function queueVersion(db: Database, repositoryKey: string, organiza
  */
 export async function lockQueueRow(tx: Tx, id: string): Promise<Queue | null> {
   // Plain SQL: every applied event starts here (sqlOf).
-  const [locked] = await sqlOf(tx).all<Record<string, unknown>>(`UPDATE "Queue" SET "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING *`, [new Date(), id]);
-  return locked ? queueOfSql(locked) : null;
+  return lockQueueWhere(tx, `"id" = ?`, [id]);
+}
+
+/**
+ * lockQueueRow of the organization's queue for `branch` of the repository `repositoryKey`: the
+ * lookup in the same statement as the lock (an API write's first two round trips in one).
+ */
+export async function lockQueueAt(tx: Tx, repositoryKey: string, organizationId: string, branch: string): Promise<Queue | null> {
+  return lockQueueWhere(tx, `"id" = (SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."key" = ? AND r."organizationId" = ? AND q."branch" = ?)`, [
+    repositoryKey,
+    organizationId,
+    branch,
+  ]);
+}
+
+async function lockQueueWhere(tx: Tx, where: string, params: readonly unknown[]): Promise<Queue | null> {
+  // The organization's enabled webhook endpoints are looked for in the same statement: most
+  // organizations have none, and then no decision of the transaction asks again. It is read
+  // under the queue's lock in the decision's own transaction, as the separate lookup was: an
+  // endpoint created or enabled before the lock sees this decision's events, one created
+  // after it the next decision's (never fewer than before).
+  const [locked] = await sqlOf(tx).all<Record<string, unknown>>(
+    `UPDATE "Queue" SET "version" = "version" + 1, "updatedAt" = ? WHERE ${where} RETURNING *, EXISTS (SELECT 1 FROM "WebhookEndpoint" e JOIN "Repository" r ON r."organizationId" = e."organizationId" WHERE r."id" = "Queue"."repositoryId" AND e."enabled" = ?) AS "webhookEndpointsEnabled"`,
+    [new Date(), ...params, true],
+  );
+  if (!locked) return null;
+  const queue = { ...queueOfSql(locked), webhookEndpointsEnabled: locked.webhookEndpointsEnabled === true || Number(locked.webhookEndpointsEnabled) === 1 };
+  noteQueueLocked(tx, queue.id, queue.version);
+  return queue;
 }
 
 /** The columns a settings update writes; fields it leaves undefined are left as they are. */
@@ -188,6 +222,7 @@ export async function deleteQueue(tx: Tx, id: string): Promise<void> {
 export async function recordTargetHead(tx: Tx, id: string, head: string): Promise<void> {
   // Plain SQL (sqlOf): every landed merge records it.
   await sqlOf(tx).run(`UPDATE "Queue" SET "targetHead" = ?, "updatedAt" = ? WHERE "id" = ?`, [head, new Date(), id]);
+  noteQueueField(tx, id, { targetHead: head });
 }
 
 /** The ids of the repository's queues (of one branch, when given). */
@@ -241,14 +276,24 @@ async function queuesInRepositoryWhere(tx: Tx, where: string, params: readonly u
 
 /** The queue `id` with its repository, or null when it no longer exists. */
 export async function findQueueInRepository(tx: Tx, id: string): Promise<QueueInRepository | null> {
-  // Plain SQL, one statement: the effect runner reads it for every effect (sqlOf).
+  return (await queueForEffects(tx, id))?.queue ?? null;
+}
+
+/**
+ * The queue with its repository, and whether the repository's account has an installation
+ * outage recorded (installation-outages.ts): the effect runner's first read of a call, one
+ * statement. (The account key is the lower-cased "host/owner": LOWER agrees with JavaScript's
+ * toLowerCase on the ASCII that GitHub logins and hosts are made of.)
+ */
+export async function queueForEffects(tx: Tx, id: string): Promise<{ queue: QueueInRepository; installationOutage: boolean } | null> {
+  // Plain SQL, one statement: the effect runner reads it at every call (sqlOf).
   const [row] = await sqlOf(tx).all<Record<string, unknown>>(
-    `SELECT q.*, r."host" AS "repositoryHost", r."owner" AS "repositoryOwner", r."name" AS "repositoryName" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE q."id" = ?`,
+    `SELECT q.*, r."host" AS "repositoryHost", r."owner" AS "repositoryOwner", r."name" AS "repositoryName", EXISTS (SELECT 1 FROM "InstallationOutage" o WHERE o."accountKey" = LOWER(r."host" || '/' || r."owner")) AS "installationOutage" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE q."id" = ?`,
     [id],
   );
   if (!row) return null;
   const repository = { host: String(row.repositoryHost), owner: String(row.repositoryOwner), name: String(row.repositoryName) };
-  return { ...queueOfSql(row), repository };
+  return { queue: { ...queueOfSql(row), repository }, installationOutage: row.installationOutage === true || Number(row.installationOutage) === 1 };
 }
 
 /** The current version of each of the queues that still exist (the dashboard's live updates watch them). */

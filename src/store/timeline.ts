@@ -106,17 +106,18 @@ export async function submitterOf(tx: Tx, entryId: string): Promise<Actor | null
 
 export type QueueEventRecord = { id: string; kind: string; at: Date; actor: Actor | null; payload: Record<string, unknown> };
 
-export async function insertQueueEvent(tx: Tx, event: { id: string; queueId: string; kind: string; at: Date; actor: Actor; payload: object }): Promise<void> {
+export async function insertQueueEvent(tx: Tx, event: QueueEventRow): Promise<void> {
   // Plain SQL (sqlOf): every decision writes one.
-  await sqlOf(tx).run(`INSERT INTO "QueueEvent" ("id", "queueId", "kind", "at", "actorKind", "actorName", "payload") VALUES (?, ?, ?, ?, ?, ?, ?)`, [
-    event.id,
-    event.queueId,
-    event.kind,
-    event.at,
-    event.actor.kind,
-    event.actor.name,
-    JSON.stringify(event.payload),
-  ]);
+  await sqlOf(tx).run(QUEUE_EVENT_INSERT, queueEventParams(event));
+}
+
+export type QueueEventRow = { id: string; queueId: string; kind: string; at: Date; actor: Actor; payload: object };
+
+/** The insert of a queue event (also in saveDecision's one statement on PostgreSQL); its parameters: queueEventParams. */
+export const QUEUE_EVENT_INSERT = `INSERT INTO "QueueEvent" ("id", "queueId", "kind", "at", "actorKind", "actorName", "payload") VALUES (?, ?, ?, ?, ?, ?, ?)`;
+
+export function queueEventParams(event: QueueEventRow): unknown[] {
+  return [event.id, event.queueId, event.kind, event.at, event.actor.kind, event.actor.name, JSON.stringify(event.payload)];
 }
 
 /**

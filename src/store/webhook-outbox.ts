@@ -2,6 +2,7 @@ import { endpointWants, testOrderingKey, type QueuePlace, type WebhookEvent } fr
 import { orderedId } from "./ids.js";
 import { sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
+import type { Queue } from "./queues.js";
 
 /**
  * Outbound webhooks: endpoints, and the outbox of messages to them (one row per event and
@@ -365,8 +366,14 @@ export async function countPendingMessages(tx: Tx): Promise<number> {
   return tx.webhookMessage.count({ where: { status: "pending" } });
 }
 
-/** Publishes events about a queue, built from its place; nothing when its organization has no enabled endpoint. */
-export async function publishQueueEvents(tx: Tx, queueId: string, build: (place: QueuePlace) => WebhookEvent[], context: { now: Date; newId: () => string }): Promise<void> {
+/**
+ * Publishes events about a queue, built from its place; nothing when its organization has no
+ * enabled endpoint. Given the queue as its lock in this transaction answered it (lockQueueRow),
+ * a queue whose organization had none then asks nothing more.
+ */
+export async function publishQueueEvents(tx: Tx, queue: string | Pick<Queue, "id" | "webhookEndpointsEnabled">, build: (place: QueuePlace) => WebhookEvent[], context: { now: Date; newId: () => string }): Promise<void> {
+  if (typeof queue !== "string" && queue.webhookEndpointsEnabled === false) return;
+  const queueId = typeof queue === "string" ? queue : queue.id;
   const place = await queuePlace(tx, queueId);
   if (!place) return;
   if (!(await hasEnabledEndpoints(sqlOf(tx), place.organizationId))) return;

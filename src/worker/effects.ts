@@ -8,15 +8,15 @@ import { recordVerdictTimeline } from "../queue/flake-verdicts.js";
 import { NEW_FLAKE_RECORD } from "../domain/flaky/verdict.js";
 import { CodeHostRefusal, isInstallationRefusal, rateReserveUntil } from "../ports/code-host.js";
 import { noticeInstallationRefusal } from "../webhooks/services/installations.js";
-import { accountKeyOf, outageOf } from "../store/installation-outages.js";
-import { completeEffects, completeEffectsIn, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type PendingEffect } from "../store/effects.js";
-import { findQueueInRepository, lockQueueRow, type QueueInRepository } from "../store/queues.js";
+import { completeEffects, completeEffectsSeeingVersion, deferEffect, giveUpEffect, isNotification, nextEffectToRun, recordEffectFailure, type CarriedOutbox, type PendingEffect } from "../store/effects.js";
+import { lockQueueRow, queueForEffects, type QueueInRepository } from "../store/queues.js";
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
 import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
 import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { queueWritesOf, type QueueWrites } from "../store/queue-writes.js";
 import type { Tx } from "../store/database.js";
 import type { Sql } from "../store/sql.js";
 import { effectGivenUp } from "../domain/webhook-events.js";
@@ -71,6 +71,13 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
     // meanwhile costs a repeat, nothing more; they are marked before anything decided after them
     // can be sent, as the transaction that marks them is the one that decides.
     const unmarked = new Set<string>();
+    // Effects carried out (or given up) in this run: never picked again, whatever copy of the
+    // outbox is read or carried (those not yet marked done are still pending in it).
+    const executed = new Set<string>();
+    // The outbox as last read, carried past an effect that applied an event when nothing else
+    // wrote to the queue meanwhile (carryOver); read again after any other effect, as another
+    // process may have appended to it.
+    const outbox: CarriedOutbox = { rows: null, version: Number.NaN };
     const markUnmarked = async () => {
       if (unmarked.size === 0) return;
       const ids = [...unmarked];
@@ -80,33 +87,39 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
     try {
       while (count < limit && (count === 0 || keepGoing())) {
         // The queue's work first (merges, runs), then statuses and comments, superseded ones skipped.
-        const pending = await nextEffectToRun(services.db, queueId, services.now(), unmarked);
+        const pending = await nextEffectToRun(services.db, queueId, services.now(), executed, outbox);
         if (!pending || (pending.nextAttemptAt && pending.nextAttemptAt > services.now())) break;
         // Notifications are written a second apart (GitHub's guidance, Octokit's throttle): a long
         // line of them would keep the worker from the CI results that make merges. Past the budget
         // they wait for the next round, after the deliveries received meanwhile (which may decide
         // a merge, or newer statuses that replace these).
         if (count > 0 && isNotification(pending.kind) && performance.now() - started > NOTIFICATION_BUDGET_MS) break;
-        if (!queue || pending.kind === "merge") queue = await services.db.read((tx) => findQueueInRepository(tx, queueId));
+        if (!queue || pending.kind === "merge") {
+          const read = await services.db.read((tx) => queueForEffects(tx, queueId));
+          queue = read?.queue ?? null;
+          // The App's installation on the repository's account is suspended or gone: nothing is
+          // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
+          // Read with the queue, heeded once per call: an outage noticed during the call stops it below.
+          if (count === 0 && read?.installationOutage) break;
+        }
         const current = queue;
         if (!current) break;
-        // The App's installation on the repository's account is suspended or gone: nothing is
-        // asked of the code host for it until the outage ends (a webhook, or the worker's probe).
-        // Read once per call: an outage noticed during the call stops it below.
-        if (count === 0 && (await services.db.read((tx) => outageOf(tx, accountKeyOf(current.repository))))) break;
         if (await deferredForReserve(services, current, pending)) break;
         try {
-          const completion = completionOf(services, pending.id, unmarked);
+          const completion = completionOf(services, queueId, pending.id, unmarked);
           const applied = await execute(services, current, pending.effect, completion);
+          executed.add(pending.id);
           if (completion.marked) unmarked.clear();
           else {
             unmarked.add(pending.id);
             if (!REPEATABLE.has(pending.kind)) await markUnmarked();
           }
           count++;
-          // An effect that applied an event leaves the queue to be read again.
-          if (applied) queue = null;
+          if (applied) queue = carryOver(completion.tx ? queueWritesOf(completion.tx, queueId) : null, current, outbox);
+          // The effect's own commit saw the version the outbox was read at: nothing appended since.
+          else if (completion.version === undefined || completion.version !== outbox.version) outbox.rows = null;
         } catch (error) {
+          outbox.rows = null;
           await markUnmarked();
           // A refusal of the whole installation is no fault of the effect's: it stays pending, its
           // attempts uncounted, and the account's queues wait for the installation to answer again.
@@ -115,6 +128,7 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
             break;
           }
           if (!(await recordFailure(services, current, pending, error))) break;
+          executed.add(pending.id);
           count++;
           queue = null;
         }
@@ -127,6 +141,24 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
   return done ?? 0;
 }
 
+/**
+ * After an effect that applied an event in a transaction of its own (`writes`): the queue and
+ * its outbox as that transaction left them, when its lock found the version they were read at
+ * plus one — nothing else wrote to the queue in between (every writer takes that lock and bumps
+ * the version: src/store/queue-writes.ts) — instead of reading them back. Otherwise the outbox
+ * is read again, and the queue (null) too. The repository's name is kept from the read.
+ */
+function carryOver(writes: QueueWrites | null, queue: QueueInRepository, outbox: CarriedOutbox): QueueInRepository | null {
+  if (writes && outbox.rows && writes.lockedVersion === outbox.version + 1) {
+    outbox.rows = [...outbox.rows.filter((row) => !writes.dropped.has(row.id)), ...writes.appended];
+    outbox.version = writes.version;
+  } else outbox.rows = null;
+  if (!writes?.queue || writes.lockedVersion !== queue.version + 1) return null;
+  // What the lock saw of the organization's endpoints holds for that transaction only.
+  const { webhookEndpointsEnabled: _seenByTheLock, ...carried } = writes.queue;
+  return { ...carried, repository: queue.repository };
+}
+
 /** Effects safe to carry out twice, whose done mark may wait for the next commit: a status (the latest wins), a testing branch's deletion. */
 const REPEATABLE: ReadonlySet<OutboxEffect["kind"]> = new Set(["pr_status", "cancel_run"]);
 
@@ -135,18 +167,20 @@ const REPEATABLE: ReadonlySet<OutboxEffect["kind"]> = new Set(["pr_status", "can
  * inside a transaction the effect commits anyway (the event it applies, the run it records):
  * one commit, not two. `marked` tells the runner it happened.
  */
-type Completion = { marked: boolean; inTx(tx: Tx): Promise<void>; inSql(sql: Sql): Promise<void> };
+type Completion = { marked: boolean; tx?: Tx; version?: number | null; inTx(tx: Tx): Promise<void>; inSql(sql: Sql): Promise<void> };
 
-function completionOf(services: Services, id: string, unmarked: ReadonlySet<string>): Completion {
+function completionOf(services: Services, queueId: string, id: string, unmarked: ReadonlySet<string>): Completion {
   const ids = () => [id, ...unmarked];
   const completion: Completion = {
     marked: false,
     async inTx(tx) {
       await completeEffects(tx, ids(), services.now());
       completion.marked = true;
+      // The transaction of the event the effect applies: what it wrote is carried (carryOver).
+      completion.tx = tx;
     },
     async inSql(sql) {
-      await completeEffectsIn(sql, ids(), services.now());
+      completion.version = await completeEffectsSeeingVersion(sql, queueId, ids(), services.now());
       completion.marked = true;
     },
   };

@@ -2,6 +2,7 @@ import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
 import { Database, sqlOf } from "../../src/store/database.js";
 import { appendEffects, completeEffect, nextPendingEffect } from "../../src/store/effects.js";
 import { createQueue, lockQueueRow } from "../../src/store/queues.js";
+import { queueWritesOf } from "../../src/store/queue-writes.js";
 import { rebaseRuns, runOf } from "../../src/store/runs.js";
 import { BACKENDS, seedAcmeRepository } from "../support/backends.js";
 
@@ -90,5 +91,59 @@ describe.each(BACKENDS)("hot-path writes on $name", (backend) => {
       ),
     );
     expect(heads).toEqual(["a", "b", "c"]);
+  });
+
+  test("what a transaction wrote under the queue's lock is what the database holds, and another replica's write in between shows in the next lock's version", async () => {
+    const other = await Database.open(database.url, { migrate: false });
+    try {
+      const read = await db.read((tx) => tx.queue.findUniqueOrThrow({ where: { id: "q" } }));
+      let n = 0;
+      const first = await db.transaction(async (tx) => {
+        await lockQueueRow(tx, "q");
+        await appendEffects(
+          tx,
+          "q",
+          [
+            { kind: "cancel_run", runId: "run-2" },
+            { kind: "cancel_run", runId: "run-3" },
+          ],
+          { now, newId: () => `carry-${++n}` },
+        );
+        return queueWritesOf(tx, "q");
+      });
+      // Nothing else wrote since the read: the lock answered its version plus one.
+      expect(first?.lockedVersion).toBe(Number(read.version) + 1);
+      const stored = await db.read((tx) => tx.effect.findMany({ where: { id: { in: ["carry-1", "carry-2"] } }, orderBy: { seq: "asc" } }));
+      expect(first?.appended.map((e) => [e.id, e.seq, e.kind])).toEqual(stored.map((e) => [e.id, e.seq, e.kind]));
+      expect(stored[1]!.seq).toBe(stored[0]!.seq + 1);
+      // Another replica appends to the same queue under its lock.
+      await other.transaction(async (tx) => {
+        await lockQueueRow(tx, "q");
+        await appendEffects(tx, "q", [{ kind: "cancel_run", runId: "run-4" }], { now, newId: () => "carry-other" });
+      });
+      const next = await db.transaction(async (tx) => {
+        await lockQueueRow(tx, "q");
+        return queueWritesOf(tx, "q");
+      });
+      // The effect runner would carry its copy only at first.version + 1: it reads afresh instead.
+      expect(next?.lockedVersion).not.toBe(first!.version + 1);
+      expect(next?.lockedVersion).toBe(first!.version + 2);
+      // Sequence numbers stay in order across processes.
+      const otherRow = await db.read((tx) => tx.effect.findUniqueOrThrow({ where: { id: "carry-other" } }));
+      expect(otherRow.seq).toBe(stored[1]!.seq + 1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test("the queue's lock says whether its organization has an enabled webhook endpoint", async () => {
+    expect((await db.transaction((tx) => lockQueueRow(tx, "q")))?.webhookEndpointsEnabled).toBe(false);
+    await db.transaction((tx) =>
+      tx.webhookEndpoint.create({ data: { id: "we1", organizationId: "org", url: "https://example.com/hook", secret: "s", events: JSON.stringify(["*"]), enabled: false, createdAt: now, updatedAt: now } }),
+    );
+    expect((await db.transaction((tx) => lockQueueRow(tx, "q")))?.webhookEndpointsEnabled).toBe(false);
+    await db.transaction((tx) => tx.webhookEndpoint.update({ where: { id: "we1" }, data: { enabled: true } }));
+    expect((await db.transaction((tx) => lockQueueRow(tx, "q")))?.webhookEndpointsEnabled).toBe(true);
+    await db.transaction((tx) => tx.webhookEndpoint.delete({ where: { id: "we1" } }));
   });
 });

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import type BetterSqlite3 from "better-sqlite3";
+import pg from "pg";
 import { BACKENDS } from "../support/backends.js";
 import { ciFinishes, prOf, queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -73,6 +74,70 @@ describe("query plans of the hot path (SQLite)", () => {
       expect(refused).toEqual([]);
     } finally {
       db.close();
+    }
+  });
+});
+
+const postgres = BACKENDS.find((b) => b.name === "postgres");
+
+/**
+ * The statements issue 23's second round made PostgreSQL's own (saveDecision's writes in one
+ * WITH statement, the effects' insert numbering itself, the lock that finds its queue, the
+ * outbox read with the queue's version, the runner's first read), captured with their values as
+ * a real flow sends them and explained with sequential scans disabled: a table that grows with
+ * history read in full then means no index serves the statement (on tables this small the
+ * planner would otherwise scan them all).
+ */
+(postgres ? describe : describe.skip)("query plans of the PostgreSQL-only hot statements", () => {
+  const sent: { text: string; values: unknown[] }[] = [];
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  let server: TestServer;
+  const clock = new TestClock();
+  // (appendEffects' own insert outside a decision is the WITH statement's first clause.)
+  const OURS = [/^WITH "effects" AS/, /WHERE "id" = \(SELECT q\."id"/, /AS "queueVersion"/, /AS "installationOutage"/, /AS "webhookEndpointsEnabled"/];
+
+  beforeAll(async () => {
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0] as { text?: string; values?: unknown[] } | string;
+      if (typeof first === "object" && first?.text && OURS.some((re) => re.test(first.text!.trim()))) sent.push({ text: first.text, values: first.values ?? [] });
+      return original.apply(this, args);
+    };
+    server = await startTestServer(postgres!, { now: clock.now, sandbox: { ciMs: 60_000 } });
+  });
+  afterAll(async () => {
+    proto.query = original;
+    await server?.close();
+  });
+
+  test("each is served by an index", async () => {
+    await server.api.ok("createQueue", { ...queueOf("plans"), concurrency: 2 });
+    for (let round = 0; round < 2; round++) {
+      for (let pr = 1; pr <= 3; pr++) await server.api.ok("submitPullRequest", prOf(round * 3 + pr, "plans"));
+      await ciFinishes(server, clock);
+      await ciFinishes(server, clock);
+    }
+    await server.api.ok("cancelPullRequest", prOf(6, "plans")).catch(() => undefined);
+    const texts = new Map(sent.map((s) => [s.text, s.values]));
+    // Every one of them was sent by the flow.
+    expect(OURS.filter((re) => ![...texts.keys()].some((t) => re.test(t.trim()))).map(String)).toEqual([]);
+
+    const client = new pg.Client({ connectionString: server.databaseUrl });
+    await client.connect();
+    try {
+      await client.query("SET enable_seqscan = off");
+      const refused: string[] = [];
+      for (const [text, values] of texts) {
+        // EXPLAIN without ANALYZE plans the statement and runs nothing (its writes included).
+        const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, values);
+        const plan = rows.map((r) => r["QUERY PLAN"]);
+        if (plan.some((line) => GROWING.some((t) => line.includes(`Seq Scan on "${t}"`) || new RegExp(`Seq Scan on ${t}\\b`).test(line)))) {
+          refused.push(`${text.replace(/\s+/g, " ").slice(0, 160)}\n    ${plan.join(" | ")}`);
+        }
+      }
+      expect(refused).toEqual([]);
+    } finally {
+      await client.end();
     }
   });
 });
