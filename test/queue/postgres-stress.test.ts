@@ -22,7 +22,7 @@ const IDLE_IN_TRANSACTION_BOUND_MS = 5_000;
 /** Prisma's interactive transaction timeout (database.ts); waiting on the queue's row lock counts. */
 const TRANSACTION_BOUND_MS = 30_000;
 
-type Session = { pid: number; state: string; query: string; xact_ms: number | null; state_ms: number };
+type Session = { pid: number; state: string | null; query: string; xact_ms: number | null; state_ms: number };
 
 const postgres = BACKENDS.find((b) => b.name === "postgres");
 const describeOnPostgres = postgres ? describe : describe.skip;
@@ -55,7 +55,8 @@ describeOnPostgres("the seeding pattern of bench:api on PostgreSQL, worker runni
       const watch = (async () => {
         while (watching) {
           for (const s of await sessions()) {
-            const idleTooLong = s.state.startsWith("idle in transaction") && s.state_ms > IDLE_IN_TRANSACTION_BOUND_MS;
+            // A backend still starting (or a background worker) has no state yet.
+            const idleTooLong = (s.state ?? "").startsWith("idle in transaction") && s.state_ms > IDLE_IN_TRANSACTION_BOUND_MS;
             if (idleTooLong || (s.xact_ms ?? 0) > TRANSACTION_BOUND_MS) offenders.push(s);
           }
           await new Promise((resolve) => setTimeout(resolve, 100));
