@@ -131,7 +131,11 @@ export async function someLiveEntries(tx: Tx, queueId: string, limit: number): P
 
 /** How many of the queue's PRs are in one of `states`. */
 export async function countEntriesIn(tx: Tx, queueId: string, states: readonly PrState[]): Promise<number> {
-  return tx.queueEntry.count({ where: { queueId, state: { in: [...states] } } });
+  // Plain SQL: the blocked-reason sweep asks for every queue with PRs waiting (issue 23, goal 3).
+  const sql = sqlOf(tx);
+  const [inStates, param] = sql.anyOf(`"state"`, states);
+  const [row] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates}`, [queueId, param]);
+  return Number(row?.n ?? 0);
 }
 
 /** The titles of the queue's PRs `prNumbers`, by number (a PR never submitted has none). */

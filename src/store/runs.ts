@@ -249,8 +249,9 @@ export async function runsStartedSince(tx: Tx, queueId: string, since: Date, lim
 
 /** The queue's running runs, oldest first. */
 export async function runningRunsOf(tx: Tx, queueId: string): Promise<TestRun[]> {
-  const rows = await tx.testRun.findMany({ where: { queueId, status: "running" }, orderBy: { startedAt: "asc" } });
-  return rows.map(toTestRun).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || runNumberOf(a.runId) - runNumberOf(b.runId));
+  // Plain SQL: the blocked-reason sweep asks for every queue with PRs waiting (issue 23, goal 3).
+  const rows = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "TestRun" WHERE "queueId" = ? AND "status" = 'running'`, [queueId]);
+  return rows.map(testRunOfSql).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || runNumberOf(a.runId) - runNumberOf(b.runId));
 }
 
 /** How many runs each of the queues started at or after `since`. */
