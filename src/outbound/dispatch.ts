@@ -281,7 +281,23 @@ type Answer = { status: number; body: string; location: string | null; retryAfte
  * URL directly, a hostname in the connection's lookup), never following a redirect, and given
  * up after the timeout.
  */
-function post(urlText: string, headers: Record<string, string>, body: string, settings: WebhookSettings, agents: WebhookAgents): Promise<Answer> {
+async function post(urlText: string, headers: Record<string, string>, body: string, settings: WebhookSettings, agents: WebhookAgents): Promise<Answer> {
+  try {
+    return await postOnce(urlText, headers, body, settings, agents);
+  } catch (error) {
+    // A kept-alive connection the receiver closed just as it was reused (its idle timeout, often
+    // 5 s): the request never reached it. Sent again at once on a new connection, as Node's
+    // documentation advises (`request.reusedSocket`), instead of failing the attempt and waiting
+    // out a backoff. Once: a second failure is the receiver's.
+    if (error instanceof StaleConnectionError) return postOnce(urlText, headers, body, settings, agents);
+    throw error;
+  }
+}
+
+/** A reused keep-alive connection reset before any answer (see post). */
+class StaleConnectionError extends Error {}
+
+function postOnce(urlText: string, headers: Record<string, string>, body: string, settings: WebhookSettings, agents: WebhookAgents): Promise<Answer> {
   const url = new URL(urlText);
   const host = bareHost(url);
   if (!settings.allowPrivate && isIP(host) !== 0 && isRefusedAddress(host)) return Promise.reject(new RefusedAddressError(host, host));
@@ -327,9 +343,13 @@ function post(urlText: string, headers: Record<string, string>, body: string, se
       });
     }
     const timer = setTimeout(() => request.destroy(new Error(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
+    let answered = false;
+    request.on("response", () => (answered = true));
     request.on("error", (error) => {
       clearTimeout(timer);
-      reject(error);
+      const code = (error as NodeJS.ErrnoException).code;
+      if (request.reusedSocket && !answered && (code === "ECONNRESET" || code === "EPIPE")) reject(new StaleConnectionError(error.message));
+      else reject(error);
     });
     request.end(body);
   });
