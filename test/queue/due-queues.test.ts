@@ -206,7 +206,29 @@ describe.each(BACKENDS)("due queues, $name", (backend) => {
             mine.push(...claimed.map((c) => c.queueId));
           }
         };
-        const [a, b] = await Promise.all([claimedBy(db()), claimedBy(other)]);
+        const lease = new Date(now.getTime() + 60_000);
+        // The first worker's claim holds its rows (its transaction still open) while the other
+        // claims: SKIP LOCKED gives the other different queues at once, without waiting for it.
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let claimedFirst!: () => void;
+        const firstClaimed = new Promise<void>((resolve) => (claimedFirst = resolve));
+        const firstOfA = db().transaction(async (tx) => {
+          const claimed = await claimDueQueues(tx, "postgres", now, 2, lease);
+          claimedFirst();
+          await held;
+          return claimed;
+        });
+        await firstClaimed;
+        const firstOfB = await other.write((tx) => claimDueQueues(tx, "postgres", now, 2, lease));
+        release();
+        const heldByA = await firstOfA;
+        claims.push(...heldByA, ...firstOfB);
+        expect(firstOfB.map((c) => c.queueId).filter((id) => heldByA.some((h) => h.queueId === id))).toEqual([]);
+        // Then both claim what is left, at once.
+        const [restOfA, restOfB] = await Promise.all([claimedBy(db()), claimedBy(other)]);
+        const a = [...heldByA.map((c) => c.queueId), ...restOfA];
+        const b = [...firstOfB.map((c) => c.queueId), ...restOfB];
         // Both took part, and every queue was claimed by exactly one of them.
         expect(a.length).toBeGreaterThan(0);
         expect(b.length).toBeGreaterThan(0);
