@@ -183,7 +183,7 @@ async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, dec
  * `cause`: who caused the event (defaultCause when not given).
  */
 export async function applyEvent(services: Services, tx: Tx, queue: Queue, event: EngineEvent, cause: Cause = defaultCause(services, event)): Promise<Decision> {
-  const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : []);
+  const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : [], { take: true });
   const now = services.now();
   const decision = decide(loaded.engine, event, now.getTime());
   const timeline = await timelineOf(tx, queue, loaded, decision, event, cause, now);

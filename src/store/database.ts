@@ -214,6 +214,7 @@ export class Database {
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const options = { maxWait: this.waitMs, timeout: 30_000 };
+    let opened: Tx | null = null;
     const run = this.pool
       ? () => {
           const slot: TransactionSlot = { connection: null };
@@ -221,6 +222,8 @@ export class Database {
             this.client.$transaction((tx) => {
               if (!slot.connection) throw new Error("database: the transaction's connection was not seen");
               plainSql.set(tx, postgresSql(slot.connection));
+              commitHooks.set(tx, []);
+              opened = tx;
               return fn(tx);
             }, options),
           );
@@ -228,9 +231,19 @@ export class Database {
       : () =>
           this.client.$transaction((tx) => {
             plainSql.set(tx, this.#prismaWriterSql());
+            commitHooks.set(tx, []);
+            opened = tx;
             return fn(tx);
           }, options);
-    return this.#track(() => (this.#serialize ? this.#serialize.run(run, this.waitMs) : run()));
+    const committed = async () => {
+      const result = await run();
+      // Committed: what the transaction left for after its commit (an in-memory copy of what it wrote).
+      const hooks = opened ? commitHooks.get(opened) : undefined;
+      if (opened) commitHooks.delete(opened);
+      for (const hook of hooks ?? []) hook();
+      return result;
+    };
+    return this.#track(() => (this.#serialize ? this.#serialize.run(committed, this.waitMs) : committed()));
   }
 
   #prismaSql: Sql | null = null;
@@ -390,6 +403,21 @@ export class Database {
 
 /** Plain SQL for each Tx handed out (a transaction's, `read`'s, `write`'s): see sqlOf. */
 const plainSql = new WeakMap<object, Sql>();
+
+/** Work to do once a transaction has committed, by its Tx (none registered for a rolled-back one runs). */
+const commitHooks = new WeakMap<object, (() => void)[]>();
+
+/**
+ * Runs `hook` once `tx` has committed, and never if it rolls back. Answers false (and keeps
+ * nothing) when `tx` is no transaction of Database.transaction (the shared client of `write`,
+ * the reader), where nothing waits for a commit.
+ */
+export function afterCommit(tx: Tx, hook: () => void): boolean {
+  const hooks = commitHooks.get(tx);
+  if (!hooks) return false;
+  hooks.push(hook);
+  return true;
+}
 
 /**
  * Plain SQL (sql.ts) in the same transaction, or on the same connection, as `tx`: the store's

@@ -98,6 +98,33 @@ export async function entriesInPlayWithTargets(tx: Tx, queueId: string, prNumber
   return { entries, targets };
 }
 
+/**
+ * The queue's entries of `prNumbers` (whatever their state), with their impacted targets when
+ * `withTargets`: the rows a decision reads again when it holds a copy of the rest
+ * (queue-snapshots.ts).
+ */
+export async function entriesOfPrs(tx: Tx, queueId: string, prNumbers: readonly number[], withTargets: boolean): Promise<{ entries: QueueEntry[]; targets: Map<number, ImpactedTargets> }> {
+  const targets = new Map<number, ImpactedTargets>();
+  if (prNumbers.length === 0) return { entries: [], targets };
+  const sql = sqlOf(tx);
+  const [inPrs, prs] = sql.anyOf(`e."prNumber"`, prNumbers);
+  const rows = await sql.all<Record<string, unknown>>(
+    withTargets
+      ? `SELECT e.*, t."sha" AS "targetsSha", t."kind" AS "targetsKind", t."targets" AS "targetsList" FROM "QueueEntry" e LEFT JOIN "ImpactedTargets" t ON t."queueId" = e."queueId" AND t."prNumber" = e."prNumber" WHERE e."queueId" = ? AND ${inPrs}`
+      : `SELECT e.* FROM "QueueEntry" e WHERE e."queueId" = ? AND ${inPrs}`,
+    [queueId, prs],
+  );
+  const entries = rows.map(queueEntryOfSql);
+  if (withTargets) {
+    rows.forEach((row, i) => {
+      if (row.targetsSha === null || row.targetsSha === undefined) return;
+      const prNumber = entries[i]!.prNumber;
+      targets.set(prNumber, toImpactedTargets({ prNumber, sha: String(row.targetsSha), kind: String(row.targetsKind), targets: String(row.targetsList) }));
+    });
+  }
+  return { entries, targets };
+}
+
 function entriesInPlayQuery(tx: Tx, queueId: string, prNumbers: readonly number[]): [string, unknown[]] {
   const sql = sqlOf(tx);
   const [inStates, states] = sql.anyOf(`"state"`, LIVE_PR_STATES);

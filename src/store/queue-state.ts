@@ -5,11 +5,13 @@ import type { Cause, TimelineEvent } from "../domain/timeline.js";
 import { sqlOf, type Tx } from "./database.js";
 import { appendEffects, appendedRows, EFFECT_INSERT_POSTGRES, effectInsertParams, effectRowsToAppend } from "./effects.js";
 import { KEEP_EARLIER_MARK, markQueueDue } from "./due-queues.js";
-import { entriesInPlayOr, entriesInPlayWithTargets, type QueueEntry } from "./entries.js";
+import { entriesInPlayOr, entriesInPlayWithTargets, entriesOfPrs, type QueueEntry } from "./entries.js";
+import { keepSnapshot, snapshotOf, takeRowChanges, type QueueSnapshot, type RowChanges } from "./queue-snapshots.js";
+import { TERMINAL_PR_STATES } from "../domain/states.js";
 import type { ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { noteOutboxWrites, noteQueueDecided } from "./queue-writes.js";
-import { activeRunsOf, insertRuns, rebaseRuns, updateRun, type TestRun } from "./runs.js";
+import { activeRunsOf, insertRuns, runsOfIds, rebaseRuns, updateRun, type TestRun } from "./runs.js";
 import { insertQueueEvent, insertTransitions, pruneTimeline, QUEUE_EVENT_INSERT, queueEventParams, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
@@ -54,23 +56,103 @@ function toEngineRun(run: TestRun): EngineRun {
   };
 }
 
-/**
- * The engine's view of a queue: its settings, the PRs that are not done (and any others the
- * event names), and the runs not yet archived.
- */
-export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = []): Promise<Loaded> {
+type Rows = { entries: Map<number, QueueEntry>; runs: Map<string, TestRun>; targets: Map<number, ImpactedTargets> };
+
+/** The PRs a decision needs besides those in play: merged ones not yet confirmed, those a bisection run holds, those named. */
+function alsoOf(queue: Queue, runs: Iterable<TestRun>, alsoPrs: readonly number[]): number[] {
   // Merged PRs not yet confirmed by the code host matter too (parallel lanes, voided merges),
   // and so does every PR a loaded run holds (a bisection run is judged by what became of them).
-  const merged = queue.mergedPrs;
-  // Plain SQL (sqlOf): every decision loads these.
-  const runs = (await activeRunsOf(tx, queue.id)).sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
-  const inRuns = runs.filter((r) => r.kind === "bisection").flatMap((r) => r.stack);
-  const also = [...new Set([...alsoPrs, ...merged, ...inRuns])];
+  const inRuns: number[] = [];
+  for (const r of runs) if (!r.archived && r.kind === "bisection") inRuns.push(...r.stack);
+  return [...new Set([...alsoPrs, ...queue.mergedPrs, ...inRuns])];
+}
+
+/** Every row a decision loads, read afresh. */
+async function readRows(tx: Tx, queue: Queue, alsoPrs: readonly number[], parallel: boolean): Promise<Rows> {
+  // Plain SQL (sqlOf): every decision without a copy of its queue's rows loads these.
+  const runs = await activeRunsOf(tx, queue.id);
+  const also = alsoOf(queue, runs, alsoPrs);
   // A parallel queue's lanes need each PR's impacted targets: read with the entries, one statement.
-  const parallel = queue.mode === "parallel" || queue.pendingMode === "parallel";
   const read = parallel ? await entriesInPlayWithTargets(tx, queue.id, also) : { entries: await entriesInPlayOr(tx, queue.id, also), targets: new Map<number, ImpactedTargets>() };
-  const entries = read.entries.sort((a, b) => a.prNumber - b.prNumber);
-  const uploaded = read.targets;
+  return { entries: new Map(read.entries.map((e) => [e.prNumber, e])), runs: new Map(runs.map((r) => [r.id, r])), targets: read.targets };
+}
+
+/** The copy's rows brought up to date: those that changed, and PRs now named that it lacks, read again. */
+async function refreshRows(tx: Tx, queue: Queue, base: QueueSnapshot, changes: RowChanges, alsoPrs: readonly number[], parallel: boolean): Promise<Rows> {
+  const runs = new Map(base.runs);
+  for (const id of changes.runs) runs.delete(id);
+  for (const run of await runsOfIds(tx, queue.id, [...changes.runs])) runs.set(run.id, run);
+  const entries = new Map(base.entries);
+  const targets = new Map(base.targets ?? []);
+  const again = new Set(changes.entries);
+  if (parallel) for (const pr of changes.targets) again.add(pr);
+  for (const pr of alsoOf(queue, runs.values(), alsoPrs)) if (!entries.has(pr)) again.add(pr);
+  for (const pr of again) {
+    entries.delete(pr);
+    targets.delete(pr);
+  }
+  const read = await entriesOfPrs(tx, queue.id, [...again], parallel);
+  for (const entry of read.entries) entries.set(entry.prNumber, entry);
+  for (const [pr, t] of read.targets) targets.set(pr, t);
+  return { entries, runs, targets };
+}
+
+/** The rows the engine sees: PRs in play or named, runs not archived (what readRows reads). */
+function inView(queue: Queue, rows: Rows, alsoPrs: readonly number[]): Rows {
+  const runs = new Map([...rows.runs].filter(([, r]) => !r.archived));
+  const also = new Set(alsoOf(queue, runs.values(), alsoPrs));
+  const entries = new Map([...rows.entries].filter(([pr, e]) => !TERMINAL_PR_STATES.has(e.state) || also.has(pr)));
+  const targets = new Map([...rows.targets].filter(([pr]) => entries.has(pr)));
+  return { entries, runs, targets };
+}
+
+/** Set GREENLINE_CHECK_QUEUE_SNAPSHOTS=1 (the test suites do) to check every copy against a fresh read. */
+const CHECK_SNAPSHOTS = process.env.GREENLINE_CHECK_QUEUE_SNAPSHOTS === "1";
+
+function sameRows(a: Rows, b: Rows): string | null {
+  const key = (rows: Rows) => ({
+    entries: [...rows.entries.values()].sort((x, y) => x.prNumber - y.prNumber),
+    runs: [...rows.runs.values()].sort((x, y) => x.id.localeCompare(y.id)),
+    targets: [...rows.targets.values()].sort((x, y) => x.prNumber - y.prNumber),
+  });
+  const [x, y] = [JSON.stringify(key(a)), JSON.stringify(key(b))];
+  return x === y ? null : `copy ${x.slice(0, 2000)}\nfresh ${y.slice(0, 2000)}`;
+}
+
+/** Counts of loads with and without a copy of the queue's rows (tests and benchmarks read them). */
+export const snapshotLoads = { fresh: 0, fromCopy: 0 };
+
+/**
+ * The engine's view of a queue: its settings, the PRs that are not done (and any others the
+ * event names), and the runs not yet archived. `take`: the caller holds the queue's lock and will
+ * decide (applyEvent): the load takes the queue's noted row changes and, when this process holds
+ * a copy of the queue's rows that those changes bring up to date, reads only those rows
+ * (src/store/queue-snapshots.ts); the copy it makes is kept for the next decision.
+ */
+export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [], options: { take?: boolean } = {}): Promise<Loaded> {
+  const parallel = queue.mode === "parallel" || queue.pendingMode === "parallel";
+  let rows: Rows;
+  if (options.take) {
+    const { changes, token } = await takeRowChanges(tx, queue.id);
+    const base = snapshotOf(tx, queue.id, changes.previousToken);
+    if (base && (!parallel || base.targets !== null)) {
+      rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
+      snapshotLoads.fromCopy++;
+      if (CHECK_SNAPSHOTS) {
+        const differs = sameRows(rows, await readRows(tx, queue, alsoPrs, parallel));
+        if (differs) throw new Error(`queue ${queue.id}: the copy of its rows differs from a fresh read\n${differs}`);
+      }
+    } else {
+      rows = await readRows(tx, queue, alsoPrs, parallel);
+      snapshotLoads.fresh++;
+    }
+    keepSnapshot(tx, queue.id, { token, entries: rows.entries, runs: rows.runs, targets: parallel ? rows.targets : null });
+  } else {
+    rows = await readRows(tx, queue, alsoPrs, parallel);
+  }
+  const entries = [...rows.entries.values()].sort((a, b) => a.prNumber - b.prNumber);
+  const runs = [...rows.runs.values()].sort((a, b) => runNumberOf(a.runId) - runNumberOf(b.runId));
+  const uploaded = rows.targets;
   return {
     queue,
     entries: new Map(entries.map((e) => [e.prNumber, e])),
@@ -93,7 +175,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
         directMergeMode: queue.directMergeMode,
       },
       baseSha: queue.baseSha ?? "",
-      merged,
+      merged: queue.mergedPrs,
       entries: entries.map((entry) => toEngineEntry(entry, uploaded.get(entry.prNumber))),
       runs: runs.map(toEngineRun),
       nextRunNumber: queue.nextRunNumber,

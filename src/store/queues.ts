@@ -216,6 +216,8 @@ export async function updateQueueSettings(tx: Tx, id: string, update: QueueSetti
 /** Deletes the queue with everything it holds (entries, runs, effects: the foreign keys cascade). */
 export async function deleteQueue(tx: Tx, id: string): Promise<void> {
   await tx.queue.delete({ where: { id } });
+  // The cascade's deletions were noted by the triggers (QueueRowChange has no foreign key): no load will take them.
+  await sqlOf(tx).run(`DELETE FROM "QueueRowChange" WHERE "queueId" = ?`, [id]);
 }
 
 /** Records where the code host says the target branch is. */

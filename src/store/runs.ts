@@ -87,6 +87,15 @@ export async function activeRunsOf(tx: Tx, queueId: string): Promise<TestRun[]> 
   return rows.map(testRunOfSql);
 }
 
+/** The queue's runs of these row ids (archived or not): the runs a decision reads again (queue-snapshots.ts). */
+export async function runsOfIds(tx: Tx, queueId: string, ids: readonly string[]): Promise<TestRun[]> {
+  if (ids.length === 0) return [];
+  const sql = sqlOf(tx);
+  const [inIds, param] = sql.anyOf(`"id"`, ids);
+  const rows = await sql.all<Record<string, unknown>>(`SELECT * FROM "TestRun" WHERE "queueId" = ? AND ${inIds}`, [queueId, param]);
+  return rows.map(testRunOfSql);
+}
+
 /** The engine's new runs, as rows (plain SQL: one statement on PostgreSQL). */
 export async function insertRuns(tx: Tx, runs: readonly { id: string; queueId: string; run: EngineRun; archived: boolean }[]): Promise<void> {
   if (runs.length === 0) return;

@@ -1,0 +1,119 @@
+import { randomUUID } from "node:crypto";
+import { afterCommit, sqlOf, type Tx } from "./database.js";
+import type { QueueEntry } from "./entries.js";
+import type { ImpactedTargets } from "./impacted-targets.js";
+import type { TestRun } from "./runs.js";
+
+/**
+ * A process's copy of the rows a decision loads for a queue (issue 23, goal 2): its PRs in play
+ * (and the others a decision named), its runs not archived and, for a parallel queue, their
+ * impacted targets. A decision on a queue of 1,000 PRs used to read all 1,000 rows again for
+ * every event; with a copy it reads only the rows that changed since.
+ *
+ * How a copy stays exact, with any number of processes and any code path writing:
+ * - Triggers on QueueEntry, TestRun and ImpactedTargets note every inserted, updated or deleted
+ *   row in QueueRowChange (migration 0019), in the writing transaction: no write can be missed.
+ * - A decision's load, under the queue's lock, takes (deletes) the queue's noted changes and, in
+ *   the same step, puts a new token of its own in the queue's `stateToken`, answering the one it
+ *   replaced. The copy it then builds is kept under the new token, and becomes this process's
+ *   copy when the transaction commits (never if it rolls back: the changes and the old token
+ *   come back with it).
+ * - The next load uses the copy only if the token it replaced is the copy's: then nobody else
+ *   took the queue's changes since, so every row changed since the copy was made is in the
+ *   changes it just took, and those rows are read again. Any other token (another replica, or
+ *   this process without its copy) and the whole state is read, as without a copy.
+ *
+ * Rows a copy holds are never changed in place (rows read again replace them), so a copy may be
+ * shared by the decisions that follow it.
+ */
+export type QueueSnapshot = {
+  token: string;
+  entries: ReadonlyMap<number, QueueEntry>;
+  /** By the TestRun's row id. */
+  runs: ReadonlyMap<string, TestRun>;
+  /** The PRs' impacted targets, when the copy was made for a parallel queue; null otherwise. */
+  targets: ReadonlyMap<number, ImpactedTargets> | null;
+};
+
+/** What changed since the last load took the queue's changes, and whose copy that load kept. */
+export type RowChanges = { previousToken: string | null; entries: Set<number>; runs: Set<string>; targets: Set<number> };
+
+/** Queues whose copy a process keeps (least recently used first out). */
+const CAPACITY = 4096;
+const copies = new Map<string, QueueSnapshot>();
+/** Copies made by transactions not yet committed, by transaction then queue. */
+const pending = new WeakMap<Tx, Map<string, QueueSnapshot>>();
+
+const processToken = randomUUID();
+let counter = 0;
+
+/**
+ * Takes the queue's noted row changes and puts a new token in its place (under the queue's
+ * lock): one statement on PostgreSQL. Answers the changes, the token replaced and the new one.
+ */
+export async function takeRowChanges(tx: Tx, queueId: string): Promise<{ changes: RowChanges; token: string }> {
+  const sql = sqlOf(tx);
+  const token = `${processToken}:${++counter}`;
+  let rows: { token: string | null; kind: string | null; key: string | null }[];
+  if (sql.kind === "postgres") {
+    // Every part of one statement sees the same snapshot: "previous" is the token before "swap".
+    rows = await sql.all(
+      `WITH "taken" AS (DELETE FROM "QueueRowChange" WHERE "queueId" = ? RETURNING "kind", "key"),
+        "previous" AS (SELECT "stateToken" FROM "Queue" WHERE "id" = ?),
+        "swap" AS (UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ? RETURNING 1)
+      SELECT (SELECT "stateToken" FROM "previous") AS "token", t."kind", t."key" FROM (SELECT 1) AS "one" LEFT JOIN "taken" t ON TRUE`,
+      [queueId, queueId, token, queueId],
+    );
+  } else {
+    const [previous] = await sql.all<{ token: string | null }>(`SELECT "stateToken" AS "token" FROM "Queue" WHERE "id" = ?`, [queueId]);
+    const taken = await sql.all<{ kind: string; key: string }>(`DELETE FROM "QueueRowChange" WHERE "queueId" = ? RETURNING "kind", "key"`, [queueId]);
+    await sql.run(`UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ?`, [token, queueId]);
+    rows = taken.length > 0 ? taken.map((t) => ({ token: previous?.token ?? null, ...t })) : [{ token: previous?.token ?? null, kind: null, key: null }];
+  }
+  const changes: RowChanges = { previousToken: rows[0]?.token ?? null, entries: new Set(), runs: new Set(), targets: new Set() };
+  for (const { kind, key } of rows) {
+    if (kind === "entry") changes.entries.add(Number(key));
+    else if (kind === "run") changes.runs.add(String(key));
+    else if (kind === "targets") changes.targets.add(Number(key));
+  }
+  return { changes, token };
+}
+
+/** The copy of the queue's rows made under `token`: this transaction's own, else this process's. */
+export function snapshotOf(tx: Tx, queueId: string, token: string | null): QueueSnapshot | null {
+  if (token === null) return null;
+  const own = pending.get(tx)?.get(queueId);
+  if (own) return own.token === token ? own : null;
+  const copy = copies.get(queueId);
+  if (!copy || copy.token !== token) return null;
+  // Refresh its place: the map's order is the eviction order.
+  copies.delete(queueId);
+  copies.set(queueId, copy);
+  return copy;
+}
+
+/** Keeps `snapshot` as the queue's copy once `tx` commits (and for the rest of `tx`). */
+export function keepSnapshot(tx: Tx, queueId: string, snapshot: QueueSnapshot): void {
+  let mine = pending.get(tx);
+  if (!mine) {
+    mine = new Map();
+    pending.set(tx, mine);
+  }
+  const first = !mine.has(queueId);
+  mine.set(queueId, snapshot);
+  if (!first) return;
+  const kept = afterCommit(tx, () => {
+    const last = pending.get(tx)?.get(queueId);
+    if (!last) return;
+    copies.delete(queueId);
+    copies.set(queueId, last);
+    if (copies.size > CAPACITY) copies.delete(copies.keys().next().value!);
+  });
+  // Outside a transaction nothing can be kept: the next load reads everything.
+  if (!kept) mine.delete(queueId);
+}
+
+/** Forgets every copy this process holds (tests; a process that lost track of its writes). */
+export function forgetSnapshots(): void {
+  copies.clear();
+}

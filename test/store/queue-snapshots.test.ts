@@ -1,0 +1,112 @@
+import { sqlOf } from "../../src/store/database.js";
+import { loadQueueState, snapshotLoads, type Loaded } from "../../src/store/queue-state.js";
+import { lockQueueRow } from "../../src/store/queues.js";
+import { BACKENDS } from "../support/backends.js";
+import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
+
+/**
+ * A decision holding a copy of its queue's rows reads again only those that changed
+ * (src/store/queue-snapshots.ts, issue 23 goal 2). The copy must be exactly what a fresh read
+ * gives, whoever wrote in between: this process's decisions, a write no code path notes (plain
+ * SQL from another connection), another replica's decisions, a transaction rolled back.
+ */
+describe.each(BACKENDS)("a process's copy of a queue's rows on $name", (backend) => {
+  let server: TestServer;
+  let queueId: string;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    await server.api.ok("createQueue", { ...queueOf(), concurrency: 2 });
+    for (let n = 1; n <= 12; n++) await server.api.ok("submitPullRequest", prOf(n));
+    queueId = (await server.greenline.services.db.read((tx) => tx.queue.findFirstOrThrow())).id;
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  const db = () => server.greenline.services.db;
+  /** What a decision would see (the copy used when valid), and a fresh read in the same transaction. */
+  const loadBoth = (options: { rollback?: boolean } = {}) =>
+    db()
+      .transaction(async (tx) => {
+        const queue = (await lockQueueRow(tx, queueId))!;
+        const taken = await loadQueueState(tx, queue, [], { take: true });
+        const fresh = await loadQueueState(tx, queue);
+        if (options.rollback) throw Object.assign(new Error("rolled back"), { loads: { taken, fresh } });
+        return { taken, fresh };
+      })
+      .catch((error: { loads?: { taken: Loaded; fresh: Loaded } }) => {
+        if (!error.loads) throw error;
+        return error.loads;
+      });
+  const view = (loaded: Loaded) => ({ engine: loaded.engine, entries: [...loaded.entries.values()], runs: [...loaded.runs.values()] });
+  const counted = async <T>(work: () => Promise<T>) => {
+    const before = { ...snapshotLoads };
+    const result = await work();
+    return { result, fresh: snapshotLoads.fresh - before.fresh, fromCopy: snapshotLoads.fromCopy - before.fromCopy };
+  };
+
+  test("decisions one after another use the copy, and it is what a fresh read gives", async () => {
+    await loadBoth();
+    const { result, fresh, fromCopy } = await counted(async () => {
+      await server.api.ok("submitPullRequest", prOf(13));
+      await server.api.ok("cancelPullRequest", prOf(4));
+      return loadBoth();
+    });
+    expect({ fresh, fromCopy }).toEqual({ fresh: 0, fromCopy: 3 });
+    expect(view(result.taken)).toEqual(view(result.fresh));
+    expect(result.taken.entries.has(13)).toBe(true);
+    expect(result.taken.entries.has(4)).toBe(false);
+  });
+
+  test("a write no code path notes (plain SQL on another connection) is seen by the next decision", async () => {
+    await loadBoth();
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "priorityValue" = 0, "prTitle" = 'renamed' WHERE "queueId" = ? AND "prNumber" = 9`, [queueId]));
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "state" = 'cancelled' WHERE "queueId" = ? AND "prNumber" = 10`, [queueId]));
+    const { result, fromCopy } = await counted(() => loadBoth());
+    expect(fromCopy).toBe(1);
+    expect(view(result.taken)).toEqual(view(result.fresh));
+    expect(result.taken.entries.get(9)).toMatchObject({ priorityValue: 0, prTitle: "renamed" });
+    expect(result.taken.entries.has(10)).toBe(false);
+  });
+
+  test("changes taken by a transaction that rolled back come back with it; the copy stays usable", async () => {
+    await loadBoth();
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "prTitle" = 'before the rollback' WHERE "queueId" = ? AND "prNumber" = 11`, [queueId]));
+    const rolledBack = await loadBoth({ rollback: true });
+    expect(rolledBack.taken.entries.get(11)?.prTitle).toBe("before the rollback");
+    const { result, fresh, fromCopy } = await counted(() => loadBoth());
+    expect({ fresh, fromCopy }).toEqual({ fresh: 0, fromCopy: 1 });
+    expect(result.taken.entries.get(11)?.prTitle).toBe("before the rollback");
+    expect(view(result.taken)).toEqual(view(result.fresh));
+  });
+
+  test("after another process's decision this process reads everything again", async () => {
+    await loadBoth();
+    // What another replica's decision does to the database: takes the queue's changes, puts its
+    // own token, writes rows (this test's processes share one module registry, hence plain SQL).
+    await db().transaction(async (tx) => {
+      await lockQueueRow(tx, queueId);
+      await sqlOf(tx).run(`DELETE FROM "QueueRowChange" WHERE "queueId" = ?`, [queueId]);
+      await sqlOf(tx).run(`UPDATE "Queue" SET "stateToken" = 'another-process:1' WHERE "id" = ?`, [queueId]);
+      await sqlOf(tx).run(`UPDATE "QueueEntry" SET "prTitle" = 'other replica' WHERE "queueId" = ? AND "prNumber" = 12`, [queueId]);
+    });
+    const { result, fresh, fromCopy } = await counted(() => loadBoth());
+    expect({ fresh, fromCopy }).toEqual({ fresh: 1, fromCopy: 0 });
+    expect(result.taken.entries.get(12)?.prTitle).toBe("other replica");
+    expect(view(result.taken)).toEqual(view(result.fresh));
+  });
+
+  test("runs the worker starts and finishes are seen, and the copy follows them", async () => {
+    await server.greenline.worker.drain();
+    const { result } = await counted(() => loadBoth());
+    expect(result.taken.runs.size).toBeGreaterThan(0);
+    expect(view(result.taken)).toEqual(view(result.fresh));
+    // A run's row changed behind the engine's back (its status), as an effect's write would.
+    const run = [...result.taken.runs.values()][0]!;
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "TestRun" SET "testBranch" = 'greenline/changed' WHERE "id" = ?`, [run.id]));
+    const after = await loadBoth();
+    expect(after.taken.runs.get(run.runId)?.testBranch).toBe("greenline/changed");
+    expect(view(after.taken)).toEqual(view(after.fresh));
+  });
+});
