@@ -18,7 +18,7 @@ const NOWHERE: PlaceRecord = { position: null, estimatedMergeAt: null };
  * but not yet confirmed, say).
  */
 export async function lineWithPlaces(tx: Tx, queue: Queue): Promise<{ live: QueueEntry[]; entries: ReadonlyMap<number, QueueEntry>; placesAt: (now: Date) => (prNumber: number) => PlaceRecord }> {
-  const loaded = await loadQueueState(tx, queue);
+  const loaded = await loadQueueState(tx, queue, [], { peek: true });
   const stats = await recentRunStats(tx, queue.id);
   const live = [...loaded.entries.values()].filter((e) => !isTerminal(e.state)).sort(inGetQueueOrder);
   // Estimates count from the time they are asked at (a run's elapsed time): computed for that

@@ -70,19 +70,62 @@ export async function takeRowChanges(tx: Tx, queueId: string): Promise<{ changes
     await sql.run(`UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ?`, [token, queueId]);
     rows = taken.length > 0 ? taken.map((t) => ({ token: previous?.token ?? null, ...t })) : [{ token: previous?.token ?? null, kind: null, key: null }];
   }
+  return { changes: changesOf(rows), token };
+}
+
+/**
+ * The queue's token and its noted row changes, read without taking them (a reader): with this
+ * process's copy under that token, the changes bring it up to date. One statement.
+ */
+export async function peekRowChanges(tx: Tx, queueId: string): Promise<RowChanges> {
+  const rows = await sqlOf(tx).all<{ token: string | null; kind: string | null; key: string | null }>(
+    `SELECT q."stateToken" AS "token", c."kind", c."key" FROM "Queue" q LEFT JOIN "QueueRowChange" c ON c."queueId" = q."id" WHERE q."id" = ?`,
+    [queueId],
+  );
+  return changesOf(rows);
+}
+
+function changesOf(rows: readonly { token: string | null; kind: string | null; key: string | null }[]): RowChanges {
   const changes: RowChanges = { previousToken: rows[0]?.token ?? null, entries: new Set(), runs: new Set(), targets: new Set() };
   for (const { kind, key } of rows) {
     if (kind === "entry") changes.entries.add(Number(key));
     else if (kind === "run") changes.runs.add(String(key));
     else if (kind === "targets") changes.targets.add(Number(key));
   }
-  return { changes, token };
+  return changes;
+}
+
+/**
+ * The queue's runs not archived, read in the same statement that takes the queue's noted
+ * changes (discarded: nothing holds a copy to bring up to date) and puts a new token in place,
+ * so that a load without a copy costs no more round trips than before copies existed, and the
+ * rows it reads are at least as new as the notes it drops. Answers the runs' rows and the token.
+ */
+export async function takeRowChangesWithRuns(tx: Tx, queueId: string): Promise<{ runs: Record<string, unknown>[]; token: string }> {
+  const sql = sqlOf(tx);
+  const token = `${processToken}:${++counter}`;
+  if (sql.kind === "postgres") {
+    const runs = await sql.all<Record<string, unknown>>(
+      `WITH "taken" AS (DELETE FROM "QueueRowChange" WHERE "queueId" = ?), "swap" AS (UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ?)
+      SELECT * FROM "TestRun" WHERE "queueId" = ? AND "archived" = ?`,
+      [queueId, token, queueId, queueId, false],
+    );
+    return { runs, token };
+  }
+  await sql.run(`DELETE FROM "QueueRowChange" WHERE "queueId" = ?`, [queueId]);
+  await sql.run(`UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ?`, [token, queueId]);
+  return { runs: await sql.all<Record<string, unknown>>(`SELECT * FROM "TestRun" WHERE "queueId" = ? AND "archived" = ?`, [queueId, false]), token };
+}
+
+/** Whether this process (or `tx`) holds a copy of the queue's rows, whatever its token. */
+export function hasSnapshot(tx: Tx, queueId: string): boolean {
+  return copies.has(queueId) || pending.get(tx)?.has(queueId) === true;
 }
 
 /** The copy of the queue's rows made under `token`: this transaction's own, else this process's. */
-export function snapshotOf(tx: Tx, queueId: string, token: string | null): QueueSnapshot | null {
+export function snapshotOf(tx: Tx | null, queueId: string, token: string | null): QueueSnapshot | null {
   if (token === null) return null;
-  const own = pending.get(tx)?.get(queueId);
+  const own = tx ? pending.get(tx)?.get(queueId) : undefined;
   if (own) return own.token === token ? own : null;
   const copy = copies.get(queueId);
   if (!copy || copy.token !== token) return null;

@@ -6,12 +6,12 @@ import { sqlOf, type Tx } from "./database.js";
 import { appendEffects, appendedRows, EFFECT_INSERT_POSTGRES, effectInsertParams, effectRowsToAppend } from "./effects.js";
 import { KEEP_EARLIER_MARK, markQueueDue } from "./due-queues.js";
 import { entriesInPlayOr, entriesInPlayWithTargets, entriesOfPrs, type QueueEntry } from "./entries.js";
-import { keepSnapshot, snapshotOf, takeRowChanges, type QueueSnapshot, type RowChanges } from "./queue-snapshots.js";
+import { hasSnapshot, keepSnapshot, peekRowChanges, snapshotOf, takeRowChanges, takeRowChangesWithRuns, type QueueSnapshot, type RowChanges } from "./queue-snapshots.js";
 import { TERMINAL_PR_STATES } from "../domain/states.js";
 import type { ImpactedTargets } from "./impacted-targets.js";
 import type { Queue } from "./queues.js";
 import { noteOutboxWrites, noteQueueDecided } from "./queue-writes.js";
-import { activeRunsOf, insertRuns, runsOfIds, rebaseRuns, updateRun, type TestRun } from "./runs.js";
+import { activeRunsOf, insertRuns, runsOfIds, testRunOfSql, rebaseRuns, updateRun, type TestRun } from "./runs.js";
 import { insertQueueEvent, insertTransitions, pruneTimeline, QUEUE_EVENT_INSERT, queueEventParams, transitionRows } from "./timeline.js";
 
 /** Loaded rows, kept to write back only what the engine changed. */
@@ -67,10 +67,10 @@ function alsoOf(queue: Queue, runs: Iterable<TestRun>, alsoPrs: readonly number[
   return [...new Set([...alsoPrs, ...queue.mergedPrs, ...inRuns])];
 }
 
-/** Every row a decision loads, read afresh. */
-async function readRows(tx: Tx, queue: Queue, alsoPrs: readonly number[], parallel: boolean): Promise<Rows> {
+/** Every row a decision loads, read afresh (`runs`: the runs, already read). */
+async function readRows(tx: Tx, queue: Queue, alsoPrs: readonly number[], parallel: boolean, readRuns?: TestRun[]): Promise<Rows> {
   // Plain SQL (sqlOf): every decision without a copy of its queue's rows loads these.
-  const runs = await activeRunsOf(tx, queue.id);
+  const runs = readRuns ?? (await activeRunsOf(tx, queue.id));
   const also = alsoOf(queue, runs, alsoPrs);
   // A parallel queue's lanes need each PR's impacted targets: read with the entries, one statement.
   const read = parallel ? await entriesInPlayWithTargets(tx, queue.id, also) : { entries: await entriesInPlayOr(tx, queue.id, also), targets: new Map<number, ImpactedTargets>() };
@@ -119,20 +119,35 @@ function sameRows(a: Rows, b: Rows): string | null {
   return x === y ? null : `copy ${x.slice(0, 2000)}\nfresh ${y.slice(0, 2000)}`;
 }
 
+/**
+ * The PRs a decision loads past which its process keeps a copy of them (GREENLINE_QUEUE_COPY_MIN_ROWS,
+ * the test suites use 0 to exercise copies everywhere): below it a fresh read costs about what
+ * taking the notes and reading the changed rows again does.
+ */
+const COPY_MIN_ROWS = Number(process.env.GREENLINE_QUEUE_COPY_MIN_ROWS ?? 32);
+
 /** Counts of loads with and without a copy of the queue's rows (tests and benchmarks read them). */
-export const snapshotLoads = { fresh: 0, fromCopy: 0 };
+export const snapshotLoads = { fresh: 0, fromCopy: 0, readFromCopy: 0 };
 
 /**
  * The engine's view of a queue: its settings, the PRs that are not done (and any others the
  * event names), and the runs not yet archived. `take`: the caller holds the queue's lock and will
  * decide (applyEvent): the load takes the queue's noted row changes and, when this process holds
  * a copy of the queue's rows that those changes bring up to date, reads only those rows
- * (src/store/queue-snapshots.ts); the copy it makes is kept for the next decision.
+ * (src/store/queue-snapshots.ts); the copy it makes is kept for the next decision. `peek`: a
+ * reader (getQueue's line) uses this process's copy the same way, without taking the changes.
  */
-export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [], options: { take?: boolean } = {}): Promise<Loaded> {
+export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [], options: { take?: boolean; peek?: boolean } = {}): Promise<Loaded> {
   const parallel = queue.mode === "parallel" || queue.pendingMode === "parallel";
   let rows: Rows;
-  if (options.take) {
+  if (options.take && !hasSnapshot(tx, queue.id)) {
+    // No copy to bring up to date: the runs read with the notes dropped (no extra round trip).
+    const taken = await takeRowChangesWithRuns(tx, queue.id);
+    rows = await readRows(tx, queue, alsoPrs, parallel, taken.runs.map(testRunOfSql));
+    snapshotLoads.fresh++;
+    // A short line costs little to read again: a copy is kept only for a long one.
+    if (rows.entries.size >= COPY_MIN_ROWS) keepSnapshot(tx, queue.id, { token: taken.token, entries: rows.entries, runs: rows.runs, targets: parallel ? rows.targets : null });
+  } else if (options.take) {
     const { changes, token } = await takeRowChanges(tx, queue.id);
     const base = snapshotOf(tx, queue.id, changes.previousToken);
     if (base && (!parallel || base.targets !== null)) {
@@ -147,6 +162,20 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
       snapshotLoads.fresh++;
     }
     keepSnapshot(tx, queue.id, { token, entries: rows.entries, runs: rows.runs, targets: parallel ? rows.targets : null });
+  } else if (options.peek) {
+    const changes = await peekRowChanges(tx, queue.id);
+    const base = snapshotOf(null, queue.id, changes.previousToken);
+    if (base && (!parallel || base.targets !== null)) {
+      rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
+      snapshotLoads.readFromCopy++;
+      if (CHECK_SNAPSHOTS) {
+        const differs = sameRows(rows, await readRows(tx, queue, alsoPrs, parallel));
+        // A reader's statements may straddle a commit (PostgreSQL's read committed): read again once before calling it a difference.
+        if (differs && sameRows(rows, await readRows(tx, queue, alsoPrs, parallel)) !== null) throw new Error(`queue ${queue.id}: the copy of its rows differs from a fresh read\n${differs}`);
+      }
+    } else {
+      rows = await readRows(tx, queue, alsoPrs, parallel);
+    }
   } else {
     rows = await readRows(tx, queue, alsoPrs, parallel);
   }

@@ -1,6 +1,6 @@
 import { sqlOf } from "../../src/store/database.js";
 import { loadQueueState, snapshotLoads, type Loaded } from "../../src/store/queue-state.js";
-import { lockQueueRow } from "../../src/store/queues.js";
+import { getQueue, lockQueueRow } from "../../src/store/queues.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -94,6 +94,23 @@ describe.each(BACKENDS)("a process's copy of a queue's rows on $name", (backend)
     const { result, fresh, fromCopy } = await counted(() => loadBoth());
     expect({ fresh, fromCopy }).toEqual({ fresh: 1, fromCopy: 0 });
     expect(result.taken.entries.get(12)?.prTitle).toBe("other replica");
+    expect(view(result.taken)).toEqual(view(result.fresh));
+  });
+
+  test("a reader uses the copy without taking the changes, and sees the rows changed since", async () => {
+    await loadBoth();
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "prTitle" = 'seen by a reader' WHERE "queueId" = ? AND "prNumber" = 8`, [queueId]));
+    const before = snapshotLoads.readFromCopy;
+    const read = await db().read(async (tx) => {
+      const queue = await getQueue(tx, queueId);
+      return { peeked: await loadQueueState(tx, queue, [], { peek: true }), fresh: await loadQueueState(tx, queue) };
+    });
+    expect(snapshotLoads.readFromCopy - before).toBe(1);
+    expect(read.peeked.entries.get(8)?.prTitle).toBe("seen by a reader");
+    expect(view(read.peeked)).toEqual(view(read.fresh));
+    // Not taken: the next decision still reads that row again.
+    const { result } = await counted(() => loadBoth());
+    expect(result.taken.entries.get(8)?.prTitle).toBe("seen by a reader");
     expect(view(result.taken)).toEqual(view(result.fresh));
   });
 

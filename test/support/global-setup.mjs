@@ -37,6 +37,8 @@ function checkBrowser() {
 export default async function globalSetup() {
   // Every decision that uses a process's copy of its queue's rows checks it against a fresh read (src/store/queue-state.ts).
   process.env.GREENLINE_CHECK_QUEUE_SNAPSHOTS ??= "1";
+  // and keeps copies of every queue, however short its line.
+  process.env.GREENLINE_QUEUE_COPY_MIN_ROWS ??= "0";
   checkBrowser();
   const ok = await reachable();
   if (!ok && process.env.GREENLINE_REQUIRE_POSTGRES === "1") {

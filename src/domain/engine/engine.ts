@@ -20,11 +20,26 @@ import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun
  * independent, may merge in between.
  */
 export function decide(input: EngineQueue, event: EngineEvent, now: number): Decision {
-  const ctx: Context = { q: structuredClone(input), now, effects: [], transitions: [] };
+  const ctx: Context = { q: copyOf(input), now, effects: [], transitions: [] };
   applyEvent(ctx, event);
   reconcile(ctx);
   const { archived, cleanups } = settledRuns(ctx.q, ctx.effects);
   return { queue: ctx.q, effects: ctx.effects, transitions: ctx.transitions, archived, cleanups };
+}
+
+/**
+ * A copy of the queue the engine may change freely (the caller keeps the input to compare
+ * with): as deep as structuredClone for these plain records, at a fraction of its cost on a
+ * line of 1,000 PRs (issue 23).
+ */
+function copyOf(q: EngineQueue): EngineQueue {
+  return {
+    ...q,
+    settings: { ...q.settings },
+    merged: [...q.merged],
+    entries: q.entries.map((e) => ({ ...e, targets: e.targets === null || e.targets === "ALL" ? e.targets : [...e.targets] })),
+    runs: q.runs.map((r) => ({ ...r, stack: [...r.stack], tested: [...r.tested] })),
+  };
 }
 
 type Context = {

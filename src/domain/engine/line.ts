@@ -25,6 +25,7 @@ export function overlaps(a: Targets | null, b: Targets | null): boolean {
  * line ahead of it alone, not on the other groups.
  */
 const isBisecting = (entry: EngineEntry) => entry.bisectionGroupLimit !== null;
+const NONE: ReadonlySet<number> = new Set();
 
 export class Line {
   readonly entries: EngineEntry[];
@@ -94,8 +95,13 @@ export class Line {
   }
 
   /** Whether every PR this one depends on is in flight (so it can start testing on them). */
-  depsInFlight(prNumber: number, alsoStarting: ReadonlySet<number> = new Set()): boolean {
-    return this.depsOf(prNumber).every((e) => isInFlight(e.state) || alsoStarting.has(e.prNumber));
+  depsInFlight(prNumber: number, alsoStarting: ReadonlySet<number> = NONE): boolean {
+    const ready = (e: EngineEntry) => isInFlight(e.state) || alsoStarting.has(e.prNumber);
+    if (this.#deps !== null) return this.depsOf(prNumber).every(ready);
+    // Single line: every PR ahead, looked at in place (no copy of the line per PR: startRuns asks for each).
+    const i = this.indexOf(prNumber);
+    for (let j = 0; j < i; j++) if (!ready(this.entries[j]!)) return false;
+    return true;
   }
 }
 
