@@ -21,7 +21,8 @@ function envFor(url: string): Record<string, string> {
     GREENLINE_SANDBOX_CI_MS: "100",
     GREENLINE_WORKER_INTERVAL_MS: "20",
     GREENLINE_WEBHOOK_ALLOW_PRIVATE: "true",
-    GREENLINE_WEBHOOK_TIMEOUT_MS: "1000",
+    // Generous: a delivery answered after the timeout is sent again (at-least-once), which a loaded CI machine turned into a "duplicate" without any crash.
+    GREENLINE_WEBHOOK_TIMEOUT_MS: "5000",
     GREENLINE_WEBHOOK_RETRY_BASE_MS: "100",
     GREENLINE_WEBHOOK_RETRY_MAX_MS: "500",
     GREENLINE_WEBHOOK_POLL_MS: "20",
