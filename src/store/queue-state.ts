@@ -146,7 +146,13 @@ async function checkAgainstFresh(tx: Tx, queue: Queue, rows: Rows, alsoPrs: read
  * the test suites use 0 to exercise copies everywhere): below it a fresh read costs about what
  * taking the notes and reading the changed rows again does.
  */
-const COPY_MIN_ROWS = Number(process.env.GREENLINE_QUEUE_COPY_MIN_ROWS ?? 32);
+const COPY_MIN_ROWS = (() => {
+  const given = process.env.GREENLINE_QUEUE_COPY_MIN_ROWS;
+  if (given === undefined || given === "") return 32;
+  const n = Number(given);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`GREENLINE_QUEUE_COPY_MIN_ROWS must be a whole number of PRs, 0 or more (got "${given}")`);
+  return n;
+})();
 
 /** Counts of loads with and without a copy of the queue's rows (tests and benchmarks read them). */
 export const snapshotLoads = { fresh: 0, fromCopy: 0, readFromCopy: 0 };
