@@ -12,12 +12,18 @@ export type BuiltPrefix = { length: number; sha: string };
  * PR of the stack. Answers the description it matched, or the first with no prefix.
  */
 export async function builtPrefixOf(tx: Tx, queueId: string, descriptions: readonly RunDescription[]): Promise<{ description: RunDescription; prefix: BuiltPrefix | null }> {
+  // The run and its start effect usually describe it on one base: the runs built there are read once.
+  const builtOn = new Map<string, { stack: string; testBranchSha: string | null }[]>();
   for (const description of descriptions) {
-    // Plain SQL (sqlOf): every run started asks.
-    const rows = await sqlOf(tx).all<{ stack: string; testBranchSha: string | null }>(`SELECT "stack", "testBranchSha" FROM "TestRun" WHERE "queueId" = ? AND "baseSha" = ? AND "testBranchSha" IS NOT NULL`, [
-      queueId,
-      description.baseSha,
-    ]);
+    let rows = builtOn.get(description.baseSha);
+    if (!rows) {
+      // Plain SQL (sqlOf): every run started asks.
+      rows = await sqlOf(tx).all<{ stack: string; testBranchSha: string | null }>(`SELECT "stack", "testBranchSha" FROM "TestRun" WHERE "queueId" = ? AND "baseSha" = ? AND "testBranchSha" IS NOT NULL`, [
+        queueId,
+        description.baseSha,
+      ]);
+      builtOn.set(description.baseSha, rows);
+    }
     let best: BuiltPrefix | null = null;
     for (const row of rows) {
       const built = jsonNumbers(row.stack, "TestRun.stack");
