@@ -99,7 +99,10 @@ export async function findQueueOfRepository(tx: Tx, repositoryId: string, branch
 
 /** The queue `id`, which the caller knows exists (it holds its lock, or has just read its version). */
 export async function getQueue(tx: Tx, id: string): Promise<Queue> {
-  return toQueue(await tx.queue.findUniqueOrThrow({ where: { id } }));
+  // Plain SQL (sqlOf): a read of a queue's line after each of its versions starts here.
+  const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "Queue" WHERE "id" = ?`, [id]);
+  if (!row) throw new Error(`queue ${id} not found`);
+  return queueOfSql(row);
 }
 
 const QUEUE_VERSION = {
