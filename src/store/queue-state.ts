@@ -178,7 +178,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   } else if (options.take) {
     const { changes, token } = await takeRowChanges(tx, queue.id);
     const base = snapshotOf(tx, queue.id, changes.previousToken);
-    if (base && (!parallel || base.targets !== null)) {
+    if (base && (base.targets !== null) === parallel) {
       rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
       snapshotLoads.fromCopy++;
       if (CHECK_SNAPSHOTS) await checkAgainstFresh(tx, queue, rows, alsoPrs, parallel, token);
@@ -190,7 +190,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   } else if (options.peek) {
     const changes = await peekRowChanges(tx, queue.id);
     const base = snapshotOf(null, queue.id, changes.previousToken);
-    if (base && (!parallel || base.targets !== null)) {
+    if (base && (base.targets !== null) === parallel) {
       rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
       snapshotLoads.readFromCopy++;
       if (CHECK_SNAPSHOTS) await checkAgainstFresh(tx, queue, rows, alsoPrs, parallel, changes.previousToken);
