@@ -7,42 +7,13 @@
 // service runs in this process with its worker stopped, so only the request's own statements
 // are counted; the counts do not depend on the queue's length (the rows read do).
 import { parseArgs } from "node:util";
-import { loadConfig } from "../src/config.js";
-import { createLogger } from "../src/log.js";
-import { startGreenline } from "../src/server.js";
 import { countQueries } from "./query-count.js";
-import { postgresReachable, withAdmin } from "./support.js";
+import { queueInProcess } from "./support.js";
 
 const { values } = parseArgs({ options: { prs: { type: "string", default: "200" } } });
 const PRS = Number(values.prs);
-const ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
-const TOKEN = "bench-token-0123456789abcdef";
-const repo = { host: "github.com", owner: "bench", name: "web" };
-
-if (!(await postgresReachable(ADMIN))) {
-  console.error(`PostgreSQL not reachable at ${ADMIN}`);
-  process.exit(1);
-}
-const name = `greenline_statements_${process.pid}`;
-await withAdmin(ADMIN, (c) => c.query(`CREATE DATABASE "${name}"`));
-const url = new URL(ADMIN);
-url.pathname = `/${name}`;
-const config = loadConfig({ DATABASE_URL: url.toString(), GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: "bench", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" }, () => "");
-const greenline = await startGreenline(config, { log: createLogger("warn"), startWorker: false });
+const { call, queue, fresh, shas, close } = await queueInProcess({ backend: "postgres", prs: PRS, fresh: 10, paused: true });
 try {
-  const call = async (op: string, body: unknown) => {
-    const response = await fetch(`${greenline.url}/v1/${op}`, { method: "POST", headers: { "content-type": "application/json", "x-api-token": TOKEN }, body: JSON.stringify(body) });
-    if (!response.ok) throw new Error(`${op}: ${response.status} ${await response.text()}`);
-    return response.text();
-  };
-  const queue = { repo, targetBranch: "main" };
-  await call("createQueue", { ...queue, state: "paused" });
-  for (let n = 1; n <= PRS; n++) await call("submitPullRequest", { ...queue, pr: { number: n } });
-  // The PRs the writes below submit exist on the sandbox already (GitHub's PRs exist before they are submitted).
-  const fresh = Array.from({ length: 10 }, (_, i) => 100_000 + i);
-  const shas = new Map<number, string>();
-  for (const n of fresh) shas.set(n, (await greenline.sandbox!.getPullRequest(repo, n, { targetBranch: "main", directMerge: false })).headSha);
-
   const rows: string[] = [];
   /** Counts the statements of `request` each time, after `before` (uncounted) when given. */
   const measure = async (label: string, requests: { before?: () => Promise<unknown>; request: () => Promise<unknown> }[]) => {
@@ -95,6 +66,5 @@ try {
   console.log("| request | statements | most frequent |\n|---|---:|---|");
   for (const row of rows) console.log(row);
 } finally {
-  await greenline.close();
-  await withAdmin(ADMIN, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  await close();
 }

@@ -1,9 +1,12 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { cpus } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 
-import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, type Config } from "../src/config.js";
+import { DEFAULT_POSTGRES_TIMEOUTS, DEFAULT_WEBHOOK_SETTINGS, loadConfig, type Config } from "../src/config.js";
+import { createLogger } from "../src/log.js";
 
 export { findFreePort as freePort } from "../src/net.js";
 
@@ -101,4 +104,57 @@ export async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>
 export function machine(): string {
   const cpu = cpus();
   return `${cpu.length} × ${cpu[0]?.model ?? "unknown CPU"}, Node ${process.version}`;
+}
+
+/**
+ * A Greenline in this process with its worker stopped (only a request's own work happens), on a
+ * fresh SQLite file or PostgreSQL database, and a queue holding `prs` PRs (numbers 1…prs) with
+ * `fresh` more made on the sandbox but not submitted (numbers from 100,000, with their heads):
+ * the writes a benchmark times. `close` stops it and drops the database.
+ */
+export async function queueInProcess(options: { backend: "sqlite" | "postgres"; prs: number; fresh: number; paused: boolean; concurrency?: number; admin?: string }) {
+  // Loaded here: the benchmarks that run the service in a process of its own never load it.
+  const { startGreenline } = await import("../src/server.js");
+  const admin = options.admin ?? process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+  const token = "bench-token-0123456789abcdef";
+  let databaseUrl: string;
+  let drop: () => Promise<void>;
+  if (options.backend === "postgres") {
+    if (!(await postgresReachable(admin))) throw new Error(`PostgreSQL not reachable at ${admin}`);
+    const name = `greenline_in_process_${process.pid}`;
+    await withAdmin(admin, (c) => c.query(`CREATE DATABASE "${name}"`));
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    drop = () => withAdmin(admin, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined);
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), "greenline-in-process-"));
+    databaseUrl = `file:${join(dir, "greenline.db")}`;
+    drop = async () => rmSync(dir, { recursive: true, force: true });
+  }
+  const config = loadConfig({ DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: token, GREENLINE_ORG: "bench", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" }, () => "");
+  const greenline = await startGreenline(config, { log: createLogger("warn"), startWorker: false });
+  const close = async () => {
+    await greenline.close();
+    await drop();
+  };
+  try {
+    const call = async (op: string, body: unknown) => {
+      const response = await fetch(`${greenline.url}/v1/${op}`, { method: "POST", headers: { "content-type": "application/json", "x-api-token": token }, body: JSON.stringify(body) });
+      if (!response.ok) throw new Error(`${op}: ${response.status} ${await response.text()}`);
+      return response.text();
+    };
+    const repo = { host: "github.com", owner: "bench", name: "web" };
+    const queue = { repo, targetBranch: "main" };
+    await call("createQueue", { ...queue, ...(options.paused ? { state: "paused" } : {}), ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}) });
+    for (let n = 1; n <= options.prs; n++) await call("submitPullRequest", { ...queue, pr: { number: n } });
+    // The PRs the writes submit exist on the sandbox already (GitHub's PRs exist before they are submitted).
+    const fresh = Array.from({ length: options.fresh }, (_, i) => 100_000 + i);
+    const shas = new Map<number, string>();
+    for (const n of fresh) shas.set(n, (await greenline.sandbox!.getPullRequest(repo, n, { targetBranch: "main", directMerge: false })).headSha);
+    return { greenline, call, queue, fresh, shas, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }

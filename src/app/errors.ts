@@ -1,5 +1,6 @@
 import { CodeHostRefusal } from "../ports/code-host.js";
 import { DatabaseClosingError, isDatabaseBusy } from "../store/database.js";
+import { QueueGoneError } from "../store/queues.js";
 
 /** Error codes of the API (DESIGN.md), one per kind of failure a client can act on. */
 export const ERROR_CODES = [
@@ -52,6 +53,8 @@ export function isUniqueViolation(error: unknown): boolean {
 export function appErrorOfRefusal(error: unknown): AppError | null {
   // The service is shutting down: another replica (or this one, restarted) answers the retry.
   if (error instanceof DatabaseClosingError) return new AppError("unavailable", "the service is shutting down: retry");
+  // The queue was deleted while the request read it: answered as if the request came just after.
+  if (error instanceof QueueGoneError) return new AppError("not_found", "the queue was deleted while this request read it");
   // The database did not take the work within its bound (src/store/database.ts): retry shortly.
   if (isDatabaseBusy(error)) return new AppError("unavailable", "the service is busy: the database did not take the request in time; retry");
   if (!(error instanceof CodeHostRefusal)) return null;

@@ -157,9 +157,10 @@ export async function withEstimates<T>(services: Services, key: string, version:
 
 export function lineOf(services: Services, id: string, version: number): Promise<Line> {
   return services.readCache.shared(`line:${id}`, version, () =>
-    services.db.read(async (tx) => {
+    // One consistent state for the queue's row, its runs and its PRs: read statement by statement,
+    // a decision committed in between would give a line half before it and half after.
+    services.db.snapshot(async (tx) => {
       const queue = await queueStore.getQueue(tx, id);
-      // Kept under the version of the row read: the entries, read after it, are never older.
       return { version: queue.version, value: { queue, ...(await lineWithPlaces(tx, queue)) } };
     }),
   );

@@ -345,6 +345,58 @@ export class Database {
   private closeBulkWriter(): void {
     this.#bulkWriter?.close();
     this.#bulkWriter = null;
+    this.#snapshotReader?.close();
+    this.#snapshotReader = null;
+  }
+
+  #snapshotReader: BetterSqlite3.Database | null = null;
+  readonly #snapshots = new Mutex();
+
+  /**
+   * Runs read-only plain SQL (`sqlOf(tx)`; the Tx carries no Prisma client) on one consistent
+   * state: every statement of `fn` sees the database as of the same commit, however many
+   * transactions commit meanwhile. `read` runs each statement on the latest commit, so a
+   * reading of several statements can mix two states (a queue's runs before a decision, its
+   * PRs after it). PostgreSQL: a REPEATABLE READ, READ ONLY transaction on a pooled connection.
+   * SQLite: a read transaction on a read-only connection of its own (the lookups' connection
+   * must see every commit at once), one snapshot at a time.
+   */
+  snapshot<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const tx = {} as Tx;
+    if (this.pool) {
+      const pool = this.pool;
+      return this.#track(async () => {
+        const connection = await pool.connect();
+        let broken = false;
+        try {
+          await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+          plainSql.set(tx, postgresSql(connection));
+          const result = await fn(tx);
+          await connection.query("COMMIT");
+          return result;
+        } catch (error) {
+          await connection.query("ROLLBACK").catch(() => {
+            broken = true;
+          });
+          throw error;
+        } finally {
+          connection.release(broken);
+        }
+      });
+    }
+    return this.#track(() =>
+      this.#snapshots.run(async () => {
+        if (!this.#snapshotReader) this.#snapshotReader = new BetterSqlite3(this.sqliteFile!, { readonly: true, timeout: 10_000 });
+        const reader = this.#snapshotReader;
+        reader.exec("BEGIN");
+        try {
+          plainSql.set(tx, sqliteSql(reader));
+          return await fn(tx);
+        } finally {
+          if (reader.inTransaction) reader.exec("COMMIT");
+        }
+      }),
+    );
   }
 
   /** Runs read-only plain SQL on the last committed state. */

@@ -38,14 +38,44 @@ export type QueueSnapshot = {
 /** What changed since the last load took the queue's changes, and whose copy that load kept. */
 export type RowChanges = { previousToken: string | null; entries: Set<number>; runs: Set<string>; targets: Set<number> };
 
-/** Queues whose copy a process keeps (least recently used first out). */
+/**
+ * How much a process keeps, least recently used copy first out: at most this many queues, and at
+ * most this many rows (PRs and runs) over all copies — a few hundred bytes to a kilobyte each, so
+ * about 100 MB at most however long the lines.
+ */
 const CAPACITY = 4096;
+const CAPACITY_ROWS = 100_000;
 const copies = new Map<string, QueueSnapshot>();
+let rowsHeld = 0;
+
+function rowsOf(copy: QueueSnapshot): number {
+  return copy.entries.size + copy.runs.size;
+}
+
+/** Keeps `copy` as the queue's (the most recently used), evicting the least recently used past the capacity. */
+function keepCopy(queueId: string, copy: QueueSnapshot): void {
+  dropCopy(queueId);
+  copies.set(queueId, copy);
+  rowsHeld += rowsOf(copy);
+  while (copies.size > 1 && (copies.size > CAPACITY || rowsHeld > CAPACITY_ROWS)) dropCopy(copies.keys().next().value!);
+}
+
+function dropCopy(queueId: string): void {
+  const old = copies.get(queueId);
+  if (!old) return;
+  copies.delete(queueId);
+  rowsHeld -= rowsOf(old);
+}
 /** Copies made by transactions not yet committed, by transaction then queue. */
 const pending = new WeakMap<Tx, Map<string, QueueSnapshot>>();
 
 const processToken = randomUUID();
 let counter = 0;
+
+/** A token no other load, of this process or another, has put. */
+function newToken(): string {
+  return `${processToken}:${++counter}`;
+}
 
 /**
  * Takes the queue's noted row changes and puts a new token in its place (under the queue's
@@ -53,7 +83,7 @@ let counter = 0;
  */
 export async function takeRowChanges(tx: Tx, queueId: string): Promise<{ changes: RowChanges; token: string }> {
   const sql = sqlOf(tx);
-  const token = `${processToken}:${++counter}`;
+  const token = newToken();
   let rows: { token: string | null; kind: string | null; key: string | null }[];
   if (sql.kind === "postgres") {
     // Every part of one statement sees the same snapshot: "previous" is the token before "swap".
@@ -103,7 +133,7 @@ function changesOf(rows: readonly { token: string | null; kind: string | null; k
  */
 export async function takeRowChangesWithRuns(tx: Tx, queueId: string): Promise<{ runs: Record<string, unknown>[]; token: string }> {
   const sql = sqlOf(tx);
-  const token = `${processToken}:${++counter}`;
+  const token = newToken();
   if (sql.kind === "postgres") {
     const runs = await sql.all<Record<string, unknown>>(
       `WITH "taken" AS (DELETE FROM "QueueRowChange" WHERE "queueId" = ?), "swap" AS (UPDATE "Queue" SET "stateToken" = ? WHERE "id" = ?)
@@ -147,16 +177,25 @@ export function keepSnapshot(tx: Tx, queueId: string, snapshot: QueueSnapshot): 
   if (!first) return;
   const kept = afterCommit(tx, () => {
     const last = pending.get(tx)?.get(queueId);
-    if (!last) return;
-    copies.delete(queueId);
-    copies.set(queueId, last);
-    if (copies.size > CAPACITY) copies.delete(copies.keys().next().value!);
+    if (last) keepCopy(queueId, last);
   });
   // Outside a transaction nothing can be kept: the next load reads everything.
   if (!kept) mine.delete(queueId);
 }
 
+/** Forgets the queue's copy once `tx` commits (the queue is deleted: its copy would only take room). */
+export function forgetSnapshot(tx: Tx, queueId: string): void {
+  pending.get(tx)?.delete(queueId);
+  afterCommit(tx, () => dropCopy(queueId));
+}
+
 /** Forgets every copy this process holds (tests; a process that lost track of its writes). */
 export function forgetSnapshots(): void {
   copies.clear();
+  rowsHeld = 0;
+}
+
+/** How many copies this process holds and their rows (tests). */
+export function snapshotsHeld(): { queues: number; rows: number } {
+  return { queues: copies.size, rows: rowsHeld };
 }

@@ -142,6 +142,31 @@ async function checkAgainstFresh(tx: Tx, queue: Queue, rows: Rows, alsoPrs: read
 }
 
 /**
+ * The rows from `base` (a copy made under the token `changes` replaced, or null) brought up to
+ * date by `changes`, when it was made for the queue's mode (with targets for a parallel queue,
+ * without for a single one); else read afresh. `token`: the one the notes now stand under.
+ */
+async function fromCopyOrFresh(
+  tx: Tx,
+  queue: Queue,
+  base: QueueSnapshot | null,
+  changes: RowChanges,
+  alsoPrs: readonly number[],
+  parallel: boolean,
+  token: string | null,
+  counted: "fromCopy" | "readFromCopy",
+): Promise<Rows> {
+  if (!base || (base.targets !== null) !== parallel) {
+    if (counted === "fromCopy") snapshotLoads.fresh++;
+    return readRows(tx, queue, alsoPrs, parallel);
+  }
+  const rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
+  snapshotLoads[counted]++;
+  if (CHECK_SNAPSHOTS) await checkAgainstFresh(tx, queue, rows, alsoPrs, parallel, token);
+  return rows;
+}
+
+/**
  * The PRs a decision loads past which its process keeps a copy of them (GREENLINE_QUEUE_COPY_MIN_ROWS,
  * the test suites use 0 to exercise copies everywhere): below it a fresh read costs about what
  * taking the notes and reading the changed rows again does.
@@ -177,26 +202,11 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
     if (rows.entries.size >= COPY_MIN_ROWS) keepSnapshot(tx, queue.id, { token: taken.token, entries: rows.entries, runs: rows.runs, targets: parallel ? rows.targets : null });
   } else if (options.take) {
     const { changes, token } = await takeRowChanges(tx, queue.id);
-    const base = snapshotOf(tx, queue.id, changes.previousToken);
-    if (base && (base.targets !== null) === parallel) {
-      rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
-      snapshotLoads.fromCopy++;
-      if (CHECK_SNAPSHOTS) await checkAgainstFresh(tx, queue, rows, alsoPrs, parallel, token);
-    } else {
-      rows = await readRows(tx, queue, alsoPrs, parallel);
-      snapshotLoads.fresh++;
-    }
+    rows = await fromCopyOrFresh(tx, queue, snapshotOf(tx, queue.id, changes.previousToken), changes, alsoPrs, parallel, token, "fromCopy");
     keepSnapshot(tx, queue.id, { token, entries: rows.entries, runs: rows.runs, targets: parallel ? rows.targets : null });
   } else if (options.peek) {
     const changes = await peekRowChanges(tx, queue.id);
-    const base = snapshotOf(null, queue.id, changes.previousToken);
-    if (base && (base.targets !== null) === parallel) {
-      rows = inView(queue, await refreshRows(tx, queue, base, changes, alsoPrs, parallel), alsoPrs);
-      snapshotLoads.readFromCopy++;
-      if (CHECK_SNAPSHOTS) await checkAgainstFresh(tx, queue, rows, alsoPrs, parallel, changes.previousToken);
-    } else {
-      rows = await readRows(tx, queue, alsoPrs, parallel);
-    }
+    rows = await fromCopyOrFresh(tx, queue, snapshotOf(null, queue.id, changes.previousToken), changes, alsoPrs, parallel, changes.previousToken, "readFromCopy");
   } else {
     rows = await readRows(tx, queue, alsoPrs, parallel);
   }

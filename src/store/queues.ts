@@ -4,6 +4,7 @@ import { QUEUE_MODES, QUEUE_STATES, type PrState, type QueueMode, type QueueStat
 import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
 import { sqlOf, type Database, type Tx } from "./database.js";
 import { noteQueueField, noteQueueLocked } from "./queue-writes.js";
+import { forgetSnapshot } from "./queue-snapshots.js";
 
 /** A merge queue as stored: its settings, its state, and what the engine keeps between events. */
 export type Queue = QueueSettings & {
@@ -101,8 +102,16 @@ export async function findQueueOfRepository(tx: Tx, repositoryId: string, branch
 export async function getQueue(tx: Tx, id: string): Promise<Queue> {
   // Plain SQL (sqlOf): a read of a queue's line after each of its versions starts here.
   const [row] = await sqlOf(tx).all<Record<string, unknown>>(`SELECT * FROM "Queue" WHERE "id" = ?`, [id]);
-  if (!row) throw new Error(`queue ${id} not found`);
+  if (!row) throw new QueueGoneError(id);
   return queueOfSql(row);
+}
+
+/** The queue was deleted between a reader's lookup of it and its reading (a race with deleteQueue). */
+export class QueueGoneError extends Error {
+  constructor(readonly queueId: string) {
+    super(`queue ${queueId} was deleted while it was read`);
+    this.name = "QueueGoneError";
+  }
 }
 
 const QUEUE_VERSION = {
@@ -221,6 +230,7 @@ export async function deleteQueue(tx: Tx, id: string): Promise<void> {
   await tx.queue.delete({ where: { id } });
   // The cascade's deletions were noted by the triggers (QueueRowChange has no foreign key): no load will take them.
   await sqlOf(tx).run(`DELETE FROM "QueueRowChange" WHERE "queueId" = ?`, [id]);
+  forgetSnapshot(tx, id);
 }
 
 /** Records where the code host says the target branch is. */

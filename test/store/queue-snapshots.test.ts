@@ -1,6 +1,10 @@
 import { sqlOf } from "../../src/store/database.js";
 import { loadQueueState, snapshotLoads, type Loaded } from "../../src/store/queue-state.js";
-import { getQueue, lockQueueRow } from "../../src/store/queues.js";
+import { getQueue, lockQueueRow, QueueGoneError } from "../../src/store/queues.js";
+import { snapshotsHeld } from "../../src/store/queue-snapshots.js";
+import { lineOf } from "../../src/queue/queues.js";
+import { toAppError } from "../../src/api/errors.js";
+import { createLogger } from "../../src/log.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -125,5 +129,45 @@ describe.each(BACKENDS)("a process's copy of a queue's rows on $name", (backend)
     const after = await loadBoth();
     expect(after.taken.runs.get(run.runId)?.testBranch).toBe("greenline/changed");
     expect(view(after.taken)).toEqual(view(after.fresh));
+  });
+
+  test("a snapshot reads one state, whatever commits while it reads (the line's reading)", async () => {
+    const title = (tx: Parameters<Parameters<ReturnType<typeof db>["snapshot"]>[0]>[0]) =>
+      sqlOf(tx)
+        .all<{ prTitle: string }>(`SELECT "prTitle" FROM "QueueEntry" WHERE "queueId" = ? AND "prNumber" = 7`, [queueId])
+        .then((rows) => rows[0]!.prTitle);
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "prTitle" = 'first' WHERE "queueId" = ? AND "prNumber" = 7`, [queueId]));
+    const seen = await db().snapshot(async (tx) => {
+      const before = await title(tx);
+      // A decision commits between two statements of the reading.
+      await db().transaction(async (w) => {
+        await lockQueueRow(w, queueId);
+        await sqlOf(w).run(`UPDATE "QueueEntry" SET "prTitle" = 'second' WHERE "queueId" = ? AND "prNumber" = 7`, [queueId]);
+      });
+      return { before, after: await title(tx) };
+    });
+    expect(seen).toEqual({ before: "first", after: "first" });
+    expect(await db().read((tx) => title(tx))).toBe("second");
+    // The line is read in one: its PR 7 and its version agree.
+    const version = (await db().read((tx) => getQueue(tx, queueId))).version;
+    const line = await lineOf(server.greenline.services, queueId, version);
+    expect(line.queue.version).toBe(version);
+    expect(line.entries.get(7)?.prTitle).toBe("second");
+  });
+
+  test("a queue deleted while a reader reads it answers not found, and its copy is dropped", async () => {
+    await server.api.ok("createQueue", { ...queueOf(), targetBranch: "gone" });
+    for (let n = 1; n <= 3; n++) await server.api.ok("submitPullRequest", { ...prOf(100 + n), targetBranch: "gone" });
+    const gone = (await db().read((tx) => tx.queue.findFirstOrThrow({ where: { branch: "gone" } }))).id;
+    for (let n = 1; n <= 3; n++) await server.api.ok("cancelPullRequest", { ...prOf(100 + n), targetBranch: "gone" });
+    const held = snapshotsHeld().queues;
+    await server.api.ok("deleteQueue", { ...queueOf(), targetBranch: "gone" });
+    expect(snapshotsHeld().queues).toBe(held - 1);
+    const error = await lineOf(server.greenline.services, gone, 0).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(QueueGoneError);
+    expect(toAppError(error, createLogger("silent")).code).toBe("not_found");
   });
 });
