@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { ReadCache } from "../src/app/read-cache.js";
 import { createQueue } from "../src/queue/queues.js";
 import { updateFlakySettings } from "../src/flaky/queries.js";
-import { setImpactedTargets, submitPullRequest } from "../src/queue/pull-requests.js";
+import { getSubmittedPullRequestJson, setImpactedTargets, submitPullRequest } from "../src/queue/pull-requests.js";
 import { applyQueueEvent } from "../src/queue/queue-events.js";
 import type { Services } from "../src/app/services.js";
 import type { QueueSettingsUpdate } from "../src/domain/queue-settings.js";
@@ -64,6 +64,11 @@ export type Workload = {
   seed: number;
   /** Flakes per test (a stable set of flaky tests failing so that `flakeRate` of runs hold one), results uploaded; absent: a run flakes as a whole. */
   tests?: TestModel;
+  /**
+   * Urgent PRs (issue 24, goal 6): a good PR arriving while at least `behind` PRs wait in line is
+   * submitted with priority "urgent", once every `every` such arrivals (the others as usual).
+   */
+  urgent?: { every: number; behind: number };
 };
 
 /**
@@ -112,6 +117,16 @@ export type SimResult = {
   linkedUploads: number;
   boundPerHour: number;
   ratioToBound: number;
+  /**
+   * Estimates (issue 24, goal 7): for each merged PR, the estimated merge time getSubmittedPullRequest
+   * answered right after its submission against when it merged, as |actual − estimated| / actual
+   * time from the estimate; p50 / p90 over merged PRs with an estimate, and the share without one.
+   */
+  estimateErrorP50: number | null;
+  estimateErrorP90: number | null;
+  estimatesMissing: number;
+  /** Urgent PRs (Workload.urgent): how many, their time from submission to merge (p95, max), the PRs in line ahead when each came, and the runs their submission cancelled. */
+  urgent: { count: number; p95Minutes: number | null; maxMinutes: number | null; lineAheadMean: number | null; runsCancelled: number } | null;
   /** Engine + store cost of the whole simulation. */
   wallMs: number;
   cpuMs: number;
@@ -121,7 +136,17 @@ export type SimResult = {
 /** The same seed gives the same workload for every strategy. */
 export { rng };
 
-type SimPr = { number: number; broken: boolean; targets: string[]; arrivedAt: number; doneAt: number | null; outcome: "merged" | "failed" | null };
+type SimPr = {
+  number: number;
+  broken: boolean;
+  targets: string[];
+  arrivedAt: number;
+  doneAt: number | null;
+  outcome: "merged" | "failed" | null;
+  /** The merge time estimated right after submission (virtual ms), when one was given. */
+  estimatedAt?: number | null;
+  urgent?: boolean;
+};
 type SimRun = {
   runId: string;
   queueId: string;
@@ -286,7 +311,11 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     return { contexts: ["sim-ci"], source: "branch_protection" };
   }
 
+  /** Runs cancelled while their CI was in flight. */
+  cancelled = 0;
+
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
+    if (this.running.has(testBranch)) this.cancelled++;
     this.running.delete(testBranch);
     this.runs.delete(testBranch);
   }
@@ -379,7 +408,7 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 
-export async function simulate(strategy: Strategy, workload: Workload, store: StoreKind, options: { prs?: number; warmupHours?: number; drainHours?: number } = {}): Promise<SimResult> {
+export async function simulate(strategy: Strategy, workload: Workload, store: StoreKind, options: { prs?: number; warmupHours?: number; drainHours?: number; estimates?: boolean } = {}): Promise<SimResult> {
   const settings = settingsOfThisBuild(strategy);
   const list = generatePrs(workload, options.prs);
   const prs = new Map(list.map((pr) => [pr.number, pr]));
@@ -405,6 +434,9 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const arrivalEnd = options.prs !== undefined ? list.at(-1)!.arrivedAt : workload.hours * 60 * MINUTE;
     const stopAt = arrivalEnd + (options.drainHours ?? 4) * 60 * MINUTE;
     let nextArrival = 0;
+    let urgentCandidates = 0;
+    let urgentCancelled = 0;
+    const urgentAhead: number[] = [];
     const chunkMarks: number[] = [];
     const cpuMarks: number[] = [];
     /**
@@ -446,7 +478,26 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         const input = { ...address, prNumber: pr.number };
         if (strategy.parallel) await setImpactedTargets(services, principal, { ...input, sha: `pr-${pr.number}`, impactedTargets: workload.targets === null ? "ALL" : pr.targets });
         if (codeHost.suite) await pullRequestCi(codeHost.suite, pr.number);
-        await submitPullRequest(services, principal, input);
+        let urgent = false;
+        if (workload.urgent && !pr.broken) {
+          const waiting = await db.read((tx) => tx.queueEntry.count({ where: { queueId: queue.id, state: { in: ["pending", "testing", "pending_failure"] } } }));
+          if (waiting >= workload.urgent.behind && urgentCandidates++ % workload.urgent.every === 0) {
+            urgent = true;
+            pr.urgent = true;
+            urgentAhead.push(waiting);
+          }
+        }
+        await submitPullRequest(services, principal, { ...input, ...(urgent ? { priority: "urgent" as const } : {}) });
+        if (urgent) {
+          const before = codeHost.cancelled;
+          await settle();
+          urgentCancelled += codeHost.cancelled - before;
+        }
+        if (options.estimates) {
+          await settle();
+          const answer = JSON.parse(await getSubmittedPullRequestJson(services, principal, input)) as { estimatedMergeAt: string | null };
+          pr.estimatedAt = answer.estimatedMergeAt === null ? null : Date.parse(answer.estimatedMergeAt) - start;
+        }
       } else if (due === next) {
         // CI uploads its test results, then reports its status: the results are there when the failure is judged.
         for (const [testBranch, run] of codeHost.running) {
@@ -524,6 +575,15 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const times = good.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
     const merged = [...codeHost.mergedAt.keys()].length;
     const throughputPerHour = (mergedInWindow / window) * 60 * MINUTE;
+    const estimated = submitted.filter((p) => p.outcome === "merged" && p.estimatedAt !== undefined);
+    const errors = estimated.filter((p) => p.estimatedAt !== null && p.doneAt! > p.arrivedAt).map((p) => Math.abs(p.doneAt! - p.estimatedAt!) / (p.doneAt! - p.arrivedAt));
+    if (process.env.SIM_DEBUG_ESTIMATES)
+      for (const p of estimated.filter((_, i) => i % 15 === 0))
+        console.log(
+          `PR ${p.number}: arrived ${(p.arrivedAt / MINUTE).toFixed(0)} min, estimated ${p.estimatedAt === null ? "-" : ((p.estimatedAt! - p.arrivedAt) / MINUTE).toFixed(0)} min, took ${((p.doneAt! - p.arrivedAt) / MINUTE).toFixed(0)} min`,
+        );
+    const urgentPrs = submitted.filter((p) => p.urgent);
+    const urgentTimes = urgentPrs.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
     const bound = theoreticalBound(strategy, workload);
     return {
       strategy: strategy.name,
@@ -547,6 +607,18 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       linkedUploads,
       boundPerHour: round(bound, 1),
       ratioToBound: round(throughputPerHour / bound, 2),
+      estimateErrorP50: errors.length > 0 ? round(percentile(errors, 50), 3) : null,
+      estimateErrorP90: errors.length > 0 ? round(percentile(errors, 90), 3) : null,
+      estimatesMissing: estimated.filter((p) => p.estimatedAt === null).length,
+      urgent: workload.urgent
+        ? {
+            count: urgentPrs.length,
+            p95Minutes: urgentTimes.length > 0 ? round(percentile(urgentTimes, 95), 1) : null,
+            maxMinutes: urgentTimes.length > 0 ? round(Math.max(...urgentTimes), 1) : null,
+            lineAheadMean: urgentAhead.length > 0 ? round(urgentAhead.reduce((a, b) => a + b, 0) / urgentAhead.length, 1) : null,
+            runsCancelled: urgentCancelled,
+          }
+        : null,
       wallMs: Math.round(wallMs),
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       events,

@@ -87,15 +87,29 @@ describe("position and estimated time to merge", () => {
     nextRunNumber: 2,
   });
 
-  test("⌈index / width⌉ × D − elapsed, stretched by the failure rate; null without history", () => {
+  test("the line played forward on the queue's slots, stretched by the failure rate; null without history", () => {
     const q = queue([entry(1, "testing", 1_000_000), entry(2, "pending"), entry(3, "pending"), entry(4, "not_ready")], 2);
     const stats = { runs: 4, meanSeconds: 600, failureRate: 0.25 };
     const estimates = estimatesOf(q, stats, 120_000);
-    // #1 has run 2 of its 10 minutes; #2 is in the first wave of two, #3 in the second.
+    // #1 has run 2 of its 10 minutes; #2 takes the free slot now; #3 the slot #1 frees in 8 minutes.
     expect(estimates.get(1)).toEqual({ position: { index: 1, ahead: 0 }, estimatedSecondsToMerge: Math.round((600 - 120) / 0.75) });
     expect(estimates.get(2)).toEqual({ position: { index: 2, ahead: 1 }, estimatedSecondsToMerge: 800 });
-    expect(estimates.get(3)).toEqual({ position: { index: 3, ahead: 2 }, estimatedSecondsToMerge: 1600 });
+    expect(estimates.get(3)).toEqual({ position: { index: 3, ahead: 2 }, estimatedSecondsToMerge: Math.round((600 - 120 + 600) / 0.75) });
     expect(estimates.has(4)).toBe(false);
     expect(estimatesOf(q, null, 0).get(3)).toEqual({ position: { index: 3, ahead: 2 }, estimatedSecondsToMerge: null });
+  });
+
+  test("with batching, the PRs waiting go in batches of up to twice batchingMinSize; a short batch after the batching wait", () => {
+    const base = queue(
+      [1, 2, 3, 4, 5, 6].map((n) => entry(n, "pending")),
+      1,
+    );
+    const q: EngineQueue = { ...base, runs: [], settings: { ...base.settings, batch: true, batchingMinSize: 2, batchingMaxWaitTimeMinutes: 5 } };
+    const estimates = estimatesOf(q, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0);
+    // One slot: #1–#4 as one batch now (10 minutes), #5–#6 as the next (20).
+    expect([1, 2, 3, 4, 5, 6].map((n) => estimates.get(n)!.estimatedSecondsToMerge)).toEqual([600, 600, 600, 600, 1200, 1200]);
+    // A lone PR waits for the batching wait (5 minutes from its submission) before its run.
+    const alone: EngineQueue = { ...q, entries: [entry(7, "pending")] };
+    expect(estimatesOf(alone, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)!.estimatedSecondsToMerge).toBe(Math.round((7 + 300_000 + 600_000) / 1000));
   });
 });

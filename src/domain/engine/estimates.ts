@@ -1,6 +1,7 @@
 import { Line } from "./line.js";
+import { maxBatchSize } from "./engine.js";
 import { isInFlight } from "./order.js";
-import type { EngineQueue } from "./types.js";
+import type { EngineEntry, EngineQueue, EngineRun } from "./types.js";
 
 /**
  * A PR's place: `index` (1-based) in the line (single mode) or in its lane (parallel mode: the
@@ -18,37 +19,95 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
 
 /**
  * Every PR in line's position and estimated time to merge (docs/engine.md, "Position and
- * estimated time to merge"):
+ * estimated time to merge"). Null without history (no finished run), and while the queue is
+ * paused (nothing is tested or merged until someone resumes it: no time can be told). PRs whose
+ * merge is decided answer 0 (they wait only for the code host); PRs not in line answer no position.
  *
- *   seconds = max(0, ⌈index / width⌉ × D − elapsed) / (1 − f)
+ * One line (single mode): the line is played forward as the engine would test it — the runs in
+ * flight end D after they started; the PRs waiting start, in order and in groups (a batch of up
+ * to the largest batch size while enough wait, a smaller one once the batching wait is over; one
+ * PR without batching), as soon as one of the `concurrency` slots frees; a PR merges when its
+ * run ends and every PR ahead has merged. Its time is then stretched by 1 / (1 − f), f the
+ * failure rate of recent main runs (at most 0.9): each failure costs a run again.
  *
- * with D the mean duration of the queue's recent finished main runs, f their failure rate
- * (at most 0.9), width = concurrency × (batchingMinSize when batching, else 1) — how many
- * PRs the queue tests at once — and elapsed the time the PR's current run has been running
- * (0 while pending). Null without history (no finished run), and while the queue is paused
- * (nothing is tested or merged until someone resumes it: no time can be told). PRs whose merge is
- * decided answer 0 (they wait only for the code host); PRs not in line answer no position.
+ * Lanes (parallel mode): ⌈index / width⌉ × D − elapsed, stretched the same way, with index the
+ * PR's place in its lane, width = concurrency × (batchingMinSize when batching, else 1) and
+ * elapsed the time its run has been running (0 while it waits).
  */
 export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, Estimate> {
   const out = new Map<number, Estimate>();
   const line = new Line(q);
-  const width = Math.max(1, q.settings.concurrency * (q.settings.batch ? Math.max(1, q.settings.batchingMinSize) : 1));
   const f = stats ? Math.min(stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
+  const merges = stats && q.state !== "paused" ? (q.mode === "parallel" ? null : playForward(q, line, stats.meanSeconds * 1000, now)) : null;
   line.entries.forEach((entry, i) => {
     const ahead = q.mode === "parallel" ? line.depsOf(entry.prNumber).length : i;
     const position = { index: ahead + 1, ahead };
     let seconds: number | null = null;
     if (stats && q.state !== "paused") {
-      let elapsed = 0;
-      if (isInFlight(entry.state)) {
-        const run = q.runs.findLast((r) => r.status === "running" && r.tested.includes(entry.prNumber));
-        if (run) elapsed = Math.max(0, (now - run.startedAt) / 1000);
+      if (merges) seconds = Math.round(Math.max(0, (merges.get(entry.prNumber)! - now) / 1000) / (1 - f));
+      else {
+        const run = isInFlight(entry.state) ? runningRunOf(q, entry.prNumber) : undefined;
+        const elapsed = run ? Math.max(0, (now - run.startedAt) / 1000) : 0;
+        const width = Math.max(1, q.settings.concurrency * (q.settings.batch ? Math.max(1, q.settings.batchingMinSize) : 1));
+        seconds = Math.round(Math.max(0, Math.ceil(position.index / width) * stats.meanSeconds - elapsed) / (1 - f));
       }
-      seconds = Math.round(Math.max(0, Math.ceil(position.index / width) * stats.meanSeconds - elapsed) / (1 - f));
     }
     out.set(entry.prNumber, { position, estimatedSecondsToMerge: seconds });
   });
   for (const pr of q.merged) out.set(pr, { position: null, estimatedSecondsToMerge: 0 });
+  return out;
+}
+
+function runningRunOf(q: EngineQueue, prNumber: number): EngineRun | undefined {
+  return q.runs.findLast((r) => r.status === "running" && r.tested.includes(prNumber));
+}
+
+/**
+ * When each PR of a single line is expected to merge (ms), with runs lasting `duration` and
+ * none failing (estimatesOf stretches the result for failures).
+ */
+function playForward(q: EngineQueue, line: Line, duration: number, now: number): Map<number, number> {
+  const out = new Map<number, number>();
+  const s = q.settings;
+  // The slots: each main run in flight holds one until it ends; the others are free now.
+  const slots: number[] = q.runs.filter((r) => r.status === "running" && r.kind === "main").map((r) => Math.max(now, r.startedAt + duration));
+  while (slots.length < Math.max(1, s.concurrency)) slots.push(now);
+  const takeSlot = (at: number) => {
+    let best = 0;
+    for (let i = 1; i < slots.length; i++) if (slots[i]! < slots[best]!) best = i;
+    const start = Math.max(at, slots[best]!);
+    slots[best] = start + duration;
+    return start + duration;
+  };
+  const largest = s.batch ? maxBatchSize(s) : 1;
+  const smallest = s.batch ? Math.max(1, s.batchingMinSize) : 1;
+  let previous = now;
+  let i = 0;
+  const entries = line.entries;
+  while (i < entries.length) {
+    const entry = entries[i]!;
+    const run = isInFlight(entry.state) ? runningRunOf(q, entry.prNumber) : undefined;
+    let done: number;
+    let group = 1;
+    if (run) {
+      // Testing: its run ends D after it started; a bisection group then goes back to the line once.
+      done = Math.max(now, run.startedAt + duration) + (run.kind === "bisection" ? duration : 0);
+    } else if (entry.state === "tests_passed") {
+      done = previous;
+    } else {
+      // Waiting (or its failure being judged, which a run decides again): the next group from here.
+      const waiting = (e: EngineEntry) => !isInFlight(e.state) || !runningRunOf(q, e.prNumber);
+      if (!entry.noBatch) while (group < largest && i + group < entries.length && waiting(entries[i + group]!) && !entries[i + group]!.noBatch && entries[i + group]!.state !== "tests_passed") group++;
+      // A short batch starts once the batching wait is over (from its oldest PR's submission).
+      const ready = group < smallest ? entry.submittedAt + s.batchingMaxWaitTimeMinutes * 60_000 : now;
+      done = takeSlot(ready);
+    }
+    for (let k = 0; k < group; k++) {
+      previous = Math.max(previous, done);
+      out.set(entries[i + k]!.prNumber, previous);
+    }
+    i += group;
+  }
   return out;
 }
 
