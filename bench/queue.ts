@@ -81,7 +81,7 @@ const GOAL = workload(30, 0.05, 40);
  * `--goals` (issue 24): only the single-line goal workloads — 30 and 60 PRs/h, T = 30 min, 3% of
  * PRs broken, 5% of runs flaky — for every single-line strategy, with the estimates each PR was
  * given at submission against when it merged, and urgent PRs submitted behind at least 20 others
- * (every 10th good arrival while the line is that long). Ends with one JSON line, each goal's best
+ * (every 30th good arrival while the line is that long). Ends with one JSON line, each goal's best
  * strategy (the one that keeps up with the lowest p95; else the highest share kept up).
  */
 if (process.argv.includes("--goals")) {
@@ -130,9 +130,9 @@ async function runGoals(): Promise<void> {
   }
   // Urgent PRs behind 20 others, on today's best strategy at 30/h.
   const urgentStrategy = strategies.find((st) => st.name === (summary["single-30"] as { strategy: string }).strategy)!;
-  const urgentWorkload: Workload = { ...goalWorkload(30), name: "single-30 with urgent PRs", urgent: { every: 10, behind: 20 } };
+  const urgentWorkload: Workload = { ...goalWorkload(30), name: "single-30 with urgent PRs", urgent: { every: 30, behind: 20 } };
   const u = await simulate(urgentStrategy, urgentWorkload, { kind: "sqlite" });
-  console.log(`## Urgent PRs (${urgentStrategy.name}, 30/h; every 10th good arrival while ≥ 20 wait is urgent)`);
+  console.log(`## Urgent PRs (${urgentStrategy.name}, 30/h; every 30th good arrival while ≥ 20 wait is urgent)`);
   console.log("| urgent PRs | PRs in line when each came (mean) | p95 min to merge | max min | runs their submission cancelled | merged/h (all) | p95 min (all) |");
   console.log("|---|---|---|---|---|---|---|");
   console.log(

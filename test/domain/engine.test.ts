@@ -314,6 +314,33 @@ describe("batching and bisection", () => {
     expect(q.running()).toEqual([[[1], [1]]]);
   });
 
+  test("an urgent PR is tested alone and at once, ahead of the batches in flight; no batch takes it in", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 2, concurrency: 2, batchingMaxWaitTimeMinutes: 5 });
+    [1, 2, 3, 4].forEach((n) => q.submit(n));
+    expect(q.running().map(([, tested]) => tested)).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    // Urgent: the batch in flight is displaced, and the urgent PR does not wait for a batch to fill.
+    q.submit(5, { priority: 0 });
+    expect(q.running().map(([stack, tested]) => [stack, tested])).toEqual([
+      [[5], [5]],
+      [
+        [5, 1, 2, 3, 4],
+        [1, 2, 3, 4],
+      ],
+    ]);
+    // A second urgent PR is not batched with the first either, nor with the PRs behind.
+    q.submit(6, { priority: 0 });
+    q.submit(7);
+    expect(q.running()).toEqual([
+      [[5], [5]],
+      [[5, 6], [6]],
+    ]);
+    q.pass(5);
+    expect(q.merges()).toEqual([[5]]);
+  });
+
   test("noBatch PRs are tested alone", () => {
     const q = new EngineDriver({ batch: true, batchingMinSize: 2, concurrency: 2 });
     q.submit(1, { noBatch: true });
@@ -457,6 +484,22 @@ describe("parallel mode: lanes from impacted targets", () => {
     expect(q.states()).toMatchObject({ 1: "testing", 3: "tests_passed" });
     q.pass(1);
     expect(q.merges()).toEqual([[2], [1], [3]]);
+  });
+
+  test("an urgent PR restarts only the lanes it shares targets with", () => {
+    const q = parallel();
+    q.submit(1, { targets: ["api"] });
+    q.submit(2, { targets: ["web"] });
+    q.submit(3, { targets: ["api"] });
+    q.submit(4, { targets: ["api"], priority: 0 });
+    expect(q.running()).toEqual([
+      [[2], [2]],
+      [[4], [4]],
+      [[4, 1], [1]],
+      [[4, 1, 3], [3]],
+    ]);
+    // The web lane kept its run: nothing was cancelled there.
+    expect(q.effects.filter((e) => e.kind === "cancel_run").map((e) => (e as { runId: string }).runId)).toEqual(["run-1", "run-3"]);
   });
 
   test("lanes are transitive: a PR holds what the PRs under it depend on", () => {

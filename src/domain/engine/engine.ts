@@ -1,6 +1,7 @@
 import { runIdOf } from "./run-ids.js";
 import { settledRuns } from "./archive.js";
 import type { PrState } from "../states.js";
+import { skipsTheLine } from "../priority.js";
 import { Line, overlaps } from "./line.js";
 import { isInFlight } from "./order.js";
 import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition, TransitionEvidence } from "./types.js";
@@ -529,7 +530,7 @@ function startRuns(ctx: Context): void {
     if (mergeDirectly(ctx, line, entry)) return;
     const group = groupFrom(q, line, i);
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
-    if (kind === "main" && q.settings.batch && !entry.noBatch && group.length < q.settings.batchingMinSize) {
+    if (kind === "main" && q.settings.batch && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < q.settings.batchingMinSize) {
       const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE;
       // Wait to fill the batch; the main PRs behind would only join it.
       if (ctx.now < deadline) {
@@ -582,15 +583,20 @@ function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
   return true;
 }
 
-/** The PRs that start testing together from line[i]: one PR, a batch, or a bisection group. */
+/**
+ * The PRs that start testing together from line[i]: one PR, a batch, or a bisection group. An
+ * urgent PR is tested alone and at once (no batch to fill): a batch would make its landing wait
+ * on the others' luck, and a failed batch on its bisection.
+ */
 function groupFrom(q: EngineQueue, line: Line, i: number): EngineEntry[] {
   const first = line.entries[i]!;
-  const limit = first.bisectionGroupLimit ?? (q.settings.batch && !first.noBatch ? maxBatchSize(q.settings) : 1);
+  const alone = first.noBatch || skipsTheLine(first.priority);
+  const limit = first.bisectionGroupLimit ?? (q.settings.batch && !alone ? maxBatchSize(q.settings) : 1);
   const group = [first];
   const members = new Set([first.prNumber]);
   for (let j = i + 1; j < line.entries.length && group.length < limit; j++) {
     const next = line.entries[j]!;
-    const fits = next.state === "pending" && !next.noBatch && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) && line.depsInFlight(next.prNumber, members);
+    const fits = next.state === "pending" && !next.noBatch && !skipsTheLine(next.priority) && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) && line.depsInFlight(next.prNumber, members);
     if (!fits) break;
     group.push(next);
     members.add(next.prNumber);
