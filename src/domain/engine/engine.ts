@@ -370,9 +370,10 @@ function applyResults(ctx: Context): void {
   for (const entry of line.entries) {
     const run = isInFlight(entry.state) ? currentRunOf(q, line, entry.prNumber) : undefined;
     if (!run) continue;
-    if (run.status === "passed" && run.kind === "bisection" && !isExact(q, line, run)) {
-      // Proven innocent, but on a line that has moved since: back to the main line, where
-      // they go first among the PRs waiting (they are older). The whole group at once.
+    if (run.status === "passed" && run.kind === "bisection" && (!isExact(q, line, run) || mainLineInFlight(line))) {
+      // Proven innocent, but not on the line as it is (it moved, or PRs of the main line are in
+      // flight, which merging it now would send back): back to the main line, where they go
+      // first among the PRs waiting (they are older). The whole group at once.
       for (const pr of run.tested) {
         const member = entryOf(q, pr)!;
         member.bisectionGroupLimit = null;
@@ -382,6 +383,11 @@ function applyResults(ctx: Context): void {
     else if (run.status === "failed" && run.tested.length > 1 && run.kind === "bisection") bisect(ctx, run);
     else if (run.status === "failed") move(ctx, entry, "pending_failure", run.failure ?? "tests_failed", undefined, { runId: run.id });
   }
+}
+
+/** Whether PRs of the main line (not being bisected) are in flight. */
+function mainLineInFlight(line: Line): boolean {
+  return line.entries.some((e) => isInFlight(e.state) && e.bisectionGroupLimit === null);
 }
 
 /**

@@ -21,8 +21,10 @@ export function overlaps(a: Targets | null, b: Targets | null): boolean {
  * branch): the PRs of its lane.
  *
  * PRs being bisected (their batch failed) are nobody's dependency: the line goes on without
- * them while the bisection pool finds the culprit, and each bisection group is tested on the
- * line ahead of it alone, not on the other groups.
+ * them while the bisection pool finds the culprit. They depend on nothing either: each bisection
+ * group is tested on the target alone (with the merges under way), so that what fails or
+ * restarts in the main line never throws its bisection away; a group found innocent is tested
+ * again in the line before it merges.
  */
 const isBisecting = (entry: EngineEntry) => entry.bisectionGroupLimit !== null;
 const NONE: ReadonlySet<number> = new Set();
@@ -46,6 +48,11 @@ export class Line {
     this.#deps = [];
     for (let i = 0; i < this.entries.length; i++) {
       const deps = new Set<number>();
+      // A PR being bisected is tested on the target alone (with the merges under way).
+      if (isBisecting(this.entries[i]!)) {
+        this.#deps.push(deps);
+        continue;
+      }
       for (let j = 0; j < i; j++) {
         if (isBisecting(this.entries[j]!)) continue;
         if (parallel && !overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
