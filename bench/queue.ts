@@ -91,7 +91,12 @@ if (process.argv.includes("--goals")) {
 
 async function runGoals(): Promise<void> {
   const single = STRATEGIES.filter((st) => !st.parallel && st.name !== "serial");
-  const strategies: Strategy[] = [...single, { name: "greenline-batch-3x5", description: "batches of 3–6, 5 in flight (the sweep's lowest p95 at 30/h)", settings: BATCH(3, 5) }];
+  const deeper = (min: number, concurrency: number, bisection: number) => ({ ...BATCH(min, concurrency), pendingFailureDepth: 2, bisectionConcurrency: bisection });
+  const strategies: Strategy[] = [
+    ...single,
+    { name: "greenline-batch-3x6", description: "batches of 3–6, 6 in flight, bisection pool 6, optimistic + depth 2", settings: deeper(3, 6, 6) },
+    { name: "greenline-batch-4x6", description: "batches of 4–8, 6 in flight, bisection pool 8, optimistic + depth 2", settings: deeper(4, 6, 8) },
+  ];
   const goalWorkload = (rate: number): Workload => ({ ...workload(rate, 0.05), name: `single-${rate}: ${rate}/h, 5% flaky` });
   console.log(`# bench:queue --goals — ${machine()}`);
   console.log(`T = ${T} min, 3% of PRs broken, 5% of runs flaky, one line; arrivals for ${goalWorkload(30).hours} h, then 4 h more.`);

@@ -108,8 +108,11 @@ describe("position and estimated time to merge", () => {
     const estimates = estimatesOf(q, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0);
     // One slot: #1–#4 as one batch now (10 minutes), #5–#6 as the next (20).
     expect([1, 2, 3, 4, 5, 6].map((n) => estimates.get(n)!.estimatedSecondsToMerge)).toEqual([600, 600, 600, 600, 1200, 1200]);
-    // A lone PR waits for the batching wait (5 minutes from its submission) before its run.
-    const alone: EngineQueue = { ...q, entries: [entry(7, "pending")] };
-    expect(estimatesOf(alone, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)!.estimatedSecondsToMerge).toBe(Math.round((7 + 300_000 + 600_000) / 1000));
+    // A lone PR waits for the batching wait (5 minutes from when it began to wait) before its run.
+    const alone: EngineQueue = { ...q, entries: [{ ...entry(7, "pending"), stateChangedAt: 60_000 }] };
+    expect(estimatesOf(alone, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)!.estimatedSecondsToMerge).toBe(60 + 300 + 600);
+    // A wait past any date a timer can be set for: no time can be told.
+    const forever: EngineQueue = { ...alone, settings: { ...alone.settings, batchingMaxWaitTimeMinutes: 4294967295 } };
+    expect(estimatesOf(forever, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)).toEqual({ position: { index: 1, ahead: 0 }, estimatedSecondsToMerge: null });
   });
 });

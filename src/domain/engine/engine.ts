@@ -57,7 +57,7 @@ const MINUTE = 60_000;
  * The latest moment a timer is set for. Settings in minutes reach past it (4294967295 minutes
  * is some 8,000 years), and no database stores a later date; a deadline past it is never.
  */
-const LATEST_TIMER = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+export const LATEST_TIMER = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 function entryOf(q: EngineQueue, prNumber: number): EngineEntry | undefined {
   return q.entries.find((e) => e.prNumber === prNumber);

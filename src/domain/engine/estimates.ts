@@ -1,5 +1,5 @@
 import { Line } from "./line.js";
-import { maxBatchSize } from "./engine.js";
+import { LATEST_TIMER, maxBatchSize } from "./engine.js";
 import { isInFlight } from "./order.js";
 import type { EngineEntry, EngineQueue, EngineRun } from "./types.js";
 
@@ -44,8 +44,12 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
     const position = { index: ahead + 1, ahead };
     let seconds: number | null = null;
     if (stats && q.state !== "paused") {
-      if (merges) seconds = Math.round(Math.max(0, (merges.get(entry.prNumber)! - now) / 1000) / (1 - f));
-      else {
+      if (merges) {
+        // Never (a batch that waits past any date the engine sets a timer for): no time can be told.
+        const at = merges.get(entry.prNumber)!;
+        const stretched = Math.round(Math.max(0, (at - now) / 1000) / (1 - f));
+        seconds = at <= LATEST_TIMER && now + stretched * 1000 <= LATEST_TIMER ? stretched : null;
+      } else {
         const run = isInFlight(entry.state) ? runningRunOf(q, entry.prNumber) : undefined;
         const elapsed = run ? Math.max(0, (now - run.startedAt) / 1000) : 0;
         const width = Math.max(1, q.settings.concurrency * (q.settings.batch ? Math.max(1, q.settings.batchingMinSize) : 1));
@@ -98,9 +102,11 @@ function playForward(q: EngineQueue, line: Line, duration: number, now: number):
       // Waiting (or its failure being judged, which a run decides again): the next group from here.
       const waiting = (e: EngineEntry) => !isInFlight(e.state) || !runningRunOf(q, e.prNumber);
       if (!entry.noBatch) while (group < largest && i + group < entries.length && waiting(entries[i + group]!) && !entries[i + group]!.noBatch && entries[i + group]!.state !== "tests_passed") group++;
-      // A short batch starts once the batching wait is over (from its oldest PR's submission).
-      const ready = group < smallest ? entry.submittedAt + s.batchingMaxWaitTimeMinutes * 60_000 : now;
-      done = takeSlot(ready);
+      // A short batch starts once the batching wait is over (counted as the engine does, from when its PRs began to wait).
+      let since = Infinity;
+      for (let k = 0; k < group; k++) since = Math.min(since, entries[i + k]!.stateChangedAt);
+      const ready = group < smallest ? since + s.batchingMaxWaitTimeMinutes * 60_000 : now;
+      done = ready > LATEST_TIMER ? Infinity : takeSlot(ready);
     }
     for (let k = 0; k < group; k++) {
       previous = Math.max(previous, done);
