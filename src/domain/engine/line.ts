@@ -32,19 +32,24 @@ const NONE: ReadonlySet<number> = new Set();
 export class Line {
   readonly entries: EngineEntry[];
   readonly #index = new Map<number, number>();
+  /** Parallel mode: the PRs each PR depends on, by index; null in single mode (computed from the order). */
   readonly #deps: Set<number>[] | null;
+  /** Single mode: whether any PR in line is being bisected (then the order alone does not say who depends on whom). */
+  readonly #bisecting: boolean;
 
   constructor(q: EngineQueue) {
     // PRs whose merge is decided (awaiting the code host) are under the line, not in it.
     const merging = new Set(q.merged);
     this.entries = lineOf(q.entries).filter((entry) => !merging.has(entry.prNumber));
     this.entries.forEach((entry, i) => this.#index.set(entry.prNumber, i));
-    const bisecting = this.entries.some(isBisecting);
-    if (q.mode !== "parallel" && !bisecting) {
+    this.#bisecting = this.entries.some(isBisecting);
+    if (q.mode !== "parallel") {
+      // One line: a PR depends on every PR ahead of it that is not being bisected, and a PR being
+      // bisected on none. Answered from the order (a set per PR made a line of 1,000 PRs under
+      // bisection cost a second to build).
       this.#deps = null;
       return;
     }
-    const parallel = q.mode === "parallel";
     this.#deps = [];
     for (let i = 0; i < this.entries.length; i++) {
       const deps = new Set<number>();
@@ -55,7 +60,7 @@ export class Line {
       }
       for (let j = 0; j < i; j++) {
         if (isBisecting(this.entries[j]!)) continue;
-        if (parallel && !overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
+        if (!overlaps(this.entries[i]!.targets, this.entries[j]!.targets)) continue;
         deps.add(this.entries[j]!.prNumber);
         for (const pr of this.#deps[j]!) deps.add(pr);
       }
@@ -76,14 +81,18 @@ export class Line {
     const b = this.indexOf(behind);
     const a = this.indexOf(ahead);
     if (b < 0 || a < 0 || a >= b) return false;
-    return this.#deps === null || this.#deps[b]!.has(ahead);
+    if (this.#deps === null) return !this.#bisecting || (!isBisecting(this.entries[a]!) && !isBisecting(this.entries[b]!));
+    return this.#deps[b]!.has(ahead);
   }
 
   /** The PRs ahead of this one that it depends on, in line order. */
   depsOf(prNumber: number): EngineEntry[] {
     const i = this.indexOf(prNumber);
     if (i < 0) return [];
-    if (this.#deps === null) return this.entries.slice(0, i);
+    if (this.#deps === null) {
+      if (!this.#bisecting) return this.entries.slice(0, i);
+      return isBisecting(this.entries[i]!) ? [] : this.entries.slice(0, i).filter((e) => !isBisecting(e));
+    }
     const deps = this.#deps[i]!;
     return this.entries.slice(0, i).filter((e) => deps.has(e.prNumber));
   }
@@ -95,7 +104,13 @@ export class Line {
   lane(prs: readonly number[]): number[] | null {
     const indices = prs.map((pr) => this.indexOf(pr));
     if (indices.some((i) => i < 0)) return null;
-    if (this.#deps === null) return this.entries.slice(0, Math.max(...indices) + 1).map((e) => e.prNumber);
+    if (this.#deps === null) {
+      if (!this.#bisecting) return this.entries.slice(0, Math.max(...indices) + 1).map((e) => e.prNumber);
+      // Every PR not being bisected up to the last of `prs` that is not, and `prs` themselves.
+      const members = new Set(prs);
+      const last = Math.max(-1, ...indices.filter((i) => !isBisecting(this.entries[i]!)));
+      return this.entries.filter((e, i) => members.has(e.prNumber) || (i <= last && !isBisecting(e))).map((e) => e.prNumber);
+    }
     const members = new Set(prs);
     for (const i of indices) for (const pr of this.#deps[i]!) members.add(pr);
     return this.entries.filter((e) => members.has(e.prNumber)).map((e) => e.prNumber);
@@ -107,7 +122,8 @@ export class Line {
     if (this.#deps !== null) return this.depsOf(prNumber).every(ready);
     // Single line: every PR ahead, looked at in place (no copy of the line per PR: startRuns asks for each).
     const i = this.indexOf(prNumber);
-    for (let j = 0; j < i; j++) if (!ready(this.entries[j]!)) return false;
+    if (this.#bisecting && i >= 0 && isBisecting(this.entries[i]!)) return true;
+    for (let j = 0; j < i; j++) if (!ready(this.entries[j]!) && !(this.#bisecting && isBisecting(this.entries[j]!))) return false;
     return true;
   }
 }
