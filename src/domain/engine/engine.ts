@@ -476,7 +476,8 @@ function evictFailed(ctx: Context): void {
       bisect(ctx, run);
       continue;
     }
-    if (run.kind === "main" && shouldRetry(q, line, entry.prNumber, run)) {
+    if (shouldRetry(q, line, entry.prNumber, run)) {
+      // A PR of a bisection stays in the bisection pool for its second run.
       move(ctx, entry, "pending", "retrying_failed_run", undefined, { runId: run.id });
       continue;
     }
@@ -491,13 +492,14 @@ function evictFailed(ctx: Context): void {
 /**
  * Anti-flake for a PR with nothing behind it to clear it: a PR whose own test run failed, with
  * no PR in flight on top of it (no successor whose passing run would prove it green), gets one
- * more run before it fails. A real failure fails twice; a flaky one rarely does. Timeouts and
- * conflicts are not retried.
+ * more run before it fails — in the main line, or, for the culprit a bisection found, in the
+ * bisection pool. A real failure fails twice; a flaky one rarely does. Timeouts and conflicts
+ * are not retried.
  */
 function shouldRetry(q: EngineQueue, line: Line, prNumber: number, run: EngineRun): boolean {
-  if (run.failure !== "tests_failed" || run.failureConfirmed) return false;
+  if (run.failure !== "tests_failed" || run.failureConfirmed || run.tested.length !== 1) return false;
   if (line.entries.some((e) => isInFlight(e.state) && line.dependsOn(e.prNumber, prNumber))) return false;
-  const failures = q.runs.filter((r) => r.kind === "main" && r.status === "failed" && r.failure === "tests_failed" && r.tested.length === 1 && r.tested[0] === prNumber);
+  const failures = q.runs.filter((r) => r.kind === run.kind && r.status === "failed" && r.failure === "tests_failed" && r.tested.length === 1 && r.tested[0] === prNumber);
   return failures.length < 2;
 }
 
@@ -610,8 +612,13 @@ function groupFrom(q: EngineQueue, line: Line, i: number): EngineEntry[] {
   return group;
 }
 
+/**
+ * A failed run of this exact tree during the bisection, whose result a group may reuse. A run of
+ * one PR is never reused: a PR that failed alone is tested once more before it fails (it may
+ * have flaked: shouldRetry).
+ */
 function knownFailure(q: EngineQueue, stack: number[]): EngineRun | undefined {
-  return q.runs.find((r) => r.status === "failed" && r.failure === "tests_failed" && r.baseSha === q.baseSha && sameList(r.stack, stack));
+  return q.runs.find((r) => r.status === "failed" && r.failure === "tests_failed" && r.tested.length > 1 && r.baseSha === q.baseSha && sameList(r.stack, stack));
 }
 
 function scheduleTimer(ctx: Context): void {
