@@ -111,6 +111,10 @@ describe("position and estimated time to merge", () => {
     // A lone PR waits for the batching wait (5 minutes from when it began to wait) before its run.
     const alone: EngineQueue = { ...q, entries: [{ ...entry(7, "pending"), stateChangedAt: 60_000 }] };
     expect(estimatesOf(alone, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)!.estimatedSecondsToMerge).toBe(60 + 300 + 600);
+    // An urgent PR goes alone and at once; the batch behind it after.
+    const urgent: EngineQueue = { ...q, entries: [{ ...entry(9, "pending"), priority: 0 }, entry(1, "pending"), entry(2, "pending")] };
+    const withUrgent = estimatesOf(urgent, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0);
+    expect([9, 1, 2].map((n) => withUrgent.get(n)!.estimatedSecondsToMerge)).toEqual([600, 1200, 1200]);
     // A wait past any date a timer can be set for: no time can be told.
     const forever: EngineQueue = { ...alone, settings: { ...alone.settings, batchingMaxWaitTimeMinutes: 4294967295 } };
     expect(estimatesOf(forever, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)).toEqual({ position: { index: 1, ahead: 0 }, estimatedSecondsToMerge: null });

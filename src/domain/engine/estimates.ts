@@ -1,6 +1,7 @@
 import { Line } from "./line.js";
 import { LATEST_TIMER, maxBatchSize } from "./engine.js";
 import { isInFlight } from "./order.js";
+import { skipsTheLine } from "../priority.js";
 import type { EngineEntry, EngineQueue, EngineRun } from "./types.js";
 
 /**
@@ -100,12 +101,14 @@ function playForward(q: EngineQueue, line: Line, duration: number, now: number):
       done = previous;
     } else {
       // Waiting (or its failure being judged, which a run decides again): the next group from here.
-      const waiting = (e: EngineEntry) => !isInFlight(e.state) || !runningRunOf(q, e.prNumber);
-      if (!entry.noBatch) while (group < largest && i + group < entries.length && waiting(entries[i + group]!) && !entries[i + group]!.noBatch && entries[i + group]!.state !== "tests_passed") group++;
+      // As the engine groups them: an urgent or noBatch PR alone, and without waiting for a batch.
+      const alone = (e: EngineEntry) => e.noBatch || skipsTheLine(e.priority);
+      const joins = (e: EngineEntry) => (!isInFlight(e.state) || !runningRunOf(q, e.prNumber)) && !alone(e) && e.state !== "tests_passed";
+      if (!alone(entry)) while (group < largest && i + group < entries.length && joins(entries[i + group]!)) group++;
       // A short batch starts once the batching wait is over (counted as the engine does, from when its PRs began to wait).
       let since = Infinity;
       for (let k = 0; k < group; k++) since = Math.min(since, entries[i + k]!.stateChangedAt);
-      const ready = group < smallest ? since + s.batchingMaxWaitTimeMinutes * 60_000 : now;
+      const ready = group < smallest && !alone(entry) ? since + s.batchingMaxWaitTimeMinutes * 60_000 : now;
       done = ready > LATEST_TIMER ? Infinity : takeSlot(ready);
     }
     for (let k = 0; k < group; k++) {
