@@ -20,6 +20,25 @@ export function settings(overrides: Partial<EngineSettings> = {}): EngineSetting
   };
 }
 
+/** A PR as the engine sees it, in `state`, with the defaults of a plain submission (`reason`: its state). */
+export function engineEntry(prNumber: number, state: EngineEntry["state"], overrides: Partial<EngineEntry> = {}): EngineEntry {
+  return {
+    prNumber,
+    state,
+    stateChangedAt: 0,
+    priority: 100,
+    submittedAt: prNumber,
+    noBatch: false,
+    ready: true,
+    bisectionGroupLimit: null,
+    reason: state,
+    position: null,
+    targets: null,
+    directMergeBase: null,
+    ...overrides,
+  };
+}
+
 /**
  * Drives the pure engine the way the runner will: one event at a time, with an injected clock.
  * Speaks in queue verbs (submit, pass, fail) so tests read like the product.
@@ -50,21 +69,7 @@ export class EngineDriver {
   }
 
   submit(prNumber: number, overrides: Partial<EngineEntry> = {}): Effect[] {
-    this.q.entries.push({
-      prNumber,
-      state: "not_ready",
-      stateChangedAt: this.now,
-      priority: 100,
-      submittedAt: this.now,
-      noBatch: false,
-      ready: true,
-      bisectionGroupLimit: null,
-      reason: "submitted",
-      position: null,
-      targets: null,
-      directMergeBase: null,
-      ...overrides,
-    });
+    this.q.entries.push(engineEntry(prNumber, "not_ready", { stateChangedAt: this.now, submittedAt: this.now, reason: "submitted", ...overrides }));
     this.now += 1000;
     return this.send({ kind: "submitted", prNumber });
   }

@@ -1,22 +1,11 @@
 import { Line } from "../../src/domain/engine/line.js";
 import type { EngineEntry, EngineQueue } from "../../src/domain/engine/types.js";
+import { engineEntry } from "./engine-driver.js";
 
 /** Who depends on whom in one line while PRs are bisected (src/domain/engine/line.ts). */
 describe("one line's dependencies", () => {
-  const entry = (prNumber: number, state: EngineEntry["state"], bisecting = false): EngineEntry => ({
-    prNumber,
-    state,
-    stateChangedAt: 0,
-    priority: 100,
-    submittedAt: prNumber,
-    noBatch: false,
-    ready: true,
-    bisectionGroupLimit: bisecting ? 1 : null,
-    reason: state,
-    position: state === "testing" ? prNumber : null,
-    targets: null,
-    directMergeBase: null,
-  });
+  const entry = (prNumber: number, state: EngineEntry["state"], bisecting = false): EngineEntry =>
+    engineEntry(prNumber, state, { bisectionGroupLimit: bisecting ? 1 : null, position: state === "testing" ? prNumber : null });
   const queue = (entries: EngineEntry[]): EngineQueue =>
     ({ state: "running", mode: "single", pendingMode: null, settings: {} as EngineQueue["settings"], baseSha: "b", merged: [], entries, runs: [], nextRunNumber: 1 }) as EngineQueue;
 

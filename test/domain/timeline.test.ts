@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { estimatesOf } from "../../src/domain/engine/estimates.js";
 import type { EngineEntry, EngineQueue } from "../../src/domain/engine/types.js";
+import { engineEntry } from "./engine-driver.js";
 import { estimateText, ordinal, placeOf, REASONS, sentenceOf, STATUS_DESCRIPTION_MAX, statusDescriptionOf } from "../../src/domain/reasons.js";
 import { EVIDENCE_LIST_MAX, timelineEventOf } from "../../src/domain/timeline.js";
 
@@ -49,20 +50,7 @@ describe("timeline evidence", () => {
 });
 
 describe("position and estimated time to merge", () => {
-  const entry = (prNumber: number, state: EngineEntry["state"], position: number | null = null): EngineEntry => ({
-    prNumber,
-    state,
-    stateChangedAt: 0,
-    priority: 100,
-    submittedAt: prNumber,
-    noBatch: false,
-    ready: true,
-    bisectionGroupLimit: null,
-    reason: state,
-    position,
-    targets: null,
-    directMergeBase: null,
-  });
+  const entry = (prNumber: number, state: EngineEntry["state"], position: number | null = null): EngineEntry => engineEntry(prNumber, state, { position });
   const queue = (entries: EngineEntry[], concurrency: number): EngineQueue => ({
     state: "running",
     mode: "single",

@@ -39,7 +39,8 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
   const out = new Map<number, Estimate>();
   const line = new Line(q);
   const f = stats ? Math.min(stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
-  const merges = stats && q.state !== "paused" ? (q.mode === "parallel" ? null : playForward(q, line, stats.meanSeconds * 1000, now)) : null;
+  const running = runningRuns(q);
+  const merges = stats && q.state !== "paused" ? (q.mode === "parallel" ? null : playForward(q, line, running, stats.meanSeconds * 1000, now)) : null;
   line.entries.forEach((entry, i) => {
     const ahead = q.mode === "parallel" ? line.depsOf(entry.prNumber).length : i;
     const position = { index: ahead + 1, ahead };
@@ -51,7 +52,7 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
         const stretched = Math.round(Math.max(0, (at - now) / 1000) / (1 - f));
         seconds = at <= LATEST_TIMER && now + stretched * 1000 <= LATEST_TIMER ? stretched : null;
       } else {
-        const run = isInFlight(entry.state) ? runningRunOf(q, entry.prNumber) : undefined;
+        const run = isInFlight(entry.state) ? running.get(entry.prNumber) : undefined;
         const elapsed = run ? Math.max(0, (now - run.startedAt) / 1000) : 0;
         const width = Math.max(1, q.settings.concurrency * (q.settings.batch ? Math.max(1, q.settings.batchingMinSize) : 1));
         seconds = Math.round(Math.max(0, Math.ceil(position.index / width) * stats.meanSeconds - elapsed) / (1 - f));
@@ -63,15 +64,18 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
   return out;
 }
 
-function runningRunOf(q: EngineQueue, prNumber: number): EngineRun | undefined {
-  return q.runs.findLast((r) => r.status === "running" && r.tested.includes(prNumber));
+/** Each PR's latest running run, read once for the whole line (the runs in order: a later one wins). */
+function runningRuns(q: EngineQueue): Map<number, EngineRun> {
+  const out = new Map<number, EngineRun>();
+  for (const run of q.runs) if (run.status === "running") for (const pr of run.tested) out.set(pr, run);
+  return out;
 }
 
 /**
  * When each PR of a single line is expected to merge (ms), with runs lasting `duration` and
  * none failing (estimatesOf stretches the result for failures).
  */
-function playForward(q: EngineQueue, line: Line, duration: number, now: number): Map<number, number> {
+function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, EngineRun>, duration: number, now: number): Map<number, number> {
   const out = new Map<number, number>();
   const s = q.settings;
   // The slots: each main run in flight holds one until it ends; the others are free now.
@@ -91,7 +95,7 @@ function playForward(q: EngineQueue, line: Line, duration: number, now: number):
   const entries = line.entries;
   while (i < entries.length) {
     const entry = entries[i]!;
-    const run = isInFlight(entry.state) ? runningRunOf(q, entry.prNumber) : undefined;
+    const run = isInFlight(entry.state) ? running.get(entry.prNumber) : undefined;
     let done: number;
     let group = 1;
     if (run) {
@@ -103,7 +107,7 @@ function playForward(q: EngineQueue, line: Line, duration: number, now: number):
       // Waiting (or its failure being judged, which a run decides again): the next group from here.
       // As the engine groups them: an urgent or noBatch PR alone, and without waiting for a batch.
       const alone = (e: EngineEntry) => e.noBatch || skipsTheLine(e.priority);
-      const joins = (e: EngineEntry) => (!isInFlight(e.state) || !runningRunOf(q, e.prNumber)) && !alone(e) && e.state !== "tests_passed";
+      const joins = (e: EngineEntry) => (!isInFlight(e.state) || !running.has(e.prNumber)) && !alone(e) && e.state !== "tests_passed";
       if (!alone(entry)) while (group < largest && i + group < entries.length && joins(entries[i + group]!)) group++;
       // A short batch starts once the batching wait is over (counted as the engine does, from when its PRs began to wait).
       let since = Infinity;
