@@ -99,6 +99,9 @@ export type SimResult = {
   unfinished: number;
   ciRuns: number;
   ciRunsPerMerge: number;
+  /** CI spent over the steady-state window (runs in flight on average, cancelled ones until cancelled), and its most at once. */
+  runsInFlightMean: number;
+  runsInFlightMax: number;
   flakeEjections: number;
   badMerges: number;
   /** Broken PRs that ended failed: (when failed − end of the first CI run that tested them) / T, p95 and max; null: none. */
@@ -155,6 +158,8 @@ type SimRun = {
   /** The tree it tests (treeOf). */
   content: string;
   dueAt: number;
+  /** When this attempt's CI started (virtual ms). */
+  ciStartedAt: number;
   outcome: "passed" | "failed";
   /** Per-test workloads: this attempt's failed tests, and whether its results were uploaded. */
   failures: TestFailure[];
@@ -229,11 +234,13 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     if (!run) return false;
     for (const n of run.stack) if (!this.firstTestedAt.has(n)) this.firstTestedAt.set(n, run.dueAt);
     if (run.failures.length > 0 && run.failures.every((f) => this.suite!.flakyModes.has(f.test))) this.flakyFailures++;
+    this.ciSpans.push([run.ciStartedAt, run.dueAt]);
+    if (process.env.SIM_DEBUG_RUNS) this.debugRuns.push(`${run.outcome}:${run.stack.length}`);
     return this.running.delete(id);
   }
 
   /** A run's CI, from its start: its outcome and, per test, its failures. CI time varies by ±10% around its mean. */
-  #runCi(run: Pick<SimRun, "stack">): Pick<SimRun, "outcome" | "failures" | "dueAt" | "uploaded"> {
+  #runCi(run: Pick<SimRun, "stack">): Pick<SimRun, "outcome" | "failures" | "dueAt" | "uploaded" | "ciStartedAt"> {
     // A broken PR breaks the runs that test it (one merged all the same is counted as a bad merge).
     const brokenPrs = run.stack.filter((n) => this.prs.get(n)?.broken);
     let failures: TestFailure[] = [];
@@ -244,7 +251,7 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     } else outcome = brokenPrs.length > 0 || this.random() < this.workload.flakeRate ? "failed" : "passed";
     const dueAt = this.now() + this.workload.ciMinutes * MINUTE * (0.9 + 0.2 * this.random());
     this.ciRuns++;
-    return { outcome, failures, dueAt, uploaded: false };
+    return { outcome, failures, dueAt, uploaded: false, ciStartedAt: this.now() };
   }
 
   /** The run's JUnit report (per-test workloads). */
@@ -314,8 +321,17 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
   /** Runs cancelled while their CI was in flight. */
   cancelled = 0;
 
+  /** Every CI attempt's [start, end] (virtual ms): what CI was spent, cancelled runs up to their cancelling. */
+  readonly ciSpans: [number, number][] = [];
+  readonly debugRuns: string[] = [];
+
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
-    if (this.running.has(testBranch)) this.cancelled++;
+    const run = this.running.get(testBranch);
+    if (run) {
+      this.cancelled++;
+      if (process.env.SIM_DEBUG_RUNS) this.debugRuns.push(`cancelled:${run.stack.length}`);
+      this.ciSpans.push([run.ciStartedAt, this.now()]);
+    }
     this.running.delete(testBranch);
     this.runs.delete(testBranch);
   }
@@ -582,6 +598,12 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         console.log(
           `PR ${p.number}: arrived ${(p.arrivedAt / MINUTE).toFixed(0)} min, estimated ${p.estimatedAt === null ? "-" : ((p.estimatedAt! - p.arrivedAt) / MINUTE).toFixed(0)} min, took ${((p.doneAt! - p.arrivedAt) / MINUTE).toFixed(0)} min`,
         );
+    if (process.env.SIM_DEBUG_RUNS) {
+      const counts = new Map<string, number>();
+      for (const k of codeHost.debugRuns) counts.set(k.split(":")[0]!, (counts.get(k.split(":")[0]!) ?? 0) + 1);
+      const sizes = codeHost.debugRuns.map((k) => Number(k.split(":")[1]));
+      console.log(JSON.stringify(Object.fromEntries(counts)), "mean stack", (sizes.reduce((a, b) => a + b, 0) / sizes.length).toFixed(1));
+    }
     const urgentPrs = submitted.filter((p) => p.urgent);
     const urgentTimes = urgentPrs.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
     const bound = theoreticalBound(strategy, workload);
@@ -597,6 +619,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       unfinished: good.filter((p) => p.outcome !== "merged").length,
       ciRuns: codeHost.ciRuns,
       ciRunsPerMerge: round(codeHost.ciRuns / Math.max(merged, 1), 2),
+      ...spendOf(codeHost.ciSpans, warmup, arrivalEnd),
       flakeEjections,
       badMerges: codeHost.badMerges,
       brokenLatencyP95: latencies.length > 0 ? round(percentile(latencies, 95), 2) : null,
@@ -637,6 +660,21 @@ function settingsOfThisBuild(strategy: Strategy): Strategy["settings"] {
   if (supportsFlakeHandling) return strategy.settings;
   if ((flakeHandling ?? "off") !== "off") throw new UnsupportedSettings(`flakeHandling "${flakeHandling}" is not supported by this build`);
   return settings;
+}
+
+/** CI runs in flight over [from, to]: on average, and at most. */
+function spendOf(spans: readonly [number, number][], from: number, to: number): { runsInFlightMean: number; runsInFlightMax: number } {
+  let spent = 0;
+  const edges: [number, number][] = [];
+  for (const [a, b] of spans) {
+    spent += Math.max(0, Math.min(b, to) - Math.max(a, from));
+    edges.push([a, 1], [b, -1]);
+  }
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of edges) max = Math.max(max, (now += d));
+  return { runsInFlightMean: round(spent / Math.max(1, to - from), 2), runsInFlightMax: max };
 }
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;

@@ -309,6 +309,8 @@ function pureEngineCost(w: Workload, count: number, strategy: Strategy): { wallM
       batchingMinSize: s.batchingMinSize ?? 4,
       optimizationMode: s.optimizationMode ?? "off",
       directMergeMode: "off",
+      ciBudget: s.ciBudget ?? 0,
+      tuning: s.tuning ?? "fixed",
     },
     baseSha: "h0",
     merged: [],

@@ -4,6 +4,13 @@ export const DIRECT_MERGE_MODES = ["off", "always"] as const;
 export const OPTIMIZATION_MODES = ["off", "bisection_skip_redundant_tests"] as const;
 export const MERGE_METHODS = ["merge_commit", "squash", "rebase"] as const;
 /**
+ * How a queue picks its runs in flight and batch sizes (docs/engine.md, "CI budget and adaptive
+ * tuning"): fixed — as its settings say; adaptive — the engine picks them within concurrency,
+ * bisectionConcurrency and ciBudget from the failure rate it observes.
+ */
+export const TUNING_MODES = ["fixed", "adaptive"] as const;
+export type Tuning = (typeof TUNING_MODES)[number];
+/**
  * What a failed required check's test results decide (docs/flaky-queue.md): off — every
  * failure counts; quarantined — failures of quarantined tests (and of tests that passed on a
  * retry in the run) do not count; retry_flaky — as quarantined, and failures of known-flaky
@@ -53,6 +60,9 @@ export type QueueSettings = {
   flakeHandling: FlakeHandling;
   /** Re-runs of a run's failed jobs for known-flaky failures (retry_flaky), 0 to MAX_FLAKY_RETRIES. */
   flakyRetries: number;
+  /** The most testing runs in flight at once, main line and bisection together; 0 = no cap beyond concurrency + bisectionConcurrency. */
+  ciBudget: number;
+  tuning: Tuning;
 };
 
 /** Defaults for a new queue; docs/decisions.md explains each choice. */
@@ -77,6 +87,8 @@ export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
   mergeMethod: "squash",
   flakeHandling: "quarantined",
   flakyRetries: 1,
+  ciBudget: 0,
+  tuning: "fixed",
 };
 
 export type QueueSettingsUpdate = Partial<Omit<QueueSettings, "requiredStatuses">> & {

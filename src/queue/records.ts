@@ -1,3 +1,4 @@
+import { capacityOf } from "../domain/engine/capacity.js";
 import { skipsTheLine } from "../domain/priority.js";
 import type { QueueSettings, RequiredStatusesSource } from "../domain/queue-settings.js";
 import type { Readiness } from "../domain/readiness.js";
@@ -7,7 +8,10 @@ import type { QueueEntry } from "../store/entries.js";
 import type { Queue } from "../store/queues.js";
 
 /** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
-export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string } & RequiredStatuses;
+export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string; tuned?: TunedRecord } & RequiredStatuses;
+
+/** Adaptive tuning's picks as getQueue shows them (domain/engine/capacity.ts). */
+export type TunedRecord = { concurrency: number; bisectionConcurrency: number; largestBatch: number; observedFailureRate: number };
 
 /**
  * The statuses a queue requires, as the API shows them: a list even when the queue sets none,
@@ -46,11 +50,20 @@ export function settingsOf(queue: Queue): QueueSettings {
     mergeMethod: queue.mergeMethod,
     flakeHandling: queue.flakeHandling,
     flakyRetries: queue.flakyRetries,
+    ciBudget: queue.ciBudget,
+    tuning: queue.tuning,
   };
 }
 
 export function toQueueRecord(queue: Queue, host: RequiredChecks): QueueRecord {
-  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue, host) };
+  const capacity = capacityOf({ settings: queue, observed: queue.observed });
+  const tuned = capacity.adaptive && {
+    concurrency: capacity.concurrency,
+    bisectionConcurrency: capacity.bisectionConcurrency,
+    largestBatch: capacity.largestBatch,
+    observedFailureRate: Math.round(capacity.adaptive.failureRate * 10_000) / 10_000,
+  };
+  return { state: queue.state, branch: queue.branch, ...settingsOf(queue), ...requiredStatusesOf(queue, host), ...(tuned ? { tuned } : {}) };
 }
 
 /** A queue entry as getQueue lists it (Trunk's merge-item record without readiness). */

@@ -233,12 +233,15 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
         batchingMinSize: queue.batchingMinSize,
         optimizationMode: queue.optimizationMode,
         directMergeMode: queue.directMergeMode,
+        ciBudget: queue.ciBudget,
+        tuning: queue.tuning,
       },
       baseSha: queue.baseSha ?? "",
       merged: queue.mergedPrs,
       entries: entries.map((entry) => toEngineEntry(entry, uploaded.get(entry.prNumber))),
       runs: runs.map(toEngineRun),
       nextRunNumber: queue.nextRunNumber,
+      observed: queue.observed,
     },
   };
 }
@@ -325,8 +328,20 @@ export async function saveDecision(
   // The worker claims the queue when its effects or its timer are due (src/store/due-queues.ts):
   // one mark, at the earlier (a claim's release finds the timer again: nextDueOfQueue).
   const dueAt = Math.min(effects.length > 0 ? now.getTime() : Number.POSITIVE_INFINITY, timer?.at ?? Number.POSITIVE_INFINITY);
-  const queueUpdate = `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING "version"`;
-  const queueParams = [next.state, next.mode, next.pendingMode, next.baseSha || null, JSON.stringify(next.merged), next.nextRunNumber, timer ? new Date(timer.at) : null, now, queue.id];
+  const queueUpdate = `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "observedFailures" = ?, "observedExposures" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING "version"`;
+  const queueParams = [
+    next.state,
+    next.mode,
+    next.pendingMode,
+    next.baseSha || null,
+    JSON.stringify(next.merged),
+    next.nextRunNumber,
+    next.observed?.failures ?? 0,
+    next.observed?.exposures ?? 0,
+    timer ? new Date(timer.at) : null,
+    now,
+    queue.id,
+  ];
   let version: number;
   if (sql.kind === "postgres") {
     // One round trip for the decision's last four writes (its effects, the due mark, the queue's
@@ -365,6 +380,7 @@ export async function saveDecision(
     baseSha: next.baseSha || null,
     mergedPrs: [...next.merged],
     nextRunNumber: next.nextRunNumber,
+    observed: next.observed ?? queue.observed,
     timerAt: timer ? new Date(timer.at) : null,
     // As the database answered it: the key the runner compares the next lock's with.
     version,

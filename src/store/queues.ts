@@ -1,5 +1,6 @@
 import type { Queue as QueueRow } from "../generated/sqlite/client.js";
-import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
+import type { Observed } from "../domain/engine/capacity.js";
+import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MERGE_METHODS, OPTIMIZATION_MODES, TUNING_MODES, type QueueSettings, type QueueSettingsUpdate } from "../domain/queue-settings.js";
 import { QUEUE_MODES, QUEUE_STATES, type PrState, type QueueMode, type QueueState } from "../domain/states.js";
 import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
 import { sqlOf, type Database, type Tx } from "./database.js";
@@ -20,6 +21,8 @@ export type Queue = QueueSettings & {
   /** Merges decided and not yet confirmed by the code host, in order. */
   mergedPrs: number[];
   nextRunNumber: number;
+  /** What the engine observed of the queue's main-line runs (domain/engine/capacity.ts). */
+  observed: Observed;
   timerAt: Date | null;
   /** The blockedReason code last published as queue.blocked; null when unblocked (docs/webhooks.md). */
   publishedBlockedReason: string | null;
@@ -63,10 +66,13 @@ export function toQueue(row: QueueRow): Queue {
     mergeMethod: oneOf(MERGE_METHODS, row.mergeMethod, "Queue.mergeMethod"),
     flakeHandling: oneOf(FLAKE_HANDLING_MODES, row.flakeHandling, "Queue.flakeHandling"),
     flakyRetries: Number(row.flakyRetries),
+    ciBudget: Number(row.ciBudget),
+    tuning: oneOf(TUNING_MODES, row.tuning, "Queue.tuning"),
     baseSha: row.baseSha,
     targetHead: row.targetHead,
     mergedPrs: jsonNumbers(row.mergedPrs, "Queue.mergedPrs"),
     nextRunNumber: row.nextRunNumber,
+    observed: { failures: Number(row.observedFailures), exposures: Number(row.observedExposures) },
     timerAt: row.timerAt,
     publishedBlockedReason: row.blockedReason,
     version: row.version,

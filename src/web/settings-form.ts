@@ -50,6 +50,8 @@ export const SETTING_LABELS: Record<string, string> = {
   mergeMethod: "Merge method",
   flakeHandling: "Flaky test handling",
   flakyRetries: "Re-runs for known-flaky failures",
+  ciBudget: "CI budget: most runs at once (0 = none)",
+  tuning: "Tuning (adaptive picks runs and batch sizes)",
   statusCheckEnabled: "Set a status on pull requests",
   requiredStatuses: "Required checks",
   deleteRequiredStatuses: "Clear the required checks",

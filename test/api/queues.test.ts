@@ -43,6 +43,8 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       mergeMethod: "squash",
       flakeHandling: "quarantined",
       flakyRetries: 1,
+      ciBudget: 0,
+      tuning: "fixed",
     });
     const fetched = await server.api.ok("getQueue", queueOf("defaults"));
     expect(fetched).toEqual({ ...created, neverSeenRequiredChecks: [], blockedReason: null, enqueuedPullRequests: [] });

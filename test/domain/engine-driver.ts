@@ -16,6 +16,8 @@ export function settings(overrides: Partial<EngineSettings> = {}): EngineSetting
     batchingMinSize: 2,
     optimizationMode: "off",
     directMergeMode: "off",
+    ciBudget: 0,
+    tuning: "fixed",
     ...overrides,
   };
 }

@@ -73,6 +73,8 @@ const settingsArb: fc.Arbitrary<Partial<EngineSettings>> = fc.record({
   batchingMinSize: fc.integer({ min: 1, max: 5 }),
   optimizationMode: fc.constantFrom("off" as const, "bisection_skip_redundant_tests" as const),
   directMergeMode: fc.constantFrom("off" as const, "always" as const),
+  ciBudget: fc.integer({ min: 0, max: 6 }),
+  tuning: fc.constantFrom("fixed" as const, "adaptive" as const),
 });
 
 /** A change on a branch: a PR, or a push made outside the queue (it touches everything). */
@@ -120,6 +122,8 @@ class Checked extends EngineDriver {
       if (entry.state === "merged") expect(this.mergedOnce.has(entry.prNumber)).toBe(true);
     }
     this.checkNoStall(effects);
+    // The CI budget holds whatever happens: never more runs in flight than it allows.
+    if (this.q.settings.ciBudget > 0) expect(this.q.runs.filter((r) => r.status === "running").length).toBeLessThanOrEqual(this.q.settings.ciBudget);
     return effects;
   }
 

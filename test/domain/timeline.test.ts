@@ -67,6 +67,8 @@ describe("position and estimated time to merge", () => {
       batchingMinSize: 4,
       optimizationMode: "off",
       directMergeMode: "off",
+      ciBudget: 0,
+      tuning: "fixed",
     },
     baseSha: "b",
     merged: [],

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ACTOR_KINDS, OPERATOR_EVENT_KINDS } from "../../domain/timeline.js";
 import { BLOCKED_REASON_CODES } from "../../domain/diagnoses.js";
-import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES } from "../../domain/queue-settings.js";
+import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES, TUNING_MODES } from "../../domain/queue-settings.js";
 import { PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../../domain/states.js";
 import { caseInsensitiveEnum, storableText, ZName, ZPr, ZRepo } from "../shared/schemas.js";
 
@@ -48,6 +48,18 @@ export const ZQueueSettings = z.object({
       "what a failed required check's uploaded test results decide (docs/flaky-queue.md): off (every failure counts), quarantined (default: failures of quarantined tests, or of tests that passed on a retry in the run, do not count), retry_flaky (as quarantined, and failures of known-flaky tests re-run the failed jobs, up to flakyRetries times)",
     ),
   flakyRetries: z.number().int().min(0).max(MAX_FLAKY_RETRIES).optional().describe(`re-runs of a run's failed jobs for known-flaky failures under retry_flaky, 0 to ${MAX_FLAKY_RETRIES} (default 1)`),
+  ciBudget: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_UINT32)
+    .optional()
+    .describe("the most testing runs in flight at once, main line and bisection together: the queue's CI budget; 0 (the default) = no budget beyond concurrency + bisectionConcurrency"),
+  tuning: caseInsensitiveEnum(TUNING_MODES)
+    .optional()
+    .describe(
+      "fixed (default): runs in flight and batch sizes are as the settings say; adaptive: the queue picks them within concurrency, bisectionConcurrency and ciBudget from the failure rate it observes (batches of what waits, no batching wait; batch, batchingMinSize and batchingMaxWaitTimeMinutes are not used; docs/engine.md)",
+    ),
   statusCheckEnabled: z.boolean().optional(),
   requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),
   deleteRequiredStatuses: z.boolean().optional(),
@@ -98,6 +110,17 @@ export const ZQueueRecord = z.strictObject({
   mergeMethod: z.enum(MERGE_METHODS),
   flakeHandling: z.enum(FLAKE_HANDLING_MODES),
   flakyRetries: z.number().int(),
+  ciBudget: z.number().int(),
+  tuning: z.enum(TUNING_MODES),
+  tuned: z
+    .strictObject({
+      concurrency: z.number().int(),
+      bisectionConcurrency: z.number().int(),
+      largestBatch: z.number().int(),
+      observedFailureRate: z.number(),
+    })
+    .optional()
+    .describe("adaptive tuning only: what the queue picks now — main-line and bisection runs in flight at most (within ciBudget), the largest batch, and the per-PR failure rate it observed on recent main-line runs"),
 });
 
 export const ZMergeItem = z.strictObject({

@@ -1,4 +1,5 @@
 import { runIdOf } from "./run-ids.js";
+import { capacityOf, NOTHING_OBSERVED, observe } from "./capacity.js";
 import { settledRuns } from "./archive.js";
 import type { PrState } from "../states.js";
 import { skipsTheLine } from "../priority.js";
@@ -138,6 +139,8 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       run.status = event.outcome;
       run.failure = event.outcome === "failed" ? (event.failure ?? "tests_failed") : null;
       run.finishedAt = ctx.now;
+      // What adaptive tuning learns from (kept whatever the tuning, so switching to it starts informed).
+      q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
       return;
     }
     case "run_rerun": {
@@ -397,7 +400,7 @@ function mainLineInFlight(line: Line): boolean {
  */
 function bisect(ctx: Context, run: EngineRun): void {
   const { q } = ctx;
-  const limit = Math.ceil(run.tested.length / Math.max(2, q.settings.bisectionConcurrency));
+  const limit = Math.ceil(run.tested.length / Math.max(2, capacityOf(q).bisectionConcurrency));
   if (run.kind === "main") {
     // Results of an earlier bisection of these PRs say nothing about this one.
     for (const old of q.runs) if (old.kind === "bisection" && old.status !== "running" && old.tested.some((pr) => run.tested.includes(pr))) old.status = "cancelled";
@@ -511,19 +514,20 @@ function finishModeSwitch(ctx: Context): void {
   q.state = "running";
 }
 
-/** The largest batch formed from pending PRs; see docs/engine.md for the policy. */
-export function maxBatchSize(settings: EngineQueue["settings"]): number {
-  return Math.max(1, settings.batchingMinSize * 2);
-}
-
 function startRuns(ctx: Context): void {
   const { q } = ctx;
   ctx.batchDeadline = undefined;
   if (q.state === "paused" || q.state === "switching_modes") return;
   const line = new Line(q);
+  const capacity = capacityOf(q);
   const running = (kind: EngineRun["kind"]) => q.runs.filter((r) => r.status === "running" && r.kind === kind).length;
-  let mainSlots = q.settings.concurrency - running("main");
-  let bisectionSlots = q.settings.bisectionConcurrency - running("bisection");
+  let mainSlots = capacity.concurrency - running("main");
+  let bisectionSlots = capacity.bisectionConcurrency - running("bisection");
+  // The CI budget caps both kinds together; PRs being bisected come first in line, so they take their share first.
+  let budgetLeft = capacity.budget - running("main") - running("bisection");
+  // Adaptive tuning: how many main-line PRs wait (batches spread them over the free slots).
+  let waitingMain = 0;
+  if (capacity.adaptive) for (const e of line.entries) if (e.bisectionGroupLimit === null && e.state === "pending") waitingMain++;
 
   // Every PR is considered in line order; one that cannot start yet holds back only the PRs
   // that depend on it (they would need it in flight under them).
@@ -536,10 +540,11 @@ function startRuns(ctx: Context): void {
     }
     // A direct merge takes the PR out of the line: decide the rest on the line without it.
     if (mergeDirectly(ctx, line, entry)) return;
-    const group = groupFrom(q, line, i);
     const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
-    if (kind === "main" && q.settings.batch && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < q.settings.batchingMinSize) {
-      const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + q.settings.batchingMaxWaitTimeMinutes * MINUTE;
+    const spread = capacity.adaptive && kind === "main" ? Math.ceil(waitingMain / Math.max(1, Math.min(mainSlots, budgetLeft))) : undefined;
+    const group = groupFrom(line, i, capacity.largestBatch, spread);
+    if (kind === "main" && capacity.smallestBatch > 1 && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < capacity.smallestBatch) {
+      const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + capacity.batchWaitMinutes * MINUTE;
       // Wait to fill the batch; the main PRs behind would only join it.
       if (ctx.now < deadline) {
         ctx.batchDeadline = Math.min(ctx.batchDeadline ?? Infinity, deadline);
@@ -547,7 +552,7 @@ function startRuns(ctx: Context): void {
         continue;
       }
     }
-    if (kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) {
+    if ((kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) || budgetLeft <= 0) {
       i += group.length;
       continue;
     }
@@ -564,7 +569,9 @@ function startRuns(ctx: Context): void {
       ctx.effects.push({ kind: "start_run", runId: run.id, baseSha: run.baseSha, stack, tested });
       if (kind === "main") mainSlots--;
       else bisectionSlots--;
+      budgetLeft--;
     }
+    if (kind === "main") waitingMain -= group.length;
     q.runs.push(run);
     group.forEach((member, index) => {
       move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection", undefined, { runId: run.id });
@@ -592,14 +599,15 @@ function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
 }
 
 /**
- * The PRs that start testing together from line[i]: one PR, a batch, or a bisection group. An
+ * The PRs that start testing together from line[i]: one PR, a batch (of at most `largestBatch`,
+ * and `spread` when adaptive tuning spreads the waiting PRs over its free slots), or a bisection group. An
  * urgent PR is tested alone and at once (no batch to fill): a batch would make its landing wait
  * on the others' luck, and a failed batch on its bisection.
  */
-function groupFrom(q: EngineQueue, line: Line, i: number): EngineEntry[] {
+function groupFrom(line: Line, i: number, largestBatch: number, spread?: number): EngineEntry[] {
   const first = line.entries[i]!;
   const alone = first.noBatch || skipsTheLine(first.priority);
-  const limit = first.bisectionGroupLimit ?? (q.settings.batch && !alone ? maxBatchSize(q.settings) : 1);
+  const limit = first.bisectionGroupLimit ?? (alone ? 1 : Math.max(1, Math.min(largestBatch, spread ?? largestBatch)));
   const group = [first];
   const members = new Set([first.prNumber]);
   for (let j = i + 1; j < line.entries.length && group.length < limit; j++) {

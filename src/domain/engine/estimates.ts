@@ -1,5 +1,6 @@
 import { Line } from "./line.js";
-import { LATEST_TIMER, maxBatchSize } from "./engine.js";
+import { LATEST_TIMER } from "./engine.js";
+import { capacityOf } from "./capacity.js";
 import { isInFlight } from "./order.js";
 import { skipsTheLine } from "../priority.js";
 import type { EngineEntry, EngineQueue, EngineRun } from "./types.js";
@@ -54,7 +55,8 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
       } else {
         const run = isInFlight(entry.state) ? running.get(entry.prNumber) : undefined;
         const elapsed = run ? Math.max(0, (now - run.startedAt) / 1000) : 0;
-        const width = Math.max(1, q.settings.concurrency * (q.settings.batch ? Math.max(1, q.settings.batchingMinSize) : 1));
+        const capacity = capacityOf(q);
+        const width = Math.max(1, Math.min(capacity.concurrency, capacity.budget) * Math.max(1, capacity.adaptive ? capacity.largestBatch : capacity.smallestBatch));
         seconds = Math.round(Math.max(0, Math.ceil(position.index / width) * stats.meanSeconds - elapsed) / (1 - f));
       }
     }
@@ -77,10 +79,11 @@ function runningRuns(q: EngineQueue): Map<number, EngineRun> {
  */
 function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, EngineRun>, duration: number, now: number): Map<number, number> {
   const out = new Map<number, number>();
-  const s = q.settings;
-  // The slots: each main run in flight holds one until it ends; the others are free now.
+  const capacity = capacityOf(q);
+  // The slots: each main run in flight holds one until it ends; the others are free now (as
+  // many as the queue runs at once, within its CI budget).
   const slots: number[] = q.runs.filter((r) => r.status === "running" && r.kind === "main").map((r) => Math.max(now, r.startedAt + duration));
-  while (slots.length < Math.max(1, s.concurrency)) slots.push(now);
+  while (slots.length < Math.max(1, Math.min(capacity.concurrency, capacity.budget))) slots.push(now);
   const takeSlot = (at: number) => {
     let best = 0;
     for (let i = 1; i < slots.length; i++) if (slots[i]! < slots[best]!) best = i;
@@ -88,8 +91,8 @@ function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, En
     slots[best] = start + duration;
     return start + duration;
   };
-  const largest = s.batch ? maxBatchSize(s) : 1;
-  const smallest = s.batch ? Math.max(1, s.batchingMinSize) : 1;
+  const largest = capacity.largestBatch;
+  const smallest = capacity.smallestBatch;
   let previous = now;
   let i = 0;
   const entries = line.entries;
@@ -112,7 +115,7 @@ function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, En
       // A short batch starts once the batching wait is over (counted as the engine does, from when its PRs began to wait).
       let since = Infinity;
       for (let k = 0; k < group; k++) since = Math.min(since, entries[i + k]!.stateChangedAt);
-      const ready = group < smallest && !alone(entry) ? since + s.batchingMaxWaitTimeMinutes * 60_000 : now;
+      const ready = group < smallest && !alone(entry) ? since + capacity.batchWaitMinutes * 60_000 : now;
       done = ready > LATEST_TIMER ? Infinity : takeSlot(ready);
     }
     for (let k = 0; k < group; k++) {

@@ -1,5 +1,6 @@
 import type { QueueSettings } from "../queue-settings.js";
 import type { PrState, QueueMode, QueueState } from "../states.js";
+import type { Observed } from "./capacity.js";
 
 /**
  * The queue engine's view of a queue: plain data, loaded from and saved to the store by the
@@ -18,6 +19,8 @@ export type EngineSettings = Pick<
   | "batchingMinSize"
   | "optimizationMode"
   | "directMergeMode"
+  | "ciBudget"
+  | "tuning"
 >;
 
 /** A PR's impacted targets: "ALL", or a list (empty = impacts nothing). */
@@ -99,6 +102,8 @@ export type EngineQueue = {
   runs: EngineRun[];
   /** Source of run ids; bumped for every run started. */
   nextRunNumber: number;
+  /** What the queue observed of its main-line runs (adaptive tuning reads it); absent: nothing yet. */
+  observed?: Observed;
 };
 
 export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed";
