@@ -235,7 +235,6 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     for (const n of run.stack) if (!this.firstTestedAt.has(n)) this.firstTestedAt.set(n, run.dueAt);
     if (run.failures.length > 0 && run.failures.every((f) => this.suite!.flakyModes.has(f.test))) this.flakyFailures++;
     this.ciSpans.push([run.ciStartedAt, run.dueAt]);
-    if (process.env.SIM_DEBUG_RUNS) this.debugRuns.push(`${run.outcome}:${run.stack.length}`);
     return this.running.delete(id);
   }
 
@@ -323,13 +322,11 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
 
   /** Every CI attempt's [start, end] (virtual ms): what CI was spent, cancelled runs up to their cancelling. */
   readonly ciSpans: [number, number][] = [];
-  readonly debugRuns: string[] = [];
 
   async cancelTestRun(_repo: RepoRef, testBranch: string): Promise<void> {
     const run = this.running.get(testBranch);
     if (run) {
       this.cancelled++;
-      if (process.env.SIM_DEBUG_RUNS) this.debugRuns.push(`cancelled:${run.stack.length}`);
       this.ciSpans.push([run.ciStartedAt, this.now()]);
     }
     this.running.delete(testBranch);
@@ -598,12 +595,6 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         console.log(
           `PR ${p.number}: arrived ${(p.arrivedAt / MINUTE).toFixed(0)} min, estimated ${p.estimatedAt === null ? "-" : ((p.estimatedAt! - p.arrivedAt) / MINUTE).toFixed(0)} min, took ${((p.doneAt! - p.arrivedAt) / MINUTE).toFixed(0)} min`,
         );
-    if (process.env.SIM_DEBUG_RUNS) {
-      const counts = new Map<string, number>();
-      for (const k of codeHost.debugRuns) counts.set(k.split(":")[0]!, (counts.get(k.split(":")[0]!) ?? 0) + 1);
-      const sizes = codeHost.debugRuns.map((k) => Number(k.split(":")[1]));
-      console.log(JSON.stringify(Object.fromEntries(counts)), "mean stack", (sizes.reduce((a, b) => a + b, 0) / sizes.length).toFixed(1));
-    }
     const urgentPrs = submitted.filter((p) => p.urgent);
     const urgentTimes = urgentPrs.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
     const bound = theoreticalBound(strategy, workload);

@@ -96,8 +96,18 @@ async function runGoals(): Promise<void> {
     ...single,
     { name: "greenline-batch-3x6", description: "batches of 3–6, 6 in flight, bisection pool 6, optimistic + depth 2", settings: deeper(3, 6, 6) },
     { name: "greenline-batch-4x6", description: "batches of 4–8, 6 in flight, bisection pool 8, optimistic + depth 2", settings: deeper(4, 6, 8) },
+    {
+      name: "greenline-adaptive",
+      description: "adaptive tuning (batches of what waits over the free slots, largest from the observed failure rate), up to 12 in flight, bisection pool 8, optimistic + depth 2, no CI budget",
+      settings: { tuning: "adaptive", concurrency: 12, bisectionConcurrency: 8, canOptimisticallyMerge: true, pendingFailureDepth: 2, optimizationMode: "bisection_skip_redundant_tests" },
+    },
   ];
   const goalWorkload = (rate: number): Workload => ({ ...workload(rate, 0.05), name: `single-${rate}: ${rate}/h, 5% flaky` });
+  if (process.argv.includes("--budget-only")) {
+    console.log(`# bench:queue --goals --budget-only — ${machine()}\n`);
+    console.log(JSON.stringify({ ciBudget: await runBudgets(strategies.find((st) => st.name === "greenline-batch-3x6")!, goalWorkload(30)) }));
+    return;
+  }
   console.log(`# bench:queue --goals — ${machine()}`);
   console.log(`T = ${T} min, 3% of PRs broken, 5% of runs flaky, one line; arrivals for ${goalWorkload(30).hours} h, then 4 h more.`);
   console.log("Bound: N·B·(1−p)^B / T for batching (B the largest batch), (1−p)(1−(1−p)^N)/(p·T) for a speculative chain, capped by the good arrivals (docs/benchmarks.md).\n");
@@ -106,15 +116,15 @@ async function runGoals(): Promise<void> {
   for (const rate of [30, 60]) {
     const w = goalWorkload(rate);
     console.log(`## ${w.name}`);
-    console.log("| strategy | arrivals/h | merged/h | kept up | bound/h | ratio | mean min | p95 min | p95 / T | CI runs/merge | estimate error p50 / p90 | flake ejections | bad merges |");
-    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    console.log("| strategy | arrivals/h | merged/h | kept up | bound/h | ratio | mean min | p95 min | p95 / T | CI runs/merge | CI runs in flight (mean) | estimate error p50 / p90 | flake ejections | bad merges |");
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     const rows: SimResult[] = [];
     for (const strategy of strategies) {
       const r = await simulate(strategy, w, { kind: "sqlite" }, { estimates: true });
       rows.push(r);
       const kept = r.throughputPerHour / r.arrivalsPerHour;
       console.log(
-        `| ${r.strategy} | ${r.arrivalsPerHour} | ${r.throughputPerHour} | ${(kept * 100).toFixed(1)}% | ${r.boundPerHour} | ${r.ratioToBound} | ${r.meanTimeInQueueMinutes} | ${r.p95TimeInQueueMinutes} | ${(r.p95TimeInQueueMinutes / T).toFixed(1)} | ${r.ciRunsPerMerge} | ${r.estimateErrorP50 ?? "-"} / ${r.estimateErrorP90 ?? "-"} | ${r.flakeEjections} | ${r.badMerges} |`,
+        `| ${r.strategy} | ${r.arrivalsPerHour} | ${r.throughputPerHour} | ${(kept * 100).toFixed(1)}% | ${r.boundPerHour} | ${r.ratioToBound} | ${r.meanTimeInQueueMinutes} | ${r.p95TimeInQueueMinutes} | ${(r.p95TimeInQueueMinutes / T).toFixed(1)} | ${r.ciRunsPerMerge} | ${r.runsInFlightMean} | ${r.estimateErrorP50 ?? "-"} / ${r.estimateErrorP90 ?? "-"} | ${r.flakeEjections} | ${r.badMerges} |`,
       );
     }
     const keepsUp = (r: SimResult) => r.throughputPerHour >= 0.95 * r.arrivalsPerHour && r.badMerges === 0;
@@ -160,10 +170,69 @@ async function runGoals(): Promise<void> {
   }
   console.log(`\nGoal (flake ejections < 0.5% of entries): ${Object.values(ejections).every((x) => x < 0.005) ? "met" : "not met"} (runs flaking as a whole, flakeHandling not involved)\n`);
   summary.flakeEjectionShareAt10 = ejections;
+  summary.ciBudget = await runBudgets(strategies.find((st) => st.name === (summary["single-30"] as { strategy: string }).strategy)!, goalWorkload(30));
   summary.estimateP90RelativeError = estimateP90;
   summary.urgentP95Minutes = u.urgent!.p95Minutes;
   summary.urgentRunsCancelled = u.urgent!.runsCancelled;
   console.log(JSON.stringify(summary));
+}
+
+/**
+ * Goal 5 (issue 24): the CI budget. Today's best strategy at 30/h spends S (CI runs in flight on
+ * average over the steady window); adaptive tuning is given a budget (ciBudget, runs in flight at
+ * most) of 25%, 50% and 100% of S, and so is the best strategy itself (fixed tuning, capped), on
+ * BUDGET_SEEDS arrival seeds each (one seed's throughput swings by ±10%). Goal: at 50% of the
+ * spend, ≥ 90% of the best strategy's throughput. `--goals --budget-only`: this section alone,
+ * with the best strategy of the last full goals run (greenline-batch-3x6).
+ */
+async function runBudgets(best: Strategy, w: Workload): Promise<Record<string, unknown>> {
+  const BUDGET_SEEDS = 3;
+  type Mean = { merged: number; p95: number; spend: number; runsPerMerge: number; bad: number; unfinished: number };
+  const over = async (strategy: Strategy): Promise<Mean> => {
+    const rows: SimResult[] = [];
+    for (let k = 0; k < BUDGET_SEEDS; k++) rows.push(await simulate(strategy, { ...w, seed: w.seed + k }, { kind: "sqlite" }));
+    const mean = (f: (r: SimResult) => number) => Math.round((rows.reduce((a, r) => a + f(r), 0) / rows.length) * 100) / 100;
+    return {
+      merged: mean((r) => r.throughputPerHour),
+      p95: mean((r) => r.p95TimeInQueueMinutes),
+      spend: mean((r) => r.runsInFlightMean),
+      runsPerMerge: mean((r) => r.ciRunsPerMerge),
+      bad: mean((r) => r.badMerges),
+      unfinished: mean((r) => r.unfinished),
+    };
+  };
+  const full = await over(best);
+  const adaptive = (budget: number): Strategy => ({
+    name: `adaptive, ciBudget ${budget}`,
+    description: "adaptive tuning within the budget: batches of what waits over the free slots, largest batch from the observed failure rate",
+    settings: { tuning: "adaptive", ciBudget: budget, concurrency: 64, bisectionConcurrency: 8, canOptimisticallyMerge: true, pendingFailureDepth: 2, optimizationMode: "bisection_skip_redundant_tests" },
+  });
+  console.log(`## CI budget (${w.name}; ${BUDGET_SEEDS} seeds each, means)`);
+  console.log(`Today's best strategy, ${best.name}, spends ${full.spend} CI runs in flight on average (its spend S) for ${full.merged} merged/h.\n`);
+  console.log("| share of S | strategy | merged/h | share of best's merged/h | p95 min | spend (runs in flight, mean) | share of S | CI runs/merge | unfinished | bad merges |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
+  const out: Record<string, unknown> = { bestStrategy: best.name, bestSpend: full.spend, bestMergedPerHour: full.merged };
+  for (const share of [0.25, 0.5, 1]) {
+    const budget = Math.max(1, Math.round(share * full.spend));
+    for (const strategy of [adaptive(budget), { ...best, name: `${best.name}, ciBudget ${budget}`, settings: { ...best.settings, ciBudget: budget } }]) {
+      const m = await over(strategy);
+      console.log(
+        `| ${share * 100}% (ciBudget ${budget}) | ${strategy.name} | ${m.merged} | ${((m.merged / full.merged) * 100).toFixed(1)}% | ${m.p95} | ${m.spend} | ${((m.spend / full.spend) * 100).toFixed(1)}% | ${m.runsPerMerge} | ${m.unfinished} | ${m.bad} |`,
+      );
+      if (strategy.name.startsWith("adaptive"))
+        out[`${share * 100}%`] = {
+          ciBudget: budget,
+          mergedPerHour: m.merged,
+          shareOfBest: Math.round((m.merged / full.merged) * 1000) / 1000,
+          p95Minutes: m.p95,
+          spendShare: Math.round((m.spend / full.spend) * 1000) / 1000,
+          badMerges: m.bad,
+        };
+    }
+  }
+  const half = out["50%"] as { shareOfBest: number };
+  console.log(`\nGoal (at 50% of the spend, ≥ 90% of the best strategy's throughput): ${half.shareOfBest >= 0.9 ? "met" : "not met"} (${(half.shareOfBest * 100).toFixed(1)}%)\n`);
+  return out;
 }
 
 /** Today's best strategies against flakes, the flake-aware section's baselines. */

@@ -51,6 +51,10 @@ type Queue = {
   batch: boolean;
   batchingMinSize: number;
   batchingMaxWaitTimeMinutes: number;
+  /** Absent from servers older than issue 24. */
+  ciBudget?: number;
+  tuning?: string;
+  tuned?: { concurrency: number; bisectionConcurrency: number; largestBatch: number; observedFailureRate: number };
   requiredStatuses: string[];
   requiredStatusesSource: string;
   requiredStatusesWarning?: string;
@@ -211,7 +215,12 @@ export async function queueShow(options: QueueOptions, out: Out): Promise<number
   }
   // The engine forms batches of batchingMinSize PRs (fewer after batchingMaxWaitTimeMinutes) up to twice that (docs/engine.md).
   const batching = queue.batch ? `batches of ${queue.batchingMinSize} to ${Math.max(1, queue.batchingMinSize * 2)} PRs (fewer after ${queue.batchingMaxWaitTimeMinutes} min)` : "no batching";
-  out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
+  const budget = queue.ciBudget ? `, CI budget ${queue.ciBudget} run(s) at once` : "";
+  // Adaptive tuning picks the runs and batches itself (docs/engine.md): what it picks now, not the fixed settings.
+  const shape = queue.tuned
+    ? `adaptive tuning: up to ${queue.tuned.concurrency} run(s) in flight, batches of up to ${queue.tuned.largestBatch} PRs (observed failure rate ${(queue.tuned.observedFailureRate * 100).toFixed(1)}% per PR)`
+    : `concurrency ${queue.concurrency}, ${batching}`;
+  out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, ${shape}${budget}`);
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
   if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);

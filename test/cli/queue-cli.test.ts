@@ -117,6 +117,13 @@ describe("greenline pr, queue and targets against a real Greenline (sandbox code
     const batched = await cli(["queue", "show", ...at("show")]);
     expect(batched.stdout.split("\n")[0]).toBe("The queue main of acme/show: paused; single mode, concurrency 1, batches of 3 to 6 PRs (fewer after 5 min)");
     expect((await server.api.ok("getQueue", queueOf("show"))).state).toBe("paused");
+    // Adaptive tuning within a CI budget: what it picks, not the fixed settings.
+    await server.api.ok("updateQueue", { ...queueOf("show"), tuning: "adaptive", ciBudget: 2, concurrency: 5 });
+    const adaptive = await cli(["queue", "show", ...at("show")]);
+    expect(adaptive.stdout.split("\n")[0]).toBe(
+      "The queue main of acme/show: paused; single mode, adaptive tuning: up to 2 run(s) in flight, batches of up to 10 PRs (observed failure rate 5.0% per PR), CI budget 2 run(s) at once",
+    );
+    await server.api.ok("updateQueue", { ...queueOf("show"), tuning: "fixed", ciBudget: 0, concurrency: 1 });
     const resumed = await cli(["queue", "resume", ...at("show")]);
     expect(resumed).toMatchObject({ code: 0, stdout: "greenline: the queue main of acme/show is running\n" });
     expect((await server.api.ok("getQueue", queueOf("show"))).state).toBe("running");

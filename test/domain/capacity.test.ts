@@ -81,6 +81,15 @@ describe("adaptive tuning", () => {
     expect(q.q.observed!.exposures).toBeCloseTo(2 * 0.95 + 2);
   });
 
+  test("a run failing on a broken PR under it is not observed: only the failure judged the run's own is", () => {
+    const q = new EngineDriver({ concurrency: 2 });
+    [1, 2].forEach((n) => q.submit(n));
+    q.fail(2); // #2's run holds #1, still testing: its failure may be #1's
+    expect(q.q.observed ?? NOTHING_OBSERVED).toEqual(NOTHING_OBSERVED);
+    q.fail(1); // #1 heads the line: its failure is its own
+    expect(q.q.observed).toEqual({ failures: 1, exposures: 1 });
+  });
+
   test("the largest batch follows the observed failure rate: small when runs fail often, up to the cap when they pass", () => {
     const adaptive = settings({ tuning: "adaptive", concurrency: 4 });
     let failing: Observed = NOTHING_OBSERVED;

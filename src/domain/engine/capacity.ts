@@ -51,7 +51,12 @@ const DECAY = 0.95;
 const PRIOR_RATE = 0.05;
 const PRIOR_WEIGHT = 10;
 
-/** The observation a finished main-line run adds; conflicts and refused starts say nothing of the tests. */
+/**
+ * The observation a main-line run adds: the engine observes a run that passed when it finishes,
+ * and one that failed once its failure is judged its own (every PR under it merged), never a run
+ * failing on a broken PR under it, which would count one broken PR once per run stacked on it.
+ * Conflicts and refused starts say nothing of the tests.
+ */
 export function observe(observed: Observed, run: Pick<EngineRun, "kind" | "status" | "failure" | "tested">): Observed {
   if (run.kind !== "main" || (run.status !== "passed" && run.status !== "failed")) return observed;
   if (run.status === "failed" && run.failure !== "tests_failed" && run.failure !== "timeout") return observed;

@@ -139,8 +139,10 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       run.status = event.outcome;
       run.failure = event.outcome === "failed" ? (event.failure ?? "tests_failed") : null;
       run.finishedAt = ctx.now;
-      // What adaptive tuning learns from (kept whatever the tuning, so switching to it starts informed).
-      q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
+      // What adaptive tuning learns from (kept whatever the tuning, so switching to it starts
+      // informed): a main run that passed, here; one that failed once the failure is judged its
+      // own (evictFailed) — a run failing on a broken PR under it says nothing of its own PRs.
+      if (run.status === "passed") q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
       return;
     }
     case "run_rerun": {
@@ -474,6 +476,8 @@ function evictFailed(ctx: Context): void {
       });
       if (waitingOnSuccessor) continue;
     }
+    // The failure is the run's own (everything under it merged): what adaptive tuning observes.
+    if (run.kind === "main") q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
     // A batch that failed on its own is bisected; a single PR fails.
     if (run.kind === "main" && run.tested.length > 1) {
       bisect(ctx, run);
