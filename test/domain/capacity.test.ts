@@ -1,6 +1,7 @@
 import { capacityOf, failureRateOf, MAX_ADAPTIVE_BATCH, NOTHING_OBSERVED, observe, type Observed } from "../../src/domain/engine/capacity.js";
 import type { EngineRun } from "../../src/domain/engine/types.js";
-import { EngineDriver, settings } from "./engine-driver.js";
+import { estimatesOf } from "../../src/domain/engine/estimates.js";
+import { EngineDriver, engineEntry, settings } from "./engine-driver.js";
 
 const mainRun = (tested: number[], status: EngineRun["status"], failure: EngineRun["failure"] = status === "failed" ? "tests_failed" : null) => ({ kind: "main" as const, tested, status, failure });
 
@@ -122,5 +123,16 @@ describe("adaptive tuning", () => {
   test("fixed tuning is what the settings say", () => {
     const capacity = capacityOf({ settings: settings({ batch: true, batchingMinSize: 3, concurrency: 2, ciBudget: 5 }) });
     expect(capacity).toMatchObject({ concurrency: 2, budget: 5, largestBatch: 6, smallestBatch: 3, adaptive: null });
+  });
+});
+
+describe("estimates with what the engine observed", () => {
+  test("a run is counted failing as often as its own PRs fail, not as often as runs failed on a PR under them", () => {
+    const now = Date.parse("2026-11-28T10:00:00Z");
+    const queue = { state: "running" as const, mode: "single" as const, pendingMode: null, settings: settings(), baseSha: "b", merged: [], entries: [engineEntry(1, "pending")], runs: [], nextRunNumber: 1 };
+    // 80% of recent main runs failed (most on a broken PR under them); the observed per-PR rate is the prior, 5%.
+    const stats = { runs: 50, meanSeconds: 1800, failureRate: 0.8 };
+    expect(estimatesOf(queue, stats, now).get(1)!.estimatedSecondsToMerge).toBe(9000);
+    expect(estimatesOf({ ...queue, observed: NOTHING_OBSERVED }, stats, now).get(1)!.estimatedSecondsToMerge).toBe(Math.round(1800 / 0.95));
   });
 });

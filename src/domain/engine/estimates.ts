@@ -1,6 +1,6 @@
 import { Line } from "./line.js";
 import { LATEST_TIMER } from "./engine.js";
-import { capacityOf } from "./capacity.js";
+import { capacityOf, failureRateOf } from "./capacity.js";
 import { isInFlight } from "./order.js";
 import { skipsTheLine } from "../priority.js";
 import type { EngineEntry, EngineQueue, EngineRun } from "./types.js";
@@ -30,7 +30,11 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
  * to the largest batch size while enough wait, a smaller one once the batching wait is over; one
  * PR without batching), as soon as one of the `concurrency` slots frees; a PR merges when its
  * run ends and every PR ahead has merged. Its time is then stretched by 1 / (1 − f), f the
- * failure rate of recent main runs (at most 0.9): each failure costs a run again.
+ * chance a main run fails on its own PRs (at most 0.9): each failure costs a run again. f is
+ * 1 − (1 − p)^B from the per-PR rate p the engine observes (domain/engine/capacity.ts) and the
+ * mean batch B; without observations, the share of recent main runs that failed — which counts
+ * every run that failed on a broken PR under it, and made estimates 2–3× too long where many
+ * runs are stacked (issue 24).
  *
  * Lanes (parallel mode): ⌈index / width⌉ × D − elapsed, stretched the same way, with index the
  * PR's place in its lane, width = concurrency × (batchingMinSize when batching, else 1) and
@@ -39,7 +43,7 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
 export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, Estimate> {
   const out = new Map<number, Estimate>();
   const line = new Line(q);
-  const f = stats ? Math.min(stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
+  const f = stats ? Math.min(q.observed ? ownFailureRate(q) : stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
   const running = runningRuns(q);
   const merges = stats && q.state !== "paused" ? (q.mode === "parallel" ? null : playForward(q, line, running, stats.meanSeconds * 1000, now)) : null;
   line.entries.forEach((entry, i) => {
@@ -64,6 +68,13 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
   });
   for (const pr of q.merged) out.set(pr, { position: null, estimatedSecondsToMerge: 0 });
   return out;
+}
+
+/** The chance a main-line run fails on its own PRs: 1 − (1 − p)^B, p the observed per-PR rate, B the mean batch (half the largest with batching). */
+function ownFailureRate(q: EngineQueue): number {
+  const capacity = capacityOf(q);
+  const batch = Math.max(1, (capacity.largestBatch + capacity.smallestBatch) / 2);
+  return 1 - (1 - failureRateOf(q.observed!)) ** batch;
 }
 
 /** Each PR's latest running run, read once for the whole line (the runs in order: a later one wins). */
@@ -96,6 +107,9 @@ function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, En
   let previous = now;
   let i = 0;
   const entries = line.entries;
+  // Adaptive tuning spreads what waits over the slots free when it starts (as the engine does).
+  const waitingFrom: number[] = new Array(entries.length + 1).fill(0);
+  for (let k = entries.length - 1; k >= 0; k--) waitingFrom[k] = waitingFrom[k + 1]! + (isInFlight(entries[k]!.state) && running.has(entries[k]!.prNumber) ? 0 : 1);
   while (i < entries.length) {
     const entry = entries[i]!;
     const run = isInFlight(entry.state) ? running.get(entry.prNumber) : undefined;
@@ -111,7 +125,15 @@ function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, En
       // As the engine groups them: an urgent or noBatch PR alone, and without waiting for a batch.
       const alone = (e: EngineEntry) => e.noBatch || skipsTheLine(e.priority);
       const joins = (e: EngineEntry) => (!isInFlight(e.state) || !running.has(e.prNumber)) && !alone(e) && e.state !== "tests_passed";
-      if (!alone(entry)) while (group < largest && i + group < entries.length && joins(entries[i + group]!)) group++;
+      let limit = largest;
+      if (capacity.adaptive) {
+        let earliest = Infinity;
+        for (const slot of slots) earliest = Math.min(earliest, slot);
+        const at = Math.max(now, earliest);
+        const free = slots.filter((slot) => slot <= at).length;
+        limit = Math.max(1, Math.min(largest, Math.ceil(waitingFrom[i]! / Math.max(1, free))));
+      }
+      if (!alone(entry)) while (group < limit && i + group < entries.length && joins(entries[i + group]!)) group++;
       // A short batch starts once the batching wait is over (counted as the engine does, from when its PRs began to wait).
       let since = Infinity;
       for (let k = 0; k < group; k++) since = Math.min(since, entries[i + k]!.stateChangedAt);
