@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReadCache } from "../src/app/read-cache.js";
+import { MAX_ADAPTIVE_BATCH } from "../src/domain/engine/capacity.js";
 import { createQueue } from "../src/queue/queues.js";
 import { updateFlakySettings } from "../src/flaky/queries.js";
 import { getSubmittedPullRequestJson, setImpactedTargets, submitPullRequest } from "../src/queue/pull-requests.js";
@@ -404,9 +405,13 @@ export function theoreticalBound(strategy: Strategy, workload: Workload): number
   const T = workload.ciMinutes / 60;
   const p = 1 - (1 - workload.realFailureRate) * (1 - workload.flakeRate);
   const s = strategy.settings;
-  const N = s.concurrency ?? 1;
+  const N = Math.min(s.concurrency ?? 1, s.ciBudget ? s.ciBudget : Number.POSITIVE_INFINITY);
   let mu: number;
-  if (s.batch) {
+  if (s.tuning === "adaptive") {
+    // Its largest batch at this failure rate (domain/engine/capacity.ts: ⌊1 / (2p)⌋, at most 16).
+    const B = Math.max(1, Math.min(MAX_ADAPTIVE_BATCH, Math.floor(1 / (2 * p))));
+    mu = (N * B * (1 - p) ** B) / T;
+  } else if (s.batch) {
     const B = (s.batchingMinSize ?? 4) * 2;
     mu = (N * B * (1 - p) ** B) / T;
   } else mu = ((1 - p) * (1 - (1 - p) ** N)) / p / T;
