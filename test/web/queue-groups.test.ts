@@ -41,6 +41,13 @@ describe.each(BACKENDS)("the queue page's lanes and bisection groups on $name", 
     expect(lanes[1]!.runs).toEqual([expect.stringMatching(/^run-\d+ tests #2 on the target branch$/)]);
   });
 
+  test("the queue's tuning and CI budget: what adaptive tuning picks, else the fixed settings", async () => {
+    await server.api.ok("createQueue", { ...queueOf("tuned"), concurrency: 5, ciBudget: 3, tuning: "adaptive" });
+    expect((await acme.get(queuePath("tuned"))).text).toContain("single mode · adaptive tuning: up to 3 run(s), batches of up to 10 · CI budget 3 run(s) at once");
+    await server.api.ok("updateQueue", { ...queueOf("tuned"), tuning: "fixed", ciBudget: 0, batch: true });
+    expect((await acme.get(queuePath("tuned"))).text).toContain("single mode · concurrency 5 · batching</span>");
+  });
+
   test("single mode shows no lanes", async () => {
     await server.api.ok("createQueue", queueOf("single"));
     await server.api.ok("submitPullRequest", prOf(1, "single"));

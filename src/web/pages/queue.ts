@@ -109,7 +109,9 @@ function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Ht
   const { queue } = line;
   return html`<section class="status" id="queue-status" aria-label="Queue state">
 <p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>
-<span class="muted">${queue.mode} mode · concurrency ${queue.concurrency}${queue.batch ? " · batching" : ""}</span></p>
+<span class="muted">${queue.mode} mode · ${
+    queue.tuned ? `adaptive tuning: up to ${queue.tuned.concurrency} run(s), batches of up to ${queue.tuned.largestBatch}` : `concurrency ${queue.concurrency}${queue.batch ? " · batching" : ""}`
+  }${queue.ciBudget > 0 ? ` · CI budget ${queue.ciBudget} run(s) at once` : ""}</span></p>
 ${line.blockedReason ? html`<p class="blocked">${line.blockedReason}</p>` : ""}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
 ${queueActions(viewer, line, address)}
