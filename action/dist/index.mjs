@@ -2215,7 +2215,9 @@ async function queueShow(options, out) {
     return 0;
   }
   const batching = queue.batch ? `batches of ${queue.batchingMinSize} to ${Math.max(1, queue.batchingMinSize * 2)} PRs (fewer after ${queue.batchingMaxWaitTimeMinutes} min)` : "no batching";
-  out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, concurrency ${queue.concurrency}, ${batching}`);
+  const budget = queue.ciBudget ? `, CI budget ${queue.ciBudget} run(s) at once` : "";
+  const shape = queue.tuned ? `adaptive tuning: up to ${queue.tuned.concurrency} run(s) in flight, batches of up to ${queue.tuned.largestBatch} PRs (observed failure rate ${(queue.tuned.observedFailureRate * 100).toFixed(1)}% per PR)` : `concurrency ${queue.concurrency}, ${batching}`;
+  out(`The ${queueName(address)}: ${queue.state}; ${queue.mode} mode, ${shape}${budget}`);
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
   if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);
