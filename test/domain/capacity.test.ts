@@ -37,6 +37,19 @@ describe("CI budget (ciBudget)", () => {
     expect([q.state(3), q.state(4)]).toEqual(["pending", "pending"]);
   });
 
+  test("PRs of higher priority arriving ahead in line do not starve a bisection of the budget", () => {
+    const q = new EngineDriver({ batch: true, batchingMinSize: 2, concurrency: 2, bisectionConcurrency: 2, ciBudget: 1 });
+    [1, 2].forEach((n) => q.submit(n));
+    q.fail(1);
+    expect(q.running()).toEqual([[[1], [1]]]);
+    q.submit(3, { priority: 50, noBatch: true }); // high priority: ahead of the bisection in line
+    q.pass(1);
+    // #1 merges (green on exactly the target); the budget's one run goes to the bisection's other group, not to #3.
+    expect(q.merges()).toEqual([[1]]);
+    expect(q.running()).toEqual([[[1, 2], [2]]]);
+    expect(q.state(3)).toBe("pending");
+  });
+
   test("0 means no budget: concurrency and bisectionConcurrency alone cap the runs", () => {
     const q = new EngineDriver({ concurrency: 3, ciBudget: 0 });
     [1, 2, 3, 4].forEach((n) => q.submit(n));
@@ -130,9 +143,11 @@ describe("estimates with what the engine observed", () => {
   test("a run is counted failing as often as its own PRs fail, not as often as runs failed on a PR under them", () => {
     const now = Date.parse("2026-11-28T10:00:00Z");
     const queue = { state: "running" as const, mode: "single" as const, pendingMode: null, settings: settings(), baseSha: "b", merged: [], entries: [engineEntry(1, "pending")], runs: [], nextRunNumber: 1 };
-    // 80% of recent main runs failed (most on a broken PR under them); the observed per-PR rate is the prior, 5%.
+    // 80% of recent main runs failed (most on a broken PR under them); ten PRs passed on their own: p = 0.5 / 20.
     const stats = { runs: 50, meanSeconds: 1800, failureRate: 0.8 };
     expect(estimatesOf(queue, stats, now).get(1)!.estimatedSecondsToMerge).toBe(9000);
-    expect(estimatesOf({ ...queue, observed: NOTHING_OBSERVED }, stats, now).get(1)!.estimatedSecondsToMerge).toBe(Math.round(1800 / 0.95));
+    expect(estimatesOf({ ...queue, observed: { failures: 0, exposures: 10 } }, stats, now).get(1)!.estimatedSecondsToMerge).toBe(Math.round(1800 / 0.975));
+    // Nothing observed yet (a queue from before the observations): the runs' failure share, as before.
+    expect(estimatesOf({ ...queue, observed: NOTHING_OBSERVED }, stats, now).get(1)!.estimatedSecondsToMerge).toBe(9000);
   });
 });

@@ -54,11 +54,13 @@ export const ZQueueSettings = z.object({
     .min(0)
     .max(MAX_UINT32)
     .optional()
-    .describe("the most testing runs in flight at once, main line and bisection together: the queue's CI budget; 0 (the default) = no budget beyond concurrency + bisectionConcurrency"),
+    .describe(
+      "the most testing runs in flight at once, main line and bisection together: the queue's CI budget (lowered, runs already in flight finish; none starts until they are under it); 0 (the default) = no budget beyond concurrency + bisectionConcurrency",
+    ),
   tuning: caseInsensitiveEnum(TUNING_MODES)
     .optional()
     .describe(
-      "fixed (default): runs in flight and batch sizes are as the settings say; adaptive: the queue picks them within concurrency, bisectionConcurrency and ciBudget from the failure rate it observes (batches of what waits, no batching wait; batch, batchingMinSize and batchingMaxWaitTimeMinutes are not used; docs/engine.md)",
+      "fixed (default): runs in flight and batch sizes are as the settings say; adaptive: up to concurrency main-line runs (and half the budget, rounded up, for bisection) within ciBudget, each testing what waits spread over the free runs, up to a batch size from the failure rate it observes (no batching wait; batch, batchingMinSize and batchingMaxWaitTimeMinutes are not used; docs/engine.md)",
     ),
   statusCheckEnabled: z.boolean().optional(),
   requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),

@@ -16,7 +16,7 @@ import type { EngineQueue, EngineRun, EngineSettings } from "./types.js";
  *   e^(−1/2) ≈ 60% or more), with no batching wait: while slots are free a PR starts at once, and
  *   when they are scarce the line grows and the batches with it;
  * - main-line runs in flight: up to concurrency, within the budget;
- * - the bisection pool gets at most half the budget (at least one run), within bisectionConcurrency.
+ * - the bisection pool gets half the budget, rounded up (at least one run), within bisectionConcurrency.
  */
 export type Capacity = {
   /** Main-line runs in flight at most. */

@@ -477,7 +477,9 @@ function evictFailed(ctx: Context): void {
       if (waitingOnSuccessor) continue;
     }
     // The failure is the run's own (everything under it merged): what adaptive tuning observes.
-    if (run.kind === "main") q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
+    // Judged once: a failed batch judged again later (its PRs were tested since, in bisection or
+    // a retry, and the line made it exact again) is not counted twice.
+    if (run.kind === "main" && !testedSince(q, run)) q.observed = observe(q.observed ?? NOTHING_OBSERVED, run);
     // A batch that failed on its own is bisected; a single PR fails.
     if (run.kind === "main" && run.tested.length > 1) {
       bisect(ctx, run);
@@ -503,6 +505,12 @@ function evictFailed(ctx: Context): void {
  * bisection pool. A real failure fails twice; a flaky one rarely does. Timeouts and conflicts
  * are not retried.
  */
+/** Whether a run started after this one tested any of its PRs. */
+function testedSince(q: EngineQueue, run: EngineRun): boolean {
+  const later = q.runs.slice(q.runs.indexOf(run) + 1);
+  return later.some((r) => r.tested.some((pr) => run.tested.includes(pr)));
+}
+
 function shouldRetry(q: EngineQueue, line: Line, prNumber: number, run: EngineRun): boolean {
   if (run.failure !== "tests_failed" || run.failureConfirmed || run.tested.length !== 1) return false;
   if (line.entries.some((e) => isInFlight(e.state) && line.dependsOn(e.prNumber, prNumber))) return false;
@@ -534,55 +542,59 @@ function startRuns(ctx: Context): void {
   if (capacity.adaptive) for (const e of line.entries) if (e.bisectionGroupLimit === null && e.state === "pending") waitingMain++;
 
   // Every PR is considered in line order; one that cannot start yet holds back only the PRs
-  // that depend on it (they would need it in flight under them).
-  for (let i = 0; i < line.entries.length; ) {
-    const entry = line.entries[i]!;
-    // A PR starts on top of the PRs it depends on, once they are in flight.
-    if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber)) {
-      i++;
-      continue;
-    }
-    // A direct merge takes the PR out of the line: decide the rest on the line without it.
-    if (mergeDirectly(ctx, line, entry)) return;
-    const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
-    const spread = capacity.adaptive && kind === "main" ? Math.ceil(waitingMain / Math.max(1, Math.min(mainSlots, budgetLeft))) : undefined;
-    const group = groupFrom(line, i, capacity.largestBatch, spread);
-    if (kind === "main" && capacity.smallestBatch > 1 && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < capacity.smallestBatch) {
-      const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + capacity.batchWaitMinutes * MINUTE;
-      // Wait to fill the batch; the main PRs behind would only join it.
-      if (ctx.now < deadline) {
-        ctx.batchDeadline = Math.min(ctx.batchDeadline ?? Infinity, deadline);
+  // that depend on it (they would need it in flight under them). Under a CI budget the PRs being
+  // bisected take it first (a pass of their own): PRs of higher priority, ahead of them in line,
+  // must not starve a bisection of the budget.
+  const passes = Number.isFinite(capacity.budget) ? (["bisection", "main"] as const) : ([null] as const);
+  for (const pass of passes)
+    for (let i = 0; i < line.entries.length; ) {
+      const entry = line.entries[i]!;
+      // A PR starts on top of the PRs it depends on, once they are in flight.
+      if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber) || (pass !== null && pass !== (entry.bisectionGroupLimit !== null ? "bisection" : "main"))) {
+        i++;
+        continue;
+      }
+      // A direct merge takes the PR out of the line: decide the rest on the line without it.
+      if (mergeDirectly(ctx, line, entry)) return;
+      const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
+      const spread = capacity.adaptive && kind === "main" ? Math.ceil(waitingMain / Math.max(1, Math.min(mainSlots, budgetLeft))) : undefined;
+      const group = groupFrom(line, i, capacity.largestBatch, spread);
+      if (kind === "main" && capacity.smallestBatch > 1 && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < capacity.smallestBatch) {
+        const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + capacity.batchWaitMinutes * MINUTE;
+        // Wait to fill the batch; the main PRs behind would only join it.
+        if (ctx.now < deadline) {
+          ctx.batchDeadline = Math.min(ctx.batchDeadline ?? Infinity, deadline);
+          i += group.length;
+          continue;
+        }
+      }
+      if ((kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) || budgetLeft <= 0) {
         i += group.length;
         continue;
       }
-    }
-    if ((kind === "main" ? mainSlots <= 0 : bisectionSlots <= 0) || budgetLeft <= 0) {
+      const tested = group.map((e) => e.prNumber);
+      const stack = [...q.merged, ...line.lane(tested)!];
+      const runNumber = q.nextRunNumber++;
+      const run: EngineRun = { id: runIdOf(runNumber), kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
+      // Only during a bisection: a retry of a main run is meant to run again (it may have flaked).
+      const known = kind === "bisection" && q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
+      if (known) {
+        // This exact tree already failed during this bisection: reuse the result, run nothing.
+        Object.assign(run, { status: "failed", failure: known.failure, finishedAt: ctx.now });
+      } else {
+        ctx.effects.push({ kind: "start_run", runId: run.id, baseSha: run.baseSha, stack, tested });
+        if (kind === "main") mainSlots--;
+        else bisectionSlots--;
+        budgetLeft--;
+      }
+      if (kind === "main") waitingMain -= group.length;
+      q.runs.push(run);
+      group.forEach((member, index) => {
+        move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection", undefined, { runId: run.id });
+        member.position = runNumber * 1_000_000 + index;
+      });
       i += group.length;
-      continue;
     }
-    const tested = group.map((e) => e.prNumber);
-    const stack = [...q.merged, ...line.lane(tested)!];
-    const runNumber = q.nextRunNumber++;
-    const run: EngineRun = { id: runIdOf(runNumber), kind, baseSha: q.baseSha, stack, tested, status: "running", startedAt: ctx.now, finishedAt: null, failure: null };
-    // Only during a bisection: a retry of a main run is meant to run again (it may have flaked).
-    const known = kind === "bisection" && q.settings.optimizationMode === "bisection_skip_redundant_tests" ? knownFailure(q, stack) : undefined;
-    if (known) {
-      // This exact tree already failed during this bisection: reuse the result, run nothing.
-      Object.assign(run, { status: "failed", failure: known.failure, finishedAt: ctx.now });
-    } else {
-      ctx.effects.push({ kind: "start_run", runId: run.id, baseSha: run.baseSha, stack, tested });
-      if (kind === "main") mainSlots--;
-      else bisectionSlots--;
-      budgetLeft--;
-    }
-    if (kind === "main") waitingMain -= group.length;
-    q.runs.push(run);
-    group.forEach((member, index) => {
-      move(ctx, member, "testing", kind === "main" ? "testing" : "testing_bisection", undefined, { runId: run.id });
-      member.position = runNumber * 1_000_000 + index;
-    });
-    i += group.length;
-  }
 }
 
 /**

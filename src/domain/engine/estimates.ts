@@ -43,7 +43,7 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
 export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, Estimate> {
   const out = new Map<number, Estimate>();
   const line = new Line(q);
-  const f = stats ? Math.min(q.observed ? ownFailureRate(q) : stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
+  const f = stats ? Math.min(q.observed && q.observed.exposures > 0 ? ownFailureRate(q) : stats.failureRate, ESTIMATE_FAILURE_RATE_CAP) : 0;
   const running = runningRuns(q);
   const merges = stats && q.state !== "paused" ? (q.mode === "parallel" ? null : playForward(q, line, running, stats.meanSeconds * 1000, now)) : null;
   line.entries.forEach((entry, i) => {
