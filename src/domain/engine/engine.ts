@@ -498,6 +498,12 @@ function evictFailed(ctx: Context): void {
   }
 }
 
+/** Whether a run started after this one tested any of its PRs. */
+function testedSince(q: EngineQueue, run: EngineRun): boolean {
+  const later = q.runs.slice(q.runs.indexOf(run) + 1);
+  return later.some((r) => r.tested.some((pr) => run.tested.includes(pr)));
+}
+
 /**
  * Anti-flake for a PR with nothing behind it to clear it: a PR whose own test run failed, with
  * no PR in flight on top of it (no successor whose passing run would prove it green), gets one
@@ -505,12 +511,6 @@ function evictFailed(ctx: Context): void {
  * bisection pool. A real failure fails twice; a flaky one rarely does. Timeouts and conflicts
  * are not retried.
  */
-/** Whether a run started after this one tested any of its PRs. */
-function testedSince(q: EngineQueue, run: EngineRun): boolean {
-  const later = q.runs.slice(q.runs.indexOf(run) + 1);
-  return later.some((r) => r.tested.some((pr) => run.tested.includes(pr)));
-}
-
 function shouldRetry(q: EngineQueue, line: Line, prNumber: number, run: EngineRun): boolean {
   if (run.failure !== "tests_failed" || run.failureConfirmed || run.tested.length !== 1) return false;
   if (line.entries.some((e) => isInFlight(e.state) && line.dependsOn(e.prNumber, prNumber))) return false;
@@ -535,7 +535,7 @@ function startRuns(ctx: Context): void {
   const running = (kind: EngineRun["kind"]) => q.runs.filter((r) => r.status === "running" && r.kind === kind).length;
   let mainSlots = capacity.concurrency - running("main");
   let bisectionSlots = capacity.bisectionConcurrency - running("bisection");
-  // The CI budget caps both kinds together; PRs being bisected come first in line, so they take their share first.
+  // The CI budget caps both kinds together (the passes below give the PRs being bisected their share first).
   let budgetLeft = capacity.budget - running("main") - running("bisection");
   // Adaptive tuning: how many main-line PRs wait (batches spread them over the free slots).
   let waitingMain = 0;
@@ -550,13 +550,13 @@ function startRuns(ctx: Context): void {
     for (let i = 0; i < line.entries.length; ) {
       const entry = line.entries[i]!;
       // A PR starts on top of the PRs it depends on, once they are in flight.
-      if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber) || (pass !== null && pass !== (entry.bisectionGroupLimit !== null ? "bisection" : "main"))) {
+      const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
+      if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber) || (pass !== null && pass !== kind)) {
         i++;
         continue;
       }
       // A direct merge takes the PR out of the line: decide the rest on the line without it.
       if (mergeDirectly(ctx, line, entry)) return;
-      const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
       const spread = capacity.adaptive && kind === "main" ? Math.ceil(waitingMain / Math.max(1, Math.min(mainSlots, budgetLeft))) : undefined;
       const group = groupFrom(line, i, capacity.largestBatch, spread);
       if (kind === "main" && capacity.smallestBatch > 1 && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < capacity.smallestBatch) {
