@@ -34,6 +34,6 @@ for (const strategy of strategies) {
   }
   const mean = (f: (r: SimResult) => number) => (rows.reduce((a, r) => a + f(r), 0) / rows.length).toFixed(2);
   console.log(
-    `${strategy.name}: merged/h ${mean((r) => r.throughputPerHour)} of ${mean((r) => r.arrivalsPerHour)} [${rows.map((r) => r.throughputPerHour).join(" ")}], p95 ${mean((r) => r.p95TimeInQueueMinutes)} min, CI runs/merge ${mean((r) => r.ciRunsPerMerge)}, runs in flight ${mean((r) => r.runsInFlightMean)}, estimate error p90 ${mean((r) => r.estimateErrorP90 ?? 0)}, flake ejections ${mean((r) => r.flakeEjections)}, unfinished ${mean((r) => r.unfinished)}, bad merges ${mean((r) => r.badMerges)}`,
+    `${strategy.name}: merged/h ${mean((r) => r.throughputPerHour)} of ${mean((r) => r.arrivalsPerHour)} [${rows.map((r) => r.throughputPerHour).join(" ")}], p95 ${mean((r) => r.p95TimeInQueueMinutes)} min, CI runs/merge ${mean((r) => r.ciRunsPerMerge)}, runs in flight ${mean((r) => r.runsInFlightMean)}, estimate error p50/p90 at entry ${mean((r) => r.estimateErrorP50 ?? 0)}/${mean((r) => r.estimateErrorP90 ?? 0)}, at each place ${mean((r) => r.placeEstimateErrorP50 ?? 0)}/${mean((r) => r.placeEstimateErrorP90 ?? 0)} (${mean((r) => r.placeEstimates)}), flake ejections ${mean((r) => r.flakeEjections)}, unfinished ${mean((r) => r.unfinished)}, bad merges ${mean((r) => r.badMerges)}`,
   );
 }

@@ -32,7 +32,8 @@ import type {
 import type { CheckState } from "../src/domain/status-checks.js";
 import { Database } from "../src/store/database.js";
 import { orderedId } from "../src/store/ids.js";
-import { findQueueInRepository } from "../src/store/queues.js";
+import { findQueueInRepository, getQueue } from "../src/store/queues.js";
+import { lineWithPlaces } from "../src/queue/estimates.js";
 import { runEffects } from "../src/worker/effects.js";
 import { deliverPolledCiResults } from "../src/queue/status-checks.js";
 import { shaOf, TestSuite, uploadRunResults, type TestFailure, type TestModel } from "./queue-tests.js";
@@ -129,6 +130,15 @@ export type SimResult = {
   estimateErrorP50: number | null;
   estimateErrorP90: number | null;
   estimatesMissing: number;
+  /**
+   * The same over every estimate a merged PR was shown — at entry and at each change of its place
+   * in line (read after every event) — each as |actual − estimated| / (actual − when it was told):
+   * an estimate told 10 minutes before the merge is judged against those 10 minutes. Null without
+   * `estimates`.
+   */
+  placeEstimateErrorP50: number | null;
+  placeEstimateErrorP90: number | null;
+  placeEstimates: number;
   /** Urgent PRs (Workload.urgent): how many, their time from submission to merge (p95, max), the PRs in line ahead when each came, and the runs their submission cancelled. */
   urgent: { count: number; p95Minutes: number | null; maxMinutes: number | null; lineAheadMean: number | null; runsCancelled: number } | null;
   /** Engine + store cost of the whole simulation. */
@@ -149,6 +159,8 @@ type SimPr = {
   outcome: "merged" | "failed" | null;
   /** The merge time estimated right after submission (virtual ms), when one was given. */
   estimatedAt?: number | null;
+  /** Every estimate it was given at entry and at each place change: when (virtual ms), its place, and the merge time told (null: none told). */
+  placeEstimates?: { at: number; index: number; state?: string; estimatedAt: number | null }[];
   urgent?: boolean;
 };
 type SimRun = {
@@ -477,6 +489,22 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
     const settle = async () => {
       await runEffects(services, queue.id);
     };
+    /** Every PR in line whose place changed since it was last read (or new in line): the estimate it is shown now. */
+    const readPlaces = async () => {
+      const now = new Date(clock);
+      const places = await db.read(async (tx) => {
+        const { live, placesAt } = await lineWithPlaces(tx, await getQueue(tx, queue.id));
+        const placeOf = placesAt(now);
+        return live.map((e) => ({ prNumber: e.prNumber, state: e.state, ...placeOf(e.prNumber) }));
+      });
+      for (const place of places) {
+        if (!place.position) continue;
+        const pr = prs.get(place.prNumber)!;
+        pr.placeEstimates ??= [];
+        if (pr.placeEstimates.at(-1)?.index === place.position.index) continue;
+        pr.placeEstimates.push({ at: clock - start, index: place.position.index, state: place.state, estimatedAt: place.estimatedMergeAt === null ? null : Date.parse(place.estimatedMergeAt) - start });
+      }
+    };
     for (;;) {
       const due = [...codeHost.running.values()].reduce((m, r) => Math.min(m, r.dueAt), Infinity);
       // The store's own plain-SQL read (a Prisma query here cost as much as a decision's store path).
@@ -531,6 +559,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       }
       events++;
       await settle();
+      if (options.estimates) await readPlaces();
     }
     const wallMs = performance.now() - wall0;
     chunkWallMs = chunkMarks.slice(1).map((t, i) => t - chunkMarks[i]!);
@@ -600,6 +629,25 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
         console.log(
           `PR ${p.number}: arrived ${(p.arrivedAt / MINUTE).toFixed(0)} min, estimated ${p.estimatedAt === null ? "-" : ((p.estimatedAt! - p.arrivedAt) / MINUTE).toFixed(0)} min, took ${((p.doneAt! - p.arrivedAt) / MINUTE).toFixed(0)} min`,
         );
+    const placeErrors = estimated.flatMap((p) => (p.placeEstimates ?? []).filter((e) => e.estimatedAt !== null && p.doneAt! > e.at).map((e) => Math.abs(p.doneAt! - e.estimatedAt!) / (p.doneAt! - e.at)));
+    if (process.env.SIM_DEBUG_ESTIMATES) {
+      // Where the estimates told at each place go wrong: by the time left and the PR's state when told.
+      const by = new Map<string, { told: number; offBy25: number; tooSoon: number }>();
+      for (const p of estimated)
+        for (const e of p.placeEstimates ?? []) {
+          if (e.estimatedAt === null || p.doneAt! <= e.at) continue;
+          const left = (p.doneAt! - e.at) / MINUTE;
+          const key = `${left < 10 ? "<10" : left < 30 ? "10-30" : left < 60 ? "30-60" : left < 120 ? "60-120" : ">=120"} min left, ${e.state}`;
+          const row = by.get(key) ?? { told: 0, offBy25: 0, tooSoon: 0 };
+          row.told++;
+          if (Math.abs(p.doneAt! - e.estimatedAt) / (p.doneAt! - e.at) > 0.25) {
+            row.offBy25++;
+            if (e.estimatedAt < p.doneAt!) row.tooSoon++;
+          }
+          by.set(key, row);
+        }
+      for (const [key, row] of by) console.log(key, row);
+    }
     const urgentPrs = submitted.filter((p) => p.urgent);
     const urgentTimes = urgentPrs.map((p) => ((p.outcome === "merged" ? p.doneAt! : endTime) - p.arrivedAt) / MINUTE);
     const bound = theoreticalBound(strategy, workload);
@@ -629,6 +677,9 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
       estimateErrorP50: errors.length > 0 ? round(percentile(errors, 50), 3) : null,
       estimateErrorP90: errors.length > 0 ? round(percentile(errors, 90), 3) : null,
       estimatesMissing: estimated.filter((p) => p.estimatedAt === null).length,
+      placeEstimateErrorP50: options.estimates && placeErrors.length > 0 ? round(percentile(placeErrors, 50), 3) : null,
+      placeEstimateErrorP90: options.estimates && placeErrors.length > 0 ? round(percentile(placeErrors, 90), 3) : null,
+      placeEstimates: placeErrors.length,
       urgent: workload.urgent
         ? {
             count: urgentPrs.length,

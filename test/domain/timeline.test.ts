@@ -109,4 +109,23 @@ describe("position and estimated time to merge", () => {
     const forever: EngineQueue = { ...alone, settings: { ...alone.settings, batchingMaxWaitTimeMinutes: 4294967295 } };
     expect(estimatesOf(forever, { runs: 4, meanSeconds: 600, failureRate: 0 }, 0).get(7)).toEqual({ position: { index: 1, ahead: 0 }, estimatedSecondsToMerge: null });
   });
+
+  test("PRs being bisected hold up nobody behind them, and take none of the main line's slots", () => {
+    const bisecting = (prNumber: number, state: EngineEntry["state"]): EngineEntry => ({ ...entry(prNumber, state), bisectionGroupLimit: 1 });
+    const base = queue([bisecting(1, "testing"), bisecting(2, "pending"), entry(3, "testing"), entry(4, "pending")], 2);
+    const q: EngineQueue = {
+      ...base,
+      runs: [
+        { id: "run-1", kind: "bisection", baseSha: "b", stack: [1], tested: [1], status: "running", startedAt: 0, finishedAt: null, failure: null },
+        { id: "run-2", kind: "main", baseSha: "b", stack: [3], tested: [3], status: "running", startedAt: 0, finishedAt: null, failure: null },
+      ],
+    };
+    const estimates = estimatesOf(q, { runs: 4, meanSeconds: 600, failureRate: 0 }, 120_000);
+    const seconds = (n: number) => estimates.get(n)!.estimatedSecondsToMerge;
+    // #3's main run ends in 8 minutes, whatever the bisection ahead of it finds; #4 takes the
+    // second main slot now (the bisected PRs run in the bisection pool).
+    expect([seconds(3), seconds(4)]).toEqual([480, 600]);
+    // A bisected PR found innocent goes back to the line for one more run.
+    expect([seconds(1), seconds(2)]).toEqual([480 + 600, 600 + 600]);
+  });
 });

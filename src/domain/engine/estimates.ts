@@ -29,7 +29,9 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
  * flight end D after they started; the PRs waiting start, in order and in groups (a batch of up
  * to the largest batch size while enough wait, a smaller one once the batching wait is over; one
  * PR without batching), as soon as one of the `concurrency` slots frees; a PR merges when its
- * run ends and every PR ahead has merged. Its time is then stretched by 1 / (1 − f), f the
+ * run ends and every PR ahead has merged. A PR being bisected holds up nobody and takes no
+ * main-line slot (as in the engine's Line): it is told its bisection run's end plus one run back
+ * in the line. Its time is then stretched by 1 / (1 − f), f the
  * chance a main run fails on its own PRs (at most 0.9): each failure costs a run again. f is
  * 1 − (1 − p)^B from the per-PR rate p the engine observes (domain/engine/capacity.ts) and the
  * mean batch B; without observations, the share of recent main runs that failed — which counts
@@ -113,18 +115,26 @@ function playForward(q: EngineQueue, line: Line, running: ReadonlyMap<number, En
   while (i < entries.length) {
     const entry = entries[i]!;
     const run = isInFlight(entry.state) ? running.get(entry.prNumber) : undefined;
+    if (entry.bisectionGroupLimit !== null) {
+      // Being bisected: nobody's dependency (the line goes on without it, as the engine's Line
+      // says), tested in the bisection pool, not in the main line's slots; found innocent, it goes
+      // back to the line for one more run.
+      out.set(entry.prNumber, Math.max(previous, (run ? Math.max(now, run.startedAt + duration) : now + duration) + duration));
+      i++;
+      continue;
+    }
     let done: number;
     let group = 1;
     if (run) {
-      // Testing: its run ends D after it started; a bisection group then goes back to the line once.
-      done = Math.max(now, run.startedAt + duration) + (run.kind === "bisection" ? duration : 0);
+      // Testing: its run ends D after it started.
+      done = Math.max(now, run.startedAt + duration);
     } else if (entry.state === "tests_passed") {
       done = previous;
     } else {
       // Waiting (or its failure being judged, which a run decides again): the next group from here.
       // As the engine groups them: an urgent or noBatch PR alone, and without waiting for a batch.
       const alone = (e: EngineEntry) => e.noBatch || skipsTheLine(e.priority);
-      const joins = (e: EngineEntry) => (!isInFlight(e.state) || !running.has(e.prNumber)) && !alone(e) && e.state !== "tests_passed";
+      const joins = (e: EngineEntry) => (!isInFlight(e.state) || !running.has(e.prNumber)) && !alone(e) && e.state !== "tests_passed" && e.bisectionGroupLimit === null;
       let limit = largest;
       if (capacity.adaptive) {
         let earliest = Infinity;
