@@ -1,4 +1,7 @@
-// npm run bench:flaky [-- --quick] [--ingest-only]
+// npm run bench:flaky [-- --quick] [--ingest-only] [--accuracy]
+//
+// `--accuracy`: detection measured on a labelled corpus instead (bench/flaky-accuracy.ts;
+// `--quick`: a smaller corpus).
 //
 // Flaky-test ingestion and queries, on SQLite and on PostgreSQL side by side.
 //
@@ -22,10 +25,11 @@ import { failureSignature, normalizeFailure } from "../src/domain/flaky/failures
 import { testCaseId } from "../src/domain/flaky/identity.js";
 import { Database } from "../src/store/database.js";
 import type { Sql } from "../src/store/sql.js";
+import { runAccuracy } from "./flaky-accuracy.js";
 import { rng as random } from "./random.js";
 import { freePort, machine, postgresReachable, startProcess, withAdmin } from "./support.js";
 
-const { values } = parseArgs({ options: { quick: { type: "boolean", default: false }, "ingest-only": { type: "boolean", default: false } } });
+const { values } = parseArgs({ options: { quick: { type: "boolean", default: false }, "ingest-only": { type: "boolean", default: false }, accuracy: { type: "boolean", default: false } } });
 const QUICK = values.quick;
 const REPORT_CASES = QUICK ? 10_000 : 100_000;
 const TESTS = QUICK ? 5_000 : 50_000;
@@ -375,6 +379,11 @@ if (await postgresReachable(POSTGRES_ADMIN)) {
   });
 } else {
   console.log(`PostgreSQL is not reachable at ${POSTGRES_ADMIN}: measuring SQLite only`);
+}
+
+if (values.accuracy) {
+  await runAccuracy(QUICK);
+  process.exit(0);
 }
 
 console.log(`bench:flaky${QUICK ? " --quick" : ""} on ${machine()}`);

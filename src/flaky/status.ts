@@ -41,7 +41,7 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, tests: D
   let changed = 0;
   const events: TestChange[] = [];
   for (const test of tests) {
-    const judgment = judge(test, flakes.get(test.key), stats.get(test.key) ?? { runs: 0, failures: 0 }, settings, now);
+    const judgment = judge(test, flakes.get(test.key), stats.get(test.key) ?? { runs: 0, failures: 0, streak: 0, streakCommits: 0 }, settings, now);
     if (!judgment) continue;
     changed++;
     await saveJudgment(sql, test.key, judgment);
@@ -55,10 +55,16 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, tests: D
 }
 
 /** A test's judgment under the settings, or null when nothing about it changed. */
-function judge(test: DetectionState, flake: Flake | undefined, { runs, failures }: { runs: number; failures: number }, settings: FlakySettings, now: Date): Judgment | null {
+function judge(
+  test: DetectionState,
+  flake: Flake | undefined,
+  { runs, failures, streak, streakCommits }: { runs: number; failures: number; streak: number; streakCommits: number },
+  settings: FlakySettings,
+  now: Date,
+): Judgment | null {
   const flakeAt = flake && (test.flakeAt === null || flake.at >= test.flakeAt) ? flake.at : test.flakeAt;
   const flakeReason = flakeAt === test.flakeAt ? test.flakeReason : flake!.reason;
-  const verdict = classify({ runs, failures, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
+  const verdict = classify({ runs, failures, streak, streakCommits, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
   const quarantined = isQuarantined(verdict.status, test.quarantineSetting, settings);
   const statusChanged = verdict.status !== test.status;
   if (!statusChanged && flakeAt === test.flakeAt && quarantined === test.quarantined) return null;

@@ -230,6 +230,16 @@ describe("infrastructure failures", () => {
     expect(infrastructureFailure(100, [one])).toMatch(new RegExp(`^1 of 1 failed tests failed with a known infrastructure failure \\(${pattern}\\)`));
   });
 
+  test("a timeout talking to the test's own server on localhost is the test's, not the network's", () => {
+    for (const message of [
+      "requests.exceptions.ReadTimeout: HTTPConnectionPool(host='localhost', port=8042): Read timed out. (read timeout=5)",
+      "FetchError: request to http://127.0.0.1:3000/api/orders failed, reason: ETIMEDOUT",
+    ])
+      expect(readFailure({ message }).pattern).toBeNull();
+    // The runner's resolver on 127.0.0.53 is still the network.
+    expect(readFailure({ message: "dial tcp: lookup proxy.golang.org on 127.0.0.53:53: read udp 127.0.0.1:41234->127.0.0.53:53: i/o timeout" }).pattern).toBe("network or registry timeout");
+  });
+
   test("an assertion failure is never infrastructure, whatever it quotes", () => {
     const rejected = readFailure({
       message: "Error: expect(received).resolves.toBe()",

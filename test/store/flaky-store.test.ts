@@ -19,6 +19,7 @@ import {
   listFailingTestKeys,
   listFailureSignatures,
   saveJudgment,
+  setUploadTotals,
 } from "../../src/store/flaky-store.js";
 import { BACKENDS, seedAcmeRepository } from "../support/backends.js";
 
@@ -48,6 +49,31 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
   const upload = (id: string, commitSha: string) =>
     db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, checkName: null, checkRunId: null, variant: "", createdAt: now, runId: null }));
   const newTest = (id: string, codeowners: string[]) => ({ id, name: id, file: "src/a.test.ts", classname: "a", parent: "suite", variant: "", codeowners });
+
+  test("a failing streak: the runs failed since the latest pass, and their commits; infrastructure failures left out", async () => {
+    const uploads: number[] = [];
+    // A pass, then seven failures on three commits (one of them in an upload judged infrastructure), and an earlier failure before the pass.
+    for (const [i, sha] of ["s0", "s1", "s2", "s2", "s3", "s3", "s3", "s3", "s4"].entries()) uploads.push(await upload(`streak-${i}`, sha));
+    const [broke, flapping] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-broke", []), newTest("t-flapping", [])], now))) as number[];
+    await db.sqlTransaction(async (sql) => {
+      await setUploadTotals(sql, uploads[8]!, { testCases: 2, failures: 2, infrastructureFailure: "out of disk" });
+      await insertTestResults(sql, [
+        [broke!, at - 9, uploads[0]!, true, false],
+        [broke!, at - 8, uploads[1]!, false, true],
+        ...[2, 3, 4, 5, 6, 7].map((i) => [broke!, at - 8 + i, uploads[i]!, true, false] as [number, number, number, boolean, boolean]),
+        [broke!, at + 1, uploads[8]!, true, false],
+        // Failed and passed within one run (a retry in the report): not part of a streak, and it ends one.
+        [flapping!, at - 9, uploads[0]!, false, true],
+        ...[2, 3, 4, 5, 6].map((i) => [flapping!, at - 8 + i, uploads[i]!, true, false] as [number, number, number, boolean, boolean]),
+        [flapping!, at, uploads[7]!, true, true],
+      ]);
+    });
+    const runs = await db.sqlRead((sql) => countRunsSince(sql, [broke!, flapping!], at - 100));
+    expect(Object.fromEntries(runs)).toEqual({
+      [broke!]: { runs: 8, failures: 7, streak: 6, streakCommits: 2 },
+      [flapping!]: { runs: 7, failures: 6, streak: 0, streakCommits: 0 },
+    });
+  });
 
   test("what an upload writes reads back as numbers, booleans, lists and dates", async () => {
     const first = await upload("u1", "abc");
@@ -89,7 +115,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
         { key: flaky, status: "flaky", flakeAt: at, flakeReason: "failed and passed on the same commit", quarantineSetting: "auto", quarantined: true },
         { key: steady, status: "healthy", flakeAt: null, flakeReason: null, quarantineSetting: "auto", quarantined: false },
       ]),
-      runs: { [flaky!]: { runs: 2, failures: 1 }, [steady!]: { runs: 1, failures: 0 } },
+      runs: { [flaky!]: { runs: 2, failures: 1, streak: 0, streakCommits: 0 }, [steady!]: { runs: 1, failures: 0, streak: 0, streakCommits: 0 } },
       recent: [{ testCaseKey: flaky, runs7: 2, fails7: 1, runs24: 2, fails24: 1 }],
       prs: [{ testCaseKey: flaky, pullRequests: 1 }],
       signatures: [{ testCaseKey: flaky, summary: "boom", count: 3, lastAt: at + 1 }],

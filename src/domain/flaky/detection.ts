@@ -44,6 +44,12 @@ export type Evidence = {
   /** Runs and failed runs in the last `windowDays`. */
   runs: number;
   failures: number;
+  /**
+   * Its failing streak in the window: the runs that failed after its latest passing run, and the
+   * commits they were on (absent: none).
+   */
+  streak?: number;
+  streakCommits?: number;
   /** The latest pass-on-retry evidence: a failure and a pass on one commit, or within one run. */
   flakeAt: Date | null;
   flakeReason: string | null;
@@ -52,6 +58,14 @@ export type Evidence = {
 export type Verdict = { status: TestStatus; reason: string };
 
 const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
+
+/**
+ * Failed runs in a row, on more than one commit, after which a test is broken. A test flaky at
+ * 30% does so once in ~1,400 stretches of six runs (0.3^6); one that broke does so six runs after
+ * the break (issue 25: the corpus showed newly broken tests called flaky, and quarantined, for
+ * days while passes from before the break kept their rate under `brokenRate`).
+ */
+export const BROKEN_STREAK = 6;
 
 /**
  * A test's status from its evidence, the most severe rule deciding: broken when it failed at
@@ -68,6 +82,13 @@ export function classify(evidence: Evidence, settings: FlakySettings, now: Date)
   const figures = `failed ${failures} of ${runs} runs in ${window}`;
   const sampled = runs >= settings.minSamples;
   if (sampled && rate >= settings.brokenRate) return { status: "broken", reason: `${figures} (${percent(rate)}, broken at ≥ ${percent(settings.brokenRate)})` };
+  // A test that started failing every run, on more than one commit, is broken from then on,
+  // whatever its rate over the window (passes from before the break would call it flaky and
+  // quarantine a regression) and whatever flaked before.
+  const streak = evidence.streak ?? 0;
+  if (streak >= BROKEN_STREAK && (evidence.streakCommits ?? 0) >= 2) {
+    return { status: "broken", reason: `failed its last ${streak} runs, on ${evidence.streakCommits} commits, none passing since (broken at ≥ ${BROKEN_STREAK} failed runs in a row on more than one commit)` };
+  }
   if (evidence.flakeAt && now.getTime() - evidence.flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
     return { status: "flaky", reason: evidence.flakeReason ?? "failed and passed on the same commit" };
   }

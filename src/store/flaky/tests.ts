@@ -1,4 +1,4 @@
-import { ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
+import { BROKEN_STREAK, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
 import type { DetectionState } from "../../domain/flaky/test-case.js";
 import type { Sql } from "../sql.js";
 import { boolean, integer, integerOrNull, quarantineSetting, testStatus } from "./rows.js";
@@ -82,7 +82,15 @@ export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedS
  * Runs and failed runs of each of the tests since `since` (ms); tests without runs are absent.
  * Results of uploads that were infrastructure failures are no evidence and are not counted.
  */
-export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number }>> {
+/** Failed runs below which no streak is counted (domain/flaky/detection.ts BROKEN_STREAK: none shorter decides). */
+const MIN_STREAK_COUNTED = BROKEN_STREAK;
+
+/**
+ * Per test, its runs and failed runs since `since` (uploads judged an infrastructure failure
+ * left out), and its failing streak in that window: the runs that failed (no attempt passing)
+ * after its latest run with a passing attempt, and the commits they were on.
+ */
+export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number; streak: number; streakCommits: number }>> {
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
   const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown }>(
     `SELECT r."testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN r."failed" THEN 1 ELSE 0 END) AS failures
@@ -91,7 +99,25 @@ export async function countRunsSince(sql: Sql, keys: readonly number[], since: n
       GROUP BY r."testCaseKey"`,
     [keysParam, since],
   );
-  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures) }]));
+  // The streak decides only for tests that failed often enough, and passed at least once (a test
+  // failing every run is broken by that alone): counted for those only.
+  const streakKeys = rows.filter((row) => integer(row.failures) >= MIN_STREAK_COUNTED && integer(row.failures) < integer(row.runs)).map((row) => integer(row.k));
+  if (streakKeys.length === 0) return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), streak: 0, streakCommits: 0 }]));
+  const [inStreakKeys, streakKeysParam] = sql.anyOf(`r."testCaseKey"`, streakKeys);
+  const streaks = await sql.all<{ k: unknown; streak: unknown; commits: unknown }>(
+    `WITH "valid" AS (
+        SELECT r."testCaseKey" AS k, r."at" AS at, r."failed" AS failed, r."passed" AS passed, u."commitSha" AS sha
+          FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
+         WHERE ${inStreakKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL
+      ), "lastPass" AS (SELECT k, MAX(at) AS at FROM "valid" WHERE passed GROUP BY k)
+      SELECT v.k AS k, COUNT(*) AS streak, COUNT(DISTINCT v.sha) AS commits
+        FROM "valid" v LEFT JOIN "lastPass" p ON p.k = v.k
+       WHERE v.failed AND NOT v.passed AND (p.at IS NULL OR v.at > p.at)
+       GROUP BY v.k`,
+    [streakKeysParam, since],
+  );
+  const streakOf = new Map(streaks.map((row) => [integer(row.k), { streak: integer(row.streak), streakCommits: integer(row.commits) }]));
+  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), ...(streakOf.get(integer(row.k)) ?? { streak: 0, streakCommits: 0 }) }]));
 }
 
 /**

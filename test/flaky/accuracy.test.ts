@@ -1,0 +1,36 @@
+import { measureAccuracy } from "../../bench/flaky-accuracy.js";
+import { BACKENDS } from "../support/backends.js";
+
+/**
+ * Issue 25: the labelled corpus (bench/flaky-corpus) at a small size, replayed through the real
+ * upload over HTTP and read back through the API, on each backend. It fails when detection falls
+ * below the goals `bench:flaky -- --accuracy` measures at full size: F1 of "flaky" ≥ 0.95 over
+ * tests flaky at ≥ 2%, no broken test ever quarantined, no regression a queue run would have
+ * excused, no healthy test made flaky or broken by an infrastructure incident, and a 5%-flaky
+ * test found within 60 of its runs.
+ */
+describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend) => {
+  test("meets the accuracy goals", async () => {
+    const figures = await measureAccuracy(backend.name, { seed: 25, tests: 240, days: 8, pipelinesPerDay: 24 }, await backend.createDatabase());
+    const summary = {
+      flakyF1AtLeast95: figures.flaky.f1 >= 0.95,
+      brokenRecall: figures.broken.recall,
+      brokenQuarantined: figures.brokenQuarantined,
+      regressionsExcused: figures.regressionsExcused,
+      infraMintedFlaky: figures.infraMintedFlaky,
+      infrastructureFalsePositives: figures.infrastructure.falsePositives,
+      fivePercentWithin60Runs: (figures.detectRuns["5%"]?.p90 ?? Infinity) <= 60,
+    };
+    expect(summary).toEqual({
+      flakyF1AtLeast95: true,
+      brokenRecall: 1,
+      brokenQuarantined: 0,
+      regressionsExcused: 0,
+      infraMintedFlaky: 0,
+      infrastructureFalsePositives: 0,
+      fivePercentWithin60Runs: true,
+    });
+    // The corpus is what it says: every kind of truth is in it, and every upload was stored.
+    expect(figures.uploads).toBeGreaterThan(1000);
+  }, 240_000);
+});
