@@ -120,7 +120,7 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
         nextCheckpoint += CHECKPOINT_MS;
       }
       clock = upload.at;
-      tree = Math.max(tree, upload.tree);
+      if (upload.kind !== "pr") tree = Math.max(tree, upload.tree);
       const answer = await call("flaky-tests/upload", {
         repo,
         org_url_slug: ORG,
@@ -240,7 +240,7 @@ export async function runAccuracy(quick: boolean): Promise<void> {
     console.log(`\nUploads judged an infrastructure failure: ${r.infrastructure.truePositives} holding an incident (${r.infrastructure.missed} incidents not judged so), ${r.infrastructure.falsePositives} without one.`);
     console.log(`Broken tests ever quarantined: ${r.brokenQuarantined}; regressions excused: ${r.regressionsExcused}; healthy tests ever made flaky or broken by infrastructure incidents: ${r.infraMintedFlaky}.\n`);
   }
-  const worst = (f: (r: AccuracyFigures) => number, pick: (a: number, b: number) => number) => results.map(f).reduce(pick);
+  const worst = (f: (r: AccuracyFigures) => number, pick: (a: number, b: number) => number) => results.map(f).reduce((a, b) => pick(a, b));
   console.log(
     JSON.stringify({
       flakyF1: worst((r) => r.flaky.f1, Math.min),

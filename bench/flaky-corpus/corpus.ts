@@ -34,7 +34,7 @@ export type Truth =
   | { kind: "flaky"; rate: number }
   | { kind: "order"; after: number; rate: number }
   | { kind: "timing"; rate: number }
-  | { kind: "broken"; fromTree: number; untilTree: number | null };
+  | { kind: "broken"; fromTree: number; untilTree: number | null; flakyBefore?: number };
 
 export type Language = "web" | "api" | "svc" | "core";
 export const LANGUAGES: Language[] = ["web", "api", "svc", "core"];
@@ -49,7 +49,7 @@ export type CorpusUpload = {
   sha: string;
   prNumber?: number;
   kind: "pr" | "queue" | "main";
-  /** The main-line tree the commit holds (broken tests fail from their tree on). */
+  /** The main-line tree the commit holds (broken tests fail from their tree on; a PR holds the one it branched from). */
   tree: number;
   /** The job's JUnit XML files. */
   xml: string[];
@@ -100,10 +100,19 @@ export function corpusTests(options: CorpusOptions): CorpusTest[] {
   }
   for (let k = 0; k < Math.max(2, Math.round(options.tests * 0.0075)); k++) healthy().truth = { kind: "timing", rate: LOADED_JOBS * TIMING_FAILS };
   // Breaks: ~1% of tests, a third of them in groups of 3–6 of one language (one change, one assertion).
-  const breaks = Math.max(3, Math.round(options.tests * 0.006));
+  const breaks = Math.max(4, Math.round(options.tests * 0.006));
   for (let k = 0; k < breaks; k++) {
-    const fromTree = Math.floor(treesTotal * (0.1 + 0.8 * random()));
-    const untilTree = random() < 0.5 ? fromTree + Math.floor(treesTotal * (0.05 + 0.1 * random())) : null;
+    const fromTree = Math.floor(treesTotal * (0.1 + 0.6 * random()));
+    // Fixed later or not (the first break is, the second is not, then at random).
+    const fixed = k === 0 ? true : k === 1 ? false : random() < 0.5;
+    const untilTree = fixed ? fromTree + Math.floor(treesTotal * (0.05 + 0.1 * random())) : null;
+    // Every fourth break hits a test that was flaky before (a flaky test that then broke).
+    if (k % 4 === 3) {
+      const flaky = tests.filter((t) => t.truth.kind === "flaky");
+      const t = flaky[Math.floor(random() * flaky.length)]!;
+      t.truth = { kind: "broken", fromTree, untilTree, flakyBefore: (t.truth as { rate: number }).rate };
+      continue;
+    }
     const first = healthy();
     const group = k % 3 === 0 ? 3 + Math.floor(random() * 4) : 1;
     // A group: one change (a shared helper, a fixture) breaking tests in several files at once, with one kind of assertion.
@@ -165,7 +174,9 @@ export function* corpusUploads(options: CorpusOptions, tests: CorpusTest[]): Gen
       const pipelines: { kind: CorpusUpload["kind"]; branch: string; sha: string; prNumber?: number; tree: number; at: number }[] = [];
       if (kind === "pr") {
         pr++;
-        pipelines.push({ kind, branch: `feature/change-${pr}`, sha: shaOf(`pr-${pr}`), prNumber: pr, tree, at });
+        // A PR branched from main some merges ago (up to a day's worth): a break or a fix on main is not in it yet.
+        const base = Math.max(0, tree - Math.floor(random() * random() * options.pipelinesPerDay * 0.4));
+        pipelines.push({ kind, branch: `feature/change-${pr}`, sha: shaOf(`pr-${pr}`), prNumber: pr, tree: base, at });
       } else {
         tree++;
         const sha = shaOf(`main-${tree}`);
@@ -243,6 +254,10 @@ function outcomeOf(t: CorpusTest, tree: number, random: () => number, job: { inc
     kind = "timeout";
   } else if (truth.kind === "broken") {
     fails = tree >= truth.fromTree && (truth.untilTree === null || tree < truth.untilTree);
+    if (!fails && truth.flakyBefore !== undefined && tree < truth.fromTree) {
+      fails = random() < truth.flakyBefore;
+      kind = "timeout";
+    }
   }
   if (!fails) return { failed: false };
   return failureOf(t, kind, random);
@@ -375,11 +390,13 @@ export function labelAt(t: CorpusTest, tree: number): "flaky" | "broken" | "heal
   const truth = t.truth;
   if (truth.kind === "flaky" || truth.kind === "order" || truth.kind === "timing") return "flaky";
   if (truth.kind === "broken" && tree >= truth.fromTree && (truth.untilTree === null || tree < truth.untilTree)) return "broken";
+  if (truth.kind === "broken" && truth.flakyBefore !== undefined && tree < truth.fromTree) return "flaky";
   return "healthy";
 }
 
 /** A flaky test's rate (its chance to fail in one run), or 0. */
 export function flakeRateOf(t: CorpusTest): number {
   const truth = t.truth;
+  if (truth.kind === "broken") return truth.flakyBefore ?? 0;
   return truth.kind === "flaky" || truth.kind === "order" || truth.kind === "timing" ? truth.rate : 0;
 }

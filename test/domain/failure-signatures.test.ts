@@ -236,7 +236,8 @@ describe("infrastructure failures", () => {
       "FetchError: request to http://127.0.0.1:3000/api/orders failed, reason: ETIMEDOUT",
     ])
       expect(readFailure({ message }).pattern).toBeNull();
-    // The runner's resolver on 127.0.0.53 is still the network.
+    // The runner's resolver on 127.0.0.53, and npm's own network errors (a registry mirror on localhost), are still the network.
+    expect(readFailure({ message: "npm ERR! network request to http://localhost:4873/left-pad failed, reason: ETIMEDOUT" }).pattern).toBe("network or registry timeout");
     expect(readFailure({ message: "dial tcp: lookup proxy.golang.org on 127.0.0.53:53: read udp 127.0.0.1:41234->127.0.0.53:53: i/o timeout" }).pattern).toBe("network or registry timeout");
   });
 

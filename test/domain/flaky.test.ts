@@ -178,10 +178,10 @@ describe("classification", () => {
     ["flaky on a failure rate ≥ 30%", { runs: 10, failures: 3, flakeAt: null, flakeReason: null }, "flaky"],
     ["healthy below the rate", { runs: 10, failures: 2, flakeAt: null, flakeReason: null }, "healthy"],
     // Issue 25: a test that broke, with passes from before in its window, is broken, not flaky (and so never quarantined).
-    ["broken after six failed runs in a row on more than one commit, below brokenRate", { runs: 20, failures: 8, streak: 6, streakCommits: 2, flakeAt: null, flakeReason: null }, "broken"],
-    ["broken on the streak even with pass-on-retry evidence from before", { runs: 20, failures: 8, streak: 7, streakCommits: 3, flakeAt: daysAgo(2), flakeReason: "x" }, "broken"],
-    ["not broken on a streak of one commit's retries", { runs: 20, failures: 8, streak: 6, streakCommits: 1, flakeAt: null, flakeReason: null }, "flaky"],
-    ["not broken on five in a row", { runs: 20, failures: 5, streak: 5, streakCommits: 5, flakeAt: null, flakeReason: null }, "healthy"],
+    ["broken after eight failed runs in a row on more than one commit, below brokenRate", { runs: 24, failures: 9, streak: 8, streakCommits: 2, flakeAt: null, flakeReason: null }, "broken"],
+    ["broken on the streak even with pass-on-retry evidence from before", { runs: 24, failures: 9, streak: 9, streakCommits: 3, flakeAt: daysAgo(2), flakeReason: "x" }, "broken"],
+    ["not broken on a streak of one commit's retries", { runs: 24, failures: 9, streak: 8, streakCommits: 1, flakeAt: null, flakeReason: null }, "flaky"],
+    ["not broken on seven in a row", { runs: 30, failures: 7, streak: 7, streakCommits: 7, flakeAt: null, flakeReason: null }, "healthy"],
   ])("%s", (_what, evidence, status) => {
     const verdict = classify(evidence, settings, now);
     expect(verdict.status).toBe(status);
@@ -192,8 +192,8 @@ describe("classification", () => {
     expect(classify({ runs: 10, failures: 9, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 9 of 10 runs in the last 7 days (90%, broken at ≥ 80%)");
     expect(classify({ runs: 1, failures: 1, flakeAt: daysAgo(1), flakeReason: "failed and passed on the same commit abc1234" }, settings, now).reason).toBe("failed and passed on the same commit abc1234");
     expect(classify({ runs: 3, failures: 3, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 3 of 3 runs in the last 7 days: every run failed (the rate rules wait for 10 runs)");
-    expect(classify({ runs: 20, failures: 8, streak: 6, streakCommits: 2, flakeAt: null, flakeReason: null }, settings, now).reason).toBe(
-      "failed its last 6 runs, on 2 commits, none passing since (broken at ≥ 6 failed runs in a row on more than one commit)",
+    expect(classify({ runs: 24, failures: 9, streak: 8, streakCommits: 2, flakeAt: null, flakeReason: null }, settings, now).reason).toBe(
+      "failed its last 8 runs, on 2 commits, none passing since (broken at ≥ 8 failed runs in a row on more than one commit)",
     );
   });
 

@@ -1,4 +1,5 @@
 import { measureAccuracy } from "../../bench/flaky-accuracy.js";
+import { corpusTests, type CorpusOptions } from "../../bench/flaky-corpus/corpus.js";
 import { BACKENDS } from "../support/backends.js";
 
 /**
@@ -9,9 +10,24 @@ import { BACKENDS } from "../support/backends.js";
  * excused, no healthy test made flaky or broken by an infrastructure incident, and a 5%-flaky
  * test found within 60 of its runs.
  */
+const SMALL: CorpusOptions = { seed: 25, tests: 240, days: 8, pipelinesPerDay: 24 };
+
+test("the small corpus holds every kind of truth", () => {
+  const truths = corpusTests(SMALL).map((t) => t.truth);
+  const kinds = {
+    flaky: truths.some((t) => t.kind === "flaky"),
+    order: truths.some((t) => t.kind === "order"),
+    timing: truths.some((t) => t.kind === "timing"),
+    brokenAndFixed: truths.some((t) => t.kind === "broken" && t.untilTree !== null),
+    brokenForGood: truths.some((t) => t.kind === "broken" && t.untilTree === null),
+    flakyThenBroken: truths.some((t) => t.kind === "broken" && t.flakyBefore !== undefined),
+  };
+  expect(kinds).toEqual({ flaky: true, order: true, timing: true, brokenAndFixed: true, brokenForGood: true, flakyThenBroken: true });
+});
+
 describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend) => {
   test("meets the accuracy goals", async () => {
-    const figures = await measureAccuracy(backend.name, { seed: 25, tests: 240, days: 8, pipelinesPerDay: 24 }, await backend.createDatabase());
+    const figures = await measureAccuracy(backend.name, SMALL, await backend.createDatabase());
     const summary = {
       flakyF1AtLeast95: figures.flaky.f1 >= 0.95,
       brokenRecall: figures.broken.recall,
@@ -30,7 +46,6 @@ describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend)
       infrastructureFalsePositives: 0,
       fivePercentWithin60Runs: true,
     });
-    // The corpus is what it says: every kind of truth is in it, and every upload was stored.
     expect(figures.uploads).toBeGreaterThan(1000);
   }, 240_000);
 });

@@ -46,32 +46,43 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     await database.drop();
   });
 
-  const upload = (id: string, commitSha: string) =>
-    db.sqlTransaction((sql) => insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: "main", prNumber: 7, jobUrl: null, checkName: null, checkRunId: null, variant: "", createdAt: now, runId: null }));
+  const upload = (id: string, commitSha: string, prNumber: number | null = 7) =>
+    db.sqlTransaction((sql) =>
+      insertUpload(sql, { id, repositoryId: "repo", commitSha, branch: prNumber === null ? "main" : "feature", prNumber, jobUrl: null, checkName: null, checkRunId: null, variant: "", createdAt: now, runId: null }),
+    );
   const newTest = (id: string, codeowners: string[]) => ({ id, name: id, file: "src/a.test.ts", classname: "a", parent: "suite", variant: "", codeowners });
 
-  test("a failing streak: the runs failed since the latest pass, and their commits; infrastructure failures left out", async () => {
+  test("a failing streak: the runs failed since the latest pass, and their commits, off pull requests; infrastructure failures left out", async () => {
     const uploads: number[] = [];
-    // A pass, then seven failures on three commits (one of them in an upload judged infrastructure), and an earlier failure before the pass.
-    for (const [i, sha] of ["s0", "s1", "s2", "s2", "s3", "s3", "s3", "s3", "s4"].entries()) uploads.push(await upload(`streak-${i}`, sha));
-    const [broke, flapping] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-broke", []), newTest("t-flapping", [])], now))) as number[];
+    // A pass, then nine failures on three commits (one of them in an upload judged infrastructure), and an earlier failure before the pass.
+    const shas = ["s0", "s1", "s2", "s2", "s3", "s3", "s3", "s3", "s3", "s3", "s4"];
+    for (const [i, sha] of shas.entries()) uploads.push(await upload(`streak-${i}`, sha, null));
+    // A PR branched before the break passes in the middle of it: it says nothing of the code on main.
+    const pullRequest = await upload("streak-pr", "old-base", 8);
+    const [broke, flapping, flakedThenBroke] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-broke", []), newTest("t-flapping", []), newTest("t-flaked-then-broke", [])], now))) as number[];
+    type Row = [number, number, number, boolean, boolean];
     await db.sqlTransaction(async (sql) => {
-      await setUploadTotals(sql, uploads[8]!, { testCases: 2, failures: 2, infrastructureFailure: "out of disk" });
+      await setUploadTotals(sql, uploads[10]!, { testCases: 3, failures: 3, infrastructureFailure: "out of disk" });
       await insertTestResults(sql, [
-        [broke!, at - 9, uploads[0]!, true, false],
-        [broke!, at - 8, uploads[1]!, false, true],
-        ...[2, 3, 4, 5, 6, 7].map((i) => [broke!, at - 8 + i, uploads[i]!, true, false] as [number, number, number, boolean, boolean]),
-        [broke!, at + 1, uploads[8]!, true, false],
-        // Failed and passed within one run (a retry in the report): not part of a streak, and it ends one.
-        [flapping!, at - 9, uploads[0]!, false, true],
-        ...[2, 3, 4, 5, 6].map((i) => [flapping!, at - 8 + i, uploads[i]!, true, false] as [number, number, number, boolean, boolean]),
-        [flapping!, at, uploads[7]!, true, true],
+        [broke!, at - 11, uploads[0]!, true, false],
+        [broke!, at - 10, uploads[1]!, false, true],
+        ...[2, 3, 4, 5, 6, 7, 8, 9].map((i): Row => [broke!, at - 10 + i, uploads[i]!, true, false]),
+        [broke!, at - 4, pullRequest, false, true],
+        [broke!, at + 1, uploads[10]!, true, false],
+        // Failed and passed within one run (a retry in the report): part of no streak, and it ends one.
+        [flapping!, at - 11, uploads[0]!, false, true],
+        ...[2, 3, 4, 5, 6, 7, 8].map((i): Row => [flapping!, at - 10 + i, uploads[i]!, true, false]),
+        [flapping!, at, uploads[9]!, true, true],
+        // Flaked (failed, then passed on a retry) and then broke: its every run has a failure, and it has a streak.
+        [flakedThenBroke!, at - 10, uploads[1]!, true, true],
+        ...[2, 3, 4, 5, 6, 7, 8, 9].map((i): Row => [flakedThenBroke!, at - 10 + i, uploads[i]!, true, false]),
       ]);
     });
-    const runs = await db.sqlRead((sql) => countRunsSince(sql, [broke!, flapping!], at - 100));
+    const runs = await db.sqlRead((sql) => countRunsSince(sql, [broke!, flapping!, flakedThenBroke!], at - 100));
     expect(Object.fromEntries(runs)).toEqual({
-      [broke!]: { runs: 8, failures: 7, streak: 6, streakCommits: 2 },
-      [flapping!]: { runs: 7, failures: 6, streak: 0, streakCommits: 0 },
+      [broke!]: { runs: 11, failures: 9, streak: 8, streakCommits: 2 },
+      [flapping!]: { runs: 9, failures: 8, streak: 0, streakCommits: 0 },
+      [flakedThenBroke!]: { runs: 9, failures: 9, streak: 8, streakCommits: 2 },
     });
   });
 

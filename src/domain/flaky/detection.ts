@@ -60,16 +60,20 @@ export type Verdict = { status: TestStatus; reason: string };
 const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
 
 /**
- * Failed runs in a row, on more than one commit, after which a test is broken. A test flaky at
- * 30% does so once in ~1,400 stretches of six runs (0.3^6); one that broke does so six runs after
- * the break (issue 25: the corpus showed newly broken tests called flaky, and quarantined, for
- * days while passes from before the break kept their rate under `brokenRate`).
+ * Failed runs in a row, on more than one commit, after which a test is broken (issue 25: the
+ * corpus showed newly broken tests called flaky, and quarantined, for days while passes from
+ * before the break kept their rate under `brokenRate`). One that broke gets there eight runs
+ * after the break. A test flaky at 30% starts such a run of failures with a chance of
+ * 0.3^8 × 0.7 ≈ 5 in 100,000 per run, about 1.4% a week at 300 runs a week (six in a row would
+ * be 14%), if its flakes are independent; flakes that come together (a loaded runner) make it
+ * likelier. It is then broken, its failures counted, until it passes.
  */
-export const BROKEN_STREAK = 6;
+export const BROKEN_STREAK = 8;
 
 /**
  * A test's status from its evidence, the most severe rule deciding: broken when it failed at
- * least `brokenRate` of at least `minSamples` runs in the window; flaky when it failed and
+ * least `brokenRate` of at least `minSamples` runs in the window; broken when its last
+ * BROKEN_STREAK runs or more failed, on more than one commit, none passing since; flaky when it failed and
  * passed on the same code within `recoveryDays`; broken too when every one of its runs in the
  * window failed, however few (a test that never passes is not healthy); flaky when it failed at
  * least `flakyRate` of at least `minSamples` runs; healthy otherwise. The reason names the rule

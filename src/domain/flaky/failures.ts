@@ -128,7 +128,8 @@ export const INFRASTRUCTURE_PATTERNS: readonly { name: string; pattern: RegExp; 
     // A request to the test's own server on this machine that timed out is the test's (slow
     // under load: timing-dependent), not the network's (issue 25: the corpus's flaky tests
     // timing out on localhost hid every failure of their uploads).
-    unless: /\bhost='(?:localhost|127\.0\.0\.1)'|\bhttps?:\/\/(?:localhost|127\.0\.0\.1)[:/]/i,
+    // (npm's own network errors stay the network's, a registry mirror on localhost included.)
+    unless: /^(?![\s\S]*\bnpm (?:ERR!|error) network\b)[\s\S]*(?:\bhost='(?:localhost|127\.0\.0\.1|\[?::1\]?)'|\bhttps?:\/\/(?:localhost|127\.0\.0\.1|\[::1\])[:/])/i,
   },
   {
     name: "runner lost",

@@ -78,37 +78,35 @@ export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedS
   return rows.map(detectionState);
 }
 
-/**
- * Runs and failed runs of each of the tests since `since` (ms); tests without runs are absent.
- * Results of uploads that were infrastructure failures are no evidence and are not counted.
- */
 /** Failed runs below which no streak is counted (domain/flaky/detection.ts BROKEN_STREAK: none shorter decides). */
 const MIN_STREAK_COUNTED = BROKEN_STREAK;
 
 /**
  * Per test, its runs and failed runs since `since` (uploads judged an infrastructure failure
  * left out), and its failing streak in that window: the runs that failed (no attempt passing)
- * after its latest run with a passing attempt, and the commits they were on.
+ * after its latest run with a passing attempt, and the commits they were on — counted over the
+ * uploads of no pull request (the target branch, the merge queue's testing branches): a PR
+ * branched before a break still passes, and says nothing of the code as it is now.
  */
 export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number; streak: number; streakCommits: number }>> {
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
-  const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown }>(
-    `SELECT r."testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN r."failed" THEN 1 ELSE 0 END) AS failures
+  const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown; passes: unknown }>(
+    `SELECT r."testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN r."failed" THEN 1 ELSE 0 END) AS failures, SUM(CASE WHEN r."passed" THEN 1 ELSE 0 END) AS passes
        FROM "TestResult" r WHERE ${inKeys} AND r."at" >= ?
         AND NOT EXISTS (SELECT 1 FROM "TestUpload" u WHERE u."key" = r."uploadKey" AND u."infrastructureFailure" IS NOT NULL)
       GROUP BY r."testCaseKey"`,
     [keysParam, since],
   );
-  // The streak decides only for tests that failed often enough, and passed at least once (a test
-  // failing every run is broken by that alone): counted for those only.
-  const streakKeys = rows.filter((row) => integer(row.failures) >= MIN_STREAK_COUNTED && integer(row.failures) < integer(row.runs)).map((row) => integer(row.k));
+  // The streak decides only for tests that failed often enough and had a passing attempt (one
+  // that failed then passed on a retry counts: a test that flaked, then broke): counted for those only.
+  const streakKeys = rows.filter((row) => integer(row.failures) >= MIN_STREAK_COUNTED && integer(row.passes) > 0).map((row) => integer(row.k));
   if (streakKeys.length === 0) return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), streak: 0, streakCommits: 0 }]));
   const [inStreakKeys, streakKeysParam] = sql.anyOf(`r."testCaseKey"`, streakKeys);
   const streaks = await sql.all<{ k: unknown; streak: unknown; commits: unknown }>(
     `WITH "valid" AS (
         SELECT r."testCaseKey" AS k, r."at" AS at, r."failed" AS failed, r."passed" AS passed, u."commitSha" AS sha
           FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
-         WHERE ${inStreakKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL
+         WHERE ${inStreakKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
       ), "lastPass" AS (SELECT k, MAX(at) AS at FROM "valid" WHERE passed GROUP BY k)
       SELECT v.k AS k, COUNT(*) AS streak, COUNT(DISTINCT v.sha) AS commits
         FROM "valid" v LEFT JOIN "lastPass" p ON p.k = v.k
