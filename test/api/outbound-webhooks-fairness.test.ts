@@ -6,6 +6,8 @@ import { prOf, queueOf, startTestServer, type TestServer } from "../support/harn
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
 const POLL_MS = 20;
+/** The least bound on B's delivery lag under A's load (see the assertion). */
+const LAG_FLOOR_MS = 500;
 /** Organization A's endpoints: the cap. */
 const A_ENDPOINTS = 20;
 /** Organization A's backlog: events, each to every one of its endpoints, each under an ordering key of its own. */
@@ -71,9 +73,11 @@ describe.each(BACKENDS)("outbound webhooks: one organization never slows another
         for (let n = from; n < from + B_PRS; n++) {
           const sent = Date.now();
           await server.api.ok("submitPullRequest", prOf(n, "fair"));
-          submits.push(Date.now() - sent);
+          const answered = Date.now();
+          submits.push(answered - sent);
           const arrived = await until(() => b.received.find((m) => m.data.pullRequest.number === n), `PR ${n}'s event`);
-          lags.push(arrived.at - sent);
+          // From the submit's answer (its own time is the submit figure): the delivery's lag alone.
+          lags.push(Math.max(0, arrived.at - answered));
         }
         return { submitMs: median(submits), lagMs: median(lags) };
       }
@@ -105,8 +109,11 @@ describe.each(BACKENDS)("outbound webhooks: one organization never slows another
       const loaded = await measureB(201);
       const figures = { alone, loaded };
       if (process.env.GREENLINE_FAIRNESS_FIGURES) process.stdout.write(`fairness on ${backend.name}: ${JSON.stringify(figures)}\n`);
-      // B's deliveries go out within a bound relative to B alone (a poll interval at least), its submits within a generous ratio.
-      expect({ figures, lagWithin: loaded.lagMs <= 4 * Math.max(alone.lagMs, POLL_MS) }).toEqual({ figures, lagWithin: true });
+      // B's deliveries go out within a bound relative to B alone, its submits within a generous ratio.
+      // The bound has a floor of LAG_FLOOR_MS: the test files running beside this one on the
+      // machine's two cores move a delivery by a few hundred ms (a clean-clone CI run saw 284 ms
+      // against 4 × ~60); starved behind A's backlog of failing endpoints, B would wait seconds.
+      expect({ figures, lagWithin: loaded.lagMs <= Math.max(4 * Math.max(alone.lagMs, POLL_MS), LAG_FLOOR_MS) }).toEqual({ figures, lagWithin: true });
       expect({ figures, submitWithin: loaded.submitMs <= 4 * Math.max(alone.submitMs, 5) }).toEqual({ figures, submitWithin: true });
       // And A is still being served (its budget, not nothing).
       const before = receivers.slice(1).reduce((sum, r) => sum + r.requests, 0);
