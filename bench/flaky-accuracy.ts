@@ -1,10 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/log.js";
 import { CORPUS_START, corpusTests, corpusUploads, type CorpusOptions, type CorpusTest, flakeRateOf, FULL, labelAt, QUICK } from "./flaky-corpus/corpus.js";
-import { machine, postgresReachable, withAdmin } from "./support.js";
+import { freshDatabase, machine, postgresReachable } from "./support.js";
 
 /**
  * `bench:flaky -- --accuracy [--quick]` (issue 25): the labelled corpus (bench/flaky-corpus)
@@ -44,18 +41,6 @@ export type AccuracyFigures = {
   wallSeconds: number;
 };
 
-async function openDatabase(backend: "sqlite" | "postgres"): Promise<{ url: string; drop(): Promise<void> }> {
-  if (backend === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), "greenline-accuracy-"));
-    return { url: `file:${join(dir, "accuracy.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `greenline_accuracy_${process.pid}_${Date.now()}`;
-  await withAdmin(ADMIN, (c) => c.query(`CREATE DATABASE "${name}"`));
-  const url = new URL(ADMIN);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => withAdmin(ADMIN, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
-}
-
 const keyOf = (t: { classname: string; name: string }) => `${t.classname}|${t.name}`;
 const ratio = (a: number, b: number) => (b === 0 ? 1 : a / b);
 const f1 = (p: number, r: number) => (p + r === 0 ? 0 : (2 * p * r) / (p + r));
@@ -65,7 +50,7 @@ const quantile = (xs: number[], q: number) => (xs.length === 0 ? null : [...xs].
 /** The corpus replayed on a fresh database of `backend` (`database`: one the caller made, dropped here). */
 export async function measureAccuracy(backend: "sqlite" | "postgres", options: CorpusOptions, database?: { url: string; drop(): Promise<void> }): Promise<AccuracyFigures> {
   const { startGreenline } = await import("../src/server.js");
-  const db = database ?? (await openDatabase(backend));
+  const db = database ?? (await freshDatabase(backend, ADMIN, "greenline-accuracy"));
   let clock = CORPUS_START;
   const config = loadConfig({ DATABASE_URL: db.url, GREENLINE_API_TOKEN: TOKEN, GREENLINE_ORG: ORG, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" }, () => "");
   const greenline = await startGreenline(config, { log: createLogger("warn"), startWorker: false, now: () => new Date(clock) });

@@ -1,7 +1,4 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ReadCache } from "../src/app/read-cache.js";
 import { MAX_ADAPTIVE_BATCH } from "../src/domain/engine/capacity.js";
 import { createQueue } from "../src/queue/queues.js";
@@ -38,7 +35,7 @@ import { runEffects } from "../src/worker/effects.js";
 import { deliverPolledCiResults } from "../src/queue/status-checks.js";
 import { shaOf, TestSuite, uploadRunResults, type TestFailure, type TestModel } from "./queue-tests.js";
 import { rng } from "./random.js";
-import { withAdmin } from "./support.js";
+import { freshDatabase } from "./support.js";
 
 /**
  * A discrete-event simulation of one merge queue on virtual time. PRs arrive (Poisson), the
@@ -365,18 +362,6 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
 /** Where the simulation keeps its database: a fresh SQLite file or PostgreSQL database. */
 export type StoreKind = { kind: "sqlite" } | { kind: "postgres"; adminUrl: string };
 
-async function openStore(store: StoreKind): Promise<{ url: string; drop(): Promise<void> }> {
-  if (store.kind === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), "greenline-sim-"));
-    return { url: `file:${join(dir, "sim.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `greenline_sim_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
-  await withAdmin(store.adminUrl, (c) => c.query(`CREATE DATABASE "${name}"`));
-  const url = new URL(store.adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => withAdmin(store.adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
-}
-
 /**
  * The tree made by merging `prs`, in order, onto the tree `base`: a digest folded one PR at a
  * time, so merging [1, 2] at once or [1] then [2] makes the same tree, and equal trees equal digests.
@@ -446,7 +431,7 @@ export async function simulate(strategy: Strategy, workload: Workload, store: St
   const start = Date.parse("2026-11-23T00:00:00Z");
   let clock = start;
   const codeHost = new SimCodeHost(prs, workload, random, () => clock - start, start);
-  const { url, drop } = await openStore(store);
+  const { url, drop } = await freshDatabase(store.kind, store.kind === "postgres" ? store.adminUrl : "", "greenline-sim");
   const db = await Database.open(url);
   const services: Services = { db, codeHost, now: () => new Date(clock), newId: () => orderedId(), readCache: new ReadCache(), log: undefined as never };
   const wall0 = performance.now();

@@ -32,6 +32,22 @@ export function benchConfig(databaseUrl: string, bootstrap: Config["bootstrap"],
   };
 }
 
+/**
+ * A fresh, empty database for a benchmark: a SQLite file in a temporary directory, or a new
+ * PostgreSQL database on `admin`'s server; `drop` removes it.
+ */
+export async function freshDatabase(backend: "sqlite" | "postgres", admin: string, prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  if (backend === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+    return { url: `file:${join(dir, "greenline.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `${prefix.replace(/-/g, "_")}_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  await withAdmin(admin, (c) => c.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => withAdmin(admin, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
+}
+
 export async function waitFor(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -117,21 +133,8 @@ export async function queueInProcess(options: { backend: "sqlite" | "postgres"; 
   const { startGreenline } = await import("../src/server.js");
   const admin = options.admin ?? process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
   const token = "bench-token-0123456789abcdef";
-  let databaseUrl: string;
-  let drop: () => Promise<void>;
-  if (options.backend === "postgres") {
-    if (!(await postgresReachable(admin))) throw new Error(`PostgreSQL not reachable at ${admin}`);
-    const name = `greenline_in_process_${process.pid}`;
-    await withAdmin(admin, (c) => c.query(`CREATE DATABASE "${name}"`));
-    const url = new URL(admin);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    drop = () => withAdmin(admin, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined);
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), "greenline-in-process-"));
-    databaseUrl = `file:${join(dir, "greenline.db")}`;
-    drop = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  if (options.backend === "postgres" && !(await postgresReachable(admin))) throw new Error(`PostgreSQL not reachable at ${admin}`);
+  const { url: databaseUrl, drop } = await freshDatabase(options.backend, admin, "greenline-in-process");
   const config = loadConfig({ DATABASE_URL: databaseUrl, GREENLINE_API_TOKEN: token, GREENLINE_ORG: "bench", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" }, () => "");
   const greenline = await startGreenline(config, { log: createLogger("warn"), startWorker: false });
   const close = async () => {

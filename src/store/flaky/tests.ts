@@ -100,22 +100,27 @@ export async function countRunsSince(sql: Sql, keys: readonly number[], since: n
   // The streak decides only for tests that failed often enough and had a passing attempt (one
   // that failed then passed on a retry counts: a test that flaked, then broke): counted for those only.
   const streakKeys = rows.filter((row) => integer(row.failures) >= MIN_STREAK_COUNTED && integer(row.passes) > 0).map((row) => integer(row.k));
-  if (streakKeys.length === 0) return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), streak: 0, streakCommits: 0 }]));
-  const [inStreakKeys, streakKeysParam] = sql.anyOf(`r."testCaseKey"`, streakKeys);
+  const streakOf = await countStreaks(sql, streakKeys, since);
+  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), ...(streakOf.get(integer(row.k)) ?? { streak: 0, streakCommits: 0 }) }]));
+}
+
+/** countRunsSince's failing streaks, for `keys` (none: no statement). */
+async function countStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { streak: number; streakCommits: number }>> {
+  if (keys.length === 0) return new Map();
+  const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
   const streaks = await sql.all<{ k: unknown; streak: unknown; commits: unknown }>(
     `WITH "valid" AS (
         SELECT r."testCaseKey" AS k, r."at" AS at, r."failed" AS failed, r."passed" AS passed, u."commitSha" AS sha
           FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
-         WHERE ${inStreakKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
+         WHERE ${inKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
       ), "lastPass" AS (SELECT k, MAX(at) AS at FROM "valid" WHERE passed GROUP BY k)
       SELECT v.k AS k, COUNT(*) AS streak, COUNT(DISTINCT v.sha) AS commits
         FROM "valid" v LEFT JOIN "lastPass" p ON p.k = v.k
        WHERE v.failed AND NOT v.passed AND (p.at IS NULL OR v.at > p.at)
        GROUP BY v.k`,
-    [streakKeysParam, since],
+    [keysParam, since],
   );
-  const streakOf = new Map(streaks.map((row) => [integer(row.k), { streak: integer(row.streak), streakCommits: integer(row.commits) }]));
-  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), ...(streakOf.get(integer(row.k)) ?? { streak: 0, streakCommits: 0 }) }]));
+  return new Map(streaks.map((row) => [integer(row.k), { streak: integer(row.streak), streakCommits: integer(row.commits) }]));
 }
 
 /**
