@@ -14,6 +14,7 @@ import {
   saveJudgment,
   saveQuarantineSetting,
   type Judgment,
+  type StreakRunCounts,
 } from "../store/flaky-store.js";
 import type { Database } from "../store/database.js";
 import type { Sql } from "../store/sql.js";
@@ -55,16 +56,14 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, tests: D
 }
 
 /** A test's judgment under the settings, or null when nothing about it changed. */
-function judge(
-  test: DetectionState,
-  flake: Flake | undefined,
-  { runs, failures, streak, streakCommits }: { runs: number; failures: number; streak: number; streakCommits: number },
-  settings: FlakySettings,
-  now: Date,
-): Judgment | null {
+function judge(test: DetectionState, flake: Flake | undefined, { runs, failures, streak, streakCommits, fixedAt, fixedAfter }: StreakRunCounts, settings: FlakySettings, now: Date): Judgment | null {
   const flakeAt = flake && (test.flakeAt === null || flake.at >= test.flakeAt) ? flake.at : test.flakeAt;
   const flakeReason = flakeAt === test.flakeAt ? test.flakeReason : flake!.reason;
-  const verdict = classify({ runs, failures, streak, streakCommits, flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason }, settings, now);
+  const verdict = classify(
+    { runs, failures, streak, streakCommits, ...(fixedAt === undefined ? {} : { fixed: { at: new Date(fixedAt), after: fixedAfter ?? 0 } }), flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason },
+    settings,
+    now,
+  );
   const quarantined = isQuarantined(verdict.status, test.quarantineSetting, settings);
   const statusChanged = verdict.status !== test.status;
   if (!statusChanged && flakeAt === test.flakeAt && quarantined === test.quarantined) return null;

@@ -182,6 +182,11 @@ describe("classification", () => {
     ["broken on the streak even with pass-on-retry evidence from before", { runs: 24, failures: 9, streak: 9, streakCommits: 3, flakeAt: daysAgo(2), flakeReason: "x" }, "broken"],
     ["not broken on a streak of one commit's retries", { runs: 24, failures: 9, streak: 8, streakCommits: 1, flakeAt: null, flakeReason: null }, "flaky"],
     ["not broken on seven in a row", { runs: 30, failures: 7, streak: 7, streakCommits: 7, flakeAt: null, flakeReason: null }, "healthy"],
+    // Defect 3: broken, then fixed — the figures since the fix decide (the store counts them from there).
+    ["healthy once fixed: the runs since the pass that ended a broken streak", { runs: 12, failures: 1, fixed: { at: daysAgo(1), after: 9 }, flakeAt: null, flakeReason: null }, "healthy"],
+    ["healthy once fixed, though it flaked before the fix", { runs: 12, failures: 1, fixed: { at: daysAgo(1), after: 9 }, flakeAt: daysAgo(3), flakeReason: "x" }, "healthy"],
+    ["flaky when it flaked after the fix", { runs: 12, failures: 1, fixed: { at: daysAgo(1), after: 9 }, flakeAt: daysAgo(0.5), flakeReason: "x" }, "flaky"],
+    ["flaky after a fix when it fails ≥ 30% of its runs since", { runs: 12, failures: 4, fixed: { at: daysAgo(1), after: 9 }, flakeAt: null, flakeReason: null }, "flaky"],
   ])("%s", (_what, evidence, status) => {
     const verdict = classify(evidence, settings, now);
     expect(verdict.status).toBe(status);
@@ -194,6 +199,9 @@ describe("classification", () => {
     expect(classify({ runs: 3, failures: 3, flakeAt: null, flakeReason: null }, settings, now).reason).toBe("failed 3 of 3 runs in the last 7 days: every run failed (the rate rules wait for 10 runs)");
     expect(classify({ runs: 24, failures: 9, streak: 8, streakCommits: 2, flakeAt: null, flakeReason: null }, settings, now).reason).toBe(
       "failed its last 8 runs, on 2 commits, none passing since (broken at ≥ 8 failed runs in a row on more than one commit)",
+    );
+    expect(classify({ runs: 12, failures: 4, fixed: { at: daysAgo(1), after: 9 }, flakeAt: null, flakeReason: null }, settings, now).reason).toBe(
+      "failed 4 of 12 runs since it passed again at 2026-11-21T00:00:00.000Z after 9 failed runs in a row (33.3%, flaky at ≥ 30%)",
     );
   });
 

@@ -50,6 +50,12 @@ export type Evidence = {
    */
   streak?: number;
   streakCommits?: number;
+  /**
+   * When a streak of BROKEN_STREAK failed runs or more, on more than one commit, ended in the
+   * window with a pass: that pass's time and the streak's length. `runs` and `failures` are then
+   * counted from it (a test broken, then fixed, is judged by how it has run since the fix).
+   */
+  fixed?: { at: Date; after: number };
   /** The latest pass-on-retry evidence: a failure and a pass on one commit, or within one run. */
   flakeAt: Date | null;
   flakeReason: string | null;
@@ -76,14 +82,16 @@ export const BROKEN_STREAK = 8;
  * BROKEN_STREAK runs or more failed, on more than one commit, none passing since; flaky when it failed and
  * passed on the same code within `recoveryDays`; broken too when every one of its runs in the
  * window failed, however few (a test that never passes is not healthy); flaky when it failed at
- * least `flakyRate` of at least `minSamples` runs; healthy otherwise. The reason names the rule
+ * least `flakyRate` of at least `minSamples` runs; healthy otherwise. After a broken streak ended
+ * with a pass (a fix), the rates are of the runs since that pass and pass-on-retry evidence from
+ * before it is set aside: the evidence is of the code before the fix. The reason names the rule
  * and its figures. The API's status and every page's status word are this verdict.
  */
 export function classify(evidence: Evidence, settings: FlakySettings, now: Date): Verdict {
   const { runs, failures } = evidence;
   const rate = runs === 0 ? 0 : failures / runs;
-  const window = `the last ${settings.windowDays} days`;
-  const figures = `failed ${failures} of ${runs} runs in ${window}`;
+  const window = evidence.fixed ? `since it passed again at ${evidence.fixed.at.toISOString()} after ${evidence.fixed.after} failed runs in a row` : `in the last ${settings.windowDays} days`;
+  const figures = `failed ${failures} of ${runs} runs ${window}`;
   const sampled = runs >= settings.minSamples;
   if (sampled && rate >= settings.brokenRate) return { status: "broken", reason: `${figures} (${percent(rate)}, broken at ≥ ${percent(settings.brokenRate)})` };
   // A test that started failing every run, on more than one commit, is broken from then on,
@@ -93,13 +101,15 @@ export function classify(evidence: Evidence, settings: FlakySettings, now: Date)
   if (streak >= BROKEN_STREAK && (evidence.streakCommits ?? 0) >= 2) {
     return { status: "broken", reason: `failed its last ${streak} runs, on ${evidence.streakCommits} commits, none passing since (broken at ≥ ${BROKEN_STREAK} failed runs in a row on more than one commit)` };
   }
-  if (evidence.flakeAt && now.getTime() - evidence.flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
+  // Pass-on-retry evidence from before a fix is evidence about the code before it, as its failures are.
+  const flakeAt = evidence.flakeAt && (!evidence.fixed || evidence.flakeAt.getTime() >= evidence.fixed.at.getTime()) ? evidence.flakeAt : null;
+  if (flakeAt && now.getTime() - flakeAt.getTime() < settings.recoveryDays * DAY_MS) {
     return { status: "flaky", reason: evidence.flakeReason ?? "failed and passed on the same commit" };
   }
   // Too few runs for the rate rules, but not one passed: failing, never "healthy" (issue 22, item 9).
   if (runs > 0 && failures >= runs) return { status: "broken", reason: `${figures}: every run failed (the rate rules wait for ${settings.minSamples} runs)` };
   if (sampled && rate >= settings.flakyRate) return { status: "flaky", reason: `${figures} (${percent(rate)}, flaky at ≥ ${percent(settings.flakyRate)})` };
-  const quiet = evidence.flakeAt ? `no pass-on-retry for ${settings.recoveryDays} days; ` : "";
+  const quiet = flakeAt ? `no pass-on-retry for ${settings.recoveryDays} days; ` : "";
   return { status: "healthy", reason: `${quiet}${figures}` };
 }
 

@@ -81,14 +81,47 @@ export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedS
 /** Failed runs below which no streak is counted (domain/flaky/detection.ts BROKEN_STREAK: none shorter decides). */
 const MIN_STREAK_COUNTED = BROKEN_STREAK;
 
+/** countRunsSince's figures for one test. */
+export type StreakRunCounts = {
+  runs: number;
+  failures: number;
+  /** Its failing streak now: failed runs off pull requests since its latest passing run, and their commits. */
+  streak: number;
+  streakCommits: number;
+  /**
+   * When a broken streak (BROKEN_STREAK failed runs or more, on more than one commit) ended in
+   * the window with a pass, the last such: when it passed again and how many runs the streak had.
+   * `runs` and `failures` are then counted from that pass on, the change point: the failures of
+   * a test that was broken and is fixed say nothing of how it runs now.
+   */
+  fixedAt?: number;
+  fixedAfter?: number;
+};
+
 /**
  * Per test, its runs and failed runs since `since` (uploads judged an infrastructure failure
- * left out), and its failing streak in that window: the runs that failed (no attempt passing)
+ * left out), and its failing streaks in that window: the runs that failed (no attempt passing)
  * after its latest run with a passing attempt, and the commits they were on — counted over the
  * uploads of no pull request (the target branch, the merge queue's testing branches): a PR
- * branched before a break still passes, and says nothing of the code as it is now.
+ * branched before a break still passes, and says nothing of the code as it is now. A broken
+ * streak that ended moves the start of `runs` and `failures` to the pass that ended it.
  */
-export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; failures: number; streak: number; streakCommits: number }>> {
+export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, StreakRunCounts>> {
+  const rows = await countRuns(sql, keys, since);
+  // The streaks decide only for tests that failed often enough and had a passing attempt (one
+  // that failed then passed on a retry counts: a test that flaked, then broke): counted for those only.
+  const streakKeys = rows.filter((row) => row.failures >= MIN_STREAK_COUNTED && row.passes > 0).map((row) => row.k);
+  const streakOf = await countStreaks(sql, streakKeys, since);
+  const counts = new Map<number, StreakRunCounts>(rows.map((row) => [row.k, { runs: row.runs, failures: row.failures, streak: 0, streakCommits: 0, ...streakOf.get(row.k) }]));
+  for (const [k, streaks] of streakOf) {
+    if (streaks.fixedAt === undefined) continue;
+    const [after] = await countRuns(sql, [k], streaks.fixedAt);
+    counts.set(k, { ...counts.get(k)!, runs: after?.runs ?? 0, failures: after?.failures ?? 0 });
+  }
+  return counts;
+}
+
+async function countRuns(sql: Sql, keys: readonly number[], since: number): Promise<{ k: number; runs: number; failures: number; passes: number }[]> {
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
   const rows = await sql.all<{ k: unknown; runs: unknown; failures: unknown; passes: unknown }>(
     `SELECT r."testCaseKey" AS k, COUNT(*) AS runs, SUM(CASE WHEN r."failed" THEN 1 ELSE 0 END) AS failures, SUM(CASE WHEN r."passed" THEN 1 ELSE 0 END) AS passes
@@ -97,30 +130,50 @@ export async function countRunsSince(sql: Sql, keys: readonly number[], since: n
       GROUP BY r."testCaseKey"`,
     [keysParam, since],
   );
-  // The streak decides only for tests that failed often enough and had a passing attempt (one
-  // that failed then passed on a retry counts: a test that flaked, then broke): counted for those only.
-  const streakKeys = rows.filter((row) => integer(row.failures) >= MIN_STREAK_COUNTED && integer(row.passes) > 0).map((row) => integer(row.k));
-  const streakOf = await countStreaks(sql, streakKeys, since);
-  return new Map(rows.map((row) => [integer(row.k), { runs: integer(row.runs), failures: integer(row.failures), ...(streakOf.get(integer(row.k)) ?? { streak: 0, streakCommits: 0 }) }]));
+  return rows.map((row) => ({ k: integer(row.k), runs: integer(row.runs), failures: integer(row.failures), passes: integer(row.passes) }));
 }
 
-/** countRunsSince's failing streaks, for `keys` (none: no statement). */
-async function countStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { streak: number; streakCommits: number }>> {
+/**
+ * countRunsSince's failing streaks, for `keys` (none: no statement). The runs off pull requests
+ * in time order, numbered by the passing runs up to each (`grp`): each number is a pass and the
+ * failures after it (the first, the failures before any pass). A streak is one number's failures;
+ * the last number's is the streak now, an earlier one ended with the next number's pass. Failures
+ * at the instant of a pass count before it. Only streaks of MIN_STREAK_COUNTED or more are read.
+ */
+async function countStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, Omit<StreakRunCounts, "runs" | "failures">>> {
   if (keys.length === 0) return new Map();
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
-  const streaks = await sql.all<{ k: unknown; streak: unknown; commits: unknown }>(
+  const islands = await sql.all<{ k: unknown; grp: unknown; fails: unknown; commits: unknown; nextAt: unknown }>(
     `WITH "valid" AS (
-        SELECT r."testCaseKey" AS k, r."at" AS at, r."failed" AS failed, r."passed" AS passed, u."commitSha" AS sha
+        SELECT r."testCaseKey" AS k, r."at" AS at, u."commitSha" AS sha,
+               CASE WHEN r."failed" AND NOT r."passed" THEN 1 ELSE 0 END AS bad, CASE WHEN r."passed" THEN 1 ELSE 0 END AS good
           FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
          WHERE ${inKeys} AND r."at" >= ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
-      ), "lastPass" AS (SELECT k, MAX(at) AS at FROM "valid" WHERE passed GROUP BY k)
-      SELECT v.k AS k, COUNT(*) AS streak, COUNT(DISTINCT v.sha) AS commits
-        FROM "valid" v LEFT JOIN "lastPass" p ON p.k = v.k
-       WHERE v.failed AND NOT v.passed AND (p.at IS NULL OR v.at > p.at)
-       GROUP BY v.k`,
-    [keysParam, since],
+      ), "numbered" AS (
+        SELECT k, at, sha, bad, SUM(good) OVER (PARTITION BY k ORDER BY at, good ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS grp FROM "valid"
+      ), "islands" AS (
+        SELECT k, grp, SUM(bad) AS fails, COUNT(DISTINCT CASE WHEN bad = 1 THEN sha END) AS commits, MIN(at) AS "startAt" FROM "numbered" GROUP BY k, grp
+      )
+      SELECT i.k AS k, i.grp AS grp, i.fails AS fails, i.commits AS commits, n."startAt" AS "nextAt"
+        FROM "islands" i LEFT JOIN "islands" n ON n.k = i.k AND n.grp = i.grp + 1
+       WHERE i.fails >= ?`,
+    [keysParam, since, MIN_STREAK_COUNTED],
   );
-  return new Map(streaks.map((row) => [integer(row.k), { streak: integer(row.streak), streakCommits: integer(row.commits) }]));
+  const streaks = new Map<number, Omit<StreakRunCounts, "runs" | "failures"> & { fixedGrp?: number }>();
+  for (const row of islands) {
+    const k = integer(row.k);
+    const entry = streaks.get(k) ?? { streak: 0, streakCommits: 0 };
+    streaks.set(k, entry);
+    if (row.nextAt === null || row.nextAt === undefined) {
+      entry.streak = integer(row.fails);
+      entry.streakCommits = integer(row.commits);
+    } else if (integer(row.commits) >= 2 && (entry.fixedGrp === undefined || integer(row.grp) > entry.fixedGrp)) {
+      entry.fixedGrp = integer(row.grp);
+      entry.fixedAt = integer(row.nextAt);
+      entry.fixedAfter = integer(row.fails);
+    }
+  }
+  return new Map([...streaks].map(([k, { fixedGrp: _, ...entry }]) => [k, entry]));
 }
 
 /**
