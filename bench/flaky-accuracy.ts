@@ -1,5 +1,7 @@
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/log.js";
+import { testCaseId } from "../src/domain/flaky/identity.js";
+import { parseJUnit } from "../src/formats/junit.js";
 import { CORPUS_START, corpusTests, corpusUploads, type CorpusOptions, type CorpusTest, flakeRateOf, FULL, labelAt, QUICK } from "./flaky-corpus/corpus.js";
 import { freshDatabase, machine, postgresReachable } from "./support.js";
 
@@ -34,7 +36,12 @@ export type AccuracyFigures = {
   detectRuns: Record<string, { median: number | null; p90: number | null; found: string }>;
   detectDays: Record<string, { median: number | null; p90: number | null }>;
   brokenQuarantined: number;
+  /** Queue runs in which a broken test failed and check-quarantine, asked then with its failure (as `greenline test run` asks), said quarantined. */
   regressionsExcused: number;
+  /** Queue runs in which a broken test failed while quarantined as last read (every two hours): the quarantine alone, before failure shapes. */
+  quarantinedWhileBrokenRuns: number;
+  /** Queue runs in which a quarantined test that is flaky failed and check-quarantine said it failed a new way (it counts: an ejection the quarantine no longer spares). */
+  flakesNotExcused: number;
   infraMintedFlaky: number;
   /** Uploads judged an infrastructure failure with an incident in them, without one, and incidents not judged so. */
   infrastructure: { truePositives: number; falsePositives: number; missed: number };
@@ -71,6 +78,9 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
     const everBrokenQuarantined = new Set<number>();
     const everHealthyFlagged = new Set<number>();
     let regressionsExcused = 0;
+    let quarantinedWhileBrokenRuns = 0;
+    let flakesNotExcused = 0;
+    const fullName = `${repo.host}/${repo.owner}/${repo.name}`;
     const infra = { truePositives: 0, falsePositives: 0, missed: 0 };
     let uploads = 0;
     let testCases = 0;
@@ -126,8 +136,25 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
       } else if (upload.incident !== null) infra.missed++;
       testCases += upload.ran.length;
       for (const i of upload.ran) runs[i]!++;
-      // A queue run that a broken test failed, while the test was quarantined (as last read): the queue would have excused a regression.
-      if (upload.kind === "queue" && upload.incident === null && upload.failed.some((i) => labelAt(tests[i]!, upload.tree) === "broken" && statuses.get(i)?.quarantined)) regressionsExcused++;
+      // A queue run that a broken test failed, while the test was quarantined (as last read).
+      if (upload.kind === "queue" && upload.incident === null && upload.failed.some((i) => labelAt(tests[i]!, upload.tree) === "broken" && statuses.get(i)?.quarantined)) quarantinedWhileBrokenRuns++;
+      // What `greenline test run` asks after its upload: which failing tests are quarantined, given how each failed.
+      if (upload.kind === "queue" && upload.incident === null && upload.failed.length > 0 && !answer.infrastructure_failure) {
+        const failing: { index: number; id: string; test: Record<string, unknown> }[] = [];
+        for (const xml of upload.xml)
+          parseJUnit(xml, (c) => {
+            const t = byKey.get(keyOf(c));
+            if (!t || !c.failed || c.passed || failing.some((f) => f.index === t.index)) return;
+            const identity = { name: c.name, classname: c.classname, file: c.file, parent: c.parent };
+            const failure = { ...(c.failureType ? { type: c.failureType } : {}), ...(c.message ? { message: c.message } : {}), ...(c.failureText ? { text: c.failureText } : {}) };
+            failing.push({ index: t.index, id: testCaseId(ORG, fullName, identity), test: { ...identity, failure } });
+          });
+        const checked = await call("flaky-tests/check-quarantine", { repo, org_url_slug: ORG, tests: failing.map((f) => f.test) });
+        const excused = new Set<string>(checked.quarantined_test_ids);
+        const newWays = new Set<string>(checked.new_failure_test_ids);
+        if (failing.some((f) => excused.has(f.id) && labelAt(tests[f.index]!, upload.tree) === "broken")) regressionsExcused++;
+        if (failing.some((f) => newWays.has(f.id) && labelAt(tests[f.index]!, upload.tree) === "flaky")) flakesNotExcused++;
+      }
     }
     clock = nextCheckpoint;
     await checkpoint();
@@ -187,6 +214,8 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
       detectDays,
       brokenQuarantined: everBrokenQuarantined.size,
       regressionsExcused,
+      quarantinedWhileBrokenRuns,
+      flakesNotExcused,
       infraMintedFlaky: everHealthyFlagged.size,
       infrastructure: infra,
       wallSeconds: round((performance.now() - wall0) / 1000),
@@ -223,7 +252,9 @@ export async function runAccuracy(quick: boolean): Promise<void> {
         `| ${rate} | ${r.flaky.recallByRate[rate]} (ever: ${r.detectRuns[rate]!.found}) | ${r.detectRuns[rate]!.median ?? "–"} / ${r.detectRuns[rate]!.p90 ?? "never"} | ${r.detectDays[rate]!.median ?? "–"} / ${r.detectDays[rate]!.p90 ?? "never"} |`,
       );
     console.log(`\nUploads judged an infrastructure failure: ${r.infrastructure.truePositives} holding an incident (${r.infrastructure.missed} incidents not judged so), ${r.infrastructure.falsePositives} without one.`);
-    console.log(`Broken tests ever quarantined: ${r.brokenQuarantined}; regressions excused: ${r.regressionsExcused}; healthy tests ever made flaky or broken by infrastructure incidents: ${r.infraMintedFlaky}.\n`);
+    console.log(
+      `Broken tests ever quarantined: ${r.brokenQuarantined}; regressions excused: ${r.regressionsExcused} (queue runs in which a broken test failed while quarantined as last read: ${r.quarantinedWhileBrokenRuns}; quarantined flaky tests' failures not excused, as a new way of failing: ${r.flakesNotExcused}); healthy tests ever made flaky or broken by infrastructure incidents: ${r.infraMintedFlaky}.\n`,
+    );
   }
   const worst = (f: (r: AccuracyFigures) => number, pick: (a: number, b: number) => number) => results.map(f).reduce((a, b) => pick(a, b));
   console.log(

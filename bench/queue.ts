@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { decide } from "../src/domain/engine/engine.js";
 import type { EngineQueue } from "../src/domain/engine/types.js";
 import { countQueries, type QueryCount, topShapes } from "./query-count.js";
-import { machine, postgresReachable } from "./support.js";
+import { machine, postgresReachable, withAdmin } from "./support.js";
 import { runFlakeAwareSection } from "./queue-flaky.js";
 import { generatePrs, rng, simulate, type SimResult, type Strategy, type Workload } from "./queue-sim.js";
 
@@ -346,6 +346,11 @@ for (const store of stores) {
   const chunks = r.chunkWallMs ?? [];
   const cpu = r.chunkCpuMs ?? [];
   if (chunks.length >= 2) {
+    // Rows updated and deleted on every decision need vacuuming: without autovacuum PostgreSQL is not flat (docs/benchmarks.md).
+    if (store.kind.kind === "postgres") {
+      const autovacuum = await withAdmin(POSTGRES_ADMIN, (c) => c.query<{ s: string }>("SELECT current_setting('autovacuum') AS s")).then((q) => q.rows[0]!.s);
+      flatness.push(`${store.name}: the server's autovacuum is ${autovacuum}${autovacuum === "off" ? " (not the default: dead rows pile up and every chunk is slower than the one before)" : ""}`);
+    }
     flatness.push(`${store.name}: wall ms per PR by 1,000 arrivals ${chunks.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(chunks.at(-1)! / chunks[0]!).toFixed(2)}`);
     flatness.push(`${store.name}: CPU ms per PR (this process) ${cpu.map((ms) => (ms / 1000).toFixed(1)).join(", ")}; last / first ${(cpu.at(-1)! / cpu[0]!).toFixed(2)}`);
   }

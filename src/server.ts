@@ -149,6 +149,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
   const { log } = options;
   const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts, waitMs: config.databaseWaitMs });
   try {
+    for (const warning of await db.serverWarnings()) log.warn(warning);
     if (config.bootstrap) {
       const { org, token } = config.bootstrap;
       const { created } = await registerToken(db, org, token, "bootstrap (GREENLINE_API_TOKEN)").catch((error: unknown) => {

@@ -3891,22 +3891,28 @@ function runCommand(command2) {
     child.on("exit", (exitCode, signal) => resolve3({ code: exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0) }));
   });
 }
+var FAILURE_TEXT_MAX = 4e3;
 var label = (test) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
 async function quarantinedTests(ctx, tests) {
   const ask = (some) => post(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
   const answer = await ask(tests);
-  if (answer.quarantined_test_ids.length === 0) return /* @__PURE__ */ new Set();
+  const named = (a) => [...a.quarantined_test_ids, ...a.new_failure_test_ids ?? []];
+  if (named(answer).length === 0) return { quarantined: /* @__PURE__ */ new Set(), newWays: /* @__PURE__ */ new Set() };
   const { host, owner, name } = ctx.scope.repo;
   const org = ctx.scope.org_url_slug.trim().toLowerCase();
   const byId = new Map(tests.map((t) => [testCaseId(org, `${host.trim()}/${owner.trim()}/${name.trim()}`, t, ctx.variant.trim(), t.id ?? ""), t]));
-  if (answer.quarantined_test_ids.every((id) => byId.has(id))) return new Set(answer.quarantined_test_ids.map((id) => byId.get(id)));
+  if (named(answer).every((id) => byId.has(id))) return { quarantined: new Set(answer.quarantined_test_ids.map((id) => byId.get(id))), newWays: new Set((answer.new_failure_test_ids ?? []).map((id) => byId.get(id))) };
   const quarantined = /* @__PURE__ */ new Set();
+  const newWays = /* @__PURE__ */ new Set();
   for (let i = 0; i < tests.length; i += 8) {
     const slice = tests.slice(i, i + 8);
     const answers = await Promise.all(slice.map((t) => ask([t])));
-    answers.forEach((a, j) => a.quarantined_test_ids.length > 0 && quarantined.add(slice[j]));
+    answers.forEach((a, j) => {
+      if (a.quarantined_test_ids.length > 0) quarantined.add(slice[j]);
+      else if ((a.new_failure_test_ids ?? []).length > 0) newWays.add(slice[j]);
+    });
   }
-  return quarantined;
+  return { quarantined, newWays };
 }
 async function testRun(options, command2, out) {
   if (command2.length === 0) throw new CliUsageError("test run needs a command after --");
@@ -3950,6 +3956,13 @@ async function testRun(options, command2, out) {
         const run2 = runs.get(key);
         if (run2) run2.flags = addTestCase(run2.flags, c);
         else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
+        const test = runs.get(key).test;
+        if (!test.failure && (c.message !== null || c.failureType !== null || c.failureText !== null) && c.failed)
+          test.failure = {
+            ...c.failureType ? { type: c.failureType } : {},
+            ...c.message ? { message: c.message.slice(0, FAILURE_TEXT_MAX) } : {},
+            ...c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}
+          };
       });
       reports.push(report2);
     } catch (error) {
@@ -3966,9 +3979,10 @@ async function testRun(options, command2, out) {
       out(`greenline: the reports show no failing test; exit code ${code} stands`);
       return code;
     }
-    const quarantined = await quarantinedTests(ctx, tests);
+    const { quarantined, newWays } = await quarantinedTests(ctx, tests);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
-    for (const test of tests) if (!quarantined.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (!quarantined.has(test) && !newWays.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (newWays.has(test)) out(`greenline: failed, quarantined as flaky but failing in a way first seen after its quarantine (it counts): ${label(test)}`);
     for (const test of tests) if (quarantined.has(test)) out(`greenline: failed, quarantined: ${label(test)}`);
     if (quarantined.size === tests.length) {
       out(`greenline: every failure is a quarantined test; exiting 0 instead of ${code}`);

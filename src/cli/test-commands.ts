@@ -192,7 +192,10 @@ function runCommand(command: string[]): Promise<{ code: number; cannotStart?: st
   });
 }
 
-type FailingTest = { name: string; classname: string; file: string; parent: string; id?: string };
+type FailingTest = { name: string; classname: string; file: string; parent: string; id?: string; failure?: { type?: string; message?: string; text?: string } };
+
+/** The longest failure text sent to check-quarantine (the server reads the failure's type, message and first frames). */
+const FAILURE_TEXT_MAX = 4_000;
 
 /** How a person finds a test in their suite: its class (else its suite, else its file) and its name. */
 const label = (test: FailingTest) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
@@ -203,21 +206,27 @@ const label = (test: FailingTest) => `${test.classname || test.parent || test.fi
  * derived here (the repository's name in another casing than it was registered with), each
  * test is asked for on its own.
  */
-async function quarantinedTests(ctx: ReturnType<typeof context>, tests: FailingTest[]): Promise<Set<FailingTest>> {
-  const ask = (some: FailingTest[]) => post<{ quarantined_test_ids: string[] }>(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
+async function quarantinedTests(ctx: ReturnType<typeof context>, tests: FailingTest[]): Promise<{ quarantined: Set<FailingTest>; newWays: Set<FailingTest> }> {
+  type Answer = { quarantined_test_ids: string[]; new_failure_test_ids?: string[] };
+  const ask = (some: FailingTest[]) => post<Answer>(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
   const answer = await ask(tests);
-  if (answer.quarantined_test_ids.length === 0) return new Set();
+  const named = (a: Answer) => [...a.quarantined_test_ids, ...(a.new_failure_test_ids ?? [])];
+  if (named(answer).length === 0) return { quarantined: new Set(), newWays: new Set() };
   const { host, owner, name } = ctx.scope.repo;
   const org = ctx.scope.org_url_slug.trim().toLowerCase();
   const byId = new Map(tests.map((t) => [testCaseId(org, `${host.trim()}/${owner.trim()}/${name.trim()}`, t, ctx.variant.trim(), t.id ?? ""), t]));
-  if (answer.quarantined_test_ids.every((id) => byId.has(id))) return new Set(answer.quarantined_test_ids.map((id) => byId.get(id)!));
+  if (named(answer).every((id) => byId.has(id))) return { quarantined: new Set(answer.quarantined_test_ids.map((id) => byId.get(id)!)), newWays: new Set((answer.new_failure_test_ids ?? []).map((id) => byId.get(id)!)) };
   const quarantined = new Set<FailingTest>();
+  const newWays = new Set<FailingTest>();
   for (let i = 0; i < tests.length; i += 8) {
     const slice = tests.slice(i, i + 8);
     const answers = await Promise.all(slice.map((t) => ask([t])));
-    answers.forEach((a, j) => a.quarantined_test_ids.length > 0 && quarantined.add(slice[j]!));
+    answers.forEach((a, j) => {
+      if (a.quarantined_test_ids.length > 0) quarantined.add(slice[j]!);
+      else if ((a.new_failure_test_ids ?? []).length > 0) newWays.add(slice[j]!);
+    });
   }
-  return quarantined;
+  return { quarantined, newWays };
 }
 
 /**
@@ -276,6 +285,14 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
         const run = runs.get(key);
         if (run) run.flags = addTestCase(run.flags, c);
         else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) }, flags: addTestCase(0, c) });
+        // How it failed (its first failure): a test quarantined by detection is quarantined for the ways it failed then.
+        const test = runs.get(key)!.test;
+        if (!test.failure && (c.message !== null || c.failureType !== null || c.failureText !== null) && c.failed)
+          test.failure = {
+            ...(c.failureType ? { type: c.failureType } : {}),
+            ...(c.message ? { message: c.message.slice(0, FAILURE_TEXT_MAX) } : {}),
+            ...(c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}),
+          };
       });
       reports.push(report);
     } catch (error) {
@@ -292,9 +309,10 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
       out(`greenline: the reports show no failing test; exit code ${code} stands`);
       return code;
     }
-    const quarantined = await quarantinedTests(ctx, tests);
+    const { quarantined, newWays } = await quarantinedTests(ctx, tests);
     out(`greenline: ${tests.length} failing test(s), ${quarantined.size} quarantined`);
-    for (const test of tests) if (!quarantined.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (!quarantined.has(test) && !newWays.has(test)) out(`greenline: failed: ${label(test)}`);
+    for (const test of tests) if (newWays.has(test)) out(`greenline: failed, quarantined as flaky but failing in a way first seen after its quarantine (it counts): ${label(test)}`);
     for (const test of tests) if (quarantined.has(test)) out(`greenline: failed, quarantined: ${label(test)}`);
     if (quarantined.size === tests.length) {
       out(`greenline: every failure is a quarantined test; exiting 0 instead of ${code}`);

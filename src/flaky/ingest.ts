@@ -275,8 +275,9 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
         if (group) {
           group.count++;
           group.lastAt = Math.max(group.lastAt, at);
+          group.firstAt = Math.min(group.firstAt, at);
         } else {
-          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, summary, count: 1, lastAt: at });
+          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, shape: failure.shape, summary, count: 1, firstAt: at, lastAt: at });
         }
         failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
       }

@@ -3,12 +3,14 @@ import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { DEFAULT_FLAKY_SETTINGS, ticketUrlOf, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
+import { readFailure } from "../domain/flaky/failures.js";
+import { isNewSinceQuarantine } from "../domain/flaky/verdict.js";
 import type { TestCase } from "../domain/flaky/test-case.js";
 import {
   countPullRequestsImpacted,
   countRecentRuns,
   countRunsPerDay,
-  findQuarantinedTestIds,
+  findQuarantinedTests,
   findTestCaseById,
   findTestCases,
   listFailingTestKeys,
@@ -259,15 +261,38 @@ export async function linkTicket(
  * Which of the given tests are quarantined, for CI deciding whether a failing job may pass.
  * Tests are named by id or by identity (the id is derived as at upload).
  */
-export async function checkQuarantine(services: Services, principal: Principal, input: Scope & { test_ids: string[]; tests: (TestIdentity & { id?: string | undefined })[]; variant: string }) {
+/** A failure as a report gives it, for check-quarantine. */
+type GivenFailure = { type?: string | undefined; message?: string | undefined; text?: string | undefined };
+
+/**
+ * Which of the tests are quarantined. A test quarantined by detection is quarantined for the ways
+ * it failed when it was quarantined: given its failure, one failing a way first seen after that
+ * (a flaky test that broke) is not, and is named in new_failure_test_ids (domain/flaky/verdict.ts).
+ */
+export async function checkQuarantine(
+  services: Services,
+  principal: Principal,
+  input: Scope & { test_ids: string[]; tests: (TestIdentity & { id?: string | undefined; failure?: GivenFailure | undefined })[]; variant: string },
+) {
   const repo = await repositoryInScope(services, principal, input);
-  if (!repo) return { quarantining_enabled: true, quarantined_test_ids: [] as string[] };
+  if (!repo) return { quarantining_enabled: true, quarantined_test_ids: [] as string[], new_failure_test_ids: [] as string[] };
   const fullName = `${repo.host}/${repo.owner}/${repo.name}`;
-  const ids = [...new Set([...input.test_ids.map((id) => id.toLowerCase()), ...input.tests.map((t) => testCaseId(principal.organizationSlug, fullName, t, input.variant, t.id ?? ""))])];
-  const quarantinedIds = ids.length === 0 ? [] : await services.db.read((tx) => findQuarantinedTestIds(tx, repo.id, ids));
+  const shapes = new Map<string, string>();
+  const identified = input.tests.map((t) => {
+    const id = testCaseId(principal.organizationSlug, fullName, t, input.variant, t.id ?? "");
+    if (t.failure) shapes.set(id, readFailure({ message: t.failure.message ?? null, type: t.failure.type ?? null, text: t.failure.text ?? null, file: t.file, classname: t.classname }).shape);
+    return id;
+  });
+  const ids = [...new Set([...input.test_ids.map((id) => id.toLowerCase()), ...identified])];
+  const found = ids.length === 0 ? [] : await services.db.read((tx) => findQuarantinedTests(tx, repo.id, ids));
   const settings = await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id));
-  const quarantined = new Set(quarantinedIds);
-  return { quarantining_enabled: settings.autoQuarantine, quarantined_test_ids: ids.filter((id) => quarantined.has(id)) };
+  const newFailures = new Set(found.filter((t) => t.quarantineSetting === "auto" && isNewSinceQuarantine(shapes.get(t.id) ?? null, t.known, t.quarantinedAt)).map((t) => t.id));
+  const quarantined = new Set(found.map((t) => t.id).filter((id) => !newFailures.has(id)));
+  return {
+    quarantining_enabled: settings.autoQuarantine,
+    quarantined_test_ids: ids.filter((id) => quarantined.has(id)),
+    new_failure_test_ids: ids.filter((id) => newFailures.has(id)),
+  };
 }
 
 export async function getFlakySettings(services: Services, principal: Principal, input: Scope): Promise<{ settings: FlakySettings }> {

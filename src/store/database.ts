@@ -283,6 +283,22 @@ export class Database {
     await this.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
   }
 
+  /**
+   * What an operator should know of the server's settings, in sentences (none on SQLite). On
+   * PostgreSQL, autovacuum off: the rows Greenline updates and deletes on every decision (the
+   * queue's change notes, its runs) are never cleaned up, and a decision's statements read more
+   * dead rows every minute (docs/benchmarks.md, "Flat with history": 1.55× slower after 6,000 PRs).
+   */
+  async serverWarnings(): Promise<string[]> {
+    if (!this.pool) return [];
+    const rows = await this.read((tx) => tx.$queryRawUnsafe<{ autovacuum: string }[]>("SELECT current_setting('autovacuum') AS autovacuum"));
+    return rows[0]?.autovacuum === "off"
+      ? [
+          "PostgreSQL runs with autovacuum = off: the rows Greenline updates and deletes on every decision are never vacuumed, and decisions slow down as they pile up; turn it on (the default), or VACUUM the database regularly",
+        ]
+      : [];
+  }
+
   readonly #lookups = new Map<string, BetterSqlite3.Statement>();
 
   /**

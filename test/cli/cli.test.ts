@@ -90,8 +90,8 @@ describe.each(BACKENDS)("greenline CLI on $name", (backend) => {
 describe("greenline test: uploads, quarantine-aware exit codes, overrides (against a real server)", () => {
   let server: TestServer;
   let dir: string;
-  const report = (name: string, cases: [string, "pass" | "fail"][]) => {
-    const body = cases.map(([test, outcome]) => `<testcase classname="api.Tests" name="${test}">${outcome === "fail" ? `<failure message="${test} failed"/>` : ""}</testcase>`).join("");
+  const report = (name: string, cases: [string, "pass" | "fail", message?: string][]) => {
+    const body = cases.map(([test, outcome, message]) => `<testcase classname="api.Tests" name="${test}">${outcome === "fail" ? `<failure message="${message ?? `${test} failed`}"/>` : ""}</testcase>`).join("");
     writeFileSync(join(dir, "reports", name), `<testsuites><testsuite name="api">${body}</testsuite></testsuites>`);
   };
   /** `greenline test <command> <options> [-- command]`: the options go before any `--`. */
@@ -166,6 +166,16 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     const variant = await withServer("run", "--commit", "c0ffee5", "--", ...writesReportAndExits(3));
     expect(variant.code).toBe(3);
     expect(variant.stdout).toContain("2 failing test(s), 1 quarantined");
+
+    // Quarantined by detection for the way it failed then: failing another way (a flaky test that broke) counts (issue 25).
+    report("a.xml", [["test_flaky", "fail", "AssertionError: expected 3 to equal 4"]]);
+    const newWay = await withServer("run", "--commit", "c0ffee6", "--", ...writesReportAndExits(3));
+    expect(newWay.code).toBe(3);
+    expect(newWay.stdout).toContain("greenline: 1 failing test(s), 0 quarantined");
+    expect(newWay.stdout).toContain("greenline: failed, quarantined as flaky but failing in a way first seen after its quarantine (it counts): api.Tests test_flaky");
+    // … and the way it failed before is still excused.
+    report("a.xml", [["test_flaky", "fail"]]);
+    expect((await withServer("run", "--commit", "c0ffee7", "--", ...writesReportAndExits(3))).code).toBe(0);
 
     // Unreachable: the command's code stands.
     report("a.xml", [["test_flaky", "fail"]]);

@@ -343,3 +343,22 @@ describe("normalization", () => {
     expect([java.type, java.body, java.frame]).toEqual(["java.lang.IllegalStateException", "boom", "CartTest.java:23"]);
   });
 });
+
+describe("failure shapes: what an automatic quarantine covers (issue 25)", () => {
+  const java = (type: string, message: string, line = 55) => readFailure({ message, type, text: `${type}: ${message}\n\tat com.acme.core.OrderTest.adds(OrderTest.java:${line})`, classname: "com.acme.core.OrderTest" });
+
+  test("one shape for an assertion comparing other values each time, or at another line of the same file; two signatures", () => {
+    const a = java("org.opentest4j.AssertionFailedError", "expected: <12> but was: <840>");
+    const b = java("org.opentest4j.AssertionFailedError", "expected: <7> but was: <3>", 61);
+    expect(a.signature).not.toBe(b.signature);
+    expect(a.shape).toBe(b.shape);
+  });
+
+  test("a timeout and an assertion of one test are two shapes; so are two messages", () => {
+    const timeout = java("org.junit.jupiter.api.AssertTimeout$TimeoutFailedException", "execution timed out after 1500 ms");
+    expect(java("org.junit.jupiter.api.AssertTimeout$TimeoutFailedException", "execution timed out after 1733 ms").shape).toBe(timeout.shape);
+    expect(java("org.opentest4j.AssertionFailedError", "expected: <12> but was: <13>").shape).not.toBe(timeout.shape);
+    const jest = (message: string) => readFailure({ message, text: `Error: ${message}\n    at Object.<anonymous> (/w/src/cart.test.ts:12:5)`, file: "src/cart.test.ts" });
+    expect(jest("thrown: Exceeded timeout of 5000 ms for a test.").shape).not.toBe(jest("expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 4").shape);
+  });
+});

@@ -1,4 +1,15 @@
-import { judgeFailedChecks, judgeTest, NEW_FLAKE_RECORD, recordVerdict, uploadsOfCheck, VERDICT_TESTS_MAX, type VerdictInput, type VerdictTest, type VerdictUpload } from "../../src/domain/flaky/verdict.js";
+import {
+  isNewSinceQuarantine,
+  judgeFailedChecks,
+  judgeTest,
+  NEW_FLAKE_RECORD,
+  recordVerdict,
+  uploadsOfCheck,
+  VERDICT_TESTS_MAX,
+  type VerdictInput,
+  type VerdictTest,
+  type VerdictUpload,
+} from "../../src/domain/flaky/verdict.js";
 
 /** The pure verdict on a failed run's test results (domain/flaky/verdict.ts, docs/flaky-queue.md). */
 
@@ -9,8 +20,9 @@ const test = (key: number, over: Partial<VerdictTest> = {}): VerdictTest => ({
   file: "a.test.ts",
   status: "healthy",
   quarantined: false,
+  quarantineSetting: "auto",
   passedOnSameTree: false,
-  signatures: [{ signature: "s", summary: "boom", seenBefore: false }],
+  signatures: [{ signature: "s", summary: "boom", seenBefore: false, newSinceQuarantine: false }],
   ...over,
 });
 const upload = (failed: number[], over: Partial<VerdictUpload> = {}): VerdictUpload => ({ id: "u", checkName: "tests", checkRunId: 11, testCases: 100, infrastructureFailure: null, failed, passed: [], ...over });
@@ -20,12 +32,17 @@ const input = (over: Partial<VerdictInput>): VerdictInput => ({ mode: "retry_fla
 describe("flake verdicts", () => {
   it("judges each failing test by its evidence", () => {
     expect(judgeTest(test(1, { quarantined: true }))).toBe("quarantined");
+    // Issue 25: detection's quarantine excuses the ways the test failed when quarantined, not a new one (a flaky test that broke).
+    const newWay = [{ signature: "s", summary: "expected 1", seenBefore: true, newSinceQuarantine: true }];
+    expect(judgeTest(test(1, { quarantined: true, status: "flaky", signatures: newWay }))).toBe("quarantined_new_signature");
+    expect(judgeTest(test(1, { quarantined: true, status: "flaky", signatures: newWay, passedInRun: true }))).toBe("passed_in_run");
+    expect(judgeTest(test(1, { quarantined: true, quarantineSetting: "always", signatures: newWay }))).toBe("quarantined");
     expect(judgeTest(test(1, { passedInRun: true }))).toBe("passed_in_run");
     expect(judgeTest(test(1, { passedOnSameTree: true }))).toBe("passed_on_same_tree");
-    expect(judgeTest(test(1, { status: "flaky", signatures: [{ signature: "s", summary: null, seenBefore: true }] }))).toBe("known_flaky");
+    expect(judgeTest(test(1, { status: "flaky", signatures: [{ signature: "s", summary: null, seenBefore: true, newSinceQuarantine: false }] }))).toBe("known_flaky");
     expect(judgeTest(test(1, { status: "flaky" }))).toBe("new_signature");
     expect(judgeTest(test(1))).toBe("new_failure");
-    expect(judgeTest(test(1, { status: "broken", signatures: [{ signature: "s", summary: null, seenBefore: true }] }))).toBe("not_flaky");
+    expect(judgeTest(test(1, { status: "broken", signatures: [{ signature: "s", summary: null, seenBefore: true, newSinceQuarantine: false }] }))).toBe("not_flaky");
   });
 
   it("attributes uploads to a check by check run id or name; unnamed uploads only to a polled host's single check", () => {
@@ -126,5 +143,24 @@ describe("flake verdicts", () => {
     const verdict = judgeFailedChecks(input({ uploads: [upload(tests.map((t) => t.key))], tests }));
     expect(verdict.tests).toHaveLength(VERDICT_TESTS_MAX);
     expect(verdict.testsTotal).toBe(30);
+  });
+});
+
+describe("a failure new since quarantine", () => {
+  const at = Date.parse("2026-11-20T00:00:00Z");
+  const quarantinedAt = new Date(at);
+  const known = [
+    { signature: "t1", shape: "timeout", firstAt: at - 1000 },
+    { signature: "a1", shape: "assertion", firstAt: at + 1000 },
+  ];
+  it.each([
+    ["a shape seen before the quarantine", "timeout", known, quarantinedAt, false],
+    ["a shape first seen after it", "assertion", known, quarantinedAt, true],
+    ["a shape never stored", "other", known, quarantinedAt, true],
+    ["no shape given", null, known, quarantinedAt, false],
+    ["a quarantine without a time", "assertion", known, null, false],
+    ["a test with a failure from before first times were kept", "assertion", [...known, { signature: "old", shape: null, firstAt: null }], quarantinedAt, false],
+  ] as const)("%s", (_what, shape, failures, since, expected) => {
+    expect(isNewSinceQuarantine(shape, failures, since)).toBe(expected);
   });
 });

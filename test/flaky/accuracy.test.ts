@@ -53,10 +53,18 @@ describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend)
 /**
  * The quick corpus (`bench:flaky -- --accuracy --quick`) on SQLite: broken tests fixed in it were
  * called flaky for days on their failures from before the fix (defect 3: flaky precision 0.708,
- * F1 0.829). Its flaky-then-broken test is still quarantined during its streak (docs/benchmarks.md),
- * so only the flaky figures are held here.
+ * F1 0.829); and its flaky test that broke, quarantined until its streak makes it broken, had
+ * its regression excused in 5 queue runs before a quarantine covered only the ways a test failed
+ * when it was quarantined. It is still listed as quarantined during the streak (brokenQuarantined
+ * 1, docs/benchmarks.md), so that figure is not held here.
  */
-test("the quick corpus: fixed tests are not called flaky", async () => {
+test("the quick corpus: fixed tests are not called flaky; a flaky test that broke is not excused by its quarantine", async () => {
   const figures = await measureAccuracy("sqlite", QUICK);
-  expect({ precision: figures.flaky.precision, recall: figures.flaky.recall, healthyMadeUnhealthy: figures.infraMintedFlaky }).toEqual({ precision: 1, recall: 1, healthyMadeUnhealthy: 0 });
+  expect({
+    precision: figures.flaky.precision,
+    recall: figures.flaky.recall,
+    healthyMadeUnhealthy: figures.infraMintedFlaky,
+    regressionsExcused: figures.regressionsExcused,
+    flakesNotExcused: figures.flakesNotExcused,
+  }).toEqual({ precision: 1, recall: 1, healthyMadeUnhealthy: 0, regressionsExcused: 0, flakesNotExcused: 0 });
 }, 300_000);

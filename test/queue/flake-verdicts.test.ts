@@ -84,6 +84,31 @@ describe.each(BACKENDS)("flake-aware verdicts on $name", (backend) => {
     expect(card).toContain('<dd data-figure="flaky-ejections-avoided">1</dd>');
   });
 
+  test("a test quarantined by detection is excused for the way it flaked, not for a failure first seen after its quarantine (a flaky test that broke)", async () => {
+    await makeFlaky("broke", "racy", "timed out after 5000 ms");
+    const quarantined = await server.api.ok<{ quarantined_tests: { name: string }[] }>("flaky-tests/list-quarantined-tests", { repo: repo("broke"), org_url_slug: "acme", page_query: { page_size: 10 } });
+    expect(quarantined.quarantined_tests.map((t) => t.name)).toEqual(["racy"]);
+    const run = await testing("broke");
+    clock.advance(1_000);
+    await upload("broke", run.testBranchSha, run.testBranch, [...passing(5), { name: "racy", fail: "AssertionError: expected 3 to equal 4" }]);
+    await ciReports();
+    const after = await pr("broke");
+    expect(after.state).not.toBe("merged");
+    const failed = after.timeline.find((e) => e.evidence.flaky)!;
+    expect(failed.evidence.flaky).toMatchObject({ decision: "fail", rule: "real_failure", tests: [{ name: "racy", judgement: "quarantined_new_signature" }] });
+  });
+
+  test("… and the way it flaked is still excused", async () => {
+    await makeFlaky("flaked", "racy", "timed out after 5000 ms");
+    const run = await testing("flaked");
+    clock.advance(1_000);
+    await upload("flaked", run.testBranchSha, run.testBranch, [...passing(5), { name: "racy", fail: "timed out after 5210 ms" }]);
+    await ciReports();
+    const after = await pr("flaked");
+    expect(after.state).toBe("merged");
+    expect(after.timeline.find((e) => e.evidence.flaky)!.evidence.flaky).toMatchObject({ decision: "excuse", tests: [{ name: "racy", judgement: "quarantined" }] });
+  });
+
   test("with flakeHandling off the same failure counts (the engine's blind retry, as before)", async () => {
     await upload("off", "e".repeat(40), "feature", [...passing(3), { name: "racy", fail: "timed out" }]);
     await server.api.ok("flaky-tests/set-quarantine-setting", { repo: repo("off"), org_url_slug: "acme", test_id: testId("off", "racy"), setting: "always" });

@@ -68,6 +68,24 @@ describe.each(BACKENDS)("the database's lifecycle on $name", (backend) => {
     if (backend.name === "postgres") expect(await sessions(database.url)).toEqual([]);
   });
 
+  test("the server's settings an operator should know of: autovacuum off on PostgreSQL, as the server says; nothing on SQLite", async () => {
+    const db = await Database.open(database.url);
+    try {
+      const warnings = await db.serverWarnings();
+      if (backend.name === "sqlite") expect(warnings).toEqual([]);
+      else {
+        const client = new pg.Client({ connectionString: database.url });
+        await client.connect();
+        const off = (await client.query<{ s: string }>("SELECT current_setting('autovacuum') AS s")).rows[0]!.s === "off";
+        await client.end();
+        expect(warnings.some((w) => w.includes("autovacuum = off"))).toBe(off);
+        expect(warnings.length).toBe(off ? 1 : 0);
+      }
+    } finally {
+      await db.close();
+    }
+  });
+
   test("a lock holder can open transactions while the pool has a single connection", async () => {
     const db = await Database.open(database.url, { poolSize: 1 });
     try {

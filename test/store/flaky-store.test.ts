@@ -86,18 +86,20 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     });
   });
 
-  test("a broken streak that ended with a pass: runs and failures counted from that pass on; the last such streak, of more than one commit", async () => {
-    // Off pull requests: 2 passes, 9 failures on 3 commits (broken), a pass (the fix), 3 failures, 2 passes, 8 failures of one commit's retries (no streak), 1 pass.
+  test("a broken streak fixed (three passes in a row after it): runs and failures counted from the first; one pass is no fix; the last fixed streak of more than one commit", async () => {
+    // Off pull requests: 2 passes, 9 failures on 3 commits (broken), 3 passes (the fix), 3 failures, 2 passes, 8 failures of one commit's retries (no streak), 1 pass.
     const plan: [string, boolean][] = [
       ["f0", true],
       ["f0", true],
       ...["f1", "f1", "f1", "f2", "f2", "f2", "f3", "f3", "f3"].map((sha): [string, boolean] => [sha, false]),
       ["f4", true],
-      ["f5", false],
-      ["f5", false],
-      ["f5", false],
-      ["f6", true],
-      ["f6", true],
+      ["f4", true],
+      ["f5", true],
+      ["f6", false],
+      ["f6", false],
+      ["f6", false],
+      ["f6b", true],
+      ["f6b", true],
       ...Array.from({ length: 8 }, (): [string, boolean] => ["f7", false]),
       ["f8", true],
     ];
@@ -105,21 +107,21 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     for (const [i, [sha]] of plan.entries()) uploads.push(await upload(`fixed-${i}`, sha, null));
     // A PR on an old base fails after the fix: it counts in the rate since the fix, and in no streak.
     const pullRequest = await upload("fixed-pr", "old-base", 9);
-    const [fixed, stillBroken] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-fixed", []), newTest("t-still-broken", [])], now))) as number[];
+    const [fixed, passedOnce] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-fixed", []), newTest("t-passed-once", [])], now))) as number[];
     const base = at - 1000;
     await db.sqlTransaction((sql) =>
       insertTestResults(sql, [
         ...plan.map(([, passed], i): [number, number, number, boolean, boolean] => [fixed!, base + i, uploads[i]!, !passed, passed]),
         [fixed!, base + 13, pullRequest, true, false],
-        // Broken and never fixed: its streak is now, no change point.
-        ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i): [number, number, number, boolean, boolean] => [stillBroken!, base + i, uploads[i]!, i >= 2, i < 2]),
+        // Broken, then one pass, then failing again: a test failing most runs passes now and then; that is no fix.
+        ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13].map((i): [number, number, number, boolean, boolean] => [passedOnce!, base + i, uploads[i]!, i >= 2 && i !== 11, i < 2 || i === 11]),
       ]),
     );
-    const runs = await db.sqlRead((sql) => countRunsSince(sql, [fixed!, stillBroken!], base - 100));
-    // From the fix (index 11, at base + 11): 15 runs off PRs and the PR's, 12 of them failed.
+    const runs = await db.sqlRead((sql) => countRunsSince(sql, [fixed!, passedOnce!], base - 100));
+    // From the fix (index 11, at base + 11): 17 runs off PRs and the PR's, 12 of them failed.
     expect(Object.fromEntries(runs)).toEqual({
-      [fixed!]: { runs: 16, failures: 12, streak: 0, streakCommits: 0, fixedAt: base + 11, fixedAfter: 9 },
-      [stillBroken!]: { runs: 11, failures: 9, streak: 9, streakCommits: 3 },
+      [fixed!]: { runs: 18, failures: 12, streak: 0, streakCommits: 0, fixedAt: base + 11, fixedAfter: 9 },
+      [passedOnce!]: { runs: 14, failures: 11, streak: 0, streakCommits: 0 },
     });
   });
 
@@ -135,8 +137,8 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
         [steady!, at, first, false, true],
       ]);
       await insertTestFailures(sql, [["repo", at, flaky!, first, 7, "sig"]]);
-      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, lastAt: at }]);
-      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 2, lastAt: at + 1 }]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, firstAt: at, lastAt: at, shape: "shape" }]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 2, firstAt: at + 1, lastAt: at + 1, shape: "shape" }]);
       await saveJudgment(sql, flaky!, { flakeAt: at, flakeReason: "failed and passed on the same commit", quarantined: true, status: { value: "flaky", reason: "retried", at: now }, quarantinedAt: now });
     });
 

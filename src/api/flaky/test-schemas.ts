@@ -124,6 +124,16 @@ export const ZCheckQuarantineRequest = z
           file: z.string().max(4096).check(storableText).default(""),
           parent: z.string().max(4096).check(storableText).default(""),
           id: z.string().max(255).check(storableText).optional(),
+          failure: z
+            .object({
+              type: z.string().max(4096).check(storableText).optional(),
+              message: z.string().max(65_536).check(storableText).optional(),
+              text: z.string().max(65_536).check(storableText).optional(),
+            })
+            .optional()
+            .describe(
+              "how the test failed, as its report says (the failure's type and message attributes and its text): a test quarantined automatically is quarantined for the ways it failed when it was quarantined; one failing another way is left out of quarantined_test_ids and named in new_failure_test_ids",
+            ),
         }),
       )
       .max(10_000)
@@ -133,6 +143,7 @@ export const ZCheckQuarantineRequest = z
 export const ZCheckQuarantineResponse = z.strictObject({
   quarantining_enabled: z.boolean(),
   quarantined_test_ids: z.array(z.uuid()),
+  new_failure_test_ids: z.array(z.uuid()).describe("tests quarantined automatically whose given failure is a way they first failed after their quarantine (a flaky test that broke): their failure counts"),
 });
 
 export const ZTestCaseResponse = z.strictObject({ test: ZTestCase });

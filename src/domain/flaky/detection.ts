@@ -52,8 +52,9 @@ export type Evidence = {
   streakCommits?: number;
   /**
    * When a streak of BROKEN_STREAK failed runs or more, on more than one commit, ended in the
-   * window with a pass: that pass's time and the streak's length. `runs` and `failures` are then
-   * counted from it (a test broken, then fixed, is judged by how it has run since the fix).
+   * window with FIXED_PASSES passing runs in a row: the first pass's time and the streak's length.
+   * `runs` and `failures` are then counted from it (a test broken, then fixed, is judged by how
+   * it has run since the fix).
    */
   fixed?: { at: Date; after: number };
   /** The latest pass-on-retry evidence: a failure and a pass on one commit, or within one run. */
@@ -77,14 +78,22 @@ const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
 export const BROKEN_STREAK = 8;
 
 /**
+ * Passing runs in a row, off pull requests, after a broken streak, that make it a fix: the
+ * change point from which the rates count. One pass is not enough: a test failing 90% of its
+ * runs passes now and then, and would be called fixed (and healthy) at each pass; three in a
+ * row it passes with a chance of 1 in 1,000.
+ */
+export const FIXED_PASSES = 3;
+
+/**
  * A test's status from its evidence, the most severe rule deciding: broken when it failed at
  * least `brokenRate` of at least `minSamples` runs in the window; broken when its last
  * BROKEN_STREAK runs or more failed, on more than one commit, none passing since; flaky when it failed and
  * passed on the same code within `recoveryDays`; broken too when every one of its runs in the
  * window failed, however few (a test that never passes is not healthy); flaky when it failed at
  * least `flakyRate` of at least `minSamples` runs; healthy otherwise. After a broken streak ended
- * with a pass (a fix), the rates are of the runs since that pass and pass-on-retry evidence from
- * before it is set aside: the evidence is of the code before the fix. The reason names the rule
+ * with FIXED_PASSES passes in a row (a fix), the rates are of the runs since the first of them and
+ * pass-on-retry evidence from before it is set aside: the evidence is of the code before the fix. The reason names the rule
  * and its figures. The API's status and every page's status word are this verdict.
  */
 export function classify(evidence: Evidence, settings: FlakySettings, now: Date): Verdict {

@@ -103,6 +103,13 @@ export type Failure = {
   summary: string;
   /** The failure's identity for its test: the type, the body and the frame, hashed. */
   signature: string;
+  /**
+   * The way it failed, coarser than the signature: the type, the body with every number a
+   * placeholder (the values an assertion compared too), and the file of the frame without its
+   * line, hashed. A flaky assertion comparing other values each time keeps one shape; a timeout
+   * and an assertion of one test are two. What an automatic quarantine covers (verdict.ts).
+   */
+  shape: string;
 };
 
 /**
@@ -330,5 +337,11 @@ export function readFailure(report: FailureReport): Failure {
   const summary = (where === "" ? what : `${what.slice(0, Math.max(0, MAX_SUMMARY - where.length - 6))} (at ${where})`).slice(0, MAX_SUMMARY);
   // A failure with nothing but a one-line message keeps the signature it had before types and frames were read.
   const signature = failureSignature(where === "" ? what : `${what}\n${where}`);
-  return { kind: assertion ? "assertion" : known ? "infrastructure" : "error", pattern: known?.name ?? null, type, body, frame: where, what, summary, signature };
+  const shape = failureSignature(
+    `shape\n${type}\n${lines
+      .map(normalizeErrorLine)
+      .filter((l) => l !== "")
+      .join(" | ")}\n${frame ? basename(frame.path) : ""}`,
+  );
+  return { kind: assertion ? "assertion" : known ? "infrastructure" : "error", pattern: known?.name ?? null, type, body, frame: where, what, summary, signature, shape };
 }

@@ -1,6 +1,6 @@
 import type { FlakeHandling } from "../queue-settings.js";
 import type { CheckState } from "../status-checks.js";
-import type { TestStatus } from "./detection.js";
+import type { QuarantineSetting, TestStatus } from "./detection.js";
 
 /**
  * Flake-aware verdicts (docs/flaky-queue.md): when a required check of a queue run fails, the
@@ -48,12 +48,17 @@ export type VerdictTest = {
   file: string;
   status: TestStatus;
   quarantined: boolean;
+  /** Who quarantined it: "always" a person (every failure excused), "auto" detection (the ways it failed then). */
+  quarantineSetting: QuarantineSetting;
   /** It passed in an earlier attempt of the same check (set by the verdict: the job's re-run). */
   passedInRun?: boolean;
   /** It passed in another queue run that tested the same tree. */
   passedOnSameTree: boolean;
-  /** Its failures in the run, by signature: whether the test failed that way before this run. */
-  signatures: { signature: string; summary: string | null; seenBefore: boolean }[];
+  /**
+   * Its failures in the run, by signature: whether the test failed that way before this run, and
+   * whether it first failed that way after it was quarantined (a failure mode its quarantine never saw).
+   */
+  signatures: { signature: string; summary: string | null; seenBefore: boolean; newSinceQuarantine: boolean }[];
 };
 
 /** What was decided of a run so far, kept on the run (TestRun.flakeVerdict). */
@@ -78,7 +83,10 @@ export const NEW_FLAKE_RECORD: FlakeRecord = { retries: 0, infrastructureRetried
 
 /**
  * Why a failing test counts or not:
- * - quarantined: quarantined (its failures do not count, where the job stopped at its tests);
+ * - quarantined: quarantined by a person, or automatically and failing as it failed when it was
+ *   quarantined (its failures do not count, where the job stopped at its tests);
+ * - quarantined_new_signature: quarantined automatically, but failing in a way first seen after
+ *   its quarantine (a flaky test that broke): counts, unless it passed in the run or on the same tree;
  * - passed_in_run: it passed in an earlier attempt of the same check (flaky evidence);
  * - passed_on_same_tree: it passed in another queue run of the same tree (flaky evidence);
  * - known_flaky: its status is flaky and it failed as it failed before;
@@ -86,7 +94,7 @@ export const NEW_FLAKE_RECORD: FlakeRecord = { retries: 0, infrastructureRetried
  * - new_failure: it never failed before: counts;
  * - not_flaky: it failed that way before, yet nothing says it is flaky (a broken test): counts.
  */
-export const TEST_JUDGEMENTS = ["quarantined", "passed_in_run", "passed_on_same_tree", "known_flaky", "new_signature", "new_failure", "not_flaky"] as const;
+export const TEST_JUDGEMENTS = ["quarantined", "passed_in_run", "passed_on_same_tree", "known_flaky", "quarantined_new_signature", "new_signature", "new_failure", "not_flaky"] as const;
 export type TestJudgement = (typeof TEST_JUDGEMENTS)[number];
 
 const FLAKY: ReadonlySet<TestJudgement> = new Set(["passed_in_run", "passed_on_same_tree", "known_flaky"]);
@@ -150,17 +158,35 @@ export function uploadsOfCheck(check: Pick<VerdictCheck, "context" | "kind" | "i
   return uploads.filter((u) => (check.kind === "check_run" && check.id !== null && u.checkRunId === check.id) || u.checkName === check.context || (soleCheck && u.checkName === null && u.checkRunId === null));
 }
 
+/** One way a test failed, as stored: its signature, its shape and when it first failed so (null: before these were kept). */
+export type KnownFailure = { signature: string; shape: string | null; firstAt: number | null };
+
+/**
+ * Whether failing with `shape` is a way the test first failed after it was quarantined at
+ * `quarantinedAt`: no failure of that shape was seen by then. A test with failures recorded
+ * before first times and shapes were kept gets the benefit of the doubt (nothing says when those
+ * began), as does one whose quarantine has no time.
+ */
+export function isNewSinceQuarantine(shape: string | null, known: readonly KnownFailure[], quarantinedAt: Date | null): boolean {
+  if (shape === null || quarantinedAt === null) return false;
+  if (known.some((k) => k.firstAt === null || k.shape === null)) return false;
+  return !known.some((k) => k.shape === shape && k.firstAt !== null && k.firstAt <= quarantinedAt.getTime());
+}
+
 export function judgeTest(test: VerdictTest): TestJudgement {
-  if (test.quarantined) return "quarantined";
+  // Detection's quarantine covers the ways the test failed when it was quarantined: a regression
+  // in a flaky test fails another way, and is not hidden by it (issue 25). A person's covers all.
+  if (test.quarantined && (test.quarantineSetting === "always" || !test.signatures.some((s) => s.newSinceQuarantine))) return "quarantined";
   if (test.passedInRun) return "passed_in_run";
   if (test.passedOnSameTree) return "passed_on_same_tree";
+  if (test.quarantined) return "quarantined_new_signature";
   const known = test.signatures.every((s) => s.seenBefore);
   if (test.status === "flaky") return known ? "known_flaky" : "new_signature";
   return known ? "not_flaky" : "new_failure";
 }
 
 /** The order tests are named in: what made the decision first. */
-const RANK: Record<TestJudgement, number> = { new_failure: 0, new_signature: 1, not_flaky: 2, known_flaky: 3, passed_on_same_tree: 4, quarantined: 5, passed_in_run: 6 };
+const RANK: Record<TestJudgement, number> = { new_failure: 0, quarantined_new_signature: 1, new_signature: 1, not_flaky: 2, known_flaky: 3, passed_on_same_tree: 4, quarantined: 5, passed_in_run: 6 };
 
 function named(tests: readonly VerdictTest[], judgements: Map<number, TestJudgement>): Pick<FlakeVerdict, "tests" | "testsTotal"> {
   const sorted = [...tests].sort((a, b) => RANK[judgements.get(a.key)!] - RANK[judgements.get(b.key)!] || a.key - b.key);

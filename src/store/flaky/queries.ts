@@ -1,5 +1,6 @@
 import { DAY_MS } from "../../domain/time.js";
-import type { TestStatus } from "../../domain/flaky/detection.js";
+import type { QuarantineSetting, TestStatus } from "../../domain/flaky/detection.js";
+import type { KnownFailure } from "../../domain/flaky/verdict.js";
 import type { TestCase } from "../../domain/flaky/test-case.js";
 import type { TestCase as TestCaseRow } from "../../generated/sqlite/client.js";
 import type { Tx } from "../database.js";
@@ -59,6 +60,23 @@ export async function listTestKeysByStatus(tx: Tx, repositoryId: string, statuse
 export async function findQuarantinedTestIds(tx: Tx, repositoryId: string, ids: readonly string[]): Promise<string[]> {
   const rows = await tx.testCase.findMany({ where: { repositoryId, id: { in: [...ids] }, quarantined: true }, select: { id: true } });
   return rows.map((row) => row.id);
+}
+
+/**
+ * The repository's quarantined tests among `ids`, each with who quarantined it, since when, and
+ * the ways it is known to have failed (verdict.ts KnownFailure).
+ */
+export async function findQuarantinedTests(tx: Tx, repositoryId: string, ids: readonly string[]): Promise<{ id: string; quarantineSetting: QuarantineSetting; quarantinedAt: Date | null; known: KnownFailure[] }[]> {
+  const rows = await tx.testCase.findMany({
+    where: { repositoryId, id: { in: [...ids] }, quarantined: true },
+    select: { id: true, quarantineSetting: true, quarantinedAt: true, signatures: { select: { signature: true, shape: true, firstAt: true } } },
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    quarantineSetting: quarantineSetting(row.quarantineSetting),
+    quarantinedAt: row.quarantinedAt,
+    known: row.signatures.map((k) => ({ signature: k.signature, shape: k.shape, firstAt: k.firstAt === null ? null : Number(k.firstAt) })),
+  }));
 }
 
 /** The keys of the repository's tests that failed in [start, end), unordered. */

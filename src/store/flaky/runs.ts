@@ -1,5 +1,5 @@
 import type { RunTestResults } from "../../domain/flaky/queue-evidence.js";
-import type { VerdictTest, VerdictUpload } from "../../domain/flaky/verdict.js";
+import { isNewSinceQuarantine, type KnownFailure, type VerdictTest, type VerdictUpload } from "../../domain/flaky/verdict.js";
 import type { Tx } from "../database.js";
 import type { Sql } from "../sql.js";
 import { findTestCases } from "./queries.js";
@@ -134,8 +134,10 @@ export async function runEvidence(tx: Tx, run: { id: string; queueId: string; tr
       ? []
       : await tx.testFailure.findMany({ where: { testCaseKey: { in: keys }, uploadKey: { notIn: uploadKeys } }, select: { testCaseKey: true, signature: true }, distinct: ["testCaseKey", "signature"] });
   const seen = new Set(before.map((f) => `${f.testCaseKey} ${f.signature}`));
-  const summaries = keys.length === 0 ? [] : await tx.failureSignature.findMany({ where: { testCaseKey: { in: keys } }, select: { testCaseKey: true, signature: true, summary: true } });
+  const summaries = keys.length === 0 ? [] : await tx.failureSignature.findMany({ where: { testCaseKey: { in: keys } }, select: { testCaseKey: true, signature: true, summary: true, firstAt: true, shape: true } });
   const summaryOf = new Map(summaries.map((s) => [`${s.testCaseKey} ${s.signature}`, s.summary]));
+  const knownOf = new Map<number, KnownFailure[]>();
+  for (const s of summaries) knownOf.set(s.testCaseKey, [...(knownOf.get(s.testCaseKey) ?? []), { signature: s.signature, shape: s.shape, firstAt: s.firstAt === null ? null : Number(s.firstAt) }]);
   const signaturesOf = new Map<number, Set<string>>();
   for (const f of failures) signaturesOf.set(f.testCaseKey, (signaturesOf.get(f.testCaseKey) ?? new Set()).add(f.signature));
   return {
@@ -155,8 +157,14 @@ export async function runEvidence(tx: Tx, run: { id: string; queueId: string; tr
       file: test.file,
       status: test.status,
       quarantined: test.quarantined,
+      quarantineSetting: test.quarantineSetting,
       passedOnSameTree: passedOnSameTree.has(test.key),
-      signatures: [...(signaturesOf.get(test.key) ?? [])].map((signature) => ({ signature, summary: summaryOf.get(`${test.key} ${signature}`) ?? null, seenBefore: seen.has(`${test.key} ${signature}`) })),
+      signatures: [...(signaturesOf.get(test.key) ?? [])].map((signature) => ({
+        signature,
+        summary: summaryOf.get(`${test.key} ${signature}`) ?? null,
+        seenBefore: seen.has(`${test.key} ${signature}`),
+        newSinceQuarantine: isNewSinceQuarantine(knownOf.get(test.key)?.find((k) => k.signature === signature)?.shape ?? null, knownOf.get(test.key) ?? [], test.quarantinedAt),
+      })),
     })),
   };
 }

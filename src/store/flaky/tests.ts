@@ -1,4 +1,4 @@
-import { BROKEN_STREAK, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
+import { BROKEN_STREAK, FIXED_PASSES, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
 import type { DetectionState } from "../../domain/flaky/test-case.js";
 import type { Sql } from "../sql.js";
 import { boolean, integer, integerOrNull, quarantineSetting, testStatus } from "./rows.js";
@@ -90,7 +90,8 @@ export type StreakRunCounts = {
   streakCommits: number;
   /**
    * When a broken streak (BROKEN_STREAK failed runs or more, on more than one commit) ended in
-   * the window with a pass, the last such: when it passed again and how many runs the streak had.
+   * the window with FIXED_PASSES passing runs in a row, the last such: when it passed again and
+   * how many runs the streak had.
    * `runs` and `failures` are then counted from that pass on, the change point: the failures of
    * a test that was broken and is fixed say nothing of how it runs now.
    */
@@ -104,7 +105,7 @@ export type StreakRunCounts = {
  * after its latest run with a passing attempt, and the commits they were on — counted over the
  * uploads of no pull request (the target branch, the merge queue's testing branches): a PR
  * branched before a break still passes, and says nothing of the code as it is now. A broken
- * streak that ended moves the start of `runs` and `failures` to the pass that ended it.
+ * streak that was fixed moves the start of `runs` and `failures` to the pass that ended it.
  */
 export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, StreakRunCounts>> {
   const rows = await countRuns(sql, keys, since);
@@ -137,13 +138,15 @@ async function countRuns(sql: Sql, keys: readonly number[], since: number): Prom
  * countRunsSince's failing streaks, for `keys` (none: no statement). The runs off pull requests
  * in time order, numbered by the passing runs up to each (`grp`): each number is a pass and the
  * failures after it (the first, the failures before any pass). A streak is one number's failures;
- * the last number's is the streak now, an earlier one ended with the next number's pass. Failures
- * at the instant of a pass count before it. Only streaks of MIN_STREAK_COUNTED or more are read.
+ * the last number's is the streak now, an earlier one ended with the next number's pass, and was
+ * fixed when the FIXED_PASSES numbers after it begin with passes in a row (each but the last has
+ * no failure). Failures at the instant of a pass count before it. Only streaks of
+ * MIN_STREAK_COUNTED or more are read.
  */
 async function countStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, Omit<StreakRunCounts, "runs" | "failures">>> {
   if (keys.length === 0) return new Map();
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
-  const islands = await sql.all<{ k: unknown; grp: unknown; fails: unknown; commits: unknown; nextAt: unknown }>(
+  const islands = await sql.all<{ k: unknown; grp: unknown; fails: unknown; commits: unknown; nextAt: unknown; passes: unknown }>(
     `WITH "valid" AS (
         SELECT r."testCaseKey" AS k, r."at" AS at, u."commitSha" AS sha,
                CASE WHEN r."failed" AND NOT r."passed" THEN 1 ELSE 0 END AS bad, CASE WHEN r."passed" THEN 1 ELSE 0 END AS good
@@ -154,10 +157,11 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
       ), "islands" AS (
         SELECT k, grp, SUM(bad) AS fails, COUNT(DISTINCT CASE WHEN bad = 1 THEN sha END) AS commits, MIN(at) AS "startAt" FROM "numbered" GROUP BY k, grp
       )
-      SELECT i.k AS k, i.grp AS grp, i.fails AS fails, i.commits AS commits, n."startAt" AS "nextAt"
+      SELECT i.k AS k, i.grp AS grp, i.fails AS fails, i.commits AS commits, n."startAt" AS "nextAt",
+             (SELECT COUNT(*) FROM "islands" p WHERE p.k = i.k AND p.grp > i.grp AND p.grp <= i.grp + ? AND (p.fails = 0 OR p.grp = i.grp + ?)) AS passes
         FROM "islands" i LEFT JOIN "islands" n ON n.k = i.k AND n.grp = i.grp + 1
        WHERE i.fails >= ?`,
-    [keysParam, since, MIN_STREAK_COUNTED],
+    [keysParam, since, FIXED_PASSES, FIXED_PASSES, MIN_STREAK_COUNTED],
   );
   const streaks = new Map<number, Omit<StreakRunCounts, "runs" | "failures"> & { fixedGrp?: number }>();
   for (const row of islands) {
@@ -167,7 +171,7 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
     if (row.nextAt === null || row.nextAt === undefined) {
       entry.streak = integer(row.fails);
       entry.streakCommits = integer(row.commits);
-    } else if (integer(row.commits) >= 2 && (entry.fixedGrp === undefined || integer(row.grp) > entry.fixedGrp)) {
+    } else if (integer(row.commits) >= 2 && integer(row.passes) >= FIXED_PASSES && (entry.fixedGrp === undefined || integer(row.grp) > entry.fixedGrp)) {
       entry.fixedGrp = integer(row.grp);
       entry.fixedAt = integer(row.nextAt);
       entry.fixedAfter = integer(row.fails);

@@ -83,17 +83,23 @@ export function insertTestFailures(sql: Sql, rows: readonly FailureRow[]): Promi
   return sql.insert("TestFailure", ["repositoryId", "at", "testCaseKey", "uploadKey", "prNumber", "signature"], rows);
 }
 
-/** Failures of a test with one signature, seen `count` times, the latest at `lastAt` (ms). */
-export type SignatureCount = { testCaseKey: number; signature: string; summary: string; count: number; lastAt: number };
+/** Failures of a test with one signature, seen `count` times, the earliest at `firstAt` and the latest at `lastAt` (ms). */
+export type SignatureCount = { testCaseKey: number; signature: string; shape: string; summary: string; count: number; firstAt: number; lastAt: number };
 
-/** Adds failures to their tests' signatures: counts add up, the latest time wins. */
+/**
+ * Adds failures to their tests' signatures: counts add up, the latest time wins, and the first
+ * time stays the earliest known (a signature recorded before first times were kept keeps none:
+ * it is older than any quarantine that reads it); a signature's shape is set once.
+ */
 export function addFailureSignatures(sql: Sql, signatures: readonly SignatureCount[]): Promise<void> {
   return sql.insert(
     "FailureSignature",
-    ["testCaseKey", "signature", "summary", "count", "lastAt"],
-    signatures.map((s) => [s.testCaseKey, s.signature, s.summary, s.count, s.lastAt]),
+    ["testCaseKey", "signature", "shape", "summary", "count", "firstAt", "lastAt"],
+    signatures.map((s) => [s.testCaseKey, s.signature, s.shape, s.summary, s.count, s.firstAt, s.lastAt]),
     `ON CONFLICT ("testCaseKey", "signature") DO UPDATE SET "count" = "FailureSignature"."count" + excluded."count",
-       "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END`,
+       "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END,
+       "firstAt" = CASE WHEN "FailureSignature"."firstAt" IS NULL OR excluded."firstAt" >= "FailureSignature"."firstAt" THEN "FailureSignature"."firstAt" ELSE excluded."firstAt" END,
+       "shape" = COALESCE("FailureSignature"."shape", excluded."shape")`,
   );
 }
 

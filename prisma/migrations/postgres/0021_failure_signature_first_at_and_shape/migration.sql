@@ -1,0 +1,4 @@
+-- AlterTable
+ALTER TABLE "FailureSignature" ADD COLUMN     "firstAt" BIGINT,
+ADD COLUMN     "shape" TEXT;
+
