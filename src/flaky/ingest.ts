@@ -272,12 +272,14 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
         failed.push(uploadFailure(c, failure));
         failedSlots.push(slot);
         const group = signatures.get(`${key} ${signature}`);
+        const text = failureTextOf(c);
         if (group) {
           group.count++;
+          if (at >= group.lastAt) group.lastText = text;
           group.lastAt = Math.max(group.lastAt, at);
           group.firstAt = Math.min(group.firstAt, at);
         } else {
-          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, shape: failure.shape, summary, count: 1, firstAt: at, lastAt: at });
+          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, shape: failure.shape, summary, count: 1, firstAt: at, lastAt: at, lastText: text, lastUploadKey: uploadKey });
         }
         failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
       }
@@ -304,6 +306,17 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
 
 /** The signature of a failure that says nothing (no message, no text): what it always was. */
 const failureSignatureOfNothing = failureSignature(NO_FAILURE_MESSAGE);
+
+/** The longest failure text kept (a failure's latest occurrence, shown on the test's page). */
+export const FAILURE_TEXT_KEPT = 4_000;
+
+/** A failure as its report gave it, for people: its message, then its text (a trace, output) when that does not start with the message; null when it said nothing. */
+function failureTextOf(c: JUnitCase): string | null {
+  const message = c.message?.trim() ?? "";
+  const text = c.failureText?.trim() ?? "";
+  const whole = text === "" ? message : message === "" || text.startsWith(message) ? text : `${message}\n${text}`;
+  return whole === "" ? null : whole.slice(0, FAILURE_TEXT_KEPT);
+}
 
 /** Writes the results that repeats changed: inserted if every earlier testcase was skipped, else updated. */
 async function writeReruns(sql: Sql, runs: Runs, rerun: Map<number, number>, uploadKey: number): Promise<void> {

@@ -46,7 +46,14 @@ export async function repositoryInScope(services: Services, principal: Principal
 
 // ---- Test case records ------------------------------------------------------------------------
 
-type Figures = { runs7: number; fails7: number; runs24: number; fails24: number; prs: number; failures: { summary: string; occurrence_count: number; last_occurrence: string }[] };
+type Figures = {
+  runs7: number;
+  fails7: number;
+  runs24: number;
+  fails24: number;
+  prs: number;
+  failures: { summary: string; occurrence_count: number; last_occurrence: string; last_failure_text: string | null; last_job_url: string | null }[];
+};
 
 /** The computed fields of test cases: failure rates, PRs impacted, most common failures. */
 async function figuresOf(sql: Sql, keys: number[], now: Date): Promise<Map<number, Figures>> {
@@ -56,9 +63,9 @@ async function figuresOf(sql: Sql, keys: number[], now: Date): Promise<Map<numbe
   const dayAgo = now.getTime() - DAY_MS;
   for (const { testCaseKey, ...counts } of await countRecentRuns(sql, keys, { weekAgo, dayAgo, now: now.getTime() })) Object.assign(figures.get(testCaseKey)!, counts);
   for (const { testCaseKey, pullRequests } of await countPullRequestsImpacted(sql, keys, weekAgo, now.getTime())) figures.get(testCaseKey)!.prs = pullRequests;
-  for (const { testCaseKey, summary, count, lastAt } of await listFailureSignatures(sql, keys)) {
+  for (const { testCaseKey, summary, count, lastAt, lastText, lastJobUrl } of await listFailureSignatures(sql, keys)) {
     const list = figures.get(testCaseKey)!.failures;
-    if (list.length < MOST_COMMON) list.push({ summary, occurrence_count: count, last_occurrence: new Date(lastAt).toISOString() });
+    if (list.length < MOST_COMMON) list.push({ summary, occurrence_count: count, last_occurrence: new Date(lastAt).toISOString(), last_failure_text: lastText, last_job_url: lastJobUrl });
   }
   return figures;
 }

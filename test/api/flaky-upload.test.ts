@@ -231,6 +231,8 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
       most_common_failures: [{ summary: 'relation "users_<n>" does not exist', occurrence_count: 9 }],
     });
     expect(tests[0].most_common_failures[0].last_occurrence).toBe(new Date(clock.ms - HOUR).toISOString());
+    // The latest occurrence as reported (message, then its text), whichever order the uploads came in; no job link given.
+    expect(tests[0].most_common_failures[0]).toMatchObject({ last_failure_text: 'relation "users_1" does not exist\ntrace', last_job_url: null });
   });
 
   test("rates over 7 days and 24 hours, PRs impacted, failure kinds, owners from the upload's CODEOWNERS, tickets", async () => {

@@ -137,8 +137,10 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
         [steady!, at, first, false, true],
       ]);
       await insertTestFailures(sql, [["repo", at, flaky!, first, 7, "sig"]]);
-      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, firstAt: at, lastAt: at, shape: "shape" }]);
-      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 2, firstAt: at + 1, lastAt: at + 1, shape: "shape" }]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, firstAt: at, lastAt: at, shape: "shape", lastText: "boom\n  at a.test.ts:3", lastUploadKey: first }]);
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 2, firstAt: at + 1, lastAt: at + 1, shape: "shape", lastText: "boom again", lastUploadKey: second }]);
+      // An older occurrence uploaded late: counted, and the latest text stays.
+      await addFailureSignatures(sql, [{ testCaseKey: flaky!, signature: "sig", summary: "boom", count: 1, firstAt: at - 5, lastAt: at - 5, shape: "shape", lastText: "older", lastUploadKey: first }]);
       await saveJudgment(sql, flaky!, { flakeAt: at, flakeReason: "failed and passed on the same commit", quarantined: true, status: { value: "flaky", reason: "retried", at: now }, quarantinedAt: now });
     });
 
@@ -168,7 +170,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
       runs: { [flaky!]: { runs: 2, failures: 1, streak: 0, streakCommits: 0 }, [steady!]: { runs: 1, failures: 0, streak: 0, streakCommits: 0 } },
       recent: [{ testCaseKey: flaky, runs7: 2, fails7: 1, runs24: 2, fails24: 1 }],
       prs: [{ testCaseKey: flaky, pullRequests: 1 }],
-      signatures: [{ testCaseKey: flaky, summary: "boom", count: 3, lastAt: at + 1 }],
+      signatures: [{ testCaseKey: flaky, summary: "boom", count: 4, lastAt: at + 1, lastText: "boom again", lastJobUrl: null }],
       failing: [flaky],
     });
 

@@ -38,7 +38,7 @@ describe.each(BACKENDS)("flaky-test pages on $name", (backend) => {
     clock.advance(DAY);
     await upload(report(["refund_full"], ["refund_partial"]), { pr_number: 12 });
     clock.advance(DAY);
-    await upload(report(["refund_full"], ["refund_partial"], "timeout after 5000 ms"), { pr_number: 14, commit_sha: "c".repeat(40) });
+    await upload(report(["refund_full"], ["refund_partial"], "timeout after 5000 ms"), { pr_number: 14, commit_sha: "c".repeat(40), job_url: "https://ci.example/jobs/14" });
     await upload(report(["refund_full", "refund_partial"], []), { pr_number: 14, commit_sha: "c".repeat(40) });
     const ids = await server.api.ok("flaky-tests/check-quarantine", {
       ...web,
@@ -118,6 +118,10 @@ describe.each(BACKENDS)("flaky-test pages on $name", (backend) => {
     ]);
     expect(text).toContain('data-chart="history"');
     expect(text).toMatch(/<ul class="signatures"><li><code>[^<]*(503|timeout)[^<]*<\/code>/);
+    // Each failure mode's latest occurrence as reported, with the CI job it came from (issue 25).
+    expect(text).toContain('<a class="job" href="https://ci.example/jobs/14">CI job</a>');
+    expect(text).toContain("<pre>timeout after 5000 ms\ntrace</pre>");
+    expect(text).toContain("<pre>expected 200, got 503\ntrace</pre>");
     expect(text).toContain("<li>@acme/payments</li>");
     expect(text).toContain('<a href="https://github.com/acme/web/pull/14">#14</a>');
     expect(text).toContain('<a href="https://github.com/acme/web/pull/12">#12</a>');

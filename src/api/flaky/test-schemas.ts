@@ -29,7 +29,15 @@ const ZTestCase = z.strictObject({
   name: z.string(),
   variant: z.string(),
   status: z.strictObject({ value: z.enum(["healthy", "flaky", "broken"]), reason: z.string(), timestamp: z.iso.datetime() }),
-  most_common_failures: z.array(z.strictObject({ summary: z.string(), occurrence_count: z.number().int(), last_occurrence: z.iso.datetime() })),
+  most_common_failures: z.array(
+    z.strictObject({
+      summary: z.string(),
+      occurrence_count: z.number().int(),
+      last_occurrence: z.iso.datetime(),
+      last_failure_text: z.string().nullable().describe("the latest such failure as its report gave it (message, then trace), at most 4,000 characters; null when not kept (failures stored before it was)"),
+      last_job_url: z.string().nullable().describe("the CI job of the latest such failure (the upload's job_url), when its upload gave one and is still kept"),
+    }),
+  ),
   failure_rate_last_7d: z.number(),
   failure_rate_last_24h: z.number(),
   codeowners: z.array(z.string()),

@@ -131,13 +131,24 @@ export async function listPullRequestsImpacted(sql: Sql, key: number, since: num
   return rows.map((r) => ({ prNumber: integer(r.pr), failures: integer(r.n), lastAt: integer(r.last) }));
 }
 
-/** Each test's failures grouped by signature, by test, most frequent first, then most recent. */
-export async function listFailureSignatures(sql: Sql, keys: readonly number[]): Promise<{ testCaseKey: number; summary: string; count: number; lastAt: number }[]> {
-  const [inKeys, keysParam] = sql.anyOf(`"testCaseKey"`, keys);
-  const rows = await sql.all<{ k: unknown; summary: string; count: unknown; lastAt: unknown }>(
-    `SELECT "testCaseKey" AS k, "summary", "count", "lastAt" FROM "FailureSignature" WHERE ${inKeys}
-       ORDER BY "testCaseKey", "count" DESC, "lastAt" DESC`,
+/**
+ * Each test's failures grouped by signature, by test, most frequent first, then most recent: with
+ * the latest one's text and the CI job of its upload (null when not kept, or its upload is gone).
+ */
+export async function listFailureSignatures(sql: Sql, keys: readonly number[]): Promise<{ testCaseKey: number; summary: string; count: number; lastAt: number; lastText: string | null; lastJobUrl: string | null }[]> {
+  const [inKeys, keysParam] = sql.anyOf(`s."testCaseKey"`, keys);
+  const rows = await sql.all<{ k: unknown; summary: string; count: unknown; lastAt: unknown; lastText: string | null; jobUrl: string | null }>(
+    `SELECT s."testCaseKey" AS k, s."summary", s."count", s."lastAt", s."lastText", u."jobUrl"
+       FROM "FailureSignature" s LEFT JOIN "TestUpload" u ON u."key" = s."lastUploadKey" WHERE ${inKeys}
+       ORDER BY s."testCaseKey", s."count" DESC, s."lastAt" DESC`,
     [keysParam],
   );
-  return rows.map((row) => ({ testCaseKey: integer(row.k), summary: row.summary, count: integer(row.count), lastAt: integer(row.lastAt) }));
+  return rows.map((row) => ({
+    testCaseKey: integer(row.k),
+    summary: row.summary,
+    count: integer(row.count),
+    lastAt: integer(row.lastAt),
+    lastText: row.lastText ?? null,
+    lastJobUrl: row.jobUrl ?? null,
+  }));
 }

@@ -84,19 +84,33 @@ export function insertTestFailures(sql: Sql, rows: readonly FailureRow[]): Promi
 }
 
 /** Failures of a test with one signature, seen `count` times, the earliest at `firstAt` and the latest at `lastAt` (ms). */
-export type SignatureCount = { testCaseKey: number; signature: string; shape: string; summary: string; count: number; firstAt: number; lastAt: number };
+export type SignatureCount = {
+  testCaseKey: number;
+  signature: string;
+  shape: string;
+  summary: string;
+  count: number;
+  firstAt: number;
+  lastAt: number;
+  /** The latest failure's text (bounded) and its upload. */
+  lastText: string | null;
+  lastUploadKey: number;
+};
 
 /**
  * Adds failures to their tests' signatures: counts add up, the latest time wins, and the first
  * time stays the earliest known (a signature recorded before first times were kept keeps none:
- * it is older than any quarantine that reads it); a signature's shape is set once.
+ * it is older than any quarantine that reads it); a signature's shape is set once; the latest
+ * failure's text and upload go with the latest time.
  */
 export function addFailureSignatures(sql: Sql, signatures: readonly SignatureCount[]): Promise<void> {
   return sql.insert(
     "FailureSignature",
-    ["testCaseKey", "signature", "shape", "summary", "count", "firstAt", "lastAt"],
-    signatures.map((s) => [s.testCaseKey, s.signature, s.shape, s.summary, s.count, s.firstAt, s.lastAt]),
+    ["testCaseKey", "signature", "shape", "summary", "count", "firstAt", "lastAt", "lastText", "lastUploadKey"],
+    signatures.map((s) => [s.testCaseKey, s.signature, s.shape, s.summary, s.count, s.firstAt, s.lastAt, s.lastText, s.lastUploadKey]),
     `ON CONFLICT ("testCaseKey", "signature") DO UPDATE SET "count" = "FailureSignature"."count" + excluded."count",
+       "lastText" = CASE WHEN excluded."lastAt" >= "FailureSignature"."lastAt" THEN excluded."lastText" ELSE "FailureSignature"."lastText" END,
+       "lastUploadKey" = CASE WHEN excluded."lastAt" >= "FailureSignature"."lastAt" THEN excluded."lastUploadKey" ELSE "FailureSignature"."lastUploadKey" END,
        "lastAt" = CASE WHEN excluded."lastAt" > "FailureSignature"."lastAt" THEN excluded."lastAt" ELSE "FailureSignature"."lastAt" END,
        "firstAt" = CASE WHEN "FailureSignature"."firstAt" IS NULL OR excluded."firstAt" >= "FailureSignature"."firstAt" THEN "FailureSignature"."firstAt" ELSE excluded."firstAt" END,
        "shape" = COALESCE("FailureSignature"."shape", excluded."shape")`,

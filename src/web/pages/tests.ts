@@ -150,7 +150,12 @@ export function testPage(assets: Assets, viewer: Viewer, repo: RepoRef, details:
 ${
   test.most_common_failures.length === 0
     ? html`<p class="empty">No failure recorded.</p>`
-    : html`<ul class="signatures">${test.most_common_failures.map((f) => html`<li><code>${f.summary}</code> <span class="muted">×${f.occurrence_count}, last ${f.last_occurrence.slice(0, 16).replace("T", " ")} UTC</span></li>`)}</ul>`
+    : html`<ul class="signatures">${test.most_common_failures.map(
+        (f) =>
+          html`<li><code>${f.summary}</code> <span class="muted">×${f.occurrence_count}, last ${f.last_occurrence.slice(0, 16).replace("T", " ")} UTC${
+            f.last_job_url && /^https?:\/\//i.test(f.last_job_url) ? html` · <a class="job" href="${f.last_job_url}">CI job</a>` : ""
+          }</span>${f.last_failure_text ? html`<details class="failure-text"><summary>The latest, as reported</summary><pre>${f.last_failure_text}</pre></details>` : ""}</li>`,
+      )}</ul>`
 }</section>
 <section aria-labelledby="owners-h" class="card"><h2 id="owners-h">Owners</h2>
 ${test.codeowners.length === 0 ? html`<p class="empty">No owner in CODEOWNERS.</p>` : html`<ul class="owners">${test.codeowners.map((o) => html`<li>${o}</li>`)}</ul>`}</section>
