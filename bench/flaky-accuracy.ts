@@ -21,7 +21,7 @@ const ADMIN = process.env.GREENLINE_BENCH_POSTGRES_URL ?? "postgresql://postgres
 const TOKEN = "bench-token-0123456789abcdef";
 const ORG = "bench";
 const repo = { host: "github.com", owner: "bench", name: "polyglot" };
-/** How often the verdicts are read (the resolution of the time to detect). */
+/** How often every verdict is read (broken tests quarantined, and tests found by the periodic re-judging; a flaky test failing in an upload is looked up at once). */
 const CHECKPOINT_MS = 2 * 3600_000;
 
 type Status = { status: "FLAKY" | "BROKEN"; quarantined: boolean };
@@ -81,6 +81,8 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
     let quarantinedWhileBrokenRuns = 0;
     let flakesNotExcused = 0;
     const fullName = `${repo.host}/${repo.owner}/${repo.name}`;
+    /** Each corpus test's id, as the service derives it from the report (set when first needed). */
+    const idOf = new Map<number, string>();
     const infra = { truePositives: 0, falsePositives: 0, missed: 0 };
     let uploads = 0;
     let testCases = 0;
@@ -136,6 +138,21 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
       } else if (upload.incident !== null) infra.missed++;
       testCases += upload.ran.length;
       for (const i of upload.ran) runs[i]!++;
+      // Time to detect at the resolution of one upload (ingest judges the tests it holds at once):
+      // a flaky test not found yet that failed here is looked up now, by its id.
+      const unfound = answer.infrastructure_failure ? [] : upload.failed.filter((i) => !firstFlaky.has(i) && labelAt(tests[i]!, upload.tree) === "flaky");
+      if (unfound.length > 0) {
+        if (unfound.some((i) => !idOf.has(i)))
+          for (const xml of upload.xml)
+            parseJUnit(xml, (c) => {
+              const t = byKey.get(keyOf(c));
+              if (t && !idOf.has(t.index)) idOf.set(t.index, testCaseId(ORG, fullName, { name: c.name, classname: c.classname, file: c.file, parent: c.parent }));
+            });
+        for (const i of unfound) {
+          const details = await call("flaky-tests/get-test-details", { repo, org_url_slug: ORG, test_id: idOf.get(i) });
+          if (details.test.status.value === "flaky") firstFlaky.set(i, { runs: runs[i]!, at: clock });
+        }
+      }
       // A queue run that a broken test failed, while the test was quarantined (as last read).
       if (upload.kind === "queue" && upload.incident === null && upload.failed.some((i) => labelAt(tests[i]!, upload.tree) === "broken" && statuses.get(i)?.quarantined)) quarantinedWhileBrokenRuns++;
       // What `greenline test run` asks after its upload: which failing tests are quarantined, given how each failed.

@@ -149,7 +149,12 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
   const { log } = options;
   const db = await Database.open(config.databaseUrl, { postgresTimeouts: config.postgresTimeouts, waitMs: config.databaseWaitMs });
   try {
-    for (const warning of await db.serverWarnings()) log.warn(warning);
+    // Advice only: a server that cannot say (a PostgreSQL-compatible one without the setting) starts all the same.
+    const warnings = await db.serverWarnings().catch((error: unknown) => {
+      log.warn({ err: error }, "could not read the database server's settings");
+      return [];
+    });
+    for (const warning of warnings) log.warn(warning);
     if (config.bootstrap) {
       const { org, token } = config.bootstrap;
       const { created } = await registerToken(db, org, token, "bootstrap (GREENLINE_API_TOKEN)").catch((error: unknown) => {

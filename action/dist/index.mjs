@@ -3891,6 +3891,7 @@ function runCommand(command2) {
     child.on("exit", (exitCode, signal) => resolve3({ code: exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0) }));
   });
 }
+var FAILURE_MESSAGE_MAX = 2e3;
 var FAILURE_TEXT_MAX = 4e3;
 var label = (test) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
 async function quarantinedTests(ctx, tests) {
@@ -3957,10 +3958,10 @@ async function testRun(options, command2, out) {
         if (run2) run2.flags = addTestCase(run2.flags, c);
         else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...c.explicitId ? { id: c.explicitId } : {} }, flags: addTestCase(0, c) });
         const test = runs.get(key).test;
-        if (!test.failure && (c.message !== null || c.failureType !== null || c.failureText !== null) && c.failed)
+        if (!test.failure && c.failed)
           test.failure = {
             ...c.failureType ? { type: c.failureType } : {},
-            ...c.message ? { message: c.message.slice(0, FAILURE_TEXT_MAX) } : {},
+            ...c.message ? { message: c.message.slice(0, FAILURE_MESSAGE_MAX) } : {},
             ...c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}
           };
       });

@@ -194,7 +194,8 @@ function runCommand(command: string[]): Promise<{ code: number; cannotStart?: st
 
 type FailingTest = { name: string; classname: string; file: string; parent: string; id?: string; failure?: { type?: string; message?: string; text?: string } };
 
-/** The longest failure text sent to check-quarantine (the server reads the failure's type, message and first frames). */
+/** The longest failure message and text sent to check-quarantine: what the server reads of a report (formats/junit.ts). */
+const FAILURE_MESSAGE_MAX = 2_000;
 const FAILURE_TEXT_MAX = 4_000;
 
 /** How a person finds a test in their suite: its class (else its suite, else its file) and its name. */
@@ -287,10 +288,11 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
         else runs.set(key, { test: { name: c.name, classname: c.classname, file: c.file, parent: c.parent, ...(c.explicitId ? { id: c.explicitId } : {}) }, flags: addTestCase(0, c) });
         // How it failed (its first failure): a test quarantined by detection is quarantined for the ways it failed then.
         const test = runs.get(key)!.test;
-        if (!test.failure && (c.message !== null || c.failureType !== null || c.failureText !== null) && c.failed)
+        // A failure that says nothing is sent too ({}): the server reads it as the queue does.
+        if (!test.failure && c.failed)
           test.failure = {
             ...(c.failureType ? { type: c.failureType } : {}),
-            ...(c.message ? { message: c.message.slice(0, FAILURE_TEXT_MAX) } : {}),
+            ...(c.message ? { message: c.message.slice(0, FAILURE_MESSAGE_MAX) } : {}),
             ...(c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}),
           };
       });

@@ -277,9 +277,9 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
           group.count++;
           if (at >= group.lastAt) group.lastText = text;
           group.lastAt = Math.max(group.lastAt, at);
-          group.firstAt = Math.min(group.firstAt, at);
         } else {
-          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, shape: failure.shape, summary, count: 1, firstAt: at, lastAt: at, lastText: text, lastUploadKey: uploadKey });
+          // First seen: when Greenline received it (the server's clock, as a quarantine's time is), not the report's own time.
+          signatures.set(`${key} ${signature}`, { testCaseKey: key, signature, shape: failure.shape, summary, count: 1, firstAt: now.getTime(), lastAt: at, lastText: text, lastUploadKey: uploadKey });
         }
         failureRows.push([repositoryId, at, key, uploadKey, input.pr_number ?? null, signature]);
       }

@@ -1,7 +1,7 @@
 import { DAY_MS } from "../domain/time.js";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
-import { DEFAULT_FLAKY_SETTINGS, ticketUrlOf, type FlakySettings, type QuarantineSetting } from "../domain/flaky/detection.js";
+import { DEFAULT_FLAKY_SETTINGS, ticketUrlOf, type FlakySettings, type QuarantineSetting, type TestStatus } from "../domain/flaky/detection.js";
 import { testCaseId, type TestIdentity } from "../domain/flaky/identity.js";
 import { readFailure } from "../domain/flaky/failures.js";
 import { isNewSinceQuarantine } from "../domain/flaky/verdict.js";
@@ -53,18 +53,22 @@ type Figures = {
   fails24: number;
   prs: number;
   failures: { summary: string; occurrence_count: number; last_occurrence: string; last_failure_text: string | null; last_job_url: string | null }[];
+  /** The latest of its failures (ms), any signature; null: none. */
+  lastFailureAt: number | null;
 };
 
 /** The computed fields of test cases: failure rates, PRs impacted, most common failures. */
 async function figuresOf(sql: Sql, keys: number[], now: Date): Promise<Map<number, Figures>> {
-  const figures = new Map<number, Figures>(keys.map((k) => [k, { runs7: 0, fails7: 0, runs24: 0, fails24: 0, prs: 0, failures: [] }]));
+  const figures = new Map<number, Figures>(keys.map((k) => [k, { runs7: 0, fails7: 0, runs24: 0, fails24: 0, prs: 0, failures: [], lastFailureAt: null }]));
   if (keys.length === 0) return figures;
   const weekAgo = now.getTime() - 7 * DAY_MS;
   const dayAgo = now.getTime() - DAY_MS;
   for (const { testCaseKey, ...counts } of await countRecentRuns(sql, keys, { weekAgo, dayAgo, now: now.getTime() })) Object.assign(figures.get(testCaseKey)!, counts);
   for (const { testCaseKey, pullRequests } of await countPullRequestsImpacted(sql, keys, weekAgo, now.getTime())) figures.get(testCaseKey)!.prs = pullRequests;
   for (const { testCaseKey, summary, count, lastAt, lastText, lastJobUrl } of await listFailureSignatures(sql, keys)) {
-    const list = figures.get(testCaseKey)!.failures;
+    const figure = figures.get(testCaseKey)!;
+    figure.lastFailureAt = Math.max(figure.lastFailureAt ?? lastAt, lastAt);
+    const list = figure.failures;
     if (list.length < MOST_COMMON) list.push({ summary, occurrence_count: count, last_occurrence: new Date(lastAt).toISOString(), last_failure_text: lastText, last_job_url: lastJobUrl });
   }
   return figures;
@@ -105,6 +109,7 @@ async function testCaseRecords(services: Services, repo: RepositoryRow, keys: nu
         file_path: t.file,
         parent: t.parent,
         classname: t.classname,
+        last_failure_at: f.lastFailureAt === null ? null : new Date(f.lastFailureAt).toISOString(),
         // Trunk documents ticket as an object when one is linked: left out, never null, otherwise.
         ...(t.ticketUrl ? { ticket: { html_url: t.ticketUrl } } : {}),
       },
@@ -114,7 +119,36 @@ async function testCaseRecords(services: Services, repo: RepositoryRow, keys: nu
 
 // ---- Operations -------------------------------------------------------------------------------
 
-export async function listFailingTests(services: Services, principal: Principal, input: Scope & { start_time: Date; end_time: Date; page_query: PageQuery }) {
+/** list-failing-tests' filters and order (all optional). */
+export type FailingTestsQuery = { search?: string | undefined; status?: TestStatus | undefined; owner?: string | undefined; sort?: FailingTestsSort | undefined };
+export type FailingTestsSort = "failure_rate" | "pull_requests_impacted" | "last_failure" | "name";
+
+type TestRecord = Awaited<ReturnType<typeof testCaseRecords>>[number];
+
+/** Whether a test passes the query's filters. */
+function matches(t: TestRecord, query: FailingTestsQuery): boolean {
+  if (query.status && t.status.value !== query.status) return false;
+  if (query.owner && !t.codeowners.some((o) => o.toLowerCase() === query.owner!.toLowerCase())) return false;
+  if (query.search) {
+    const needle = query.search.toLowerCase();
+    if (![t.name, t.classname, t.file_path, t.parent].some((field) => field.toLowerCase().includes(needle))) return false;
+  }
+  return true;
+}
+
+const BY: Record<FailingTestsSort, (a: TestRecord, b: TestRecord) => number> = {
+  failure_rate: (a, b) => b.failure_rate_last_7d - a.failure_rate_last_7d || b.failure_rate_last_24h - a.failure_rate_last_24h,
+  pull_requests_impacted: (a, b) => b.pull_requests_impacted_last_7d - a.pull_requests_impacted_last_7d,
+  last_failure: (a, b) => (b.last_failure_at ?? "").localeCompare(a.last_failure_at ?? ""),
+  name: (a, b) => a.name.localeCompare(b.name) || a.classname.localeCompare(b.classname),
+};
+
+/**
+ * Trunk's list-failing-tests: the tests that failed in [start_time, end_time), in a stable order
+ * (keyset pages). Filtered (search, status, owner) or sorted, every failing test's record is
+ * built, filtered and sorted, and the pages are cut by place in that order (ties by key).
+ */
+export async function listFailingTests(services: Services, principal: Principal, input: Scope & { start_time: Date; end_time: Date; page_query: PageQuery } & FailingTestsQuery) {
   if (input.start_time > input.end_time) throw invalidArgument("start_time", "must not be after end_time");
   if (input.end_time.getTime() - input.start_time.getTime() > MAX_WINDOW_MS) throw invalidArgument("end_time", "must be within 7 days of start_time");
   checkPageToken(input.page_query);
@@ -122,8 +156,18 @@ export async function listFailingTests(services: Services, principal: Principal,
   if (!repo) return { tests: [], page: emptyPage(input.page_query) };
   const failing = await services.db.sqlRead((sql) => listFailingTestKeys(sql, repo.id, input.start_time, input.end_time));
   const keys = failing.sort((a, b) => a - b);
-  const { page, info } = paginate(keys, input.page_query);
-  return { tests: await testCaseRecords(services, repo, page), page: info };
+  if (!input.search && !input.status && !input.owner && !input.sort) {
+    const { page, info } = paginate(keys, input.page_query);
+    return { tests: await testCaseRecords(services, repo, page), page: info };
+  }
+  const records = (await testCaseRecords(services, repo, keys)).filter((t) => matches(t, input));
+  if (input.sort) records.sort(BY[input.sort]);
+  // Pages by place in the order: the places are the keys paginate cuts.
+  const { page, info } = paginate(
+    records.map((_, place) => place),
+    input.page_query,
+  );
+  return { tests: page.map((place) => records[place]!), page: info };
 }
 
 export async function listQuarantinedTests(services: Services, principal: Principal, input: Scope & { page_query: PageQuery }) {
@@ -146,6 +190,8 @@ export async function listQuarantinedTests(services: Services, principal: Princi
       status_last_updated_at: t.statusAt.toISOString(),
       test_case_id: t.id,
       variant: t.variant,
+      quarantine_reason: t.quarantineReason,
+      status_reason: t.statusReason,
     })),
     page: info,
   };

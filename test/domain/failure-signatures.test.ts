@@ -360,5 +360,9 @@ describe("failure shapes: what an automatic quarantine covers (issue 25)", () =>
     expect(java("org.opentest4j.AssertionFailedError", "expected: <12> but was: <13>").shape).not.toBe(timeout.shape);
     const jest = (message: string) => readFailure({ message, text: `Error: ${message}\n    at Object.<anonymous> (/w/src/cart.test.ts:12:5)`, file: "src/cart.test.ts" });
     expect(jest("thrown: Exceeded timeout of 5000 ms for a test.").shape).not.toBe(jest("expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 4").shape);
+    // Strings, booleans and nulls compared are values too: one shape.
+    const states = ['"pending"', '"running"', "null", "false"].map((received) => jest(`expect(received).toBe(expected) // Object.is equality\n\nExpected: "done"\nReceived: ${received}`));
+    expect(new Set(states.map((f) => f.shape)).size).toBe(1);
+    expect(new Set(states.map((f) => f.signature)).size).toBe(4);
   });
 });

@@ -86,7 +86,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     });
   });
 
-  test("a broken streak fixed (three passes in a row after it): runs and failures counted from the first; one pass is no fix; the last fixed streak of more than one commit", async () => {
+  test("a broken streak fixed (three passes in a row after it, wherever): runs and failures counted from the first; one pass is no fix; the last fixed streak of more than one commit", async () => {
     // Off pull requests: 2 passes, 9 failures on 3 commits (broken), 3 passes (the fix), 3 failures, 2 passes, 8 failures of one commit's retries (no streak), 1 pass.
     const plan: [string, boolean][] = [
       ["f0", true],
@@ -107,7 +107,7 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
     for (const [i, [sha]] of plan.entries()) uploads.push(await upload(`fixed-${i}`, sha, null));
     // A PR on an old base fails after the fix: it counts in the rate since the fix, and in no streak.
     const pullRequest = await upload("fixed-pr", "old-base", 9);
-    const [fixed, passedOnce] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-fixed", []), newTest("t-passed-once", [])], now))) as number[];
+    const [fixed, passedOnce, fixedLater] = (await db.sqlTransaction((sql) => insertTestCases(sql, "repo", [newTest("t-fixed", []), newTest("t-passed-once", []), newTest("t-fixed-later", [])], now))) as number[];
     const base = at - 1000;
     await db.sqlTransaction((sql) =>
       insertTestResults(sql, [
@@ -115,13 +115,19 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
         [fixed!, base + 13, pullRequest, true, false],
         // Broken, then one pass, then failing again: a test failing most runs passes now and then; that is no fix.
         ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13].map((i): [number, number, number, boolean, boolean] => [passedOnce!, base + i, uploads[i]!, i >= 2 && i !== 11, i < 2 || i === 11]),
+        // Broken, a pass, a failure, then three passes in a row: fixed at the first of the three.
+        ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].map((i): [number, number, number, boolean, boolean] => {
+          const passed = i < 2 || i === 11 || i >= 13;
+          return [fixedLater!, base + i, uploads[i]!, !passed, passed];
+        }),
       ]),
     );
-    const runs = await db.sqlRead((sql) => countRunsSince(sql, [fixed!, passedOnce!], base - 100));
+    const runs = await db.sqlRead((sql) => countRunsSince(sql, [fixed!, passedOnce!, fixedLater!], base - 100));
     // From the fix (index 11, at base + 11): 17 runs off PRs and the PR's, 12 of them failed.
     expect(Object.fromEntries(runs)).toEqual({
       [fixed!]: { runs: 18, failures: 12, streak: 0, streakCommits: 0, fixedAt: base + 11, fixedAfter: 9 },
       [passedOnce!]: { runs: 14, failures: 11, streak: 0, streakCommits: 0 },
+      [fixedLater!]: { runs: 3, failures: 0, streak: 0, streakCommits: 0, fixedAt: base + 13, fixedAfter: 9 },
     });
   });
 
@@ -173,6 +179,18 @@ describe.each(BACKENDS)("flaky store on $name", (backend) => {
       signatures: [{ testCaseKey: flaky, summary: "boom", count: 4, lastAt: at + 1, lastText: "boom again", lastJobUrl: null }],
       failing: [flaky],
     });
+    // A signature's first time is the earliest told, its shape set once.
+    type Kept = { firstAt: unknown; shape: string | null };
+    const kept = async (key: number, signature: string) =>
+      (await db.sqlRead((sql) => sql.all<Kept>(`SELECT "firstAt", "shape" FROM "FailureSignature" WHERE "testCaseKey" = ? AND "signature" = ?`, [key, signature])))[0]!;
+    expect(await kept(flaky!, "sig")).toEqual({ firstAt: backend.name === "postgres" ? String(at - 5) : at - 5, shape: "shape" });
+    // One stored before first times and shapes were kept (migration 0021) keeps no first time, and gets its shape.
+    await db.sqlTransaction(async (sql) => {
+      await sql.run(`INSERT INTO "FailureSignature" ("testCaseKey", "signature", "summary", "count", "lastAt") VALUES (?, ?, ?, ?, ?)`, [steady!, "old", "old", 1, at - 100]);
+      await addFailureSignatures(sql, [{ testCaseKey: steady!, signature: "old", summary: "old", count: 1, firstAt: at, lastAt: at, shape: "its shape", lastText: null, lastUploadKey: first }]);
+    });
+    expect(await kept(steady!, "old")).toEqual({ firstAt: null, shape: "its shape" });
+    await db.sqlTransaction((sql) => sql.run(`DELETE FROM "FailureSignature" WHERE "testCaseKey" = ?`, [steady!]));
 
     const stored = await db.read((tx) => findTestCases(tx, [steady!, flaky!]));
     expect(stored.map((t) => t.key)).toEqual([flaky, steady]);

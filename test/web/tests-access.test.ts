@@ -95,6 +95,8 @@ describe.each(BACKENDS)("flaky-test pages on $name", (backend) => {
     expect(page.text).toMatch(new RegExp(`<table class="tests" id="failing-tests">[\\s\\S]*href="${testPath(flakyId)}">refund_partial</a>`));
     expect(page.text).toMatch(/<option value="24h" selected>/);
     expect(page.text).toMatch(new RegExp(`<ul class="quarantined" id="quarantined-tests"><li data-test="${flakyId}">`));
+    // Who quarantined it and why: detection, with the rule that made it flaky.
+    expect(page.text).toMatch(/quarantined automatically while flaky since <time datetime="[^"]+">[^<]+<\/time> · failed and passed on the same commit/);
     expect(page.text).toContain("@acme/payments");
     // Two hours on, nothing failed in the last hour.
     clock.advance(2 * 3600_000);

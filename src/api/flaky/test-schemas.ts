@@ -49,16 +49,33 @@ const ZTestCase = z.strictObject({
   parent: z.string(),
   classname: z.string(),
   ticket: z.strictObject({ html_url: z.string() }).optional().describe("the linked ticket; absent when none is linked (Trunk documents an object, never null)"),
+  last_failure_at: z.iso.datetime().nullable().describe("when it last failed (not in an upload read as an infrastructure failure); null when it never did"),
 });
 
 const ZTestScope = { repo: ZRepo, org_url_slug: ZName };
 
+/** How list-failing-tests can order its tests (absent: a stable order, by when each was first seen). */
+export const FAILING_TESTS_SORTS = ["failure_rate", "pull_requests_impacted", "last_failure", "name"] as const;
+export const ZFailingTestsQuery = z.object({
+  search: z.string().max(200).trim().check(storableText).optional().describe(`only tests whose name, class, file or suite contains this text (any case; empty: all); ${TRIMMED}`),
+  status: caseInsensitiveEnum(["healthy", "flaky", "broken"] as const)
+    .optional()
+    .describe("only tests of this status"),
+  owner: z.string().max(200).trim().check(storableText).optional().describe(`only tests this CODEOWNERS owner owns (\`@acme/payments\`, any case; empty: all); ${TRIMMED}`),
+  sort: z
+    .enum(FAILING_TESTS_SORTS)
+    .optional()
+    .describe(
+      "failure_rate (7 days, then 24 hours), pull_requests_impacted, last_failure: highest or latest first; name: A to Z. Sorted pages are cut by place in the order at each request: a test whose figures change between two pages can move across them",
+    ),
+});
 export const ZListFailingTestsRequest = z.object({
   repo: ZRepo,
   org_url_slug: ZName,
   start_time: ZDateTime,
   end_time: ZDateTime,
   page_query: ZPageQuery,
+  ...ZFailingTestsQuery.shape,
 });
 export const ZListFailingTestsResponse = z.strictObject({ tests: z.array(ZTestCase), page: ZPageInfo });
 
@@ -77,6 +94,8 @@ export const ZListQuarantinedTestsResponse = z.strictObject({
       status_last_updated_at: z.iso.datetime(),
       test_case_id: z.uuid(),
       variant: z.string(),
+      quarantine_reason: z.string().nullable().describe("why its quarantine setting was last set, when a person gave a reason"),
+      status_reason: z.string().describe("the rule that gave its status, with its figures (why detection quarantined it)"),
     }),
   ),
   page: ZPageInfo,
@@ -135,8 +154,8 @@ export const ZCheckQuarantineRequest = z
           failure: z
             .object({
               type: z.string().max(4096).check(storableText).optional(),
-              message: z.string().max(65_536).check(storableText).optional(),
-              text: z.string().max(65_536).check(storableText).optional(),
+              message: z.string().max(2_000).check(storableText).optional().describe("at most 2,000 characters, as a report's message is read (longer: send its start)"),
+              text: z.string().max(4_000).check(storableText).optional().describe("at most 4,000 characters, as a report's failure text is read (longer: send its start)"),
             })
             .optional()
             .describe(

@@ -42,6 +42,17 @@ function normalizeAssertionLine(line: string): string {
   return normalizeVolatile(line.replace(TEMP_PATH, "<tmp>")).replace(/\s+/g, " ").trim();
 }
 
+/**
+ * One line of a failure as its shape reads it: an error line's placeholders, and every value a
+ * line can compare — quoted strings, booleans and nulls — a placeholder too ("Expected: \"done\",
+ * Received: \"pending\"" and "… \"running\"" are one way of failing).
+ */
+function shapeOfLine(line: string): string {
+  return normalizeErrorLine(line.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, "<v>"))
+    .replace(/\b(?:true|false|True|False|null|nil|None|undefined)\b/g, "<v>")
+    .trim();
+}
+
 const stripColour = (text: string) => text.replace(COLOUR, "");
 
 /**
@@ -104,9 +115,9 @@ export type Failure = {
   /** The failure's identity for its test: the type, the body and the frame, hashed. */
   signature: string;
   /**
-   * The way it failed, coarser than the signature: the type, the body with every number a
-   * placeholder (the values an assertion compared too), and the file of the frame without its
-   * line, hashed. A flaky assertion comparing other values each time keeps one shape; a timeout
+   * The way it failed, coarser than the signature: the type, the body with every number, quoted
+   * string, boolean and null a placeholder (the values an assertion compared too), and the file
+   * of the frame without its line, hashed. A flaky assertion comparing other values each time keeps one shape; a timeout
    * and an assertion of one test are two. What an automatic quarantine covers (verdict.ts).
    */
   shape: string;
@@ -339,7 +350,7 @@ export function readFailure(report: FailureReport): Failure {
   const signature = failureSignature(where === "" ? what : `${what}\n${where}`);
   const shape = failureSignature(
     `shape\n${type}\n${lines
-      .map(normalizeErrorLine)
+      .map(shapeOfLine)
       .filter((l) => l !== "")
       .join(" | ")}\n${frame ? basename(frame.path) : ""}`,
   );

@@ -89,9 +89,9 @@ export type StreakRunCounts = {
   streak: number;
   streakCommits: number;
   /**
-   * When a broken streak (BROKEN_STREAK failed runs or more, on more than one commit) ended in
-   * the window with FIXED_PASSES passing runs in a row, the last such: when it passed again and
-   * how many runs the streak had.
+   * When a broken streak (BROKEN_STREAK failed runs or more, on more than one commit) was
+   * followed in the window by FIXED_PASSES passing runs in a row, the last such: when the first
+   * of those passes ran and how many runs the streak had.
    * `runs` and `failures` are then counted from that pass on, the change point: the failures of
    * a test that was broken and is fixed say nothing of how it runs now.
    */
@@ -139,14 +139,14 @@ async function countRuns(sql: Sql, keys: readonly number[], since: number): Prom
  * in time order, numbered by the passing runs up to each (`grp`): each number is a pass and the
  * failures after it (the first, the failures before any pass). A streak is one number's failures;
  * the last number's is the streak now, an earlier one ended with the next number's pass, and was
- * fixed when the FIXED_PASSES numbers after it begin with passes in a row (each but the last has
- * no failure). Failures at the instant of a pass count before it. Only streaks of
- * MIN_STREAK_COUNTED or more are read.
+ * fixed at the first FIXED_PASSES passes in a row after it (numbers of which all but the last
+ * have no failure), wherever they come. Failures at the instant of a pass count before it. Only
+ * streaks of MIN_STREAK_COUNTED or more are read.
  */
 async function countStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, Omit<StreakRunCounts, "runs" | "failures">>> {
   if (keys.length === 0) return new Map();
   const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
-  const islands = await sql.all<{ k: unknown; grp: unknown; fails: unknown; commits: unknown; nextAt: unknown; passes: unknown }>(
+  const islands = await sql.all<{ k: unknown; grp: unknown; fails: unknown; commits: unknown; nextAt: unknown; fixedAt: unknown }>(
     `WITH "valid" AS (
         SELECT r."testCaseKey" AS k, r."at" AS at, u."commitSha" AS sha,
                CASE WHEN r."failed" AND NOT r."passed" THEN 1 ELSE 0 END AS bad, CASE WHEN r."passed" THEN 1 ELSE 0 END AS good
@@ -158,10 +158,12 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
         SELECT k, grp, SUM(bad) AS fails, COUNT(DISTINCT CASE WHEN bad = 1 THEN sha END) AS commits, MIN(at) AS "startAt" FROM "numbered" GROUP BY k, grp
       )
       SELECT i.k AS k, i.grp AS grp, i.fails AS fails, i.commits AS commits, n."startAt" AS "nextAt",
-             (SELECT COUNT(*) FROM "islands" p WHERE p.k = i.k AND p.grp > i.grp AND p.grp <= i.grp + ? AND (p.fails = 0 OR p.grp = i.grp + ?)) AS passes
+             (SELECT MIN(p."startAt") FROM "islands" p
+               WHERE p.k = i.k AND p.grp > i.grp
+                 AND (SELECT COUNT(*) FROM "islands" q WHERE q.k = p.k AND q.grp >= p.grp AND q.grp <= p.grp + ? AND (q.fails = 0 OR q.grp = p.grp + ?)) = ?) AS "fixedAt"
         FROM "islands" i LEFT JOIN "islands" n ON n.k = i.k AND n.grp = i.grp + 1
        WHERE i.fails >= ?`,
-    [keysParam, since, FIXED_PASSES, FIXED_PASSES, MIN_STREAK_COUNTED],
+    [keysParam, since, FIXED_PASSES - 1, FIXED_PASSES - 1, FIXED_PASSES, MIN_STREAK_COUNTED],
   );
   const streaks = new Map<number, Omit<StreakRunCounts, "runs" | "failures"> & { fixedGrp?: number }>();
   for (const row of islands) {
@@ -171,9 +173,9 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
     if (row.nextAt === null || row.nextAt === undefined) {
       entry.streak = integer(row.fails);
       entry.streakCommits = integer(row.commits);
-    } else if (integer(row.commits) >= 2 && integer(row.passes) >= FIXED_PASSES && (entry.fixedGrp === undefined || integer(row.grp) > entry.fixedGrp)) {
+    } else if (integer(row.commits) >= 2 && row.fixedAt !== null && row.fixedAt !== undefined && (entry.fixedGrp === undefined || integer(row.grp) > entry.fixedGrp)) {
       entry.fixedGrp = integer(row.grp);
-      entry.fixedAt = integer(row.nextAt);
+      entry.fixedAt = integer(row.fixedAt);
       entry.fixedAfter = integer(row.fails);
     }
   }

@@ -43,17 +43,18 @@ ${
   return layout(assets, { title: "Flaky tests", viewer, body, current: "tests" });
 }
 
-function failingTable(repo: RepoRef, failing: FailingTests): Html {
-  if (failing.tests.length === 0) return html`<p class="empty">No test failed in this range.</p>`;
+function failingTable(repo: RepoRef, failing: FailingTests, filtered: boolean): Html {
+  if (failing.tests.length === 0) return html`<p class="empty">${filtered ? "No failing test in this range matches." : "No test failed in this range."}</p>`;
   return html`<div class="table-wrap"><table class="tests" id="failing-tests">
 <caption class="sr-only">Tests that failed in the range</caption>
-<thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Failure rate 24 h / 7 d</th><th scope="col">PRs impacted, 7 d</th><th scope="col">Owners</th></tr></thead>
+<thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Failure rate 24 h / 7 d</th><th scope="col">PRs impacted, 7 d</th><th scope="col">Last failure</th><th scope="col">Owners</th></tr></thead>
 <tbody>${failing.tests.map(
     (t) => html`<tr data-test="${t.id}">
 <th scope="row"><a href="${testPath(repo, t.id)}">${t.name}</a><div class="muted small">${t.classname || t.file_path || t.parent}</div></th>
 <td data-label="Status">${statusBadge(t.status.value)}${t.quarantined ? html` <span class="badge quarantined">quarantined</span>` : ""}</td>
 <td data-label="Failure rate 24 h / 7 d">${percent(t.failure_rate_last_24h)} / ${percent(t.failure_rate_last_7d)}</td>
 <td data-label="PRs impacted, 7 d">${t.pull_requests_impacted_last_7d}</td>
+<td data-label="Last failure">${t.last_failure_at ? html`<time datetime="${t.last_failure_at}">${t.last_failure_at.slice(0, 16).replace("T", " ")} UTC</time>` : html`<span class="muted">–</span>`}</td>
 <td data-label="Owners">${t.codeowners.length === 0 ? html`<span class="muted">none</span>` : t.codeowners.join(", ")}</td>
 </tr>`,
   )}</tbody></table></div>`;
@@ -63,31 +64,56 @@ function quarantinedList(repo: RepoRef, quarantined: QuarantinedTests): Html {
   if (quarantined.quarantined_tests.length === 0) return html`<p class="empty">No test is quarantined.</p>`;
   return html`<ul class="quarantined" id="quarantined-tests">${quarantined.quarantined_tests.map(
     (t) => html`<li data-test="${t.test_case_id}"><a href="${testPath(repo, t.test_case_id)}">${t.name}</a> ${statusBadge(t.status)}
-<span class="muted">${t.quarantine_setting === "ALWAYS_QUARANTINE" ? "always quarantined" : "quarantined while flaky"} since <time datetime="${t.quarantined_at}">${t.quarantined_at.slice(0, 16).replace("T", " ")} UTC</time></span></li>`,
+<span class="muted">${t.quarantine_setting === "ALWAYS_QUARANTINE" ? "always quarantined, by a person" : "quarantined automatically while flaky"} since <time datetime="${t.quarantined_at}">${t.quarantined_at.slice(0, 16).replace("T", " ")} UTC</time>${
+      t.quarantine_setting === "ALWAYS_QUARANTINE" ? (t.quarantine_reason ? html` · reason: ${t.quarantine_reason}` : " · no reason given") : html` · ${t.status_reason}`
+    }</span></li>`,
   )}</ul>`;
 }
 
+/** The failing tests' filters and order, as the page's form and links carry them. */
+export type FailingFilters = { search: string; status: string; owner: string; sort: string };
+export const FAILING_SORTS: Record<string, string> = {
+  "": "First seen",
+  failure_rate: "Failure rate",
+  pull_requests_impacted: "PRs impacted",
+  last_failure: "Last failure",
+  name: "Name",
+};
+export const FAILING_STATUSES: Record<string, string> = { "": "Any status", flaky: "Flaky", broken: "Broken", healthy: "Healthy" };
+
 /** A link to the next page of a list, keeping the other parameters. */
-function nextPage(repo: RepoRef, range: string, param: string, token: string, label: string): Html {
+function nextPage(repo: RepoRef, range: string, filters: FailingFilters, param: string, token: string, label: string): Html {
   if (!token) return html``;
-  const query = new URLSearchParams({ range, [param]: token });
+  const kept = Object.entries(filters).filter(([, value]) => value !== "");
+  const query = new URLSearchParams([["range", range], ...kept, [param, token]]);
   return html`<p><a href="${testsPath(repo)}?${query.toString()}">${label}</a></p>`;
 }
 
-export function repoTestsPage(assets: Assets, viewer: Viewer, repo: RepoRef, range: string, failing: FailingTests, quarantined: QuarantinedTests): Html {
+const option = (value: string, label: string, chosen: string) => html`<option value="${value}"${value === chosen ? html` selected` : ""}>${label}</option>`;
+
+export function repoTestsPage(assets: Assets, viewer: Viewer, repo: RepoRef, range: string, filters: FailingFilters, failing: FailingTests, quarantined: QuarantinedTests): Html {
+  const filtered = filters.search !== "" || filters.status !== "" || filters.owner !== "";
   const body = html`<p class="crumbs"><a href="/tests">Flaky tests</a> / ${repo.host}</p>
 <h1>Tests of ${repoName(repo)}</h1>
-<form class="range" method="get" action="${testsPath(repo)}">
+<form class="range" method="get" action="${testsPath(repo)}" role="search">
 <label for="range">Time range</label>
-<select id="range" name="range">${Object.entries(RANGES).map(([value, r]) => html`<option value="${value}"${value === range ? html` selected` : ""}>${r.label}</option>`)}</select>
+<select id="range" name="range">${Object.entries(RANGES).map(([value, r]) => option(value, r.label, range))}</select>
+<label for="search">Name or file</label>
+<input id="search" name="search" type="search" maxlength="200" value="${filters.search}">
+<label for="status">Status</label>
+<select id="status" name="status">${Object.entries(FAILING_STATUSES).map(([value, label]) => option(value, label, filters.status))}</select>
+<label for="owner">Owner</label>
+<input id="owner" name="owner" type="text" maxlength="200" placeholder="@team" value="${filters.owner}">
+<label for="sort">Sort by</label>
+<select id="sort" name="sort">${Object.entries(FAILING_SORTS).map(([value, label]) => option(value, label, filters.sort))}</select>
 <button type="submit">Show</button>
 </form>
-<section aria-labelledby="failing-h"><h2 id="failing-h">Failing in the ${RANGES[range]!.label} (${failing.page.total_rows})</h2>
-${failingTable(repo, failing)}
-${nextPage(repo, range, "failing_page", failing.page.next_page_token, "More failing tests")}</section>
+<section aria-labelledby="failing-h"><h2 id="failing-h">Failing in the ${RANGES[range]!.label}${filtered ? ", filtered" : ""} (${failing.page.total_rows})</h2>
+${failingTable(repo, failing, filtered)}
+${nextPage(repo, range, filters, "failing_page", failing.page.next_page_token, "More failing tests")}</section>
 <section aria-labelledby="quarantined-h"><h2 id="quarantined-h">Quarantined (${quarantined.page.total_rows})</h2>
 ${quarantinedList(repo, quarantined)}
-${nextPage(repo, range, "quarantined_page", quarantined.page.next_page_token, "More quarantined tests")}</section>`;
+${nextPage(repo, range, filters, "quarantined_page", quarantined.page.next_page_token, "More quarantined tests")}</section>`;
   return layout(assets, { title: `Tests of ${repoName(repo)}`, viewer, body, current: "tests" });
 }
 

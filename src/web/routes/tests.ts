@@ -4,7 +4,8 @@ import { AppError, notFound } from "../../app/errors.js";
 import { getTestDetails, listFailingTests, listQuarantinedTests, repositoryInScope } from "../../flaky/queries.js";
 import { errorPage } from "../layout.js";
 import { testPath } from "../pages/format.js";
-import { DEFAULT_RANGE, RANGES, repoTestsPage, testPage, testsIndexPage } from "../pages/tests.js";
+import { DEFAULT_RANGE, FAILING_SORTS, FAILING_STATUSES, RANGES, repoTestsPage, testPage, testsIndexPage } from "../pages/tests.js";
+import { ZFailingTestsQuery } from "../../api/flaky/test-schemas.js";
 import { type PageResponse, type RouteContext, repoOf, send, urlencoded } from "./context.js";
 import { perform } from "./perform.js";
 
@@ -35,11 +36,18 @@ export function testsRoutes(context: RouteContext): Router {
     // [end - range, end): up to and including this millisecond.
     const end = services.now().getTime() + 1;
     const pageQuery = (token: unknown) => ({ page_size: 100, page_token: typeof token === "string" ? token : "" });
+    // The filters and order, held to the API's rules (a bad one answers 400 naming the field).
+    const text = (value: unknown) => (typeof value === "string" ? value.trim() : "");
+    const filters = { search: text(req.query.search), status: text(req.query.status).toLowerCase(), owner: text(req.query.owner), sort: text(req.query.sort) };
+    if (!Object.hasOwn(FAILING_STATUSES, filters.status)) throw new AppError("invalid_argument", `status: must be one of ${Object.keys(FAILING_STATUSES).filter(Boolean).join(", ")}`);
+    if (!Object.hasOwn(FAILING_SORTS, filters.sort)) throw new AppError("invalid_argument", `sort: must be one of ${Object.keys(FAILING_SORTS).filter(Boolean).join(", ")}`);
+    const query = ZFailingTestsQuery.safeParse({ search: filters.search || undefined, status: filters.status || undefined, owner: filters.owner || undefined, sort: filters.sort || undefined });
+    if (!query.success) throw new AppError("invalid_argument", query.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
     const [failing, quarantined] = await Promise.all([
-      listFailingTests(services, principal, { ...scope, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery(req.query.failing_page) }),
+      listFailingTests(services, principal, { ...scope, ...query.data, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery(req.query.failing_page) }),
       listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery(req.query.quarantined_page) }),
     ]);
-    send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, failing, quarantined));
+    send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, filters, failing, quarantined));
   });
 
   router.get("/tests/:host/:owner/:repo/:testId", signedIn, async (req, res: PageResponse) => {

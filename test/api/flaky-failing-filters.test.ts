@@ -1,0 +1,154 @@
+import { BACKENDS } from "../support/backends.js";
+import { DashboardClient } from "../support/dashboard.js";
+import { repo, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+
+/**
+ * Issue 25, part 6: list-failing-tests (and the repository's tests page) filter by name or
+ * file, status and owner, and sort by failure rate, PRs impacted, last failure or name; pages
+ * of a sorted list follow its order. Real server, real database.
+ */
+const HOUR = 3600_000;
+const web = { repo: repo("web"), org_url_slug: "acme" };
+const CODEOWNERS = "* @acme/everyone\n/src/billing/ @acme/billing\n/src/payments/ @acme/payments\n";
+
+type Case = { name: string; file: string; fail?: boolean };
+const FILES = { invoices: "src/billing/invoices.test.ts", refunds: "src/payments/refunds.test.ts" };
+
+function report(at: Date, cases: Case[]): string {
+  const body = cases
+    .map((c) => {
+      const classname = c.file === FILES.invoices ? "billing.Invoices" : "payments.Refunds";
+      return `<testcase classname="${classname}" name="${c.name}" file="${c.file}">${c.fail ? `<failure message="${c.name} failed">trace</failure>` : ""}</testcase>`;
+    })
+    .join("");
+  return `<?xml version="1.0"?><testsuites><testsuite name="suite" timestamp="${at.toISOString()}">${body}</testsuite></testsuites>`;
+}
+
+describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) => {
+  let server: TestServer;
+  const clock = new TestClock(Date.parse("2026-11-22T12:00:00Z"));
+  let sha = 0;
+  const upload = (cases: Case[], extra: Record<string, unknown> = {}) =>
+    server.api.ok("flaky-tests/upload", { ...web, commit_sha: (++sha).toString(16).padStart(40, "d"), branch: "main", junit_xml: [report(clock.now(), cases)], codeowners: CODEOWNERS, ...extra });
+  const list = (extra: Record<string, unknown>, page_query: Record<string, unknown> = { page_size: 10 }) =>
+    server.api.call("flaky-tests/list-failing-tests", {
+      ...web,
+      start_time: new Date(clock.ms + 1 - 24 * HOUR).toISOString(),
+      end_time: new Date(clock.ms + 1).toISOString(),
+      page_query,
+      ...extra,
+    });
+  const names = async (extra: Record<string, unknown>) => {
+    const answer = await list(extra);
+    expect(answer.status).toBe(200);
+    return answer.body.tests.map((t: { name: string }) => t.name);
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { now: clock.now });
+    // Three uploads an hour apart: invoice_total fails every run (broken), refund_partial fails
+    // and passes on one commit (flaky), refund_full fails once, first (healthy: too few runs).
+    await upload([
+      { name: "invoice_total", file: FILES.invoices, fail: true },
+      { name: "refund_partial", file: FILES.refunds },
+      { name: "refund_full", file: FILES.refunds, fail: true },
+    ]);
+    clock.advance(HOUR);
+    await upload(
+      [
+        { name: "invoice_total", file: FILES.invoices, fail: true },
+        { name: "refund_partial", file: FILES.refunds, fail: true },
+        { name: "refund_full", file: FILES.refunds },
+      ],
+      { pr_number: 7 },
+    );
+    clock.advance(HOUR);
+    await upload([
+      { name: "invoice_total", file: FILES.invoices, fail: true },
+      { name: "refund_partial", file: FILES.refunds },
+      { name: "refund_full", file: FILES.refunds },
+    ]);
+    // refund_partial fails and passes on one commit: flaky.
+    await upload([{ name: "refund_partial", file: FILES.refunds, fail: true }], { commit_sha: "e".repeat(40) });
+    clock.advance(HOUR / 2);
+    await upload([{ name: "refund_partial", file: FILES.refunds }], { commit_sha: "e".repeat(40) });
+  });
+  afterAll(() => server?.close());
+
+  test("unfiltered: every failing test, in the order they were first seen; each with when it last failed", async () => {
+    expect(await names({})).toEqual(["invoice_total", "refund_partial", "refund_full"]);
+    const all = (await list({})).body.tests as { name: string; last_failure_at: string | null; status: { value: string } }[];
+    expect(Object.fromEntries(all.map((t) => [t.name, [t.status.value, t.last_failure_at]]))).toEqual({
+      invoice_total: ["broken", new Date(clock.ms - HOUR / 2).toISOString()],
+      refund_partial: ["flaky", new Date(clock.ms - HOUR / 2).toISOString()],
+      refund_full: ["healthy", new Date(clock.ms - 2.5 * HOUR).toISOString()],
+    });
+  });
+
+  test("filters: status (any case), owner (any case), a text in the name, class or file", async () => {
+    expect(await names({ status: "broken" })).toEqual(["invoice_total"]);
+    expect(await names({ status: "FLAKY" })).toEqual(["refund_partial"]);
+    expect(await names({ owner: "@ACME/payments" })).toEqual(["refund_partial", "refund_full"]);
+    // CODEOWNERS' last matching rule owns a file: "*" owns none of these.
+    expect(await names({ owner: "@acme/billing" })).toEqual(["invoice_total"]);
+    expect(await names({ owner: "@acme/everyone" })).toEqual([]);
+    expect(await names({ search: "BILLING" })).toEqual(["invoice_total"]);
+    expect(await names({ search: "refund_f" })).toEqual(["refund_full"]);
+    expect(await names({ search: "refunds", status: "healthy" })).toEqual(["refund_full"]);
+    expect(await names({ search: "nothing like it" })).toEqual([]);
+  });
+
+  test("sorts: failure rate and last failure highest first, PRs impacted, name A to Z; ties keep the first-seen order", async () => {
+    expect(await names({ sort: "failure_rate" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
+    expect(await names({ sort: "name" })).toEqual(["invoice_total", "refund_full", "refund_partial"]);
+    expect(await names({ sort: "last_failure" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
+    // Only PR 7's run failed on a PR: invoice_total and refund_partial impacted it.
+    expect(await names({ sort: "pull_requests_impacted" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
+    expect(await names({ sort: "name", owner: "@acme/payments" })).toEqual(["refund_full", "refund_partial"]);
+  });
+
+  test("a sorted list pages in its order, with its totals", async () => {
+    const seen: string[] = [];
+    let token = "";
+    for (let page = 0; page < 5; page++) {
+      const answer = await list({ sort: "name" }, { page_size: 1, page_token: token });
+      expect(answer.status).toBe(200);
+      expect(answer.body.page.total_rows).toBe(3);
+      seen.push(...answer.body.tests.map((t: { name: string }) => t.name));
+      token = answer.body.page.next_page_token;
+      if (!token) break;
+    }
+    expect(seen).toEqual(["invoice_total", "refund_full", "refund_partial"]);
+  });
+
+  test("a bad filter or order is a 400 naming the field", async () => {
+    for (const [field, value] of [
+      ["sort", "random"],
+      ["status", "sometimes"],
+      ["search", "x".repeat(201)],
+      ["owner", "x".repeat(201)],
+    ] as const) {
+      const answer = await list({ [field]: value });
+      expect(answer.status).toBe(400);
+      expect(answer.text).toContain(field);
+    }
+  });
+
+  test("the repository's tests page carries the same filters and order, in a form that keeps them", async () => {
+    const acme = await DashboardClient.signIn(server.url, server.api.token);
+    const page = await acme.get("/tests/github.com/acme/web?search=refunds&sort=name&owner=%40acme%2Fpayments");
+    expect(page.status).toBe(200);
+    const table = /<table class="tests" id="failing-tests">[\s\S]*?<\/table>/.exec(page.text)![0];
+    expect([...table.matchAll(/<tr data-test="[^"]+">\s*<th scope="row"><a [^>]*>([^<]+)<\/a>/g)].map((m) => m[1])).toEqual(["refund_full", "refund_partial"]);
+    expect(page.text).toContain('<input id="search" name="search" type="search" maxlength="200" value="refunds">');
+    expect(page.text).toContain('<option value="name" selected>Name</option>');
+    expect(page.text).toContain('value="@acme/payments"');
+    expect(page.text).toContain("Failing in the last 24 hours, filtered (2)");
+    expect(table).toMatch(/<td data-label="Last failure"><time datetime="[^"]+">/);
+    const none = await acme.get("/tests/github.com/acme/web?search=zzz");
+    expect(none.text).toContain("No failing test in this range matches.");
+    const bad = await acme.get("/tests/github.com/acme/web?sort=random");
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain("sort: must be one of failure_rate, pull_requests_impacted, last_failure, name");
+  });
+});
