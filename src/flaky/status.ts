@@ -13,6 +13,7 @@ import {
   saveFlakySettings,
   saveJudgment,
   saveQuarantineSetting,
+  restartQuarantine,
   type Judgment,
   type StreakRunCounts,
 } from "../store/flaky-store.js";
@@ -98,8 +99,13 @@ export async function refreshStatuses(db: Pick<Database, "sqlRead" | "sqlTransac
 /** Sets a test's quarantine override (always / never) or returns it to automatic, and re-judges the test under it. */
 export async function overrideQuarantine(sql: Sql, repositoryId: string, key: number, setting: QuarantineSetting, reason: string | null, now: Date): Promise<void> {
   await lockRepositoryTests(sql, repositoryId);
+  const [before] = await findDetectionStates(sql, [key]);
   await saveQuarantineSetting(sql, key, setting, reason);
   await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now, repositoryId);
+  // A person's quarantine handed back to detection, and kept by it: detection's starts now, and
+  // covers the ways the test has failed until now (domain/flaky/verdict.ts isNewSinceQuarantine).
+  const [after] = await findDetectionStates(sql, [key]);
+  if (before?.quarantineSetting === "always" && setting === "auto" && after?.quarantined) await restartQuarantine(sql, key, now);
 }
 
 /** Some of a repository's settings; a null ticketUrlTemplate removes it. */

@@ -190,6 +190,17 @@ describe.each(BACKENDS)("flaky tests on $name", (backend) => {
     expect(bad.body.error.details[0].path).toBe("setting");
     const unknown = await server.api.call("flaky-tests/set-quarantine-setting", { ...web, test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", setting: "always" });
     expect(unknown.status).toBe(404);
+
+    // A person's quarantine handed back to detection, which keeps it: detection's quarantine starts then (it covers the ways the test failed until then).
+    const quarantinedAt = async () =>
+      (await server.api.ok("flaky-tests/list-quarantined-tests", { ...web, page_query: { page_size: 50 } })).quarantined_tests.find((t: { test_case_id: string }) => t.test_case_id === race).quarantined_at;
+    const since = await quarantinedAt();
+    await server.api.ok("flaky-tests/set-quarantine-setting", { ...web, test_id: race, setting: "always" });
+    expect(await quarantinedAt()).toBe(since);
+    clock.advance(60_000);
+    await server.api.ok("flaky-tests/set-quarantine-setting", { ...web, test_id: race, setting: "auto" });
+    expect(await quarantinedAt()).toBe(new Date(clock.ms).toISOString());
+    clock.advance(-60_000);
   });
 
   test("a rerun thousands of testcases after the failed attempt (another batch) still makes one flaky result", async () => {

@@ -206,6 +206,11 @@ export async function saveJudgment(sql: Sql, key: number, judgment: Judgment): P
 }
 
 /** Sets a test's quarantine setting and why (null: no reason given). */
+/** A quarantine that continues under another hand: its time is now. */
+export async function restartQuarantine(sql: Sql, key: number, now: Date): Promise<void> {
+  await sql.run(`UPDATE "TestCase" SET "quarantinedAt" = ? WHERE "key" = ? AND "quarantined" = ?`, [now, key, true]);
+}
+
 export async function saveQuarantineSetting(sql: Sql, key: number, setting: QuarantineSetting, reason: string | null): Promise<void> {
   await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ?, "quarantineReason" = ? WHERE "key" = ?`, [setting, reason, key]);
 }
