@@ -147,6 +147,18 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
     expect(table).toMatch(/<td data-label="Last failure"><time datetime="[^"]+">/);
     const none = await acme.get("/tests/github.com/acme/web?search=zzz");
     expect(none.text).toContain("No failing test in this range matches.");
+    // Variants of one test (another matrix leg) sit under it, labelled; a test between them in the order moves below.
+    await upload([{ name: "invoice_total", file: FILES.invoices, fail: true }], { variant: "macos" });
+    const grouped = await acme.get("/tests/github.com/acme/web");
+    const rows = [...grouped.text.matchAll(/<tr data-test="[^"]+"( data-variant-of="[^"]+" class="variant")?>\s*<th scope="row"><a [^>]*>([^<]+)<\/a>( <span class="badge variant">variant ([^<]+)<\/span>)?/g)].map(
+      (m) => [m[2], m[4] ?? "", Boolean(m[1])],
+    );
+    expect(rows).toEqual([
+      ["invoice_total", "", false],
+      ["invoice_total", "macos", true],
+      ["refund_partial", "", false],
+      ["refund_full", "", false],
+    ]);
     const bad = await acme.get("/tests/github.com/acme/web?sort=random");
     expect(bad.status).toBe(400);
     expect(bad.text).toContain("sort: must be one of failure_rate, pull_requests_impacted, last_failure, name");

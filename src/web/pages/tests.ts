@@ -43,14 +43,27 @@ ${
   return layout(assets, { title: "Flaky tests", viewer, body, current: "tests" });
 }
 
+/**
+ * A page's tests with each test's variants (the same test in another matrix leg or data row: one
+ * name, class, file and suite) right under the first of them, in the order the first came.
+ */
+function groupVariants(tests: FailingTests["tests"]): { test: FailingTests["tests"][number]; variantOf: string | null }[] {
+  const groups = new Map<string, FailingTests["tests"]>();
+  for (const t of tests) {
+    const identity = JSON.stringify([t.classname, t.file_path, t.parent, t.name]);
+    groups.set(identity, [...(groups.get(identity) ?? []), t]);
+  }
+  return [...groups.values()].flatMap((group) => group.map((test, i) => ({ test, variantOf: i === 0 ? null : group[0]!.id })));
+}
+
 function failingTable(repo: RepoRef, failing: FailingTests, filtered: boolean): Html {
   if (failing.tests.length === 0) return html`<p class="empty">${filtered ? "No failing test in this range matches." : "No test failed in this range."}</p>`;
   return html`<div class="table-wrap"><table class="tests" id="failing-tests">
 <caption class="sr-only">Tests that failed in the range</caption>
 <thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Failure rate 24 h / 7 d</th><th scope="col">PRs impacted, 7 d</th><th scope="col">Last failure</th><th scope="col">Owners</th></tr></thead>
-<tbody>${failing.tests.map(
-    (t) => html`<tr data-test="${t.id}">
-<th scope="row"><a href="${testPath(repo, t.id)}">${t.name}</a><div class="muted small">${t.classname || t.file_path || t.parent}</div></th>
+<tbody>${groupVariants(failing.tests).map(
+    ({ test: t, variantOf }) => html`<tr data-test="${t.id}"${variantOf ? html` data-variant-of="${variantOf}" class="variant"` : ""}>
+<th scope="row"><a href="${testPath(repo, t.id)}">${t.name}</a>${t.variant ? html` <span class="badge variant">variant ${t.variant}</span>` : ""}<div class="muted small">${t.classname || t.file_path || t.parent}</div></th>
 <td data-label="Status">${statusBadge(t.status.value)}${t.quarantined ? html` <span class="badge quarantined">quarantined</span>` : ""}</td>
 <td data-label="Failure rate 24 h / 7 d">${percent(t.failure_rate_last_24h)} / ${percent(t.failure_rate_last_7d)}</td>
 <td data-label="PRs impacted, 7 d">${t.pull_requests_impacted_last_7d}</td>
