@@ -16,7 +16,7 @@ export type PageInfo = {
  * offset, so rows arriving while a client pages never repeat or skip a row it has not seen:
  * "next" continues after the last key shown, "prev" ends before the first, "last" is the end.
  */
-type Cursor = { p: number; after?: number; before?: number; last?: true };
+type Cursor = { p: number; after?: number; before?: number; last?: true; q?: string };
 
 function encodeCursor(cursor: Cursor): string {
   return Buffer.from(JSON.stringify(cursor)).toString("base64url");
@@ -28,7 +28,7 @@ function decodeCursor(token: string): Cursor | null {
     const c = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Record<string, unknown>;
     const int = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
     const kinds = [c.after !== undefined, c.before !== undefined, c.last !== undefined].filter(Boolean).length;
-    if (int(c.p) && kinds === 1 && (c.after === undefined || int(c.after)) && (c.before === undefined || int(c.before)) && (c.last === undefined || c.last === true)) {
+    if (int(c.p) && kinds === 1 && (c.after === undefined || int(c.after)) && (c.before === undefined || int(c.before)) && (c.last === undefined || c.last === true) && (c.q === undefined || typeof c.q === "string")) {
       return c as Cursor;
     }
   } catch {
@@ -37,9 +37,13 @@ function decodeCursor(token: string): Cursor | null {
   throw invalidArgument("page_query.page_token", "is not a page token this server issued");
 }
 
-/** Cuts one page out of keys sorted ascending. */
-export function paginate(keys: readonly number[], query: PageQuery): { page: number[]; info: PageInfo } {
+/**
+ * Cuts one page out of keys sorted ascending. `scope` names what the keys are (a sorted list's
+ * places, a filter): its tokens carry it, and a token of another scope is refused.
+ */
+export function paginate(keys: readonly number[], query: PageQuery, scope?: string): { page: number[]; info: PageInfo } {
   const cursor = decodeCursor(query.page_token);
+  if (cursor && cursor.q !== scope) throw invalidArgument("page_query.page_token", "is a page token of another list (its sort or filters differ): start again without a token");
   const size = query.page_size;
   const totalPages = Math.ceil(keys.length / size);
   const firstAtOrAbove = (k: number) => {
@@ -69,9 +73,9 @@ export function paginate(keys: readonly number[], query: PageQuery): { page: num
   const info: PageInfo = {
     total_rows: keys.length,
     total_pages: totalPages,
-    next_page_token: page.length > 0 && start + size < keys.length ? encodeCursor({ p: index + 1, after: page.at(-1)! }) : "",
-    prev_page_token: start > 0 && page.length > 0 ? encodeCursor({ p: Math.max(0, index - 1), before: page[0]! }) : "",
-    last_page_token: totalPages > 0 ? encodeCursor({ p: totalPages - 1, last: true }) : "",
+    next_page_token: page.length > 0 && start + size < keys.length ? encodeCursor({ p: index + 1, after: page.at(-1)!, ...(scope ? { q: scope } : {}) }) : "",
+    prev_page_token: start > 0 && page.length > 0 ? encodeCursor({ p: Math.max(0, index - 1), before: page[0]!, ...(scope ? { q: scope } : {}) }) : "",
+    last_page_token: totalPages > 0 ? encodeCursor({ p: totalPages - 1, last: true, ...(scope ? { q: scope } : {}) }) : "",
     page_index: index,
   };
   return { page, info };

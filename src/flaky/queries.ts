@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { DAY_MS } from "../domain/time.js";
 import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
@@ -82,6 +83,11 @@ function repositoryUrl(repo: RepositoryRow): string {
 
 /** Test cases in the shape of SPEC.md, in the order of `keys`. */
 async function testCaseRecords(services: Services, repo: RepositoryRow, keys: number[]) {
+  return (await keyedTestCaseRecords(services, repo, keys)).map(({ record }) => record);
+}
+
+/** testCaseRecords, each with its key. */
+async function keyedTestCaseRecords(services: Services, repo: RepositoryRow, keys: number[]) {
   const now = services.now();
   const [rows, figures] = await Promise.all([services.db.read((tx) => findTestCases(tx, keys)), services.db.sqlRead((sql) => figuresOf(sql, keys, now))]);
   const byKey = new Map(rows.map((r) => [r.key, r]));
@@ -92,26 +98,29 @@ async function testCaseRecords(services: Services, repo: RepositoryRow, keys: nu
     const repoUrl = repositoryUrl(repo);
     return [
       {
-        id: t.id,
-        repository: { html_url: repoUrl },
-        html_url: t.file ? `${repoUrl}/blob/HEAD/${t.file.replace(/^(\.\/|\/)+/, "")}` : repoUrl,
-        name: t.name,
-        variant: t.variant,
-        status: { value: t.status, reason: t.statusReason, timestamp: t.statusAt.toISOString() },
-        most_common_failures: f.failures,
-        failure_rate_last_7d: rate(f.fails7, f.runs7),
-        failure_rate_last_24h: rate(f.fails24, f.runs24),
-        codeowners: t.codeowners,
-        pull_requests_impacted_last_7d: f.prs,
-        quarantined: t.quarantined,
-        quarantine_setting: t.quarantineSetting,
-        quarantine_reason: t.quarantineReason,
-        file_path: t.file,
-        parent: t.parent,
-        classname: t.classname,
-        last_failure_at: f.lastFailureAt === null ? null : new Date(f.lastFailureAt).toISOString(),
-        // Trunk documents ticket as an object when one is linked: left out, never null, otherwise.
-        ...(t.ticketUrl ? { ticket: { html_url: t.ticketUrl } } : {}),
+        key,
+        record: {
+          id: t.id,
+          repository: { html_url: repoUrl },
+          html_url: t.file ? `${repoUrl}/blob/HEAD/${t.file.replace(/^(\.\/|\/)+/, "")}` : repoUrl,
+          name: t.name,
+          variant: t.variant,
+          status: { value: t.status, reason: t.statusReason, timestamp: t.statusAt.toISOString() },
+          most_common_failures: f.failures,
+          failure_rate_last_7d: rate(f.fails7, f.runs7),
+          failure_rate_last_24h: rate(f.fails24, f.runs24),
+          codeowners: t.codeowners,
+          pull_requests_impacted_last_7d: f.prs,
+          quarantined: t.quarantined,
+          quarantine_setting: t.quarantineSetting,
+          quarantine_reason: t.quarantineReason,
+          file_path: t.file,
+          parent: t.parent,
+          classname: t.classname,
+          last_failure_at: f.lastFailureAt === null ? null : new Date(f.lastFailureAt).toISOString(),
+          // Trunk documents ticket as an object when one is linked: left out, never null, otherwise.
+          ...(t.ticketUrl ? { ticket: { html_url: t.ticketUrl } } : {}),
+        },
       },
     ];
   });
@@ -160,12 +169,28 @@ export async function listFailingTests(services: Services, principal: Principal,
     const { page, info } = paginate(keys, input.page_query);
     return { tests: await testCaseRecords(services, repo, page), page: info };
   }
-  const records = (await testCaseRecords(services, repo, keys)).filter((t) => matches(t, input));
-  if (input.sort) records.sort(BY[input.sort]);
-  // Pages by place in the order: the places are the keys paginate cuts.
+  const kept = (await keyedTestCaseRecords(services, repo, keys)).filter(({ record }) => matches(record, input));
+  // A token names its list (the filters and the order): one of another list is refused.
+  const scope = createHash("sha256")
+    .update(JSON.stringify([input.search ?? "", input.status ?? "", (input.owner ?? "").toLowerCase(), input.sort ?? ""]))
+    .digest("base64url")
+    .slice(0, 12);
+  if (!input.sort) {
+    // Filtered only: keyset pages by key, as unfiltered ones.
+    const { page, info } = paginate(
+      kept.map(({ key }) => key),
+      input.page_query,
+      scope,
+    );
+    const byKey = new Map(kept.map(({ key, record }) => [key, record]));
+    return { tests: page.map((key) => byKey.get(key)!), page: info };
+  }
+  const records = kept.map(({ record }) => record).sort(BY[input.sort]);
+  // Sorted: pages by place in the order, the places being the keys paginate cuts.
   const { page, info } = paginate(
     records.map((_, place) => place),
     input.page_query,
+    scope,
   );
   return { tests: page.map((place) => records[place]!), page: info };
 }

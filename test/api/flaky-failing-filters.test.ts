@@ -46,8 +46,10 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
 
   beforeAll(async () => {
     server = await startTestServer(backend, { now: clock.now });
-    // Three uploads an hour apart: invoice_total fails every run (broken), refund_partial fails
-    // and passes on one commit (flaky), refund_full fails once, first (healthy: too few runs).
+    // Each order differs from the others and from the first-seen one (invoice_total, refund_partial, refund_full):
+    // invoice_total fails 2 of 3 runs (healthy: too few runs), last at +1 h, on PR 7;
+    // refund_partial fails 3 of 5, last at +2 h 10, on PRs 7 and 8, and passes on the commit it failed on (flaky);
+    // refund_full fails both its runs (broken), last at +2 h 20, on no PR.
     await upload([
       { name: "invoice_total", file: FILES.invoices, fail: true },
       { name: "refund_partial", file: FILES.refunds },
@@ -58,19 +60,22 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
       [
         { name: "invoice_total", file: FILES.invoices, fail: true },
         { name: "refund_partial", file: FILES.refunds, fail: true },
-        { name: "refund_full", file: FILES.refunds },
       ],
       { pr_number: 7 },
     );
     clock.advance(HOUR);
-    await upload([
-      { name: "invoice_total", file: FILES.invoices, fail: true },
-      { name: "refund_partial", file: FILES.refunds },
-      { name: "refund_full", file: FILES.refunds },
-    ]);
-    // refund_partial fails and passes on one commit: flaky.
+    await upload(
+      [
+        { name: "invoice_total", file: FILES.invoices },
+        { name: "refund_partial", file: FILES.refunds, fail: true },
+      ],
+      { pr_number: 8 },
+    );
+    clock.advance(HOUR / 6);
     await upload([{ name: "refund_partial", file: FILES.refunds, fail: true }], { commit_sha: "e".repeat(40) });
-    clock.advance(HOUR / 2);
+    clock.advance(HOUR / 6);
+    await upload([{ name: "refund_full", file: FILES.refunds, fail: true }]);
+    clock.advance(HOUR / 3);
     await upload([{ name: "refund_partial", file: FILES.refunds }], { commit_sha: "e".repeat(40) });
   });
   afterAll(() => server?.close());
@@ -78,15 +83,16 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
   test("unfiltered: every failing test, in the order they were first seen; each with when it last failed", async () => {
     expect(await names({})).toEqual(["invoice_total", "refund_partial", "refund_full"]);
     const all = (await list({})).body.tests as { name: string; last_failure_at: string | null; status: { value: string } }[];
+    const at = (minutesAgo: number) => new Date(clock.ms - minutesAgo * 60_000).toISOString();
     expect(Object.fromEntries(all.map((t) => [t.name, [t.status.value, t.last_failure_at]]))).toEqual({
-      invoice_total: ["broken", new Date(clock.ms - HOUR / 2).toISOString()],
-      refund_partial: ["flaky", new Date(clock.ms - HOUR / 2).toISOString()],
-      refund_full: ["healthy", new Date(clock.ms - 2.5 * HOUR).toISOString()],
+      invoice_total: ["healthy", at(100)],
+      refund_partial: ["flaky", at(30)],
+      refund_full: ["broken", at(20)],
     });
   });
 
   test("filters: status (any case), owner (any case), a text in the name, class or file", async () => {
-    expect(await names({ status: "broken" })).toEqual(["invoice_total"]);
+    expect(await names({ status: "broken" })).toEqual(["refund_full"]);
     expect(await names({ status: "FLAKY" })).toEqual(["refund_partial"]);
     expect(await names({ owner: "@ACME/payments" })).toEqual(["refund_partial", "refund_full"]);
     // CODEOWNERS' last matching rule owns a file: "*" owns none of these.
@@ -94,31 +100,55 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
     expect(await names({ owner: "@acme/everyone" })).toEqual([]);
     expect(await names({ search: "BILLING" })).toEqual(["invoice_total"]);
     expect(await names({ search: "refund_f" })).toEqual(["refund_full"]);
-    expect(await names({ search: "refunds", status: "healthy" })).toEqual(["refund_full"]);
+    expect(await names({ search: "refunds", status: "healthy" })).toEqual([]);
     expect(await names({ search: "nothing like it" })).toEqual([]);
   });
 
-  test("sorts: failure rate and last failure highest first, PRs impacted, name A to Z; ties keep the first-seen order", async () => {
-    expect(await names({ sort: "failure_rate" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
+  test("sorts: failure rate, PRs impacted and last failure highest first, name A to Z", async () => {
+    expect(await names({ sort: "failure_rate" })).toEqual(["refund_full", "invoice_total", "refund_partial"]);
+    expect(await names({ sort: "pull_requests_impacted" })).toEqual(["refund_partial", "invoice_total", "refund_full"]);
+    expect(await names({ sort: "last_failure" })).toEqual(["refund_full", "refund_partial", "invoice_total"]);
     expect(await names({ sort: "name" })).toEqual(["invoice_total", "refund_full", "refund_partial"]);
-    expect(await names({ sort: "last_failure" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
-    // Only PR 7's run failed on a PR: invoice_total and refund_partial impacted it.
-    expect(await names({ sort: "pull_requests_impacted" })).toEqual(["invoice_total", "refund_partial", "refund_full"]);
     expect(await names({ sort: "name", owner: "@acme/payments" })).toEqual(["refund_full", "refund_partial"]);
   });
 
-  test("a sorted list pages in its order, with its totals", async () => {
-    const seen: string[] = [];
-    let token = "";
-    for (let page = 0; page < 5; page++) {
-      const answer = await list({ sort: "name" }, { page_size: 1, page_token: token });
+  test("a sorted or filtered list pages in its order, forward, back and to its end; a token of another list is refused", async () => {
+    const page = async (extra: Record<string, unknown>, token: string) => {
+      const answer = await list(extra, { page_size: 1, page_token: token });
       expect(answer.status).toBe(200);
-      expect(answer.body.page.total_rows).toBe(3);
-      seen.push(...answer.body.tests.map((t: { name: string }) => t.name));
-      token = answer.body.page.next_page_token;
-      if (!token) break;
+      return { names: answer.body.tests.map((t: { name: string }) => t.name), page: answer.body.page };
+    };
+    for (const [extra, order] of [
+      [{ sort: "pull_requests_impacted" }, ["refund_partial", "invoice_total", "refund_full"]],
+      [{ owner: "@acme/payments" }, ["refund_partial", "refund_full"]],
+    ] as const) {
+      const seen: string[] = [];
+      let token = "";
+      let last = { names: [] as string[], page: { total_rows: 0, next_page_token: "", prev_page_token: "", last_page_token: "" } };
+      for (let i = 0; i < 5; i++) {
+        last = await page(extra, token);
+        expect(last.page.total_rows).toBe(order.length);
+        seen.push(...last.names);
+        token = last.page.next_page_token;
+        if (!token) break;
+      }
+      expect(seen).toEqual(order);
+      expect((await page(extra, last.page.prev_page_token)).names).toEqual([order.at(-2)]);
+      expect((await page(extra, last.page.last_page_token)).names).toEqual([order.at(-1)]);
     }
-    expect(seen).toEqual(["invoice_total", "refund_full", "refund_partial"]);
+    // A token names its list: reused with another order or filter, or none, it is refused, naming the field.
+    const sorted = await page({ sort: "name" }, "");
+    const unsorted = await page({}, "");
+    for (const [extra, token] of [
+      [{ sort: "failure_rate" }, sorted.page.next_page_token],
+      [{}, sorted.page.next_page_token],
+      [{ sort: "name" }, unsorted.page.next_page_token],
+      [{ sort: "name", status: "flaky" }, sorted.page.next_page_token],
+    ] as const) {
+      const answer = await list(extra, { page_size: 1, page_token: token });
+      expect(answer.status).toBe(400);
+      expect(answer.text).toContain("page_query.page_token");
+    }
   });
 
   test("a bad filter or order is a 400 naming the field", async () => {
@@ -162,5 +192,11 @@ describe.each(BACKENDS)("failing tests filtered and sorted on $name", (backend) 
     const bad = await acme.get("/tests/github.com/acme/web?sort=random");
     expect(bad.status).toBe(400);
     expect(bad.text).toContain("sort: must be one of failure_rate, pull_requests_impacted, last_failure, name");
+    // A parameter given twice is refused, not read as absent.
+    for (const query of ["status=flaky&status=broken", "sort=name&sort=name", "range=7d&range=1h", "search=a&search=b"]) {
+      const twice = await acme.get(`/tests/github.com/acme/web?${query}`);
+      expect(twice.status).toBe(400);
+      expect(twice.text).toMatch(/(status|sort|range|search): must be given once, as text/);
+    }
   });
 });

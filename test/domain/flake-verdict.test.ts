@@ -159,7 +159,9 @@ describe("a failure new since quarantine", () => {
     ["a shape never stored", "other", known, quarantinedAt, true],
     ["no shape given", null, known, quarantinedAt, false],
     ["a quarantine without a time", "assertion", known, null, false],
-    ["a test with a failure from before first times were kept", "assertion", [...known, { signature: "old", shape: null, firstAt: null }], quarantinedAt, false],
+    ["a test with a failure mode from before shapes were kept, not failed since", "assertion", [...known, { signature: "old", shape: null, firstAt: null }], quarantinedAt, false],
+    ["a shape whose first time was not kept (failed again since the upgrade): known before", "assertion", [{ signature: "a0", shape: "assertion", firstAt: null }], quarantinedAt, false],
+    ["another shape than that one", "timeout", [{ signature: "a0", shape: "assertion", firstAt: null }], quarantinedAt, true],
   ] as const)("%s", (_what, shape, failures, since, expected) => {
     expect(isNewSinceQuarantine(shape, failures, since)).toBe(expected);
   });

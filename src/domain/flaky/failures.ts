@@ -42,13 +42,17 @@ function normalizeAssertionLine(line: string): string {
   return normalizeVolatile(line.replace(TEMP_PATH, "<tmp>")).replace(/\s+/g, " ").trim();
 }
 
+/** The start of a line a shape reads (the rest rarely tells one way of failing from another). */
+const SHAPE_LINE_MAX = 500;
+
 /**
  * One line of a failure as its shape reads it: an error line's placeholders, and every value a
  * line can compare — quoted strings, booleans and nulls — a placeholder too ("Expected: \"done\",
  * Received: \"pending\"" and "… \"running\"" are one way of failing).
  */
 function shapeOfLine(line: string): string {
-  return normalizeErrorLine(line.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, "<v>"))
+  // Quotes pair within a bounded stretch, a single quote only outside a word (not an apostrophe): linear, and "can't … 'x'" keeps its words.
+  return normalizeErrorLine(line.slice(0, SHAPE_LINE_MAX).replace(/"[^"\n]{0,200}"|(?<!\w)'[^'\n]{0,200}'(?!\w)|`[^`\n]{0,200}`/g, "<v>"))
     .replace(/\b(?:true|false|True|False|null|nil|None|undefined)\b/g, "<v>")
     .trim();
 }

@@ -163,14 +163,17 @@ export type KnownFailure = { signature: string; shape: string | null; firstAt: n
 
 /**
  * Whether failing with `shape` is a way the test first failed after it was quarantined at
- * `quarantinedAt`: no failure of that shape was seen by then. A test with failures recorded
- * before first times and shapes were kept gets the benefit of the doubt (nothing says when those
- * began), as does one whose quarantine has no time.
+ * `quarantinedAt`: no failure of that shape was seen by then. A test with a failure mode whose
+ * shape is unknown (stored before shapes were kept, and not failed since) gets the benefit of the
+ * doubt, as does one whose quarantine has no time; a mode with a shape but no first time was
+ * stored before first times were kept, so before the quarantine.
  */
 export function isNewSinceQuarantine(shape: string | null, known: readonly KnownFailure[], quarantinedAt: Date | null): boolean {
   if (shape === null || quarantinedAt === null) return false;
-  if (known.some((k) => k.firstAt === null || k.shape === null)) return false;
-  return !known.some((k) => k.shape === shape && k.firstAt !== null && k.firstAt <= quarantinedAt.getTime());
+  // A failure mode stored before shapes were kept could be any shape: the benefit of the doubt until it fails again (then its shape is kept).
+  if (known.some((k) => k.shape === null)) return false;
+  // One stored before first times were kept is older than any quarantine that reads it.
+  return !known.some((k) => k.shape === shape && (k.firstAt === null || k.firstAt <= quarantinedAt.getTime()));
 }
 
 export function judgeTest(test: VerdictTest): TestJudgement {

@@ -81,6 +81,16 @@ export async function findTestsToRejudge(sql: Sql, repositoryId: string, failedS
 /** Failed runs below which no streak is counted (domain/flaky/detection.ts BROKEN_STREAK: none shorter decides). */
 const MIN_STREAK_COUNTED = BROKEN_STREAK;
 
+/**
+ * Whether FIXED_PASSES passes in a row start at an island (a number of countStreaks): it and the
+ * islands after it but the last hold no failure, and the last exists (its pass is the last of
+ * them). Islands are numbered without gaps, so LEAD over the number reads the next ones.
+ */
+const THREE_PASSES = [
+  ...Array.from({ length: FIXED_PASSES - 1 }, (_, i) => (i === 0 ? "fails = 0" : `LEAD(fails, ${i}) OVER (PARTITION BY k ORDER BY grp) = 0`)),
+  `LEAD(grp, ${FIXED_PASSES - 1}) OVER (PARTITION BY k ORDER BY grp) IS NOT NULL`,
+].join(" AND ");
+
 /** countRunsSince's figures for one test. */
 export type StreakRunCounts = {
   runs: number;
@@ -156,14 +166,18 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
         SELECT k, at, sha, bad, SUM(good) OVER (PARTITION BY k ORDER BY at, good ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS grp FROM "valid"
       ), "islands" AS (
         SELECT k, grp, SUM(bad) AS fails, COUNT(DISTINCT CASE WHEN bad = 1 THEN sha END) AS commits, MIN(at) AS "startAt" FROM "numbered" GROUP BY k, grp
+      ), "marked" AS (
+        SELECT k, grp, fails, commits, "startAt", LEAD("startAt") OVER (PARTITION BY k ORDER BY grp) AS "nextAt",
+               CASE WHEN ${THREE_PASSES} THEN 1 ELSE 0 END AS "passesStart"
+          FROM "islands"
+      ), "fixes" AS (
+        -- The first passes in a row after each island: the islands after it, read from the last (a frame that only grows).
+        SELECT k, grp, fails, commits, "nextAt",
+               MIN(CASE WHEN "passesStart" = 1 THEN "startAt" END) OVER (PARTITION BY k ORDER BY grp DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS "fixedAt"
+          FROM "marked"
       )
-      SELECT i.k AS k, i.grp AS grp, i.fails AS fails, i.commits AS commits, n."startAt" AS "nextAt",
-             (SELECT MIN(p."startAt") FROM "islands" p
-               WHERE p.k = i.k AND p.grp > i.grp
-                 AND (SELECT COUNT(*) FROM "islands" q WHERE q.k = p.k AND q.grp >= p.grp AND q.grp <= p.grp + ? AND (q.fails = 0 OR q.grp = p.grp + ?)) = ?) AS "fixedAt"
-        FROM "islands" i LEFT JOIN "islands" n ON n.k = i.k AND n.grp = i.grp + 1
-       WHERE i.fails >= ?`,
-    [keysParam, since, FIXED_PASSES - 1, FIXED_PASSES - 1, FIXED_PASSES, MIN_STREAK_COUNTED],
+      SELECT k, grp, fails, commits, "nextAt", "fixedAt" FROM "fixes" WHERE fails >= ?`,
+    [keysParam, since, MIN_STREAK_COUNTED],
   );
   const streaks = new Map<number, Omit<StreakRunCounts, "runs" | "failures"> & { fixedGrp?: number }>();
   for (const row of islands) {
@@ -205,12 +219,12 @@ export async function saveJudgment(sql: Sql, key: number, judgment: Judgment): P
   );
 }
 
-/** Sets a test's quarantine setting and why (null: no reason given). */
 /** A quarantine that continues under another hand: its time is now. */
 export async function restartQuarantine(sql: Sql, key: number, now: Date): Promise<void> {
   await sql.run(`UPDATE "TestCase" SET "quarantinedAt" = ? WHERE "key" = ? AND "quarantined" = ?`, [now, key, true]);
 }
 
+/** Sets a test's quarantine setting and why (null: no reason given). */
 export async function saveQuarantineSetting(sql: Sql, key: number, setting: QuarantineSetting, reason: string | null): Promise<void> {
   await sql.run(`UPDATE "TestCase" SET "quarantineSetting" = ?, "quarantineReason" = ? WHERE "key" = ?`, [setting, reason, key]);
 }

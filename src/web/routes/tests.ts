@@ -28,24 +28,30 @@ export function testsRoutes(context: RouteContext): Router {
   router.get("/tests/:host/:owner/:repo", signedIn, async (req, res: PageResponse) => {
     const { principal } = res.locals.viewer!;
     const repo = repoOf(req.params);
-    const range = typeof req.query.range === "string" && req.query.range !== "" ? req.query.range : DEFAULT_RANGE;
+    // Each parameter once, as text (a bad one answers 400 naming it, never a silent default).
+    const text = (name: string) => {
+      const value = req.query[name];
+      if (value === undefined) return "";
+      if (typeof value !== "string") throw new AppError("invalid_argument", `${name}: must be given once, as text`);
+      return value.trim();
+    };
+    const range = text("range") || DEFAULT_RANGE;
     if (!Object.hasOwn(RANGES, range)) throw new AppError("invalid_argument", `range: must be one of ${Object.keys(RANGES).join(", ")}`);
     const scope = { repo, org_url_slug: principal.organizationSlug };
     // Another organization's repository is not found, exactly like a missing one (the API's own check).
     if (!(await repositoryInScope(services, principal, scope))) throw notFound("no such repository");
     // [end - range, end): up to and including this millisecond.
     const end = services.now().getTime() + 1;
-    const pageQuery = (token: unknown) => ({ page_size: 100, page_token: typeof token === "string" ? token : "" });
-    // The filters and order, held to the API's rules (a bad one answers 400 naming the field).
-    const text = (value: unknown) => (typeof value === "string" ? value.trim() : "");
-    const filters = { search: text(req.query.search), status: text(req.query.status).toLowerCase(), owner: text(req.query.owner), sort: text(req.query.sort) };
+    const pageQuery = (name: string) => ({ page_size: 100, page_token: text(name) });
+    // The filters and order, held to the API's rules.
+    const filters = { search: text("search"), status: text("status").toLowerCase(), owner: text("owner"), sort: text("sort") };
     if (!Object.hasOwn(FAILING_STATUSES, filters.status)) throw new AppError("invalid_argument", `status: must be one of ${Object.keys(FAILING_STATUSES).filter(Boolean).join(", ")}`);
     if (!Object.hasOwn(FAILING_SORTS, filters.sort)) throw new AppError("invalid_argument", `sort: must be one of ${Object.keys(FAILING_SORTS).filter(Boolean).join(", ")}`);
     const query = ZFailingTestsQuery.safeParse({ search: filters.search || undefined, status: filters.status || undefined, owner: filters.owner || undefined, sort: filters.sort || undefined });
     if (!query.success) throw new AppError("invalid_argument", query.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
     const [failing, quarantined] = await Promise.all([
-      listFailingTests(services, principal, { ...scope, ...query.data, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery(req.query.failing_page) }),
-      listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery(req.query.quarantined_page) }),
+      listFailingTests(services, principal, { ...scope, ...query.data, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery("failing_page") }),
+      listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery("quarantined_page") }),
     ]);
     send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, filters, failing, quarantined));
   });
