@@ -3891,8 +3891,6 @@ function runCommand(command2) {
     child.on("exit", (exitCode, signal) => resolve3({ code: exitCode ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0) }));
   });
 }
-var FAILURE_MESSAGE_MAX = 2e3;
-var FAILURE_TEXT_MAX = 4e3;
 var label = (test) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
 async function quarantinedTests(ctx, tests) {
   const ask = (some) => post(ctx, "check-quarantine", { variant: ctx.variant, tests: some });
@@ -3961,8 +3959,9 @@ async function testRun(options, command2, out) {
         if (!test.failure && c.failed)
           test.failure = {
             ...c.failureType ? { type: c.failureType } : {},
-            ...c.message ? { message: c.message.slice(0, FAILURE_MESSAGE_MAX) } : {},
-            ...c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}
+            // The parser bounds both as check-quarantine does (2,000 and 4,000 characters).
+            ...c.message ? { message: c.message } : {},
+            ...c.failureText ? { text: c.failureText } : {}
           };
       });
       reports.push(report2);

@@ -194,10 +194,6 @@ function runCommand(command: string[]): Promise<{ code: number; cannotStart?: st
 
 type FailingTest = { name: string; classname: string; file: string; parent: string; id?: string; failure?: { type?: string; message?: string; text?: string } };
 
-/** The longest failure message and text sent to check-quarantine: what the server reads of a report (formats/junit.ts). */
-const FAILURE_MESSAGE_MAX = 2_000;
-const FAILURE_TEXT_MAX = 4_000;
-
 /** How a person finds a test in their suite: its class (else its suite, else its file) and its name. */
 const label = (test: FailingTest) => `${test.classname || test.parent || test.file || "(no class)"} ${test.name}`;
 
@@ -292,8 +288,9 @@ export async function testRun(options: TestOptions, command: string[], out: Out)
         if (!test.failure && c.failed)
           test.failure = {
             ...(c.failureType ? { type: c.failureType } : {}),
-            ...(c.message ? { message: c.message.slice(0, FAILURE_MESSAGE_MAX) } : {}),
-            ...(c.failureText ? { text: c.failureText.slice(0, FAILURE_TEXT_MAX) } : {}),
+            // The parser bounds both as check-quarantine does (2,000 and 4,000 characters).
+            ...(c.message ? { message: c.message } : {}),
+            ...(c.failureText ? { text: c.failureText } : {}),
           };
       });
       reports.push(report);

@@ -308,7 +308,7 @@ async function ingest(sql: Sql, u: Upload): Promise<Stored> {
 const failureSignatureOfNothing = failureSignature(NO_FAILURE_MESSAGE);
 
 /** The longest failure text kept (a failure's latest occurrence, shown on the test's page). */
-export const FAILURE_TEXT_KEPT = 4_000;
+const FAILURE_TEXT_KEPT = 4_000;
 
 /** A failure as its report gave it, for people: its message, then its text (a trace, output) when that does not start with the message; null when it said nothing. */
 function failureTextOf(c: JUnitCase): string | null {

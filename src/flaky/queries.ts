@@ -335,17 +335,15 @@ export async function linkTicket(
   return { test: record! };
 }
 
-/**
- * Which of the given tests are quarantined, for CI deciding whether a failing job may pass.
- * Tests are named by id or by identity (the id is derived as at upload).
- */
 /** A failure as a report gives it, for check-quarantine. */
 type GivenFailure = { type?: string | undefined; message?: string | undefined; text?: string | undefined };
 
 /**
- * Which of the tests are quarantined. A test quarantined by detection is quarantined for the ways
- * it failed when it was quarantined: given its failure, one failing a way first seen after that
- * (a flaky test that broke) is not, and is named in new_failure_test_ids (domain/flaky/verdict.ts).
+ * Which of the given tests are quarantined, for CI deciding whether a failing job may pass.
+ * Tests are named by id or by identity (the id is derived as at upload). A test quarantined by
+ * detection is quarantined for the ways it failed when it was quarantined: given its failure, one
+ * failing a way first seen after that (a flaky test that broke) is not, and is named in
+ * new_failure_test_ids (domain/flaky/verdict.ts).
  */
 export async function checkQuarantine(
   services: Services,

@@ -102,10 +102,10 @@ export async function overrideQuarantine(sql: Sql, repositoryId: string, key: nu
   const [before] = await findDetectionStates(sql, [key]);
   await saveQuarantineSetting(sql, key, setting, reason);
   await applyDetection(sql, await loadFlakySettings(sql, repositoryId), await findDetectionStates(sql, [key]), new Map(), now, repositoryId);
-  // A person's quarantine handed back to detection, and kept by it: detection's starts now, and
-  // covers the ways the test has failed until now (domain/flaky/verdict.ts isNewSinceQuarantine).
-  const [after] = await findDetectionStates(sql, [key]);
-  if (before?.quarantineSetting === "always" && setting === "auto" && after?.quarantined) await restartQuarantine(sql, key, now);
+  // A person's quarantine handed back to detection, and kept by it (restartQuarantine touches only
+  // a quarantined test): detection's starts now, and covers the ways the test has failed until now
+  // (domain/flaky/verdict.ts isNewSinceQuarantine).
+  if (before?.quarantineSetting === "always" && setting === "auto") await restartQuarantine(sql, key, now);
 }
 
 /** Some of a repository's settings; a null ticketUrlTemplate removes it. */

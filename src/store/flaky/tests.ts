@@ -86,7 +86,7 @@ const MIN_STREAK_COUNTED = BROKEN_STREAK;
  * islands after it but the last hold no failure, and the last exists (its pass is the last of
  * them). Islands are numbered without gaps, so LEAD over the number reads the next ones.
  */
-const THREE_PASSES = [
+const PASSES_IN_A_ROW = [
   ...Array.from({ length: FIXED_PASSES - 1 }, (_, i) => (i === 0 ? "fails = 0" : `LEAD(fails, ${i}) OVER (PARTITION BY k ORDER BY grp) = 0`)),
   `LEAD(grp, ${FIXED_PASSES - 1}) OVER (PARTITION BY k ORDER BY grp) IS NOT NULL`,
 ].join(" AND ");
@@ -168,7 +168,7 @@ async function countStreaks(sql: Sql, keys: readonly number[], since: number): P
         SELECT k, grp, SUM(bad) AS fails, COUNT(DISTINCT CASE WHEN bad = 1 THEN sha END) AS commits, MIN(at) AS "startAt" FROM "numbered" GROUP BY k, grp
       ), "marked" AS (
         SELECT k, grp, fails, commits, "startAt", LEAD("startAt") OVER (PARTITION BY k ORDER BY grp) AS "nextAt",
-               CASE WHEN ${THREE_PASSES} THEN 1 ELSE 0 END AS "passesStart"
+               CASE WHEN ${PASSES_IN_A_ROW} THEN 1 ELSE 0 END AS "passesStart"
           FROM "islands"
       ), "fixes" AS (
         -- The first passes in a row after each island: the islands after it, read from the last (a frame that only grows).
