@@ -1,4 +1,6 @@
+import { authenticate } from "../src/auth/tokens.js";
 import { loadConfig } from "../src/config.js";
+import { backtestFlakyPolicy } from "../src/flaky/backtest.js";
 import { createLogger } from "../src/log.js";
 import { testCaseId } from "../src/domain/flaky/identity.js";
 import { parseJUnit } from "../src/formats/junit.js";
@@ -45,6 +47,12 @@ export type AccuracyFigures = {
   infraMintedFlaky: number;
   /** Uploads judged an infrastructure failure with an incident in them, without one, and incidents not judged so. */
   infrastructure: { truePositives: number; falsePositives: number; missed: number };
+  /**
+   * The policy backtest (flaky-tests/backtest-policy) under the repository's own settings at the
+   * corpus's end: tests it replayed, tests whose status or quarantine at the end differs from the
+   * service's (must be 0: the replay judges as detection does), and its time.
+   */
+  backtest: { replayed: number; disagree: number; seconds: number };
   wallSeconds: number;
 };
 
@@ -74,6 +82,7 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
     const runs = new Array<number>(tests.length).fill(0);
     let tree = 0;
     let statuses = new Map<number, Status>();
+    let statusOfId = new Map<string, Status>();
     const firstFlaky = new Map<number, { runs: number; at: number }>();
     const everBrokenQuarantined = new Set<number>();
     const everHealthyFlagged = new Set<number>();
@@ -89,13 +98,15 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
     const checkpoint = async () => {
       await greenline.worker.drain();
       const next = new Map<number, Status>();
+      statusOfId = new Map();
       let token = "";
       for (;;) {
         const page = await call("flaky-tests/list-unhealthy-tests", { repo, org_url_slug: ORG, page_query: { page_size: 100, page_token: token } });
-        for (const u of page.unhealthy_tests as { classname: string; name: string; status: "FLAKY" | "BROKEN"; quarantined: boolean }[]) {
+        for (const u of page.unhealthy_tests as { test_case_id: string; classname: string; name: string; status: "FLAKY" | "BROKEN"; quarantined: boolean }[]) {
           const t = byKey.get(keyOf(u));
           if (!t) throw new Error(`a test the corpus does not have: ${keyOf(u)}`);
           next.set(t.index, { status: u.status, quarantined: u.quarantined });
+          statusOfId.set(u.test_case_id, { status: u.status, quarantined: u.quarantined });
         }
         token = page.page.next_page_token;
         if (!token) break;
@@ -176,6 +187,23 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
     clock = nextCheckpoint;
     await checkpoint();
 
+    // The policy backtest under the repository's own settings must end where detection is.
+    const backtestStart = performance.now();
+    const principal = (await authenticate(greenline.services.db, TOKEN))!;
+    const { result: replay } = await backtestFlakyPolicy(greenline.services, principal, { repo, org_url_slug: ORG, since_days: Math.min(90, options.days + 1), settings: {} }, { now: new Date(clock) });
+    let disagree = 0;
+    const replayed = new Set<string>();
+    for (const { test, current } of replay.replays.values()) {
+      replayed.add(test.id);
+      const stored = statusOfId.get(test.id) ?? { status: "HEALTHY", quarantined: false };
+      if (stored.status.toLowerCase() !== current.status || stored.quarantined !== current.quarantined) {
+        disagree++;
+        if (process.env.ACCURACY_DEBUG) console.log("backtest disagrees:", test.name, stored, current.status, current.quarantined);
+      }
+    }
+    for (const id of statusOfId.keys()) if (!replayed.has(id)) disagree++;
+    const backtestFigures = { replayed: replayed.size, disagree, seconds: round((performance.now() - backtestStart) / 1000) };
+
     // Verdicts at the end of the corpus against the truth at its last tree.
     const flakyTruth = tests.filter((t) => labelAt(t, tree) === "flaky");
     const flakyTarget = flakyTruth.filter((t) => flakeRateOf(t) >= 0.02);
@@ -235,6 +263,7 @@ export async function measureAccuracy(backend: "sqlite" | "postgres", options: C
       flakesNotExcused,
       infraMintedFlaky: everHealthyFlagged.size,
       infrastructure: infra,
+      backtest: backtestFigures,
       wallSeconds: round((performance.now() - wall0) / 1000),
     };
   } finally {
@@ -268,6 +297,9 @@ export async function runAccuracy(quick: boolean): Promise<void> {
       console.log(
         `| ${rate} | ${r.flaky.recallByRate[rate]} (ever: ${r.detectRuns[rate]!.found}) | ${r.detectRuns[rate]!.median ?? "–"} / ${r.detectRuns[rate]!.p90 ?? "never"} | ${r.detectDays[rate]!.median ?? "–"} / ${r.detectDays[rate]!.p90 ?? "never"} |`,
       );
+    console.log(
+      `\nPolicy backtest (flaky-tests/backtest-policy) at the end under the repository's own settings: ${r.backtest.replayed} tests replayed in ${r.backtest.seconds} s, ${r.backtest.disagree} ending otherwise than detection.`,
+    );
     console.log(`\nUploads judged an infrastructure failure: ${r.infrastructure.truePositives} holding an incident (${r.infrastructure.missed} incidents not judged so), ${r.infrastructure.falsePositives} without one.`);
     console.log(
       `Broken tests ever quarantined: ${r.brokenQuarantined}; regressions excused: ${r.regressionsExcused} (queue runs in which a broken test failed while quarantined as last read: ${r.quarantinedWhileBrokenRuns}; quarantined flaky tests' failures not excused, as a new way of failing: ${r.flakesNotExcused}); healthy tests ever made flaky or broken by infrastructure incidents: ${r.infraMintedFlaky}.\n`,

@@ -4008,6 +4008,69 @@ async function testQuarantine(options, testId, setting, out) {
   out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}${why}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
   return 0;
 }
+function policySettings(options) {
+  const settings = {};
+  const number = (flag, field) => {
+    const text = options[flag];
+    if (typeof text !== "string") return;
+    const value = Number(text.trim());
+    if (text.trim() === "" || !Number.isFinite(value)) throw new CliUsageError(`--${flag} must be a number (got ${JSON.stringify(text)})`);
+    settings[field] = value;
+  };
+  number("threshold", "flakyRate");
+  number("broken-rate", "brokenRate");
+  number("min-samples", "minSamples");
+  number("window-days", "windowDays");
+  number("recovery-days", "recoveryDays");
+  const auto = options["auto-quarantine"]?.trim().toLowerCase();
+  if (auto !== void 0) {
+    if (auto !== "on" && auto !== "off") throw new CliUsageError(`--auto-quarantine must be on or off (got ${JSON.stringify(options["auto-quarantine"])})`);
+    settings.autoQuarantine = auto === "on";
+  }
+  return settings;
+}
+async function testPolicyBacktest(options, out) {
+  const since = (options.since ?? "30d").trim();
+  const days = /^([1-9]\d*)d?$/.exec(since);
+  if (!days) throw new CliUsageError(`--since must be a number of days, like 30d (got ${JSON.stringify(options.since)})`);
+  const settings = policySettings(options);
+  const ctx = context({ commit: "-", branch: "-", ...options });
+  const answer = await post(ctx, "backtest-policy", { since_days: Number(days[1]), settings });
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  const { current, proposed, changes } = answer;
+  const changed = Object.keys(settings).map((k) => `${k} ${current.settings[k]} \u2192 ${proposed.settings[k]}`);
+  out(
+    `greenline: ${ctx.scope.repo.owner}/${ctx.scope.repo.name}, ${answer.period.from.slice(0, 10)} to ${answer.period.to.slice(0, 10)}, replayed under ${changed.length > 0 ? changed.join(", ") : "its own settings (no option changes one)"}`
+  );
+  const rows = [
+    ["tests flaky at some time", "tests_flaky"],
+    ["tests quarantined at some time", "tests_ever_quarantined"],
+    ["quarantines started", "quarantines_started"],
+    ["quarantines released", "releases"],
+    ["tests quarantined at the end", "tests_quarantined"],
+    ["tests broken at the end", "tests_broken"],
+    ["failures excused by quarantine", "failures_excused"],
+    ["queue runs with failures", "queue_runs_failed"],
+    ["  of which excused (ejection avoided)", "queue_runs_excused"],
+    ["regression failures excused", "regressions_excused"]
+  ];
+  const width = Math.max(...rows.map(([label2]) => label2.length));
+  out(`${"".padEnd(width)}  ${"current".padStart(8)}  ${"proposed".padStart(8)}`);
+  for (const [label2, field] of rows) out(`${label2.padEnd(width)}  ${String(current.outcome[field]).padStart(8)}  ${String(proposed.outcome[field]).padStart(8)}`);
+  const list = (title, named) => {
+    out(`${title}: ${named.total}`);
+    for (const t of named.tests) out(`  ${t.name}${t.variant ? ` [${t.variant}]` : ""} (${t.id})`);
+    if (named.total > named.tests.length) out(`  \u2026 and ${named.total - named.tests.length} more`);
+  };
+  list("newly quarantined", changes.newly_quarantined);
+  list("no longer quarantined", changes.no_longer_quarantined);
+  out(`queue ejections avoided: ${changes.ejections_avoided}, added: ${changes.ejections_added}`);
+  list("tests whose regressions would be hidden", changes.regressions_hidden);
+  return 0;
+}
 
 // src/cli/usage.ts
 import { existsSync, readFileSync as readFileSync4 } from "node:fs";
@@ -4106,6 +4169,22 @@ var COMMANDS = {
       "--never              never quarantined",
       "--auto               back to automatic: quarantined while its history finds it flaky (where every test starts)",
       "--reason <text>      why, shown with the test (up to 1000 characters; without it, a reason given before is cleared)",
+      ...CONNECTION_OPTIONS
+    ]
+  },
+  "test policy": {
+    usage: "greenline test policy backtest [--since 30d] [--threshold R] [setting options] [options]",
+    brief: "Replay the repository's stored results under other detection settings: what would have changed.",
+    summary: "Replay the repository's stored test results of a period under its detection and quarantine settings and\nunder them changed by the options given, and print what would have changed: tests quarantined and released,\nqueue runs whose failures quarantine would have excused (ejections avoided or added), regressions it would\nhave hidden. Reads only: nothing is changed (change settings with the API's flaky-tests/update-settings).",
+    options: [
+      "--since <N>d         the period: the last N days (default 30d, at most 90d)",
+      "--threshold <R>      the failure rate at or above which a test is flaky (0\u20131; the setting flakyRate)",
+      "--broken-rate <R>    the failure rate at or above which a test is broken (brokenRate)",
+      "--min-samples <N>    runs in the window before the rate rules judge a test (minSamples)",
+      "--window-days <N>    the rate rules' window in days (windowDays)",
+      "--recovery-days <N>  days without pass-on-retry evidence before a flaky test recovers (recoveryDays)",
+      "--auto-quarantine <on|off>  quarantine tests found flaky (autoQuarantine)",
+      "--json               print the API's answer as JSON",
       ...CONNECTION_OPTIONS
     ]
   },
@@ -4239,6 +4318,14 @@ var OPTIONS = {
   never: { type: "boolean" },
   auto: { type: "boolean" },
   reason: { type: "string" },
+  // test policy backtest
+  since: { type: "string" },
+  threshold: { type: "string" },
+  "broken-rate": { type: "string" },
+  "min-samples": { type: "string" },
+  "window-days": { type: "string" },
+  "recovery-days": { type: "string" },
+  "auto-quarantine": { type: "string" },
   "target-branch": { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
@@ -4272,6 +4359,9 @@ async function runClientCommand(key, values, rest, out) {
       if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values, rest[0], chosen[0], out);
     }
+    case "test policy":
+      if (rest[0] !== "backtest") throw new CliUsageError(`test policy needs a command: backtest${rest[0] ? ` (got ${JSON.stringify(rest[0])})` : ""}`);
+      return testPolicyBacktest(values, out);
     case "pr submit":
       return prSubmit(values, out);
     case "pr cancel":

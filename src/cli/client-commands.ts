@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { webhookCommand } from "./webhook-commands.js";
 import { CliUsageError } from "./greenline-client.js";
-import { testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
+import { type PolicyOptions, testPolicyBacktest, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
 import { SERVICE_UNAVAILABLE, ServiceUnreachableError } from "./unreachable.js";
 import { COMMANDS, commandHelp, optionsOf, overview, shortUsage, version } from "./usage.js";
 
@@ -39,6 +39,14 @@ export const OPTIONS = {
   never: { type: "boolean" },
   auto: { type: "boolean" },
   reason: { type: "string" },
+  // test policy backtest
+  since: { type: "string" },
+  threshold: { type: "string" },
+  "broken-rate": { type: "string" },
+  "min-samples": { type: "string" },
+  "window-days": { type: "string" },
+  "recovery-days": { type: "string" },
+  "auto-quarantine": { type: "string" },
   "target-branch": { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
@@ -79,6 +87,9 @@ export async function runClientCommand(key: string, values: Values, rest: string
       if (chosen.length !== 1) throw new CliUsageError("test quarantine needs exactly one of --always, --never, --auto");
       return testQuarantine(values as TestOptions, rest[0], chosen[0]!, out);
     }
+    case "test policy":
+      if (rest[0] !== "backtest") throw new CliUsageError(`test policy needs a command: backtest${rest[0] ? ` (got ${JSON.stringify(rest[0])})` : ""}`);
+      return testPolicyBacktest(values as PolicyOptions, out);
     case "pr submit":
       return prSubmit(values as QueueOptions, out);
     case "pr cancel":

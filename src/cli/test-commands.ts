@@ -339,3 +339,102 @@ export async function testQuarantine(options: TestOptions, testId: string | unde
   out(`greenline: ${answer.test.name} (${answer.test.id}): ${setting}${why}; quarantined ${answer.test.quarantined ? "yes" : "no"}`);
   return 0;
 }
+
+export type PolicyOptions = TestOptions & {
+  since?: string | undefined;
+  threshold?: string | undefined;
+  "broken-rate"?: string | undefined;
+  "min-samples"?: string | undefined;
+  "window-days"?: string | undefined;
+  "recovery-days"?: string | undefined;
+  "auto-quarantine"?: string | undefined;
+  json?: boolean | undefined;
+};
+
+type Outcome = {
+  tests_flaky: number;
+  tests_broken: number;
+  tests_quarantined: number;
+  tests_ever_quarantined: number;
+  quarantines_started: number;
+  releases: number;
+  failures_excused: number;
+  queue_runs_failed: number;
+  queue_runs_excused: number;
+  regressions_excused: number;
+  regression_tests: number;
+};
+type NamedTests = { total: number; tests: { id: string; name: string; variant: string }[] };
+type BacktestAnswer = {
+  period: { from: string; to: string };
+  current: { settings: Record<string, unknown>; outcome: Outcome };
+  proposed: { settings: Record<string, unknown>; outcome: Outcome };
+  changes: { newly_quarantined: NamedTests; no_longer_quarantined: NamedTests; ejections_avoided: number; ejections_added: number; regressions_hidden: NamedTests };
+};
+
+/** The settings the options try: numbers as numbers (the server checks their ranges and names the field), on/off as a boolean. */
+function policySettings(options: PolicyOptions): Record<string, number | boolean> {
+  const settings: Record<string, number | boolean> = {};
+  const number = (flag: keyof PolicyOptions, field: string) => {
+    const text = options[flag];
+    if (typeof text !== "string") return;
+    const value = Number(text.trim());
+    if (text.trim() === "" || !Number.isFinite(value)) throw new CliUsageError(`--${flag} must be a number (got ${JSON.stringify(text)})`);
+    settings[field] = value;
+  };
+  number("threshold", "flakyRate");
+  number("broken-rate", "brokenRate");
+  number("min-samples", "minSamples");
+  number("window-days", "windowDays");
+  number("recovery-days", "recoveryDays");
+  const auto = options["auto-quarantine"]?.trim().toLowerCase();
+  if (auto !== undefined) {
+    if (auto !== "on" && auto !== "off") throw new CliUsageError(`--auto-quarantine must be on or off (got ${JSON.stringify(options["auto-quarantine"])})`);
+    settings.autoQuarantine = auto === "on";
+  }
+  return settings;
+}
+
+/** `greenline test policy backtest [--since 30d] [--threshold R] …`: what other settings would have changed. */
+export async function testPolicyBacktest(options: PolicyOptions, out: Out): Promise<number> {
+  const since = (options.since ?? "30d").trim();
+  const days = /^([1-9]\d*)d?$/.exec(since);
+  if (!days) throw new CliUsageError(`--since must be a number of days, like 30d (got ${JSON.stringify(options.since)})`);
+  const settings = policySettings(options);
+  const ctx = context({ commit: "-", branch: "-", ...options });
+  const answer = await post<BacktestAnswer>(ctx, "backtest-policy", { since_days: Number(days[1]), settings });
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  const { current, proposed, changes } = answer;
+  const changed = Object.keys(settings).map((k) => `${k} ${current.settings[k]} → ${proposed.settings[k]}`);
+  out(
+    `greenline: ${ctx.scope.repo.owner}/${ctx.scope.repo.name}, ${answer.period.from.slice(0, 10)} to ${answer.period.to.slice(0, 10)}, replayed under ${changed.length > 0 ? changed.join(", ") : "its own settings (no option changes one)"}`,
+  );
+  const rows: [string, keyof Outcome][] = [
+    ["tests flaky at some time", "tests_flaky"],
+    ["tests quarantined at some time", "tests_ever_quarantined"],
+    ["quarantines started", "quarantines_started"],
+    ["quarantines released", "releases"],
+    ["tests quarantined at the end", "tests_quarantined"],
+    ["tests broken at the end", "tests_broken"],
+    ["failures excused by quarantine", "failures_excused"],
+    ["queue runs with failures", "queue_runs_failed"],
+    ["  of which excused (ejection avoided)", "queue_runs_excused"],
+    ["regression failures excused", "regressions_excused"],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  out(`${"".padEnd(width)}  ${"current".padStart(8)}  ${"proposed".padStart(8)}`);
+  for (const [label, field] of rows) out(`${label.padEnd(width)}  ${String(current.outcome[field]).padStart(8)}  ${String(proposed.outcome[field]).padStart(8)}`);
+  const list = (title: string, named: NamedTests) => {
+    out(`${title}: ${named.total}`);
+    for (const t of named.tests) out(`  ${t.name}${t.variant ? ` [${t.variant}]` : ""} (${t.id})`);
+    if (named.total > named.tests.length) out(`  … and ${named.total - named.tests.length} more`);
+  };
+  list("newly quarantined", changes.newly_quarantined);
+  list("no longer quarantined", changes.no_longer_quarantined);
+  out(`queue ejections avoided: ${changes.ejections_avoided}, added: ${changes.ejections_added}`);
+  list("tests whose regressions would be hidden", changes.regressions_hidden);
+  return 0;
+}

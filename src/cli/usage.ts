@@ -111,6 +111,26 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ...CONNECTION_OPTIONS,
     ],
   },
+  "test policy": {
+    usage: "greenline test policy backtest [--since 30d] [--threshold R] [setting options] [options]",
+    brief: "Replay the repository's stored results under other detection settings: what would have changed.",
+    summary:
+      "Replay the repository's stored test results of a period under its detection and quarantine settings and\n" +
+      "under them changed by the options given, and print what would have changed: tests quarantined and released,\n" +
+      "queue runs whose failures quarantine would have excused (ejections avoided or added), regressions it would\n" +
+      "have hidden. Reads only: nothing is changed (change settings with the API's flaky-tests/update-settings).",
+    options: [
+      "--since <N>d         the period: the last N days (default 30d, at most 90d)",
+      "--threshold <R>      the failure rate at or above which a test is flaky (0–1; the setting flakyRate)",
+      "--broken-rate <R>    the failure rate at or above which a test is broken (brokenRate)",
+      "--min-samples <N>    runs in the window before the rate rules judge a test (minSamples)",
+      "--window-days <N>    the rate rules' window in days (windowDays)",
+      "--recovery-days <N>  days without pass-on-retry evidence before a flaky test recovers (recoveryDays)",
+      "--auto-quarantine <on|off>  quarantine tests found flaky (autoQuarantine)",
+      "--json               print the API's answer as JSON",
+      ...CONNECTION_OPTIONS,
+    ],
+  },
   "pr submit": {
     usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
     summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",

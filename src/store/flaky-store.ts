@@ -7,3 +7,4 @@ export * from "./flaky/queries.js";
 export * from "./flaky/tests.js";
 export * from "./flaky/uploads.js";
 export * from "./flaky/runs.js";
+export * from "./flaky/backtest.js";

@@ -34,6 +34,7 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "flaky-tests/set-quarantine-setting": { repo: queueOf().repo, org_url_slug: "acme", test_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", setting: "always" },
   "flaky-tests/link-ticket-to-test-case": { repo: queueOf().repo, org_url_slug: "acme", test_case_id: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", ticket_url: "https://tickets.example/T-1" },
   "flaky-tests/get-settings": { repo: queueOf().repo, org_url_slug: "acme" },
+  "flaky-tests/backtest-policy": { repo: queueOf().repo, org_url_slug: "acme" },
   "flaky-tests/update-settings": { repo: queueOf().repo, org_url_slug: "acme", settings: { minSamples: 5 } },
   "metrics/getQuarantineConfig": {
     repo: queueOf().repo,

@@ -30,6 +30,7 @@ const ADDED_OPERATIONS = [
   "POST /flaky-tests/set-quarantine-setting",
   "POST /flaky-tests/link-ticket-to-test-case",
   "POST /flaky-tests/get-settings",
+  "POST /flaky-tests/backtest-policy",
   "POST /flaky-tests/update-settings",
   "POST /metrics/getQuarantineConfig",
   "POST /metrics/createBundleUpload",

@@ -197,6 +197,31 @@ describe("greenline test: uploads, quarantine-aware exit codes, overrides (again
     expect(unmasked.code).toBe(3);
   });
 
+  test("test policy backtest prints what other settings would have changed; a setting out of range is the server's refusal naming the field", async () => {
+    const connection = ["--url", server.url, "--token", server.api.token, "--org", "acme", "--repo", "acme/web"];
+    const backtest = (...args: string[]) => greenline("file:/nonexistent/unused.db", "test", "policy", "backtest", ...connection, ...args);
+    const same = await backtest();
+    expect(same.code).toBe(0);
+    expect(same.stdout).toContain("replayed under its own settings (no option changes one)");
+    expect(same.stdout).toMatch(/tests quarantined at some time\s+\d+\s+\d+/);
+    expect(same.stdout).toContain("queue ejections avoided: 0, added: 0");
+    const json = await backtest("--since", "7d", "--threshold", "0.5", "--auto-quarantine", "off", "--min-samples", "5", "--json");
+    expect(json.code).toBe(0);
+    const answer = JSON.parse(json.stdout);
+    expect(answer.proposed.settings).toMatchObject({ flakyRate: 0.5, autoQuarantine: false, minSamples: 5 });
+    expect(answer.proposed.outcome).toMatchObject({ tests_quarantined: 0, failures_excused: 0 });
+    expect(Date.parse(answer.period.to) - Date.parse(answer.period.from)).toBe(7 * 86_400_000);
+    const text = await backtest("--threshold", "0.5");
+    expect(text.stdout).toContain("replayed under flakyRate 0.3 → 0.5");
+    const outOfRange = await backtest("--threshold", "2");
+    expect(outOfRange.code).not.toBe(0);
+    expect(outOfRange.stderr).toContain("settings.flakyRate");
+    expect(await backtest("--since", "a month")).toMatchObject({ code: 2, stderr: expect.stringContaining("--since must be a number of days") });
+    expect(await backtest("--auto-quarantine", "maybe")).toMatchObject({ code: 2, stderr: expect.stringContaining("--auto-quarantine must be on or off") });
+    expect(await backtest("--threshold", "high")).toMatchObject({ code: 2, stderr: expect.stringContaining("--threshold must be a number") });
+    expect(await greenline("file:/nonexistent/unused.db", "test", "policy", "rewind", ...connection)).toMatchObject({ code: 2, stderr: expect.stringContaining("test policy needs a command: backtest") });
+  });
+
   test("--check and --check-run-id (or GREENLINE_CHECK, GREENLINE_CHECK_RUN_ID) name the check the upload comes from; never guessed from GITHUB_JOB", async () => {
     /** The check stored with the upload the CLI's output names. */
     const checkOf = async (stdout: string) => {

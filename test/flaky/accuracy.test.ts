@@ -36,6 +36,8 @@ describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend)
       infraMintedFlaky: figures.infraMintedFlaky,
       infrastructureFalsePositives: figures.infrastructure.falsePositives,
       fivePercentWithin60Runs: (figures.detectRuns["5%"]?.p90 ?? Infinity) <= 60,
+      // The policy backtest under the repository's own settings ends where detection is, test by test.
+      backtestDisagrees: figures.backtest.disagree,
     };
     expect(summary).toEqual({
       flakyF1AtLeast95: true,
@@ -45,7 +47,9 @@ describe.each(BACKENDS)("flaky detection on a labelled corpus, $name", (backend)
       infraMintedFlaky: 0,
       infrastructureFalsePositives: 0,
       fivePercentWithin60Runs: true,
+      backtestDisagrees: 0,
     });
+    expect(figures.backtest.replayed).toBeGreaterThan(10);
     expect(figures.uploads).toBeGreaterThan(1000);
   }, 240_000);
 });
@@ -66,5 +70,7 @@ test("the quick corpus: fixed tests are not called flaky; a flaky test that brok
     healthyMadeUnhealthy: figures.infraMintedFlaky,
     regressionsExcused: figures.regressionsExcused,
     flakesNotExcused: figures.flakesNotExcused,
-  }).toEqual({ precision: 1, recall: 1, healthyMadeUnhealthy: 0, regressionsExcused: 0, flakesNotExcused: 0 });
+    backtestDisagrees: figures.backtest.disagree,
+  }).toEqual({ precision: 1, recall: 1, healthyMadeUnhealthy: 0, regressionsExcused: 0, flakesNotExcused: 0, backtestDisagrees: 0 });
+  expect(figures.backtest.replayed).toBeGreaterThan(20);
 }, 300_000);

@@ -1,9 +1,12 @@
+import { backtestFlakyPolicy } from "../../flaky/backtest.js";
 import { createBundleUpload, getQuarantineConfig } from "../../flaky/bundle-uploads.js";
 import { uploadTestResults } from "../../flaky/ingest.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../../flaky/queries.js";
 import { type Operation, operation } from "../shared/operation.js";
 import { ZCreateBundleUploadRequest, ZCreateBundleUploadResponse, ZGetQuarantineConfigRequest, ZGetQuarantineConfigResponse } from "./bundle-schemas.js";
 import {
+  ZBacktestFlakyPolicyRequest,
+  ZBacktestFlakyPolicyResponse,
   ZCheckQuarantineRequest,
   ZCheckQuarantineResponse,
   ZFlakySettingsRequest,
@@ -122,6 +125,15 @@ export const FLAKY_TEST_OPERATIONS: Operation[] = [
     request: ZUpdateFlakySettingsRequest,
     response: ZFlakySettingsResponse,
     handle: ({ services, principal }, input) => updateFlakySettings(services, principal, input),
+  }),
+  operation({
+    operationId: "backtestFlakyPolicy",
+    method: "post",
+    path: "/flaky-tests/backtest-policy",
+    summary: "Replay a repository's stored results under other detection and quarantine settings: what would have changed",
+    request: ZBacktestFlakyPolicyRequest,
+    response: ZBacktestFlakyPolicyResponse,
+    handle: async ({ services, principal }, input) => (await backtestFlakyPolicy(services, principal, input)).answer,
   }),
   operation({
     operationId: "getQuarantineConfig",

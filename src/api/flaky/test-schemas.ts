@@ -225,3 +225,41 @@ export const ZUpdateFlakySettingsRequest = z.object({
 export const ZFlakySettingsResponse = z.strictObject({
   settings: z.strictObject({ ...FLAKY_SETTING_FIELDS, ticketUrlTemplate: z.string().optional().describe("absent when the repository sets none") }),
 });
+
+/** How far back a backtest replays (days). */
+export const BACKTEST_DAYS_MAX = 90;
+export const ZBacktestFlakyPolicyRequest = z.object({
+  ...ZTestScope,
+  since_days: z.number().int().min(1).max(BACKTEST_DAYS_MAX).default(30).describe(`the period replayed: the last this many days (default 30, at most ${BACKTEST_DAYS_MAX})`),
+  settings: z.object(FLAKY_SETTING_FIELDS).partial().strict().default({}).describe("the settings to try, each in place of the repository's (flaky-tests/get-settings); absent fields keep the repository's"),
+});
+const ZBacktestOutcome = z.strictObject({
+  tests_flaky: z.number().int().describe("tests flaky at some time in the period"),
+  tests_broken: z.number().int().describe("tests broken at its end"),
+  tests_quarantined: z.number().int().describe("tests quarantined at its end"),
+  tests_ever_quarantined: z.number().int().describe("tests quarantined at some time in the period"),
+  quarantines_started: z.number().int(),
+  releases: z.number().int().describe("quarantines that ended in the period"),
+  failures_excused: z.number().int().describe("failed runs of tests (no attempt passing) their quarantine excused"),
+  queue_runs_failed: z.number().int().describe("merge-queue runs in which some test failed (no attempt passing)"),
+  queue_runs_excused: z.number().int().describe("of those, runs whose every failure quarantine excused: ejections avoided"),
+  regressions_excused: z.number().int().describe("failures excused that were a regression: in a streak of 8 or more failed runs off pull requests on more than one commit, or between its first and last failure"),
+  regression_tests: z.number().int().describe("tests with such failures"),
+});
+const ZBacktestSettings = z.strictObject(FLAKY_SETTING_FIELDS);
+const ZBacktestTests = z.strictObject({
+  total: z.number().int(),
+  tests: z.array(z.strictObject({ id: z.uuid(), name: z.string(), variant: z.string() })).describe("the first 50"),
+});
+export const ZBacktestFlakyPolicyResponse = z.strictObject({
+  period: z.strictObject({ from: z.iso.datetime(), to: z.iso.datetime() }),
+  current: z.strictObject({ settings: ZBacktestSettings, outcome: ZBacktestOutcome }),
+  proposed: z.strictObject({ settings: ZBacktestSettings, outcome: ZBacktestOutcome }),
+  changes: z.strictObject({
+    newly_quarantined: ZBacktestTests.describe("tests the proposed settings quarantine at some time in the period and the current never do"),
+    no_longer_quarantined: ZBacktestTests.describe("tests the current settings quarantine at some time in the period and the proposed never do"),
+    ejections_avoided: z.number().int().describe("queue runs the proposed settings' quarantine excuses and the current's does not"),
+    ejections_added: z.number().int().describe("queue runs the current settings' quarantine excuses and the proposed's does not"),
+    regressions_hidden: ZBacktestTests.describe("tests with more regression failures excused under the proposed settings than the current"),
+  }),
+});
