@@ -12,6 +12,9 @@ import {
   countRecentRuns,
   countRunsPerDay,
   findQuarantinedTests,
+  findSettingsSource,
+  lockRepositoryTests,
+  type SettingsSource,
   findTestCaseById,
   findTestCases,
   listFailingTestKeys,
@@ -22,7 +25,8 @@ import {
   setTicketUrl,
 } from "../store/flaky-store.js";
 import type { Sql } from "../store/sql.js";
-import { invalidArgument, notFound } from "../app/errors.js";
+import { AppError, invalidArgument, notFound } from "../app/errors.js";
+import { CONFIG_FILE } from "./config-file.js";
 import { checkPageToken, emptyPage, paginate, type PageQuery } from "./pages.js";
 import { changeFlakySettings, loadFlakySettings, overrideQuarantine, type FlakySettingsChange } from "./status.js";
 import { findRepository, repoNotFound, type RepositoryRow } from "../app/repositories.js";
@@ -371,17 +375,42 @@ export async function checkQuarantine(
   };
 }
 
-export async function getFlakySettings(services: Services, principal: Principal, input: Scope): Promise<{ settings: FlakySettings }> {
+export async function getFlakySettings(services: Services, principal: Principal, input: Scope): Promise<{ settings: FlakySettings; config_file?: ConfigFileState }> {
   const repo = await repositoryInScope(services, principal, input);
   if (!repo) return { settings: DEFAULT_FLAKY_SETTINGS };
-  return { settings: await services.db.sqlRead((sql) => loadFlakySettings(sql, repo.id)) };
+  return services.db.sqlRead(async (sql) => ({ settings: await loadFlakySettings(sql, repo.id), ...configFileOf(await findSettingsSource(sql, repo.id)) }));
 }
 
-/** Changes a repository's detection settings and re-judges its tests under them. */
+/** The repository's config file as last read, for get-settings and update-settings' answers (absent: never read). */
+type ConfigFileState = { path: string; commit: string; fields: string[]; error: string | null };
+
+function configFileOf(source: SettingsSource): { config_file?: ConfigFileState } {
+  if (source.fileSha === null) return {};
+  return { config_file: { path: CONFIG_FILE, commit: source.fileSha, fields: source.fileFields ?? [], error: source.fileError } };
+}
+
+/**
+ * Changes a repository's detection settings and re-judges its tests under them. A setting the
+ * repository's config file sets is the file's: changing it here is refused, naming it.
+ */
 export async function updateFlakySettings(services: Services, principal: Principal, input: Scope & { settings: FlakySettingsChange }) {
   const repo = await repositoryInScope(services, principal, input);
   if (!repo) throw repoNotFound(input.repo);
   const now = services.now();
-  const settings = await services.db.sqlTransaction((sql) => changeFlakySettings(sql, repo.id, input.settings, now), { boundedLockWait: true });
-  return { settings };
+  return services.db.sqlTransaction(
+    async (sql) => {
+      await lockRepositoryTests(sql, repo.id);
+      const source = await findSettingsSource(sql, repo.id);
+      const owned = Object.keys(input.settings).filter((name) => source.fileFields?.includes(name));
+      if (owned.length > 0) {
+        throw new AppError(
+          "invalid_argument",
+          `settings set by the repository's ${CONFIG_FILE} are changed there`,
+          owned.map((name) => ({ path: `settings.${name}`, message: `set by ${CONFIG_FILE} on the default branch (commit ${source.fileSha!.slice(0, 12)}): change it in the file` })),
+        );
+      }
+      return { settings: await changeFlakySettings(sql, repo.id, input.settings, now), ...configFileOf(source) };
+    },
+    { boundedLockWait: true },
+  );
 }

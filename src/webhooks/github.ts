@@ -1,3 +1,4 @@
+import { applyConfigFile } from "../flaky/config-file.js";
 import type { Probot } from "probot";
 import { handlePullRequestComment } from "../queue/comment-commands.js";
 import { cancelOnPullRequestEvent } from "../queue/pull-requests.js";
@@ -54,6 +55,8 @@ export function createGitHubApp(services: () => Services) {
       // A new target may turn a PR waiting on conflicts (or behind) ready: re-read those not ready.
       await askReadinessRecheck(services(), repo, { all: true, onlyNotReady: true }, branch);
       await noticeBranchHead(services(), repo, branch, after, before);
+      // The repository's config file lives on its default branch (read at its head: docs/decisions.md).
+      if (branch === repository.default_branch) await applyConfigFile(services(), repo, branch);
     });
     // CI results on testing branches: commit statuses and check runs.
     app.on("status", async (context) => {

@@ -133,6 +133,35 @@ describeWithBrowser("the flaky-test pages in Chromium", () => {
     expect(check.quarantined_test_ids).toEqual([testId]);
   });
 
+  test("detection settings: tried on the last 30 days without changing anything, refused naming the field, then saved", async () => {
+    await page.goto(`${server.url}/tests/github.com/acme/web`);
+    await page.locator("#detection-settings summary").click();
+    // The flaky refund test is quarantined automatically, the discount test by a person (above): with
+    // quarantine off the replay says the refund test would not be; a person's quarantine holds.
+    await page.getByLabel(/^Quarantine tests found flaky/).selectOption("off");
+    await page.getByRole("button", { name: "Try on the last 30 days" }).click();
+    await page.locator("#backtest").waitFor(WAIT);
+    await page.getByText("Nothing was changed").waitFor(WAIT);
+    expect(await page.locator('#backtest tr[data-field="tests_ever_quarantined"] td').allTextContents()).toEqual(["2", "1"]);
+    await page.locator("#backtest").getByText("No longer quarantined: 1").waitFor(WAIT);
+    // What was typed is kept; nothing was saved.
+    expect(await page.getByLabel(/^Quarantine tests found flaky/).inputValue()).toBe("off");
+    expect((await server.api.ok("flaky-tests/get-settings", web)).settings.autoQuarantine).toBe(true);
+    await screenshots(page, "tests-detection-settings");
+    // A flaky rate above the broken rate: the API's refusal, naming the field, and the field marked.
+    await page.getByLabel(/^Flaky at a failure rate/).fill("0.95");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.locator("#detection-notice .notice-error").getByText("flakyRate").waitFor(WAIT);
+    expect(await page.getByLabel(/^Flaky at a failure rate/).getAttribute("aria-invalid")).toBe("true");
+    expect((await server.api.ok("flaky-tests/get-settings", web)).settings).toMatchObject({ flakyRate: 0.3, autoQuarantine: true });
+    await page.getByLabel(/^Flaky at a failure rate/).fill("0.25");
+    await page.getByLabel(/^Quarantine tests found flaky/).selectOption("");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.waitForURL(/\/tests\/github\.com\/acme\/web\?saved=settings$/);
+    await page.getByText("Detection settings saved").waitFor(WAIT);
+    expect((await server.api.ok("flaky-tests/get-settings", web)).settings).toMatchObject({ flakyRate: 0.25, autoQuarantine: true });
+  });
+
   test("a POST without the page's CSRF token is refused and changes nothing", async () => {
     const statuses = await page.evaluate(async (id) => {
       const body = (extra: Record<string, string>) => new URLSearchParams({ host: "github.com", owner: "acme", repo: "web", test_id: id, setting: "never", ...extra });

@@ -224,6 +224,15 @@ export const ZUpdateFlakySettingsRequest = z.object({
 });
 export const ZFlakySettingsResponse = z.strictObject({
   settings: z.strictObject({ ...FLAKY_SETTING_FIELDS, ticketUrlTemplate: z.string().optional().describe("absent when the repository sets none") }),
+  config_file: z
+    .strictObject({
+      path: z.string(),
+      commit: z.string().describe("the default branch's head it was last read at"),
+      fields: z.array(z.string()).describe("the settings it sets: update-settings refuses to change them"),
+      error: z.string().nullable().describe("why the file as last read was not applied (the settings it set before stay), naming the field and the rule; null when it was"),
+    })
+    .optional()
+    .describe("the repository's .greenline.yml (its flakyTests settings), read from its default branch at each push to it; absent when never read (no push since the repository's first upload, or not on GitHub)"),
 });
 
 /** How far back a backtest replays (days). */

@@ -31,6 +31,31 @@ export async function saveFlakySettings(sql: Sql, repositoryId: string, settings
   );
 }
 
+/** Where a repository's settings come from: its config file as last read from the default branch (domain/flaky/config-file.ts). */
+export type SettingsSource = {
+  /** The commit it was read at (null: never read). */
+  fileSha: string | null;
+  /** The settings it sets (null: there was no file). */
+  fileFields: string[] | null;
+  /** Why it was not applied (null: it was, or there was none). */
+  fileError: string | null;
+};
+
+export async function findSettingsSource(sql: Sql, repositoryId: string): Promise<SettingsSource> {
+  const [row] = await sql.all<{ fileSha: string | null; fileFields: string | null; fileError: string | null }>(`SELECT "fileSha", "fileFields", "fileError" FROM "FlakySettings" WHERE "repositoryId" = ?`, [repositoryId]);
+  return { fileSha: row?.fileSha ?? null, fileFields: row?.fileFields ? (JSON.parse(row.fileFields) as string[]) : null, fileError: row?.fileError ?? null };
+}
+
+/** Records the config file as read (the settings row made with `settings` when there is none yet). */
+export async function saveSettingsSource(sql: Sql, repositoryId: string, source: SettingsSource, settings: FlakySettings, now: Date): Promise<void> {
+  const fields = source.fileFields === null ? null : JSON.stringify(source.fileFields);
+  await sql.run(
+    `INSERT INTO "FlakySettings" ("repositoryId", "settings", "updatedAt", "fileSha", "fileFields", "fileError") VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT ("repositoryId") DO UPDATE SET "fileSha" = excluded."fileSha", "fileFields" = excluded."fileFields", "fileError" = excluded."fileError"`,
+    [repositoryId, JSON.stringify(settings), now, source.fileSha, fields, source.fileError],
+  );
+}
+
 /** The ids of all repositories (the periodic refresh visits each). */
 export async function listRepositoryIds(sql: Sql): Promise<string[]> {
   return (await sql.all<{ id: string }>(`SELECT "id" FROM "Repository"`)).map((row) => row.id);

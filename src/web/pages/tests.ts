@@ -1,4 +1,5 @@
-import type { getTestDetails, listFailingTests, listQuarantinedTests } from "../../flaky/queries.js";
+import type { backtestFlakyPolicy } from "../../flaky/backtest.js";
+import type { getFlakySettings, getTestDetails, listFailingTests, listQuarantinedTests } from "../../flaky/queries.js";
 import type { RepoRef } from "../../ports/code-host.js";
 import type { Assets } from "../assets.js";
 import { html, type Html, jsonData } from "../html.js";
@@ -104,7 +105,16 @@ function nextPage(repo: RepoRef, range: string, filters: FailingFilters, param: 
 
 const option = (value: string, label: string, chosen: string) => html`<option value="${value}"${value === chosen ? html` selected` : ""}>${label}</option>`;
 
-export function repoTestsPage(assets: Assets, viewer: Viewer, repo: RepoRef, range: string, filters: FailingFilters, failing: FailingTests, quarantined: QuarantinedTests): Html {
+export function repoTestsPage(
+  assets: Assets,
+  viewer: Viewer,
+  repo: RepoRef,
+  range: string,
+  filters: FailingFilters,
+  failing: FailingTests,
+  quarantined: QuarantinedTests,
+  detection: { read: FlakySettingsRead; form?: DetectionForm | undefined },
+): Html {
   const filtered = filters.search !== "" || filters.status !== "" || filters.owner !== "";
   const body = html`<p class="crumbs"><a href="/tests">Flaky tests</a> / ${repo.host}</p>
 <h1>Tests of ${repoName(repo)}</h1>
@@ -126,7 +136,8 @@ ${failingTable(repo, failing, filtered)}
 ${nextPage(repo, range, filters, "failing_page", failing.page.next_page_token, "More failing tests")}</section>
 <section aria-labelledby="quarantined-h"><h2 id="quarantined-h">Quarantined (${quarantined.page.total_rows})</h2>
 ${quarantinedList(repo, quarantined)}
-${nextPage(repo, range, filters, "quarantined_page", quarantined.page.next_page_token, "More quarantined tests")}</section>`;
+${nextPage(repo, range, filters, "quarantined_page", quarantined.page.next_page_token, "More quarantined tests")}</section>
+${detectionPanel(viewer, repo, detection.read, detection.form)}`;
   return layout(assets, { title: `Tests of ${repoName(repo)}`, viewer, body, current: "tests" });
 }
 
@@ -207,4 +218,100 @@ ${
 </div>
 ${quarantineForm(viewer, repo, test)}`;
   return layout(assets, { title: test.name, viewer, body, current: "tests" });
+}
+
+// ---- Detection settings and their backtest --------------------------------------------------
+
+export type FlakySettingsRead = Awaited<ReturnType<typeof getFlakySettings>>;
+export type BacktestAnswer = Awaited<ReturnType<typeof backtestFlakyPolicy>>["answer"];
+
+/** The detection settings as the page's form offers them: the API's names, people's words, each field's kind and bounds. */
+export const DETECTION_FIELDS: { name: string; label: string; kind: "onoff" | "integer" | "rate"; min: number; max: number }[] = [
+  { name: "autoQuarantine", label: "Quarantine tests found flaky", kind: "onoff", min: 0, max: 1 },
+  { name: "flakyRate", label: "Flaky at a failure rate of at least", kind: "rate", min: 0.001, max: 1 },
+  { name: "brokenRate", label: "Broken at a failure rate of at least", kind: "rate", min: 0.001, max: 1 },
+  { name: "minSamples", label: "Runs in the window before the rates judge", kind: "integer", min: 1, max: 10_000 },
+  { name: "windowDays", label: "Window of the rates, in days", kind: "integer", min: 1, max: 30 },
+  { name: "recoveryDays", label: "Days without a pass-on-retry before a flaky test is released", kind: "integer", min: 1, max: 90 },
+];
+
+/** What the operator typed, kept when the page answers a refusal or a backtest. */
+export type DetectionForm = { values: Record<string, string>; notice?: Notice; backtest?: BacktestAnswer };
+
+function detectionField(field: (typeof DETECTION_FIELDS)[number], settings: Record<string, unknown>, owned: boolean, typed: string, invalid: boolean): Html {
+  const id = `detection-${field.name}`;
+  const now = field.kind === "onoff" ? (settings[field.name] ? "on" : "off") : String(settings[field.name]);
+  const mark = invalid ? html` aria-invalid="true" aria-describedby="detection-notice"` : "";
+  const disabled = owned ? html` disabled title="set by .greenline.yml: change it there"` : "";
+  const label = html`<label for="${id}">${field.label} <span class="muted">(now: ${now}${owned ? ", set by .greenline.yml" : ""})</span> <code class="field-name" title="its name in the API">${field.name}</code></label>`;
+  if (field.kind === "onoff")
+    return html`${label}<select id="${id}" name="${field.name}"${disabled}${mark}><option value="">unchanged</option>${["on", "off"].map((v) => html`<option value="${v}"${v === typed ? html` selected` : ""}>${v}</option>`)}</select>`;
+  // "any": a step counts from min, and 0.001 + k × 0.01 would refuse 0.25.
+  const step = field.kind === "rate" ? "any" : "1";
+  return html`${label}<input id="${id}" name="${field.name}" type="number" step="${step}" min="${field.min}" max="${field.max}" placeholder="unchanged" value="${typed}"${disabled}${mark}>`;
+}
+
+function backtestSummary(answer: BacktestAnswer): Html {
+  const rows: [string, keyof BacktestAnswer["current"]["outcome"]][] = [
+    ["Tests flaky at some time", "tests_flaky"],
+    ["Tests quarantined at some time", "tests_ever_quarantined"],
+    ["Quarantines started", "quarantines_started"],
+    ["Quarantines released", "releases"],
+    ["Failures excused by quarantine", "failures_excused"],
+    ["Queue runs with failures", "queue_runs_failed"],
+    ["… excused: ejection avoided", "queue_runs_excused"],
+    ["Regression failures excused", "regressions_excused"],
+  ];
+  const named = (title: string, list: BacktestAnswer["changes"]["newly_quarantined"]) =>
+    html`<p><strong>${title}: ${list.total}</strong>${list.tests.length > 0 ? html` — ${list.tests.map((t, i) => html`${i > 0 ? ", " : ""}<code>${t.name}</code>`)}${list.total > list.tests.length ? ` and ${list.total - list.tests.length} more` : ""}` : ""}</p>`;
+  return html`<section id="backtest" aria-labelledby="backtest-h"><h3 id="backtest-h">The last ${Math.round((Date.parse(answer.period.to) - Date.parse(answer.period.from)) / 86_400_000)} days, replayed</h3>
+<div class="table-wrap"><table class="tests backtest"><thead><tr><th scope="col"></th><th scope="col">Now</th><th scope="col">With these settings</th></tr></thead>
+<tbody>${rows.map(([label, field]) => html`<tr data-field="${field}"><th scope="row">${label}</th><td data-label="Now">${answer.current.outcome[field]}</td><td data-label="With these settings">${answer.proposed.outcome[field]}</td></tr>`)}</tbody></table></div>
+${named("Newly quarantined", answer.changes.newly_quarantined)}
+${named("No longer quarantined", answer.changes.no_longer_quarantined)}
+<p>Queue ejections avoided: <strong>${answer.changes.ejections_avoided}</strong>, added: <strong>${answer.changes.ejections_added}</strong></p>
+${named("Tests whose regressions would be hidden", answer.changes.regressions_hidden)}</section>`;
+}
+
+/**
+ * The repository's detection settings: what is in force (and what its .greenline.yml sets, or
+ * why it was not applied), and for write tokens a form to try other values on the last 30 days
+ * (the backtest) or save them (update-settings; the file's settings are not offered).
+ */
+export function detectionPanel(viewer: Viewer, repo: RepoRef, read: FlakySettingsRead, form?: DetectionForm): Html {
+  const settings = read.settings as Record<string, unknown>;
+  const file = read.config_file;
+  const owned = new Set(file?.fields ?? []);
+  const typed = form?.values ?? {};
+  const notice = form?.notice;
+  const fileNote = file
+    ? html`<p class="muted" id="config-file">${file.path} at <code>${file.commit.slice(0, 12)}</code> on the default branch ${file.fields.length > 0 ? html`sets ${file.fields.map((f, i) => html`${i > 0 ? ", " : ""}<code>${f}</code>`)}` : "sets nothing"}${
+        file.error ? html`; <strong class="notice-error">not applied</strong>: ${file.error}` : ""
+      }</p>`
+    : html`<p class="muted" id="config-file">Settings can also be set in <code>.greenline.yml</code> on the default branch (<code>flakyTests:</code>, by these names; README, "Detection").</p>`;
+  const body = canWrite(viewer)
+    ? html`<form class="settings detection" method="post" action="/actions/test-settings">
+<input type="hidden" name="csrf" value="${viewer.csrf}"><input type="hidden" name="host" value="${repo.host}"><input type="hidden" name="owner" value="${repo.owner}"><input type="hidden" name="repo" value="${repo.name}">
+<div class="fields">${DETECTION_FIELDS.map((f) => html`<div class="field">${detectionField(f, settings, owned.has(f.name), typed[f.name] ?? "", notice?.kind === "error" && new RegExp(`\\b${f.name}\\b`).test(notice.text))}</div>`)}</div>
+<div id="detection-notice" role="${notice?.kind === "error" ? "alert" : "status"}" aria-live="polite">${notice ? html`<p class="notice notice-${notice.kind}">${notice.text}</p>` : ""}</div>
+<button type="submit" name="do" value="backtest">Try on the last 30 days</button> <button type="submit" name="do" value="save">Save settings</button>
+</form>`
+    : html`<dl class="figures">${DETECTION_FIELDS.map((f) => html`<div><dt>${f.label}</dt><dd>${f.kind === "onoff" ? (settings[f.name] ? "on" : "off") : String(settings[f.name])}</dd></div>`)}</dl>${readOnlyHint()}`;
+  return html`<details id="detection-settings" class="card"${form ? html` open` : ""}><summary>Detection settings</summary>
+${fileNote}
+${body}
+${form?.backtest ? backtestSummary(form.backtest) : ""}</details>`;
+}
+
+/** The fields the operator filled in, typed as the API takes them (its schema then judges them). */
+export function detectionUpdate(form: Record<string, unknown>): Record<string, unknown> {
+  const update: Record<string, unknown> = {};
+  for (const field of DETECTION_FIELDS) {
+    const raw = form[field.name];
+    if (typeof raw !== "string" || raw.trim() === "") continue;
+    const value = raw.trim();
+    if (field.kind === "onoff") update[field.name] = value === "on" ? true : value === "off" ? false : value;
+    else update[field.name] = /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+  }
+  return update;
 }

@@ -1,11 +1,14 @@
 import { Router } from "express";
 import { listRepositories } from "../../app/repositories.js";
 import { AppError, notFound } from "../../app/errors.js";
-import { getTestDetails, listFailingTests, listQuarantinedTests, repositoryInScope } from "../../flaky/queries.js";
+import { getFlakySettings, getTestDetails, listFailingTests, listQuarantinedTests, repositoryInScope } from "../../flaky/queries.js";
+import { backtestFlakyPolicy } from "../../flaky/backtest.js";
+import { HTTP_STATUS, validationError } from "../../api/errors.js";
+import type { RepoRef } from "../../ports/code-host.js";
 import { errorPage } from "../layout.js";
-import { testPath } from "../pages/format.js";
-import { DEFAULT_RANGE, FAILING_SORTS, FAILING_STATUSES, RANGES, repoTestsPage, testPage, testsIndexPage } from "../pages/tests.js";
-import { ZFailingTestsQuery } from "../../api/flaky/test-schemas.js";
+import { testPath, testsPath } from "../pages/format.js";
+import { DEFAULT_RANGE, DETECTION_FIELDS, type DetectionForm, detectionUpdate, FAILING_SORTS, FAILING_STATUSES, RANGES, repoTestsPage, testPage, testsIndexPage } from "../pages/tests.js";
+import { ZBacktestFlakyPolicyRequest, ZFailingTestsQuery } from "../../api/flaky/test-schemas.js";
 import { type PageResponse, type RouteContext, repoOf, send, urlencoded } from "./context.js";
 import { perform } from "./perform.js";
 
@@ -25,12 +28,12 @@ export function testsRoutes(context: RouteContext): Router {
     send(res, 200, testsIndexPage(assets, viewer, await listRepositories(services, viewer.principal)));
   });
 
-  router.get("/tests/:host/:owner/:repo", signedIn, async (req, res: PageResponse) => {
-    const { principal } = res.locals.viewer!;
-    const repo = repoOf(req.params);
+  /** A repository's tests page, from its query's parameters (range, filters, pages), with the detection panel's state. */
+  async function repoPage(viewer: NonNullable<PageResponse["locals"]["viewer"]>, repo: RepoRef, query: Record<string, unknown>, form?: DetectionForm) {
+    const { principal } = viewer;
     // Each parameter once, as text (a bad one answers 400 naming it, never a silent default).
     const text = (name: string) => {
-      const value = req.query[name];
+      const value = query[name];
       if (value === undefined) return "";
       if (typeof value !== "string") throw new AppError("invalid_argument", `${name}: must be given once, as text`);
       return value.trim();
@@ -47,13 +50,55 @@ export function testsRoutes(context: RouteContext): Router {
     const filters = { search: text("search"), status: text("status").toLowerCase(), owner: text("owner"), sort: text("sort") };
     if (!Object.hasOwn(FAILING_STATUSES, filters.status)) throw new AppError("invalid_argument", `status: must be one of ${Object.keys(FAILING_STATUSES).filter(Boolean).join(", ")}`);
     if (!Object.hasOwn(FAILING_SORTS, filters.sort)) throw new AppError("invalid_argument", `sort: must be one of ${Object.keys(FAILING_SORTS).filter(Boolean).join(", ")}`);
-    const query = ZFailingTestsQuery.safeParse({ search: filters.search || undefined, status: filters.status || undefined, owner: filters.owner || undefined, sort: filters.sort || undefined });
-    if (!query.success) throw new AppError("invalid_argument", query.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-    const [failing, quarantined] = await Promise.all([
-      listFailingTests(services, principal, { ...scope, ...query.data, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery("failing_page") }),
+    const parsed = ZFailingTestsQuery.safeParse({ search: filters.search || undefined, status: filters.status || undefined, owner: filters.owner || undefined, sort: filters.sort || undefined });
+    if (!parsed.success) throw new AppError("invalid_argument", parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    const [failing, quarantined, settings] = await Promise.all([
+      listFailingTests(services, principal, { ...scope, ...parsed.data, start_time: new Date(end - RANGES[range]!.ms), end_time: new Date(end), page_query: pageQuery("failing_page") }),
       listQuarantinedTests(services, principal, { ...scope, page_query: pageQuery("quarantined_page") }),
+      getFlakySettings(services, principal, scope),
     ]);
-    send(res, 200, repoTestsPage(assets, res.locals.viewer!, repo, range, filters, failing, quarantined));
+    // After the settings are saved, the browser lands here (POST, redirect, GET): the panel says so.
+    const saved = !form && query.saved === "settings" ? { values: {}, notice: { kind: "ok" as const, text: "Detection settings saved; the tests were judged again under them." } } : undefined;
+    return repoTestsPage(assets, viewer, repo, range, filters, failing, quarantined, { read: settings, form: form ?? saved });
+  }
+
+  router.get("/tests/:host/:owner/:repo", signedIn, async (req, res: PageResponse) => {
+    send(res, 200, await repoPage(res.locals.viewer!, repoOf(req.params), req.query));
+  });
+
+  /** The detection panel's form: try the settings on the last 30 days (backtest-policy), or save them (update-settings). */
+  router.post("/actions/test-settings", urlencoded, signedIn, csrf, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const form = req.body as Record<string, unknown>;
+    const repo = repoOf(form);
+    const scope = { repo, org_url_slug: viewer.principal.organizationSlug };
+    const settings = detectionUpdate(form);
+    const values = Object.fromEntries(DETECTION_FIELDS.map((f) => [f.name, typeof form[f.name] === "string" ? String(form[f.name]) : ""]));
+    if (form.do === "backtest") {
+      const parsed = ZBacktestFlakyPolicyRequest.safeParse({ ...scope, since_days: 30, settings });
+      if (!parsed.success) {
+        const error = validationError(parsed.error.issues);
+        return send(
+          res,
+          400,
+          await repoPage(viewer, repo, {}, { values, notice: { kind: "error", text: `${error.message}${error.details.length ? `: ${error.details.map((d) => `${d.path} ${d.message}`).join("; ")}` : ""}` } }),
+        );
+      }
+      try {
+        const { answer } = await backtestFlakyPolicy(services, viewer.principal, parsed.data);
+        const text = "Nothing was changed: this is what the last 30 days would have been with these settings. Save them to use them.";
+        return send(res, 200, await repoPage(viewer, repo, {}, { values, notice: { kind: "ok", text }, backtest: answer }));
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        const status = HTTP_STATUS[error.code];
+        if (status === 404) return send(res, 404, errorPage(assets, viewer, 404, error.message));
+        return send(res, status, await repoPage(viewer, repo, {}, { values, notice: { kind: "error", text: error.message } }));
+      }
+    }
+    const notice = await perform(context, viewer.principal, "updateFlakySettings", { ...scope, settings }, originOf(req), "Detection settings saved.");
+    if (notice.kind === "ok") return res.redirect(303, `${testsPath(repo)}?saved=settings`);
+    if (notice.status === 403 || notice.status === 404) return send(res, notice.status, errorPage(assets, viewer, notice.status, notice.text));
+    send(res, notice.status, await repoPage(viewer, repo, {}, { values, notice }));
   });
 
   router.get("/tests/:host/:owner/:repo/:testId", signedIn, async (req, res: PageResponse) => {
