@@ -339,7 +339,7 @@ var require_scan = __commonJS({
         token.depth = token.isGlobstar ? Infinity : 1;
       }
     };
-    var scan = (input, options) => {
+    var scan2 = (input, options) => {
       const opts = options || {};
       const length = input.length - 1;
       const scanToEnd = opts.parts === true || opts.tokens === true || opts.scanToEnd === true;
@@ -628,7 +628,7 @@ var require_scan = __commonJS({
       }
       return state;
     };
-    module.exports = scan;
+    module.exports = scan2;
   }
 });
 
@@ -1651,7 +1651,7 @@ var require_parse = __commonJS({
 var require_picomatch = __commonJS({
   "node_modules/picomatch/lib/picomatch.js"(exports, module) {
     "use strict";
-    var scan = require_scan();
+    var scan2 = require_scan();
     var parse = require_parse();
     var utils = require_utils();
     var constants2 = require_constants();
@@ -1742,7 +1742,7 @@ var require_picomatch = __commonJS({
       if (Array.isArray(pattern)) return pattern.map((p) => picomatch2.parse(p, options));
       return parse(pattern, { ...options, fastpaths: false });
     };
-    picomatch2.scan = (input, options) => scan(input, options);
+    picomatch2.scan = (input, options) => scan2(input, options);
     picomatch2.compileRe = (state, options, returnOutput = false, returnState = false) => {
       if (returnOutput === true) {
         return state.output;
@@ -1805,7 +1805,7 @@ var require_picomatch2 = __commonJS({
 });
 
 // src/action/main.ts
-import { randomUUID } from "node:crypto";
+import { randomUUID as randomUUID2 } from "node:crypto";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { EOL } from "node:os";
 
@@ -2374,6 +2374,7 @@ async function run(command2, args, options, out) {
 
 // src/cli/test-commands.ts
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { readFileSync as readFileSync3, statSync as statSync2 } from "node:fs";
 import { constants } from "node:os";
 
@@ -2977,8 +2978,8 @@ var escapeWin32Path = (path) => path.replace(WIN32_UNESCAPED_GLOB_SYMBOLS, "\\$&
 var escapePath = isWin ? escapeWin32Path : escapePosixPath;
 function isDynamicPattern(pattern, options) {
   if ((options === null || options === void 0 ? void 0 : options.caseSensitiveMatch) === false) return true;
-  const scan = import_picomatch.default.scan(pattern);
-  return scan.isGlob || scan.negated;
+  const scan2 = import_picomatch.default.scan(pattern);
+  return scan2.isGlob || scan2.negated;
 }
 function log(...tasks) {
   console.log(`[tinyglobby ${(/* @__PURE__ */ new Date()).toLocaleTimeString("es")}]`, ...tasks);
@@ -3774,6 +3775,185 @@ function firstLine(text) {
   return null;
 }
 
+// src/formats/junit-split.ts
+function splitJUnitReport(xml, maxBytes) {
+  if (byteLength(xml) <= maxBytes) return [xml];
+  const scanned = scan(xml);
+  if (!scanned || scanned.units.length === 0) return [xml];
+  const { prolog, units } = scanned;
+  const pieces = [];
+  let open = [];
+  let parts = [];
+  let size = 0;
+  const closing = (frames) => frames.reduce((n, f) => n + f.name.length + 3, 0);
+  const begin = () => {
+    parts = [prolog];
+    size = byteLength(prolog);
+    open = [];
+  };
+  const finish = () => {
+    for (let i = open.length - 1; i >= 0; i--) parts.push(`</${open[i].name}>`);
+    pieces.push(parts.join(""));
+  };
+  const move = (context2) => {
+    let common = 0;
+    while (common < open.length && common < context2.length && open[common] === context2[common]) common++;
+    const closed = open.slice(common);
+    const opened = context2.slice(common);
+    return { common, opened, cost: closing(closed) + opened.reduce((n, f) => n + f.openBytes, 0) };
+  };
+  begin();
+  let units_in_piece = 0;
+  for (const unit of units) {
+    let step = move(unit.context);
+    if (units_in_piece > 0 && size + step.cost + unit.bytes + closing(unit.context) > maxBytes) {
+      finish();
+      begin();
+      units_in_piece = 0;
+      step = move(unit.context);
+    }
+    for (let i = open.length - 1; i >= step.common; i--) parts.push(`</${open[i].name}>`);
+    open = open.slice(0, step.common);
+    for (const frame of step.opened) {
+      parts.push(frame.open);
+      open.push(frame);
+    }
+    parts.push(unit.text);
+    size += step.cost + unit.bytes;
+    units_in_piece++;
+  }
+  finish();
+  return pieces;
+}
+var byteLength = (text) => Buffer.byteLength(text, "utf8");
+function scan(xml) {
+  let prolog = "";
+  const units = [];
+  const stack = [];
+  let goProperties = null;
+  const frameOf = (depth) => {
+    const frames = [];
+    for (let d = 0; d <= depth; d++) {
+      const entry = stack[d];
+      if (!entry.frame) {
+        const own = entry.properties.join("");
+        if (goProperties === null && own.includes("go.version")) goProperties = own;
+        const open = entry.start + (entry.name === "testsuite" && goProperties !== null && !own.includes("go.version") ? own + goProperties : own);
+        entry.frame = { name: entry.name, open, openBytes: byteLength(open) };
+      }
+      frames.push(entry.frame);
+    }
+    return frames;
+  };
+  let i = 0;
+  while (i < xml.length) {
+    const lt = xml.indexOf("<", i);
+    if (lt === -1) break;
+    if (xml.startsWith("<?", lt)) {
+      const end = xml.indexOf("?>", lt);
+      if (end === -1) return null;
+      if (stack.length === 0 && units.length === 0) prolog += xml.slice(lt, end + 2);
+      i = end + 2;
+    } else if (xml.startsWith("<!--", lt)) {
+      const end = xml.indexOf("-->", lt);
+      if (end === -1) return null;
+      i = end + 3;
+    } else if (xml.startsWith("<![CDATA[", lt)) {
+      const end = xml.indexOf("]]>", lt);
+      if (end === -1) return null;
+      i = end + 3;
+    } else if (xml.startsWith("<!", lt)) {
+      return null;
+    } else if (xml.startsWith("</", lt)) {
+      const end = xml.indexOf(">", lt);
+      if (end === -1) return null;
+      const name = xml.slice(lt + 2, end).trim();
+      const top = stack.pop();
+      if (!top || top.name !== name) return null;
+      i = end + 1;
+    } else {
+      const tag = startTag(xml, lt);
+      if (!tag) return null;
+      if (tag.name === "testcase") {
+        let end = tag.end;
+        if (!tag.selfClosing) {
+          const close = closeOf(xml, tag.end, "testcase");
+          if (close === -1) return null;
+          end = close;
+        }
+        if (stack.length === 0) return null;
+        const text = xml.slice(lt, end);
+        units.push({ context: frameOf(stack.length - 1), text, bytes: byteLength(text) });
+        i = end;
+      } else if (tag.name === "properties" && stack.length > 0 && !stack.at(-1).frame) {
+        const end = tag.selfClosing ? tag.end : closeOf(xml, tag.end, "properties");
+        if (end === -1) return null;
+        stack.at(-1).properties.push(xml.slice(lt, end));
+        i = end;
+      } else if (tag.name === "testsuite" || tag.name === "testsuites") {
+        if (tag.selfClosing) {
+          i = tag.end;
+          continue;
+        }
+        stack.push({ name: tag.name, start: xml.slice(lt, tag.end), properties: [], frame: null });
+        i = tag.end;
+      } else {
+        const end = tag.selfClosing ? tag.end : closeOf(xml, tag.end, tag.name);
+        if (end === -1) return null;
+        i = end;
+      }
+    }
+  }
+  return stack.length === 0 ? { prolog, units } : null;
+}
+function startTag(xml, lt) {
+  let j = lt + 1;
+  while (j < xml.length && !/[\s/>]/.test(xml[j])) j++;
+  const name = xml.slice(lt + 1, j);
+  if (name === "") return null;
+  let quote = null;
+  for (; j < xml.length; j++) {
+    const c = xml[j];
+    if (quote) {
+      if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === ">") return { name, end: j + 1, selfClosing: xml[j - 1] === "/" };
+  }
+  return null;
+}
+function closeOf(xml, from, name) {
+  let depth = 1;
+  let i = from;
+  while (i < xml.length) {
+    const lt = xml.indexOf("<", i);
+    if (lt === -1) return -1;
+    if (xml.startsWith("<!--", lt)) {
+      const end = xml.indexOf("-->", lt);
+      if (end === -1) return -1;
+      i = end + 3;
+    } else if (xml.startsWith("<![CDATA[", lt)) {
+      const end = xml.indexOf("]]>", lt);
+      if (end === -1) return -1;
+      i = end + 3;
+    } else if (xml.startsWith("<?", lt)) {
+      const end = xml.indexOf("?>", lt);
+      if (end === -1) return -1;
+      i = end + 2;
+    } else if (xml.startsWith("</", lt)) {
+      const end = xml.indexOf(">", lt);
+      if (end === -1) return -1;
+      if (xml.slice(lt + 2, end).trim() === name && --depth === 0) return end + 1;
+      i = end + 1;
+    } else {
+      const tag = startTag(xml, lt);
+      if (!tag) return -1;
+      if (tag.name === name && !tag.selfClosing) depth++;
+      i = tag.end;
+    }
+  }
+  return -1;
+}
+
 // src/cli/test-commands.ts
 var UPLOAD_FAILED = 70;
 function context(options) {
@@ -3830,17 +4010,70 @@ function readCodeowners(path) {
     throw new CliUsageError(`--codeowners: cannot read ${path}: ${e.code === "ENOENT" ? "no such file (ENOENT)" : e.code ?? e.message}`);
   }
 }
+var PART_JSON_BYTES = 16 * 1024 * 1024;
+var REPORTS_PER_REQUEST = 1e3;
+function partsOf(reports, partBytes = PART_JSON_BYTES) {
+  const jsonBytes = (text) => Buffer.byteLength(JSON.stringify(text));
+  const pieces = [];
+  for (const report2 of reports) {
+    const bytes = jsonBytes(report2);
+    if (bytes <= partBytes) {
+      pieces.push({ text: report2, bytes });
+      continue;
+    }
+    const growth = bytes / Buffer.byteLength(report2);
+    for (const piece of splitJUnitReport(report2, Math.floor(partBytes * 0.95 / growth))) {
+      let cut = [piece];
+      for (let size2 = Math.floor(partBytes / 4); cut.some((c) => jsonBytes(c) > partBytes) && size2 >= 1024; size2 = Math.floor(size2 / 2)) cut = splitJUnitReport(piece, size2);
+      for (const c of cut) pieces.push({ text: c, bytes: jsonBytes(c) });
+    }
+  }
+  const parts = [];
+  let current = [];
+  let size = 0;
+  for (const piece of pieces) {
+    if (current.length > 0 && (size + piece.bytes > partBytes || current.length >= REPORTS_PER_REQUEST)) {
+      parts.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(piece.text);
+    size += piece.bytes;
+  }
+  if (current.length > 0) parts.push(current);
+  return parts;
+}
+async function sendPart(ctx, body, retries) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await post(ctx, "upload", body);
+    } catch (error) {
+      const transient = error instanceof ServiceUnreachableError || error instanceof GreenlineRefusal && (error.status === 429 || error.status >= 500);
+      if (!transient || attempt >= retries) throw error;
+      await new Promise((resolve3) => setTimeout(resolve3, 1e3 * 2 ** attempt));
+    }
+  }
+}
 async function upload(ctx, check, reports, codeowners, out) {
-  const answer = await post(ctx, "upload", {
+  const fields = {
     commit_sha: ctx.commit,
     branch: ctx.branch,
     ...ctx.pr ? { pr_number: ctx.pr } : {},
     ...ctx.jobUrl ? { job_url: ctx.jobUrl } : {},
     ...ctx.variant ? { variant: ctx.variant } : {},
     ...check,
-    ...codeowners !== void 0 ? { codeowners } : {},
-    junit_xml: reports
-  });
+    ...codeowners !== void 0 ? { codeowners } : {}
+  };
+  const parts = partsOf(reports);
+  let answer;
+  if (parts.length === 1) answer = await sendPart(ctx, { ...fields, junit_xml: parts[0] }, 0);
+  else {
+    const id = randomUUID();
+    out(`greenline: the reports are larger than one request: sending them in ${parts.length} parts`);
+    answer = void 0;
+    for (const [index, junit_xml] of parts.entries()) answer = await sendPart(ctx, { ...fields, junit_xml, part: { id, index, count: parts.length } }, 3);
+    if (!answer.part?.complete) throw new Error(`the upload's parts were sent, but Greenline holds ${answer.part?.received ?? "?"} of ${parts.length}: it stores them as they are within 30 minutes`);
+  }
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
   if (check.check_name !== void 0 || check.check_run_id !== void 0) {
     out(`greenline: from check ${[check.check_name && JSON.stringify(check.check_name), check.check_run_id && `run ${check.check_run_id}`].filter(Boolean).join(", ")}`);
@@ -4531,7 +4764,7 @@ function command(name, data) {
 function setOutput(name, value) {
   const file = process.env.GITHUB_OUTPUT;
   if (!file) return;
-  const delimiter = `ghadelimiter_${randomUUID()}`;
+  const delimiter = `ghadelimiter_${randomUUID2()}`;
   appendFileSync(file, `${name}<<${delimiter}${EOL}${value}${EOL}${delimiter}${EOL}`, "utf8");
 }
 async function greenline(argv) {

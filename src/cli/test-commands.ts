@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { constants } from "node:os";
 import { glob } from "tinyglobby";
@@ -6,7 +7,9 @@ import { addTestCase, FAILED, RESULT } from "../domain/flaky/attempts.js";
 import { testCaseId } from "../domain/flaky/identity.js";
 import { JUnitError, parseJUnit } from "../formats/junit.js";
 import type { CiContext } from "./ci-context.js";
-import { CliUsageError, greenlineToken, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
+import { CliUsageError, GreenlineRefusal, greenlineToken, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
+import { ServiceUnreachableError } from "./unreachable.js";
+import { splitJUnitReport } from "../formats/junit-split.js";
 
 /**
  * `greenline test …`: the CI side of flaky tests. It talks to a Greenline server over HTTP
@@ -115,16 +118,77 @@ function readCodeowners(path: string | undefined): string | undefined {
 }
 
 /** Uploads reports already read (their texts, in the order of `files`), with the CODEOWNERS text if any. */
+type UploadAnswer = {
+  test_cases: number;
+  failures: number;
+  upload_id: string;
+  unnamed_test_cases: number;
+  infrastructure_failure?: boolean;
+  infrastructure_failure_reason?: string;
+  run?: { number: number; queue: string };
+  part?: { index: number; count: number; received: number; complete: boolean };
+  parts_missing?: number;
+};
+
+/** The most a request's reports may weigh as JSON: the server takes bodies of 20 MiB, and the rest of the body is small. */
+export const PART_JSON_BYTES = 16 * 1024 * 1024;
+/** Reports per request: the server's limit. */
+const REPORTS_PER_REQUEST = 1000;
+
+/**
+ * The requests an upload's reports go in: one when they fit (no `part` then: as always), else
+ * parts of at most PART_JSON_BYTES of reports each, a report larger than that cut at testcase
+ * boundaries into well-formed reports (formats/junit-split.ts).
+ */
+export function partsOf(reports: string[], partBytes = PART_JSON_BYTES): string[][] {
+  const jsonBytes = (text: string) => Buffer.byteLength(JSON.stringify(text));
+  const pieces: { text: string; bytes: number }[] = [];
+  for (const report of reports) {
+    const bytes = jsonBytes(report);
+    if (bytes <= partBytes) {
+      pieces.push({ text: report, bytes });
+      continue;
+    }
+    // Pieces sized so that, escaped for JSON as this report escapes, each nearly fills a part.
+    const growth = bytes / Buffer.byteLength(report);
+    for (const piece of splitJUnitReport(report, Math.floor((partBytes * 0.95) / growth))) {
+      // Escaped for JSON a piece can outgrow the part (quotes, newlines): cut it smaller.
+      let cut = [piece];
+      for (let size = Math.floor(partBytes / 4); cut.some((c) => jsonBytes(c) > partBytes) && size >= 1024; size = Math.floor(size / 2)) cut = splitJUnitReport(piece, size);
+      for (const c of cut) pieces.push({ text: c, bytes: jsonBytes(c) });
+    }
+  }
+  const parts: string[][] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const piece of pieces) {
+    if (current.length > 0 && (size + piece.bytes > partBytes || current.length >= REPORTS_PER_REQUEST)) {
+      parts.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(piece.text);
+    size += piece.bytes;
+  }
+  if (current.length > 0) parts.push(current);
+  return parts;
+}
+
+/** Sends one request of an upload; a part is sent again (it is received once) when Greenline could not answer, up to 3 times. */
+async function sendPart(ctx: ReturnType<typeof context>, body: object, retries: number): Promise<UploadAnswer> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await post<UploadAnswer>(ctx, "upload", body);
+    } catch (error) {
+      const transient = error instanceof ServiceUnreachableError || (error instanceof GreenlineRefusal && (error.status === 429 || error.status >= 500));
+      if (!transient || attempt >= retries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000 * 2 ** attempt));
+    }
+  }
+}
+
 async function upload(ctx: ReturnType<typeof context>, check: CheckAttribution, reports: string[], codeowners: string | undefined, out: Out) {
-  const answer = await post<{
-    test_cases: number;
-    failures: number;
-    upload_id: string;
-    unnamed_test_cases: number;
-    infrastructure_failure?: boolean;
-    infrastructure_failure_reason?: string;
-    run?: { number: number; queue: string };
-  }>(ctx, "upload", {
+  const fields = {
     commit_sha: ctx.commit,
     branch: ctx.branch,
     ...(ctx.pr ? { pr_number: ctx.pr } : {}),
@@ -132,8 +196,18 @@ async function upload(ctx: ReturnType<typeof context>, check: CheckAttribution, 
     ...(ctx.variant ? { variant: ctx.variant } : {}),
     ...check,
     ...(codeowners !== undefined ? { codeowners } : {}),
-    junit_xml: reports,
-  });
+  };
+  const parts = partsOf(reports);
+  let answer: UploadAnswer;
+  if (parts.length === 1) answer = await sendPart(ctx, { ...fields, junit_xml: parts[0] }, 0);
+  else {
+    // Too large for one request: sent in parts, stored as one upload when the last is in.
+    const id = randomUUID();
+    out(`greenline: the reports are larger than one request: sending them in ${parts.length} parts`);
+    answer = undefined as unknown as UploadAnswer;
+    for (const [index, junit_xml] of parts.entries()) answer = await sendPart(ctx, { ...fields, junit_xml, part: { id, index, count: parts.length } }, 3);
+    if (!answer.part?.complete) throw new Error(`the upload's parts were sent, but Greenline holds ${answer.part?.received ?? "?"} of ${parts.length}: it stores them as they are within 30 minutes`);
+  }
   out(`greenline: uploaded ${answer.test_cases} tests (${answer.failures} failed) from ${reports.length} report(s) as ${answer.upload_id}`);
   if (check.check_name !== undefined || check.check_run_id !== undefined) {
     out(`greenline: from check ${[check.check_name && JSON.stringify(check.check_name), check.check_run_id && `run ${check.check_run_id}`].filter(Boolean).join(", ")}`);

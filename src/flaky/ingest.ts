@@ -118,6 +118,22 @@ async function checkTestCaseCount(input: UploadInput): Promise<void> {
 }
 
 /**
+ * Reads every report of an upload without storing anything: a malformed one, or more testcases
+ * than MAX_TEST_CASES, refused as the upload refuses them. Answers the testcases read and how
+ * many of them failed (a part of an upload is checked so before it is kept: upload-parts.ts).
+ */
+export async function checkReports(input: Pick<UploadInput, "junit_xml">): Promise<{ testCases: number; failures: number }> {
+  await checkTestCaseCount(input as UploadInput);
+  let testCases = 0;
+  let failures = 0;
+  for await (const batch of reportBatches(input as UploadInput)) {
+    testCases += batch.length;
+    for (const c of batch) if (c.failed) failures++;
+  }
+  return { testCases, failures };
+}
+
+/**
  * CODEOWNERS at a commit, read through the code host. A commit's files never change, so what
  * was read (or found missing) is remembered per code host for the latest commits: a CI run's
  * many jobs uploading for one commit cost one read, not one per job. A failed read is not

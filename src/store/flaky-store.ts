@@ -8,3 +8,4 @@ export * from "./flaky/tests.js";
 export * from "./flaky/uploads.js";
 export * from "./flaky/runs.js";
 export * from "./flaky/backtest.js";
+export * from "./flaky/upload-parts.js";

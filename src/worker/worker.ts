@@ -2,6 +2,7 @@ import type { Services } from "../app/services.js";
 import type { Logger } from "../log.js";
 import { applyQueueEvent, noticeTargetHead } from "../queue/queue-events.js";
 import { refreshStatuses } from "../flaky/status.js";
+import { storeDuePartSets } from "../flaky/upload-parts.js";
 import { deliverPolledCiResults, reconcileRunsInFlight, type CiPollSettings } from "../queue/status-checks.js";
 import { queuesWithRunningRuns } from "../store/queues.js";
 import { accountsOfQueues, claimDueQueues, deferQueue, markUnmarkedQueuesDue, nextDueOfQueue, releaseQueue, renewClaim, timerOf, unclaimQueue, type ClaimedQueue } from "../store/due-queues.js";
@@ -218,6 +219,8 @@ export class Worker {
       this.#flakyRefreshedAt = services.now().getTime();
       const changed = await services.db.tryWithLock("greenline-flaky-refresh", () => refreshStatuses(services.db, services.now()));
       work += changed ?? 0;
+      // Uploads sent in parts whose parts stopped coming, or whose storing a crash cut short.
+      work += (await services.db.tryWithLock("greenline-upload-parts", () => storeDuePartSets(services))) ?? 0;
     }
     return work;
   }

@@ -33,6 +33,7 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "listPullRequests cursor": "an earlier answer's nextCursor",
   "getMergeQueueTestingDetails testRunId": "an earlier answer's testRunId",
   "uploadTestResults junit_xml.0": "JUnit XML",
+  "uploadTestResults part.index": "less than part.count",
   "getMergeQueueMetrics repo": "requires repoHost",
   "getMergeQueueMetrics repoHost": "requires repo",
   "createWebhookEndpoint url": "https://",

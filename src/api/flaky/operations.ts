@@ -1,6 +1,7 @@
 import { backtestFlakyPolicy } from "../../flaky/backtest.js";
 import { createBundleUpload, getQuarantineConfig } from "../../flaky/bundle-uploads.js";
 import { uploadTestResults } from "../../flaky/ingest.js";
+import { uploadTestResultsPart } from "../../flaky/upload-parts.js";
 import { checkQuarantine, getFlakySettings, getTestDetails, linkTicket, listFailingTests, listQuarantinedTests, listUnhealthyTests, setQuarantineSetting, updateFlakySettings } from "../../flaky/queries.js";
 import { type Operation, operation } from "../shared/operation.js";
 import { ZCreateBundleUploadRequest, ZCreateBundleUploadResponse, ZGetQuarantineConfigRequest, ZGetQuarantineConfigResponse } from "./bundle-schemas.js";
@@ -76,7 +77,8 @@ export const FLAKY_TEST_OPERATIONS: Operation[] = [
     summary: "Upload JUnit XML results of one CI job (atomic: all stored, or nothing)",
     request: ZUploadTestResultsRequest,
     response: ZUploadTestResultsResponse,
-    handle: ({ services, principal }, input) => uploadTestResults(services, principal, input),
+    // A report larger than a request may be comes in parts (`part`), stored as one upload when the last is in.
+    handle: ({ services, principal }, input) => (input.part ? uploadTestResultsPart(services, principal, { ...input, part: input.part }) : uploadTestResults(services, principal, input)),
   }),
   operation({
     operationId: "checkQuarantine",

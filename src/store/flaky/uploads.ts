@@ -40,6 +40,12 @@ export async function uploadExists(sql: Sql, id: string): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** An upload's totals by its id (null: no such upload). */
+export async function uploadTotals(sql: Sql, id: string): Promise<{ testCases: number; failures: number; infrastructureFailure: string | null } | null> {
+  const [row] = await sql.all<{ testCases: unknown; failures: unknown; infrastructureFailure: string | null }>(`SELECT "testCases", "failures", "infrastructureFailure" FROM "TestUpload" WHERE "id" = ?`, [id]);
+  return row ? { testCases: integer(row.testCases), failures: integer(row.failures), infrastructureFailure: row.infrastructureFailure ?? null } : null;
+}
+
 /** The upload's totals, and why it is an infrastructure failure (null: it is not). */
 export async function setUploadTotals(sql: Sql, uploadKey: number, totals: { testCases: number; failures: number; infrastructureFailure: string | null }): Promise<void> {
   await sql.run(`UPDATE "TestUpload" SET "testCases" = ?, "failures" = ?, "infrastructureFailure" = ? WHERE "key" = ?`, [totals.testCases, totals.failures, totals.infrastructureFailure, uploadKey]);
