@@ -57,11 +57,20 @@ export async function applyDetection(sql: Sql, settings: FlakySettings, tests: D
 }
 
 /** A test's judgment under the settings, or null when nothing about it changed. */
-function judge(test: DetectionState, flake: Flake | undefined, { runs, failures, streak, streakCommits, fixedAt, fixedAfter }: StreakRunCounts, settings: FlakySettings, now: Date): Judgment | null {
+function judge(test: DetectionState, flake: Flake | undefined, { runs, failures, streak, streakCommits, fixedAt, fixedAfter, newWay }: StreakRunCounts, settings: FlakySettings, now: Date): Judgment | null {
   const flakeAt = flake && (test.flakeAt === null || flake.at >= test.flakeAt) ? flake.at : test.flakeAt;
   const flakeReason = flakeAt === test.flakeAt ? test.flakeReason : flake!.reason;
   const verdict = classify(
-    { runs, failures, streak, streakCommits, ...(fixedAt === undefined ? {} : { fixed: { at: new Date(fixedAt), after: fixedAfter ?? 0 } }), flakeAt: flakeAt === null ? null : new Date(flakeAt), flakeReason },
+    {
+      runs,
+      failures,
+      streak,
+      streakCommits,
+      ...(fixedAt === undefined ? {} : { fixed: { at: new Date(fixedAt), after: fixedAfter ?? 0 } }),
+      ...(newWay === undefined ? {} : { newWay }),
+      flakeAt: flakeAt === null ? null : new Date(flakeAt),
+      flakeReason,
+    },
     settings,
     now,
   );

@@ -1,5 +1,5 @@
 import { backtest, regressionFailures, replayTest, type ReplayRun, type ReplayTest } from "../../src/domain/flaky/backtest.js";
-import { DEFAULT_FLAKY_SETTINGS } from "../../src/domain/flaky/detection.js";
+import { DEFAULT_FLAKY_SETTINGS, newWayOf } from "../../src/domain/flaky/detection.js";
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -125,5 +125,41 @@ describe("a policy's backtest", () => {
     // The period starts after the quarantine began: it was quarantined at the start, none started in the period.
     const replay = replayTest(t, DEFAULT_FLAKY_SETTINGS, T0 + 15 * HOUR, end(r), new Set());
     expect(replay).toMatchObject({ quarantined: true, everQuarantined: true, quarantinesStarted: 0 });
+  });
+});
+
+describe("a failing streak in a new way (newWayOf)", () => {
+  const streak = (shapes: (string | null)[]) => shapes.map((shape, i) => ({ at: 100 + i, sha: `c${i}`, shape, summary: `way ${shape}` }));
+  it("is new when every failure of the streak is in a way first failed within it, and the test failed another way before", () => {
+    expect(
+      newWayOf(
+        streak(["assert", "assert", "assert"]),
+        new Map([
+          ["timeout", 10],
+          ["assert", 100],
+        ]),
+      ),
+    ).toEqual({ runs: 3, commits: 3, summary: "way assert" });
+  });
+  it("is not when a way of the streak failed before it, when nothing failed before it, or when a way is unknown", () => {
+    expect(
+      newWayOf(
+        streak(["assert", "timeout", "assert"]),
+        new Map([
+          ["timeout", 10],
+          ["assert", 100],
+        ]),
+      ),
+    ).toBeNull();
+    expect(newWayOf(streak(["assert", "assert", "assert"]), new Map([["assert", 100]]))).toBeNull();
+    expect(
+      newWayOf(
+        streak(["assert", null, "assert"]),
+        new Map([
+          ["timeout", 10],
+          ["assert", 100],
+        ]),
+      ),
+    ).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { DAY_MS } from "../time.js";
-import { BROKEN_STREAK, classify, FIXED_PASSES, isQuarantined, type FlakySettings, type QuarantineSetting, type TestStatus } from "./detection.js";
+import { BROKEN_STREAK, classify, FIXED_PASSES, isQuarantined, NEW_WAY_STREAK, newWayOf, type FlakySettings, type QuarantineSetting, type TestStatus } from "./detection.js";
 
 /**
  * A policy's backtest (issue 25, part 3): a repository's stored results replayed, test by test,
@@ -176,14 +176,31 @@ function evidenceOf(runs: readonly ReplayRun[], start: number, end: number, flak
     counted = { runs: end - from, failures: 0 };
     for (let i = from; i < end; i++) if (runs[i]!.failed) counted.failures++;
   }
+  const newWay = failures >= NEW_WAY_STREAK && passes > 0 ? newWayIn(runs, start, end) : null;
   return {
     ...counted,
+    ...(newWay ? { newWay } : {}),
     streak: streaks.streak,
     streakCommits: streaks.streakCommits,
     ...(streaks.fixedAt === undefined ? {} : { fixed: { at: new Date(streaks.fixedAt), after: streaks.fixedAfter! } }),
     flakeAt: flakeAt === null ? null : new Date(flakeAt),
     flakeReason: "failed and passed on the same code",
   };
+}
+
+/** The failing streak now in runs [start, end) when it fails a new way, as store/flaky/tests.ts findNewWayStreaks finds it. */
+function newWayIn(runs: readonly ReplayRun[], start: number, end: number) {
+  let lastPass = Number.NEGATIVE_INFINITY;
+  for (let i = start; i < end; i++) if (!runs[i]!.pr && runs[i]!.passed) lastPass = Math.max(lastPass, runs[i]!.at);
+  const streak: { at: number; sha: string; shape: string | null; summary: string | null }[] = [];
+  const firstFailedAt = new Map<string, number>();
+  for (let i = start; i < end; i++) {
+    const run = runs[i]!;
+    if (run.failed && run.shape !== null && !firstFailedAt.has(run.shape)) firstFailedAt.set(run.shape, run.at);
+    if (!run.pr && run.failed && !run.passed && run.at > lastPass) streak.push({ at: run.at, sha: run.sha, shape: run.shape, summary: null });
+  }
+  if (streak.length < NEW_WAY_STREAK || new Set(streak.map((r) => r.sha)).size < 2) return null;
+  return newWayOf(streak, firstFailedAt);
 }
 
 /**

@@ -57,6 +57,13 @@ export type Evidence = {
    * it has run since the fix).
    */
   fixed?: { at: Date; after: number };
+  /**
+   * Its failing streak now (failed runs off pull requests since its latest passing one) when
+   * every failure of it is in a way (failures.ts `shape`) the test first failed in within the
+   * streak, and the test had failed another way before it (both within the window): the runs,
+   * their commits, and the latest failure's summary.
+   */
+  newWay?: { runs: number; commits: number; summary: string };
   /** The latest pass-on-retry evidence: a failure and a pass on one commit, or within one run. */
   flakeAt: Date | null;
   flakeReason: string | null;
@@ -76,6 +83,28 @@ const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
  * likelier. It is then broken, its failures counted, until it passes.
  */
 export const BROKEN_STREAK = 8;
+
+/**
+ * Failed runs in a row, off pull requests and on more than one commit, after which a test that
+ * fails in a way it had not failed before — and had failed another way before — is broken (issue
+ * 25: a flaky test that broke was quarantined, as flaky, until BROKEN_STREAK runs made it broken).
+ * A flaky test fails its own ways again and again; one that starts failing every run a new way
+ * has a regression. Three in a row rather than eight: the new way is the evidence the count
+ * stands in for otherwise.
+ */
+export const NEW_WAY_STREAK = 3;
+
+/** A failing streak's new way: every failure in a shape first failed in within it, and some other shape failed in before it (null: not so). */
+export function newWayOf(
+  streak: readonly { at: number; sha: string; shape: string | null; summary: string | null }[],
+  firstFailedAt: ReadonlyMap<string, number>,
+): { runs: number; commits: number; summary: string } | null {
+  const start = streak[0]!.at;
+  const shapes = new Set(streak.map((r) => r.shape));
+  if ([...shapes].some((shape) => shape === null || (firstFailedAt.get(shape) ?? start) < start)) return null;
+  if (![...firstFailedAt].some(([shape, first]) => first < start && !shapes.has(shape))) return null;
+  return { runs: streak.length, commits: new Set(streak.map((r) => r.sha)).size, summary: streak.at(-1)!.summary ?? "" };
+}
 
 /**
  * Passing runs in a row, off pull requests, after a broken streak, that make it a fix: the
@@ -109,6 +138,14 @@ export function classify(evidence: Evidence, settings: FlakySettings, now: Date)
   const streak = evidence.streak ?? 0;
   if (streak >= BROKEN_STREAK && (evidence.streakCommits ?? 0) >= 2) {
     return { status: "broken", reason: `failed its last ${streak} runs, on ${evidence.streakCommits} commits, none passing since (broken at ≥ ${BROKEN_STREAK} failed runs in a row on more than one commit)` };
+  }
+  // A test that failed one way (a flake) and now fails every run another way has a regression.
+  const newWay = evidence.newWay;
+  if (newWay && newWay.runs >= NEW_WAY_STREAK && newWay.commits >= 2) {
+    return {
+      status: "broken",
+      reason: `failed its last ${newWay.runs} runs, on ${newWay.commits} commits, in a way it had not failed before (${newWay.summary || "no message"}), none passing since (broken at ≥ ${NEW_WAY_STREAK} such runs in a row on more than one commit)`,
+    };
   }
   // Pass-on-retry evidence from before a fix is evidence about the code before it, as its failures are.
   const flakeAt = evidence.flakeAt && (!evidence.fixed || evidence.flakeAt.getTime() >= evidence.fixed.at.getTime()) ? evidence.flakeAt : null;

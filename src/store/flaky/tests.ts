@@ -1,4 +1,4 @@
-import { BROKEN_STREAK, FIXED_PASSES, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
+import { BROKEN_STREAK, FIXED_PASSES, NEW_WAY_STREAK, newWayOf, ZFlakySettings, type FlakySettings, type QuarantineSetting, type TestStatus } from "../../domain/flaky/detection.js";
 import type { DetectionState } from "../../domain/flaky/test-case.js";
 import type { Sql } from "../sql.js";
 import { boolean, integer, integerOrNull, quarantineSetting, testStatus } from "./rows.js";
@@ -132,6 +132,8 @@ export type StreakRunCounts = {
    */
   fixedAt?: number;
   fixedAfter?: number;
+  /** Its failing streak now, when it fails a new way (detection.ts Evidence.newWay). */
+  newWay?: { runs: number; commits: number; summary: string };
 };
 
 /**
@@ -154,7 +156,70 @@ export async function countRunsSince(sql: Sql, keys: readonly number[], since: n
     const [after] = await countRuns(sql, [k], streaks.fixedAt);
     counts.set(k, { ...counts.get(k)!, runs: after?.runs ?? 0, failures: after?.failures ?? 0 });
   }
+  const newWayKeys = rows.filter((row) => row.failures >= NEW_WAY_STREAK && row.passes > 0).map((row) => row.k);
+  for (const [k, newWay] of await findNewWayStreaks(sql, newWayKeys, since)) counts.set(k, { ...counts.get(k)!, newWay });
   return counts;
+}
+
+/**
+ * The tests among `keys` whose failing streak now — failed runs (no attempt passing) off pull
+ * requests after their latest passing run off pull requests, in [since, now] — is of
+ * NEW_WAY_STREAK runs or more on more than one commit, every failure of it in a way (shape) the
+ * test first failed in within the streak, when the test failed another way before the streak
+ * (failures of any run since `since`; uploads judged an infrastructure failure left out). Two
+ * statements: the streaks, then, for the few long enough, the first failure of each way.
+ */
+async function findNewWayStreaks(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, { runs: number; commits: number; summary: string }>> {
+  if (keys.length === 0) return new Map();
+  const [inPassKeys, passKeysParam] = sql.anyOf(`r."testCaseKey"`, keys);
+  const [inKeys, keysParam] = sql.anyOf(`r."testCaseKey"`, keys);
+  const failed = await sql.all<{ k: unknown; at: unknown; sha: string; shape: string | null; summary: string | null }>(
+    `WITH "lastPass" AS (
+        SELECT r."testCaseKey" AS k, MAX(r."at") AS at FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
+         WHERE ${inPassKeys} AND r."at" >= ? AND r."passed" = ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
+         GROUP BY r."testCaseKey"
+      )
+      SELECT r."testCaseKey" AS k, r."at" AS at, u."commitSha" AS sha, s."shape" AS shape, s."summary" AS summary
+        FROM "TestResult" r JOIN "TestUpload" u ON u."key" = r."uploadKey"
+        LEFT JOIN "lastPass" p ON p.k = r."testCaseKey"
+        LEFT JOIN "TestFailure" f ON f."repositoryId" = u."repositoryId" AND f."at" = r."at" AND f."testCaseKey" = r."testCaseKey" AND f."uploadKey" = r."uploadKey"
+        LEFT JOIN "FailureSignature" s ON s."testCaseKey" = f."testCaseKey" AND s."signature" = f."signature"
+       WHERE ${inKeys} AND r."at" >= ? AND r."failed" = ? AND r."passed" = ? AND u."infrastructureFailure" IS NULL AND u."prNumber" IS NULL
+         AND (p.at IS NULL OR r."at" > p.at)
+       ORDER BY r."testCaseKey", r."at"`,
+    [passKeysParam, since, true, keysParam, since, true, false],
+  );
+  const streaks = new Map<number, { at: number; sha: string; shape: string | null; summary: string | null }[]>();
+  for (const row of failed) {
+    const k = integer(row.k);
+    if (!streaks.has(k)) streaks.set(k, []);
+    streaks.get(k)!.push({ at: integer(row.at), sha: row.sha, shape: row.shape ?? null, summary: row.summary ?? null });
+  }
+  const long = [...streaks].filter(([, runs]) => runs.length >= NEW_WAY_STREAK && new Set(runs.map((r) => r.sha)).size >= 2 && runs.every((r) => r.shape !== null));
+  if (long.length === 0) return new Map();
+  const [inLongKeys, longKeysParam] = sql.anyOf(
+    `f."testCaseKey"`,
+    long.map(([k]) => k),
+  );
+  const firsts = await sql.all<{ k: unknown; shape: string; first: unknown }>(
+    `SELECT f."testCaseKey" AS k, s."shape" AS shape, MIN(f."at") AS first
+       FROM "TestFailure" f JOIN "TestUpload" u ON u."key" = f."uploadKey" JOIN "FailureSignature" s ON s."testCaseKey" = f."testCaseKey" AND s."signature" = f."signature"
+      WHERE ${inLongKeys} AND f."at" >= ? AND u."infrastructureFailure" IS NULL AND s."shape" IS NOT NULL
+      GROUP BY f."testCaseKey", s."shape"`,
+    [longKeysParam, since],
+  );
+  const firstOf = new Map<number, Map<string, number>>();
+  for (const row of firsts) {
+    const k = integer(row.k);
+    if (!firstOf.has(k)) firstOf.set(k, new Map());
+    firstOf.get(k)!.set(row.shape, integer(row.first));
+  }
+  const found = new Map<number, { runs: number; commits: number; summary: string }>();
+  for (const [k, runs] of long) {
+    const verdict = newWayOf(runs, firstOf.get(k) ?? new Map());
+    if (verdict) found.set(k, verdict);
+  }
+  return found;
 }
 
 async function countRuns(sql: Sql, keys: readonly number[], since: number): Promise<{ k: number; runs: number; failures: number; passes: number }[]> {
