@@ -186,6 +186,38 @@ describe("the issue's reports", () => {
     expect(again.signature).toBe(failures[0]!.signature);
   });
 
+  test.each([
+    ["jest", "thrown: Exceeded timeout of 5000 ms for a test.", "Error"],
+    ["go test", "panic: test timed out after 30s", ""],
+    ["JUnit 5", "execution timed out after 1500 ms", "org.junit.jupiter.api.AssertTimeout$TimeoutFailedException"],
+    ["pytest on its own server", "requests.exceptions.ReadTimeout: HTTPConnectionPool(host='localhost', port=8042): Read timed out. (read timeout=5)", "requests.exceptions.ReadTimeout"],
+  ])("6 tests in 3 files timing out together (%s) ran on a slow runner: their timing, no infrastructure failure; 6 connections refused are one", (_, message, type) => {
+    const files = ["a", "b", "c", "a", "b", "c"];
+    const timeouts = files.map((f, i) => readFailure({ message, type, text: `${message}\n    at ${f}.test.ts:${10 + i}`, file: `${f}.test.ts`, classname: f }));
+    expect(timeouts.every((f) => f.testTimeout && f.kind === "error")).toBe(true);
+    expect(
+      infrastructureFailure(
+        40,
+        timeouts.map((f, i) => uploadFailure({ file: `${files[i]}.test.ts`, classname: "", name: `t${i}`, parent: "" }, f)),
+      ),
+    ).toBeNull();
+    // Most of the job's tests timing out is the runner's, still.
+    expect(
+      infrastructureFailure(
+        10,
+        timeouts.map((f, i) => uploadFailure({ file: `${files[i]}.test.ts`, classname: "", name: `t${i}`, parent: "" }, f)),
+      ),
+    ).toMatch(/^6 of 10 tests failed/);
+    const refused = files.map((f) => readFailure({ message: "Error: connect ECONNREFUSED 10.0.0.7:5432", type: "Error", text: "", file: `${f}.test.ts`, classname: f }));
+    expect(refused.some((f) => f.testTimeout)).toBe(false);
+    expect(
+      infrastructureFailure(
+        40,
+        refused.map((f, i) => uploadFailure({ file: `${files[i]}.test.ts`, classname: "", name: `t${i}`, parent: "" }, f)),
+      ),
+    ).not.toBeNull();
+  });
+
   test("6 pytest failures in 3 modules, all assert 1 == 2: no infrastructure failure; one signature per place", () => {
     const reports = six((module, i) => pytest(module, 10 + i), ["tests/test_a.py", "tests/test_b.py", "tests/test_c.py"]);
     const failures = reports.map(readFailure);

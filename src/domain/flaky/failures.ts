@@ -102,8 +102,19 @@ export type FailureReport = {
  */
 export type FailureKind = "assertion" | "infrastructure" | "error";
 
+/**
+ * A test's own timeout: the test framework's limit on one test (Jest, Mocha, Go's -timeout,
+ * JUnit 4 and 5, pytest-timeout), or a request to the test's own server on this machine timing
+ * out. Slow code or a slow runner: the test's timing, not an outage (infrastructure.ts does not
+ * read one shared by several tests as one incident).
+ */
+const TEST_TIMEOUT =
+  /\bExceeded timeout of \d+ ?ms\b|\btest timed out after\b|\bTimeout of \d+ ?ms exceeded\b|\bexecution timed out after\b|\bTestTimedOutException\b|\bTimeoutFailedException\b|\bFailed: Timeout >|\bReadTimeout\b[\s\S]*\bhost='(?:localhost|127\.0\.0\.1)'/i;
+
 export type Failure = {
   kind: FailureKind;
+  /** The test's own timeout (TEST_TIMEOUT), not an assertion nor an infrastructure failure. */
+  testTimeout: boolean;
   /** For an infrastructure failure: the name of the pattern it matched. */
   pattern: string | null;
   /** The error's type (an exception class), "" when the report does not say. */
@@ -358,5 +369,6 @@ export function readFailure(report: FailureReport): Failure {
       .filter((l) => l !== "")
       .join(" | ")}\n${frame ? basename(frame.path) : ""}`,
   );
-  return { kind: assertion ? "assertion" : known ? "infrastructure" : "error", pattern: known?.name ?? null, type, body, frame: where, what, summary, signature, shape };
+  const kind = assertion ? "assertion" : known ? "infrastructure" : "error";
+  return { kind, testTimeout: kind === "error" && TEST_TIMEOUT.test(searched), pattern: known?.name ?? null, type, body, frame: where, what, summary, signature, shape };
 }

@@ -12,7 +12,8 @@ import type { Failure } from "./failures.js";
  * - one failure across unrelated tests: at least `sharedTests` (5) failed tests, in at least
  *   `sharedFiles` (3) different files (their classname when a report names no file), failed with
  *   one failure (its type and normalized message, wherever in each test it happened). Failures
- *   without a message share nothing and never count;
+ *   without a message share nothing and never count, nor do the tests' own timeouts (failures.ts
+ *   TEST_TIMEOUT: tests timing out together ran on a slow runner, which is their timing);
  * - a known infrastructure failure: at least `patternShare` (half) of the upload's failed tests
  *   failed with one of INFRASTRUCTURE_PATTERNS (connection refused, no space left, out of
  *   memory, DNS, network and registry timeouts, a lost runner) and did not pass on a retry
@@ -28,7 +29,7 @@ export const INFRASTRUCTURE_RULES = { minTests: 10, failedShare: 0.5, sharedTest
  * infrastructure pattern it matched, and whether it passed on a retry within the upload (all
  * unsaid: none).
  */
-export type UploadFailure = { file: string; summary: string; assertion?: boolean; infrastructure?: string | null; passedOnRetry?: boolean };
+export type UploadFailure = { file: string; summary: string; assertion?: boolean; testTimeout?: boolean; infrastructure?: string | null; passedOnRetry?: boolean };
 
 /** The summary written for a failure that had no message (ingest): shared by unrelated failures, yet no signature. */
 export const NO_FAILURE_MESSAGE = "(no failure message)";
@@ -41,7 +42,7 @@ export const NO_FAILURE_MESSAGE = "(no failure message)";
  */
 export function uploadFailure(test: { file: string; classname: string; name: string; parent: string }, failure: Failure): UploadFailure {
   const file = test.file || (test.classname === test.name && test.parent !== "" ? test.parent : test.classname);
-  return { file, summary: failure.what || NO_FAILURE_MESSAGE, assertion: failure.kind === "assertion", infrastructure: failure.pattern };
+  return { file, summary: failure.what || NO_FAILURE_MESSAGE, assertion: failure.kind === "assertion", testTimeout: failure.testTimeout, infrastructure: failure.pattern };
 }
 
 const percent = (x: number) => `${Math.round(x * 1000) / 10}%`;
@@ -58,7 +59,8 @@ export function infrastructureFailure(tests: number, failures: readonly UploadFa
   }
   const bySummary = new Map<string, { tests: number; files: Set<string> }>();
   for (const f of errors) {
-    if (f.summary === NO_FAILURE_MESSAGE || f.summary === "") continue;
+    // Tests timing out together on one job ran on a slow runner: their timing, as a timing-dependent test's (issue 25).
+    if (f.summary === NO_FAILURE_MESSAGE || f.summary === "" || f.testTimeout) continue;
     let group = bySummary.get(f.summary);
     if (!group) bySummary.set(f.summary, (group = { tests: 0, files: new Set() }));
     group.tests++;
