@@ -409,5 +409,5 @@ async function detect(sql: Sql, u: Upload, uploadKey: number, runs: Runs, run: L
   for (const { key } of await findWatchedTests(sql, u.repositoryId)) if (flagsOf(key) !== 0) candidates.add(key);
   if (candidates.size === 0) return;
   const tests = await findDetectionStates(sql, [...candidates]);
-  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), tests, flakes, u.now, u.repositoryId);
+  await applyDetection(sql, await loadFlakySettings(sql, u.repositoryId), tests, flakes, u.now, u.repositoryId, new Set(failedOnly));
 }

@@ -30,15 +30,21 @@ export type Flake = { at: number; reason: string };
 
 /**
  * Re-judges tests: counts their runs and failures in the settings' window, applies the rules
- * of detection.ts with any new pass-on-retry evidence, and writes what changed — status with
+ * of detection.ts with any new pass-on-retry evidence (`failedNow`: the tests that failed in the
+ * upload being judged, when it is one), and writes what changed — status with
  * its reason and time, the evidence, and quarantine with its time. Answers how many changed.
  */
-export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date, repositoryId: string): Promise<number> {
+export async function applyDetection(sql: Sql, settings: FlakySettings, tests: DetectionState[], flakes: Map<number, Flake>, now: Date, repositoryId: string, failedNow?: ReadonlySet<number>): Promise<number> {
   if (tests.length === 0) return 0;
+  // An upload's re-judging looks for a streak in a new way only where it can have begun or
+  // grown (a test failing in it) or holds (a broken test): one that passed ended its streak, and
+  // one absent from the upload has the streak it had. The periodic refresh looks at every test.
+  const broken = new Set(tests.filter((t) => t.status === "broken").map((t) => t.key));
   const stats = await countRunsSince(
     sql,
     tests.map((t) => t.key),
     now.getTime() - settings.windowDays * DAY_MS,
+    failedNow && ((key) => failedNow.has(key) || broken.has(key)),
   );
   let changed = 0;
   const events: TestChange[] = [];

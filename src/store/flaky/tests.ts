@@ -144,7 +144,7 @@ export type StreakRunCounts = {
  * branched before a break still passes, and says nothing of the code as it is now. A broken
  * streak that was fixed moves the start of `runs` and `failures` to the pass that ended it.
  */
-export async function countRunsSince(sql: Sql, keys: readonly number[], since: number): Promise<Map<number, StreakRunCounts>> {
+export async function countRunsSince(sql: Sql, keys: readonly number[], since: number, newWayOnly?: (key: number) => boolean): Promise<Map<number, StreakRunCounts>> {
   const rows = await countRuns(sql, keys, since);
   // The streaks decide only for tests that failed often enough and had a passing attempt (one
   // that failed then passed on a retry counts: a test that flaked, then broke): counted for those only.
@@ -156,7 +156,7 @@ export async function countRunsSince(sql: Sql, keys: readonly number[], since: n
     const [after] = await countRuns(sql, [k], streaks.fixedAt);
     counts.set(k, { ...counts.get(k)!, runs: after?.runs ?? 0, failures: after?.failures ?? 0 });
   }
-  const newWayKeys = rows.filter((row) => row.failures >= NEW_WAY_STREAK && row.passes > 0).map((row) => row.k);
+  const newWayKeys = rows.filter((row) => row.failures >= NEW_WAY_STREAK && row.passes > 0 && (newWayOnly?.(row.k) ?? true)).map((row) => row.k);
   for (const [k, newWay] of await findNewWayStreaks(sql, newWayKeys, since)) counts.set(k, { ...counts.get(k)!, newWay });
   return counts;
 }
