@@ -2,7 +2,7 @@ import type { Principal } from "../auth/tokens.js";
 import type { RepoRef } from "../ports/code-host.js";
 import { invalidArgument } from "../app/errors.js";
 import type { Services } from "../app/services.js";
-import { backtest, type Backtest, type BacktestTest, type PolicyOutcome } from "../domain/flaky/backtest.js";
+import { backtest, type Backtest, type BacktestTest, type PolicyOutcome, replayPair } from "../domain/flaky/backtest.js";
 import { DEFAULT_FLAKY_SETTINGS, ZFlakySettings, type FlakySettings } from "../domain/flaky/detection.js";
 import { DAY_MS } from "../domain/time.js";
 import { loadReplayTests } from "../store/flaky-store.js";
@@ -29,7 +29,13 @@ export async function backtestFlakyPolicy(services: Services, principal: Princip
   // The evidence at the period's start reaches back a window (rates, streaks) or a recovery (pass-on-retry).
   const reach = Math.max(current.windowDays, proposed.windowDays, current.recoveryDays, proposed.recoveryDays) * DAY_MS;
   const tests = repo ? await services.db.sqlRead((sql) => loadReplayTests(sql, repo.id, from - reach, end)) : [];
-  const result = backtest(tests, current, proposed, from, end);
+  // Test by test, other requests served in between: a large repository's replay must not hold the process.
+  const replayed = new Map<number, ReturnType<typeof replayPair>>();
+  for (const test of tests) {
+    replayed.set(test.key, replayPair(test, current, proposed, from, end));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const result = backtest(tests, current, proposed, from, end, replayed);
   return { answer: answerOf(result, current, proposed, from, end), result };
 }
 

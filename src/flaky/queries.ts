@@ -405,7 +405,7 @@ export async function updateFlakySettings(services: Services, principal: Princip
       if (owned.length > 0) {
         throw new AppError(
           "invalid_argument",
-          `settings set by the repository's ${CONFIG_FILE} are changed there`,
+          `${owned.map((name) => `settings.${name}`).join(", ")}: set by the repository's ${CONFIG_FILE} on the default branch, and changed there`,
           owned.map((name) => ({ path: `settings.${name}`, message: `set by ${CONFIG_FILE} on the default branch (commit ${source.fileSha!.slice(0, 12)}): change it in the file` })),
         );
       }

@@ -17,6 +17,7 @@ function runs(pattern: string, options: { start?: number; spacing?: number; queu
     passed: c !== "F",
     queueRun: options.queueRun?.(i) ?? null,
     shape: c === "P" ? null : (options.shape ?? "Error: boom"),
+    receivedAt: start + i * spacing,
   }));
 }
 
@@ -117,6 +118,33 @@ describe("a policy's backtest", () => {
     expect(result.ejectionsAvoided).toBe(excused.filter((i) => i !== 18).length);
     expect(result.ejectionsAdded).toBe(0);
     expect(result.proposed.queueRunsExcused).toBe(result.ejectionsAvoided);
+  });
+
+  it("a report's own clock behind the service's changes nothing: quarantine and first failures are on the service's clock", () => {
+    const r = runs("PPFPFPPFFPPFPPFPFPPF");
+    // The service received each report 10 minutes after its timestamp; the failure mode was first received with the first failure.
+    const late = r.map((run) => ({ ...run, receivedAt: run.at + 10 * 60_000 }));
+    const firstReceived = new Map([["Error: boom", late[2]!.receivedAt]]);
+    const onTime = replayTest(test(1, r, { shapeFirstAt: new Map([["Error: boom", r[2]!.at]]) }), DEFAULT_FLAKY_SETTINGS, T0, end(r), new Set());
+    const delayed = replayTest(test(1, late, { shapeFirstAt: firstReceived }), DEFAULT_FLAKY_SETTINGS, T0, end(r), new Set());
+    expect(delayed.excused.length).toBeGreaterThan(0);
+    expect(delayed.excused).toEqual(onTime.excused);
+  });
+
+  it("a quarantine carried into the period and released in it counts as quarantined in it", () => {
+    const r = [...runs("PPPR"), ...runs("PPPPP", { start: T0 + 9 * DAY }).map((run) => ({ ...run, sha: `later-${run.sha}` }))];
+    const result = backtest([test(1, r)], DEFAULT_FLAKY_SETTINGS, { ...DEFAULT_FLAKY_SETTINGS, autoQuarantine: false }, T0 + 8 * DAY, end(r));
+    expect(result.replays.get(1)!.current).toMatchObject({ releases: 1, everQuarantined: true });
+    expect(result.current.testsEverQuarantined).toBe(1);
+    expect(result.noLongerQuarantined.map((t) => t.name)).toEqual(["t1"]);
+  });
+
+  it("a queue run whose job was run again, and passed, was not failed by the test", () => {
+    const r = runs("PPFPFPPFFPPFPPFPFPPF", { queueRun: (i) => `q${i}` });
+    // Run 7's job was run again and the test passed: another upload of queue run q7.
+    r.splice(8, 0, { ...r[7]!, at: r[7]!.at + 60_000, receivedAt: r[7]!.receivedAt + 60_000, failed: false, passed: true, shape: null, sha: r[7]!.sha });
+    const result = backtest([test(1, r)], { ...DEFAULT_FLAKY_SETTINGS, autoQuarantine: false }, DEFAULT_FLAKY_SETTINGS, T0, end(r));
+    expect(result.current.queueRunsFailed).toBe(7);
   });
 
   it("counts only what happened in the period: runs before it build the evidence", () => {

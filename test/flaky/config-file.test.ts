@@ -19,6 +19,7 @@ describe(".greenline.yml", () => {
     ["flakyTests:\n  flakyRate: 0.9\n  brokenRate: 0.5\n", "flakyTests.flakyRate: must not exceed brokenRate"],
     ["flakyTests:\n  ticketUrlTemplate: https://x.example/browse\n", "flakyTests.ticketUrlTemplate"],
     ["flakyTests:\n  ticketUrlTemplate: javascript:alert(1)//{id}\n", "flakyTests.ticketUrlTemplate"],
+    ['flakyTests:\n  ticketUrlTemplate: "https://t.example/{id}\\0"\n', "flakyTests.ticketUrlTemplate"],
     ["flakyTests: [1, 2\n", "not YAML"],
     ["flakyTests:\n  flakyRate: 0.2\n  flakyRate: 0.3\n", "not YAML"],
     ["- a list\n", "(the file)"],

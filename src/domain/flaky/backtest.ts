@@ -34,6 +34,8 @@ export type ReplayRun = {
   queueRun: string | null;
   /** The shape of its failure (failures.ts `shape`), when it failed and one is kept. */
   shape: string | null;
+  /** When Greenline received its upload (ms): the clock a quarantine's time and a failure's first time are on. */
+  receivedAt: number;
 };
 
 export type ReplayTest = {
@@ -47,6 +49,8 @@ export type ReplayTest = {
   runs: ReplayRun[];
   /** When it first failed each way (shape → ms), as stored: the quarantine's shape rule. */
   shapeFirstAt: ReadonlyMap<string, number>;
+  /** Some failure mode of it was stored before shapes were kept: no failure of it is new since a quarantine. */
+  unshapedFailures?: boolean;
 };
 
 /** What one policy did over the period, for one test. */
@@ -77,8 +81,9 @@ export function regressionFailures(runs: readonly ReplayRun[]): Set<number> {
     if (streak.length >= BROKEN_STREAK && new Set(streak.map((r) => r.sha)).size >= 2) spans.push([streak[0]!.at, streak.at(-1)!.at]);
     streak = [];
   };
-  for (const run of runs) {
-    if (run.pr) continue;
+  // In time order, failures before passes at one instant (as the streaks are counted).
+  const ordered = runs.filter((r) => !r.pr).sort((a, b) => a.at - b.at || Number(a.passed) - Number(b.passed));
+  for (const run of ordered) {
     if (run.passed) close();
     else if (run.failed) streak.push(run);
   }
@@ -98,16 +103,31 @@ export function replayTest(test: ReplayTest, settings: FlakySettings, from: numb
   const flakes = flakeTimes(runs);
   const out: TestReplay = { status: "healthy", quarantined: test.setting === "always", everQuarantined: false, everFlaky: false, quarantinesStarted: 0, releases: 0, excused: [], regressionsExcused: 0 };
   let quarantinedAt: number | null = null;
-  let windowStart = 0;
   let flakeAt: number | null = null;
-  const judgeAt = (upTo: number, now: number) => {
+  // The window [windowStart, upTo) and its counts, kept as it slides (a replay costs its runs, not runs × window).
+  let windowStart = 0;
+  let included = 0;
+  const window = { failures: 0, passes: 0 };
+  const judgeAt = (upTo: number, now: number, receivedAt: number, failedNow: boolean) => {
     const since = now - settings.windowDays * DAY_MS;
-    while (windowStart < upTo && runs[windowStart]!.at < since) windowStart++;
-    const verdict = classify(evidenceOf(runs, windowStart, upTo, flakeAt), settings, new Date(now));
-    const quarantined = isQuarantined(verdict.status, test.setting, settings);
+    for (; included < upTo; included++) {
+      window.failures += Number(runs[included]!.failed);
+      window.passes += Number(runs[included]!.passed);
+    }
+    for (; windowStart < upTo && runs[windowStart]!.at < since; windowStart++) {
+      window.failures -= Number(runs[windowStart]!.failed);
+      window.passes -= Number(runs[windowStart]!.passed);
+    }
     const counted = now >= from;
+    // A state carried into the period counts in it (a quarantine from before it, released in it, was in force in it).
+    if (counted && out.quarantined) out.everQuarantined = true;
+    if (counted && out.status === "flaky") out.everFlaky = true;
+    // Like the service, a streak in a new way is looked for where it can have begun or grown, or holds (status.ts applyDetection).
+    const lookForNewWay = failedNow || out.status === "broken";
+    const verdict = classify(evidenceOf(runs, windowStart, upTo, window, flakeAt, lookForNewWay), settings, new Date(now));
+    const quarantined = isQuarantined(verdict.status, test.setting, settings);
     if (quarantined && !out.quarantined) {
-      quarantinedAt = now;
+      quarantinedAt = receivedAt;
       if (counted) out.quarantinesStarted++;
     } else if (!quarantined && out.quarantined && counted) out.releases++;
     out.status = verdict.status;
@@ -121,20 +141,29 @@ export function replayTest(test: ReplayTest, settings: FlakySettings, from: numb
     if (flakes[i] !== null && (flakeAt === null || flakes[i]! > flakeAt)) flakeAt = flakes[i]!;
     // The runs at one instant are one upload's: judged together, after the last of them.
     if (i + 1 < runs.length && runs[i + 1]!.at === run.at) continue;
-    judgeAt(i + 1, run.at);
+    let failedNow = false;
+    let evidenceNow = false;
+    for (let j = i; j >= 0 && runs[j]!.at === run.at; j--) {
+      failedNow ||= runs[j]!.failed && !runs[j]!.passed;
+      evidenceNow ||= runs[j]!.failed || flakes[j] !== null;
+    }
+    // The service re-judges a test at an upload only when it failed in it, brought pass-on-retry
+    // evidence, or was already flaky, broken or quarantined (ingest.ts detect): so does the replay.
+    if (evidenceNow || out.status !== "healthy" || out.quarantined) judgeAt(i + 1, run.at, run.receivedAt, failedNow);
     for (let j = i; j >= 0 && runs[j]!.at === run.at; j--) {
       const r = runs[j]!;
       if (r.at < from || !r.failed || r.passed || !out.quarantined) continue;
       // Detection's quarantine covers the ways the test had failed when it began (verdict.ts isNewSinceQuarantine).
       const firstAt = r.shape === null ? undefined : test.shapeFirstAt.get(r.shape);
-      const newWay = test.setting !== "always" && quarantinedAt !== null && firstAt !== undefined && firstAt > quarantinedAt;
+      const newWay = test.setting !== "always" && !test.unshapedFailures && quarantinedAt !== null && firstAt !== undefined && firstAt > quarantinedAt;
       if (newWay) continue;
       out.excused.push(j);
       if (regressions.has(r.at)) out.regressionsExcused++;
     }
   }
+  // At the end, as the periodic refresh does: the tests flaky, broken or quarantined.
   const last = runs.findLastIndex((r) => r.at <= end);
-  judgeAt(last + 1, end);
+  if (out.status !== "healthy" || out.quarantined) judgeAt(last + 1, end, end, false);
   if (out.quarantined && end >= from) out.everQuarantined = true;
   return out;
 }
@@ -161,13 +190,8 @@ function flakeTimes(runs: readonly ReplayRun[]): (number | null)[] {
 }
 
 /** The evidence detection counts from runs [start, end) (the window), as store/flaky/tests.ts countRunsSince does. */
-function evidenceOf(runs: readonly ReplayRun[], start: number, end: number, flakeAt: number | null) {
-  let failures = 0;
-  let passes = 0;
-  for (let i = start; i < end; i++) {
-    if (runs[i]!.failed) failures++;
-    if (runs[i]!.passed) passes++;
-  }
+function evidenceOf(runs: readonly ReplayRun[], start: number, end: number, window: { failures: number; passes: number }, flakeAt: number | null, lookForNewWay: boolean) {
+  const { failures, passes } = window;
   const streaks = failures >= BROKEN_STREAK && passes > 0 ? streaksOf(runs, start, end) : { streak: 0, streakCommits: 0 };
   let counted = { runs: end - start, failures };
   if (streaks.fixedAt !== undefined) {
@@ -176,7 +200,7 @@ function evidenceOf(runs: readonly ReplayRun[], start: number, end: number, flak
     counted = { runs: end - from, failures: 0 };
     for (let i = from; i < end; i++) if (runs[i]!.failed) counted.failures++;
   }
-  const newWay = failures >= NEW_WAY_STREAK && passes > 0 ? newWayIn(runs, start, end) : null;
+  const newWay = lookForNewWay && failures >= NEW_WAY_STREAK && passes > 0 ? newWayIn(runs, start, end) : null;
   return {
     ...counted,
     ...(newWay ? { newWay } : {}),
@@ -210,9 +234,12 @@ function newWayIn(runs: readonly ReplayRun[], start: number, end: number) {
  */
 function streaksOf(runs: readonly ReplayRun[], start: number, end: number): { streak: number; streakCommits: number; fixedAt?: number; fixedAfter?: number } {
   type Island = { fails: number; shas: Set<string>; startAt: number };
-  const valid = runs.slice(start, end).filter((r) => !r.pr);
-  // Within one instant, failures before passes (the SQL orders by time, then pass).
-  valid.sort((a, b) => a.at - b.at || Number(a.passed) - Number(b.passed));
+  const valid: ReplayRun[] = [];
+  for (let i = start; i < end; i++) if (!runs[i]!.pr) valid.push(runs[i]!);
+  // Within one instant, failures before passes (the SQL orders by time, then pass); the runs are in time order already.
+  for (let i = 1; i < valid.length; i++) {
+    for (let j = i; j > 0 && valid[j - 1]!.at === valid[j]!.at && valid[j - 1]!.passed && !valid[j]!.passed; j--) [valid[j - 1], valid[j]] = [valid[j]!, valid[j - 1]!];
+  }
   const islands: Island[] = [];
   for (const run of valid) {
     if (run.passed || islands.length === 0) islands.push({ fails: 0, shas: new Set(), startAt: run.at });
@@ -283,14 +310,20 @@ export type Backtest = {
  * and unquarantined but for a person's quarantine, under any settings) with its runs from before
  * `from` as far back as the longer window or recovery of the two policies reaches.
  */
-export function backtest(tests: readonly ReplayTest[], current: FlakySettings, proposed: FlakySettings, from: number, end: number): Backtest {
+export function backtest(
+  tests: readonly ReplayTest[],
+  current: FlakySettings,
+  proposed: FlakySettings,
+  from: number,
+  end: number,
+  replayed?: ReadonlyMap<number, { current: TestReplay; proposed: TestReplay }>,
+): Backtest {
   const replays = new Map<number, { test: BacktestTest; current: TestReplay; proposed: TestReplay }>();
   const failedRuns = new Map<string, { current: boolean; proposed: boolean }>();
   const result: Backtest = { current: outcome(), proposed: outcome(), newlyQuarantined: [], noLongerQuarantined: [], ejectionsAvoided: 0, ejectionsAdded: 0, regressionsHidden: [], replays };
   for (const test of tests) {
-    const regressions = regressionFailures(test.runs);
     const name: BacktestTest = { key: test.key, id: test.id, name: test.name, variant: test.variant };
-    const pair = { test: name, current: replayTest(test, current, from, end, regressions), proposed: replayTest(test, proposed, from, end, regressions) };
+    const pair = { test: name, ...(replayed?.get(test.key) ?? replayPair(test, current, proposed, from, end)) };
     replays.set(test.key, pair);
     for (const side of ["current", "proposed"] as const) {
       const replay = pair[side];
@@ -310,8 +343,10 @@ export function backtest(tests: readonly ReplayTest[], current: FlakySettings, p
     if (pair.proposed.regressionsExcused > pair.current.regressionsExcused) result.regressionsHidden.push(name);
     // A queue run is ejected unless quarantine excused every failure in it (a failure that passed on a retry in the run is no failure).
     const excused = { current: new Set(pair.current.excused), proposed: new Set(pair.proposed.excused) };
+    // A job of a queue run run again is another upload of that run: a test that passed in one of them did not fail the run.
+    const passedIn = new Set(test.runs.filter((r) => r.queueRun !== null && r.passed).map((r) => r.queueRun));
     test.runs.forEach((run, i) => {
-      if (run.queueRun === null || run.at < from || run.at > end || !run.failed || run.passed) return;
+      if (run.queueRun === null || run.at < from || run.at > end || !run.failed || run.passed || passedIn.has(run.queueRun)) return;
       const seen = failedRuns.get(run.queueRun) ?? { current: true, proposed: true };
       failedRuns.set(run.queueRun, { current: seen.current && excused.current.has(i), proposed: seen.proposed && excused.proposed.has(i) });
     });
@@ -340,3 +375,9 @@ const outcome = (): PolicyOutcome => ({
   regressionsExcused: 0,
   regressionTests: 0,
 });
+
+/** One test replayed under both policies (the app replays test by test, letting other work in between). */
+export function replayPair(test: ReplayTest, current: FlakySettings, proposed: FlakySettings, from: number, end: number): { current: TestReplay; proposed: TestReplay } {
+  const regressions = regressionFailures(test.runs);
+  return { current: replayTest(test, current, from, end, regressions), proposed: replayTest(test, proposed, from, end, regressions) };
+}
