@@ -3849,19 +3849,15 @@ function scan(xml) {
   while (i < xml.length) {
     const lt = xml.indexOf("<", i);
     if (lt === -1) break;
+    const opaque = opaqueEnd(xml, lt);
     if (xml.startsWith("<?", lt)) {
       const end = xml.indexOf("?>", lt);
       if (end === -1) return null;
       if (stack.length === 0 && units.length === 0) prolog += xml.slice(lt, end + 2);
       i = end + 2;
-    } else if (xml.startsWith("<!--", lt)) {
-      const end = xml.indexOf("-->", lt);
-      if (end === -1) return null;
-      i = end + 3;
-    } else if (xml.startsWith("<![CDATA[", lt)) {
-      const end = xml.indexOf("]]>", lt);
-      if (end === -1) return null;
-      i = end + 3;
+    } else if (opaque !== null) {
+      if (opaque === -1) return null;
+      i = opaque;
     } else if (xml.startsWith("<!", lt)) {
       return null;
     } else if (xml.startsWith("</", lt)) {
@@ -3927,18 +3923,10 @@ function closeOf(xml, from, name) {
   while (i < xml.length) {
     const lt = xml.indexOf("<", i);
     if (lt === -1) return -1;
-    if (xml.startsWith("<!--", lt)) {
-      const end = xml.indexOf("-->", lt);
-      if (end === -1) return -1;
-      i = end + 3;
-    } else if (xml.startsWith("<![CDATA[", lt)) {
-      const end = xml.indexOf("]]>", lt);
-      if (end === -1) return -1;
-      i = end + 3;
-    } else if (xml.startsWith("<?", lt)) {
-      const end = xml.indexOf("?>", lt);
-      if (end === -1) return -1;
-      i = end + 2;
+    const opaque = opaqueEnd(xml, lt) ?? (xml.startsWith("<?", lt) ? afterClose(xml, lt, "?>") : null);
+    if (opaque !== null) {
+      if (opaque === -1) return -1;
+      i = opaque;
     } else if (xml.startsWith("</", lt)) {
       const end = xml.indexOf(">", lt);
       if (end === -1) return -1;
@@ -3952,6 +3940,15 @@ function closeOf(xml, from, name) {
     }
   }
   return -1;
+}
+function afterClose(xml, lt, close) {
+  const end = xml.indexOf(close, lt);
+  return end === -1 ? -1 : end + close.length;
+}
+function opaqueEnd(xml, lt) {
+  if (xml.startsWith("<!--", lt)) return afterClose(xml, lt, "-->");
+  if (xml.startsWith("<![CDATA[", lt)) return afterClose(xml, lt, "]]>");
+  return null;
 }
 
 // src/cli/test-commands.ts

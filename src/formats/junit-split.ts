@@ -92,19 +92,15 @@ function scan(xml: string): { prolog: string; units: Unit[] } | null {
   while (i < xml.length) {
     const lt = xml.indexOf("<", i);
     if (lt === -1) break;
+    const opaque = opaqueEnd(xml, lt);
     if (xml.startsWith("<?", lt)) {
       const end = xml.indexOf("?>", lt);
       if (end === -1) return null;
       if (stack.length === 0 && units.length === 0) prolog += xml.slice(lt, end + 2);
       i = end + 2;
-    } else if (xml.startsWith("<!--", lt)) {
-      const end = xml.indexOf("-->", lt);
-      if (end === -1) return null;
-      i = end + 3;
-    } else if (xml.startsWith("<![CDATA[", lt)) {
-      const end = xml.indexOf("]]>", lt);
-      if (end === -1) return null;
-      i = end + 3;
+    } else if (opaque !== null) {
+      if (opaque === -1) return null;
+      i = opaque;
     } else if (xml.startsWith("<!", lt)) {
       // A DOCTYPE (entities, perhaps): not split.
       return null;
@@ -181,18 +177,10 @@ function closeOf(xml: string, from: number, name: string): number {
   while (i < xml.length) {
     const lt = xml.indexOf("<", i);
     if (lt === -1) return -1;
-    if (xml.startsWith("<!--", lt)) {
-      const end = xml.indexOf("-->", lt);
-      if (end === -1) return -1;
-      i = end + 3;
-    } else if (xml.startsWith("<![CDATA[", lt)) {
-      const end = xml.indexOf("]]>", lt);
-      if (end === -1) return -1;
-      i = end + 3;
-    } else if (xml.startsWith("<?", lt)) {
-      const end = xml.indexOf("?>", lt);
-      if (end === -1) return -1;
-      i = end + 2;
+    const opaque = opaqueEnd(xml, lt) ?? (xml.startsWith("<?", lt) ? afterClose(xml, lt, "?>") : null);
+    if (opaque !== null) {
+      if (opaque === -1) return -1;
+      i = opaque;
     } else if (xml.startsWith("</", lt)) {
       const end = xml.indexOf(">", lt);
       if (end === -1) return -1;
@@ -206,4 +194,17 @@ function closeOf(xml: string, from: number, name: string): number {
     }
   }
   return -1;
+}
+
+/** Past `close` after `lt`, or -1 when it never comes. */
+function afterClose(xml: string, lt: number, close: string): number {
+  const end = xml.indexOf(close, lt);
+  return end === -1 ? -1 : end + close.length;
+}
+
+/** Where a comment or CDATA section at `lt` ends (past it; -1 unterminated), or null when there is none at `lt`. */
+function opaqueEnd(xml: string, lt: number): number | null {
+  if (xml.startsWith("<!--", lt)) return afterClose(xml, lt, "-->");
+  if (xml.startsWith("<![CDATA[", lt)) return afterClose(xml, lt, "]]>");
+  return null;
 }

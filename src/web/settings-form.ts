@@ -108,21 +108,33 @@ ${refusal ? html`<p class="notice notice-error" id="settings-error" role="alert"
 </form>`;
 }
 
+/**
+ * A settings form's filled-in fields (trimmed; an empty one is "unchanged"), each typed by `typed`
+ * as the API takes it: a value that is not what the field expects goes as typed, for the API's
+ * schema to refuse naming it.
+ */
+export function filledFields<F extends { name: string }>(form: Record<string, unknown>, fields: readonly F[], typed: (field: F, value: string) => unknown): Record<string, unknown> {
+  const update: Record<string, unknown> = {};
+  for (const field of fields) {
+    const raw = form[field.name];
+    if (typeof raw === "string" && raw.trim() !== "") update[field.name] = typed(field, raw.trim());
+  }
+  return update;
+}
+
+/** A form's number, as a number when it reads as one. */
+export const numberOrText = (value: string): unknown => (/^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value);
+
 /** The fields the operator changed, typed as updateQueue takes them (the API's schema then validates them). */
 export function settingsUpdate(form: Record<string, unknown>): Record<string, unknown> {
-  const update: Record<string, unknown> = {};
-  for (const field of SETTING_FIELDS) {
-    const raw = form[field.name];
-    if (typeof raw !== "string" || raw.trim() === "") continue;
-    const value = raw.trim();
-    if (field.kind === "boolean") update[field.name] = value === "true" ? true : value === "false" ? false : value;
-    else if (field.kind === "integer") update[field.name] = /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
-    else if (field.kind === "list")
-      update[field.name] = value
+  return filledFields(form, SETTING_FIELDS, (field, value) => {
+    if (field.kind === "boolean") return value === "true" ? true : value === "false" ? false : value;
+    if (field.kind === "integer") return numberOrText(value);
+    if (field.kind === "list")
+      return value
         .split(/\r?\n/)
         .map((line) => line.trim())
         .filter(Boolean);
-    else update[field.name] = value;
-  }
-  return update;
+    return value;
+  });
 }

@@ -4,6 +4,7 @@ import type { RepoRef } from "../../ports/code-host.js";
 import type { Assets } from "../assets.js";
 import { html, type Html, jsonData } from "../html.js";
 import { canWrite, layout, readOnlyHint, type Viewer } from "../layout.js";
+import { filledFields, numberOrText } from "../settings-form.js";
 import { testPath, testsPath } from "./format.js";
 import type { Notice } from "./queue.js";
 
@@ -305,13 +306,5 @@ ${form?.backtest ? backtestSummary(form.backtest) : ""}</details>`;
 
 /** The fields the operator filled in, typed as the API takes them (its schema then judges them). */
 export function detectionUpdate(form: Record<string, unknown>): Record<string, unknown> {
-  const update: Record<string, unknown> = {};
-  for (const field of DETECTION_FIELDS) {
-    const raw = form[field.name];
-    if (typeof raw !== "string" || raw.trim() === "") continue;
-    const value = raw.trim();
-    if (field.kind === "onoff") update[field.name] = value === "on" ? true : value === "off" ? false : value;
-    else update[field.name] = /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
-  }
-  return update;
+  return filledFields(form, DETECTION_FIELDS, (field, value) => (field.kind === "onoff" ? (value === "on" ? true : value === "off" ? false : value) : numberOrText(value)));
 }
