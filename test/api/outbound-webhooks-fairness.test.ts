@@ -114,7 +114,9 @@ describe.each(BACKENDS)("outbound webhooks: one organization never slows another
       // machine's two cores move a delivery by a few hundred ms (a clean-clone CI run saw 284 ms
       // against 4 × ~60); starved behind A's backlog of failing endpoints, B would wait seconds.
       expect({ figures, lagWithin: loaded.lagMs <= Math.max(4 * Math.max(alone.lagMs, POLL_MS), LAG_FLOOR_MS) }).toEqual({ figures, lagWithin: true });
-      expect({ figures, submitWithin: loaded.submitMs <= 4 * Math.max(alone.submitMs, 5) }).toEqual({ figures, submitWithin: true });
+      // The submits' bound has the same floor: a clean-clone CI run (2026-11-28, load 4.3) saw 289 ms
+      // against 4 × ~60 from the suites beside it; a submit starved behind A would wait seconds.
+      expect({ figures, submitWithin: loaded.submitMs <= Math.max(4 * Math.max(alone.submitMs, 5), LAG_FLOOR_MS) }).toEqual({ figures, submitWithin: true });
       // And A is still being served (its budget, not nothing).
       const before = receivers.slice(1).reduce((sum, r) => sum + r.requests, 0);
       await until(() => (receivers.slice(1).reduce((sum, r) => sum + r.requests, 0) > before ? true : undefined), "A's endpoints to be sent to again");
