@@ -1,8 +1,13 @@
 import type { Mergeability } from "../domain/states.js";
 import type { CheckReport, CheckState, RequiredChecks } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
+import type { CheckReporter } from "../domain/preflight/checks.js";
 
 export type RepoRef = { host: string; owner: string; name: string };
+
+/** How many workflow files a preflight reads at most. */
+export const WORKFLOW_FILES_READ = 50;
+export type WorkflowFiles = { files: { path: string; text: string | null; error: string | null }[]; left: string[] };
 
 /** A repository's key: lower-case "host/owner/name" (GitHub names are case-insensitive). */
 export function repositoryKey(repo: RepoRef): string {
@@ -316,6 +321,18 @@ export interface CodeHost {
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
   /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */
   readFile(repo: RepoRef, path: string, ref: string): Promise<string | null>;
+  /**
+   * Present when the host runs CI from workflow files in the repository (GitHub Actions): the
+   * workflow files at `ref` (`.github/workflows/*.yml`), each with its text, or why it could not
+   * be read (too large); at most `WORKFLOW_FILES_READ` of them, the rest named in `left`.
+   */
+  workflowFiles?(repo: RepoRef, ref: string): Promise<WorkflowFiles>;
+  /**
+   * Present when the host can tell who reported checks on pull requests: the check runs (by
+   * App) and commit statuses (by author) on the heads of the most recently updated pull
+   * requests into `branch`.
+   */
+  recentCheckReporters?(repo: RepoRef, branch: string): Promise<CheckReporter[]>;
   /**
    * The App's installations changed (installed, removed, suspended, repositories added or
    * removed): a host that caches where it is installed forgets it. Absent: nothing is cached.

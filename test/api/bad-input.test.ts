@@ -15,6 +15,7 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   getMergeQueueTestingDetails: prOf(1),
   listPullRequests: queueOf(),
   getQueueEvents: { ...queueOf(), limit: 10 },
+  checkQueueSetup: { ...queueOf(), mode: "push" },
   createQueue: { ...queueOf("web", "release"), concurrency: 2, mode: "single" },
   deleteQueue: queueOf(),
   getQueue: queueOf(),

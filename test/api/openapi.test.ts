@@ -24,6 +24,7 @@ const ADDED_OPERATIONS = [
   "GET /status",
   "POST /listPullRequests",
   "POST /getQueueEvents",
+  "POST /checkQueueSetup",
   "POST /flaky-tests/list-unhealthy-tests",
   "POST /flaky-tests/upload",
   "POST /flaky-tests/check-quarantine",

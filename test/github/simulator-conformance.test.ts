@@ -30,7 +30,7 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     const settle = (call: Promise<unknown>) => call.catch(() => undefined);
 
     gh.createBranch(full, "main");
-    gh.push(full, "main", { ".github/CODEOWNERS": "* @octo-conf/core\n" });
+    gh.push(full, "main", { ".github/CODEOWNERS": "* @octo-conf/core\n", ".github/workflows/ci.yml": "on: push\njobs:\n  build: {runs-on: ubuntu-latest}\n" });
     gh.protect(full, "main", { requiredChecks: ["build"], strict: true, requiredReviews: 1, restrictPushes: true, appMayPush: true });
     const rulesetId = gh.addRuleset(full, { requiredChecks: ["build"], requiredReviews: 0, allowedMergeMethods: ["squash", "merge"], linearHistory: true, nonFastForward: true });
     gh.addRuleset(full, { name: "queue", branches: ["release/*"], mergeQueue: true, restrictUpdates: true, restrictCreations: true });
@@ -55,6 +55,8 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await octokit.rest.repos.getRepoRuleset({ ...r, ruleset_id: rulesetId });
     await octokit.rest.repos.getContent({ ...r, path: ".github/CODEOWNERS", ref: "main" });
     await settle(octokit.rest.repos.getContent({ ...r, path: "missing.txt" }));
+    await octokit.rest.repos.getContent({ ...r, path: ".github", ref: "main" });
+    await octokit.rest.repos.getContent({ ...r, path: ".github/workflows", ref: "main" });
     await octokit.rest.repos.compareCommitsWithBasehead({ ...r, basehead: `main...${pr1.headSha}` });
     await octokit.rest.repos.getCollaboratorPermissionLevel({ ...r, username: "hubot" });
 
@@ -71,6 +73,10 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await octokit.rest.repos.getCombinedStatusForRef({ ...r, ref: pr1.headSha });
     const { data: run } = await octokit.rest.checks.create({ ...r, head_sha: pr2.headSha, name: "build", status: "in_progress", details_url: "https://ci.example.com/1" });
     await octokit.rest.checks.listForRef({ ...r, ref: pr2.headSha });
+    gh.appCheckRun(full, pr2.headSha, "license/cla", "cla-assistant");
+    gh.createCheckRun(full, pr2.headSha, "test");
+    await octokit.rest.checks.listForRef({ ...r, ref: pr2.headSha });
+    await octokit.rest.repos.listCommitStatusesForRef({ ...r, ref: pr1.headSha });
     await octokit.rest.checks.listSuitesForRef({ ...r, ref: pr2.headSha });
     await octokit.rest.checks.update({ ...r, check_run_id: run.id, conclusion: "success" });
     await octokit.rest.checks.get({ ...r, check_run_id: run.id });

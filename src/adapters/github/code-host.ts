@@ -1,5 +1,6 @@
 import type { Probot } from "probot";
 import type {
+  WorkflowFiles,
   CiResults,
   CiRetries,
   CodeHost,
@@ -26,6 +27,8 @@ import { GitHubPullRequests, type PermissionScope } from "./pull-requests.js";
 import { GitHubTargets } from "./targets.js";
 import { GitHubTestingBranches } from "./testing-branches.js";
 import { GitHubWorkflowRuns } from "./workflow-runs.js";
+import { GitHubWorkflowFiles } from "./workflow-files.js";
+import type { CheckReporter } from "../../domain/preflight/checks.js";
 import { refusalOf, type GitHubOperation } from "./refusals.js";
 import { WRITE_PRIORITY, WRITE_SPACING_MS, WriteGate, withWritePriority } from "./write-order.js";
 
@@ -44,6 +47,7 @@ export class GitHubCodeHost implements CodeHost {
   readonly #branches: GitHubTestingBranches;
   readonly #checks: GitHubChecks;
   readonly #merging: GitHubMerging;
+  readonly #workflows: GitHubWorkflowFiles;
   /** Deliveries get lost and reordered: runs in flight are reconciled with GitHub's own view. */
   readonly ciResults: CiResults;
   /** GitHub Actions' runs: a fork PR's upload of impacted targets names its run instead of a token. */
@@ -72,6 +76,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#branches = new GitHubTestingBranches(this.#client, deletedWithMerge);
     this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client, deletedWithMerge);
+    this.#workflows = new GitHubWorkflowFiles(this.#client);
     this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
     const runs = new GitHubWorkflowRuns(this.#client);
     this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };
@@ -147,6 +152,14 @@ export class GitHubCodeHost implements CodeHost {
 
   readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
     return classified(this.#pulls.readFile(repo, path, ref), "read");
+  }
+
+  workflowFiles(repo: RepoRef, ref: string): Promise<WorkflowFiles> {
+    return classified(this.#workflows.workflowFiles(repo, ref), "read");
+  }
+
+  recentCheckReporters(repo: RepoRef, branch: string): Promise<CheckReporter[]> {
+    return classified(this.#workflows.recentCheckReporters(repo, branch), "read");
   }
 
   forgetInstallations(): void {

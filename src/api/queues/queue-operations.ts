@@ -2,7 +2,20 @@ import { renderMetrics } from "../../queue/metrics.js";
 import { createQueue, deleteQueue, getQueueEvents, getQueueJson, updateQueue } from "../../queue/queues.js";
 import { EMPTY, json, type Operation, operation, type RawResponse } from "../shared/operation.js";
 import { ZEmptyResponse } from "../shared/schemas.js";
-import { ZCreateQueueRequest, ZGetQueueEventsRequest, ZGetQueueEventsResponse, ZMetricsQuery, ZQueueAddress, ZQueueRecord, ZQueueWithEntries, ZUpdateQueueRequest } from "./queue-schemas.js";
+import { checkQueueSetup } from "../../queue/preflight.js";
+import { requiredStatusesSourceOf } from "../../domain/status-checks.js";
+import {
+  ZCheckQueueSetupRequest,
+  ZQueueSetupRecord,
+  ZCreateQueueRequest,
+  ZGetQueueEventsRequest,
+  ZGetQueueEventsResponse,
+  ZMetricsQuery,
+  ZQueueAddress,
+  ZQueueRecord,
+  ZQueueWithEntries,
+  ZUpdateQueueRequest,
+} from "./queue-schemas.js";
 
 /** The queues themselves: create, delete, read, their events, settings and state, metrics. */
 export const QUEUE_OPERATIONS: Operation[] = [
@@ -56,6 +69,19 @@ export const QUEUE_OPERATIONS: Operation[] = [
     request: ZUpdateQueueRequest,
     response: ZQueueRecord,
     handle: ({ services, principal }, input) => updateQueue(services, principal, input),
+  }),
+  operation({
+    operationId: "checkQueueSetup",
+    method: "post",
+    path: "/checkQueueSetup",
+    summary:
+      "Preflight: will each check the queue requires report on its testing commits? Reads the required checks, the repository's workflow files and who reported checks on recent pull requests (reads only; the queue need not exist)",
+    request: ZCheckQueueSetupRequest,
+    response: ZQueueSetupRecord,
+    async handle({ services, principal }, input) {
+      const { requiredSource, ...report } = await checkQueueSetup(services, principal, input);
+      return { ...report, requiredStatusesSource: requiredStatusesSourceOf(requiredSource) };
+    },
   }),
   operation({
     operationId: "getMergeQueueMetrics",

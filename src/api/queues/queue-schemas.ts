@@ -201,3 +201,46 @@ export const ZQueueWithEntries = ZQueueRecord.extend({
   blockedReason: ZBlockedReason.nullable(),
   enqueuedPullRequests: z.array(ZQueuedItem),
 });
+
+/** checkQueueSetup: the queue's address, and optionally the testing mode to judge. */
+export const ZCheckQueueSetupRequest = ZQueueAddress.extend({
+  mode: z
+    .enum(["push", "draft_pr"])
+    .optional()
+    .describe(
+      "how testing commits reach CI: pushed `greenline/**` branches (`push`), or also a draft pull request (`draft_pr`, the queue's createPrsForTestingBranches); default: the queue's, or `push` for a queue not created yet",
+    ),
+});
+
+const ZCheckPrediction = z.object({
+  context: z.string().describe("a required check"),
+  verdict: z
+    .enum(["reports", "passes_without_running", "never", "maybe", "unknown"])
+    .describe(
+      "`reports`: a workflow job runs and reports it on testing commits; `passes_without_running`: its job is skipped there, which GitHub counts as passing; `never`: nothing will report it (the queue's runs would wait for it until their timeout); `maybe`: it depends on what the PRs change or on values the workflow file does not settle; `unknown`: reported by something Greenline cannot read (an App, CI outside GitHub Actions)",
+    ),
+  sources: z.array(z.string()).describe("the workflow jobs reporting it, as `path: job`"),
+  reportedBy: z.string().nullable().describe("who reported it on recent pull requests, when no workflow job does"),
+  why: z.string(),
+  fix: z.string().nullable().describe("the change that makes it report, when there is one"),
+});
+
+const ZWorkflowJobPrediction = z.object({
+  job: z.string(),
+  checkNames: z.array(z.string()).describe("the check names it reports under; `*` where GitHub fills them in at run time"),
+  verdict: z.enum(["runs", "skipped", "never", "maybe"]),
+  why: z.string(),
+  fix: z.string().nullable(),
+});
+
+export const ZQueueSetupRecord = z.object({
+  ok: z.boolean().describe("every required check will report on testing commits"),
+  mode: z.enum(["push", "draft_pr"]),
+  queueExists: z.boolean().describe("the queue exists: its mode and requiredStatuses were used"),
+  requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES).describe("where the required checks come from, as getQueue names it"),
+  checks: z.array(ZCheckPrediction),
+  warnings: z.array(z.string()),
+  workflows: z.array(z.object({ path: z.string(), called: z.boolean().describe("only `workflow_call`: run through its callers"), error: z.string().nullable(), jobs: z.array(ZWorkflowJobPrediction) })),
+  workflowsNotRead: z.array(z.string()).describe("workflow files past the 50 read"),
+  workflowsUnavailable: z.string().nullable().describe("why no workflow file was read (a code host that runs none)"),
+});

@@ -47,6 +47,13 @@ export abstract class Checks extends AppRegistration {
     return id;
   }
 
+  /** Another App (a CLA or DCO bot) reports a finished check run on a commit; returns its id. */
+  appCheckRun(repo: string, sha: string, name: string, appSlug: string, conclusion: NonNullable<SimulatorCheckRun["conclusion"]> = "success"): number {
+    const run = this.addCheckRun(repo, sha, name, "in_progress", null, null, `${appSlug}[bot]`);
+    this.#finishCheckRun(run, conclusion, `${appSlug}[bot]`);
+    return run.id;
+  }
+
   /**
    * CI (another App, such as GitHub Actions) creates a check run on a commit; returns its id.
    * `createCheckRun(repo, sha, name, status?)` or `createCheckRun(repo, { name, headSha, status? })`.
@@ -120,6 +127,7 @@ export abstract class Checks extends AppRegistration {
       suiteId: this.#checkSuites.get(suiteKey)!,
       headBranch,
       detailsUrl,
+      appSlug: sender.replace(/\[bot\]$/, ""),
       ...(workflowRunId !== undefined ? { workflowRunId, attempt: this.workflowRuns.get(workflowRunId)?.attempt ?? 1 } : {}),
     };
     this.checkRunsById.set(id, run);
@@ -193,6 +201,20 @@ export abstract class Checks extends AppRegistration {
         commit_url: `https://api.github.com/repos/${fullName}/commits/${sha}`,
         url: `https://api.github.com/repos/${fullName}/commits/${sha}/status`,
       });
+    }
+    if ((match = /^\/commits\/(.+)\/statuses$/.exec(rest)) && method === "GET") {
+      // "List commit statuses for a reference": every status, newest first (not only the latest per context).
+      const sha = resolveRef(match[1]!);
+      if (sha === undefined) return send(200, []);
+      const perPage = Math.min(100, Number(query.get("per_page") ?? 30) || 30);
+      return send(
+        200,
+        this.statuses
+          .filter((s) => s.repo === repoName && s.sha === sha)
+          .reverse()
+          .slice(0, perPage)
+          .map((s) => shape.status(s)),
+      );
     }
     if ((match = /^\/commits\/(.+)\/check-runs$/.exec(rest)) && method === "GET") {
       const sha = resolveRef(match[1]!);

@@ -197,8 +197,46 @@ export abstract class Repositories extends BranchRules {
     if ((match = /^\/contents\/(.+)$/.exec(rest)) && method === "GET") {
       // GET a file's contents at a ref (commit sha or branch), base64 as GitHub sends them.
       const sha = resolveRef(query.get("ref") ?? settings.defaultBranch);
-      const file = match[1]!;
-      const content = sha === undefined ? undefined : this.commits.get(sha)?.tree[file];
+      const file = match[1]!.replace(/\/$/, "");
+      const tree = sha === undefined ? undefined : this.commits.get(sha)?.tree;
+      const content = tree?.[file];
+      if (content === undefined && tree !== undefined && Object.keys(tree).some((p) => p.startsWith(`${file}/`))) {
+        // A directory: its entries, files and directories, as "Get repository content" lists them.
+        const ref = query.get("ref") ?? settings.defaultBranch;
+        const names = new Map<string, "file" | "dir">();
+        for (const path of Object.keys(tree)) {
+          if (!path.startsWith(`${file}/`)) continue;
+          const [name, ...deeper] = path.slice(file.length + 1).split("/");
+          names.set(name!, deeper.length > 0 ? "dir" : "file");
+        }
+        return send(
+          200,
+          [...names]
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([name, type]) => {
+              const path = `${file}/${name}`;
+              const text = type === "file" ? tree[path]! : "";
+              const blob = createHash("sha1")
+                .update(type === "file" ? `blob ${Buffer.byteLength(text)}\0${text}` : `tree ${path}`)
+                .digest("hex");
+              const self = `https://api.github.com/repos/${fullName}/contents/${path}?ref=${ref}`;
+              const git = `https://api.github.com/repos/${fullName}/git/${type === "file" ? "blobs" : "trees"}/${blob}`;
+              const html = `https://github.com/${fullName}/${type === "file" ? "blob" : "tree"}/${sha}/${path}`;
+              return {
+                type,
+                size: type === "file" ? Buffer.byteLength(text) : 0,
+                name,
+                path,
+                sha: blob,
+                url: self,
+                git_url: git,
+                html_url: html,
+                download_url: type === "file" ? `https://raw.githubusercontent.com/${fullName}/${sha}/${path}` : null,
+                _links: { self, git, html },
+              };
+            }),
+        );
+      }
       if (content === undefined) return notFound();
       const blob = createHash("sha1")
         .update(`blob ${Buffer.byteLength(content)}\0${content}`)

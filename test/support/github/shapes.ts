@@ -85,6 +85,26 @@ export function app(appId: number) {
   };
 }
 
+/** Another App (GitHub Actions, a CLA bot) as a check run names it: GitHub Actions is App 15368. */
+export function otherApp(slug: string) {
+  const id = slug === "github-actions" ? 15368 : 900_000 + [...slug].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 99_991, 7);
+  return {
+    id,
+    slug,
+    client_id: `Iv1.${slug}`,
+    node_id: nodeId("App", id),
+    owner: user(slug === "github-actions" ? "github" : `${slug}-owner`, "Organization"),
+    name: slug === "github-actions" ? "GitHub Actions" : slug,
+    description: "",
+    external_url: slug === "github-actions" ? "https://help.github.com/en/actions" : `https://example.com/${slug}`,
+    html_url: `${WEB}/apps/${slug}`,
+    created_at: T0,
+    updated_at: T0,
+    permissions: { checks: "write", metadata: "read" },
+    events: slug === "github-actions" ? ["check_run", "pull_request", "push"] : ["pull_request"],
+  };
+}
+
 const REPO_URLS: Record<string, string> = {
   archive_url: "/{archive_format}{/ref}",
   assignees_url: "/assignees{/user}",
@@ -303,6 +323,8 @@ export type CheckRunRecord = {
   suiteId: number;
   headBranch: string | null;
   detailsUrl: string | null;
+  /** The App that created it (its slug): `github-actions` for CI's, `greenline` for Greenline's own, another App's (a CLA bot). */
+  appSlug?: string;
   /** The GitHub Actions workflow run whose job this check run is (a job's id is its check run's). */
   workflowRunId?: number;
   /** The workflow run's attempt the job ran in (a re-run's jobs are the next attempt's). */
@@ -361,7 +383,7 @@ export function checkRun(appId: number, c: CheckRunRecord) {
     output: { title: null, summary: null, text: null, annotations_count: 0, annotations_url: `${API}/repos/${c.repo}/check-runs/${c.id}/annotations` },
     name: c.name,
     check_suite: { id: c.suiteId },
-    app: app(appId),
+    app: c.appSlug === undefined || c.appSlug === "greenline" ? app(appId) : otherApp(c.appSlug),
     pull_requests: [],
   };
 }

@@ -1,0 +1,54 @@
+import type { CheckReporter } from "../../domain/preflight/checks.js";
+import { WORKFLOW_FILES_READ, type RepoRef, type WorkflowFiles } from "../../ports/code-host.js";
+import type { GitHubClient, OctokitError } from "./client.js";
+
+/** A workflow file larger than this is named, not read (GitHub's own limit for workflow files is 512 KiB). */
+const WORKFLOW_FILE_BYTES = 512 * 1024;
+/** Pull requests whose heads are read for who reported their checks. */
+const RECENT_PULL_REQUESTS = 5;
+
+/**
+ * What a queue's preflight reads on GitHub: the workflow files of a branch
+ * (`GET /repos/{owner}/{repo}/contents/.github/workflows?ref=`, then each file), and who
+ * reported checks on the heads of recent pull requests into it (`GET /pulls`, then each head's
+ * `check-runs` and `statuses`). Sources: docs/preflight.md.
+ */
+export class GitHubWorkflowFiles {
+  constructor(private readonly client: GitHubClient) {}
+
+  async workflowFiles(repo: RepoRef, ref: string): Promise<WorkflowFiles> {
+    const octokit = await this.client.octokit(repo);
+    let listing: unknown;
+    try {
+      ({ data: listing } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: ".github/workflows", ref }));
+    } catch (error) {
+      if ((error as OctokitError).status === 404) return { files: [], left: [] };
+      throw error;
+    }
+    if (!Array.isArray(listing)) return { files: [], left: [] };
+    const entries = (listing as { type: string; name: string; path: string; size: number }[]).filter((e) => e.type === "file" && /\.ya?ml$/i.test(e.name)).sort((a, b) => a.path.localeCompare(b.path));
+    const read = entries.slice(0, WORKFLOW_FILES_READ);
+    const files = await Promise.all(
+      read.map(async (entry) => {
+        if (entry.size > WORKFLOW_FILE_BYTES) return { path: entry.path, text: null, error: `larger than ${WORKFLOW_FILE_BYTES / 1024} KiB` };
+        const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: entry.path, ref });
+        if (Array.isArray(data) || data.type !== "file" || !("content" in data) || (data.content === "" && data.size > 0)) return { path: entry.path, text: null, error: "GitHub sent no content" };
+        return { path: entry.path, text: Buffer.from(data.content, "base64").toString("utf8"), error: null };
+      }),
+    );
+    return { files, left: entries.slice(WORKFLOW_FILES_READ).map((e) => e.path) };
+  }
+
+  async recentCheckReporters(repo: RepoRef, branch: string): Promise<CheckReporter[]> {
+    const octokit = await this.client.octokit(repo);
+    const params = { owner: repo.owner, repo: repo.name };
+    const { data: pulls } = await octokit.rest.pulls.list({ ...params, base: branch, state: "all", sort: "updated", direction: "desc", per_page: RECENT_PULL_REQUESTS });
+    const seen = new Map<string, CheckReporter>();
+    for (const sha of new Set(pulls.map((p) => p.head.sha))) {
+      const [runs, status] = await Promise.all([octokit.rest.checks.listForRef({ ...params, ref: sha, per_page: 100 }), octokit.rest.repos.listCommitStatusesForRef({ ...params, ref: sha, per_page: 100 })]);
+      for (const run of runs.data.check_runs) if (!seen.has(run.name)) seen.set(run.name, { context: run.name, reporter: run.app?.slug ?? null, kind: "check_run" });
+      for (const s of status.data) if (!seen.has(s.context)) seen.set(s.context, { context: s.context, reporter: s.creator?.login ?? null, kind: "status" });
+    }
+    return [...seen.values()];
+  }
+}

@@ -1,0 +1,326 @@
+import { evaluateCondition, opaque, UNKNOWN, type ExpressionContext, type Value } from "./expressions.js";
+import { matchesPatterns, patternList } from "./filters.js";
+
+/**
+ * Whether each job of a repository's GitHub Actions workflows runs on the queue's testing
+ * commits: a push of a new branch `greenline/<target>/<run>`, and in the draft-PR mode also a
+ * draft pull request from it into the target (events `pull_request` and `pull_request_target`).
+ * Pure: the workflows come parsed (YAML → plain values) by the caller.
+ *
+ * Verdicts, per job: `runs` (a check run is created on the testing commit and the job executes),
+ * `skipped` (the workflow runs but the job's `if:` or a skipped dependency skips it: GitHub
+ * reports a skipped job as passing, so a required check would pass without testing anything),
+ * `never` (the workflow is not triggered, or only by events whose checks GitHub does not attach
+ * to the commit), `maybe` (it depends on what the PRs change or on values the file cannot tell).
+ */
+
+export type TestingMode = "push" | "draft_pr";
+export type JobVerdict = "runs" | "skipped" | "never" | "maybe";
+export type TestingEvent = "push" | "pull_request" | "pull_request_target";
+
+export type TestingContext = {
+  targetBranch: string;
+  mode: TestingMode;
+  /** "owner/name" when known: settles `github.repository == '…'`; unknown otherwise. */
+  repository?: string;
+};
+
+export type JobPrediction = {
+  job: string;
+  /** The check run names the job reports under, `*` where GitHub fills them in at run time. */
+  checkNames: string[];
+  verdict: JobVerdict;
+  why: string;
+  fix: string | null;
+};
+
+export type WorkflowPrediction = {
+  path: string;
+  /** Only `workflow_call`: a reusable workflow, run through its callers. */
+  called: boolean;
+  /** The file could not be read as a workflow (the reason). */
+  error: string | null;
+  jobs: JobPrediction[];
+};
+
+export type WorkflowFile = { path: string; document: unknown };
+
+const RANK: Record<JobVerdict, number> = { never: 0, skipped: 1, maybe: 2, runs: 3 };
+
+export function betterVerdict(a: JobVerdict, b: JobVerdict): JobVerdict {
+  return RANK[a] >= RANK[b] ? a : b;
+}
+
+/** The testing branch of a run, as the GitHub adapter names it (testing-branches.ts). */
+export function sampleTestingBranch(targetBranch: string): string {
+  return `greenline/${targetBranch}/r-1`;
+}
+
+const PUSH_FIX = "add `push: { branches: ['greenline/**'] }` to its `on:`";
+
+type Trigger = { fires: "yes" | "no" | "maybe"; why: string; fix: string | null };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The workflow's triggers by event name, with each one's configuration (null: none). */
+export function triggersOf(document: unknown): Map<string, unknown> | null {
+  if (!isRecord(document)) return null;
+  // `on` is a string key in YAML 1.2 (GitHub's reading); a YAML 1.1 reader makes it `true`.
+  const on = "on" in document ? document.on : document.true;
+  const triggers = new Map<string, unknown>();
+  if (typeof on === "string") {
+    triggers.set(on, null);
+  } else if (Array.isArray(on)) {
+    for (const event of on) if (typeof event === "string") triggers.set(event, null);
+  } else if (isRecord(on)) {
+    for (const [event, config] of Object.entries(on)) triggers.set(event, config ?? null);
+  } else {
+    return null;
+  }
+  return triggers;
+}
+
+function pathsFilter(config: Record<string, unknown>): string | null {
+  if (config.paths !== undefined) return "`paths`";
+  if (config["paths-ignore"] !== undefined) return "`paths-ignore`";
+  return null;
+}
+
+function pushTrigger(path: string, triggers: Map<string, unknown>, branch: string): Trigger {
+  if (!triggers.has("push")) return { fires: "no", why: `${path} has no \`push\` trigger`, fix: PUSH_FIX };
+  const config = triggers.get("push");
+  if (!isRecord(config)) return { fires: "yes", why: "runs on every push", fix: null };
+  const branches = patternList(config.branches);
+  const ignored = patternList(config["branches-ignore"]);
+  if (branches !== null) {
+    if (!matchesPatterns(branch, branches)) {
+      return { fires: "no", why: `${path} runs on pushes to ${branches.map((b) => `\`${b}\``).join(", ")} only`, fix: "add `greenline/**` to its `on.push.branches`" };
+    }
+  } else if (ignored !== null) {
+    const hit = ignored.find((p) => matchesPatterns(branch, [p]));
+    if (hit !== undefined) return { fires: "no", why: `${path} ignores pushes to \`${hit}\``, fix: `remove \`${hit}\` from its \`on.push.branches-ignore\`` };
+  } else if (config.tags !== undefined || config["tags-ignore"] !== undefined) {
+    return { fires: "no", why: `${path} runs on pushed tags only`, fix: "add `branches: ['greenline/**']` beside `tags:` under `on.push`" };
+  }
+  const paths = pathsFilter(config);
+  if (paths !== null)
+    return {
+      fires: "maybe",
+      why: `${path}'s ${paths} filter on pushes: it runs only when the PRs tested change files it matches`,
+      fix: `drop the ${paths} filter (or add a \`push\` trigger for \`greenline/**\` without one)`,
+    };
+  return { fires: "yes", why: "runs on pushes to the testing branch", fix: null };
+}
+
+function pullRequestTrigger(path: string, triggers: Map<string, unknown>, target: string): Trigger {
+  if (!triggers.has("pull_request")) return { fires: "no", why: `${path} has no \`pull_request\` trigger`, fix: null };
+  const config = triggers.get("pull_request");
+  if (!isRecord(config)) return { fires: "yes", why: "runs on pull requests", fix: null };
+  const types = patternList(config.types);
+  if (types !== null && !types.includes("opened")) return { fires: "no", why: `${path} runs on pull requests ${types.join(", ")} only, not opened`, fix: "add `opened` to its `on.pull_request.types`" };
+  const branches = patternList(config.branches);
+  const ignored = patternList(config["branches-ignore"]);
+  if (branches !== null && !matchesPatterns(target, branches))
+    return { fires: "no", why: `${path} runs on pull requests into ${branches.map((b) => `\`${b}\``).join(", ")} only`, fix: `add \`${target}\` to its \`on.pull_request.branches\`` };
+  if (branches === null && ignored !== null && ignored.some((p) => matchesPatterns(target, [p]))) return { fires: "no", why: `${path} ignores pull requests into \`${target}\``, fix: null };
+  const paths = pathsFilter(config);
+  if (paths !== null) return { fires: "maybe", why: `${path}'s ${paths} filter on pull requests: it runs only when the PRs tested change files it matches`, fix: `drop the ${paths} filter` };
+  return { fires: "yes", why: "runs on the draft pull request", fix: null };
+}
+
+function eventsOf(mode: TestingMode): TestingEvent[] {
+  return mode === "push" ? ["push"] : ["push", "pull_request", "pull_request_target"];
+}
+
+function triggerFor(event: TestingEvent, path: string, triggers: Map<string, unknown>, context: TestingContext): Trigger {
+  if (event === "push") return pushTrigger(path, triggers, sampleTestingBranch(context.targetBranch));
+  if (event === "pull_request") return pullRequestTrigger(path, triggers, context.targetBranch);
+  if (!triggers.has("pull_request_target")) return { fires: "no", why: `${path} has no \`pull_request_target\` trigger`, fix: null };
+  return { fires: "maybe", why: `${path} runs on \`pull_request_target\`, whose checks GitHub attaches to the target branch's commit, not the testing commit`, fix: "run the check on `pull_request` or `push` too" };
+}
+
+/** This repository's name and owner when not given: equal to themselves only. */
+const THIS_REPOSITORY = opaque("repository");
+const THIS_OWNER = opaque("owner");
+
+function githubContext(event: TestingEvent, context: TestingContext): Record<string, Value> {
+  const branch = sampleTestingBranch(context.targetBranch);
+  const repository: Value = context.repository ?? THIS_REPOSITORY;
+  const owner: Value = context.repository?.split("/")[0] ?? THIS_OWNER;
+  const common: Record<string, Value> = { repository, repository_owner: owner, ref_type: "branch", event_name: event };
+  if (event === "push") {
+    return {
+      ...common,
+      ref: `refs/heads/${branch}`,
+      ref_name: branch,
+      base_ref: "",
+      head_ref: "",
+      event: { ref: `refs/heads/${branch}`, created: true, deleted: false, forced: false, base_ref: null, action: null, pull_request: null },
+    };
+  }
+  const pullRequest = {
+    draft: true,
+    state: "open",
+    merged: false,
+    head: { ref: branch, repo: { full_name: repository, fork: false, owner: { login: owner } } },
+    base: { ref: context.targetBranch, repo: { full_name: repository, fork: false, owner: { login: owner } } },
+  };
+  return {
+    ...common,
+    ref: event === "pull_request" ? "refs/pull/1/merge" : `refs/heads/${context.targetBranch}`,
+    ref_name: event === "pull_request" ? "1/merge" : context.targetBranch,
+    base_ref: context.targetBranch,
+    head_ref: branch,
+    event: { action: "opened", pull_request: pullRequest },
+  };
+}
+
+/**
+ * A path into the `github` context; objects not modelled (labels, the head commit's message,
+ * the actor) are unknown; `github.event.pull_request.x` on a push is null, as GitHub answers.
+ */
+function lookupIn(github: Record<string, Value>) {
+  return (path: readonly string[]): Value => {
+    if (path[0] !== "github") return UNKNOWN;
+    let value: Value = github;
+    for (const key of path.slice(1)) {
+      if (value === null) return null;
+      if (typeof value !== "object" || Array.isArray(value) || value === UNKNOWN) return UNKNOWN;
+      const record = value as { readonly [key: string]: Value };
+      if (!(key in record)) return UNKNOWN;
+      value = record[key]!;
+    }
+    return value;
+  };
+}
+
+function needsOf(job: Record<string, unknown>): string[] {
+  if (typeof job.needs === "string") return [job.needs];
+  if (Array.isArray(job.needs)) return job.needs.filter((n): n is string => typeof n === "string");
+  return [];
+}
+
+type JobOutcome = { verdict: JobVerdict; why: string; fix: string | null };
+
+function conditionText(raw: unknown): string {
+  return typeof raw === "string"
+    ? raw
+        .replace(/^\$\{\{\s*|\s*\}\}$/g, "")
+        .replace(/\s+/g, " ")
+        .trim()
+    : String(raw);
+}
+
+/** Each job's outcome under one event that triggers the workflow. */
+function jobsUnder(event: TestingEvent, jobs: Record<string, Record<string, unknown>>, context: TestingContext): Map<string, JobOutcome> {
+  const github = githubContext(event, context);
+  const lookup = lookupIn(github);
+  const outcomes = new Map<string, JobOutcome>();
+  const visiting = new Set<string>();
+  const outcomeOf = (id: string): JobOutcome => {
+    const known = outcomes.get(id);
+    if (known) return known;
+    const job = jobs[id];
+    if (!job || visiting.has(id)) return { verdict: "maybe", why: `\`${id}\` depends on itself or on a job that does not exist`, fix: null };
+    visiting.add(id);
+    const deps = needsOf(job).map((need) => [need, outcomeOf(need)] as const);
+    visiting.delete(id);
+    const skippedDep = deps.find(([, o]) => o.verdict === "skipped" || o.verdict === "never");
+    const maybeDep = deps.find(([, o]) => o.verdict === "maybe");
+    const success = skippedDep ? false : maybeDep ? UNKNOWN : true;
+    const expression: ExpressionContext = { lookup, status: { success, failure: false, cancelled: false } };
+    const result = evaluateCondition(job.if, expression);
+    let outcome: JobOutcome;
+    if (result === true) outcome = { verdict: "runs", why: "", fix: null };
+    else if (result === false) {
+      if (job.if === undefined || job.if === null) {
+        outcome = { verdict: "skipped", why: `it needs \`${skippedDep?.[0] ?? "?"}\`, which is skipped on testing commits`, fix: null };
+      } else if (skippedDep && !/\b(always|failure|cancelled|success)\s*\(/i.test(String(job.if)) && evaluateCondition(job.if, { ...expression, status: { ...expression.status, success: true } }) === true) {
+        outcome = { verdict: "skipped", why: `it needs \`${skippedDep[0]}\`, which is skipped on testing commits`, fix: null };
+      } else {
+        outcome = {
+          verdict: "skipped",
+          why: `its \`if: ${conditionText(job.if)}\` is false on a testing commit (${event} of \`${String(github.ref)}\`)`,
+          fix: "make the condition also true on testing commits, e.g. `|| startsWith(github.ref, 'refs/heads/greenline/')`",
+        };
+      }
+    } else {
+      outcome =
+        maybeDep && job.if === undefined
+          ? { verdict: "maybe", why: `it needs \`${maybeDep[0]}\`, which may not run`, fix: null }
+          : { verdict: "maybe", why: `its \`if: ${conditionText(job.if)}\` depends on values the file does not settle`, fix: null };
+    }
+    outcomes.set(id, outcome);
+    return outcome;
+  };
+  for (const id of Object.keys(jobs)) outcomeOf(id);
+  return outcomes;
+}
+
+function checkNamePattern(name: string): string {
+  return name.replace(/\$\{\{[\s\S]*?\}\}/g, "*").trim();
+}
+
+function hasMatrix(job: Record<string, unknown>): boolean {
+  return isRecord(job.strategy) && job.strategy.matrix !== undefined;
+}
+
+function ownCheckNames(id: string, job: Record<string, unknown>): string[] {
+  const raw = typeof job.name === "string" ? job.name : id;
+  const base = checkNamePattern(raw);
+  // A matrix job's name gets its values in parentheses unless the name already holds some.
+  return hasMatrix(job) && !raw.includes("${{") ? [`${base} (*)`] : [base];
+}
+
+function calledJobs(uses: string, workflows: ReadonlyMap<string, unknown>): Record<string, Record<string, unknown>> | null {
+  const local = /^\.\/(.+)$/.exec(uses);
+  if (!local) return null;
+  const document = workflows.get(local[1]!);
+  return isRecord(document) && isRecord(document.jobs) ? (document.jobs as Record<string, Record<string, unknown>>) : null;
+}
+
+/** The check names a job reports under (a reusable workflow's jobs as `caller / callee`). */
+export function checkNamesOf(id: string, job: Record<string, unknown>, workflows: ReadonlyMap<string, unknown>): string[] {
+  const own = ownCheckNames(id, job);
+  if (typeof job.uses !== "string") return own;
+  const called = calledJobs(job.uses, workflows);
+  if (!called) return own.map((name) => `${name} / *`);
+  return own.flatMap((name) => Object.entries(called).flatMap(([calleeId, callee]) => (isRecord(callee) ? ownCheckNames(calleeId, callee).map((c) => `${name} / ${c}`) : [])));
+}
+
+/** Every job of one workflow file, judged for the queue's testing commits. */
+export function predictWorkflow(file: WorkflowFile, context: TestingContext, all: ReadonlyMap<string, unknown> = new Map()): WorkflowPrediction {
+  const triggers = triggersOf(file.document);
+  if (!triggers) return { path: file.path, called: false, error: "no `on:` triggers", jobs: [] };
+  const document = file.document as Record<string, unknown>;
+  if (!isRecord(document.jobs)) return { path: file.path, called: false, error: "no `jobs:`", jobs: [] };
+  const jobs = Object.fromEntries(Object.entries(document.jobs).filter(([, job]) => isRecord(job))) as Record<string, Record<string, unknown>>;
+  const called = [...triggers.keys()].every((event) => event === "workflow_call");
+  if (called) return { path: file.path, called: true, error: null, jobs: [] };
+  const perEvent = eventsOf(context.mode).map((event) => {
+    const trigger = triggerFor(event, file.path, triggers, context);
+    return { event, trigger, outcomes: trigger.fires === "no" ? null : jobsUnder(event, jobs, context) };
+  });
+  const listed = [...triggers.keys()].map((e) => `\`${e}\``).join(", ");
+  const predictions = Object.keys(jobs).map((id): JobPrediction => {
+    let best: JobOutcome | null = null;
+    for (const { trigger, outcomes } of perEvent) {
+      if (!outcomes) continue;
+      const job = outcomes.get(id)!;
+      const outcome: JobOutcome =
+        trigger.fires === "maybe" && job.verdict === "runs" ? { verdict: "maybe", why: trigger.why, fix: trigger.fix } : job.verdict === "runs" ? { verdict: "runs", why: trigger.why, fix: null } : job;
+      if (!best || RANK[outcome.verdict] > RANK[best.verdict]) best = outcome;
+    }
+    if (!best) {
+      const push = perEvent[0]!.trigger;
+      const draft = context.mode === "push" && pullRequestTrigger(file.path, triggers, context.targetBranch).fires !== "no";
+      const why = push.why.endsWith("has no `push` trigger") ? `${file.path} runs on ${listed} only; testing branches are pushes${context.mode === "draft_pr" ? " and draft pull requests" : ""}` : push.why;
+      const fix = [push.fix, draft ? "turn on draft pull requests for testing branches (`createPrsForTestingBranches`)" : null].filter((f) => f !== null).join(", or ");
+      best = { verdict: "never", why, fix: fix === "" ? null : fix };
+    }
+    return { job: id, checkNames: checkNamesOf(id, jobs[id]!, all), verdict: best.verdict, why: best.why, fix: best.fix };
+  });
+  return { path: file.path, called: false, error: null, jobs: predictions };
+}

@@ -1,0 +1,108 @@
+import { parseDocument } from "yaml";
+import type { Principal } from "../auth/tokens.js";
+import { checkRepositoryClaimable } from "../app/repositories.js";
+import type { Services } from "../app/services.js";
+import { checkQueueSetup as judgeSetup, type CheckReporter, type SetupReport } from "../domain/preflight/checks.js";
+import type { TestingMode, WorkflowFile } from "../domain/preflight/workflows.js";
+import { repositoryKey, type RepoRef } from "../ports/code-host.js";
+import * as queueStore from "../store/queues.js";
+import { requiredChecksOf } from "./status-checks.js";
+
+export type SetupInput = { repo: RepoRef; targetBranch: string; mode?: TestingMode };
+
+export type QueueSetupRecord = SetupReport & {
+  /** Whether the queue exists (its mode and requiredStatuses were used) or defaults were. */
+  queueExists: boolean;
+  /** Workflow files not read (more than the host's limit). */
+  workflowsNotRead: string[];
+  /** Why the workflows were not read at all (a host that runs no workflow files, a refusal). */
+  workflowsUnavailable: string | null;
+};
+
+/** Workflow files are YAML: read as GitHub does (YAML 1.2), with aliases bounded. */
+export function parseWorkflow(text: string): { document: unknown; error: string | null } {
+  const document = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (document.errors.length > 0) return { document: null, error: `not valid YAML (${document.errors[0]!.message.split("\n")[0]})` };
+  try {
+    return { document: document.toJS({ maxAliasCount: 100 }), error: null };
+  } catch (error) {
+    return { document: null, error: `not readable (${(error as Error).message.split("\n")[0]})` };
+  }
+}
+
+/**
+ * "Will this queue ever merge anything?" — the required checks of the queue (its
+ * requiredStatuses, or the branch's rules), the repository's workflow files on the target
+ * branch and who reported checks on recent pull requests, judged for the queue's testing mode
+ * (the queue's, or `mode`, or pushed branches for a queue not created yet). Reads only.
+ */
+export async function checkQueueSetup(services: Services, principal: Principal, input: SetupInput): Promise<QueueSetupRecord> {
+  // Another organization's repository answers as one that does not exist, before any code host call.
+  const queue = await services.db.read(async (tx) => {
+    await checkRepositoryClaimable(services, tx, principal, input.repo);
+    return queueStore.findQueue(tx, principal.organizationId, repositoryKey(input.repo), input.targetBranch);
+  });
+  const mode: TestingMode = input.mode ?? (queue?.createPrsForTestingBranches ? "draft_pr" : "push");
+  return setupOf(services, input, mode, queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses } : { branch: input.targetBranch, requiredStatuses: null }, queue !== null);
+}
+
+/** The preflight for settings about to be stored (createQueue, updateQueue): its warnings. */
+export async function setupWarnings(services: Services, input: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null }): Promise<string[]> {
+  try {
+    const report = await setupOf(services, input, input.createPrsForTestingBranches ? "draft_pr" : "push", { branch: input.targetBranch, requiredStatuses: input.requiredStatuses }, true);
+    return warningsOf(report);
+  } catch (error) {
+    services.log?.warn({ err: error, repo: input.repo, branch: input.targetBranch }, "the queue's setup could not be checked");
+    return [`The queue's setup could not be checked (${(error as Error).message}): run checkQueueSetup to see whether its required checks will report.`];
+  }
+}
+
+/** One line per problem, as createQueue and updateQueue answer them. */
+export function warningsOf(report: QueueSetupRecord): string[] {
+  const lines = report.checks.filter((c) => c.verdict !== "reports").map((c) => `${c.why}.${c.fix ? ` Fix: ${c.fix}.` : ""}`);
+  if (report.workflowsUnavailable) lines.push(report.workflowsUnavailable);
+  return [...lines, ...report.warnings];
+}
+
+async function setupOf(
+  services: Services,
+  input: { repo: RepoRef; targetBranch: string },
+  mode: TestingMode,
+  queue: { branch: string; requiredStatuses: string[] | null },
+  queueExists: boolean,
+): Promise<QueueSetupRecord> {
+  const host = services.codeHost;
+  const [required, read, reporters] = await Promise.all([
+    requiredChecksOf(services, input.repo, queue),
+    host.workflowFiles
+      ? host.workflowFiles(input.repo, input.targetBranch).then((files) => ({ files, error: null as string | null }))
+      : Promise.resolve({ files: null, error: `The ${host.name} code host runs no workflow files: its CI reports on every testing branch.` }),
+    host.recentCheckReporters ? host.recentCheckReporters(input.repo, input.targetBranch).catch((): CheckReporter[] => []) : Promise.resolve([] as CheckReporter[]),
+  ]);
+  const workflows: WorkflowFile[] = [];
+  const unreadable: { path: string; error: string }[] = [];
+  for (const file of read.files?.files ?? []) {
+    if (file.text === null) {
+      unreadable.push({ path: file.path, error: file.error ?? "not readable" });
+      continue;
+    }
+    const parsed = parseWorkflow(file.text);
+    if (parsed.error !== null) unreadable.push({ path: file.path, error: parsed.error });
+    else workflows.push({ path: file.path, document: parsed.document });
+  }
+  const context = { targetBranch: input.targetBranch, mode, repository: `${input.repo.owner}/${input.repo.name}` };
+  if (read.files === null) {
+    // A host without workflow files (the sandbox): its own CI reports on every testing branch.
+    const checks = required.contexts.map((c) => ({
+      context: c,
+      verdict: "reports" as const,
+      sources: [],
+      reportedBy: host.name,
+      why: `\`${c}\` is reported by the ${host.name} code host's CI on every testing branch`,
+      fix: null,
+    }));
+    return { mode, requiredSource: required.source, ok: required.source !== "unknown", checks, warnings: [], workflows: [], queueExists, workflowsNotRead: [], workflowsUnavailable: read.error };
+  }
+  const report = judgeSetup({ context, required, workflows, reporters, unreadable });
+  return { ...report, queueExists, workflowsNotRead: read.files.left, workflowsUnavailable: null };
+}
