@@ -2233,6 +2233,38 @@ async function queueSetState(options, state, out) {
   out(`greenline: the ${queueName(address)} is ${queue.state}`);
   return 0;
 }
+var VERDICT_WORDS = {
+  reports: "reports",
+  passes_without_running: "passes without running",
+  never: "never reports",
+  maybe: "may not report",
+  unknown: "cannot tell"
+};
+async function doctor(options, out) {
+  if (options.mode !== void 0 && options.mode !== "push" && options.mode !== "draft_pr") throw new CliUsageError(`--mode must be push or draft_pr (got ${options.mode})`);
+  const ctx = new Context({ ...options, "target-branch": options["target-branch"] ?? options.branch });
+  const address = ctx.queue();
+  const report2 = await ctx.post("checkQueueSetup", { ...address, ...options.mode ? { mode: options.mode } : {} });
+  if (options.json) {
+    out(JSON.stringify(report2, null, 2));
+    return report2.ok ? 0 : 1;
+  }
+  const how = report2.mode === "draft_pr" ? "testing branches with draft pull requests" : "pushed testing branches";
+  out(`Preflight of the ${queueName(address)} (${how}${report2.queueExists ? "" : "; no queue yet: its defaults"}):`);
+  if (report2.workflowsUnavailable) out(`  ${report2.workflowsUnavailable}`);
+  if (report2.checks.length === 0) out("  no required checks");
+  for (const check of report2.checks) {
+    out(`  ${check.verdict === "reports" ? "ok  " : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
+    if (check.verdict !== "reports") {
+      out(`       ${check.why}`);
+      if (check.fix) out(`       fix: ${check.fix}`);
+    }
+  }
+  for (const warning of report2.warnings) out(`  warning: ${warning}`);
+  if (report2.workflowsNotRead.length > 0) out(`  not read (past the first 50): ${report2.workflowsNotRead.join(", ")}`);
+  out(report2.ok ? "Every required check will report on testing commits." : "The queue would wait on the checks marked FAIL (or merge without them): fix them before turning it on.");
+  return report2.ok ? 0 : 1;
+}
 async function readInput(file) {
   if (file !== "-") {
     try {
@@ -4436,6 +4468,17 @@ var COMMANDS = {
     summary: "Show the queue's state and settings and its pull requests in order.",
     options: [...QUEUE_OPTIONS, JSON_OPTION]
   },
+  doctor: {
+    usage: "greenline doctor [--repo owner/name] [--branch B] [--mode push|draft_pr] [--json] [options]",
+    brief: "Preflight: will each check the queue requires report on its testing commits? Exit 1 when not.",
+    summary: "Preflight: reads the branch's required checks, the repository's workflow files and who reported checks on\nrecent pull requests, and says of each required check whether it will report on the queue's testing commits,\nwhy not and the fix. Exit 0 when every required check reports, 1 otherwise.",
+    options: [
+      ...QUEUE_CONNECTION,
+      "--branch <name>      the queue's target branch (or --target-branch; default: from the CI)",
+      "--mode <mode>        push (pushed greenline/** branches) or draft_pr (also a draft pull request); default: the queue's",
+      JSON_OPTION
+    ]
+  },
   "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
   "targets set": {
@@ -4557,6 +4600,7 @@ var OPTIONS = {
   "recovery-days": { type: "string" },
   "auto-quarantine": { type: "string" },
   "target-branch": { type: "string" },
+  mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
   json: { type: "boolean" },
@@ -4602,6 +4646,8 @@ async function runClientCommand(key, values, rest, out) {
       return prRestart(values, out);
     case "queue show":
       return queueShow(values, out);
+    case "doctor":
+      return doctor(values, out);
     case "queue pause":
       return queueSetState(values, "paused", out);
     case "queue resume":
@@ -4644,7 +4690,7 @@ async function runCli(argv, out, more, client = false) {
     return 0;
   }
   if (!group) throw new CliUsageError("a command is needed");
-  const key = `${group} ${command2 ?? ""}`;
+  const key = command2 === void 0 ? group : `${group} ${command2}`;
   checkOptions(key, values);
   const code = await runClientCommand(key, values, rest, out) ?? await more(key, values, rest, out);
   if (code === void 0) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
+import { doctor, prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { webhookCommand } from "./webhook-commands.js";
 import { CliUsageError } from "./greenline-client.js";
 import { type PolicyOptions, testPolicyBacktest, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
@@ -48,6 +48,7 @@ export const OPTIONS = {
   "recovery-days": { type: "string" },
   "auto-quarantine": { type: "string" },
   "target-branch": { type: "string" },
+  mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
   json: { type: "boolean" },
@@ -100,6 +101,8 @@ export async function runClientCommand(key: string, values: Values, rest: string
       return prRestart(values as QueueOptions, out);
     case "queue show":
       return queueShow(values as QueueOptions, out);
+    case "doctor":
+      return doctor(values as QueueOptions, out);
     case "queue pause":
       return queueSetState(values as QueueOptions, "paused", out);
     case "queue resume":
@@ -150,7 +153,7 @@ export async function runCli(argv: string[], out: Out, more: MoreCommands, clien
     return 0;
   }
   if (!group) throw new CliUsageError("a command is needed");
-  const key = `${group} ${command ?? ""}`;
+  const key = command === undefined ? group : `${group} ${command}`;
   checkOptions(key, values);
   const code = (await runClientCommand(key, values, rest, out)) ?? (await more(key, values, rest, out));
   if (code === undefined) throw new CliUsageError(`unknown command: ${positionals.join(" ")}`);

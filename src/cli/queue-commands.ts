@@ -19,6 +19,9 @@ export type QueueOptions = {
   pr?: string | undefined;
   commit?: string | undefined;
   "target-branch"?: string | undefined;
+  /** `doctor --branch`: the same as --target-branch. */
+  branch?: string | undefined;
+  mode?: string | undefined;
   priority?: string | undefined;
   "no-batch"?: boolean | undefined;
   json?: boolean | undefined;
@@ -237,6 +240,48 @@ export async function queueSetState(options: QueueOptions, state: "paused" | "ru
   const queue = await ctx.post<{ state: string }>("updateQueue", { ...address, state });
   out(`greenline: the ${queueName(address)} is ${queue.state}`);
   return 0;
+}
+
+type SetupCheck = { context: string; verdict: string; why: string; fix: string | null };
+type SetupReport = { ok: boolean; mode: string; queueExists: boolean; checks: SetupCheck[]; warnings: string[]; workflowsUnavailable: string | null; workflowsNotRead: string[] };
+
+const VERDICT_WORDS: Record<string, string> = {
+  reports: "reports",
+  passes_without_running: "passes without running",
+  never: "never reports",
+  maybe: "may not report",
+  unknown: "cannot tell",
+};
+
+/**
+ * `greenline doctor`: will the queue ever merge anything? Each required check, whether it will
+ * report on the queue's testing commits, why not and the fix (checkQueueSetup). Exit 0 when
+ * every required check reports, 1 otherwise.
+ */
+export async function doctor(options: QueueOptions, out: Out): Promise<number> {
+  if (options.mode !== undefined && options.mode !== "push" && options.mode !== "draft_pr") throw new CliUsageError(`--mode must be push or draft_pr (got ${options.mode})`);
+  const ctx = new Context({ ...options, "target-branch": options["target-branch"] ?? options.branch });
+  const address = ctx.queue();
+  const report = await ctx.post<SetupReport>("checkQueueSetup", { ...address, ...(options.mode ? { mode: options.mode } : {}) });
+  if (options.json) {
+    out(JSON.stringify(report, null, 2));
+    return report.ok ? 0 : 1;
+  }
+  const how = report.mode === "draft_pr" ? "testing branches with draft pull requests" : "pushed testing branches";
+  out(`Preflight of the ${queueName(address)} (${how}${report.queueExists ? "" : "; no queue yet: its defaults"}):`);
+  if (report.workflowsUnavailable) out(`  ${report.workflowsUnavailable}`);
+  if (report.checks.length === 0) out("  no required checks");
+  for (const check of report.checks) {
+    out(`  ${check.verdict === "reports" ? "ok  " : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
+    if (check.verdict !== "reports") {
+      out(`       ${check.why}`);
+      if (check.fix) out(`       fix: ${check.fix}`);
+    }
+  }
+  for (const warning of report.warnings) out(`  warning: ${warning}`);
+  if (report.workflowsNotRead.length > 0) out(`  not read (past the first 50): ${report.workflowsNotRead.join(", ")}`);
+  out(report.ok ? "Every required check will report on testing commits." : "The queue would wait on the checks marked FAIL (or merge without them): fix them before turning it on.");
+  return report.ok ? 0 : 1;
 }
 
 /** The file, or stdin for `-`. */

@@ -149,6 +149,18 @@ export const COMMANDS: Record<string, CommandHelp> = {
     summary: "Show the queue's state and settings and its pull requests in order.",
     options: [...QUEUE_OPTIONS, JSON_OPTION],
   },
+  doctor: {
+    usage: "greenline doctor [--repo owner/name] [--branch B] [--mode push|draft_pr] [--json] [options]",
+    brief: "Preflight: will each check the queue requires report on its testing commits? Exit 1 when not.",
+    summary:
+      "Preflight: reads the branch's required checks, the repository's workflow files and who reported checks on\nrecent pull requests, and says of each required check whether it will report on the queue's testing commits,\nwhy not and the fix. Exit 0 when every required check reports, 1 otherwise.",
+    options: [
+      ...QUEUE_CONNECTION,
+      "--branch <name>      the queue's target branch (or --target-branch; default: from the CI)",
+      "--mode <mode>        push (pushed greenline/** branches) or draft_pr (also a draft pull request); default: the queue's",
+      JSON_OPTION,
+    ],
+  },
   "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
   "targets set": {

@@ -1,3 +1,6 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { BACKENDS } from "../support/backends.js";
 import { startGitHubWorld, type GitHubWorld } from "../support/github-world.js";
 import { TestClock, type ApiClient } from "../support/harness.js";
@@ -8,6 +11,23 @@ import { TestClock, type ApiClient } from "../support/harness.js";
  * (the GitHub simulator over HTTP, real Octokit), and says of each required check whether it
  * will report on the queue's testing commits, and why not, with the fix. Reads only.
  */
+const root = join(import.meta.dirname, "../..");
+const TSX = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
+
+/** The real `greenline` CLI in its own process, without this machine's CI variables. */
+function greenline(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(GITHUB_|GITLAB_|CI_|CI$|BUILDKITE|CIRCLE|JENKINS_|GIT_|CHANGE_|GREENLINE_)/.test(name)));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", TSX, join(root, "src/cli/main.ts"), ...args], { cwd: root, env: { ...clean, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
 describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
   const clock = new TestClock();
   const OWNER = "octo-doctor";
@@ -61,6 +81,24 @@ describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
     const own = await api.ok("checkQueueSetup", queue);
     expect(own).toMatchObject({ ok: true, mode: "draft_pr", queueExists: true, requiredStatusesSource: "merge_instance" });
     expect(own.checks.map((c: { verdict: string }) => c.verdict)).toEqual(["reports", "reports"]);
+  });
+
+  test("greenline doctor prints each check's verdict, why and the fix for the queue; exit 1 while one will not report", async () => {
+    const env = { GREENLINE_URL: world.server.url, GREENLINE_API_TOKEN: api.token };
+    const result = await greenline(["doctor", "--repo", FULL, "--branch", "main", "--mode", "push"], env);
+    expect(result).toMatchObject({ code: 1, stderr: "" });
+    expect(result.stdout).toContain(`Preflight of the queue main of ${FULL} (pushed testing branches)`);
+    expect(result.stdout).toContain("FAIL build: never reports");
+    expect(result.stdout).toContain("fix: add `push: { branches: ['greenline/**'] }` to its `on:`");
+    expect(result.stdout).toContain("ok   lint: reports");
+    // The queue (created above) requires build and lint only.
+    expect(result.stdout).not.toContain("e2e");
+    const ok = await greenline(["doctor", "--repo", FULL, "--branch", "main", "--json"], env);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, mode: "draft_pr" });
+    const bad = await greenline(["doctor", "--repo", FULL, "--branch", "main", "--mode", "pr"], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--mode must be push or draft_pr");
   });
 
   test("the fix the report names works: a push trigger for greenline/** makes the check report", async () => {
