@@ -4,7 +4,8 @@ import { checkRepositoryClaimable } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { checkQueueSetup as judgeSetup, type CheckReporter, type SetupReport } from "../domain/preflight/checks.js";
 import type { TestingMode, WorkflowFile } from "../domain/preflight/workflows.js";
-import { repositoryKey, type RepoRef } from "../ports/code-host.js";
+import { CodeHostRefusal, repositoryKey, type RepoRef } from "../ports/code-host.js";
+import { notFound } from "../app/errors.js";
 import * as queueStore from "../store/queues.js";
 import { requiredChecksOf } from "./status-checks.js";
 
@@ -43,16 +44,26 @@ export async function checkQueueSetup(services: Services, principal: Principal, 
     return queueStore.findQueue(tx, principal.organizationId, repositoryKey(input.repo), input.targetBranch);
   });
   const mode: TestingMode = input.mode ?? (queue?.createPrsForTestingBranches ? "draft_pr" : "push");
-  return setupOf(services, input, mode, queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses } : { branch: input.targetBranch, requiredStatuses: null }, queue !== null);
+  try {
+    return await setupOf(services, input, mode, queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses } : { branch: input.targetBranch, requiredStatuses: null }, queue !== null);
+  } catch (error) {
+    // No such branch (or repository): what the person asked about does not exist.
+    if (error instanceof CodeHostRefusal && error.kind === "not_found") throw notFound(error.message);
+    throw error;
+  }
 }
 
-/** The preflight for settings about to be stored (createQueue, updateQueue): its warnings. */
-export async function setupWarnings(services: Services, input: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null }): Promise<string[]> {
+/**
+ * The preflight of a queue's settings as just stored (createQueue, updateQueue): its warnings,
+ * one line each; none when every required check reports. Who reported checks on recent pull
+ * requests is not asked (a dozen calls): checkQueueSetup asks it.
+ */
+export async function setupWarnings(services: Services, record: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null }): Promise<string[]> {
   try {
-    const report = await setupOf(services, input, input.createPrsForTestingBranches ? "draft_pr" : "push", { branch: input.targetBranch, requiredStatuses: input.requiredStatuses }, true);
+    const report = await setupOf(services, record, record.createPrsForTestingBranches ? "draft_pr" : "push", { branch: record.targetBranch, requiredStatuses: record.requiredStatuses }, true, false);
     return warningsOf(report);
   } catch (error) {
-    services.log?.warn({ err: error, repo: input.repo, branch: input.targetBranch }, "the queue's setup could not be checked");
+    services.log?.warn({ err: error, repo: record.repo, branch: record.targetBranch }, "the queue's setup could not be checked");
     return [`The queue's setup could not be checked (${(error as Error).message}): run checkQueueSetup to see whether its required checks will report.`];
   }
 }
@@ -60,7 +71,6 @@ export async function setupWarnings(services: Services, input: { repo: RepoRef; 
 /** One line per problem, as createQueue and updateQueue answer them. */
 export function warningsOf(report: QueueSetupRecord): string[] {
   const lines = report.checks.filter((c) => c.verdict !== "reports").map((c) => `${c.why}.${c.fix ? ` Fix: ${c.fix}.` : ""}`);
-  if (report.workflowsUnavailable) lines.push(report.workflowsUnavailable);
   return [...lines, ...report.warnings];
 }
 
@@ -70,6 +80,7 @@ async function setupOf(
   mode: TestingMode,
   queue: { branch: string; requiredStatuses: string[] | null },
   queueExists: boolean,
+  askReporters = true,
 ): Promise<QueueSetupRecord> {
   const host = services.codeHost;
   const [required, read, reporters] = await Promise.all([
@@ -77,7 +88,7 @@ async function setupOf(
     host.workflowFiles
       ? host.workflowFiles(input.repo, input.targetBranch).then((files) => ({ files, error: null as string | null }))
       : Promise.resolve({ files: null, error: `The ${host.name} code host runs no workflow files: its CI reports on every testing branch.` }),
-    host.recentCheckReporters ? host.recentCheckReporters(input.repo, input.targetBranch).catch((): CheckReporter[] => []) : Promise.resolve([] as CheckReporter[]),
+    host.recentCheckReporters && askReporters ? host.recentCheckReporters(input.repo, input.targetBranch).catch((): CheckReporter[] => []) : Promise.resolve([] as CheckReporter[]),
   ]);
   const workflows: WorkflowFile[] = [];
   const unreadable: { path: string; error: string }[] = [];

@@ -17,6 +17,7 @@ import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecor
 import { checkRepositoryClaimable, claimRepository, repositoryKey } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
 import { hostRequiredChecks } from "./status-checks.js";
+import { setupWarnings } from "./preflight.js";
 import type { RequiredChecks } from "../domain/status-checks.js";
 import { publishBlockedReasonChange, queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
@@ -103,7 +104,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
   // A branch the code host will never let Greenline merge into is refused now, with what to
   // change, rather than wedging the first merge.
   const target = (await services.codeHost.checkTarget?.(repo, targetBranch)) ?? { ok: true };
-  return services.db.transaction(async (tx) => {
+  const record = await services.db.transaction(async (tx) => {
     const repository = await claimRepository(services, tx, principal, repo);
     // Told only to the repository's owner (after the claim, which the refusal rolls back).
     if (!target.ok) throw failedPrecondition(target.reason);
@@ -120,6 +121,13 @@ export async function createQueue(services: Services, principal: Principal, inpu
     if (!queue) throw queueExists(targetBranch);
     return toQueueRecord(queue, host);
   });
+  // "Will this queue ever merge anything?", answered with the creation (after it: no transaction waits on the network).
+  return { ...record, setupWarnings: await setupWarnings(services, setupOfRecord(repo, record)) };
+}
+
+/** What the preflight of a queue's record needs: its testing mode and its own required checks. */
+function setupOfRecord(repo: RepoRef, record: QueueRecord) {
+  return { repo, targetBranch: record.branch, createPrsForTestingBranches: record.createPrsForTestingBranches, requiredStatuses: record.requiredStatusesSource === "merge_instance" ? record.requiredStatuses : null };
 }
 
 export type QueueWithEntries = QueueRecord & QueueDiagnoses & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
@@ -216,7 +224,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
   checkUpdate(input);
   const { repo, targetBranch, ...update } = input;
   const host = await hostRequiredChecks(services, { repo, targetBranch });
-  return services.db.transaction(async (tx) => {
+  const record = await services.db.transaction(async (tx) => {
     const queue = await lockQueue(services, tx, principal, { repo, targetBranch });
     checkChecksStartTimeout(update, queue);
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
@@ -235,6 +243,9 @@ export async function updateQueue(services: Services, principal: Principal, inpu
     if (after.state !== queue.state) await publishBlockedReasonChange(services, tx, after, repo);
     return toQueueRecord(after, host);
   });
+  // A change of what is required or of how testing commits reach CI is checked as a creation is.
+  const reaching = update.requiredStatuses !== undefined || update.deleteRequiredStatuses !== undefined || update.createPrsForTestingBranches !== undefined;
+  return reaching ? { ...record, setupWarnings: await setupWarnings(services, setupOfRecord(repo, record)) } : record;
 }
 
 const STATE_EVENTS: Partial<Record<QueueState, OperatorEventKind>> = { paused: "paused", running: "resumed", draining: "draining" };

@@ -8,7 +8,7 @@ import type { QueueEntry } from "../store/entries.js";
 import type { Queue } from "../store/queues.js";
 
 /** The queue record of the API (SPEC.md, "Queue"): every field is always present. */
-export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string; tuned?: TunedRecord } & RequiredStatuses;
+export type QueueRecord = Omit<QueueSettings, "requiredStatuses"> & { state: QueueState; branch: string; tuned?: TunedRecord; setupWarnings?: string[] } & RequiredStatuses;
 
 /** Adaptive tuning's picks as getQueue shows them (domain/engine/capacity.ts). */
 export type TunedRecord = { concurrency: number; bisectionConcurrency: number; largestBatch: number; observedFailureRate: number };

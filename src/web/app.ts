@@ -33,7 +33,7 @@ export type WebOptions = {
 
 /** The paths the dashboard serves. */
 function isDashboardPath(path: string): boolean {
-  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || path === "/favicon.ico" || /^\/(queues|assets|actions|sign-in|tests)\//.test(path);
+  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || path === "/favicon.ico" || /^\/(queues|preflight|assets|actions|sign-in|tests)\//.test(path);
 }
 
 /**

@@ -77,7 +77,17 @@ describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
   test("in the draft-PR mode the pull_request workflow reports; a queue's own mode and requiredStatuses are used", async () => {
     const draft = await api.ok("checkQueueSetup", { ...queue, mode: "draft_pr" });
     expect(Object.fromEntries(draft.checks.map((c: { context: string; verdict: string }) => [c.context, c.verdict]))).toEqual({ build: "reports", lint: "reports", e2e: "reports", "license/cla": "unknown" });
-    await api.ok("createQueue", { ...queue, requiredStatuses: ["build", "lint"], createPrsForTestingBranches: true });
+    const created = await api.ok("createQueue", { ...queue, requiredStatuses: ["build", "lint"], createPrsForTestingBranches: true });
+    // Both required checks report; the workflow file that is not YAML is still told.
+    expect(created.setupWarnings).toEqual([expect.stringContaining(".github/workflows/broken.yml could not be read")]);
+    // Turning draft PRs off is answered with what it breaks; a pause is not checked again.
+    const off = await api.ok("updateQueue", { ...queue, createPrsForTestingBranches: false });
+    expect(off.setupWarnings).toEqual([
+      expect.stringMatching(/^`build` comes from \.github\/workflows\/ci\.yml \(job `build`\): .* Fix: add `push: \{ branches: \['greenline\/\*\*'\] \}` to its `on:`/),
+      expect.stringContaining("broken.yml"),
+    ]);
+    expect((await api.ok("updateQueue", { ...queue, state: "paused" })).setupWarnings).toBeUndefined();
+    await api.ok("updateQueue", { ...queue, state: "running", createPrsForTestingBranches: true });
     const own = await api.ok("checkQueueSetup", queue);
     expect(own).toMatchObject({ ok: true, mode: "draft_pr", queueExists: true, requiredStatusesSource: "merge_instance" });
     expect(own.checks.map((c: { verdict: string }) => c.verdict)).toEqual(["reports", "reports"]);
@@ -118,5 +128,9 @@ describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
     expect(missing.status).toBe(404);
     expect(other.body.error.message.replace("app", "nothing-here")).toBe(missing.body.error.message);
     expect(world.gh.requests.slice(before).filter((r) => r.path.includes("/contents/") || r.path.includes("/pulls"))).toEqual([]);
+    // The owner asking of a branch that does not exist: not found, naming it.
+    const noBranch = await api.call("checkQueueSetup", { ...queue, targetBranch: "nope" });
+    expect(noBranch.status).toBe(404);
+    expect(noBranch.body.error.message).toBe(`branch nope of ${FULL} not found`);
   });
 });

@@ -47,16 +47,18 @@ describe.each(BACKENDS)("the rate-limit reserve of an installation, $name", (bac
   });
 
   test("failing effects' retries stop at the reserve; a healthy queue of the installation still merges; the retries resume after the reset", async () => {
-    gh.setRateLimit(INSTALLATION, LIMIT);
     const failing = ["down1", "down2", "down3", "down4"];
+    // The queues first (each creation reads the repository's workflows for its preflight), then
+    // the limit, in a window of its own: the retries alone are to meet the reserve.
+    for (const name of [...failing, "healthy"]) await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    clock.advance(gh.rateLimitOf(INSTALLATION).resetAt - clock.ms);
+    gh.setRateLimit(INSTALLATION, LIMIT);
     for (const name of failing) {
-      await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
       gh.openPr(`${OWNER}/${name}`, { number: 1 });
       // Every status Greenline sets on these PRs fails (a 502, transient): its effect is retried.
       gh.failNext("POST", new RegExp(`/${name}/statuses/`), 502, "Bad Gateway", 1_000_000);
       await api.ok("submitPullRequest", github.pr(name, 1));
     }
-    await api.ok("createQueue", { ...github.queue("healthy"), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
     gh.openPr(`${OWNER}/healthy`, { number: 1, files: { "src/healthy.ts": "1" } });
     const { resetAt } = gh.rateLimitOf(INSTALLATION);
     const failingBefore = callsTo(failing);

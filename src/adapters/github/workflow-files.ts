@@ -1,5 +1,5 @@
 import type { CheckReporter } from "../../domain/preflight/checks.js";
-import { WORKFLOW_FILES_READ, type RepoRef, type WorkflowFiles } from "../../ports/code-host.js";
+import { CodeHostRefusal, WORKFLOW_FILES_READ, type RepoRef, type WorkflowFiles } from "../../ports/code-host.js";
 import type { GitHubClient, OctokitError } from "./client.js";
 
 /** A workflow file larger than this is named, not read (GitHub's own limit for workflow files is 512 KiB). */
@@ -22,8 +22,15 @@ export class GitHubWorkflowFiles {
     try {
       ({ data: listing } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: ".github/workflows", ref }));
     } catch (error) {
-      if ((error as OctokitError).status === 404) return { files: [], left: [] };
-      throw error;
+      if ((error as OctokitError).status !== 404) throw error;
+      // No workflow folder, or no such branch or repository: GitHub answers 404 to all three.
+      try {
+        await octokit.rest.repos.getBranch({ owner: repo.owner, repo: repo.name, branch: ref });
+      } catch (missing) {
+        if ((missing as OctokitError).status === 404) throw new CodeHostRefusal("not_found", `branch ${ref} of ${repo.owner}/${repo.name} not found`);
+        throw missing;
+      }
+      return { files: [], left: [] };
     }
     if (!Array.isArray(listing)) return { files: [], left: [] };
     const entries = (listing as { type: string; name: string; path: string; size: number }[]).filter((e) => e.type === "file" && /\.ya?ml$/i.test(e.name)).sort((a, b) => a.path.localeCompare(b.path));

@@ -123,6 +123,12 @@ export const ZQueueRecord = z.strictObject({
     })
     .optional()
     .describe("adaptive tuning only: what the queue picks now — main-line and bisection runs in flight at most (within ciBudget), the largest batch, and the per-PR failure rate it observed on recent main-line runs"),
+  setupWarnings: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "createQueue, and updateQueue when it changes requiredStatuses or createPrsForTestingBranches: the preflight's findings (checkQueueSetup), one per required check that will not report on testing commits, with why and the fix; empty when every one reports",
+    ),
 });
 
 export const ZMergeItem = z.strictObject({

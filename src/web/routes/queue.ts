@@ -1,8 +1,12 @@
 import { type Request, Router } from "express";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueAddress } from "../../queue/queues.js";
-import { errorPage } from "../layout.js";
-import { actionAnswer, noticeArea, queuePage } from "../pages/queue.js";
+import { checkQueueSetup } from "../../queue/preflight.js";
+import { HTTP_STATUS } from "../../api/errors.js";
+import { AppError, appErrorOfRefusal } from "../../app/errors.js";
+import { errorPage, layout } from "../layout.js";
+import { html, type Html } from "../html.js";
+import { actionAnswer, noticeArea, preflightReport, queuePage } from "../pages/queue.js";
 import { queueLine } from "../read-models/dashboard.js";
 import { settingsUpdate } from "../settings-form.js";
 import { type PageResponse, type RouteContext, repoOf, send, urlencoded } from "./context.js";
@@ -10,6 +14,9 @@ import { type OperationOutcome, perform } from "./perform.js";
 
 /** A queue page's address: the repository, then the target branch (which may hold slashes). */
 export const QUEUE_PAGE = "/queues/:host/:owner/:repo/*branch";
+
+/** A queue's preflight, on demand (pages/queue.ts preflightPath). */
+export const PREFLIGHT_PAGE = "/preflight/:host/:owner/:repo/*branch";
 
 /** A queue page's path segments after the repository (its `*branch`). */
 export const branchSegments = (req: Request) => (req.params as unknown as { branch: string[] }).branch;
@@ -24,6 +31,31 @@ export function queueRoutes(context: RouteContext): Router {
     const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
     const line = await queueLine(services, viewer.principal, address);
     send(res, 200, queuePage(assets, viewer, address, line, services.now()));
+  });
+
+  router.get(PREFLIGHT_PAGE, signedIn, async (req, res: PageResponse) => {
+    const viewer = res.locals.viewer!;
+    const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
+    let report: Html;
+    try {
+      report = preflightReport(await checkQueueSetup(services, viewer.principal, address));
+    } catch (caught) {
+      const error = caught instanceof AppError ? caught : appErrorOfRefusal(caught);
+      if (!error) throw caught;
+      const status = HTTP_STATUS[error.code];
+      return send(res, status, req.get("hx-request") === "true" ? html`<p class="error">${error.message}</p>` : errorPage(assets, viewer, status, error.message));
+    }
+    if (req.get("hx-request") === "true") return send(res, 200, report);
+    const { repo, targetBranch } = address;
+    send(
+      res,
+      200,
+      layout(assets, {
+        title: `Preflight of ${repo.owner}/${repo.name} ${targetBranch}`,
+        viewer,
+        body: html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p><h1>Preflight of ${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>${report}`,
+      }),
+    );
   });
 
   router.post("/actions/queue", urlencoded, signedIn, csrf, async (req, res: PageResponse) => {
