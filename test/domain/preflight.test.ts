@@ -97,6 +97,18 @@ describe("a workflow's jobs on the queue's testing commits", () => {
     expect(verdicts(yaml, "draft_pr")).toEqual({ test: "runs", after: "runs", always: "runs", "main-only": "skipped", "not-draft": "runs" });
   });
 
+  test("needs.<job>.result is the dependency's outcome (jobs taken to succeed); a push's fields are null on a pull request", () => {
+    const yaml = [
+      "on: [push, pull_request]",
+      "jobs:",
+      "  test: {runs-on: x, if: \"github.event_name == 'pull_request'\"}",
+      "  summary: {runs-on: x, needs: test, if: \"always() && needs.test.result == 'success'\"}",
+      "  skip-ci: {runs-on: x, if: \"!contains(toJSON(github.event.commits.*.message), '[skip ci]')\"}",
+    ].join("\n");
+    expect(verdicts(yaml, "push")).toEqual({ test: "skipped", summary: "skipped", "skip-ci": "maybe" });
+    expect(verdicts(yaml, "draft_pr")).toEqual({ test: "runs", summary: "runs", "skip-ci": "runs" });
+  });
+
   test("pull_request types without opened, and base branch filters", () => {
     expect(verdicts("on:\n  pull_request:\n    types: [labeled]\njobs:\n  a: {runs-on: x}\n", "draft_pr")).toEqual({ a: "never" });
     expect(verdicts("on:\n  pull_request:\n    branches: [develop]\njobs:\n  a: {runs-on: x}\n", "draft_pr")).toEqual({ a: "never" });

@@ -32,6 +32,12 @@ function isOpaque(value: Value): boolean {
   return typeof value === "object" && value !== null && OPAQUE in value;
 }
 
+function containsUnknown(value: Value): boolean {
+  if (value === UNKNOWN || isOpaque(value)) return true;
+  if (typeof value !== "object" || value === null) return false;
+  return (Array.isArray(value) ? value : Object.values(value)).some(containsUnknown);
+}
+
 /** What the status functions answer for the job being judged. */
 export type StatusFunctions = { success: boolean | typeof UNKNOWN; failure: boolean | typeof UNKNOWN; cancelled: boolean };
 
@@ -325,8 +331,13 @@ function call(node: Extract<Node, { kind: "call" }>, context: ExpressionContext)
         return UNKNOWN;
       }
     }
+    case "tojson": {
+      const value = args[0] ?? null;
+      if (value === UNKNOWN || (typeof value === "object" && value !== null && (isOpaque(value) || containsUnknown(value)))) return UNKNOWN;
+      return JSON.stringify(value, null, 2);
+    }
     default:
-      // join, toJSON, hashFiles and anything newer: not settled by the file alone.
+      // join, hashFiles and anything newer: not settled by the file alone.
       return UNKNOWN;
   }
 }

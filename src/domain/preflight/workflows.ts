@@ -173,7 +173,8 @@ function githubContext(event: TestingEvent, context: TestingContext): Record<str
     ref_name: event === "pull_request" ? "1/merge" : context.targetBranch,
     base_ref: context.targetBranch,
     head_ref: branch,
-    event: { action: "opened", pull_request: pullRequest },
+    // A pull request event carries none of a push's fields: GitHub answers them as null.
+    event: { action: "opened", pull_request: pullRequest, commits: null, head_commit: null, pusher: null, before: null, after: null, compare: null, created: null, deleted: null, forced: null },
   };
 }
 
@@ -186,6 +187,7 @@ function lookupIn(github: Record<string, Value>) {
     if (path[0] !== "github") return UNKNOWN;
     let value: Value = github;
     for (const key of path.slice(1)) {
+      // A missing object's properties, and its `*` filter, are null (GitHub's answer).
       if (value === null) return null;
       if (typeof value !== "object" || Array.isArray(value) || value === UNKNOWN) return UNKNOWN;
       const record = value as { readonly [key: string]: Value };
@@ -230,7 +232,10 @@ function jobsUnder(event: TestingEvent, jobs: Record<string, Record<string, unkn
     const skippedDep = deps.find(([, o]) => o.verdict === "skipped" || o.verdict === "never");
     const maybeDep = deps.find(([, o]) => o.verdict === "maybe");
     const success = skippedDep ? false : maybeDep ? UNKNOWN : true;
-    const expression: ExpressionContext = { lookup, status: { success, failure: false, cancelled: false } };
+    const results = new Map<string, Value>(deps.map(([need, o]) => [need, o.verdict === "runs" ? "success" : o.verdict === "maybe" ? UNKNOWN : "skipped"]));
+    // `needs.<job>.result`: what the dependency came to, jobs taken to succeed when they run.
+    const withNeeds = (path: readonly string[]): Value => (path[0] === "needs" && path.length === 3 && path[2] === "result" ? (results.get(path[1]!) ?? UNKNOWN) : lookup(path));
+    const expression: ExpressionContext = { lookup: withNeeds, status: { success, failure: false, cancelled: false } };
     const result = evaluateCondition(job.if, expression);
     let outcome: JobOutcome;
     if (result === true) outcome = { verdict: "runs", why: "", fix: null };
