@@ -155,6 +155,9 @@ async function timed(results: Record<string, object>): Promise<void> {
     if (response.status !== 200) throw new Error(`${event} delivery answered ${response.status}`);
   };
   await post("installation", installationCreated(installation.id, owner, 920));
+  // The delivery is answered at once and processed by the worker: the installation must be
+  // known before a queue is created on it (else 404, as for a repository nobody installed on).
+  await server.greenline.worker.processWebhooks();
   const api = await server.clientFor(owner);
   const repositoryOf = (name: string) => ({ ...repository(name), full_name: `${owner}/${name}`, owner: { login: owner, name: owner } });
   /** Green times by tested sha; CI and pushes, every 50 ms, until stopped. */
