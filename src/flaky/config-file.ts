@@ -1,5 +1,5 @@
 import type { Services } from "../app/services.js";
-import { type RepoRef, repositoryKey } from "../ports/code-host.js";
+import { FileTooLargeError, type RepoRef, repositoryKey } from "../ports/code-host.js";
 import { findSettingsSource, lockRepositoryTests, saveSettingsSource } from "../store/flaky-store.js";
 import { repositoryByKey } from "../store/repositories.js";
 import { changeFlakySettings, loadFlakySettings } from "./status.js";
@@ -108,8 +108,14 @@ export async function applyConfigFile(services: Services, repo: RepoRef, default
   if (!repository) return "unknown_repository";
   const head = await services.codeHost.getBranchHead(repo, defaultBranch);
   if (head === null) return "no_branch";
-  const text = await services.codeHost.readFile(repo, CONFIG_FILE, head);
-  const reading = text === null ? null : readConfigFile(text);
+  let reading: ReturnType<typeof readConfigFile> | null;
+  try {
+    const text = await services.codeHost.readFile(repo, CONFIG_FILE, head, CONFIG_FILE_MAX_BYTES);
+    reading = text === null ? null : readConfigFile(text);
+  } catch (error) {
+    if (!(error instanceof FileTooLargeError)) throw error;
+    reading = { ok: false, error: `${CONFIG_FILE}: larger than ${CONFIG_FILE_MAX_BYTES / 1024} KiB` };
+  }
   const now = services.now();
   return services.db.sqlTransaction(async (sql) => {
     await lockRepositoryTests(sql, repository.id);

@@ -148,7 +148,7 @@ async function readCodeOwners(services: Services, repo: RepoRef, sha: string): P
   for (const path of CODEOWNERS_PATHS) {
     let text: string | null;
     try {
-      text = await services.codeHost.readFile(repo, path, sha);
+      text = await services.codeHost.readFile(repo, path, sha, CODEOWNERS_MAX_BYTES);
     } catch (error) {
       services.log?.warn({ err: error, repo: repositoryKey(repo), path }, "could not read CODEOWNERS; tests get no owners from it");
       return null;
@@ -159,6 +159,8 @@ async function readCodeOwners(services: Services, repo: RepoRef, sha: string): P
 }
 
 const CODEOWNERS_COMMITS_REMEMBERED = 256;
+/** GitHub ignores a CODEOWNERS file larger than 3 MB ("About code owners"); so does Greenline. */
+const CODEOWNERS_MAX_BYTES = 3 * 1024 * 1024;
 const codeOwnersRead = new WeakMap<object, Map<string, CodeOwners | null>>();
 
 function remember(read: Map<string, CodeOwners | null>, key: string, owners: CodeOwners | null): CodeOwners | null {

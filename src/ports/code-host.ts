@@ -5,6 +5,20 @@ import type { CheckReporter } from "../domain/preflight/checks.js";
 
 export type RepoRef = { host: string; owner: string; name: string };
 
+/** The largest file readFile reads unless told otherwise (GitHub sends files up to 1 MiB inline). */
+export const FILE_READ_BYTES = 1024 * 1024;
+
+/** A file readFile was asked for is larger than the caller takes: its path and size. */
+export class FileTooLargeError extends Error {
+  constructor(
+    readonly path: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`${path} is ${bytes} bytes, larger than ${maxBytes}`);
+  }
+}
+
 /** How many workflow files a preflight reads at most. */
 export const WORKFLOW_FILES_READ = 50;
 export type WorkflowFiles = { files: { path: string; text: string | null; error: string | null }[]; left: string[] };
@@ -319,8 +333,11 @@ export interface CodeHost {
   permissionOf(repo: RepoRef, user: string): Promise<Permission>;
   /** Lands the PRs whose combined tree the testing branch tested. */
   mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult>;
-  /** A file's text at a ref (commit sha or branch), or null when there is no such file or ref. */
-  readFile(repo: RepoRef, path: string, ref: string): Promise<string | null>;
+  /**
+   * A file's text at a ref (commit sha or branch), or null when there is no such file or ref.
+   * A file larger than `maxBytes` (default FILE_READ_BYTES) is not read: FileTooLargeError.
+   */
+  readFile(repo: RepoRef, path: string, ref: string, maxBytes?: number): Promise<string | null>;
   /**
    * Present when the host runs CI from workflow files in the repository (GitHub Actions): the
    * workflow files at `ref` (`.github/workflows/*.yml`), each with its text, or why it could not

@@ -70,6 +70,19 @@ describe.each(BACKENDS)("the repository's config file on GitHub, $name", (backen
     expect(await settings()).toMatchObject({ settings: { flakyRate: 0.25, autoQuarantine: false, minSamples: 20 }, config_file: { fields: ["autoQuarantine", "flakyRate"], error: null } });
   });
 
+  test("a file too large is refused with its size, not read as an empty file (GitHub sends files over 1 MB without content)", async () => {
+    const before = (await settings()).settings;
+    const big = `flakyTests:\n  flakyRate: 0.3\n# ${"x".repeat(1_500_000)}\n`;
+    const sha = await pushToMain({ ".greenline.yml": big });
+    const read = await settings();
+    expect(read.config_file).toMatchObject({ commit: sha, error: ".greenline.yml: larger than 64 KiB" });
+    expect(read.settings).toEqual(before);
+    // Only the listing was asked for: the 1.5 MB blob was never fetched.
+    expect(world.gh.requests.filter((r) => r.path.includes("/git/blobs/"))).toEqual([]);
+    await pushToMain({ ".greenline.yml": "flakyTests:\n  flakyRate: 0.25\n  autoQuarantine: false\n" });
+    expect((await settings()).config_file.error).toBeNull();
+  });
+
   test("a push to another branch reads nothing; the file removed hands every setting back to the API", async () => {
     const before = world.gh.requests.filter((r) => r.path.startsWith(`/repos/${FULL}/contents/.greenline.yml`)).length;
     world.gh.push(FULL, "feature", { ".greenline.yml": "flakyTests:\n  flakyRate: 0.05\n" });

@@ -56,6 +56,11 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     await octokit.rest.repos.getContent({ ...r, path: ".github/CODEOWNERS", ref: "main" });
     await settle(octokit.rest.repos.getContent({ ...r, path: "missing.txt" }));
     await octokit.rest.repos.getContent({ ...r, path: ".github", ref: "main" });
+    gh.createBranch(full, "blobs", "main");
+    gh.push(full, "blobs", { "big.bin": "b".repeat(1_200_000) });
+    const { data: big } = await octokit.rest.repos.getContent({ ...r, path: "big.bin", ref: "blobs" });
+    expect(big).toMatchObject({ encoding: "none", content: "", size: 1_200_000 });
+    await octokit.rest.git.getBlob({ ...r, file_sha: (big as { sha: string }).sha });
     await octokit.rest.repos.getContent({ ...r, path: ".github/workflows", ref: "main" });
     await octokit.rest.repos.compareCommitsWithBasehead({ ...r, basehead: `main...${pr1.headSha}` });
     await octokit.rest.repos.getCollaboratorPermissionLevel({ ...r, username: "hubot" });

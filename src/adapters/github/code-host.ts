@@ -1,4 +1,5 @@
 import type { Probot } from "probot";
+import { FileTooLargeError } from "../../ports/code-host.js";
 import type {
   WorkflowFiles,
   CiResults,
@@ -150,8 +151,8 @@ export class GitHubCodeHost implements CodeHost {
     return classified(this.#pulls.permissionOf(repo, user), "read");
   }
 
-  readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
-    return classified(this.#pulls.readFile(repo, path, ref), "read");
+  readFile(repo: RepoRef, path: string, ref: string, maxBytes?: number): Promise<string | null> {
+    return classified(this.#pulls.readFile(repo, path, ref, maxBytes), "read");
   }
 
   workflowFiles(repo: RepoRef, ref: string): Promise<WorkflowFiles> {
@@ -200,6 +201,8 @@ async function classified<T>(call: Promise<T>, operation: GitHubOperation): Prom
   try {
     return await call;
   } catch (error) {
+    // Not a refusal of GitHub's: the caller's own limit, told as such.
+    if (error instanceof FileTooLargeError) throw error;
     throw refusalOf(error, operation);
   }
 }

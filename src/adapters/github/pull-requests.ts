@@ -1,4 +1,4 @@
-import type { Permission, PullRequestInfo, ReadPullRequestHint, RepoRef } from "../../ports/code-host.js";
+import { FILE_READ_BYTES, FileTooLargeError, type Permission, type PullRequestInfo, type ReadPullRequestHint, type RepoRef } from "../../ports/code-host.js";
 import type { Mergeability } from "../../domain/states.js";
 import type { GitHubClient, Octokit, OctokitError } from "./client.js";
 
@@ -128,12 +128,18 @@ export class GitHubPullRequests {
     }
   }
 
-  async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+  async readFile(repo: RepoRef, path: string, ref: string, maxBytes = FILE_READ_BYTES): Promise<string | null> {
     const octokit = await this.client.octokitOrNull(repo);
     if (!octokit) return null;
     try {
       const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path, ref });
       if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
+      if (data.size > maxBytes) throw new FileTooLargeError(path, data.size, maxBytes);
+      // Files of 1 to 100 MB come without content (encoding "none"): their blob has it.
+      if (data.encoding === "none") {
+        const { data: blob } = await octokit.rest.git.getBlob({ owner: repo.owner, repo: repo.name, file_sha: data.sha });
+        return Buffer.from(blob.content, "base64").toString("utf8");
+      }
       return Buffer.from(data.content, "base64").toString("utf8");
     } catch (error) {
       if ((error as OctokitError).status === 404) return null;

@@ -5,6 +5,8 @@ import { refusalOf, type GitHubOperation } from "../github/refusals.js";
 import type { SandboxFaults } from "../../domain/sandbox-faults.js";
 import type { CheckState, RequiredChecks } from "../../domain/status-checks.js";
 import {
+  FILE_READ_BYTES,
+  FileTooLargeError,
   repositoryKey,
   type CiRetries,
   type CodeHost,
@@ -313,15 +315,18 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     });
   }
 
-  async readFile(repo: RepoRef, path: string, ref: string): Promise<string | null> {
+  async readFile(repo: RepoRef, path: string, ref: string, maxBytes = FILE_READ_BYTES): Promise<string | null> {
     await this.#fault(repo, "read");
     const key = repositoryKey(repo);
-    return this.db.read(async (tx) => {
+    const text = await this.db.read(async (tx) => {
       const byRef = await sandboxStore.sandboxRefSha(tx, key, ref);
       const commit = await sandboxStore.findSandboxCommit(tx, byRef ?? ref);
       if (!commit || commit.repoKey !== key) return null;
       return commit.tree[path] ?? null;
     });
+    const bytes = text === null ? 0 : Buffer.byteLength(text);
+    if (bytes > maxBytes) throw new FileTooLargeError(path, bytes, maxBytes);
+    return text;
   }
 
   /** The files on a branch. */

@@ -49,6 +49,8 @@ export abstract class SimulatorModel {
   protected readonly pulls = new Map<string, PullRequest>();
   protected readonly refs = new Map<string, string>();
   protected readonly commits = new Map<string, Commit>();
+  /** File contents by blob sha, as the contents API has listed them (the blob API answers them). */
+  protected readonly blobs = new Map<string, string>();
   protected readonly repos = new Map<string, RepositorySettings>();
   /** GitHub Actions' workflow runs, by id (ids of their own, as large as GitHub's). */
   protected readonly workflowRuns = new Map<number, WorkflowRunRecord>();

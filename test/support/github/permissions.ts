@@ -42,6 +42,7 @@ const ROUTES: [string, RegExp, Need][] = [
   ["GET", new RegExp(`^/repos/${R}/${R}/compare/.+$`), [["contents", "read"]]],
   ["GET", new RegExp(`^/repos/${R}/${R}/git/ref/.+$`), [["contents", "read"]]],
   ["GET", new RegExp(`^/repos/${R}/${R}/git/commits/${R}$`), [["contents", "read"]]],
+  ["GET", new RegExp(`^/repos/${R}/${R}/git/blobs/${R}$`), [["contents", "read"]]],
   ["POST", new RegExp(`^/repos/${R}/${R}/git/refs$`), [["contents", "write"]]],
   ["PATCH", new RegExp(`^/repos/${R}/${R}/git/refs/.+$`), [["contents", "write"]]],
   ["DELETE", new RegExp(`^/repos/${R}/${R}/git/refs/.+$`), [["contents", "write"]]],

@@ -242,19 +242,45 @@ export abstract class Repositories extends BranchRules {
         .update(`blob ${Buffer.byteLength(content)}\0${content}`)
         .digest("hex");
       const self = `https://api.github.com/repos/${fullName}/contents/${file}?ref=${query.get("ref") ?? settings.defaultBranch}`;
+      // Files of 1 to 100 MB come without their content (encoding "none"); larger ones are refused
+      // ("Get repository content"; changelog 2022-05-03): the blob API has them (up to 100 MB).
+      const bytes = Buffer.byteLength(content);
+      if (bytes > 100 * 1024 * 1024)
+        return send(403, {
+          message: "This API returns blobs up to 100 MB in size.",
+          errors: [{ resource: "Blob", field: "data", code: "too_large" }],
+          documentation_url: "https://docs.github.com/rest/repos/contents#get-repository-content",
+          status: "403",
+        });
+      const inline = bytes <= 1024 * 1024;
+      this.blobs.set(blob, content);
       return send(200, {
         type: "file",
-        encoding: "base64",
-        size: Buffer.byteLength(content),
+        encoding: inline ? "base64" : "none",
+        size: bytes,
         name: file.split("/").at(-1),
         path: file,
-        content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n"),
+        content: inline ? Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n") : "",
         sha: blob,
         url: self,
         git_url: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`,
         html_url: `https://github.com/${fullName}/blob/${sha}/${file}`,
         download_url: `https://raw.githubusercontent.com/${fullName}/${sha}/${file}`,
         _links: { self, git: `https://api.github.com/repos/${fullName}/git/blobs/${blob}`, html: `https://github.com/${fullName}/blob/${sha}/${file}` },
+      });
+    }
+    if ((match = /^\/git\/blobs\/([0-9a-f]{40})$/.exec(rest)) && method === "GET") {
+      // "Get a blob": base64 content up to 100 MB (the simulator knows the blobs it listed).
+      const content = this.blobs.get(match[1]!);
+      if (content === undefined) return notFound();
+      const size = Buffer.byteLength(content);
+      return send(200, {
+        sha: match[1],
+        node_id: `B_${match[1]!.slice(0, 16)}`,
+        size,
+        url: `https://api.github.com/repos/${fullName}/git/blobs/${match[1]}`,
+        content: Buffer.from(content).toString("base64").replace(/.{60}/g, "$&\n"),
+        encoding: "base64",
       });
     }
     if ((match = /^\/compare\/(.+)\.\.\.(.+)$/.exec(rest)) && method === "GET") {
