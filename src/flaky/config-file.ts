@@ -5,8 +5,7 @@ import { repositoryByKey } from "../store/repositories.js";
 import { changeFlakySettings, loadFlakySettings } from "./status.js";
 import { parseDocument } from "yaml";
 import { z } from "zod";
-import { unstorableCharacter } from "../domain/text.js";
-import { FLAKY_SETTING_FIELDS, TICKET_KEY, type FlakySettings } from "../domain/flaky/detection.js";
+import { FLAKY_SETTING_FIELDS, type FlakySettings, ZTicketUrlTemplate } from "../domain/flaky/detection.js";
 
 /**
  * The repository's config file: `.greenline.yml` at the root of its default branch. Its
@@ -33,12 +32,8 @@ const ZConfigFile = z
     flakyTests: z
       .object({
         ...FLAKY_SETTING_FIELDS,
-        // The API's rule for it (test-schemas.ts: an http(s) link of at most 2,048 characters, storable, holding the key's place).
-        ticketUrlTemplate: z
-          .url({ protocol: /^https?$/ })
-          .max(2048)
-          .refine((s) => unstorableCharacter(s) === null, "must not contain NUL characters or lone surrogates")
-          .refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`),
+        // The API's rule for it.
+        ticketUrlTemplate: ZTicketUrlTemplate,
       })
       .partial()
       .strict()

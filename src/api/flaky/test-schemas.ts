@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FLAKY_SETTING_FIELDS, TICKET_KEY } from "../../domain/flaky/detection.js";
+import { FLAKY_SETTING_FIELDS, TICKET_KEY, ZTicketUrlTemplate } from "../../domain/flaky/detection.js";
 import { caseInsensitiveEnum, storableText, TRIMMED, ZDateTime, ZLink, ZName, ZRepo } from "../shared/schemas.js";
 
 /**
@@ -208,8 +208,6 @@ export const ZLinkTicketRequest = z
   });
 
 export const ZFlakySettingsRequest = z.object(ZTestScope);
-/** A ticket link holding TICKET_KEY (checked beyond the document's shape: the description says so). */
-const ZTicketUrlTemplate = ZLink.refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
 export const ZUpdateFlakySettingsRequest = z.object({
   ...ZTestScope,
   settings: z

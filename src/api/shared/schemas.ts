@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ERROR_CODES } from "../../app/errors.js";
-import { unstorableCharacter } from "../../domain/text.js";
+import { storableText } from "../../domain/text.js";
 
 /**
  * What every area's schemas share: the rule of free text, names and repositories, pull request
@@ -15,17 +15,8 @@ export function caseInsensitiveEnum<const T extends readonly [string, ...string[
   return z.enum(accepted).transform((v) => v.toLowerCase() as T[number]);
 }
 
-/**
- * The rule of every free-text request field: no NUL (PostgreSQL text refuses it) and no lone
- * surrogate (not Unicode), so what validation accepts every store can hold. JUnit reports are
- * held to it by their scanner, which names the line and column.
- */
-export const storableText = z.superRefine<string>((value, ctx) => {
-  const found = unstorableCharacter(value);
-  if (!found) return;
-  const message = found.kind === "nul" ? `must not contain NUL characters (NUL at index ${found.index})` : `must be valid Unicode (lone surrogate at index ${found.index})`;
-  ctx.addIssue({ code: "custom", message, input: value });
-});
+/** The rule of every free-text request field (domain/text.ts). */
+export { storableText };
 
 /**
  * Lengths are checked before surrounding whitespace is trimmed, so the document's maxLength and

@@ -1,5 +1,6 @@
 import { DAY_MS } from "../time.js";
 import { z } from "zod";
+import { storableText } from "../text.js";
 
 export type TestStatus = "healthy" | "flaky" | "broken";
 export type QuarantineSetting = "auto" | "always" | "never";
@@ -33,6 +34,17 @@ export const ZFlakySettings = z.object({
 });
 /** Where a ticket's key goes in a repository's ticketUrlTemplate. */
 export const TICKET_KEY = "{id}";
+
+/**
+ * A repository's ticket link template, one rule for the API and `.greenline.yml`: an http(s)
+ * link of at most 2,048 characters, storable, holding TICKET_KEY where the ticket's key goes.
+ */
+export const ZTicketUrlTemplate = z
+  .string()
+  .max(2048)
+  .url({ protocol: /^https?$/ })
+  .check(storableText)
+  .refine((s) => s.includes(TICKET_KEY), `must contain ${TICKET_KEY}, where the ticket's key goes`);
 /** A ticket's link from the repository's template: the key, URL-encoded, in place of each TICKET_KEY. */
 export function ticketUrlOf(template: string, key: string): string {
   return template.split(TICKET_KEY).join(encodeURIComponent(key));
