@@ -263,16 +263,18 @@ export async function doctor(options: QueueOptions, out: Out): Promise<number> {
   const ctx = new Context({ ...options, "target-branch": options["target-branch"] ?? options.branch });
   const address = ctx.queue();
   const report = await ctx.post<SetupReport>("checkQueueSetup", { ...address, ...(options.mode ? { mode: options.mode } : {}) });
+  // Exit 1 when a required check will not or may not report; 0 when the rest is only what Greenline cannot read (said, not failed on).
+  const failing = report.checks.some((c) => c.verdict === "never" || c.verdict === "passes_without_running" || c.verdict === "maybe") || (!report.ok && report.checks.every((c) => c.verdict === "reports"));
   if (options.json) {
     out(JSON.stringify(report, null, 2));
-    return report.ok ? 0 : 1;
+    return failing ? 1 : 0;
   }
   const how = report.mode === "draft_pr" ? "testing branches with draft pull requests" : "pushed testing branches";
   out(`Preflight of the ${queueName(address)} (${how}${report.queueExists ? "" : "; no queue yet: its defaults"}):`);
   if (report.workflowsUnavailable) out(`  ${report.workflowsUnavailable}`);
   if (report.checks.length === 0) out("  no required checks");
   for (const check of report.checks) {
-    out(`  ${check.verdict === "reports" ? "ok  " : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
+    out(`  ${check.verdict === "reports" ? "ok  " : check.verdict === "unknown" ? "????" : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
     if (check.verdict !== "reports") {
       out(`       ${check.why}`);
       if (check.fix) out(`       fix: ${check.fix}`);
@@ -280,8 +282,14 @@ export async function doctor(options: QueueOptions, out: Out): Promise<number> {
   }
   for (const warning of report.warnings) out(`  warning: ${warning}`);
   if (report.workflowsNotRead.length > 0) out(`  not read (past the first 50): ${report.workflowsNotRead.join(", ")}`);
-  out(report.ok ? "Every required check will report on testing commits." : "The queue would wait on the checks marked FAIL (or merge without them): fix them before turning it on.");
-  return report.ok ? 0 : 1;
+  out(
+    report.ok
+      ? "Every required check will report on testing commits."
+      : failing
+        ? "The queue would wait on the checks marked FAIL (or merge without them): fix them before turning it on."
+        : "Greenline cannot tell for the checks marked ????: make sure they report on greenline/** (exit 0).",
+  );
+  return failing ? 1 : 0;
 }
 
 /** The file, or stdin for `-`. */

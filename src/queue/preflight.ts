@@ -5,7 +5,7 @@ import type { Services } from "../app/services.js";
 import { checkQueueSetup as judgeSetup, type CheckReporter, type SetupReport } from "../domain/preflight/checks.js";
 import type { TestingMode, WorkflowFile } from "../domain/preflight/workflows.js";
 import { CodeHostRefusal, repositoryKey, type RepoRef } from "../ports/code-host.js";
-import { notFound } from "../app/errors.js";
+import { AppError, notFound } from "../app/errors.js";
 import * as queueStore from "../store/queues.js";
 import { requiredChecksOf } from "./status-checks.js";
 
@@ -44,6 +44,10 @@ export async function checkQueueSetup(services: Services, principal: Principal, 
     return queueStore.findQueue(tx, principal.organizationId, repositoryKey(input.repo), input.targetBranch);
   });
   const mode: TestingMode = input.mode ?? (queue?.createPrsForTestingBranches ? "draft_pr" : "push");
+  // Some sixty reads a time: not while the installation is down to the reserve kept for the queues' progress.
+  const reserved = services.codeHost.rateBudget?.reserveReachedUntil(input.repo) ?? null;
+  if (reserved !== null)
+    throw new AppError("rate_limited", `the code host's rate limit for this installation is down to the reserve kept for the queues until ${new Date(reserved).toISOString()}: check the setup again then`);
   try {
     return await setupOf(services, input, mode, queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses } : { branch: input.targetBranch, requiredStatuses: null }, queue !== null);
   } catch (error) {
@@ -59,6 +63,9 @@ export async function checkQueueSetup(services: Services, principal: Principal, 
  * requests is not asked (a dozen calls): checkQueueSetup asks it.
  */
 export async function setupWarnings(services: Services, record: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null }): Promise<string[]> {
+  const reserved = services.codeHost.rateBudget?.reserveReachedUntil(record.repo) ?? null;
+  if (reserved !== null)
+    return [`The queue's setup was not checked: the code host's rate limit is down to the reserve kept for the queues until ${new Date(reserved).toISOString()}. Run checkQueueSetup (greenline doctor) after that.`];
   try {
     const report = await setupOf(services, record, record.createPrsForTestingBranches ? "draft_pr" : "push", { branch: record.targetBranch, requiredStatuses: record.requiredStatuses }, true, false);
     return warningsOf(report);

@@ -121,6 +121,59 @@ describe("a workflow's jobs on the queue's testing commits", () => {
   });
 });
 
+describe("what the review found (each reported a check that would not report)", () => {
+  const setup = (files: Record<string, string>, contexts: string[], mode: TestingMode = "push", reporters: CheckReporter[] = []) =>
+    Object.fromEntries(
+      checkQueueSetup({
+        context: { targetBranch: "main", mode },
+        required: { source: "branch_protection", contexts },
+        workflows: Object.entries(files).map(([path, yaml]) => ({ path, document: parse(yaml) })),
+        reporters,
+      }).checks.map((c) => [c.context, c.verdict]),
+    );
+
+  test("a job named only by an expression is no evidence for every check; one named in part is at most maybe", () => {
+    const expr = (inside: string) => `${"$"}{{ ${inside} }}`;
+    const files = {
+      "ci.yml": `on: push\njobs:\n  any:\n    name: ${expr("matrix.os")}\n    strategy: {matrix: {os: [a, b]}}\n    runs-on: x\n  part:\n    name: test-${expr("matrix.os")}\n    strategy: {matrix: {os: [a, b]}}\n    runs-on: x\n`,
+      "pr.yml": "on: pull_request\njobs:\n  lint: {runs-on: x}\n",
+    };
+    expect(setup(files, ["lint", "cla/signed", "test-a"], "push", [{ context: "cla/signed", reporter: "cla-assistant", kind: "check_run" }])).toEqual({ lint: "never", "cla/signed": "never", "test-a": "maybe" });
+  });
+
+  test("a job is skipped under a skipped grandparent even when its own need ran with always()", () => {
+    const files = {
+      "ci.yml":
+        'on: [push, pull_request]\njobs:\n  a: {runs-on: x, if: "github.event_name == \'pull_request\'"}\n  b: {runs-on: x, needs: a, if: always()}\n  c: {runs-on: x, needs: b}\n  d: {runs-on: x, needs: b, if: "!cancelled()"}\n',
+    };
+    expect(setup(files, ["a", "b", "c", "d"])).toEqual({ a: "passes_without_running", b: "reports", c: "passes_without_running", d: "reports" });
+  });
+
+  test("a reusable workflow's jobs are judged under the caller's event, each under its own check name", () => {
+    const files = {
+      "ci.yml": "on: push\njobs:\n  call:\n    uses: ./.github/workflows/reuse.yml\n",
+      ".github/workflows/reuse.yml": "on: workflow_call\njobs:\n  test: {runs-on: x, if: \"github.event_name == 'pull_request'\"}\n  build: {runs-on: x}\n",
+    };
+    expect(setup(files, ["call / test", "call / build"])).toEqual({ "call / test": "passes_without_running", "call / build": "reports" });
+  });
+
+  test("needs.*.result is the dependencies' results: the usual all-green gate is settled", () => {
+    const files = {
+      "ci.yml": "on: push\njobs:\n  a: {runs-on: x}\n  b: {runs-on: x}\n  gate:\n    runs-on: x\n    needs: [a, b]\n    if: \"always() && !contains(needs.*.result, 'failure') && !contains(needs.*.result, 'skipped')\"\n",
+    };
+    expect(setup(files, ["gate"])).toEqual({ gate: "reports" });
+  });
+
+  test("hostile patterns and conditions: linear matching, no stack overflow (unknown instead)", () => {
+    const pattern = `greenline/${"**a".repeat(40)}b`;
+    expect(matchesPatterns(`greenline/${"a".repeat(200)}/r-1`, [pattern])).toBe(false);
+    const deep = Array.from({ length: 5000 }, () => "true").join(" && ");
+    expect(evaluate(deep)).toBe(UNKNOWN);
+    const yaml = `on: push\njobs:\n  a:\n    runs-on: x\n    name: ${`${"$"}{{ x }}y`.repeat(40)}z\n`;
+    expect(setup({ "ci.yml": yaml }, ["y".repeat(60)])).toEqual({ ["y".repeat(60)]: "never" });
+  });
+});
+
 describe("checkQueueSetup: the required checks", () => {
   const ci = { path: ".github/workflows/ci.yml", document: parse("on:\n  pull_request:\njobs:\n  build:\n    runs-on: x\n  test:\n    name: Test\n    strategy: {matrix: {node: [20, 22]}}\n    runs-on: x\n") };
   const pushed = { path: ".github/workflows/push.yml", document: parse("on:\n  push:\n    branches: ['greenline/**']\njobs:\n  lint:\n    runs-on: x\n  call:\n    uses: ./.github/workflows/reusable.yml\n") };

@@ -117,6 +117,26 @@ describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
     expect(report.checks.find((c: { context: string }) => c.context === "build")).toMatchObject({ verdict: "reports" });
   });
 
+  test("not while the installation is down to its rate-limit reserve: 429 with when, and updateQueue says it did not check", async () => {
+    const { used } = world.gh.rateLimitOf(61);
+    world.gh.setRateLimit(61, used + 8);
+    try {
+      // A read that brings GitHub's rate-limit headers back (its own answer may be the limit's), then the preflight is refused.
+      await api.call("checkQueueSetup", queue);
+      const refused = await api.call("checkQueueSetup", queue);
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.message).toContain("down to the reserve kept for the queues until");
+      const calls = world.gh.requests.length;
+      const updated = await api.ok("updateQueue", { ...queue, requiredStatuses: ["build", "lint"] });
+      expect(updated.setupWarnings).toEqual([expect.stringMatching(/^The queue's setup was not checked: the code host's rate limit is down to the reserve/)]);
+      expect(world.gh.requests.slice(calls).filter((r) => r.path.includes("/contents/"))).toEqual([]);
+    } finally {
+      // The next window: the App learns of the limit's reset from the clock, as it would.
+      world.gh.setRateLimit(61, 5000);
+      clock.advance(world.gh.rateLimitOf(61).resetAt - clock.ms);
+    }
+  });
+
   test("bad input is a 400 naming the field; another organization's repository is not found, as one that does not exist", async () => {
     const bad = await api.call("checkQueueSetup", { ...queue, mode: "pr" });
     expect(bad.status).toBe(400);

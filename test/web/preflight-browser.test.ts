@@ -43,7 +43,7 @@ describeWithBrowser("the preflight panel in Chromium", () => {
     await page.getByText("Preflight: will every required check report on testing commits?").click();
     // Nothing is asked of GitHub until the person asks.
     expect(reads()).toBe(before);
-    await page.locator('[data-action="preflight"]').click();
+    await page.locator("[data-preflight]").click();
     const summary = page.locator(".preflight-summary");
     await summary.waitFor(WAIT);
     expect(await summary.getAttribute("data-ok")).toBe("false");

@@ -4,6 +4,8 @@ import type { GitHubClient, OctokitError } from "./client.js";
 
 /** A workflow file larger than this is named, not read (GitHub's own limit for workflow files is 512 KiB). */
 const WORKFLOW_FILE_BYTES = 512 * 1024;
+/** Workflow files asked for at once. */
+const FILES_AT_ONCE = 4;
 /** Pull requests whose heads are read for who reported their checks. */
 const RECENT_PULL_REQUESTS = 5;
 
@@ -35,14 +37,20 @@ export class GitHubWorkflowFiles {
     if (!Array.isArray(listing)) return { files: [], left: [] };
     const entries = (listing as { type: string; name: string; path: string; size: number }[]).filter((e) => e.type === "file" && /\.ya?ml$/i.test(e.name)).sort((a, b) => a.path.localeCompare(b.path));
     const read = entries.slice(0, WORKFLOW_FILES_READ);
-    const files = await Promise.all(
-      read.map(async (entry) => {
-        if (entry.size > WORKFLOW_FILE_BYTES) return { path: entry.path, text: null, error: `larger than ${WORKFLOW_FILE_BYTES / 1024} KiB` };
+    const readOne = async (entry: (typeof read)[number]) => {
+      if (entry.size > WORKFLOW_FILE_BYTES) return { path: entry.path, text: null, error: `larger than ${WORKFLOW_FILE_BYTES / 1024} KiB` };
+      try {
         const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: entry.path, ref });
         if (Array.isArray(data) || data.type !== "file" || !("content" in data) || (data.content === "" && data.size > 0)) return { path: entry.path, text: null, error: "GitHub sent no content" };
         return { path: entry.path, text: Buffer.from(data.content, "base64").toString("utf8"), error: null };
-      }),
-    );
+      } catch (error) {
+        // One file GitHub would not send is named; the others are still judged.
+        return { path: entry.path, text: null, error: `GitHub refused to send it (${(error as OctokitError).status ?? "no answer"})` };
+      }
+    };
+    // A few at a time: a repository's fifty workflow files are not fifty requests at once.
+    const files: { path: string; text: string | null; error: string | null }[] = [];
+    for (let i = 0; i < read.length; i += FILES_AT_ONCE) files.push(...(await Promise.all(read.slice(i, i + FILES_AT_ONCE).map(readOne))));
     return { files, left: entries.slice(WORKFLOW_FILES_READ).map((e) => e.path) };
   }
 

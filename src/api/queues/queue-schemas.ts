@@ -218,7 +218,7 @@ export const ZCheckQueueSetupRequest = ZQueueAddress.extend({
     ),
 });
 
-const ZCheckPrediction = z.object({
+const ZCheckPrediction = z.strictObject({
   context: z.string().describe("a required check"),
   verdict: z
     .enum(["reports", "passes_without_running", "never", "maybe", "unknown"])
@@ -231,7 +231,7 @@ const ZCheckPrediction = z.object({
   fix: z.string().nullable().describe("the change that makes it report, when there is one"),
 });
 
-const ZWorkflowJobPrediction = z.object({
+const ZWorkflowJobPrediction = z.strictObject({
   job: z.string(),
   checkNames: z.array(z.string()).describe("the check names it reports under; `*` where GitHub fills them in at run time"),
   verdict: z.enum(["runs", "skipped", "never", "maybe"]),
@@ -239,14 +239,14 @@ const ZWorkflowJobPrediction = z.object({
   fix: z.string().nullable(),
 });
 
-export const ZQueueSetupRecord = z.object({
+export const ZQueueSetupRecord = z.strictObject({
   ok: z.boolean().describe("every required check will report on testing commits"),
   mode: z.enum(["push", "draft_pr"]),
   queueExists: z.boolean().describe("the queue exists: its mode and requiredStatuses were used"),
   requiredStatusesSource: z.enum(REQUIRED_STATUSES_SOURCES).describe("where the required checks come from, as getQueue names it"),
   checks: z.array(ZCheckPrediction),
   warnings: z.array(z.string()),
-  workflows: z.array(z.object({ path: z.string(), called: z.boolean().describe("only `workflow_call`: run through its callers"), error: z.string().nullable(), jobs: z.array(ZWorkflowJobPrediction) })),
+  workflows: z.array(z.strictObject({ path: z.string(), called: z.boolean().describe("only `workflow_call`: run through its callers"), error: z.string().nullable(), jobs: z.array(ZWorkflowJobPrediction) })),
   workflowsNotRead: z.array(z.string()).describe("workflow files past the 50 read"),
   workflowsUnavailable: z.string().nullable().describe("why no workflow file was read (a code host that runs none)"),
 });

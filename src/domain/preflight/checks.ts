@@ -39,17 +39,37 @@ export type SetupReport = {
 
 const VERDICT_OF_JOB: Record<JobVerdict, CheckVerdict> = { runs: "reports", skipped: "passes_without_running", never: "never", maybe: "maybe" };
 
-function patternMatches(pattern: string, name: string): boolean {
+/**
+ * Whether a check name made at run time (`*` where a `${{ }}` expression goes) can be `name`:
+ * `*` only is special (names hold brackets and dots), matched with the two-pointer walk, linear
+ * in practice and never exponential. A name that is nothing but expressions matches nothing: it
+ * could be any check, which is no evidence for one.
+ */
+export function checkNameMatches(pattern: string, name: string): boolean {
   if (!pattern.includes("*")) return pattern === name;
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`).test(name);
+  if (pattern.replace(/[*\s()/,]/g, "") === "") return false;
+  let p = 0;
+  let n = 0;
+  let star = -1;
+  let mark = 0;
+  while (n < name.length) {
+    if (p < pattern.length && pattern[p] !== "*" && pattern[p] === name[n]) {
+      p++;
+      n++;
+    } else if (p < pattern.length && pattern[p] === "*") {
+      star = p++;
+      mark = n;
+    } else if (star !== -1) {
+      p = star + 1;
+      n = ++mark;
+    } else return false;
+  }
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
 }
 
 /** Apps that look at pull requests only (CLA, DCO, titles and labels): never at a pushed branch. */
-const PR_ONLY_APP = /cla|dco|semantic|title|label|conventional|commitlint|pr-|pull/i;
+const PR_ONLY_APP = /(^|[-_])(cla|dco)([-_]|$)|cla-?assistant|easycla|semantic-?(pull|pr|title)|pr-?title|conventional-?(pr|commits)|commitlint|labeler|label-?check/i;
 
 function withoutWorkflow(context: string, reporters: readonly CheckReporter[], mode: TestingContext["mode"]): CheckPrediction {
   const seen = reporters.find((r) => r.context === context);
@@ -103,14 +123,18 @@ export function checkQueueSetup(input: {
   const jobs = workflows.flatMap((w) => w.jobs.map((job) => ({ workflow: w.path, job })));
   const warnings: string[] = [];
   const checks = input.required.contexts.map((context): CheckPrediction => {
-    const producing = jobs.filter(({ job }) => job.checkNames.some((name) => patternMatches(name, context)));
+    // A job named exactly so is the evidence; one whose name is made at run time only may be it.
+    const exact = jobs.filter(({ job }) => job.checkNames.includes(context));
+    const producing = exact.length > 0 ? exact : jobs.filter(({ job }) => job.checkNames.some((name) => checkNameMatches(name, context)));
     if (producing.length === 0) return withoutWorkflow(context, input.reporters, input.context.mode);
     let best = producing[0]!;
     for (const candidate of producing) if (betterVerdict(candidate.job.verdict, best.job.verdict) !== best.job.verdict) best = candidate;
-    const verdict = VERDICT_OF_JOB[best.job.verdict];
+    const guessed = exact.length === 0 && best.job.verdict === "runs";
+    const verdict = guessed ? "maybe" : VERDICT_OF_JOB[best.job.verdict];
     const sources = producing.map(({ workflow, job }) => `${workflow}: ${job.job}`);
-    const why =
-      verdict === "reports"
+    const why = guessed
+      ? `\`${context}\` may come from ${best.workflow} (job \`${best.job.job}\`, named at run time: ${best.job.checkNames.join(", ")}), which ${best.job.why}`
+      : verdict === "reports"
         ? `\`${context}\` comes from ${best.workflow} (job \`${best.job.job}\`), which ${best.job.why}`
         : verdict === "passes_without_running"
           ? `\`${context}\` comes from ${best.workflow} (job \`${best.job.job}\`), skipped on testing commits: ${best.job.why}. GitHub counts a skipped job as passing, so the queue would merge without it running`

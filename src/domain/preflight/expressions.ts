@@ -12,7 +12,7 @@
  */
 
 /** A value the file alone does not settle. */
-class Unknown {
+export class Unknown {
   readonly unknown = true;
 }
 export const UNKNOWN = new Unknown();
@@ -342,6 +342,9 @@ function call(node: Extract<Node, { kind: "call" }>, context: ExpressionContext)
   }
 }
 
+/** The longest `if:` condition evaluated (GitHub allows 21,000 characters in an expression; real ones are short). */
+const MAX_CONDITION = 4096;
+
 /** An `if:` value as GitHub reads it: `${{ … }}` or a bare expression; a boolean as itself. */
 export function conditionSource(raw: unknown): string | null {
   if (raw === undefined || raw === null) return null;
@@ -360,18 +363,19 @@ export function usesStatusFunction(source: string): boolean {
 }
 
 /** An `if:` condition's value for the job: true, false, or UNKNOWN when it cannot be settled. */
-export function evaluateCondition(raw: unknown, context: ExpressionContext): boolean | typeof UNKNOWN {
+export function evaluateCondition(raw: unknown, context: ExpressionContext): boolean | Unknown {
   if (raw === undefined || raw === null) return truthy(context.status.success);
   const source = conditionSource(raw);
   // A string with `${{ }}` inside other text is a non-empty string: true, as GitHub reads it.
   if (source === null) return typeof raw === "string" ? true : UNKNOWN;
-  let node: Node;
+  // Longer conditions than any workflow needs, or nested past the stack, are not settled.
+  if (source.length > MAX_CONDITION) return UNKNOWN;
+  let value: boolean | Unknown;
   try {
-    node = parse(tokenize(source));
+    value = truthy(evaluate(parse(tokenize(source)), context));
   } catch {
     return UNKNOWN;
   }
-  const value = truthy(evaluate(node, context));
   if (usesStatusFunction(source)) return value;
   const success = truthy(context.status.success);
   if (success === false || value === false) return false;

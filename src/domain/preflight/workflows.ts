@@ -1,4 +1,4 @@
-import { evaluateCondition, opaque, UNKNOWN, type ExpressionContext, type Value } from "./expressions.js";
+import { evaluateCondition, opaque, UNKNOWN, Unknown, usesStatusFunction, type ExpressionContext, type Value } from "./expressions.js";
 import { matchesPatterns, patternList } from "./filters.js";
 
 /**
@@ -67,8 +67,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** The workflow's triggers by event name, with each one's configuration (null: none). */
 export function triggersOf(document: unknown): Map<string, unknown> | null {
   if (!isRecord(document)) return null;
-  // `on` is a string key in YAML 1.2 (GitHub's reading); a YAML 1.1 reader makes it `true`.
-  const on = "on" in document ? document.on : document.true;
+  // `on` is a string key in YAML 1.2, as GitHub and the caller's parser read it.
+  const on = document.on;
   const triggers = new Map<string, unknown>();
   if (typeof on === "string") {
     triggers.set(on, null);
@@ -204,7 +204,12 @@ function needsOf(job: Record<string, unknown>): string[] {
   return [];
 }
 
-type JobOutcome = { verdict: JobVerdict; why: string; fix: string | null };
+/**
+ * `chain`: whether every job up the job's `needs` chain (not only those it names) runs: GitHub's
+ * `success()` is false when any of them was skipped, so a job without a status function is
+ * skipped under a skipped grandparent even when its own need ran (`always()`).
+ */
+type JobOutcome = { verdict: JobVerdict; why: string; fix: string | null; chain: boolean | Unknown };
 
 function conditionText(raw: unknown): string {
   return typeof raw === "string"
@@ -225,37 +230,43 @@ function jobsUnder(event: TestingEvent, jobs: Record<string, Record<string, unkn
     const known = outcomes.get(id);
     if (known) return known;
     const job = jobs[id];
-    if (!job || visiting.has(id)) return { verdict: "maybe", why: `\`${id}\` depends on itself or on a job that does not exist`, fix: null };
+    if (!job || visiting.has(id)) return { verdict: "maybe", why: `\`${id}\` depends on itself or on a job that does not exist`, fix: null, chain: UNKNOWN };
     visiting.add(id);
     const deps = needsOf(job).map((need) => [need, outcomeOf(need)] as const);
     visiting.delete(id);
-    const skippedDep = deps.find(([, o]) => o.verdict === "skipped" || o.verdict === "never");
-    const maybeDep = deps.find(([, o]) => o.verdict === "maybe");
+    const skippedDep = deps.find(([, o]) => o.verdict === "skipped" || o.verdict === "never" || o.chain === false);
+    const maybeDep = deps.find(([, o]) => o.verdict === "maybe" || o.chain instanceof Unknown);
     const success = skippedDep ? false : maybeDep ? UNKNOWN : true;
-    const results = new Map<string, Value>(deps.map(([need, o]) => [need, o.verdict === "runs" ? "success" : o.verdict === "maybe" ? UNKNOWN : "skipped"]));
-    // `needs.<job>.result`: what the dependency came to, jobs taken to succeed when they run.
-    const withNeeds = (path: readonly string[]): Value => (path[0] === "needs" && path.length === 3 && path[2] === "result" ? (results.get(path[1]!) ?? UNKNOWN) : lookup(path));
+    const resultOf = (o: JobOutcome): Value => (o.verdict === "runs" ? "success" : o.verdict === "maybe" ? UNKNOWN : "skipped");
+    const results = new Map<string, Value>(deps.map(([need, o]) => [need, resultOf(o)]));
+    // `needs.<job>.result` (and `needs.*.result`): what the dependencies came to, jobs taken to succeed when they run.
+    const withNeeds = (path: readonly string[]): Value => {
+      if (path[0] !== "needs") return lookup(path);
+      if (path.length === 3 && path[2] === "result") return path[1] === "*" ? deps.map(([, o]) => resultOf(o)) : (results.get(path[1]!) ?? UNKNOWN);
+      return UNKNOWN;
+    };
     const expression: ExpressionContext = { lookup: withNeeds, status: { success, failure: false, cancelled: false } };
     const result = evaluateCondition(job.if, expression);
+    const chain: boolean | Unknown = success;
     let outcome: JobOutcome;
-    if (result === true) outcome = { verdict: "runs", why: "", fix: null };
+    if (result === true) outcome = { verdict: "runs", why: "", fix: null, chain };
     else if (result === false) {
-      if (job.if === undefined || job.if === null) {
-        outcome = { verdict: "skipped", why: `it needs \`${skippedDep?.[0] ?? "?"}\`, which is skipped on testing commits`, fix: null };
-      } else if (skippedDep && !/\b(always|failure|cancelled|success)\s*\(/i.test(String(job.if)) && evaluateCondition(job.if, { ...expression, status: { ...expression.status, success: true } }) === true) {
-        outcome = { verdict: "skipped", why: `it needs \`${skippedDep[0]}\`, which is skipped on testing commits`, fix: null };
+      const condition = typeof job.if === "string" ? job.if : null;
+      if (skippedDep && (condition === null || (!usesStatusFunction(condition) && evaluateCondition(job.if, { ...expression, status: { ...expression.status, success: true } }) === true))) {
+        outcome = { verdict: "skipped", why: `it needs \`${skippedDep[0]}\`, which is skipped (or follows a skipped job) on testing commits`, fix: null, chain };
       } else {
         outcome = {
           verdict: "skipped",
           why: `its \`if: ${conditionText(job.if)}\` is false on a testing commit (${event} of \`${String(github.ref)}\`)`,
           fix: "make the condition also true on testing commits, e.g. `|| startsWith(github.ref, 'refs/heads/greenline/')`",
+          chain,
         };
       }
     } else {
       outcome =
         maybeDep && job.if === undefined
-          ? { verdict: "maybe", why: `it needs \`${maybeDep[0]}\`, which may not run`, fix: null }
-          : { verdict: "maybe", why: `its \`if: ${conditionText(job.if)}\` depends on values the file does not settle`, fix: null };
+          ? { verdict: "maybe", why: `it needs \`${maybeDep[0]}\`, which may not run`, fix: null, chain }
+          : { verdict: "maybe", why: `its \`if: ${conditionText(job.if)}\` depends on values the file does not settle`, fix: null, chain };
     }
     outcomes.set(id, outcome);
     return outcome;
@@ -309,23 +320,45 @@ export function predictWorkflow(file: WorkflowFile, context: TestingContext, all
     return { event, trigger, outcomes: trigger.fires === "no" ? null : jobsUnder(event, jobs, context) };
   });
   const listed = [...triggers.keys()].map((e) => `\`${e}\``).join(", ");
-  const predictions = Object.keys(jobs).map((id): JobPrediction => {
+  const never = (): JobOutcome => {
+    const push = perEvent[0]!.trigger;
+    const draft = context.mode === "push" && pullRequestTrigger(file.path, triggers, context.targetBranch).fires !== "no";
+    const why = push.why.endsWith("has no `push` trigger") ? `${file.path} runs on ${listed} only; testing branches are pushes${context.mode === "draft_pr" ? " and draft pull requests" : ""}` : push.why;
+    const fix = [push.fix, draft ? "turn on draft pull requests for testing branches (`createPrsForTestingBranches`)" : null].filter((f) => f !== null).join(", or ");
+    return { verdict: "never", why, fix: fix === "" ? null : fix, chain: false };
+  };
+  /** The best of a job's outcomes over the events that trigger the workflow (`pick`: its outcome under one). */
+  const bestOf = (pick: (outcomes: Map<string, JobOutcome>, event: TestingEvent) => JobOutcome): JobOutcome => {
     let best: JobOutcome | null = null;
-    for (const { trigger, outcomes } of perEvent) {
+    for (const { event, trigger, outcomes } of perEvent) {
       if (!outcomes) continue;
-      const job = outcomes.get(id)!;
+      const job = pick(outcomes, event);
       const outcome: JobOutcome =
-        trigger.fires === "maybe" && job.verdict === "runs" ? { verdict: "maybe", why: trigger.why, fix: trigger.fix } : job.verdict === "runs" ? { verdict: "runs", why: trigger.why, fix: null } : job;
+        trigger.fires === "maybe" && job.verdict === "runs" ? { ...job, verdict: "maybe", why: trigger.why, fix: trigger.fix } : job.verdict === "runs" ? { ...job, why: trigger.why, fix: null } : job;
       if (!best || RANK[outcome.verdict] > RANK[best.verdict]) best = outcome;
     }
-    if (!best) {
-      const push = perEvent[0]!.trigger;
-      const draft = context.mode === "push" && pullRequestTrigger(file.path, triggers, context.targetBranch).fires !== "no";
-      const why = push.why.endsWith("has no `push` trigger") ? `${file.path} runs on ${listed} only; testing branches are pushes${context.mode === "draft_pr" ? " and draft pull requests" : ""}` : push.why;
-      const fix = [push.fix, draft ? "turn on draft pull requests for testing branches (`createPrsForTestingBranches`)" : null].filter((f) => f !== null).join(", or ");
-      best = { verdict: "never", why, fix: fix === "" ? null : fix };
+    return best ?? never();
+  };
+  const predictions: JobPrediction[] = [];
+  for (const id of Object.keys(jobs)) {
+    const job = jobs[id]!;
+    const best = bestOf((outcomes) => outcomes.get(id)!);
+    const callees = typeof job.uses === "string" ? calledJobs(job.uses, all) : null;
+    // A reusable workflow's jobs report as `caller / callee`, each judged under the caller's event.
+    predictions.push({ job: id, checkNames: callees ? [] : checkNamesOf(id, job, all), verdict: best.verdict, why: best.why, fix: best.fix });
+    if (!callees) continue;
+    const underEvent = new Map<TestingEvent, Map<string, JobOutcome>>();
+    for (const [calleeId, callee] of Object.entries(callees)) {
+      if (!isRecord(callee)) continue;
+      const outcome = bestOf((outcomes, event) => {
+        const caller = outcomes.get(id)!;
+        if (caller.verdict !== "runs") return caller;
+        if (!underEvent.has(event)) underEvent.set(event, jobsUnder(event, callees, context));
+        return underEvent.get(event)!.get(calleeId)!;
+      });
+      const names = ownCheckNames(id, job).flatMap((name) => ownCheckNames(calleeId, callee).map((c) => `${name} / ${c}`));
+      predictions.push({ job: `${id} / ${calleeId}`, checkNames: names, verdict: outcome.verdict, why: outcome.why, fix: outcome.fix });
     }
-    return { job: id, checkNames: checkNamesOf(id, jobs[id]!, all), verdict: best.verdict, why: best.why, fix: best.fix };
-  });
+  }
   return { path: file.path, called: false, error: null, jobs: predictions };
 }

@@ -258,7 +258,7 @@ function preflightPanel(address: QueueAddress): Html {
   const path = preflightPath(address);
   return html`<details id="preflight" class="card"><summary>Preflight: will every required check report on testing commits?</summary>
 <p>Reads the required checks, the repository's workflow files and who reported checks on recent pull requests, and says of each check whether it will report on the queue's testing commits, why not and the fix.</p>
-<p><a class="button" href="${path}" hx-get="${path}" hx-target="#preflight-report" hx-swap="innerHTML" data-action="preflight">Check the setup</a></p>
+<p><a class="button" href="${path}" hx-get="${path}" hx-target="#preflight-report" hx-swap="innerHTML" data-preflight>Check the setup</a></p>
 <div id="preflight-report" aria-live="polite"></div></details>`;
 }
 

@@ -2,7 +2,8 @@ import { type Request, Router } from "express";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueAddress } from "../../queue/queues.js";
 import { checkQueueSetup } from "../../queue/preflight.js";
-import { HTTP_STATUS } from "../../api/errors.js";
+import { HTTP_STATUS, validationError } from "../../api/errors.js";
+import { ZQueueAddress } from "../../api/queues/queue-schemas.js";
 import { AppError, appErrorOfRefusal } from "../../app/errors.js";
 import { errorPage, layout } from "../layout.js";
 import { html, type Html } from "../html.js";
@@ -35,7 +36,10 @@ export function queueRoutes(context: RouteContext): Router {
 
   router.get(PREFLIGHT_PAGE, signedIn, async (req, res: PageResponse) => {
     const viewer = res.locals.viewer!;
-    const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
+    // The address is held to the API's rules (checkQueueSetup's request), as every way in is.
+    const parsed = ZQueueAddress.safeParse({ repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") });
+    if (!parsed.success) return send(res, 400, errorPage(assets, viewer, 400, validationError(parsed.error.issues).message));
+    const address: QueueAddress = parsed.data;
     let report: Html;
     try {
       report = preflightReport(await checkQueueSetup(services, viewer.principal, address));
