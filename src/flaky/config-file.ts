@@ -117,24 +117,25 @@ export async function applyConfigFile(services: Services, repo: RepoRef, default
     const current = await loadFlakySettings(sql, repository.id);
     const before = await findSettingsSource(sql, repository.id);
     if (reading === null) {
-      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: null, fileError: null }, current, now);
+      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: null, fileError: null, filePending: null }, current, now);
       return "no_file";
     }
     if (!reading.ok) {
       // The last valid file's settings stay its own until a valid one (or none) replaces it.
-      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: before.fileFields, fileError: reading.error }, current, now);
+      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: before.fileFields, fileError: reading.error, filePending: null }, current, now);
       services.log?.warn({ repo: repository.key, commit: head, error: reading.error }, `${CONFIG_FILE} is not valid; the repository's settings are unchanged`);
       return "refused";
     }
     const merged = { ...current, ...reading.settings };
     if (merged.flakyRate > merged.brokenRate) {
       const error = `flakyTests.flakyRate: must not exceed brokenRate (${merged.flakyRate} > ${merged.brokenRate}${reading.settings.brokenRate === undefined ? ", the repository's own" : ""})`;
-      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: before.fileFields, fileError: error }, current, now);
+      // Kept, to apply when an update-settings makes them fit (updateFlakySettings), not only at the next push.
+      await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: before.fileFields, fileError: error, filePending: reading.settings }, current, now);
       return "refused";
     }
     const changed = Object.entries(reading.settings).some(([name, value]) => current[name as keyof typeof current] !== value);
     if (changed) await changeFlakySettings(sql, repository.id, reading.settings, now);
-    await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: Object.keys(reading.settings).sort(), fileError: null }, current, now);
+    await saveSettingsSource(sql, repository.id, { fileSha: head, fileFields: Object.keys(reading.settings).sort(), fileError: null, filePending: null }, current, now);
     return changed ? "applied" : "unchanged";
   });
 }

@@ -13,6 +13,7 @@ import {
   countRunsPerDay,
   findQuarantinedTests,
   findSettingsSource,
+  saveSettingsSource,
   lockRepositoryTests,
   type SettingsSource,
   findTestCaseById,
@@ -409,7 +410,16 @@ export async function updateFlakySettings(services: Services, principal: Princip
           owned.map((name) => ({ path: `settings.${name}`, message: `set by ${CONFIG_FILE} on the default branch (commit ${source.fileSha!.slice(0, 12)}): change it in the file` })),
         );
       }
-      return { settings: await changeFlakySettings(sql, repo.id, input.settings, now), ...configFileOf(source) };
+      const settings = await changeFlakySettings(sql, repo.id, input.settings, now);
+      // A config file refused for not fitting the API's settings applies once they let it.
+      const pending = source.filePending;
+      if (pending && { ...settings, ...pending }.flakyRate <= { ...settings, ...pending }.brokenRate) {
+        const applied = await changeFlakySettings(sql, repo.id, pending, now);
+        const fileSource = { fileSha: source.fileSha, fileFields: Object.keys(pending).sort(), fileError: null, filePending: null };
+        await saveSettingsSource(sql, repo.id, fileSource, applied, now);
+        return { settings: applied, ...configFileOf(fileSource) };
+      }
+      return { settings, ...configFileOf(source) };
     },
     { boundedLockWait: true },
   );

@@ -97,4 +97,15 @@ describe.each(BACKENDS)("the repository's config file on GitHub, $name", (backen
     expect(read.settings).toMatchObject({ flakyRate: 0.25, autoQuarantine: false });
     expect((await api.ok("flaky-tests/update-settings", { ...scope, settings: { flakyRate: 0.3 } })).settings.flakyRate).toBe(0.3);
   });
+
+  test("a file refused only for not fitting the API's brokenRate applies when update-settings makes it fit, not only at the next push", async () => {
+    await api.ok("flaky-tests/update-settings", { ...scope, settings: { brokenRate: 0.5 } });
+    const sha = await pushToMain({ ".greenline.yml": "flakyTests:\n  flakyRate: 0.6\n" });
+    expect((await settings()).config_file).toMatchObject({ commit: sha, error: expect.stringContaining("flakyTests.flakyRate: must not exceed brokenRate (0.6 > 0.5, the repository's own)") });
+    const raised = await api.ok("flaky-tests/update-settings", { ...scope, settings: { brokenRate: 0.9 } });
+    expect(raised).toMatchObject({ settings: { flakyRate: 0.6, brokenRate: 0.9 }, config_file: { commit: sha, fields: ["flakyRate"], error: null } });
+    expect(await settings()).toMatchObject({ settings: { flakyRate: 0.6 }, config_file: { fields: ["flakyRate"], error: null } });
+    // Now the file's: the API refuses it, naming it.
+    expect((await api.call("flaky-tests/update-settings", { ...scope, settings: { flakyRate: 0.1 } })).status).toBe(400);
+  });
 });

@@ -39,20 +39,31 @@ export type SettingsSource = {
   fileFields: string[] | null;
   /** Why it was not applied (null: it was, or there was none). */
   fileError: string | null;
+  /** Its settings when refused only for not fitting the API's own (null: none waiting). */
+  filePending: Partial<FlakySettings> | null;
 };
 
 export async function findSettingsSource(sql: Sql, repositoryId: string): Promise<SettingsSource> {
-  const [row] = await sql.all<{ fileSha: string | null; fileFields: string | null; fileError: string | null }>(`SELECT "fileSha", "fileFields", "fileError" FROM "FlakySettings" WHERE "repositoryId" = ?`, [repositoryId]);
-  return { fileSha: row?.fileSha ?? null, fileFields: row?.fileFields ? (JSON.parse(row.fileFields) as string[]) : null, fileError: row?.fileError ?? null };
+  const [row] = await sql.all<{ fileSha: string | null; fileFields: string | null; fileError: string | null; filePending: string | null }>(
+    `SELECT "fileSha", "fileFields", "fileError", "filePending" FROM "FlakySettings" WHERE "repositoryId" = ?`,
+    [repositoryId],
+  );
+  return {
+    fileSha: row?.fileSha ?? null,
+    fileFields: row?.fileFields ? (JSON.parse(row.fileFields) as string[]) : null,
+    fileError: row?.fileError ?? null,
+    filePending: row?.filePending ? (JSON.parse(row.filePending) as Partial<FlakySettings>) : null,
+  };
 }
 
 /** Records the config file as read (the settings row made with `settings` when there is none yet). */
 export async function saveSettingsSource(sql: Sql, repositoryId: string, source: SettingsSource, settings: FlakySettings, now: Date): Promise<void> {
   const fields = source.fileFields === null ? null : JSON.stringify(source.fileFields);
+  const pending = source.filePending === null ? null : JSON.stringify(source.filePending);
   await sql.run(
-    `INSERT INTO "FlakySettings" ("repositoryId", "settings", "updatedAt", "fileSha", "fileFields", "fileError") VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT ("repositoryId") DO UPDATE SET "fileSha" = excluded."fileSha", "fileFields" = excluded."fileFields", "fileError" = excluded."fileError"`,
-    [repositoryId, JSON.stringify(settings), now, source.fileSha, fields, source.fileError],
+    `INSERT INTO "FlakySettings" ("repositoryId", "settings", "updatedAt", "fileSha", "fileFields", "fileError", "filePending") VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT ("repositoryId") DO UPDATE SET "fileSha" = excluded."fileSha", "fileFields" = excluded."fileFields", "fileError" = excluded."fileError", "filePending" = excluded."filePending"`,
+    [repositoryId, JSON.stringify(settings), now, source.fileSha, fields, source.fileError, pending],
   );
 }
 

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "FlakySettings" ADD COLUMN     "filePending" TEXT;
+
