@@ -111,6 +111,17 @@ describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
     expect(bad.stderr).toContain("--mode must be push or draft_pr");
   });
 
+  test("a workflow turned off in GitHub reports nothing, whatever its triggers say", async () => {
+    world.gh.setWorkflowState(FULL, ".github/workflows/lint.yml", "disabled_manually");
+    try {
+      const report = await api.ok("checkQueueSetup", { ...queue, mode: "push" });
+      expect(report.checks.find((c: { context: string }) => c.context === "lint")).toMatchObject({ verdict: "never" });
+      expect(report.warnings).toContainEqual(".github/workflows/lint.yml could not be read: turned off in GitHub (disabled_manually).");
+    } finally {
+      world.gh.setWorkflowState(FULL, ".github/workflows/lint.yml", null);
+    }
+  });
+
   test("the fix the report names works: a push trigger for greenline/** makes the check report", async () => {
     world.gh.push(FULL, "main", { ".github/workflows/ci.yml": CI.replace("  merge_group:\n", "  merge_group:\n  push:\n    branches: ['greenline/**']\n") });
     const report = await api.ok("checkQueueSetup", { ...queue, mode: "push" });

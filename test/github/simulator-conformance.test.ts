@@ -62,6 +62,8 @@ describe("the GitHub simulator conforms to GitHub's REST description", () => {
     expect(big).toMatchObject({ encoding: "none", content: "", size: 1_200_000 });
     await octokit.rest.git.getBlob({ ...r, file_sha: (big as { sha: string }).sha });
     await octokit.rest.repos.getContent({ ...r, path: ".github/workflows", ref: "main" });
+    gh.setWorkflowState(full, ".github/workflows/ci.yml", "disabled_manually");
+    await octokit.rest.actions.listRepoWorkflows(r);
     await octokit.rest.repos.compareCommitsWithBasehead({ ...r, basehead: `main...${pr1.headSha}` });
     await octokit.rest.repos.getCollaboratorPermissionLevel({ ...r, username: "hubot" });
 

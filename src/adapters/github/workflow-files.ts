@@ -37,8 +37,12 @@ export class GitHubWorkflowFiles {
     if (!Array.isArray(listing)) return { files: [], left: [] };
     const entries = (listing as { type: string; name: string; path: string; size: number }[]).filter((e) => e.type === "file" && /\.ya?ml$/i.test(e.name)).sort((a, b) => a.path.localeCompare(b.path));
     const read = entries.slice(0, WORKFLOW_FILES_READ);
+    const states = await this.#workflowStates(octokit, repo);
     const readOne = async (entry: (typeof read)[number]) => {
       if (entry.size > WORKFLOW_FILE_BYTES) return { path: entry.path, text: null, error: `larger than ${WORKFLOW_FILE_BYTES / 1024} KiB` };
+      // A workflow turned off in GitHub runs on nothing, whatever its triggers say.
+      const state = states.get(entry.path);
+      if (state !== undefined && state !== "active") return { path: entry.path, text: null, error: `turned off in GitHub (${state})` };
       try {
         const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: entry.path, ref });
         if (Array.isArray(data) || data.type !== "file" || !("content" in data) || (data.content === "" && data.size > 0)) return { path: entry.path, text: null, error: "GitHub sent no content" };
@@ -52,6 +56,19 @@ export class GitHubWorkflowFiles {
     const files: { path: string; text: string | null; error: string | null }[] = [];
     for (let i = 0; i < read.length; i += FILES_AT_ONCE) files.push(...(await Promise.all(read.slice(i, i + FILES_AT_ONCE).map(readOne))));
     return { files, left: entries.slice(WORKFLOW_FILES_READ).map((e) => e.path) };
+  }
+
+  /**
+   * Each workflow's state (`active`, `disabled_manually`, `disabled_inactivity`…) by path
+   * ("List repository workflows", `actions: read`); empty when GitHub will not say.
+   */
+  async #workflowStates(octokit: Awaited<ReturnType<GitHubClient["octokit"]>>, repo: RepoRef): Promise<Map<string, string>> {
+    try {
+      const { data } = await octokit.rest.actions.listRepoWorkflows({ owner: repo.owner, repo: repo.name, per_page: 100 });
+      return new Map(data.workflows.map((w) => [w.path, w.state]));
+    } catch {
+      return new Map();
+    }
   }
 
   async recentCheckReporters(repo: RepoRef, branch: string): Promise<CheckReporter[]> {

@@ -120,8 +120,32 @@ export abstract class Actions extends Checks {
       .map(([, pr]) => shape.pullRequestMinimal(run.repo, pr));
   }
 
-  protected answerActions({ method, rest, query, repoName, send, error, notFound }: RepoRequest): boolean {
+  /** Workflows turned off (by path, per repository): "List repository workflows" answers their state. */
+  readonly #workflowStates = new Map<string, "disabled_manually" | "disabled_inactivity">();
+
+  /** A person turns a workflow off in GitHub's UI (`state` null: on again). */
+  setWorkflowState(repo: string, path: string, state: "disabled_manually" | "disabled_inactivity" | null): void {
+    const key = `${repo.toLowerCase()}:${path}`;
+    if (state === null) this.#workflowStates.delete(key);
+    else this.#workflowStates.set(key, state);
+  }
+
+  protected answerActions({ method, rest, query, repoName, fullName, settings, resolveRef, send, error, notFound }: RepoRequest): boolean {
     let match: RegExpExecArray | null;
+    if (rest === "/actions/workflows" && method === "GET") {
+      // "List repository workflows": the workflow files of the default branch, each with its state.
+      const head = resolveRef(settings.defaultBranch);
+      const tree = head === undefined ? {} : (this.commits.get(head)?.tree ?? {});
+      const paths = Object.keys(tree)
+        .filter((path) => /^\.github\/workflows\/[^/]+\.ya?ml$/.test(path))
+        .sort();
+      const workflows = paths.map((path) => {
+        const id = 100_000 + [...`${repoName}:${path}`].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 9_000_000, 7);
+        const name = /^name:\s*["']?([^"'\n]+?)["']?\s*$/m.exec(tree[path]!)?.[1] ?? path;
+        return shape.workflow(fullName, { id, name, path, state: this.#workflowStates.get(`${repoName}:${path}`) ?? "active" });
+      });
+      return send(200, { total_count: workflows.length, workflows });
+    }
     if (rest === "/actions/runs" && method === "GET") {
       // Newest first, filtered as GitHub filters (`head_sha`, `branch` = head_branch, `status`).
       const page = Math.max(1, Number(query.get("page") ?? 1) || 1);

@@ -72,6 +72,8 @@ const ROUTES: [string, RegExp, Need][] = [
   // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-repository).
   ["GET", new RegExp(`^/repos/${R}/${R}/actions/runs$`), [["actions", "read"]]],
   ["GET", new RegExp(`^/repos/${R}/${R}/actions/jobs/\\d+$`), [["actions", "read"]]],
+  // "GitHub Apps must have the actions:read permission" (https://docs.github.com/en/rest/actions/workflows#list-repository-workflows).
+  ["GET", new RegExp(`^/repos/${R}/${R}/actions/workflows$`), [["actions", "read"]]],
   ["POST", new RegExp(`^/repos/${R}/${R}/actions/runs/\\d+/rerun(-failed-jobs)?$`), [["actions", "write"]]],
 ];
 

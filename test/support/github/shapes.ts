@@ -85,6 +85,22 @@ export function app(appId: number) {
   };
 }
 
+/** A workflow as "List repository workflows" answers it. */
+export function workflow(repo: string, w: { id: number; name: string; path: string; state: string }) {
+  return {
+    id: w.id,
+    node_id: nodeId("Workflow", w.id),
+    name: w.name,
+    path: w.path,
+    state: w.state,
+    created_at: T0,
+    updated_at: T0,
+    url: `${API}/repos/${repo}/actions/workflows/${w.id}`,
+    html_url: `${WEB}/${repo}/blob/main/${w.path}`,
+    badge_url: `${WEB}/${repo}/workflows/${encodeURIComponent(w.name)}/badge.svg`,
+  };
+}
+
 /** Another App (GitHub Actions, a CLA bot) as a check run names it: GitHub Actions is App 15368. */
 export function otherApp(slug: string) {
   const id = slug === "github-actions" ? 15368 : 900_000 + [...slug].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 99_991, 7);
