@@ -1,4 +1,3 @@
-import { z } from "zod";
 /**
  * Characters a string from a client may hold that no store can: NUL, which PostgreSQL's text
  * refuses, and a lone UTF-16 surrogate (half of a pair), which is not Unicode and has no UTF-8
@@ -21,14 +20,3 @@ export function unstorableCharacter(text: string): Unstorable | null {
   return nul !== -1 && (lone === -1 || nul < lone) ? { kind: "nul", index: nul } : { kind: "lone_surrogate", index: lone };
 }
 
-/**
- * The rule of every free-text request field: no NUL (PostgreSQL text refuses it) and no lone
- * surrogate (not Unicode), so what validation accepts every store can hold. JUnit reports are
- * held to it by their scanner, which names the line and column.
- */
-export const storableText = z.superRefine<string>((value, ctx) => {
-  const found = unstorableCharacter(value);
-  if (!found) return;
-  const message = found.kind === "nul" ? `must not contain NUL characters (NUL at index ${found.index})` : `must be valid Unicode (lone surrogate at index ${found.index})`;
-  ctx.addIssue({ code: "custom", message, input: value });
-});

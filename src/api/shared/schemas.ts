@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ERROR_CODES } from "../../app/errors.js";
-import { storableText } from "../../domain/text.js";
+import { storableText } from "../../domain/storable.js";
 
 /**
  * What every area's schemas share: the rule of free text, names and repositories, pull request
@@ -15,7 +15,7 @@ export function caseInsensitiveEnum<const T extends readonly [string, ...string[
   return z.enum(accepted).transform((v) => v.toLowerCase() as T[number]);
 }
 
-/** The rule of every free-text request field (domain/text.ts). */
+/** The rule of every free-text request field (domain/storable.ts). */
 export { storableText };
 
 /**

@@ -1,6 +1,6 @@
 import { DAY_MS } from "../time.js";
 import { z } from "zod";
-import { storableText } from "../text.js";
+import { storableText } from "../storable.js";
 
 export type TestStatus = "healthy" | "flaky" | "broken";
 export type QuarantineSetting = "auto" | "always" | "never";
