@@ -19,4 +19,3 @@ export function unstorableCharacter(text: string): Unstorable | null {
   if (nul === -1 && lone === -1) return null;
   return nul !== -1 && (lone === -1 || nul < lone) ? { kind: "nul", index: nul } : { kind: "lone_surrogate", index: lone };
 }
-
