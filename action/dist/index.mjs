@@ -1818,6 +1818,15 @@ import { readFileSync as readFileSync2 } from "node:fs";
 // src/domain/priority.ts
 var PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 };
 
+// src/domain/preflight/words.ts
+var CHECK_VERDICT_WORDS = {
+  reports: "reports",
+  passes_without_running: "passes without running",
+  never: "never reports",
+  maybe: "may not report",
+  unknown: "cannot tell"
+};
+
 // src/cli/greenline-client.ts
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -2233,13 +2242,6 @@ async function queueSetState(options, state, out) {
   out(`greenline: the ${queueName(address)} is ${queue.state}`);
   return 0;
 }
-var VERDICT_WORDS = {
-  reports: "reports",
-  passes_without_running: "passes without running",
-  never: "never reports",
-  maybe: "may not report",
-  unknown: "cannot tell"
-};
 async function doctor(options, out) {
   if (options.mode !== void 0 && options.mode !== "push" && options.mode !== "draft_pr") throw new CliUsageError(`--mode must be push or draft_pr (got ${options.mode})`);
   const ctx = new Context({ ...options, "target-branch": options["target-branch"] ?? options.branch });
@@ -2255,7 +2257,7 @@ async function doctor(options, out) {
   if (report2.workflowsUnavailable) out(`  ${report2.workflowsUnavailable}`);
   if (report2.checks.length === 0) out("  no required checks");
   for (const check of report2.checks) {
-    out(`  ${check.verdict === "reports" ? "ok  " : check.verdict === "unknown" ? "????" : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
+    out(`  ${check.verdict === "reports" ? "ok  " : check.verdict === "unknown" ? "????" : "FAIL"} ${check.context}: ${CHECK_VERDICT_WORDS[check.verdict] ?? check.verdict}`);
     if (check.verdict !== "reports") {
       out(`       ${check.why}`);
       if (check.fix) out(`       fix: ${check.fix}`);

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { PRIORITY_NAMES } from "../domain/priority.js";
+import { CHECK_VERDICT_WORDS } from "../domain/preflight/words.js";
 import type { CiContext } from "./ci-context.js";
 import { CliUsageError, GreenlineRefusal, greenlineToken, greenlineUrl, inferFromEnvironment, postToGreenline, splitRepo } from "./greenline-client.js";
 
@@ -245,14 +246,6 @@ export async function queueSetState(options: QueueOptions, state: "paused" | "ru
 type SetupCheck = { context: string; verdict: string; why: string; fix: string | null };
 type SetupReport = { ok: boolean; mode: string; queueExists: boolean; checks: SetupCheck[]; warnings: string[]; workflowsUnavailable: string | null; workflowsNotRead: string[] };
 
-const VERDICT_WORDS: Record<string, string> = {
-  reports: "reports",
-  passes_without_running: "passes without running",
-  never: "never reports",
-  maybe: "may not report",
-  unknown: "cannot tell",
-};
-
 /**
  * `greenline doctor`: will the queue ever merge anything? Each required check, whether it will
  * report on the queue's testing commits, why not and the fix (checkQueueSetup). Exit 0 when
@@ -274,7 +267,7 @@ export async function doctor(options: QueueOptions, out: Out): Promise<number> {
   if (report.workflowsUnavailable) out(`  ${report.workflowsUnavailable}`);
   if (report.checks.length === 0) out("  no required checks");
   for (const check of report.checks) {
-    out(`  ${check.verdict === "reports" ? "ok  " : check.verdict === "unknown" ? "????" : "FAIL"} ${check.context}: ${VERDICT_WORDS[check.verdict] ?? check.verdict}`);
+    out(`  ${check.verdict === "reports" ? "ok  " : check.verdict === "unknown" ? "????" : "FAIL"} ${check.context}: ${CHECK_VERDICT_WORDS[check.verdict] ?? check.verdict}`);
     if (check.verdict !== "reports") {
       out(`       ${check.why}`);
       if (check.fix) out(`       fix: ${check.fix}`);

@@ -7,7 +7,16 @@ type RepoRef = { host: string; owner: string; name: string };
  * slashes stay slashes, as on the queue page.
  */
 export function queuePagePath(repo: RepoRef, branch: string): string {
-  return `/queues/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${branch.split("/").map(encodeURIComponent).join("/")}`;
+  return `/queues/${queueSegments(repo, branch)}`;
+}
+
+/** A queue's preflight page (issue 26): its own prefix, since the queue page's branch may hold slashes. */
+export function preflightPagePath(repo: RepoRef, branch: string): string {
+  return `/preflight/${queueSegments(repo, branch)}`;
+}
+
+function queueSegments(repo: RepoRef, branch: string): string {
+  return `${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${branch.split("/").map(encodeURIComponent).join("/")}`;
 }
 
 /** A pull request's page in a queue: the queue's address, then `/pulls/<number>`. */

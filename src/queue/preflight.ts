@@ -76,7 +76,7 @@ export async function setupWarnings(services: Services, record: { repo: RepoRef;
 }
 
 /** One line per problem, as createQueue and updateQueue answer them. */
-export function warningsOf(report: QueueSetupRecord): string[] {
+function warningsOf(report: QueueSetupRecord): string[] {
   const lines = report.checks.filter((c) => c.verdict !== "reports").map((c) => `${c.why}.${c.fix ? ` Fix: ${c.fix}.` : ""}`);
   return [...lines, ...report.warnings];
 }

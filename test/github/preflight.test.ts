@@ -1,7 +1,5 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { BACKENDS } from "../support/backends.js";
+import { runGreenlineCli } from "../support/cli-process.js";
 import { startGitHubWorld, type GitHubWorld } from "../support/github-world.js";
 import { TestClock, type ApiClient } from "../support/harness.js";
 
@@ -11,22 +9,8 @@ import { TestClock, type ApiClient } from "../support/harness.js";
  * (the GitHub simulator over HTTP, real Octokit), and says of each required check whether it
  * will report on the queue's testing commits, and why not, with the fix. Reads only.
  */
-const root = join(import.meta.dirname, "../..");
-const TSX = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
-
 /** The real `greenline` CLI in its own process, without this machine's CI variables. */
-function greenline(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(GITHUB_|GITLAB_|CI_|CI$|BUILDKITE|CIRCLE|JENKINS_|GIT_|CHANGE_|GREENLINE_)/.test(name)));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", TSX, join(root, "src/cli/main.ts"), ...args], { cwd: root, env: { ...clean, ...env } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const greenline = (args: string[], env: Record<string, string>) => runGreenlineCli(args, env);
 
 describe.each(BACKENDS)("checkQueueSetup on GitHub, $name", (backend) => {
   const clock = new TestClock();

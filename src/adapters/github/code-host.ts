@@ -77,7 +77,7 @@ export class GitHubCodeHost implements CodeHost {
     this.#branches = new GitHubTestingBranches(this.#client, deletedWithMerge);
     this.#checks = new GitHubChecks(this.#client, options.now);
     this.#merging = new GitHubMerging(this.#client, deletedWithMerge);
-    this.#workflows = new GitHubWorkflowFiles(this.#client);
+    this.#workflows = new GitHubWorkflowFiles(this.#client, (repo, path, ref, maxBytes) => this.#pulls.readFile(repo, path, ref, maxBytes));
     this.ciResults = { ciStatusOf: (repo, sha) => classified(this.#checks.ciStatusOf(repo, sha), "read") };
     const runs = new GitHubWorkflowRuns(this.#client);
     this.workflowRuns = { workflowRun: (repo, runId) => classified(runs.workflowRun(repo, runId), "read") };

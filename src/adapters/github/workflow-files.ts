@@ -1,5 +1,5 @@
 import type { CheckReporter } from "../../domain/preflight/checks.js";
-import { CodeHostRefusal, WORKFLOW_FILES_READ, type RepoRef, type WorkflowFiles } from "../../ports/code-host.js";
+import { CodeHostRefusal, FileTooLargeError, WORKFLOW_FILES_READ, type RepoRef, type WorkflowFiles } from "../../ports/code-host.js";
 import type { GitHubClient, OctokitError } from "./client.js";
 
 /** A workflow file larger than this is named, not read (GitHub's own limit for workflow files is 512 KiB). */
@@ -16,7 +16,11 @@ const RECENT_PULL_REQUESTS = 5;
  * `check-runs` and `statuses`). Sources: docs/preflight.md.
  */
 export class GitHubWorkflowFiles {
-  constructor(private readonly client: GitHubClient) {}
+  /** `readFile`: the adapter's own file read (pull-requests.ts), size limit and large files included. */
+  constructor(
+    private readonly client: GitHubClient,
+    private readonly readFile: (repo: RepoRef, path: string, ref: string, maxBytes: number) => Promise<string | null>,
+  ) {}
 
   async workflowFiles(repo: RepoRef, ref: string): Promise<WorkflowFiles> {
     const octokit = await this.client.octokit(repo);
@@ -44,10 +48,10 @@ export class GitHubWorkflowFiles {
       const state = states.get(entry.path);
       if (state !== undefined && state !== "active") return { path: entry.path, text: null, error: `turned off in GitHub (${state})` };
       try {
-        const { data } = await octokit.rest.repos.getContent({ owner: repo.owner, repo: repo.name, path: entry.path, ref });
-        if (Array.isArray(data) || data.type !== "file" || !("content" in data) || (data.content === "" && data.size > 0)) return { path: entry.path, text: null, error: "GitHub sent no content" };
-        return { path: entry.path, text: Buffer.from(data.content, "base64").toString("utf8"), error: null };
+        const text = await this.readFile(repo, entry.path, ref, WORKFLOW_FILE_BYTES);
+        return text === null ? { path: entry.path, text: null, error: "gone since it was listed" } : { path: entry.path, text, error: null };
       } catch (error) {
+        if (error instanceof FileTooLargeError) return { path: entry.path, text: null, error: `larger than ${WORKFLOW_FILE_BYTES / 1024} KiB` };
         // One file GitHub would not send is named; the others are still judged.
         return { path: entry.path, text: null, error: `GitHub refused to send it (${(error as OctokitError).status ?? "no answer"})` };
       }

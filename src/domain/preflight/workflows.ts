@@ -297,13 +297,13 @@ function calledJobs(uses: string, workflows: ReadonlyMap<string, unknown>): Reco
   return isRecord(document) && isRecord(document.jobs) ? (document.jobs as Record<string, Record<string, unknown>>) : null;
 }
 
-/** The check names a job reports under (a reusable workflow's jobs as `caller / callee`). */
-export function checkNamesOf(id: string, job: Record<string, unknown>, workflows: ReadonlyMap<string, unknown>): string[] {
+/**
+ * The check names of a job that is not a call of a workflow of this repository (those are
+ * judged callee by callee: predictWorkflow): its own, or `caller / *` for another repository's.
+ */
+function checkNamesOf(id: string, job: Record<string, unknown>): string[] {
   const own = ownCheckNames(id, job);
-  if (typeof job.uses !== "string") return own;
-  const called = calledJobs(job.uses, workflows);
-  if (!called) return own.map((name) => `${name} / *`);
-  return own.flatMap((name) => Object.entries(called).flatMap(([calleeId, callee]) => (isRecord(callee) ? ownCheckNames(calleeId, callee).map((c) => `${name} / ${c}`) : [])));
+  return typeof job.uses === "string" ? own.map((name) => `${name} / *`) : own;
 }
 
 /** Every job of one workflow file, judged for the queue's testing commits. */
@@ -345,7 +345,7 @@ export function predictWorkflow(file: WorkflowFile, context: TestingContext, all
     const best = bestOf((outcomes) => outcomes.get(id)!);
     const callees = typeof job.uses === "string" ? calledJobs(job.uses, all) : null;
     // A reusable workflow's jobs report as `caller / callee`, each judged under the caller's event.
-    predictions.push({ job: id, checkNames: callees ? [] : checkNamesOf(id, job, all), verdict: best.verdict, why: best.why, fix: best.fix });
+    predictions.push({ job: id, checkNames: callees ? [] : checkNamesOf(id, job), verdict: best.verdict, why: best.why, fix: best.fix });
     if (!callees) continue;
     const underEvent = new Map<TestingEvent, Map<string, JobOutcome>>();
     for (const [calleeId, callee] of Object.entries(callees)) {

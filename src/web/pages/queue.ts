@@ -2,6 +2,8 @@ import type { QueueLine, RunView } from "../read-models/dashboard.js";
 import type { QueueAddress } from "../../queue/queues.js";
 import type { MergeItemRecord } from "../../queue/records.js";
 import type { QueueSetupRecord } from "../../queue/preflight.js";
+import { preflightPagePath } from "../../domain/links.js";
+import { CHECK_VERDICT_WORDS } from "../../domain/preflight/words.js";
 import { PRIORITY_NAMES } from "../../domain/priority.js";
 import { sentenceOf } from "../../domain/reasons.js";
 import type { Cause } from "../../domain/timeline.js";
@@ -244,32 +246,24 @@ ${preflightPanel(address)}`;
   return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
 }
 
-/** Where a queue's preflight is read: its own address (not under the page's `*branch`). */
-export function preflightPath(address: QueueAddress): string {
-  const { repo, targetBranch } = address;
-  return `/preflight/${[repo.host, repo.owner, repo.name].map(encodeURIComponent).join("/")}/${targetBranch.split("/").map(encodeURIComponent).join("/")}`;
-}
-
 /**
  * The preflight on demand (it asks GitHub a dozen questions, so not on every view of a live
  * page): a link that loads the report into the panel, or opens it as a page without script.
  */
 function preflightPanel(address: QueueAddress): Html {
-  const path = preflightPath(address);
+  const path = preflightPagePath(address.repo, address.targetBranch);
   return html`<details id="preflight" class="card"><summary>Preflight: will every required check report on testing commits?</summary>
 <p>Reads the required checks, the repository's workflow files and who reported checks on recent pull requests, and says of each check whether it will report on the queue's testing commits, why not and the fix.</p>
 <p><a class="button" href="${path}" hx-get="${path}" hx-target="#preflight-report" hx-swap="innerHTML" data-preflight>Check the setup</a></p>
 <div id="preflight-report" aria-live="polite"></div></details>`;
 }
 
-const PREFLIGHT_WORDS: Record<string, string> = { reports: "reports", passes_without_running: "passes without running", never: "never reports", maybe: "may not report", unknown: "cannot tell" };
-
 /** The preflight's report: a line per required check, what is wrong and the fix, then the warnings. */
 export function preflightReport(report: QueueSetupRecord): Html {
   const mode = report.mode === "draft_pr" ? "testing branches with draft pull requests" : "pushed testing branches";
   const rows = report.checks.map(
     (c) =>
-      html`<tr class="${c.verdict === "reports" ? "ok" : "problem"}"><th scope="row"><code>${c.context}</code></th><td>${PREFLIGHT_WORDS[c.verdict] ?? c.verdict}</td><td>${c.verdict === "reports" ? (c.sources[0] ?? "") : c.why}${c.fix ? html`<br><strong>Fix:</strong> ${c.fix}` : ""}</td></tr>`,
+      html`<tr class="${c.verdict === "reports" ? "ok" : "problem"}"><th scope="row"><code>${c.context}</code></th><td>${CHECK_VERDICT_WORDS[c.verdict] ?? c.verdict}</td><td>${c.verdict === "reports" ? (c.sources[0] ?? "") : c.why}${c.fix ? html`<br><strong>Fix:</strong> ${c.fix}` : ""}</td></tr>`,
   );
   return html`<p class="preflight-summary" data-ok="${String(report.ok)}">${report.ok ? "Every required check will report on the queue's testing commits" : "Some required checks will not report on the queue's testing commits"} (${mode}${report.queueExists ? "" : "; no queue yet"}).</p>
 ${report.workflowsUnavailable ? html`<p>${report.workflowsUnavailable}</p>` : ""}

@@ -16,7 +16,7 @@ import { type OperationOutcome, perform } from "./perform.js";
 /** A queue page's address: the repository, then the target branch (which may hold slashes). */
 export const QUEUE_PAGE = "/queues/:host/:owner/:repo/*branch";
 
-/** A queue's preflight, on demand (pages/queue.ts preflightPath). */
+/** A queue's preflight, on demand (domain/links.ts preflightPagePath). */
 export const PREFLIGHT_PAGE = "/preflight/:host/:owner/:repo/*branch";
 
 /** A queue page's path segments after the repository (its `*branch`). */
