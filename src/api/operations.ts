@@ -2,6 +2,7 @@ import { FLAKY_TEST_OPERATIONS } from "./flaky/operations.js";
 import { OUTBOUND_WEBHOOK_OPERATIONS } from "./outbound/operations.js";
 import { PULL_REQUEST_OPERATIONS } from "./queues/pull-request-operations.js";
 import { QUEUE_OPERATIONS } from "./queues/queue-operations.js";
+import { FREEZE_OPERATIONS } from "./queues/freeze-operations.js";
 import type { Operation } from "./shared/operation.js";
 import { STATUS_OPERATION } from "./status.js";
 
@@ -14,4 +15,4 @@ export type { Operation, OperationContext, RawResponse } from "./shared/operatio
  * uploads, Trunk's CLI bundles), outbound/ (outbound webhook endpoints); shared/ holds what they
  * share.
  */
-export const OPERATIONS: Operation[] = [STATUS_OPERATION, ...PULL_REQUEST_OPERATIONS, ...QUEUE_OPERATIONS, ...FLAKY_TEST_OPERATIONS, ...OUTBOUND_WEBHOOK_OPERATIONS];
+export const OPERATIONS: Operation[] = [STATUS_OPERATION, ...PULL_REQUEST_OPERATIONS, ...QUEUE_OPERATIONS, ...FREEZE_OPERATIONS, ...FLAKY_TEST_OPERATIONS, ...OUTBOUND_WEBHOOK_OPERATIONS];

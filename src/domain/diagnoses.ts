@@ -124,11 +124,11 @@ export function diagnoseRun(input: { required: readonly string[]; seen: readonly
 /**
  * Why a queue merges nothing while pull requests wait (getQueue's blockedReason, the
  * greenline_queue_blocked metric): the App's installation on the account suspended or
- * uninstalled, paused, draining, an effect failing (the code host refusing: rate_limited,
+ * uninstalled, paused, draining, frozen (a merge freeze: only hotfixes merge), an effect failing (the code host refusing: rate_limited,
  * permission_missing; anything else effect_failing), required checks never started on a
  * testing branch.
  */
-export const BLOCKED_REASON_CODES = ["installation_suspended", "installation_removed", "paused", "draining", "rate_limited", "permission_missing", "effect_failing", "checks_not_started"] as const;
+export const BLOCKED_REASON_CODES = ["installation_suspended", "installation_removed", "paused", "draining", "frozen", "rate_limited", "permission_missing", "effect_failing", "checks_not_started"] as const;
 export type BlockedReasonCode = (typeof BLOCKED_REASON_CODES)[number];
 
 export type BlockedReason = { code: BlockedReasonCode; message: string; since: string | null; evidence: Record<string, unknown> };

@@ -2,6 +2,7 @@ import { estimatesOf, type RunStats } from "./engine/estimates.js";
 import type { EngineQueue } from "./engine/types.js";
 import type { PrState } from "./states.js";
 import { placeOf } from "./reasons.js";
+import { frozenPlaceOf } from "./freezes.js";
 
 /**
  * How many PRs at the front of the line have their place kept current on their status: every
@@ -22,11 +23,21 @@ export function statusPlaceOf(estimate: { position: { index: number } | null; es
   return placeOf(estimate.position, estimate.estimatedSecondsToMerge);
 }
 
-/** The place each waiting PR's status shows (PRs not waiting answer none). */
+/**
+ * The place each waiting PR's status shows (PRs not waiting answer none). While the queue is
+ * frozen, every PR but a hotfix says so instead, and so does one whose tests passed and that waits
+ * for the freeze to end to merge.
+ */
 export function statusPlacesOf(q: EngineQueue, stats: RunStats | null, now: number): Map<number, string> {
-  const estimates = estimatesOf(q, stats, now);
   const out = new Map<number, string>();
-  for (const entry of q.entries) if (WAITING.has(entry.state)) out.set(entry.prNumber, statusPlaceOf(estimates.get(entry.prNumber)));
+  const freeze = q.freeze;
+  if (freeze?.frozen) {
+    const frozen = frozenPlaceOf(freeze);
+    for (const entry of q.entries) if (!entry.hotfix && (WAITING.has(entry.state) || (entry.state === "tests_passed" && !q.merged.includes(entry.prNumber)))) out.set(entry.prNumber, frozen);
+    if (!q.entries.some((e) => e.hotfix && WAITING.has(e.state))) return out;
+  }
+  const estimates = estimatesOf(q, stats, now);
+  for (const entry of q.entries) if (WAITING.has(entry.state) && !out.has(entry.prNumber)) out.set(entry.prNumber, statusPlaceOf(estimates.get(entry.prNumber)));
   return out;
 }
 

@@ -213,9 +213,22 @@ export function toTimelineRecord(e: TimelineEvent): TimelineRecord {
 /**
  * Operator actions a queue records with who did them (getQueueEvents): pause, resume, drain,
  * settings changes (field: old → new), urgent submissions, and cancels by someone other than
- * the PR's submitter.
+ * the PR's submitter; merge freezes added and removed (freezeQueue, unfreezeQueue), and started
+ * and ended (by whoever caused it, the engine for a schedule); hotfix submissions with their reason.
  */
-export const OPERATOR_EVENT_KINDS = ["paused", "resumed", "draining", "settings_changed", "urgent_submission", "cancelled_by_other"] as const;
+export const OPERATOR_EVENT_KINDS = [
+  "paused",
+  "resumed",
+  "draining",
+  "settings_changed",
+  "urgent_submission",
+  "cancelled_by_other",
+  "freeze_added",
+  "freeze_removed",
+  "freeze_started",
+  "freeze_ended",
+  "hotfix_submission",
+] as const;
 export type OperatorEventKind = (typeof OPERATOR_EVENT_KINDS)[number];
 
 /** At most this many transitions are kept per PR; the first (its submission) is always kept. */

@@ -18,6 +18,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "queue.state_changed",
   "queue.blocked",
   "queue.unblocked",
+  "queue.frozen",
+  "queue.unfrozen",
   "test.status_changed",
   "test.quarantine_changed",
 ] as const;
@@ -73,6 +75,15 @@ export function queueStateChanged(place: QueuePlace, from: QueueState, to: Queue
  * A queue that merges nothing while PRs wait, and why: its blockedReason (code, sentence, since,
  * evidence) when it becomes blocked or the reason changes.
  */
+/** A merge freeze started (`reasons`, `until`: null until someone unfreezes it) or ended (`since`). */
+export function queueFrozen(place: QueuePlace, details: Record<string, unknown>, at: string): WebhookEvent {
+  return { type: "queue.frozen", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, ...details, at } };
+}
+
+export function queueUnfrozen(place: QueuePlace, details: Record<string, unknown>, at: string): WebhookEvent {
+  return { type: "queue.unfrozen", orderingKey: queueOrderingKey(place.queueId), data: { repository: place.repository, branch: place.branch, ...details, at } };
+}
+
 export function queueBlocked(place: QueuePlace, reason: BlockedReason, at: string): WebhookEvent {
   return {
     type: "queue.blocked",

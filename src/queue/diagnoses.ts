@@ -1,3 +1,4 @@
+import { freezeStatusAt, untilText } from "../domain/freezes.js";
 import { rateReserveUntil, type RepoRef } from "../ports/code-host.js";
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
 import { diagnoseRun, type BlockedReason, type RunDiagnosis } from "../domain/diagnoses.js";
@@ -137,11 +138,11 @@ function refusalOf(error: string): "rate_limited" | "permission_missing" | "effe
 /**
  * Why the queue merges nothing while PRs wait, with evidence, or null: the App's installation
  * on the repository's account suspended or uninstalled, paused, draining (or
- * switching modes), the code host refusing the effect at the head of its outbox (its rate limit,
+ * switching modes), frozen (a merge freeze holds), the code host refusing the effect at the head of its outbox (its rate limit,
  * a missing permission, anything else), or a run whose required checks never started. The
  * first that applies, in that order.
  */
-export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state">, repo: RepoRef): Promise<BlockedReason | null> {
+export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state" | "freezes" | "frozen">, repo: RepoRef): Promise<BlockedReason | null> {
   const waiting = await countEntriesIn(tx, queue.id, WAITING);
   if (waiting === 0) return null;
   const now = services.now();
@@ -176,6 +177,22 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
         evidence: { state: queue.state, pullRequestsWaiting: queued },
       };
     }
+  }
+  const freeze = freezeStatusAt(queue.freezes, now.getTime());
+  if (freeze.frozen) {
+    const why = freeze.holding.map((f) => f.reason).join("; ");
+    return {
+      code: "frozen",
+      message: `The queue is frozen until ${untilText(freeze.until)} (${why}): ${waiting} pull request${waiting === 1 ? "" : "s"} wait${freeze.testing ? " and are tested" : ""}; only hotfixes merge. Unfreeze it (unfreezeQueue) to go on.`,
+      since: queue.frozen?.since ?? null,
+      evidence: {
+        until: freeze.until === null ? null : new Date(freeze.until).toISOString(),
+        reasons: freeze.holding.map((f) => f.reason),
+        freezeIds: freeze.holding.map((f) => f.id),
+        testing: freeze.testing,
+        pullRequestsWaiting: waiting,
+      },
+    };
   }
   const head = await outboxHead(tx, queue.id);
   if (head && head.attempts > 0 && head.lastError !== null) {
@@ -217,7 +234,7 @@ export async function blockedReasonOf(services: Services, tx: Tx, queue: Pick<Qu
  * transaction, which holds the queue's lock (so replicas and restarts publish a change once).
  * Answers whether it published.
  */
-export async function publishBlockedReasonChange(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state" | "publishedBlockedReason">, repo: RepoRef): Promise<boolean> {
+export async function publishBlockedReasonChange(services: Services, tx: Tx, queue: Pick<Queue, "id" | "state" | "publishedBlockedReason" | "freezes" | "frozen">, repo: RepoRef): Promise<boolean> {
   const reason = await blockedReasonOf(services, tx, queue, repo);
   const code = reason?.code ?? null;
   if (code === queue.publishedBlockedReason) return false;

@@ -74,7 +74,7 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const blocked = await services.db.read(async (tx) => {
     const out = new Map<string, BlockedReasonCode | null>();
     for (const q of data.queues) {
-      const code = waiting.has(q.id) ? ((await blockedReasonOf(services, tx, { id: q.id, state: oneOf(QUEUE_STATES, q.state, "Queue.state") }, q.repository))?.code ?? null) : null;
+      const code = waiting.has(q.id) ? ((await blockedReasonOf(services, tx, { id: q.id, state: oneOf(QUEUE_STATES, q.state, "Queue.state"), freezes: q.freezes, frozen: null }, q.repository))?.code ?? null) : null;
       out.set(q.id, code);
     }
     return out;
@@ -91,6 +91,8 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const wait = histogram("mq_pr_wait_duration_1h_seconds", "Time from entering the queue to testing, last hour");
   const test = histogram("mq_pr_test_duration_1h_seconds", "Time spent testing, last hour");
   const inQueue = histogram("mq_pr_time_in_queue_1h_seconds", "Time from entering the queue to leaving it, last hour");
+  const frozenGauge = gauge("greenline_queue_frozen", "1 while a merge freeze holds the queue (only hotfixes merge), else 0");
+  const freezeChanges = gauge("greenline_queue_freeze_changes_1h_total", "Merge freezes that started or ended in the last hour", ["event"]);
   const blockedGauge = gauge("greenline_queue_blocked", "1 for the reason the queue merges nothing while pull requests wait (getQueue's blockedReason), 0 for the others", ["reason"]);
 
   const labelsOf = new Map(data.queues.map((q) => [q.id, { repo: `${q.repository.owner}/${q.repository.name}`, branch: q.branch, queue_type: "main" }]));
@@ -99,6 +101,12 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     for (const conclusion of ["merged", "failed", "cancelled"]) conclusions.set({ ...labels, conclusion }, 0);
     for (const metric of [wait, test, inQueue]) metric.zero(labels);
   }
+  for (const q of data.queues) {
+    const labels = labelsOf.get(q.id)!;
+    frozenGauge.set(labels, q.frozen ? 1 : 0);
+    for (const event of ["started", "ended"]) freezeChanges.set({ ...labels, event }, 0);
+  }
+  for (const row of data.freezeChanges) freezeChanges.inc({ ...labelsOf.get(row.queueId)!, event: row.kind === "freeze_started" ? "started" : "ended" }, row.count);
   for (const [queueId, reason] of blocked) {
     const labels = labelsOf.get(queueId)!;
     for (const code of BLOCKED_REASON_CODES) blockedGauge.set({ ...labels, reason: code }, code === reason ? 1 : 0);

@@ -54,7 +54,7 @@ export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, 
  * instead of asking again when it is usable: GitHub knew whether it can merge (not "still
  * computing") and the queue needs no up-to-date base (`directMergeMode` "always" asks for it).
  */
-export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean; read?: PullRequestInfo };
+export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean; read?: PullRequestInfo; hotfixReason?: string | null };
 
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
@@ -63,7 +63,9 @@ export async function submitPullRequest(services: Services, principal: Principal
   const reused = input.read && input.read.number === input.prNumber && input.read.mergeability !== "in_progress" && !directMerge ? input.read : null;
   const pr = reused ?? (await fetchPullRequest(services, input, directMerge));
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
-  const priority = resolvePriority(input.priority);
+  // A hotfix (it merges while the queue is frozen) is urgent: it goes ahead of the line.
+  const hotfixReason = input.hotfixReason ?? null;
+  const priority = resolvePriority(hotfixReason !== null ? "urgent" : input.priority);
   const cause = causeOf(principal);
   await services.db.transaction(async (tx) => {
     let queue = await lockQueue(services, tx, principal, input);
@@ -94,13 +96,23 @@ export async function submitPullRequest(services: Services, principal: Principal
       priorityName: priority.name,
       usedDefaultPriorityName: priority.usedDefaultName,
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
+      hotfixReason,
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
     // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
     const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
     const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
     // An urgent submission jumps the line (and restarts what it displaces): an operator action.
-    if (priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
+    if (hotfixReason !== null && (existing?.hotfixReason ?? null) !== hotfixReason) {
+      await insertQueueEvent(tx, {
+        id: services.newId(),
+        queueId: queue.id,
+        kind: "hotfix_submission",
+        at: services.now(),
+        actor: cause.actor,
+        payload: { prNumber: pr.number, reason: hotfixReason, ...(cause.command ? { command: cause.command } : {}) },
+      });
+    } else if (priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
       await insertQueueEvent(tx, {
         id: services.newId(),
         queueId: queue.id,

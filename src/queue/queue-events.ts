@@ -1,4 +1,8 @@
 import { publishDecisionEvents } from "../outbound/publishing.js";
+import { freezeStatusAt, frozenStateAfter, type FrozenState } from "../domain/freezes.js";
+import { insertQueueEvent } from "../store/timeline.js";
+import { publishQueueEvents } from "../store/webhook-outbox.js";
+import { queueFrozen, queueUnfrozen } from "../domain/webhook-events.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
@@ -164,7 +168,7 @@ async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, dec
   const finished = decision.queue.runs.filter((r) => r.kind === "main" && r.finishedAt !== null && loaded.runs.get(r.id)?.finishedAt == null);
   const stats = withFinishedRuns(await recentRunStats(tx, queue.id), finished);
   const places = statusPlacesOf(decision.queue, stats, now.getTime());
-  const out = timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, e.state === "pending" || e.state === "testing" ? (places.get(e.prNumber) ?? "") : ""));
+  const out = timeline.flatMap((e) => notificationsOf(queue, loaded.entries.get(e.prNumber)!, e, places.get(e.prNumber) ?? ""));
   // A PR submitted straight into line has no transition of the engine's: it gets its first status here.
   const named = new Set(event.kind === "submitted" ? [event.prNumber] : []);
   const moved = movedPlaces(loaded.engine, decision.queue, stats, now.getTime(), new Set(timeline.map((e) => e.prNumber)), named);
@@ -185,15 +189,33 @@ async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, dec
 export async function applyEvent(services: Services, tx: Tx, queue: Queue, event: EngineEvent, cause: Cause = defaultCause(services, event)): Promise<Decision> {
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : [], { take: true });
   const now = services.now();
-  const decision = decide(loaded.engine, event, now.getTime());
+  // The freeze as of now (the engine's input); loaded.engine keeps the one last seen, which the PRs' statuses say.
+  const freeze = freezeStatusAt(queue.freezes, now.getTime());
+  const { holding: _holding, ...engineFreeze } = freeze;
+  const decision = decide({ ...loaded.engine, freeze: engineFreeze }, event, now.getTime());
+  const frozen = frozenStateAfter(queue.frozen, freeze, now.getTime());
   const timeline = await timelineOf(tx, queue, loaded, decision, event, cause, now);
   // Places move only when something moved: a decision without transitions or effects writes no status.
-  const changed = timeline.length > 0 || event.kind === "submitted" || decision.effects.some((e) => e.kind !== "schedule_timer");
+  const thawedOrFroze = (queue.frozen === null) !== (frozen === null) || queue.frozen?.until !== frozen?.until;
+  const changed = timeline.length > 0 || event.kind === "submitted" || thawedOrFroze || decision.effects.some((e) => e.kind !== "schedule_timer");
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
-  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications });
+  if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, event.kind === "config_changed" ? cause : { actor: ENGINE_ACTOR }, now);
+  await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
   // Outbound webhooks: the decision's events, in its transaction.
   await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });
   return decision;
+}
+
+/**
+ * A freeze started or ended (first seen by this decision): recorded as a queue event with who
+ * caused it (the engine, for a schedule) and published as queue.frozen / queue.unfrozen.
+ */
+async function recordFreezeChange(services: Services, tx: Tx, queue: Queue, before: FrozenState | null, after: FrozenState | null, cause: Cause, now: Date): Promise<void> {
+  const at = now.toISOString();
+  const details = after ? { reasons: after.reasons, until: after.until, testing: after.testing, freezeIds: after.ids } : { since: before?.since ?? null, reasons: before?.reasons ?? [], freezeIds: before?.ids ?? [] };
+  const kind = after ? "freeze_started" : "freeze_ended";
+  await insertQueueEvent(tx, { id: services.newId(), queueId: queue.id, kind, at: now, actor: cause.actor, payload: { ...details, ...(cause.command ? { command: cause.command } : {}) } });
+  await publishQueueEvents(tx, queue, (place) => [after ? queueFrozen(place, details, at) : queueUnfrozen(place, details, at)], { now, newId: services.newId });
 }
 
 /**

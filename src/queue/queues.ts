@@ -22,6 +22,8 @@ import type { RequiredChecks } from "../domain/status-checks.js";
 import { publishBlockedReasonChange, queueDiagnoses, requiredNamesOf, type QueueDiagnoses } from "./diagnoses.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueStateChanged } from "../domain/webhook-events.js";
+import { freezeStatusAt } from "../domain/freezes.js";
+import { toFreezeStatusRecord, type FreezeStatusRecord } from "./freezes.js";
 
 export type QueueAddress = { repo: RepoRef; targetBranch: string };
 
@@ -130,7 +132,7 @@ function setupOfRecord(repo: RepoRef, record: QueueRecord) {
   return { repo, targetBranch: record.branch, createPrsForTestingBranches: record.createPrsForTestingBranches, requiredStatuses: record.requiredStatusesSource === "merge_instance" ? record.requiredStatuses : null };
 }
 
-export type QueueWithEntries = QueueRecord & QueueDiagnoses & { enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
+export type QueueWithEntries = QueueRecord & QueueDiagnoses & { freeze: FreezeStatusRecord; enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
 
 /**
  * The queue's line at one version (at least): its row, its PRs still in play in getQueue's order,
@@ -185,7 +187,8 @@ export async function getQueueJson(services: Services, principal: Principal, add
     const { queue, live, placesAt } = await lineOf(services, id, version);
     const placeOf = placesAt(now);
     const enqueuedPullRequests = live.map((entry) => ({ ...toMergeItemRecord(entry), ...placeOf(entry.prNumber) }));
-    const json = JSON.stringify({ ...toQueueRecord(queue, host), ...diagnoses, enqueuedPullRequests } satisfies QueueWithEntries);
+    const freeze = toFreezeStatusRecord(queue, freezeStatusAt(queue.freezes, now.getTime()));
+    const json = JSON.stringify({ ...toQueueRecord(queue, host), ...diagnoses, freeze, enqueuedPullRequests } satisfies QueueWithEntries);
     return { version: queue.version, value: json };
   });
 }

@@ -3,6 +3,8 @@ import { LIVE_PR_STATES, PR_STATES, TERMINAL_PR_STATES, type PrState } from "../
 import { oneOf, oneOfOrNull } from "./columns.js";
 import type { Tx } from "./database.js";
 import type { Sql } from "./sql.js";
+import type { Freeze } from "../domain/freezes.js";
+import { freezesOf } from "./queues.js";
 
 /** A PR's change of state in a queue, with its reason. */
 export type StoredTransition = { id: string; entryId: string; queueId: string; fromState: PrState | null; toState: PrState; reason: string; at: Date };
@@ -15,9 +17,11 @@ export type DurationBucket = { queueId: string; kind: DurationKind; bucket: numb
 
 /** What the metrics of an organization's queues are computed from: aggregates, a few rows per queue whatever the history. */
 export type MetricsData = {
-  queues: { id: string; branch: string; state: string; repository: { host: string; owner: string; name: string } }[];
+  queues: { id: string; branch: string; state: string; freezes: Freeze[]; frozen: boolean; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
+  /** How many merge freezes each queue saw start and end since the window started. */
+  freezeChanges: { queueId: string; kind: "freeze_started" | "freeze_ended"; count: number }[];
   /** How many transitions since the window started each queue has, per (from, to) pair that a metric counts: conclusions and restarts. */
   moves: { queueId: string; fromState: PrState | null; toState: PrState; count: number }[];
   durations: DurationBucket[];
@@ -46,12 +50,12 @@ const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(rou
 export async function loadMetricsData(sql: Sql, organizationId: string, repositoryKey: string | undefined, windowStart: Date, bounds: readonly number[]): Promise<MetricsData> {
   const scope = `SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ?${repositoryKey ? ` AND r."key" = ?` : ""}`;
   const scopeParams = repositoryKey ? [organizationId, repositoryKey] : [organizationId];
-  const queues = await sql.all<{ id: string; branch: string; state: string; host: string; owner: string; name: string }>(
-    `SELECT q."id", q."branch", q."state", r."host", r."owner", r."name" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId"
+  const queues = await sql.all<{ id: string; branch: string; state: string; freezes: string; frozenState: string | null; host: string; owner: string; name: string }>(
+    `SELECT q."id", q."branch", q."state", q."freezes", q."frozenState", r."host", r."owner", r."name" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId"
       WHERE r."organizationId" = ?${repositoryKey ? ` AND r."key" = ?` : ""} ORDER BY q."id"`,
     scopeParams,
   );
-  if (queues.length === 0) return { queues: [], counts: [], moves: [], durations: [] };
+  if (queues.length === 0) return { queues: [], counts: [], freezeChanges: [], moves: [], durations: [] };
   const live = LIVE_PR_STATES.map(() => "?").join(", ");
   const counts = await sql.all<{ queueId: string; state: string; count: number | string }>(
     `SELECT e."queueId", e."state", COUNT(*) AS "count" FROM "QueueEntry" e WHERE e."queueId" IN (${scope}) AND e."state" IN (${live}) GROUP BY e."queueId", e."state"`,
@@ -61,6 +65,10 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
     `SELECT t."queueId", t."fromState", t."toState", COUNT(*) AS "count" FROM "Transition" t
       WHERE t."queueId" IN (${scope}) AND t."at" >= ? AND (t."toState" IN ${TERMINAL} OR (t."fromState" = 'testing' AND t."toState" = 'pending'))
       GROUP BY t."queueId", t."fromState", t."toState"`,
+    [...scopeParams, windowStart],
+  );
+  const freezeChanges = await sql.all<{ queueId: string; kind: "freeze_started" | "freeze_ended"; count: number | string }>(
+    `SELECT v."queueId", v."kind", COUNT(*) AS "count" FROM "QueueEvent" v WHERE v."queueId" IN (${scope}) AND v."kind" IN ('freeze_started', 'freeze_ended') AND v."at" >= ? GROUP BY v."queueId", v."kind"`,
     [...scopeParams, windowStart],
   );
   const ms = epochMs(sql, `t."at"`);
@@ -92,8 +100,9 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
     [...scopeParams, windowStart, windowStart, windowStart, windowStart, windowStart],
   );
   return {
-    queues: queues.map((q) => ({ id: q.id, branch: q.branch, state: q.state, repository: { host: q.host, owner: q.owner, name: q.name } })),
+    queues: queues.map((q) => ({ id: q.id, branch: q.branch, state: q.state, freezes: freezesOf(q.freezes), frozen: q.frozenState !== null, repository: { host: q.host, owner: q.owner, name: q.name } })),
     counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: Number(row.count) })),
+    freezeChanges: freezeChanges.map((row) => ({ queueId: row.queueId, kind: row.kind, count: Number(row.count) })),
     moves: moves.map((row) => ({
       queueId: row.queueId,
       fromState: row.fromState === null ? null : oneOf(PR_STATES, row.fromState, "Transition.fromState"),

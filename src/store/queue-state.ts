@@ -1,3 +1,4 @@
+import { engineFreezeOf, type FrozenState } from "../domain/freezes.js";
 import { runNumberOf } from "../domain/engine/run-ids.js";
 import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
@@ -37,6 +38,7 @@ function toEngineEntry(entry: QueueEntry, uploaded: ImpactedTargets | undefined)
     position: entry.linePosition,
     targets: targetsOf(entry, uploaded),
     directMergeBase: entry.directMergeBase,
+    ...(entry.hotfixReason !== null ? { hotfix: true } : {}),
   };
 }
 
@@ -242,6 +244,7 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
       runs: runs.map(toEngineRun),
       nextRunNumber: queue.nextRunNumber,
       observed: queue.observed,
+      ...(queue.frozen ? { freeze: engineFreezeOf(queue.frozen) } : {}),
     },
   };
 }
@@ -256,7 +259,7 @@ export async function saveDecision(
   tx: Tx,
   loaded: Loaded,
   decision: Decision,
-  context: { now: Date; newId: () => string; event: { kind: string }; cause: Cause; timeline: readonly TimelineEvent[]; notifications: OutboxEffect[] },
+  context: { now: Date; newId: () => string; event: { kind: string }; cause: Cause; timeline: readonly TimelineEvent[]; notifications: OutboxEffect[]; frozen: FrozenState | null },
 ): Promise<void> {
   const { queue } = loaded;
   const { now, newId } = context;
@@ -328,7 +331,7 @@ export async function saveDecision(
   // The worker claims the queue when its effects or its timer are due (src/store/due-queues.ts):
   // one mark, at the earlier (a claim's release finds the timer again: nextDueOfQueue).
   const dueAt = Math.min(effects.length > 0 ? now.getTime() : Number.POSITIVE_INFINITY, timer?.at ?? Number.POSITIVE_INFINITY);
-  const queueUpdate = `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "observedFailures" = ?, "observedExposures" = ?, "timerAt" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING "version"`;
+  const queueUpdate = `UPDATE "Queue" SET "state" = ?, "mode" = ?, "pendingMode" = ?, "baseSha" = ?, "mergedPrs" = ?, "nextRunNumber" = ?, "observedFailures" = ?, "observedExposures" = ?, "timerAt" = ?, "frozenState" = ?, "version" = "version" + 1, "updatedAt" = ? WHERE "id" = ? RETURNING "version"`;
   const queueParams = [
     next.state,
     next.mode,
@@ -339,6 +342,7 @@ export async function saveDecision(
     next.observed?.failures ?? 0,
     next.observed?.exposures ?? 0,
     timer ? new Date(timer.at) : null,
+    context.frozen === null ? null : JSON.stringify(context.frozen),
     now,
     queue.id,
   ];
@@ -382,6 +386,7 @@ export async function saveDecision(
     nextRunNumber: next.nextRunNumber,
     observed: next.observed ?? queue.observed,
     timerAt: timer ? new Date(timer.at) : null,
+    frozen: context.frozen,
     // As the database answered it: the key the runner compares the next lock's with.
     version,
   });

@@ -6,6 +6,7 @@ import { jsonNumbers, jsonStrings, oneOf, oneOfOrNull, prismaShaped } from "./co
 import { sqlOf, type Database, type Tx } from "./database.js";
 import { noteQueueField, noteQueueLocked } from "./queue-writes.js";
 import { forgetSnapshot } from "./queue-snapshots.js";
+import { WEEKDAYS, type Freeze, type FrozenState } from "../domain/freezes.js";
 
 /** A merge queue as stored: its settings, its state, and what the engine keeps between events. */
 export type Queue = QueueSettings & {
@@ -26,6 +27,10 @@ export type Queue = QueueSettings & {
   timerAt: Date | null;
   /** The blockedReason code last published as queue.blocked; null when unblocked (docs/webhooks.md). */
   publishedBlockedReason: string | null;
+  /** Its merge freezes, current and scheduled (domain/freezes.ts). */
+  freezes: Freeze[];
+  /** The freeze its last decision saw holding; null: none. */
+  frozen: FrozenState | null;
   /** Bumped by every write (lockQueueRow): the ReadCache's key. */
   version: number;
   /**
@@ -75,8 +80,37 @@ export function toQueue(row: QueueRow): Queue {
     observed: { failures: Number(row.observedFailures), exposures: Number(row.observedExposures) },
     timerAt: row.timerAt,
     publishedBlockedReason: row.blockedReason,
+    freezes: freezesOf(row.freezes),
+    frozen: row.frozenState === null || row.frozenState === undefined ? null : frozenStateOf(row.frozenState),
     version: row.version,
   };
+}
+
+const WINDOW_KINDS = new Set(["now", "once", "weekly"]);
+
+/** Queue.freezes read back: a JSON list of freezes (each checked for what the domain relies on). */
+export function freezesOf(text: string | undefined): Freeze[] {
+  if (text === undefined || text === "[]") return [];
+  const value: unknown = JSON.parse(text);
+  const ok = (f: unknown): f is Freeze => {
+    const freeze = f as Freeze;
+    if (typeof freeze?.id !== "string" || typeof freeze.reason !== "string" || typeof freeze.testing !== "boolean" || !WINDOW_KINDS.has(freeze.window?.kind)) return false;
+    return freeze.window.kind !== "weekly" || freeze.window.days.every((d) => (WEEKDAYS as readonly string[]).includes(d));
+  };
+  if (Array.isArray(value) && value.every(ok)) return value;
+  throw new Error("store: Queue.freezes is not a JSON list of freezes");
+}
+
+function frozenStateOf(text: string): FrozenState {
+  const value = JSON.parse(text) as FrozenState;
+  if (typeof value?.since === "string" && Array.isArray(value.ids) && typeof value.testing === "boolean") return value;
+  throw new Error("store: Queue.frozenState is not a freeze state");
+}
+
+/** Replaces the queue's freezes (the caller holds its lock). */
+export async function writeQueueFreezes(tx: Tx, id: string, freezes: readonly Freeze[]): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "Queue" SET "freezes" = ?, "updatedAt" = ? WHERE "id" = ?`, [JSON.stringify(freezes), new Date(), id]);
+  noteQueueField(tx, id, { freezes: [...freezes] });
 }
 
 const QUEUE_BOOLEANS = ["canOptimisticallyMerge", "batch", "commentsEnabled", "commandsEnabled", "createPrsForTestingBranches", "statusCheckEnabled"] as const;

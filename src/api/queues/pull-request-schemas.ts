@@ -30,6 +30,14 @@ export const ZPriority = z
 export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
   priority: ZPriority.optional(),
   noBatch: z.boolean().optional().describe("test this PR on its own, never in a batch"),
+  hotfixReason: z
+    .string()
+    .max(500)
+    .regex(/\S/, "must not be blank")
+    .trim()
+    .check(storableText)
+    .optional()
+    .describe("submit as a hotfix, with why: it is urgent (tested ahead of the line) and merges while the queue is frozen (docs/freezes.md); resubmitting without it ends the hotfix"),
 });
 
 /** The most targets one upload may name; all are kept and answered (docs/decisions.md). */

@@ -185,7 +185,7 @@ export const ZQueueEvent = z.strictObject({
   details: z
     .record(z.string(), z.unknown())
     .describe(
-      "paused/resumed/draining: from, to; settings_changed: changes (field → from, to); urgent_submission: prNumber; cancelled_by_other: prNumber, submittedBy; command: the API operation or comment command used",
+      "paused/resumed/draining: from, to; settings_changed: changes (field → from, to); urgent_submission: prNumber; cancelled_by_other: prNumber, submittedBy; freeze_added/freeze_removed: freeze (as listQueueFreezes answers it); freeze_started: reasons, until, testing, freezeIds; freeze_ended: since, reasons, freezeIds; hotfix_submission: prNumber, reason; command: the API operation or comment command used",
     ),
 });
 export const ZGetQueueEventsResponse = z.strictObject({
@@ -202,9 +202,21 @@ export const ZBlockedReason = z
   })
   .describe("why the queue merges nothing while pull requests wait (docs/diagnoses.md)");
 
+export const ZFreezeStatus = z
+  .strictObject({
+    frozen: z.boolean(),
+    since: z.iso.datetime().nullable(),
+    until: z.iso.datetime().nullable().describe("when the freeze ends (windows that overlap or touch joined); null while frozen: when someone unfreezes it"),
+    testing: z.boolean().describe("whether pull requests are tested while frozen"),
+    reasons: z.array(z.string()),
+    nextChangeAt: z.iso.datetime().nullable().describe("when a scheduled freeze next starts, or the current one ends"),
+  })
+  .describe("the queue's merge freeze now: while frozen only hotfixes merge (docs/freezes.md)");
+
 export const ZQueueWithEntries = ZQueueRecord.extend({
   neverSeenRequiredChecks: z.array(z.string()).describe("required checks never reported on any of the queue's latest 200 testing branches (empty until one of them had checksStartTimeoutMinutes to report)"),
   blockedReason: ZBlockedReason.nullable(),
+  freeze: ZFreezeStatus,
   enqueuedPullRequests: z.array(ZQueuedItem),
 });
 

@@ -414,6 +414,16 @@ function bisect(ctx: Context, run: EngineRun): void {
   }
 }
 
+/** While the queue is frozen only hotfixes merge: a lane holding any other PR waits for the thaw. */
+function mayMergeNow(q: EngineQueue, prs: readonly number[]): boolean {
+  return !q.freeze?.frozen || prs.every((pr) => entryOf(q, pr)?.hotfix === true);
+}
+
+/** While a freeze holds testing too, only hotfixes start. */
+function mayStartNow(q: EngineQueue, entry: EngineEntry): boolean {
+  return !q.freeze?.frozen || q.freeze.testing || entry.hotfix === true;
+}
+
 function mergePassed(ctx: Context): void {
   const { q } = ctx;
   if (q.state === "paused") return;
@@ -429,6 +439,7 @@ function mergePassed(ctx: Context): void {
       const lane = line.lane(run.tested)!;
       if (!q.settings.canOptimisticallyMerge && lane.length !== run.tested.length) continue;
       if (!lane.every((pr) => isInFlight(entryOf(q, pr)!.state))) continue;
+      if (!mayMergeNow(q, lane)) continue;
       if (lane.length > bestPrs.length) [best, bestPrs] = [run, lane];
     }
     if (!best) return;
@@ -551,7 +562,7 @@ function startRuns(ctx: Context): void {
       const entry = line.entries[i]!;
       // A PR starts on top of the PRs it depends on, once they are in flight.
       const kind = entry.bisectionGroupLimit !== null ? "bisection" : "main";
-      if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber) || (pass !== null && pass !== kind)) {
+      if (entry.state !== "pending" || !line.depsInFlight(entry.prNumber) || (pass !== null && pass !== kind) || !mayStartNow(q, entry)) {
         i++;
         continue;
       }
@@ -608,6 +619,7 @@ function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
   if (entry.directMergeBase === null || entry.directMergeBase !== q.baseSha || q.merged.length > 0) return false;
   if (line.depsOf(entry.prNumber).length > 0) return false;
   if (q.mode !== "parallel" && q.runs.some((r) => r.status === "running")) return false;
+  if (!mayMergeNow(q, [entry.prNumber])) return false;
   ctx.effects.push({ kind: "merge", prNumbers: [entry.prNumber], runId: null, exactTree: false });
   move(ctx, entry, "tests_passed", MERGING_REASON.direct);
   q.merged.push(entry.prNumber);
@@ -652,6 +664,8 @@ function scheduleTimer(ctx: Context): void {
     if (run.status === "running") deadlines.push(run.startedAt + q.settings.testingTimeoutMinutes * MINUTE);
   }
   if (ctx.batchDeadline !== undefined) deadlines.push(ctx.batchDeadline);
+  // A scheduled freeze starts, or the one holding ends: the queue decides again then.
+  if (q.freeze?.nextChangeAt != null) deadlines.push(q.freeze.nextChangeAt);
   const next = Math.min(...deadlines.filter((d) => d > ctx.now && d <= LATEST_TIMER));
   if (Number.isFinite(next)) ctx.effects.push({ kind: "schedule_timer", at: next });
 }

@@ -22,7 +22,8 @@ export const ESTIMATE_FAILURE_RATE_CAP = 0.9;
 /**
  * Every PR in line's position and estimated time to merge (docs/engine.md, "Position and
  * estimated time to merge"). Null without history (no finished run), and while the queue is
- * paused (nothing is tested or merged until someone resumes it: no time can be told). PRs whose
+ * paused (nothing is tested or merged until someone resumes it: no time can be told); while it
+ * is frozen no earlier than the freeze's end (none when it has no end), hotfixes aside. PRs whose
  * merge is decided answer 0 (they wait only for the code host); PRs not in line answer no position.
  *
  * One line (single mode): the line is played forward as the engine would test it — the runs in
@@ -66,6 +67,8 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
         seconds = Math.round(Math.max(0, Math.ceil(position.index / width) * stats.meanSeconds - elapsed) / (1 - f));
       }
     }
+    // A frozen queue merges nothing but hotfixes before the freeze ends (never, when it has no end).
+    if (q.freeze?.frozen && !entry.hotfix && seconds !== null) seconds = q.freeze.until === null ? null : Math.max(seconds, Math.ceil((q.freeze.until - now) / 1000));
     out.set(entry.prNumber, { position, estimatedSecondsToMerge: seconds });
   });
   for (const pr of q.merged) out.set(pr, { position: null, estimatedSecondsToMerge: 0 });

@@ -10,7 +10,8 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
 
 /**
  * The order of the line, as one comparison with numbered tie-breaks:
- * 1. urgent PRs first (only urgent skips the line, displacing what is in flight);
+ * 1. hotfixes, then other urgent PRs first (only urgent skips the line, displacing what is in
+ *    flight; a hotfix goes first so that it merges during a freeze on nothing but hotfixes);
  * 2. PRs already in flight before pending ones (other priorities never interrupt testing),
  *    in the order they started testing;
  * 3. priority value, lower first;
@@ -18,7 +19,7 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
  * 5. PR number.
  */
 export function compareEntries(a: EngineEntry, b: EngineEntry): number {
-  const urgent = (e: EngineEntry) => (e.priority === PRIORITY_NAMES.urgent ? 0 : 1);
+  const urgent = (e: EngineEntry) => (e.hotfix ? 0 : e.priority === PRIORITY_NAMES.urgent ? 1 : 2);
   const flight = (e: EngineEntry) => (isInFlight(e.state) ? 0 : 1);
   const position = (e: EngineEntry) => (isInFlight(e.state) ? (e.position ?? 0) : 0);
   return urgent(a) - urgent(b) || flight(a) - flight(b) || position(a) - position(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;

@@ -1,6 +1,10 @@
 import type { QueueSettings } from "../queue-settings.js";
 import type { PrState, QueueMode, QueueState } from "../states.js";
 import type { Observed } from "./capacity.js";
+import type { FreezeStatus } from "../freezes.js";
+
+/** The queue's merge freeze as the engine sees it (domain/freezes.ts; the caller reads it at `now`). */
+export type EngineFreeze = Pick<FreezeStatus, "frozen" | "testing" | "until" | "nextChangeAt">;
 
 /**
  * The queue engine's view of a queue: plain data, loaded from and saved to the store by the
@@ -56,6 +60,8 @@ export type EngineEntry = {
    * are green; null when it is behind the target or its checks are not green.
    */
   directMergeBase: string | null;
+  /** Submitted as a hotfix: merges while the queue is frozen (and goes first among urgent PRs). Absent: not. */
+  hotfix?: boolean;
 };
 
 /** start_refused: the code host refused to build or start the testing branch, for good (its reason is in the effect's error). */
@@ -104,6 +110,8 @@ export type EngineQueue = {
   nextRunNumber: number;
   /** What the queue observed of its main-line runs (adaptive tuning reads it); absent: nothing yet. */
   observed?: Observed;
+  /** The queue's merge freeze now; absent: not frozen, none scheduled. */
+  freeze?: EngineFreeze;
 };
 
 export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed";
