@@ -124,7 +124,8 @@ export type MergeResult =
 /** Why the host will not merge a PR of a merge request (see MergeResult's `refused`). */
 export type MergeRefusalReason = "cannot_merge" | "head_moved" | "closed" | "base_changed";
 
-export type Permission = "admin" | "write" | "read" | "none";
+/** A user's role in a repository, as GitHub names them (triage reads as read, custom roles as their base). */
+export type Permission = "admin" | "maintain" | "write" | "read" | "none";
 
 /** A testing run's status checks as the API shows them. */
 export type StatusCheck = { context: string; state: CheckState };

@@ -7,12 +7,16 @@ import { appendEffects } from "../store/effects.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
 import { AppError } from "../app/errors.js";
 import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
+import { freezeQueue, unfreezeQueue } from "./freezes.js";
+import { untilText } from "../domain/freezes.js";
 import type { Services } from "../app/services.js";
 
 export type PullRequestComment = { repo: RepoRef; prNumber: number; author: string; body: string };
 
-/** What a commenter must be allowed to do in the repository to move its pull requests through the queue. */
-const MAY_COMMAND = new Set(["admin", "write"]);
+/** What a commenter must be allowed to do in the repository to move its pull requests through the queue (and freeze it). */
+const MAY_COMMAND = new Set(["admin", "maintain", "write"]);
+/** What a commenter must be to merge a hotfix through a freeze: a repository admin or maintainer. */
+const MAY_HOTFIX = new Set(["admin", "maintain"]);
 
 /**
  * Carries out a `/greenline …` comment on a pull request and answers on the pull request (once
@@ -50,30 +54,40 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   if (!MAY_COMMAND.has(permission)) {
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
   }
+  if (command.kind === "merge" && command.hotfixReason !== null && !MAY_HOTFIX.has(permission)) {
+    return reply(`@${author} only admins and maintainers of ${repo.owner}/${repo.name} can submit a hotfix (your access: ${permission}). \`/greenline merge\` without \`--hotfix\` queues it to merge once the freeze ends.`);
+  }
   const address = { repo, targetBranch, prNumber };
   // Timelines and queue events name the commenter and the command.
   const principal: Principal = { ...owner, actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
   try {
     if (command.kind === "merge") {
-      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, ...(read ? { read } : {}) });
+      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, hotfixReason: command.hotfixReason, ...(read ? { read } : {}) });
       // The queue's status on the PR says it was queued, and its place: no reply, unless the
-      // command asked for what the status does not show (a priority, testing on its own).
-      if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch) return;
-      const priority = resolvePriority(command.priority).name;
-      await replyLater(
-        services,
-        queue?.id,
-        prNumber,
-        `@${author} queued for \`${targetBranch}\` at priority ${priority}${command.noBatch ? ", tested on its own" : ""}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`,
-        reply,
-      );
+      // command asked for what the status does not show (a priority, testing on its own, a hotfix).
+      if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch && command.hotfixReason === null) return;
+      const priority = resolvePriority(command.hotfixReason !== null ? "urgent" : command.priority).name;
+      const what = command.hotfixReason !== null ? `as a hotfix (${command.hotfixReason}): it is tested ahead of the line and merges even while the queue is frozen` : `at priority ${priority}${command.noBatch ? ", tested on its own" : ""}`;
+      await replyLater(services, queue?.id, prNumber, `@${author} queued for \`${targetBranch}\` ${what}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`, reply);
+    } else if (command.kind === "freeze") {
+      const { status } = await freezeQueue(services, principal, { repo, targetBranch, reason: command.reason, testing: command.testing, ...(command.until !== null ? { until: new Date(command.until) } : {}) });
+      const tested = command.testing ? "pull requests are still tested, and merge once it ends" : "nothing starts testing either";
+      await replyLater(services, queue?.id, prNumber, `@${author} froze the queue for \`${targetBranch}\` until ${untilText(status.until === null ? null : Date.parse(status.until))}: ${command.reason}. Only hotfixes merge (\`/greenline merge --hotfix "reason"\`); ${tested}.`, reply);
+    } else if (command.kind === "unfreeze") {
+      const { ended, status } = await unfreezeQueue(services, principal, { repo, targetBranch });
+      const text =
+        ended.length === 0
+          ? `the queue for \`${targetBranch}\` was not frozen.`
+          : `ended ${ended.map((f) => `the freeze "${f.reason}"`).join(", ")} on the queue for \`${targetBranch}\`${status.frozen ? `; it stays frozen until ${untilText(status.until === null ? null : Date.parse(status.until))} (${status.reasons.join("; ")})` : ": it merges again"}.`;
+      await replyLater(services, queue?.id, prNumber, `@${author} ${text}`, reply);
     } else {
       await cancelPullRequest(services, principal, address);
       await replyLater(services, queue?.id, prNumber, `@${author} taken out of the queue for \`${targetBranch}\`.`, reply);
     }
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
-    await reply(`@${author} could not ${command.kind === "merge" ? "queue" : "cancel"} this pull request: ${error.message}.`);
+    const what = { merge: "queue this pull request", cancel: "cancel this pull request", freeze: "freeze the queue", unfreeze: "unfreeze the queue" }[command.kind];
+    await reply(`@${author} could not ${what}: ${error.message}.`);
   }
 }
 

@@ -51,7 +51,13 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
     const fetched = await server.api.ok("getQueue", queueOf("defaults"));
     // getQueue answers the record without the creation's preflight.
     const { setupWarnings: _preflight, ...record } = created;
-    expect(fetched).toEqual({ ...record, neverSeenRequiredChecks: [], blockedReason: null, enqueuedPullRequests: [] });
+    expect(fetched).toEqual({
+      ...record,
+      neverSeenRequiredChecks: [],
+      blockedReason: null,
+      freeze: { frozen: false, since: null, until: null, testing: true, reasons: [], nextChangeAt: null },
+      enqueuedPullRequests: [],
+    });
   });
 
   test("readers asking at once after each write all see that write (getQueue and getSubmittedPullRequest share one reading per version)", async () => {

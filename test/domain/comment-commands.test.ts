@@ -2,12 +2,18 @@ import { parseCommentCommand } from "../../src/domain/comment-commands.js";
 
 describe("comment commands", () => {
   test.each([
-    ["/greenline merge", { kind: "merge", priority: null, noBatch: false, targetBranch: null }],
-    ["  /Greenline MERGE --priority=urgent", { kind: "merge", priority: "urgent", noBatch: false, targetBranch: null }],
-    ["LGTM\r\n/greenline merge --priority 42 --no-batch --branch release/2.x\nthanks", { kind: "merge", priority: 42, noBatch: true, targetBranch: "release/2.x" }],
+    ["/greenline merge", { kind: "merge", priority: null, noBatch: false, targetBranch: null, hotfixReason: null }],
+    ["  /Greenline MERGE --priority=urgent", { kind: "merge", priority: "urgent", noBatch: false, targetBranch: null, hotfixReason: null }],
+    ["LGTM\r\n/greenline merge --priority 42 --no-batch --branch release/2.x\nthanks", { kind: "merge", priority: 42, noBatch: true, targetBranch: "release/2.x", hotfixReason: null }],
     ["/greenline cancel --branch main", { kind: "cancel", targetBranch: "main" }],
     ["/greenline", { kind: "help" }],
     ["/greenline help", { kind: "help" }],
+    ['/greenline merge --hotfix "fix the login outage"', { kind: "merge", priority: null, noBatch: false, targetBranch: null, hotfixReason: "fix the login outage" }],
+    ["/greenline merge --hotfix=\u201cpayments down\u201d --branch main", { kind: "merge", priority: null, noBatch: false, targetBranch: "main", hotfixReason: "payments down" }],
+    ["/greenline merge --hotfix='it is 2am'", { kind: "merge", priority: null, noBatch: false, targetBranch: null, hotfixReason: "it is 2am" }],
+    ['/greenline freeze "release 4.2" --until 2026-12-01T09:00Z', { kind: "freeze", reason: "release 4.2", until: "2026-12-01T09:00Z", testing: true, targetBranch: null }],
+    ["/greenline freeze code freeze for the holidays --no-testing", { kind: "freeze", reason: "code freeze for the holidays", until: null, testing: false, targetBranch: null }],
+    ["/greenline UNFREEZE --branch release", { kind: "unfreeze", targetBranch: "release" }],
   ])("%j", (body, expected) => {
     expect(parseCommentCommand(body)).toEqual(expected);
   });
@@ -19,6 +25,14 @@ describe("comment commands", () => {
     ["/greenline merge --fast", "unknown option `--fast`"],
     ["/greenline merge now", "unexpected `now`"],
     ["/greenline cancel --no-batch", "`cancel` takes only `--branch`"],
+    ["/greenline merge --hotfix", "`--hotfix` needs a value"],
+    ['/greenline merge --hotfix "  "', "`--hotfix` needs a reason"],
+    ['/greenline merge --hotfix "x" --priority low', "a hotfix is urgent: leave out `--priority`"],
+    ['/greenline merge --hotfix "unclosed', "unclosed quote `\"`"],
+    ["/greenline freeze", '`freeze` needs a reason: `/greenline freeze "release 4.2"`'],
+    ["/greenline freeze x --until tomorrow", "`--until` must be a time with its offset, such as 2026-12-01T09:00Z, not `tomorrow`"],
+    ["/greenline unfreeze now", "unexpected `now`"],
+    ["/greenline unfreeze --no-testing", "`unfreeze` takes only `--branch`"],
     ["/greenline deploy", "unknown command `deploy`"],
   ])("%j is refused: %s", (body, message) => {
     const parsed = parseCommentCommand(body);

@@ -101,14 +101,16 @@ export class GitHubPullRequests {
     const octokit = await this.client.octokit(repo);
     let permission: Permission;
     try {
-      // `permission` folds GitHub's roles into admin / write (maintain too) / read (triage too) / none.
+      // `permission` folds GitHub's roles into admin / write (maintain too) / read (triage too) / none;
+      // `role_name` tells maintain apart (it may merge hotfixes: docs/freezes.md).
       const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner: repo.owner, repo: repo.name, username: user });
-      permission = (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
+      const folded = (["admin", "write", "read"] as const).find((p) => p === data.permission) ?? "none";
+      permission = folded === "write" && (data as { role_name?: string }).role_name === "maintain" ? "maintain" : folded;
     } catch (error) {
       if ((error as OctokitError).status === 404) return "none";
       throw error;
     }
-    if (permission === "admin" || permission === "write") this.#allowed.set(key, { permission, until: now + PERMISSION_CACHE_MS });
+    if (permission === "admin" || permission === "maintain" || permission === "write") this.#allowed.set(key, { permission, until: now + PERMISSION_CACHE_MS });
     return permission;
   }
 

@@ -27,7 +27,7 @@ export abstract class Installations extends SimulatorModel {
   /** Suspended installations: who suspended each and when (ISO). Their token requests, and calls with their tokens, are refused 403. */
   protected readonly suspended = new Map<number, { by: string; at: string }>();
   /** What users may do, by "owner/name:user" (lower-case); anyone else may only read. */
-  protected readonly userPermissions = new Map<string, "admin" | "write" | "read" | "none">();
+  protected readonly userPermissions = new Map<string, "admin" | "maintain" | "write" | "triage" | "read" | "none">();
 
   constructor(options: SimulatorOptions = {}) {
     super(options);
@@ -138,7 +138,7 @@ export abstract class Installations extends SimulatorModel {
   }
 
   /** What a user may do in a repository (`GET …/collaborators/{user}/permission` answers it). */
-  grant(repo: string, user: string, permission: "admin" | "write" | "read" | "none"): void {
+  grant(repo: string, user: string, permission: "admin" | "maintain" | "write" | "triage" | "read" | "none"): void {
     this.userPermissions.set(`${repo.toLowerCase()}:${user.toLowerCase()}`, permission);
   }
 
@@ -205,12 +205,10 @@ export abstract class Installations extends SimulatorModel {
   protected answerCollaborators({ method, rest, repoName, send }: RepoRequest): boolean {
     let match: RegExpExecArray | null;
     if ((match = /^\/collaborators\/([^/]+)\/permission$/.exec(rest)) && method === "GET") {
-      const permission = this.userPermissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
-      return send(200, {
-        permission,
-        role_name: permission === "admin" ? "admin" : permission === "write" ? "write" : "read",
-        user: { ...shape.user(match[1]!), role_name: permission },
-      });
+      const role = this.userPermissions.get(`${repoName}:${match[1]!.toLowerCase()}`) ?? "read";
+      // GitHub folds maintain into write and triage into read in `permission`; `role_name` is the role itself.
+      const permission = role === "maintain" ? "write" : role === "triage" ? "read" : role;
+      return send(200, { permission, role_name: role, user: { ...shape.user(match[1]!), role_name: role } });
     }
     return false;
   }

@@ -32,7 +32,7 @@ export abstract class UserSignIn extends Installations {
     const found: [string, "admin" | "write" | "read"][] = [];
     for (const [key, permission] of this.userPermissions) {
       const [repo, user] = key.split(":") as [string, string];
-      if (user === login.toLowerCase() && repo.startsWith(`${account.toLowerCase()}/`) && permission !== "none") found.push([repo, permission]);
+      if (user === login.toLowerCase() && repo.startsWith(`${account.toLowerCase()}/`) && permission !== "none") found.push([repo, permission === "maintain" ? "write" : permission === "triage" ? "read" : permission]);
     }
     return found.sort(([a], [b]) => a.localeCompare(b));
   }
