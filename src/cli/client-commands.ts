@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { doctor, prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
+import { type FreezeOptions, queueFreeze, queueFreezes, queueUnfreeze } from "./freeze-commands.js";
 import { webhookCommand } from "./webhook-commands.js";
 import { CliUsageError } from "./greenline-client.js";
 import { type PolicyOptions, testPolicyBacktest, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
@@ -51,6 +52,14 @@ export const OPTIONS = {
   mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
+  hotfix: { type: "string" },
+  // queue freeze / unfreeze
+  from: { type: "string" },
+  until: { type: "string" },
+  days: { type: "string" },
+  "time-zone": { type: "string" },
+  "no-testing": { type: "boolean" },
+  "freeze-id": { type: "string" },
   json: { type: "boolean" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
@@ -107,6 +116,12 @@ export async function runClientCommand(key: string, values: Values, rest: string
       return queueSetState(values as QueueOptions, "paused", out);
     case "queue resume":
       return queueSetState(values as QueueOptions, "running", out);
+    case "queue freeze":
+      return queueFreeze(values as FreezeOptions, out);
+    case "queue unfreeze":
+      return queueUnfreeze(values as FreezeOptions, out);
+    case "queue freezes":
+      return queueFreezes(values as FreezeOptions, out);
     case "targets set":
       return targetsSet(values as QueueOptions, rest[0], out);
     case "webhooks create":

@@ -25,6 +25,7 @@ export type QueueOptions = {
   mode?: string | undefined;
   priority?: string | undefined;
   "no-batch"?: boolean | undefined;
+  hotfix?: string | undefined;
   json?: boolean | undefined;
 };
 
@@ -62,6 +63,7 @@ type Queue = {
   requiredStatuses: string[];
   requiredStatusesSource: string;
   requiredStatusesWarning?: string;
+  freeze?: { frozen: boolean; until: string | null; reasons: string[]; nextChangeAt: string | null };
   enqueuedPullRequests: MergeItem[];
 };
 type TestingDetails = {
@@ -80,7 +82,7 @@ type TestingDetails = {
 };
 
 /** The connection, the queue and the pull request, each read when a command needs it: flags first, then the CI, then git. */
-class Context {
+export class Context {
   readonly url: string;
   readonly token: string;
   #inferred: CiContext | undefined;
@@ -119,7 +121,7 @@ class Context {
   }
 }
 
-const queueName = (q: QueueAddress) => `queue ${q.targetBranch} of ${q.repo.owner}/${q.repo.name}`;
+export const queueName = (q: QueueAddress) => `queue ${q.targetBranch} of ${q.repo.owner}/${q.repo.name}`;
 const short = (sha: string | null | undefined) => (sha ? sha.slice(0, 12) : "-");
 const stateOf = (item: MergeItem) => (item.stateReason && item.stateReason !== item.state ? `${item.state} (${item.stateReason})` : item.state);
 
@@ -137,8 +139,9 @@ export async function prSubmit(options: QueueOptions, out: Out): Promise<number>
   const ctx = new Context(options);
   const priority = priorityOf(options.priority);
   const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
-  await ctx.post("submitPullRequest", { ...address, ...(priority !== undefined ? { priority } : {}), ...(options["no-batch"] ? { noBatch: true } : {}) });
-  const how = [priority !== undefined ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : ""].filter(Boolean).join(", ");
+  if (options.hotfix !== undefined && priority !== undefined) throw new CliUsageError("--hotfix is urgent already: leave out --priority");
+  await ctx.post("submitPullRequest", { ...address, ...(priority !== undefined ? { priority } : {}), ...(options["no-batch"] ? { noBatch: true } : {}), ...(options.hotfix !== undefined ? { hotfixReason: options.hotfix } : {}) });
+  const how = [priority !== undefined ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", options.hotfix !== undefined ? `hotfix: ${options.hotfix}` : ""].filter(Boolean).join(", ");
   out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
   return 0;
 }
@@ -228,6 +231,10 @@ export async function queueShow(options: QueueOptions, out: Out): Promise<number
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
   if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);
+  if (queue.freeze?.frozen) {
+    const until = queue.freeze.until === null ? "it is unfrozen" : `${queue.freeze.until.slice(0, 16).replace("T", " ")} UTC`;
+    out(`  frozen until ${until} (${queue.freeze.reasons.join("; ")}): only hotfixes merge`);
+  }
   const prs = queue.enqueuedPullRequests;
   out(prs.length === 0 ? "  no pull requests in the queue" : `  ${prs.length} pull request(s):`);
   prs.forEach((p, i) => out(`  ${String(i + 1).padStart(3)}. #${p.prNumber}  ${stateOf(p)}  ${p.priorityName}  ${p.prTitle}`));

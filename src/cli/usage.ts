@@ -132,9 +132,14 @@ export const COMMANDS: Record<string, CommandHelp> = {
     ],
   },
   "pr submit": {
-    usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
+    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--hotfix "why"] [options]',
     summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
-    options: [...PR_OPTIONS, "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)", "--no-batch           test it on its own, never in a batch"],
+    options: [
+      ...PR_OPTIONS,
+      "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)",
+      "--no-batch           test it on its own, never in a batch",
+      '--hotfix "why"       a hotfix: urgent, and it merges while the queue is frozen',
+    ],
   },
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
   "pr status": {
@@ -163,6 +168,31 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
+  "queue freeze": {
+    usage: 'greenline queue freeze --reason "why" [--until T | --from T --until T | --days D --from HH:MM --until HH:MM --time-zone Z] [--no-testing] [options]',
+    brief: "Freeze merges: now (until a time, or until unfrozen), in a one-off window, or every week; only hotfixes merge.",
+    summary:
+      "Freeze the queue's merges: nothing merges but hotfixes (`pr submit --hotfix`) while the freeze holds.\n" +
+      "Now (until --until, or until `queue unfreeze`), in a one-off window (--from and --until, ISO times), or every\n" +
+      "week (--days with --from and --until as HH:MM local times in --time-zone). Pull requests are still submitted and\n" +
+      "tested (they merge once it ends) unless --no-testing.",
+    options: [
+      ...QUEUE_OPTIONS,
+      '--reason "text"      why (shown on the pull requests\' statuses and the dashboard; required)',
+      "--until <time>       when it ends: an ISO time with its offset (2026-12-24T18:00Z), or HH:MM with --days",
+      "--from <time>        a one-off window's start (ISO time), or HH:MM with --days",
+      "--days <days>        every week on these days: mon,tue,…,sun or ranges (mon-fri); an --until not after --from ends the next day",
+      "--time-zone <zone>   the IANA time zone of --days (Europe/Berlin, America/New_York; default UTC)",
+      "--no-testing         hold testing too: nothing starts but hotfixes",
+      JSON_OPTION,
+    ],
+  },
+  "queue unfreeze": {
+    usage: "greenline queue unfreeze [--freeze-id ID] [options]",
+    summary: "End the freezes holding now (a weekly one for its current window only), or remove one freeze by its id.",
+    options: [...QUEUE_OPTIONS, "--freeze-id <id>     the freeze to remove (`queue freezes` lists them)", JSON_OPTION],
+  },
+  "queue freezes": { usage: "greenline queue freezes [--json] [options]", summary: "Show whether the queue is frozen, until when, and its current and scheduled freezes.", options: [...QUEUE_OPTIONS, JSON_OPTION] },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
     brief: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).",

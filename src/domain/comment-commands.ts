@@ -19,7 +19,7 @@ export const COMMENT_USAGE = [
 ].join("\n");
 
 /** The most characters a reason given in a comment keeps. */
-export const COMMENT_REASON_MAX = 500;
+export const COMMENT_REASON_MAX = 255;
 
 /**
  * A command line's words: runs of non-space characters, or text in double or single quotes

@@ -17,7 +17,7 @@ import { timelineEventOf } from "../domain/timeline.js";
 import { causeOf } from "./causes.js";
 import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { failedPrecondition, notFound } from "../app/errors.js";
+import { failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { findQueue, findQueueVersion, lineOf, lockQueue, withEstimates, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, toTimelineRecord, type RequiredStatuses, type SubmittedPullRequestRecord, type TimelineRecord } from "./records.js";
 import type { PlaceRecord } from "./estimates.js";
@@ -65,6 +65,9 @@ export async function submitPullRequest(services: Services, principal: Principal
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   // A hotfix (it merges while the queue is frozen) is urgent: it goes ahead of the line.
   const hotfixReason = input.hotfixReason ?? null;
+  if (hotfixReason !== null && input.priority != null && resolvePriority(input.priority).value !== PRIORITY_NAMES.urgent) {
+    throw invalidArgument("priority", "must be left out (or urgent) with hotfixReason: a hotfix is urgent");
+  }
   const priority = resolvePriority(hotfixReason !== null ? "urgent" : input.priority);
   const cause = causeOf(principal);
   await services.db.transaction(async (tx) => {

@@ -7,7 +7,7 @@ import { snapshotState } from "../support/snapshot.js";
 
 /** A valid body for each operation, to be broken in one place at a time. */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
-  submitPullRequest: { ...prOf(1), priority: "high", noBatch: false },
+  submitPullRequest: { ...prOf(1), priority: "urgent", noBatch: false, hotfixReason: "login is down" },
   cancelPullRequest: prOf(1),
   restartTestsOnPullRequest: prOf(1),
   getSubmittedPullRequest: { ...prOf(1), includeTimeline: true },
@@ -16,6 +16,9 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   listPullRequests: queueOf(),
   getQueueEvents: { ...queueOf(), limit: 10 },
   checkQueueSetup: { ...queueOf(), mode: "push" },
+  freezeQueue: { ...queueOf(), reason: "release", from: "2099-01-01T00:00:00Z", until: "2099-01-02T00:00:00Z", testing: false },
+  unfreezeQueue: { ...queueOf(), freezeId: "0190b8a4-0000-7000-8000-000000000000" },
+  listQueueFreezes: queueOf(),
   createQueue: { ...queueOf("web", "release"), concurrency: 2, mode: "single" },
   deleteQueue: queueOf(),
   getQueue: queueOf(),
@@ -103,7 +106,7 @@ function setAt(body: Record<string, unknown>, path: string[], value: unknown, re
 const NULLABLE = new Set(["priority", "ticket_url", "externalId", "testCollectionShortId"]);
 
 /** Fields of free text, held to the storable-text rule itself (others have a shape: enums, hex, uuids, dates, URLs). */
-const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slug", "branch", "requiredStatuses", "impactedTargets", "page_token", "variant", "codeowners", "classname", "file", "parent", "id"]);
+const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slug", "branch", "requiredStatuses", "impactedTargets", "page_token", "variant", "codeowners", "classname", "file", "parent", "id", "reason", "hotfixReason"]);
 
 const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
@@ -127,6 +130,10 @@ const OPTIONAL = new Set([
   "clientVersion",
   "externalId",
   "testCollectionShortId",
+  "hotfixReason",
+  "from",
+  "testing",
+  "freezeId",
 ]);
 
 function brokenBody(operation: string): fc.Arbitrary<unknown> {

@@ -20,6 +20,8 @@ const VALID_CONTENT: Record<string, Record<string, unknown>> = {
   // One of ticket_url and external_ticket_id (Trunk's request): external_ticket_id alone.
   linkTicketToTestCase: { ticket_url: ABSENT },
   updateFlakySettings: { "settings.ticketUrlTemplate": "https://tickets.example/browse/{id}" },
+  // A one-off window in the future (weekly is another shape of freeze: not with from and until).
+  freezeQueue: { from: "2099-01-01T00:00Z", until: "2099-01-02T00:00Z", weekly: ABSENT, "weekly.from": "08:00", "weekly.until": "18:00", "weekly.timeZone": "UTC" },
 };
 
 /**
@@ -47,6 +49,11 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "linkTicketToTestCase ticket_url": "Give it or external_ticket_id",
   "linkTicketToTestCase external_ticket_id": "Give it or ticket_url",
   "updateFlakySettings settings.ticketUrlTemplate": "with {id} where its key goes",
+  "freezeQueue weekly.timeZone": "an IANA time zone",
+  "freezeQueue from": "with `until`",
+  "freezeQueue until": "in the future",
+  "freezeQueue weekly": "not with `from`/`until`",
+  "freezeQueue weekly.until": "not after `from`",
 };
 
 /** `union`: the nearest enclosing field of several shapes, which may answer for a value none of them takes. */

@@ -197,7 +197,8 @@ function shortestString(schema: JsonSchema): string {
 
 /** A string of `length` characters that matches the schema's pattern when one of a few simple shapes can. */
 function stringOfLength(schema: JsonSchema, length: number): string | undefined {
-  const shapes = ["a".repeat(length), "1".repeat(length), `${"a".repeat(Math.max(length - 2, 0))}/a`];
+  // …and a clock time (HH:MM) or an ISO time with its offset, for the patterns that want one.
+  const shapes = ["a".repeat(length), "1".repeat(length), `${"a".repeat(Math.max(length - 2, 0))}/a`, "00:00", "2099-01-01T00:00Z"];
   if (schema.pattern === undefined) return shapes[0]!;
   return shapes.find((s) => s.length === length && new RegExp(schema.pattern!, "u").test(s));
 }

@@ -1,17 +1,25 @@
 import { z } from "zod";
 import { isTimeZone, WALL_TIME, WEEKDAYS } from "../../domain/freezes.js";
-import { caseInsensitiveEnum, storableText, TRIMMED, ZDateTime } from "../shared/schemas.js";
+import { caseInsensitiveEnum, storableText, TRIMMED } from "../shared/schemas.js";
 import { ZActor, ZFreezeStatus, ZQueueAddress } from "./queue-schemas.js";
 
 /** Merge freezes' schemas (freeze-operations.ts, docs/freezes.md). */
 
 export const ZFreezeReason = z
   .string()
-  .max(500)
+  .max(255)
   .regex(/\S/, "must not be blank")
   .trim()
   .check(storableText)
-  .describe(`why (shown on the PRs' statuses, the dashboard and the queue's events); not blank, at most 500 characters; ${TRIMMED}`);
+  .describe(`why (shown on the PRs' statuses, the dashboard and the queue's events); not blank, at most 255 characters; ${TRIMMED}`);
+
+/** An ISO 8601 time with its offset; seconds may be left out (`2026-12-24T18:00Z`). */
+const ZInstant = z
+  .string()
+  .max(40)
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/, { message: "must be an ISO 8601 time with its offset, such as 2026-12-24T18:00Z", abort: true })
+  .refine((s) => Number.isFinite(Date.parse(s)), "must be a real date and time")
+  .transform((s) => new Date(s));
 
 const ZWallTime = z.string().regex(WALL_TIME, "must be a 24-hour time HH:MM");
 
@@ -28,14 +36,17 @@ export const ZWeeklyWindow = z.strictObject({
 
 export const ZFreezeQueueRequest = ZQueueAddress.extend({
   reason: ZFreezeReason,
-  from: ZDateTime.optional().describe("a one-off window's start (with `until`); absent: the freeze starts now"),
-  until: ZDateTime.optional().describe("when the freeze ends (in the future); absent without `from` and `weekly`: when someone unfreezes the queue"),
+  from: ZInstant.optional().describe("a one-off window's start (with `until`); absent: the freeze starts now"),
+  until: ZInstant.optional().describe("when the freeze ends (in the future); absent without `from` and `weekly`: when someone unfreezes the queue"),
   weekly: ZWeeklyWindow.optional().describe("a window every week instead (not with `from`/`until`)"),
   testing: z.boolean().optional().describe("whether pull requests are tested while it holds (default true: they merge as soon as it ends); false: nothing starts testing but hotfixes"),
 });
 
 export const ZUnfreezeQueueRequest = ZQueueAddress.extend({
-  freezeId: z.string().min(1).max(64).optional().describe("the freeze to remove (listQueueFreezes); absent: end every freeze holding now (a weekly one for its current window only)"),
+  freezeId: z
+    .string()
+    .regex(/^[0-9A-Za-z-]{1,64}$/, "must be a freeze's id, as listQueueFreezes answers it")
+    .optional().describe("the freeze to remove (listQueueFreezes); absent: end every freeze holding now (a weekly one for its current window only)"),
 });
 
 export const ZFreezeRecord = z.strictObject({

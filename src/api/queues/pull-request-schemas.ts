@@ -32,7 +32,7 @@ export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
   noBatch: z.boolean().optional().describe("test this PR on its own, never in a batch"),
   hotfixReason: z
     .string()
-    .max(500)
+    .max(255)
     .regex(/\S/, "must not be blank")
     .trim()
     .check(storableText)
