@@ -2154,8 +2154,14 @@ async function prSubmit(options, out) {
   const ctx = new Context(options);
   const priority = priorityOf(options.priority);
   const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
-  await ctx.post("submitPullRequest", { ...address, ...priority !== void 0 ? { priority } : {}, ...options["no-batch"] ? { noBatch: true } : {} });
-  const how = [priority !== void 0 ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : ""].filter(Boolean).join(", ");
+  if (options.hotfix !== void 0 && priority !== void 0) throw new CliUsageError("--hotfix is urgent already: leave out --priority");
+  await ctx.post("submitPullRequest", {
+    ...address,
+    ...priority !== void 0 ? { priority } : {},
+    ...options["no-batch"] ? { noBatch: true } : {},
+    ...options.hotfix !== void 0 ? { hotfixReason: options.hotfix } : {}
+  });
+  const how = [priority !== void 0 ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", options.hotfix !== void 0 ? `hotfix: ${options.hotfix}` : ""].filter(Boolean).join(", ");
   out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
   return 0;
 }
@@ -2230,6 +2236,10 @@ async function queueShow(options, out) {
   if (queue.requiredStatusesSource === "merge_instance") out(`  required statuses (set on the queue): ${queue.requiredStatuses.join(", ")}`);
   else out(`  required statuses: as the code host's rules for the branch say (${queue.requiredStatusesSource})`);
   if (queue.requiredStatusesWarning) out(`  warning: ${queue.requiredStatusesWarning}`);
+  if (queue.freeze?.frozen) {
+    const until = queue.freeze.until === null ? "it is unfrozen" : `${queue.freeze.until.slice(0, 16).replace("T", " ")} UTC`;
+    out(`  frozen until ${until} (${queue.freeze.reasons.join("; ")}): only hotfixes merge`);
+  }
   const prs = queue.enqueuedPullRequests;
   out(prs.length === 0 ? "  no pull requests in the queue" : `  ${prs.length} pull request(s):`);
   prs.forEach((p, i) => out(`  ${String(i + 1).padStart(3)}. #${p.prNumber}  ${stateOf(p)}  ${p.priorityName}  ${p.prTitle}`));
@@ -2302,6 +2312,81 @@ async function targetsSet(options, file, out) {
   await ctx.post("setImpactedTargets", { ...address, pr: { number, ...sha ? { sha } : {} }, impactedTargets });
   const what = impactedTargets === "ALL" ? "ALL targets (every target)" : `${impactedTargets.length} impacted target(s)`;
   out(`greenline: set ${what} for PR #${number}${sha ? ` at ${short(sha)}` : " at its head"} in the ${queueName(address)}`);
+  return 0;
+}
+
+// src/cli/freeze-commands.ts
+var DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+function daysOf(text) {
+  const out = [];
+  for (const part of text.toLowerCase().split(",").map((p) => p.trim()).filter(Boolean)) {
+    const [a, b] = part.split("-").map((d) => d.trim().slice(0, 3));
+    const from = DAYS.indexOf(a);
+    const to = b === void 0 ? from : DAYS.indexOf(b);
+    if (from < 0 || to < 0) throw new CliUsageError(`--days takes mon, tue, wed, thu, fri, sat, sun, lists and ranges (mon-fri), not ${JSON.stringify(part)}`);
+    for (let i = from; ; i = (i + 1) % 7) {
+      if (!out.includes(DAYS[i])) out.push(DAYS[i]);
+      if (i === to) break;
+    }
+  }
+  if (out.length === 0) throw new CliUsageError("--days needs at least one day");
+  return out;
+}
+var when = (iso, open = "it is unfrozen") => iso === null ? open : `${iso.slice(0, 16).replace("T", " ")} UTC`;
+function statusLine(status) {
+  if (status.frozen) return `frozen until ${when(status.until)} (${status.reasons.join("; ")}); ${status.testing ? "pull requests are tested and merge once it ends" : "nothing starts testing"}; only hotfixes merge`;
+  return status.nextChangeAt ? `not frozen; the next freeze starts ${when(status.nextChangeAt)}` : "not frozen";
+}
+function freezeLine(f) {
+  const window = f.kind === "weekly" && f.weekly ? `every ${f.weekly.days.join(", ")} ${f.weekly.from}\u2013${f.weekly.until} ${f.weekly.timeZone}` : f.kind === "once" ? `from ${when(f.from)} until ${when(f.until)}` : `since ${when(f.from)} until ${when(f.until)}`;
+  const state = f.holdingNow ? "holding now" : f.nextStart ? `next ${when(f.nextStart)}` : "";
+  return `  ${f.id}  ${window}${state ? ` (${state})` : ""}${f.testing ? "" : ", testing held"}: ${f.reason}`;
+}
+async function queueFreeze(options, out) {
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  if (options.reason === void 0) throw new CliUsageError('--reason is required: why the queue is frozen (--reason "release 4.2")');
+  const body = { ...address, reason: options.reason, ...options["no-testing"] ? { testing: false } : {} };
+  if (options.days !== void 0) {
+    if (options.from === void 0 || options.until === void 0) throw new CliUsageError("--days needs --from and --until (HH:MM local times)");
+    body.weekly = { timeZone: options["time-zone"] ?? "UTC", days: daysOf(options.days), from: options.from, until: options.until };
+  } else {
+    if (options["time-zone"] !== void 0) throw new CliUsageError("--time-zone goes with --days (a weekly window)");
+    if (options.from !== void 0) body.from = options.from;
+    if (options.until !== void 0) body.until = options.until;
+  }
+  const answer = await ctx.post("freezeQueue", body);
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  out(`greenline: added freeze ${answer.freeze.id} to the ${queueName(address)}`);
+  out(`  ${statusLine(answer.status)}`);
+  return 0;
+}
+async function queueUnfreeze(options, out) {
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  const answer = await ctx.post("unfreezeQueue", { ...address, ...options["freeze-id"] !== void 0 ? { freezeId: options["freeze-id"] } : {} });
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  out(answer.ended.length === 0 ? `greenline: the ${queueName(address)} was not frozen` : `greenline: ended ${answer.ended.map((f) => `"${f.reason}"`).join(", ")} on the ${queueName(address)}`);
+  out(`  ${statusLine(answer.status)}`);
+  return 0;
+}
+async function queueFreezes(options, out) {
+  const ctx = new Context(options);
+  const address = ctx.queue();
+  const answer = await ctx.post("listQueueFreezes", address);
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  out(`The ${queueName(address)}: ${statusLine(answer.status)}`);
+  out(answer.freezes.length === 0 ? "  no freezes" : `  ${answer.freezes.length} freeze(s):`);
+  for (const f of answer.freezes) out(freezeLine(f));
   return 0;
 }
 
@@ -4456,9 +4541,14 @@ var COMMANDS = {
     ]
   },
   "pr submit": {
-    usage: "greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [options]",
+    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--hotfix "why"] [options]',
     summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
-    options: [...PR_OPTIONS, "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)", "--no-batch           test it on its own, never in a batch"]
+    options: [
+      ...PR_OPTIONS,
+      "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)",
+      "--no-batch           test it on its own, never in a batch",
+      '--hotfix "why"       a hotfix: urgent, and it merges while the queue is frozen'
+    ]
   },
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
   "pr status": {
@@ -4486,6 +4576,27 @@ var COMMANDS = {
   },
   "queue pause": { usage: "greenline queue pause [--target-branch B] [options]", summary: "Pause the queue: no test run starts and nothing merges until it is resumed.", options: QUEUE_OPTIONS },
   "queue resume": { usage: "greenline queue resume [--target-branch B] [options]", summary: "Set the queue running again (after pause, or draining).", options: QUEUE_OPTIONS },
+  "queue freeze": {
+    usage: 'greenline queue freeze --reason "why" [--until T | --from T --until T | --days D --from HH:MM --until HH:MM --time-zone Z] [--no-testing] [options]',
+    brief: "Freeze merges: now (until a time, or until unfrozen), in a one-off window, or every week; only hotfixes merge.",
+    summary: "Freeze the queue's merges: nothing merges but hotfixes (`pr submit --hotfix`) while the freeze holds.\nNow (until --until, or until `queue unfreeze`), in a one-off window (--from and --until, ISO times), or every\nweek (--days with --from and --until as HH:MM local times in --time-zone). Pull requests are still submitted and\ntested (they merge once it ends) unless --no-testing.",
+    options: [
+      ...QUEUE_OPTIONS,
+      `--reason "text"      why (shown on the pull requests' statuses and the dashboard; required)`,
+      "--until <time>       when it ends: an ISO time with its offset (2026-12-24T18:00Z), or HH:MM with --days",
+      "--from <time>        a one-off window's start (ISO time), or HH:MM with --days",
+      "--days <days>        every week on these days: mon,tue,\u2026,sun or ranges (mon-fri); an --until not after --from ends the next day",
+      "--time-zone <zone>   the IANA time zone of --days (Europe/Berlin, America/New_York; default UTC)",
+      "--no-testing         hold testing too: nothing starts but hotfixes",
+      JSON_OPTION
+    ]
+  },
+  "queue unfreeze": {
+    usage: "greenline queue unfreeze [--freeze-id ID] [options]",
+    summary: "End the freezes holding now (a weekly one for its current window only), or remove one freeze by its id.",
+    options: [...QUEUE_OPTIONS, "--freeze-id <id>     the freeze to remove (`queue freezes` lists them)", JSON_OPTION]
+  },
+  "queue freezes": { usage: "greenline queue freezes [--json] [options]", summary: "Show whether the queue is frozen, until when, and its current and scheduled freezes.", options: [...QUEUE_OPTIONS, JSON_OPTION] },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
     brief: "Set the targets the pull request impacts (parallel mode), from a file or stdin (-).",
@@ -4608,6 +4719,14 @@ var OPTIONS = {
   mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
+  hotfix: { type: "string" },
+  // queue freeze / unfreeze
+  from: { type: "string" },
+  until: { type: "string" },
+  days: { type: "string" },
+  "time-zone": { type: "string" },
+  "no-testing": { type: "boolean" },
+  "freeze-id": { type: "string" },
   json: { type: "boolean" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
@@ -4657,6 +4776,12 @@ async function runClientCommand(key, values, rest, out) {
       return queueSetState(values, "paused", out);
     case "queue resume":
       return queueSetState(values, "running", out);
+    case "queue freeze":
+      return queueFreeze(values, out);
+    case "queue unfreeze":
+      return queueUnfreeze(values, out);
+    case "queue freezes":
+      return queueFreezes(values, out);
     case "targets set":
       return targetsSet(values, rest[0], out);
     case "webhooks create":

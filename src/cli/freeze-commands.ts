@@ -32,7 +32,11 @@ const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 /** `mon,wed-fri` → mon, wed, thu, fri (ranges wrap: `fri-mon`). */
 export function daysOf(text: string): string[] {
   const out: string[] = [];
-  for (const part of text.toLowerCase().split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .toLowerCase()
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [a, b] = part.split("-").map((d) => d.trim().slice(0, 3)) as [string, string | undefined];
     const from = DAYS.indexOf(a);
     const to = b === undefined ? from : DAYS.indexOf(b);

@@ -140,7 +140,12 @@ export async function prSubmit(options: QueueOptions, out: Out): Promise<number>
   const priority = priorityOf(options.priority);
   const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
   if (options.hotfix !== undefined && priority !== undefined) throw new CliUsageError("--hotfix is urgent already: leave out --priority");
-  await ctx.post("submitPullRequest", { ...address, ...(priority !== undefined ? { priority } : {}), ...(options["no-batch"] ? { noBatch: true } : {}), ...(options.hotfix !== undefined ? { hotfixReason: options.hotfix } : {}) });
+  await ctx.post("submitPullRequest", {
+    ...address,
+    ...(priority !== undefined ? { priority } : {}),
+    ...(options["no-batch"] ? { noBatch: true } : {}),
+    ...(options.hotfix !== undefined ? { hotfixReason: options.hotfix } : {}),
+  });
   const how = [priority !== undefined ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", options.hotfix !== undefined ? `hotfix: ${options.hotfix}` : ""].filter(Boolean).join(", ");
   out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
   return 0;

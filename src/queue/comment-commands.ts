@@ -55,7 +55,9 @@ export async function handlePullRequestComment(services: Services, comment: Pull
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
   }
   if (command.kind === "merge" && command.hotfixReason !== null && !MAY_HOTFIX.has(permission)) {
-    return reply(`@${author} only admins and maintainers of ${repo.owner}/${repo.name} can submit a hotfix (your access: ${permission}). \`/greenline merge\` without \`--hotfix\` queues it to merge once the freeze ends.`);
+    return reply(
+      `@${author} only admins and maintainers of ${repo.owner}/${repo.name} can submit a hotfix (your access: ${permission}). \`/greenline merge\` without \`--hotfix\` queues it to merge once the freeze ends.`,
+    );
   }
   const address = { repo, targetBranch, prNumber };
   // Timelines and queue events name the commenter and the command.
@@ -67,12 +69,21 @@ export async function handlePullRequestComment(services: Services, comment: Pull
       // command asked for what the status does not show (a priority, testing on its own, a hotfix).
       if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch && command.hotfixReason === null) return;
       const priority = resolvePriority(command.hotfixReason !== null ? "urgent" : command.priority).name;
-      const what = command.hotfixReason !== null ? `as a hotfix (${command.hotfixReason}): it is tested ahead of the line and merges even while the queue is frozen` : `at priority ${priority}${command.noBatch ? ", tested on its own" : ""}`;
+      const what =
+        command.hotfixReason !== null
+          ? `as a hotfix (${command.hotfixReason}): it is tested ahead of the line and merges even while the queue is frozen`
+          : `at priority ${priority}${command.noBatch ? ", tested on its own" : ""}`;
       await replyLater(services, queue?.id, prNumber, `@${author} queued for \`${targetBranch}\` ${what}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`, reply);
     } else if (command.kind === "freeze") {
       const { status } = await freezeQueue(services, principal, { repo, targetBranch, reason: command.reason, testing: command.testing, ...(command.until !== null ? { until: new Date(command.until) } : {}) });
       const tested = command.testing ? "pull requests are still tested, and merge once it ends" : "nothing starts testing either";
-      await replyLater(services, queue?.id, prNumber, `@${author} froze the queue for \`${targetBranch}\` until ${untilText(status.until === null ? null : Date.parse(status.until))}: ${command.reason}. Only hotfixes merge (\`/greenline merge --hotfix "reason"\`); ${tested}.`, reply);
+      await replyLater(
+        services,
+        queue?.id,
+        prNumber,
+        `@${author} froze the queue for \`${targetBranch}\` until ${untilText(status.until === null ? null : Date.parse(status.until))}: ${command.reason}. Only hotfixes merge (\`/greenline merge --hotfix "reason"\`); ${tested}.`,
+        reply,
+      );
     } else if (command.kind === "unfreeze") {
       const { ended, status } = await unfreezeQueue(services, principal, { repo, targetBranch });
       const text =

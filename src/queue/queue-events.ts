@@ -215,7 +215,8 @@ async function recordFreezeChange(services: Services, tx: Tx, queue: Queue, befo
   const details = after ? { reasons: after.reasons, until: after.until, testing: after.testing, freezeIds: after.ids } : { since: before?.since ?? null, reasons: before?.reasons ?? [], freezeIds: before?.ids ?? [] };
   const kind = after ? "freeze_started" : "freeze_ended";
   await insertQueueEvent(tx, { id: services.newId(), queueId: queue.id, kind, at: now, actor: cause.actor, payload: { ...details, ...(cause.command ? { command: cause.command } : {}) } });
-  await publishQueueEvents(tx, queue, (place) => [after ? queueFrozen(place, details, at) : queueUnfrozen(place, details, at)], { now, newId: services.newId });
+  const told = { ...details, actor: cause.actor };
+  await publishQueueEvents(tx, queue, (place) => [after ? queueFrozen(place, told, at) : queueUnfrozen(place, told, at)], { now, newId: services.newId });
 }
 
 /**

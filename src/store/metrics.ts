@@ -115,7 +115,7 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
 
 /** What the dashboard's overview of an organization's queues is computed from (its quantiles need every duration). */
 export type HistoryData = {
-  queues: { id: string; branch: string; state: string; repository: { host: string; owner: string; name: string } }[];
+  queues: { id: string; branch: string; state: string; freezes: Freeze[]; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
   /** The transitions since the window started. */
@@ -140,7 +140,7 @@ function toTransition(row: TransitionRow): StoredTransition {
 export async function loadHistoryData(tx: Tx, organizationId: string, repositoryKey: string | undefined, windowStart: Date): Promise<HistoryData> {
   const queues = await tx.queue.findMany({
     where: { repository: { organizationId, ...(repositoryKey ? { key: repositoryKey } : {}) } },
-    select: { id: true, branch: true, state: true, repository: { select: { host: true, owner: true, name: true } } },
+    select: { id: true, branch: true, state: true, freezes: true, repository: { select: { host: true, owner: true, name: true } } },
   });
   const ids = queues.map((q) => q.id);
   const counts = await tx.queueEntry.groupBy({
@@ -152,7 +152,7 @@ export async function loadHistoryData(tx: Tx, organizationId: string, repository
   const entryIds = [...new Set(recent.map((t) => t.entryId))];
   const histories = (await tx.transition.findMany({ where: { entryId: { in: entryIds } }, orderBy: [{ at: "asc" }, { id: "asc" }] })).map(toTransition);
   return {
-    queues,
+    queues: queues.map((q) => ({ ...q, freezes: freezesOf(q.freezes) })),
     counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: row._count._all })),
     recent,
     histories,

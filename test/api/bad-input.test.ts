@@ -106,7 +106,25 @@ function setAt(body: Record<string, unknown>, path: string[], value: unknown, re
 const NULLABLE = new Set(["priority", "ticket_url", "externalId", "testCollectionShortId"]);
 
 /** Fields of free text, held to the storable-text rule itself (others have a shape: enums, hex, uuids, dates, URLs). */
-const FREE_TEXT = new Set(["host", "owner", "name", "targetBranch", "org_url_slug", "branch", "requiredStatuses", "impactedTargets", "page_token", "variant", "codeowners", "classname", "file", "parent", "id", "reason", "hotfixReason"]);
+const FREE_TEXT = new Set([
+  "host",
+  "owner",
+  "name",
+  "targetBranch",
+  "org_url_slug",
+  "branch",
+  "requiredStatuses",
+  "impactedTargets",
+  "page_token",
+  "variant",
+  "codeowners",
+  "classname",
+  "file",
+  "parent",
+  "id",
+  "reason",
+  "hotfixReason",
+]);
 
 const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 

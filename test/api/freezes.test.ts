@@ -32,6 +32,11 @@ describe.each(BACKENDS)("merge freezes on $name", (backend) => {
     expect(queue.freeze).toMatchObject({ frozen: true, until: null, reasons: ["release 4.2 going out"] });
     expect(queue.blockedReason).toMatchObject({ code: "frozen", evidence: { reasons: ["release 4.2 going out"], pullRequestsWaiting: 2 } });
     expect(queue.blockedReason.message).toContain("frozen until it is unfrozen");
+    // Metrics: the queue is frozen now, and one freeze started in the last hour.
+    const metrics = await server.api.call("getMergeQueueMetrics", undefined, { method: "GET" });
+    expect(metrics.text).toMatch(/greenline_queue_frozen\{repo="acme\/now",branch="main",queue_type="main"\} 1/);
+    expect(metrics.text).toMatch(/greenline_queue_freeze_changes_1h_total\{repo="acme\/now",branch="main",queue_type="main",event="started"\} 1/);
+    expect(metrics.text).toMatch(/greenline_queue_blocked\{repo="acme\/now",branch="main",queue_type="main",reason="frozen"\} 1/);
 
     // A hotfix goes ahead and merges through the freeze.
     await server.api.ok("submitPullRequest", { ...prOf(3, "now"), hotfixReason: "fix the login outage" });

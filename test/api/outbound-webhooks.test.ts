@@ -167,6 +167,30 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     for (const n of [1, 2]) await server.api.ok("cancelPullRequest", prOf(n, "paused"));
   });
 
+  test("a freeze: queue.frozen when it starts (with who and why), queue.blocked (frozen) with PRs waiting; unfreezing: queue.unfrozen and queue.unblocked", async () => {
+    const r = await receiver();
+    await endpointFor(r, ["queue.frozen", "queue.unfrozen", "queue.blocked", "queue.unblocked"]);
+    await server.api.ok("createQueue", { ...queueOf("frozen"), concurrency: 1 });
+    const until = new Date(clock.now().getTime() + 3_600_000).toISOString();
+    await server.api.ok("freezeQueue", { ...queueOf("frozen"), reason: "release 4.2", until });
+    await server.api.ok("submitPullRequest", prOf(1, "frozen"));
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.map((m) => [m.type, m.data.reason ?? m.data.reasons])).toEqual([
+      ["queue.frozen", ["release 4.2"]],
+      ["queue.blocked", "frozen"],
+    ]);
+    expect(r.received[0]!.data).toMatchObject({ repository: "github.com/acme/frozen", branch: "main", until, testing: true, actor: { kind: "token" } });
+    await server.api.ok("unfreezeQueue", queueOf("frozen"));
+    await worker().drain();
+    await worker().deliverWebhooks();
+    expect(r.received.slice(2).map((m) => [m.type, m.data.reasons ?? m.data.previousReason])).toEqual([
+      ["queue.unfrozen", ["release 4.2"]],
+      ["queue.unblocked", "frozen"],
+    ]);
+    await server.api.ok("cancelPullRequest", prOf(1, "frozen"));
+  });
+
   test("pausing an empty queue blocks nothing; PRs submitted to it then block it (the worker tells), and cancelling them clears it", async () => {
     const r = await receiver();
     await endpointFor(r, ["queue.blocked", "queue.unblocked"]);

@@ -28,7 +28,9 @@ describe("greenline queue freeze against a real Greenline (sandbox code host)", 
   test("freeze now, show it, submit a hotfix through it, unfreeze", async () => {
     const frozen = await cli(["queue", "freeze", ...at("web"), "--reason", "release 4.2", "--until", "2099-01-01T00:00Z"]);
     expect(frozen).toMatchObject({ code: 0, stderr: "" });
-    expect(frozen.stdout).toMatch(/^greenline: added freeze \S+ to the queue main of acme\/web\n {2}frozen until 2099-01-01 00:00 UTC \(release 4\.2\); pull requests are tested and merge once it ends; only hotfixes merge\n$/);
+    expect(frozen.stdout).toMatch(
+      /^greenline: added freeze \S+ to the queue main of acme\/web\n {2}frozen until 2099-01-01 00:00 UTC \(release 4\.2\); pull requests are tested and merge once it ends; only hotfixes merge\n$/,
+    );
     const shown = await cli(["queue", "show", ...at("web")]);
     expect(shown.stdout).toContain("  frozen until 2099-01-01 00:00 UTC (release 4.2): only hotfixes merge\n");
 

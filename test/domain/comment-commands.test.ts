@@ -28,7 +28,7 @@ describe("comment commands", () => {
     ["/greenline merge --hotfix", "`--hotfix` needs a value"],
     ['/greenline merge --hotfix "  "', "`--hotfix` needs a reason"],
     ['/greenline merge --hotfix "x" --priority low', "a hotfix is urgent: leave out `--priority`"],
-    ['/greenline merge --hotfix "unclosed', "unclosed quote `\"`"],
+    ['/greenline merge --hotfix "unclosed', 'unclosed quote `"`'],
     ["/greenline freeze", '`freeze` needs a reason: `/greenline freeze "release 4.2"`'],
     ["/greenline freeze x --until tomorrow", "`--until` must be a time with its offset, such as 2026-12-01T09:00Z, not `tomorrow`"],
     ["/greenline unfreeze now", "unexpected `now`"],

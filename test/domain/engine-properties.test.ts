@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { overlaps } from "../../src/domain/engine/line.js";
 import type { Effect, EngineSettings, Targets } from "../../src/domain/engine/types.js";
 import { EngineDriver } from "./engine-driver.js";
+import { freezeStatusAt, type Freeze, type FreezeWindow } from "../../src/domain/freezes.js";
 
 /**
  * Random workloads against the pure engine, with a model of the code host (the target
@@ -14,12 +15,16 @@ import { EngineDriver } from "./engine-driver.js";
  * - a PR whose changes really fail never merges (runs fail flakily, but never pass flakily);
  * - no PR merges twice, every terminal state has a reason; a PR is merged only once its merge
  *   landed (the code host refuses some: those PRs fail or are cancelled, never merged);
- * - the queue never stalls: while it runs and PRs wait, something runs or a timer is set.
+ * - the queue never stalls: while it runs and PRs wait, something runs or a timer is set;
+ * - while a merge freeze holds, only hotfixes merge, and only hotfixes start testing when the
+ *   freeze holds testing too (freezes now, until a time or until unfrozen, and scheduled ones).
  * At the end, with CI answering truthfully, every PR reaches a terminal state.
  */
 
 type Action =
-  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean }
+  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; hotfix: boolean }
+  | { kind: "freeze"; inMinutes: number; forMinutes: number | null; testing: boolean }
+  | { kind: "unfreeze" }
   | { kind: "finish"; pick: number; flaky: boolean }
   | { kind: "land" }
   | { kind: "refuse"; headMoved: boolean }
@@ -47,8 +52,19 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       noBatch: fc.boolean(),
       targets: targetsArb,
       direct: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
+      hotfix: fc.integer({ min: 0, max: 9 }).map((n) => n < 1),
     }),
   },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("freeze" as const),
+      inMinutes: fc.constantFrom(0, 0, 30),
+      forMinutes: fc.option(fc.integer({ min: 5, max: 240 }), { nil: null }),
+      testing: fc.boolean(),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "unfreeze" as const }) },
   { weight: 6, arbitrary: fc.record({ kind: fc.constant("finish" as const), pick: fc.nat(), flaky: fc.boolean() }) },
   { weight: 4, arbitrary: fc.constant({ kind: "land" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("refuse" as const), headMoved: fc.boolean() }) },
@@ -93,6 +109,8 @@ class Checked extends EngineDriver {
   /** The content of each testing branch, as built. */
   built = new Map<string, Change[]>();
   commits = 0;
+  /** The queue's merge freezes (the application reads them at each event's time). */
+  freezes: Freeze[] = [];
 
   /** What CI would say of a run: red if any PR in it is bad; a flaky run may also be red. */
   truth(stack: number[]): "passed" | "failed" {
@@ -104,7 +122,15 @@ class Checked extends EngineDriver {
   }
 
   override send(event: Parameters<EngineDriver["send"]>[0]): Effect[] {
+    const { holding: _holding, ...freeze } = freezeStatusAt(this.freezes, this.now);
+    this.q.freeze = freeze;
+    const hotfix = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.hotfix === true;
     const effects = super.send(event);
+    for (const effect of effects) {
+      // A freeze lets only hotfixes merge, and, holding testing too, start.
+      if (freeze.frozen && effect.kind === "merge") expect([effect.prNumbers, effect.prNumbers.every(hotfix)]).toEqual([effect.prNumbers, true]);
+      if (freeze.frozen && !freeze.testing && effect.kind === "start_run") expect([effect.tested, effect.tested.every(hotfix)]).toEqual([effect.tested, true]);
+    }
     for (const effect of effects) {
       // What the testing branch holds is fixed when it is built, whatever the engine says later.
       if (effect.kind === "start_run") this.built.set(effect.runId, [...this.contents.get(effect.baseSha)!, ...effect.stack]);
@@ -169,7 +195,10 @@ class Checked extends EngineDriver {
 
   checkNoStall(effects: Effect[]): void {
     if (this.q.state === "paused" || this.q.state === "switching_modes") return;
-    const waiting = this.q.entries.some((e) => e.state === "pending");
+    // A freeze that holds testing holds the PRs that are no hotfix, like a pause (a timer is set when it ends).
+    const held = this.q.freeze?.frozen === true && !this.q.freeze.testing;
+    if (held && this.q.freeze?.nextChangeAt === null && !this.q.entries.some((e) => e.state === "pending" && e.hotfix)) return;
+    const waiting = this.q.entries.some((e) => e.state === "pending" && (!held || e.hotfix || this.q.freeze?.nextChangeAt !== null));
     const running = this.q.runs.some((r) => r.status === "running");
     const timer = effects.some((e) => e.kind === "schedule_timer");
     const merging = this.pendingMerges.length > 0 || effects.some((e) => e.kind === "merge");
@@ -183,9 +212,23 @@ class Checked extends EngineDriver {
       case "submit": {
         const pr = this.next++;
         if (a.bad) this.bad.add(pr);
-        this.submit(pr, { priority: a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null });
+        this.submit(pr, { priority: a.hotfix ? 0 : a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null, ...(a.hotfix ? { hotfix: true } : {}) });
         return;
       }
+      case "freeze": {
+        const from = this.now + a.inMinutes * 60_000;
+        const window: FreezeWindow =
+          a.inMinutes === 0
+            ? { kind: "now", until: a.forMinutes === null ? null : new Date(from + a.forMinutes * 60_000).toISOString() }
+            : { kind: "once", from: new Date(from).toISOString(), until: new Date(from + (a.forMinutes ?? 60) * 60_000).toISOString() };
+        this.freezes.push({ id: `f${this.freezes.length}`, reason: "sim", testing: a.testing, window, createdAt: new Date(this.now).toISOString(), createdBy: { kind: "token", name: "sim" } });
+        this.send({ kind: "config_changed" });
+        return;
+      }
+      case "unfreeze":
+        this.freezes = [];
+        this.send({ kind: "config_changed" });
+        return;
       case "finish": {
         const run = pick(
           this.q.runs.filter((r) => r.status === "running"),
@@ -256,6 +299,7 @@ class Checked extends EngineDriver {
   /** CI answers truthfully, merges land, every PR is ready and the queue runs, until nothing is left. */
   drain(): void {
     this.q.state = "running";
+    this.freezes = [];
     this.send({ kind: "config_changed" });
     for (const entry of this.q.entries) if (!entry.ready) this.send({ kind: "readiness_changed", prNumber: entry.prNumber, ready: true });
     for (let i = 0; i < 5000; i++) {

@@ -100,6 +100,23 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.locator('#queue-state[data-state="running"]').waitFor(WAIT);
   });
 
+  test("freezing from the page holds merges and says so; unfreezing merges what passed", async () => {
+    await page.goto(`${server.url}${queuePath("api")}`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    await page.getByText("Freeze…").click();
+    await page.getByLabel("Reason").fill("release 4.2");
+    await page.getByRole("button", { name: "Freeze merges" }).click();
+    await page.getByText("The queue is frozen: only hotfixes merge.").waitFor(WAIT);
+    await page.getByText("Frozen until it is unfrozen (release 4.2): only hotfixes merge").waitFor(WAIT);
+    await server.api.ok("submitPullRequest", prOf(7, "api"));
+    await page.locator('.line [data-pr="7"] [data-state="tests_passed"]').waitFor(WAIT);
+    await screenshots(page, "queue-frozen");
+    expect((await server.api.ok("getSubmittedPullRequest", prOf(7, "api"))).state).toBe("tests_passed");
+    await page.getByRole("button", { name: "Unfreeze" }).click();
+    await page.locator('.concluded [data-pr="7"] [data-state="merged"]').waitFor(WAIT);
+    expect(await page.getByText("Frozen until").count()).toBe(0);
+  });
+
   test("a change made elsewhere (the API) shows without a reload", async () => {
     await page.goto(`${server.url}${queuePath()}`);
     await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });

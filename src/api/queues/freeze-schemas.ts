@@ -46,7 +46,8 @@ export const ZUnfreezeQueueRequest = ZQueueAddress.extend({
   freezeId: z
     .string()
     .regex(/^[0-9A-Za-z-]{1,64}$/, "must be a freeze's id, as listQueueFreezes answers it")
-    .optional().describe("the freeze to remove (listQueueFreezes); absent: end every freeze holding now (a weekly one for its current window only)"),
+    .optional()
+    .describe("the freeze to remove (listQueueFreezes); absent: end every freeze holding now (a weekly one for its current window only)"),
 });
 
 export const ZFreezeRecord = z.strictObject({

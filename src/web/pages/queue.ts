@@ -62,7 +62,16 @@ function queueActions(viewer: Viewer, line: QueueLine, address: QueueAddress): H
 ${state !== "paused" ? actionButton(viewer, address, "pause", "Pause", `Pause the queue of ${where}? Nothing starts testing and nothing merges until it is resumed.`) : ""}
 ${state !== "running" ? actionButton(viewer, address, "resume", "Resume", `Resume the queue of ${where}?`) : ""}
 ${state === "running" ? actionButton(viewer, address, "drain", "Drain", `Drain the queue of ${where}? Runs in flight finish; nothing new starts testing.`) : ""}
+${line.queue.freeze.frozen ? actionButton(viewer, address, "unfreeze", "Unfreeze", `End the freezes holding the queue of ${where} now? What passed merges.`) : ""}
+${freezeForm(viewer, address, where)}
 </div>`;
+}
+
+/** Freeze merges now, with a reason and an optional end (docs/freezes.md; windows and weekly schedules through the API and CLI). */
+function freezeForm(viewer: Viewer, address: QueueAddress, where: string): Html {
+  const fields = html`<label for="freeze-reason">Reason</label> <input id="freeze-reason" name="reason" required maxlength="255" placeholder="release 4.2">
+<label for="freeze-until">until</label> <input id="freeze-until" name="until" maxlength="40" placeholder="2026-12-24T18:00Z (empty: until unfrozen)">`;
+  return html`<details class="freeze"><summary>Freeze…</summary>${actionButton(viewer, address, "freeze", "Freeze merges", `Freeze the queue of ${where}? Nothing merges but hotfixes until it ends.`, fields)}</details>`;
 }
 
 function prActions(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord): Html {
@@ -111,11 +120,14 @@ ${run.checks.length > 0 ? html`<ul class="checks">${run.checks.map((c) => html`<
 function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Html {
   const { queue } = line;
   return html`<section class="status" id="queue-status" aria-label="Queue state">
-<p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>
+<p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>${
+    queue.freeze.frozen ? html` <span class="state state-frozen" id="queue-frozen" title="a merge freeze holds: only hotfixes merge">frozen</span>` : ""
+  }
 <span class="muted">${queue.mode} mode · ${
     queue.tuned ? `adaptive tuning: up to ${queue.tuned.concurrency} run(s), batches of up to ${queue.tuned.largestBatch}` : `concurrency ${queue.concurrency}${queue.batch ? " · batching" : ""}`
   }${queue.ciBudget > 0 ? ` · CI budget ${queue.ciBudget} run(s) at once` : ""}</span></p>
-${line.blockedReason ? html`<p class="blocked">${line.blockedReason}</p>` : ""}
+${line.blockedReason ? html`<p class="blocked" id="queue-blocked">${line.blockedReason}</p>` : ""}
+${!queue.freeze.frozen && queue.freeze.nextChangeAt ? html`<p class="muted" id="queue-next-freeze">Next merge freeze starts ${queue.freeze.nextChangeAt.slice(0, 16).replace("T", " ")} UTC.</p>` : ""}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
 ${queueActions(viewer, line, address)}
 </section>`;

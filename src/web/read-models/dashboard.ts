@@ -1,3 +1,5 @@
+import { freezeStatusAt, untilText, type FreezeStatus } from "../../domain/freezes.js";
+import type { FreezeStatusRecord } from "../../queue/freezes.js";
 import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
@@ -56,6 +58,18 @@ const BLOCKED_REASONS: Partial<Record<QueueState, string>> = {
   draining: "Draining: runs in flight finish, nothing new starts testing",
   switching_modes: "Switching modes: waits for the runs in flight to finish",
 };
+
+/** What the dashboard says of a frozen queue; null when it is not. */
+export function frozenSentence(status: FreezeStatus): string | null {
+  if (!status.frozen) return null;
+  return `Frozen until ${untilText(status.until)} (${status.holding.map((f) => f.reason).join("; ")}): only hotfixes merge${status.testing ? "; pull requests are tested and merge once it ends" : "; nothing starts testing"}`;
+}
+
+/** frozenSentence of getQueue's answer. */
+function frozenSentenceOf(freeze: FreezeStatusRecord): string {
+  const until = freeze.until === null ? null : Date.parse(freeze.until);
+  return `Frozen until ${untilText(until)} (${freeze.reasons.join("; ")}): only hotfixes merge${freeze.testing ? "; pull requests are tested and merge once it ends" : "; nothing starts testing"}`;
+}
 
 /** What the dashboard says of a queue whose installation is suspended or gone (its blockedReason says more). */
 function outageSentence(state: "suspended" | "uninstalled"): string {
@@ -118,7 +132,7 @@ export async function queueOverview(services: Services, principal: Principal): P
         timeInQueueP95: quantile(timesInQueue, 0.95),
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
         flakyEjectionsAvoided: absorbed.get(queue.id) ?? 0,
-        blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? null),
+        blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? frozenSentence(freezeStatusAt(queue.freezes, now))),
         trend: { hours, merged, failed },
       };
     })
@@ -181,7 +195,11 @@ export async function queueLine(services: Services, principal: Principal, addres
     version,
     queue,
     blockedReason:
-      queue.blockedReason?.code === "installation_suspended" ? outageSentence("suspended") : queue.blockedReason?.code === "installation_removed" ? outageSentence("uninstalled") : (BLOCKED_REASONS[queue.state] ?? null),
+      queue.blockedReason?.code === "installation_suspended"
+        ? outageSentence("suspended")
+        : queue.blockedReason?.code === "installation_removed"
+          ? outageSentence("uninstalled")
+          : (BLOCKED_REASONS[queue.state] ?? (queue.freeze.frozen ? frozenSentenceOf(queue.freeze) : null)),
     runs: runs.map((run) => ({
       runId: run.runId,
       kind: run.kind,

@@ -88,6 +88,12 @@ const ACTIONS: Record<string, { operationId: string; body(form: Record<string, u
   pause: { operationId: "updateQueue", body: () => ({ state: "paused" }), done: "The queue is paused." },
   resume: { operationId: "updateQueue", body: () => ({ state: "running" }), done: "The queue is running." },
   drain: { operationId: "updateQueue", body: () => ({ state: "draining" }), done: "The queue is draining." },
+  freeze: {
+    operationId: "freezeQueue",
+    body: (form) => ({ reason: form.reason, ...(typeof form.until === "string" && form.until.trim() !== "" ? { until: form.until.trim() } : {}) }),
+    done: "The queue is frozen: only hotfixes merge.",
+  },
+  unfreeze: { operationId: "unfreezeQueue", body: () => ({}), done: "The freezes holding the queue now are ended." },
   settings: { operationId: "updateQueue", body: (form) => settingsUpdate(form), done: "Settings saved." },
   cancel: { operationId: "cancelPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Cancelled." },
   restart: { operationId: "restartTestsOnPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Tests restarted." },
