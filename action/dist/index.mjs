@@ -1824,7 +1824,8 @@ var CHECK_VERDICT_WORDS = {
   passes_without_running: "passes without running",
   never: "never reports",
   maybe: "may not report",
-  unknown: "cannot tell"
+  unknown: "cannot tell",
+  pull_request_head: "taken from each pull request's head"
 };
 
 // src/cli/greenline-client.ts

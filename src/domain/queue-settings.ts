@@ -63,6 +63,12 @@ export type QueueSettings = {
   /** The most testing runs in flight at once, main line and bisection together; 0 = no cap beyond concurrency + bisectionConcurrency. */
   ciBudget: number;
   tuning: Tuning;
+  /**
+   * Required checks satisfied by each pull request's own head (apps that look only at pull
+   * requests: CLA, DCO, title linters): testing branches do not wait for them, and GitHub's branch
+   * rules check them on each pull request's head when it merges (docs/preflight.md). Opt-in.
+   */
+  pullRequestChecks: string[];
 };
 
 /** Defaults for a new queue; docs/decisions.md explains each choice. */
@@ -89,6 +95,7 @@ export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
   flakyRetries: 1,
   ciBudget: 0,
   tuning: "fixed",
+  pullRequestChecks: [],
 };
 
 export type QueueSettingsUpdate = Partial<Omit<QueueSettings, "requiredStatuses">> & {

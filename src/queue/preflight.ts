@@ -2,7 +2,7 @@ import { parseDocument } from "yaml";
 import type { Principal } from "../auth/tokens.js";
 import { checkRepositoryClaimable } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
-import { checkQueueSetup as judgeSetup, type CheckReporter, type SetupReport } from "../domain/preflight/checks.js";
+import { checkQueueSetup as judgeSetup, SATISFIED_VERDICTS, type CheckReporter, type SetupReport } from "../domain/preflight/checks.js";
 import type { TestingMode, WorkflowFile } from "../domain/preflight/workflows.js";
 import { CodeHostRefusal, repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { AppError, notFound } from "../app/errors.js";
@@ -49,7 +49,13 @@ export async function checkQueueSetup(services: Services, principal: Principal, 
   if (reserved !== null)
     throw new AppError("rate_limited", `the code host's rate limit for this installation is down to the reserve kept for the queues until ${new Date(reserved).toISOString()}: check the setup again then`);
   try {
-    return await setupOf(services, input, mode, queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses } : { branch: input.targetBranch, requiredStatuses: null }, queue !== null);
+    return await setupOf(
+      services,
+      input,
+      mode,
+      queue ? { branch: queue.branch, requiredStatuses: queue.requiredStatuses, pullRequestChecks: queue.pullRequestChecks } : { branch: input.targetBranch, requiredStatuses: null, pullRequestChecks: [] },
+      queue !== null,
+    );
   } catch (error) {
     // No such branch (or repository): what the person asked about does not exist.
     if (error instanceof CodeHostRefusal && error.kind === "not_found") throw notFound(error.message);
@@ -62,12 +68,22 @@ export async function checkQueueSetup(services: Services, principal: Principal, 
  * one line each; none when every required check reports. Who reported checks on recent pull
  * requests is not asked (a dozen calls): checkQueueSetup asks it.
  */
-export async function setupWarnings(services: Services, record: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null }): Promise<string[]> {
+export async function setupWarnings(
+  services: Services,
+  record: { repo: RepoRef; targetBranch: string; createPrsForTestingBranches: boolean; requiredStatuses: string[] | null; pullRequestChecks: string[] },
+): Promise<string[]> {
   const reserved = services.codeHost.rateBudget?.reserveReachedUntil(record.repo) ?? null;
   if (reserved !== null)
     return [`The queue's setup was not checked: the code host's rate limit is down to the reserve kept for the queues until ${new Date(reserved).toISOString()}. Run checkQueueSetup (greenline doctor) after that.`];
   try {
-    const report = await setupOf(services, record, record.createPrsForTestingBranches ? "draft_pr" : "push", { branch: record.targetBranch, requiredStatuses: record.requiredStatuses }, true, false);
+    const report = await setupOf(
+      services,
+      record,
+      record.createPrsForTestingBranches ? "draft_pr" : "push",
+      { branch: record.targetBranch, requiredStatuses: record.requiredStatuses, pullRequestChecks: record.pullRequestChecks },
+      true,
+      false,
+    );
     return warningsOf(report);
   } catch (error) {
     services.log?.warn({ err: error, repo: record.repo, branch: record.targetBranch }, "the queue's setup could not be checked");
@@ -77,7 +93,7 @@ export async function setupWarnings(services: Services, record: { repo: RepoRef;
 
 /** One line per problem, as createQueue and updateQueue answer them. */
 function warningsOf(report: QueueSetupRecord): string[] {
-  const lines = report.checks.filter((c) => c.verdict !== "reports").map((c) => `${c.why}.${c.fix ? ` Fix: ${c.fix}.` : ""}`);
+  const lines = report.checks.filter((c) => !SATISFIED_VERDICTS.has(c.verdict)).map((c) => `${c.why}.${c.fix ? ` Fix: ${c.fix}.` : ""}`);
   return [...lines, ...report.warnings];
 }
 
@@ -85,13 +101,14 @@ async function setupOf(
   services: Services,
   input: { repo: RepoRef; targetBranch: string },
   mode: TestingMode,
-  queue: { branch: string; requiredStatuses: string[] | null },
+  queue: { branch: string; requiredStatuses: string[] | null; pullRequestChecks: readonly string[] },
   queueExists: boolean,
   askReporters = true,
 ): Promise<QueueSetupRecord> {
   const host = services.codeHost;
   const [required, read, reporters] = await Promise.all([
-    requiredChecksOf(services, input.repo, queue),
+    // Every required check, those taken from each PR's head too: the report says which they are.
+    requiredChecksOf(services, input.repo, { branch: queue.branch, requiredStatuses: queue.requiredStatuses }),
     host.workflowFiles
       ? host.workflowFiles(input.repo, input.targetBranch).then((files) => ({ files, error: null as string | null }))
       : Promise.resolve({ files: null, error: `The ${host.name} code host runs no workflow files: its CI reports on every testing branch.` }),
@@ -113,7 +130,7 @@ async function setupOf(
     // A host without workflow files (the sandbox): its own CI reports on every testing branch.
     const checks = required.contexts.map((c) => ({
       context: c,
-      verdict: "reports" as const,
+      verdict: queue.pullRequestChecks.includes(c) ? ("pull_request_head" as const) : ("reports" as const),
       sources: [],
       reportedBy: host.name,
       why: `\`${c}\` is reported by the ${host.name} code host's CI on every testing branch`,
@@ -121,6 +138,6 @@ async function setupOf(
     }));
     return { mode, requiredSource: required.source, ok: required.source !== "unknown", checks, warnings: [], workflows: [], queueExists, workflowsNotRead: [], workflowsUnavailable: read.error };
   }
-  const report = judgeSetup({ context, required, workflows, reporters, unreadable });
+  const report = judgeSetup({ context, required, workflows, reporters, unreadable, pullRequestChecks: queue.pullRequestChecks });
   return { ...report, queueExists, workflowsNotRead: read.files.left, workflowsUnavailable: null };
 }

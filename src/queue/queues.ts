@@ -82,6 +82,24 @@ function checkChecksStartTimeout(update: QueueSettingsUpdate, current: Pick<Queu
   }
 }
 
+/**
+ * The checks a queue takes from each PR's own head must be ones GitHub's branch rules require:
+ * GitHub checks those on a PR's head when it merges, and nothing else would (the queue no longer
+ * waits for them on testing branches).
+ */
+function checkPullRequestChecks(update: QueueSettingsUpdate, host: RequiredChecks) {
+  const names = update.pullRequestChecks ?? [];
+  if (names.length === 0) return;
+  if (host.source === "unknown") throw invalidArgument("pullRequestChecks", "the branch's required checks could not be read from the code host: a check taken from each pull request's head must be one its rules require");
+  const notRequired = names.filter((name) => !host.contexts.includes(name));
+  if (notRequired.length > 0) {
+    throw invalidArgument(
+      "pullRequestChecks",
+      `${notRequired.map((n) => `"${n}"`).join(", ")} ${notRequired.length === 1 ? "is" : "are"} not required by the branch's rulesets or protection (they require: ${host.contexts.map((c) => `"${c}"`).join(", ") || "nothing"}): GitHub checks only those on a pull request's head when it merges`,
+    );
+  }
+}
+
 /** A new queue's settings: the defaults, and the request's own where it gives them. */
 function newQueueSettings(update: QueueSettingsUpdate): QueueSettings {
   const { state: _state, deleteRequiredStatuses: _delete, requiredStatuses, ...given } = update;
@@ -103,6 +121,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
   // Outside the transaction: no transaction waits on the network.
   const head = await services.codeHost.getBranchHead(repo, targetBranch);
   const host = await hostRequiredChecks(services, { repo, targetBranch });
+  checkPullRequestChecks(update, host);
   // A branch the code host will never let Greenline merge into is refused now, with what to
   // change, rather than wedging the first merge.
   const target = (await services.codeHost.checkTarget?.(repo, targetBranch)) ?? { ok: true };
@@ -129,7 +148,13 @@ export async function createQueue(services: Services, principal: Principal, inpu
 
 /** What the preflight of a queue's record needs: its testing mode and its own required checks. */
 function setupOfRecord(repo: RepoRef, record: QueueRecord) {
-  return { repo, targetBranch: record.branch, createPrsForTestingBranches: record.createPrsForTestingBranches, requiredStatuses: record.requiredStatusesSource === "merge_instance" ? record.requiredStatuses : null };
+  return {
+    repo,
+    targetBranch: record.branch,
+    createPrsForTestingBranches: record.createPrsForTestingBranches,
+    requiredStatuses: record.requiredStatusesSource === "merge_instance" ? record.requiredStatuses : null,
+    pullRequestChecks: record.pullRequestChecks,
+  };
 }
 
 export type QueueWithEntries = QueueRecord & QueueDiagnoses & { freeze: FreezeStatusRecord; enqueuedPullRequests: (MergeItemRecord & PlaceRecord)[] };
@@ -229,6 +254,8 @@ export async function updateQueue(services: Services, principal: Principal, inpu
   const host = await hostRequiredChecks(services, { repo, targetBranch });
   const record = await services.db.transaction(async (tx) => {
     const queue = await lockQueue(services, tx, principal, { repo, targetBranch });
+    // After the lock: another organization's queue answers not_found before any word of its branch's rules.
+    checkPullRequestChecks(update, host);
     checkChecksStartTimeout(update, queue);
     const inFlight = await countEntriesIn(tx, queue.id, IN_FLIGHT_STATES);
     const next = planQueueStateChange(queue, update, inFlight > 0);
@@ -247,7 +274,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
     return toQueueRecord(after, host);
   });
   // A change of what is required or of how testing commits reach CI is checked as a creation is.
-  const reaching = update.requiredStatuses !== undefined || update.deleteRequiredStatuses !== undefined || update.createPrsForTestingBranches !== undefined;
+  const reaching = update.requiredStatuses !== undefined || update.deleteRequiredStatuses !== undefined || update.createPrsForTestingBranches !== undefined || update.pullRequestChecks !== undefined;
   return reaching ? { ...record, setupWarnings: await setupWarnings(services, setupOfRecord(repo, record)) } : record;
 }
 

@@ -52,6 +52,7 @@ export function settingsOf(queue: Queue): QueueSettings {
     flakyRetries: queue.flakyRetries,
     ciBudget: queue.ciBudget,
     tuning: queue.tuning,
+    pullRequestChecks: queue.pullRequestChecks,
   };
 }
 

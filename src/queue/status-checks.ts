@@ -16,12 +16,16 @@ export const DEFAULT_CI_POLL: CiPollSettings = { firstMs: 30_000, maxMs: 5 * 60_
 /**
  * The checks a queue's testing branches must pass: the queue's requiredStatuses when it sets
  * some, else what the code host requires of the target branch ("unknown" when it cannot say:
- * the run then waits, it never passes on it).
+ * the run then waits, it never passes on it); less the queue's pullRequestChecks, which each
+ * PR's own head satisfies (GitHub's branch rules check them there when it merges).
  */
-export async function requiredChecksOf(services: Services, repo: RepoRef, queue: Pick<Queue, "branch" | "requiredStatuses">): Promise<RequiredChecks> {
-  if (queue.requiredStatuses !== null) return { contexts: queue.requiredStatuses, source: "queue" };
+export async function requiredChecksOf(services: Services, repo: RepoRef, queue: Pick<Queue, "branch" | "requiredStatuses"> & { pullRequestChecks?: readonly string[] }): Promise<RequiredChecks> {
+  // The checks taken from each PR's own head (pullRequestChecks) are not waited for on testing branches.
+  const fromHead = new Set(queue.pullRequestChecks ?? []);
+  const onTestingBranches = (required: RequiredChecks): RequiredChecks => (fromHead.size === 0 ? required : { ...required, contexts: required.contexts.filter((c) => !fromHead.has(c)) });
+  if (queue.requiredStatuses !== null) return onTestingBranches({ contexts: queue.requiredStatuses, source: "queue" });
   try {
-    return await services.codeHost.requiredStatuses(repo, queue.branch);
+    return onTestingBranches(await services.codeHost.requiredStatuses(repo, queue.branch));
   } catch (error) {
     services.log?.warn({ err: error, repo, branch: queue.branch }, "the checks the target branch requires could not be read");
     return { contexts: [], source: "unknown" };

@@ -73,6 +73,7 @@ export function toQueue(row: QueueRow): Queue {
     flakyRetries: Number(row.flakyRetries),
     ciBudget: Number(row.ciBudget),
     tuning: oneOf(TUNING_MODES, row.tuning, "Queue.tuning"),
+    pullRequestChecks: row.pullRequestChecks === undefined || row.pullRequestChecks === "[]" ? [] : jsonStrings(row.pullRequestChecks, "Queue.pullRequestChecks"),
     baseSha: row.baseSha,
     targetHead: row.targetHead,
     mergedPrs: jsonNumbers(row.mergedPrs, "Queue.mergedPrs"),
@@ -212,7 +213,7 @@ async function lockQueueWhere(tx: Tx, where: string, params: readonly unknown[])
 
 /** The columns a settings update writes; fields it leaves undefined are left as they are. */
 function settingsColumns(update: QueueSettingsUpdate): Record<string, unknown> {
-  const { state: _state, mode: _mode, requiredStatuses, deleteRequiredStatuses, ...rest } = update;
+  const { state: _state, mode: _mode, requiredStatuses, deleteRequiredStatuses, pullRequestChecks, ...rest } = update;
   const data: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(rest)) {
     if (value !== undefined) data[key] = typeof value === "number" ? BigInt(value) : value;
@@ -220,6 +221,7 @@ function settingsColumns(update: QueueSettingsUpdate): Record<string, unknown> {
   // As in Trunk's v1 API, an empty list is ignored; deleteRequiredStatuses removes the override.
   if (requiredStatuses !== undefined && requiredStatuses.length > 0) data.requiredStatuses = JSON.stringify(requiredStatuses);
   if (deleteRequiredStatuses) data.requiredStatuses = null;
+  if (pullRequestChecks !== undefined) data.pullRequestChecks = JSON.stringify([...new Set(pullRequestChecks)]);
   return data;
 }
 

@@ -54,6 +54,7 @@ export const SETTING_LABELS: Record<string, string> = {
   tuning: "Tuning (adaptive picks runs and batch sizes)",
   statusCheckEnabled: "Set a status on pull requests",
   requiredStatuses: "Required checks",
+  pullRequestChecks: "Checks taken from each pull request's head",
   deleteRequiredStatuses: "Clear the required checks",
 };
 

@@ -169,7 +169,7 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
 
   test("a freeze: queue.frozen when it starts (with who and why), queue.blocked (frozen) with PRs waiting; unfreezing: queue.unfrozen and queue.unblocked", async () => {
     const r = await receiver();
-    await endpointFor(r, ["queue.frozen", "queue.unfrozen", "queue.blocked", "queue.unblocked"]);
+    const endpoint = await endpointFor(r, ["queue.frozen", "queue.unfrozen", "queue.blocked", "queue.unblocked"]);
     await server.api.ok("createQueue", { ...queueOf("frozen"), concurrency: 1 });
     const until = new Date(clock.now().getTime() + 3_600_000).toISOString();
     await server.api.ok("freezeQueue", { ...queueOf("frozen"), reason: "release 4.2", until });
@@ -189,6 +189,8 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
       ["queue.unblocked", "frozen"],
     ]);
     await server.api.ok("cancelPullRequest", prOf(1, "frozen"));
+    // The organization keeps at most 20 endpoints: this one is not needed by the tests after it.
+    await server.api.ok("webhooks/delete-endpoint", { id: endpoint });
   });
 
   test("pausing an empty queue blocks nothing; PRs submitted to it then block it (the worker tells), and cancelling them clears it", async () => {

@@ -65,6 +65,13 @@ export const ZQueueSettings = z.object({
   statusCheckEnabled: z.boolean().optional(),
   requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),
   deleteRequiredStatuses: z.boolean().optional(),
+  pullRequestChecks: z
+    .array(z.string().min(1).max(255).check(storableText))
+    .max(100)
+    .optional()
+    .describe(
+      "required checks satisfied by each pull request's own head (apps that look only at pull requests: CLA, DCO, title linters): testing branches do not wait for them, and GitHub's branch rules check them on each pull request's head when it merges. Each must be required by the branch's rulesets or protection; [] clears the list (docs/preflight.md)",
+    ),
   state: caseInsensitiveEnum(REQUESTABLE_QUEUE_STATES).optional(),
 });
 
@@ -114,6 +121,7 @@ export const ZQueueRecord = z.strictObject({
   flakyRetries: z.number().int(),
   ciBudget: z.number().int(),
   tuning: z.enum(TUNING_MODES),
+  pullRequestChecks: z.array(z.string()).describe("required checks taken from each pull request's own head, not waited for on testing branches"),
   tuned: z
     .strictObject({
       concurrency: z.number().int(),
@@ -233,9 +241,9 @@ export const ZCheckQueueSetupRequest = ZQueueAddress.extend({
 const ZCheckPrediction = z.strictObject({
   context: z.string().describe("a required check"),
   verdict: z
-    .enum(["reports", "passes_without_running", "never", "maybe", "unknown"])
+    .enum(["reports", "passes_without_running", "never", "maybe", "unknown", "pull_request_head"])
     .describe(
-      "`reports`: a workflow job runs and reports it on testing commits; `passes_without_running`: its job is skipped there, which GitHub counts as passing; `never`: nothing will report it (the queue's runs would wait for it until their timeout); `maybe`: it depends on what the PRs change or on values the workflow file does not settle; `unknown`: reported by something Greenline cannot read (an App, CI outside GitHub Actions)",
+      "`reports`: a workflow job runs and reports it on testing commits; `passes_without_running`: its job is skipped there, which GitHub counts as passing; `never`: nothing will report it (the queue's runs would wait for it until their timeout); `maybe`: it depends on what the PRs change or on values the workflow file does not settle; `unknown`: reported by something Greenline cannot read (an App, CI outside GitHub Actions); `pull_request_head`: taken from each pull request's own head (the queue's pullRequestChecks), not waited for on testing commits",
     ),
   sources: z.array(z.string()).describe("the workflow jobs reporting it, as `path: job`"),
   reportedBy: z.string().nullable().describe("who reported it on recent pull requests, when no workflow job does"),

@@ -15,7 +15,22 @@ export type CheckReporter = {
   kind: "check_run" | "status";
 };
 
-export type CheckVerdict = "reports" | "passes_without_running" | "never" | "maybe" | "unknown";
+export type CheckVerdict = "reports" | "passes_without_running" | "never" | "maybe" | "unknown" | "pull_request_head";
+
+/** The verdicts under which a required check does not hold the queue's runs. */
+export const SATISFIED_VERDICTS: ReadonlySet<CheckVerdict> = new Set(["reports", "pull_request_head"]);
+
+/** A check the queue takes from each pull request's own head (its pullRequestChecks). */
+function fromPullRequestHead(context: string): CheckPrediction {
+  return {
+    context,
+    verdict: "pull_request_head",
+    sources: [],
+    reportedBy: null,
+    why: `\`${context}\` is taken from each pull request's own head (the queue's pullRequestChecks): testing commits do not wait for it, and GitHub's branch rules check it on each pull request's head when it merges`,
+    fix: null,
+  };
+}
 
 export type CheckPrediction = {
   context: string;
@@ -97,7 +112,7 @@ function withoutWorkflow(context: string, reporters: readonly CheckReporter[], m
       verdict: prOnly && mode === "push" ? "never" : "unknown",
       why: `\`${context}\` is reported by the ${seen.reporter ?? "unknown"} app${prOnly ? ", which looks at pull requests only" : ""}: Greenline cannot tell whether it reports on testing ${mode === "push" ? "branches" : "pull requests"}`,
       fix: prOnly
-        ? `set the queue's requiredStatuses to the checks CI reports (leaving \`${context}\` to pull requests)${mode === "push" ? ", or turn on draft pull requests for testing branches (`createPrsForTestingBranches`)" : ""}`
+        ? `list \`${context}\` in the queue's pullRequestChecks (its result on each pull request's head counts), or set the queue's requiredStatuses to the checks CI reports${mode === "push" ? ", or turn on draft pull requests for testing branches (`createPrsForTestingBranches`)" : ""}`
         : `make sure ${seen.reporter ?? "the app"} checks pushes to \`greenline/**\``,
     };
   }
@@ -116,13 +131,17 @@ export function checkQueueSetup(input: {
   reporters: readonly CheckReporter[];
   /** Workflow files that could not be read (their path and why). */
   unreadable?: readonly { path: string; error: string }[];
+  /** Required checks the queue takes from each pull request's own head (not judged on testing commits). */
+  pullRequestChecks?: readonly string[];
 }): SetupReport {
+  const fromHead = new Set(input.pullRequestChecks ?? []);
   const documents = new Map(input.workflows.map((w) => [w.path, w.document]));
   const workflows = input.workflows.map((file) => predictWorkflow(file, input.context, documents));
   for (const bad of input.unreadable ?? []) workflows.push({ path: bad.path, called: false, error: bad.error, jobs: [] });
   const jobs = workflows.flatMap((w) => w.jobs.map((job) => ({ workflow: w.path, job })));
   const warnings: string[] = [];
   const checks = input.required.contexts.map((context): CheckPrediction => {
+    if (fromHead.has(context)) return fromPullRequestHead(context);
     // A job named exactly so is the evidence; one whose name is made at run time only may be it.
     const exact = jobs.filter(({ job }) => job.checkNames.includes(context));
     const producing = exact.length > 0 ? exact : jobs.filter(({ job }) => job.checkNames.some((name) => checkNameMatches(name, context)));
@@ -152,6 +171,6 @@ export function checkQueueSetup(input: {
     );
   }
   for (const w of workflows) if (w.error) warnings.push(`${w.path} could not be read: ${w.error}.`);
-  const ok = input.required.source !== "unknown" && checks.every((c) => c.verdict === "reports") && (input.required.contexts.length > 0 || jobs.some(({ job }) => job.verdict === "runs"));
+  const ok = input.required.source !== "unknown" && checks.every((c) => SATISFIED_VERDICTS.has(c.verdict)) && (input.required.contexts.length > 0 || jobs.some(({ job }) => job.verdict === "runs"));
   return { mode: input.context.mode, requiredSource: input.required.source, ok, checks, warnings, workflows };
 }

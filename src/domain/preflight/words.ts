@@ -5,4 +5,5 @@ export const CHECK_VERDICT_WORDS: Readonly<Record<string, string>> = {
   never: "never reports",
   maybe: "may not report",
   unknown: "cannot tell",
+  pull_request_head: "taken from each pull request's head",
 };
