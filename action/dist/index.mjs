@@ -2155,14 +2155,16 @@ async function prSubmit(options, out) {
   const ctx = new Context(options);
   const priority = priorityOf(options.priority);
   const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
-  if (options.hotfix !== void 0 && priority !== void 0) throw new CliUsageError("--hotfix is urgent already: leave out --priority");
+  const emergency = options.emergency ?? options.hotfix;
+  if (options.emergency !== void 0 && options.hotfix !== void 0) throw new CliUsageError("--hotfix is --emergency: give one of them");
+  if (emergency !== void 0 && priority !== void 0) throw new CliUsageError("--emergency goes ahead of everything already: leave out --priority");
   await ctx.post("submitPullRequest", {
     ...address,
     ...priority !== void 0 ? { priority } : {},
     ...options["no-batch"] ? { noBatch: true } : {},
-    ...options.hotfix !== void 0 ? { hotfixReason: options.hotfix } : {}
+    ...emergency !== void 0 ? { emergencyReason: emergency } : {}
   });
-  const how = [priority !== void 0 ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", options.hotfix !== void 0 ? `hotfix: ${options.hotfix}` : ""].filter(Boolean).join(", ");
+  const how = [priority !== void 0 ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", emergency !== void 0 ? `emergency: ${emergency}` : ""].filter(Boolean).join(", ");
   out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
   return 0;
 }
@@ -4464,13 +4466,13 @@ var WEBHOOK_CONNECTION = connectionOptions(23);
 var DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_URL}).`;
 var COMMANDS = {
   "token create": {
-    usage: "greenline token create --org <slug> [--name <label>] [--role write|read]",
+    usage: "greenline token create --org <slug> [--name <label>] [--role write|admin|read]",
     summary: "Create an API token; prints it as the last line.",
     service: true,
     options: [
       "--org <slug>         the organization it belongs to",
       "--name <label>       a label shown by token list (default: cli)",
-      "--role write|read    write: every operation (default); read: reads only (dashboard viewers)",
+      "--role write|admin|read  write: every operation (default); admin: also emergency merges; read: reads only (dashboard viewers)",
       DATABASE_NOTE
     ]
   },
@@ -4542,13 +4544,15 @@ var COMMANDS = {
     ]
   },
   "pr submit": {
-    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--hotfix "why"] [options]',
+    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--emergency "why"] [options]',
     summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
     options: [
       ...PR_OPTIONS,
       "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)",
       "--no-batch           test it on its own, never in a batch",
-      '--hotfix "why"       a hotfix: urgent, and it merges while the queue is frozen'
+      '--emergency "why"    an emergency merge (a hotfix): ahead of everything, merged even while the queue is frozen;',
+      "                     needs an admin token (--hotfix is the same)",
+      '--hotfix "why"       the same as --emergency'
     ]
   },
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },
@@ -4720,6 +4724,7 @@ var OPTIONS = {
   mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
+  emergency: { type: "string" },
   hotfix: { type: "string" },
   // queue freeze / unfreeze
   from: { type: "string" },

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { AppError } from "../app/errors.js";
 import { authenticateForkedRun, FORKED_RUN_HEADER } from "../queue/forked-runs.js";
 import type { Services } from "../app/services.js";
-import { authenticate, type Principal } from "../auth/tokens.js";
+import { authenticate, mayWrite, type Principal } from "../auth/tokens.js";
 import type { Logger } from "../log.js";
 import { bundleUrls as makeBundleUrls, receiveBundle, type BundleUrls } from "../flaky/bundle-uploads.js";
 import type { UploadInput } from "../flaky/ingest.js";
@@ -55,7 +55,7 @@ function requireToken(services: Services, op?: Operation) {
     }
     const principal = await authenticate(services.db, token);
     if (!principal) return next(new AppError("unauthenticated", "unknown or revoked API token"));
-    if (op?.writes && principal.role !== "write") return next(readOnlyRefusal(op.operationId));
+    if (op?.writes && !mayWrite(principal)) return next(readOnlyRefusal(op.operationId));
     res.locals.principal = principal;
     next();
   };

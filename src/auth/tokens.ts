@@ -25,6 +25,9 @@ export function hashToken(token: string): string {
  */
 export type Principal = { organizationId: string; organizationSlug: string; tokenId: string; role: tokenStore.TokenRole; actor?: Actor; via?: string };
 
+/** Whether a principal may change things (write and admin tokens; read tokens only read). */
+export const mayWrite = (principal: Pick<Principal, "role">) => principal.role === "write" || principal.role === "admin";
+
 const principalOf = (row: tokenStore.TokenOwner): Principal => ({
   organizationId: row.organizationId,
   organizationSlug: row.slug,

@@ -52,6 +52,7 @@ export const OPTIONS = {
   mode: { type: "string" },
   priority: { type: "string" },
   "no-batch": { type: "boolean" },
+  emergency: { type: "string" },
   hotfix: { type: "string" },
   // queue freeze / unfreeze
   from: { type: "string" },

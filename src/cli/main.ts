@@ -36,7 +36,7 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
       const org = option(values, "org");
       if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
       const role = values.role ?? "write";
-      if (role !== "write" && role !== "read") throw new UsageError("--role must be write (every operation, the default) or read (reads only: viewers)");
+      if (role !== "admin" && role !== "write" && role !== "read") throw new UsageError("--role must be write (every operation, the default), admin (also emergency merges) or read (reads only: viewers)");
       const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli", role));
       out(`Created ${role} token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
       out(token);

@@ -25,6 +25,8 @@ export type QueueOptions = {
   mode?: string | undefined;
   priority?: string | undefined;
   "no-batch"?: boolean | undefined;
+  emergency?: string | undefined;
+  /** The same as --emergency. */
   hotfix?: string | undefined;
   json?: boolean | undefined;
 };
@@ -139,14 +141,16 @@ export async function prSubmit(options: QueueOptions, out: Out): Promise<number>
   const ctx = new Context(options);
   const priority = priorityOf(options.priority);
   const address = { ...ctx.queue(), pr: { number: ctx.prNumber() } };
-  if (options.hotfix !== undefined && priority !== undefined) throw new CliUsageError("--hotfix is urgent already: leave out --priority");
+  const emergency = options.emergency ?? options.hotfix;
+  if (options.emergency !== undefined && options.hotfix !== undefined) throw new CliUsageError("--hotfix is --emergency: give one of them");
+  if (emergency !== undefined && priority !== undefined) throw new CliUsageError("--emergency goes ahead of everything already: leave out --priority");
   await ctx.post("submitPullRequest", {
     ...address,
     ...(priority !== undefined ? { priority } : {}),
     ...(options["no-batch"] ? { noBatch: true } : {}),
-    ...(options.hotfix !== undefined ? { hotfixReason: options.hotfix } : {}),
+    ...(emergency !== undefined ? { emergencyReason: emergency } : {}),
   });
-  const how = [priority !== undefined ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", options.hotfix !== undefined ? `hotfix: ${options.hotfix}` : ""].filter(Boolean).join(", ");
+  const how = [priority !== undefined ? `priority ${priority}` : "", options["no-batch"] ? "never batched" : "", emergency !== undefined ? `emergency: ${emergency}` : ""].filter(Boolean).join(", ");
   out(`greenline: submitted PR #${address.pr.number} to the ${queueName(address)}${how ? ` (${how})` : ""}`);
   return 0;
 }

@@ -45,13 +45,13 @@ const DATABASE_NOTE = `The database is DATABASE_URL (default ${DEFAULT_DATABASE_
 
 export const COMMANDS: Record<string, CommandHelp> = {
   "token create": {
-    usage: "greenline token create --org <slug> [--name <label>] [--role write|read]",
+    usage: "greenline token create --org <slug> [--name <label>] [--role write|admin|read]",
     summary: "Create an API token; prints it as the last line.",
     service: true,
     options: [
       "--org <slug>         the organization it belongs to",
       "--name <label>       a label shown by token list (default: cli)",
-      "--role write|read    write: every operation (default); read: reads only (dashboard viewers)",
+      "--role write|admin|read  write: every operation (default); admin: also emergency merges; read: reads only (dashboard viewers)",
       DATABASE_NOTE,
     ],
   },
@@ -132,13 +132,15 @@ export const COMMANDS: Record<string, CommandHelp> = {
     ],
   },
   "pr submit": {
-    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--hotfix "why"] [options]',
+    usage: 'greenline pr submit [--pr N] [--target-branch B] [--priority P] [--no-batch] [--emergency "why"] [options]',
     summary: "Submit the pull request to the merge queue of its target branch (again: change its priority and batching).",
     options: [
       ...PR_OPTIONS,
       "--priority <p>       urgent, high, medium (the default), low, or 0 (first) to 255 (last)",
       "--no-batch           test it on its own, never in a batch",
-      '--hotfix "why"       a hotfix: urgent, and it merges while the queue is frozen',
+      '--emergency "why"    an emergency merge (a hotfix): ahead of everything, merged even while the queue is frozen;',
+      "                     needs an admin token (--hotfix is the same)",
+      '--hotfix "why"       the same as --emergency',
     ],
   },
   "pr cancel": { usage: "greenline pr cancel [--pr N] [--target-branch B] [options]", summary: "Take the pull request out of the queue.", options: PR_OPTIONS },

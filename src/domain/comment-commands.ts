@@ -2,7 +2,7 @@ import { MAX_PRIORITY_VALUE, PRIORITY_NAMES, type PriorityName } from "./priorit
 
 /** What a `/greenline …` comment on a pull request asks for. */
 export type CommentCommand =
-  | { kind: "merge"; priority: PriorityName | number | null; noBatch: boolean; targetBranch: string | null; hotfixReason: string | null }
+  | { kind: "merge"; priority: PriorityName | number | null; noBatch: boolean; targetBranch: string | null; emergencyReason: string | null }
   | { kind: "cancel"; targetBranch: string | null }
   | { kind: "freeze"; reason: string; until: string | null; testing: boolean; targetBranch: string | null }
   | { kind: "unfreeze"; targetBranch: string | null }
@@ -11,7 +11,7 @@ export type CommentCommand =
 export const COMMENT_USAGE = [
   "`/greenline merge` — add this pull request to the merge queue of its base branch",
   "  `--priority urgent|high|medium|low|0-255` (urgent tests ahead of everything), `--no-batch` (tested alone), `--branch <target>` (another queue)",
-  '  `--hotfix "reason"` — urgent, and merges while the queue is frozen (admins and maintainers)',
+  '  `--emergency "reason"` (or `--hotfix`) — ahead of everything, and merged even while the queue is frozen (admins and maintainers)',
   '`/greenline freeze "reason"` — freeze the queue: nothing merges but hotfixes; `--until <ISO time>`, `--no-testing` (hold testing too)',
   "`/greenline unfreeze` — end the freezes holding now",
   "`/greenline cancel` — take it out of the queue (`--branch <target>` likewise)",
@@ -52,10 +52,10 @@ function wordsOf(line: string): string[] | Error {
   return words;
 }
 
-const VALUED = new Set(["priority", "branch", "hotfix", "until"]);
+const VALUED = new Set(["priority", "branch", "emergency", "hotfix", "until"]);
 const FLAGS = new Set(["no-batch", "no-testing"]);
 const ALLOWED: Record<string, ReadonlySet<string>> = {
-  merge: new Set(["priority", "branch", "no-batch", "hotfix"]),
+  merge: new Set(["priority", "branch", "no-batch", "emergency", "hotfix"]),
   cancel: new Set(["branch"]),
   freeze: new Set(["branch", "until", "no-testing"]),
   unfreeze: new Set(["branch"]),
@@ -110,10 +110,13 @@ export function parseCommentCommand(body: string): CommentCommand | Error | null
     case "merge": {
       const priority = parsePriority(options.get("priority") as string | undefined);
       if (priority instanceof Error) return priority;
-      const hotfix = options.get("hotfix") as string | undefined;
-      if (hotfix !== undefined && hotfix.trim() === "") return new Error("`--hotfix` needs a reason");
-      if (hotfix !== undefined && priority !== null && priority !== "urgent") return new Error("a hotfix is urgent: leave out `--priority`");
-      return { kind: "merge", priority, noBatch: options.has("no-batch"), targetBranch, hotfixReason: hotfix === undefined ? null : hotfix.trim().slice(0, COMMENT_REASON_MAX) };
+      // `--hotfix` is `--emergency` under the name people use for it.
+      if (options.has("emergency") && options.has("hotfix")) return new Error("`--hotfix` is `--emergency`: give one of them");
+      const flag = options.has("hotfix") ? "hotfix" : "emergency";
+      const emergency = options.get(flag) as string | undefined;
+      if (emergency !== undefined && emergency.trim() === "") return new Error(`\`--${flag}\` needs a reason`);
+      if (emergency !== undefined && priority !== null) return new Error(`an emergency goes ahead of everything: leave out \`--priority\``);
+      return { kind: "merge", priority, noBatch: options.has("no-batch"), targetBranch, emergencyReason: emergency === undefined ? null : emergency.trim().slice(0, COMMENT_REASON_MAX) };
     }
     case "cancel":
       return { kind: "cancel", targetBranch };

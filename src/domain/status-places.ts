@@ -33,8 +33,8 @@ export function statusPlacesOf(q: EngineQueue, stats: RunStats | null, now: numb
   const freeze = q.freeze;
   if (freeze?.frozen) {
     const frozen = frozenPlaceOf(freeze);
-    for (const entry of q.entries) if (!entry.hotfix && (WAITING.has(entry.state) || (entry.state === "tests_passed" && !q.merged.includes(entry.prNumber)))) out.set(entry.prNumber, frozen);
-    if (!q.entries.some((e) => e.hotfix && WAITING.has(e.state))) return out;
+    for (const entry of q.entries) if (!entry.emergency && (WAITING.has(entry.state) || (entry.state === "tests_passed" && !q.merged.includes(entry.prNumber)))) out.set(entry.prNumber, frozen);
+    if (!q.entries.some((e) => e.emergency && WAITING.has(e.state))) return out;
   }
   const estimates = estimatesOf(q, stats, now);
   for (const entry of q.entries) if (WAITING.has(entry.state) && !out.has(entry.prNumber)) out.set(entry.prNumber, statusPlaceOf(estimates.get(entry.prNumber)));

@@ -227,7 +227,7 @@ export const OPERATOR_EVENT_KINDS = [
   "freeze_removed",
   "freeze_started",
   "freeze_ended",
-  "hotfix_submission",
+  "emergency_submission",
 ] as const;
 export type OperatorEventKind = (typeof OPERATOR_EVENT_KINDS)[number];
 

@@ -15,7 +15,7 @@ export type PullRequestComment = { repo: RepoRef; prNumber: number; author: stri
 
 /** What a commenter must be allowed to do in the repository to move its pull requests through the queue (and freeze it). */
 const MAY_COMMAND = new Set(["admin", "maintain", "write"]);
-/** What a commenter must be to merge a hotfix through a freeze: a repository admin or maintainer. */
+/** What a commenter must be to declare an emergency merge (a hotfix: it merges through a freeze): a repository admin or maintainer. */
 const MAY_HOTFIX = new Set(["admin", "maintain"]);
 
 /**
@@ -54,24 +54,23 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   if (!MAY_COMMAND.has(permission)) {
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
   }
-  if (command.kind === "merge" && command.hotfixReason !== null && !MAY_HOTFIX.has(permission)) {
-    return reply(
-      `@${author} only admins and maintainers of ${repo.owner}/${repo.name} can submit a hotfix (your access: ${permission}). \`/greenline merge\` without \`--hotfix\` queues it to merge once the freeze ends.`,
-    );
+  if (command.kind === "merge" && command.emergencyReason !== null && !MAY_HOTFIX.has(permission)) {
+    return reply(`@${author} only admins and maintainers of ${repo.owner}/${repo.name} can declare an emergency merge (your access: ${permission}). \`/greenline merge\` without \`--emergency\` queues it in line.`);
   }
   const address = { repo, targetBranch, prNumber };
   // Timelines and queue events name the commenter and the command.
-  const principal: Principal = { ...owner, actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
+  // A repository admin or maintainer acts with an admin's rights (an emergency merge), others with write.
+  const principal: Principal = { ...owner, role: MAY_HOTFIX.has(permission) ? "admin" : "write", actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
   try {
     if (command.kind === "merge") {
-      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, hotfixReason: command.hotfixReason, ...(read ? { read } : {}) });
+      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, emergencyReason: command.emergencyReason, ...(read ? { read } : {}) });
       // The queue's status on the PR says it was queued, and its place: no reply, unless the
       // command asked for what the status does not show (a priority, testing on its own, a hotfix).
-      if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch && command.hotfixReason === null) return;
-      const priority = resolvePriority(command.hotfixReason !== null ? "urgent" : command.priority).name;
+      if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch && command.emergencyReason === null) return;
+      const priority = resolvePriority(command.priority).name;
       const what =
-        command.hotfixReason !== null
-          ? `as a hotfix (${command.hotfixReason}): it is tested ahead of the line and merges even while the queue is frozen`
+        command.emergencyReason !== null
+          ? `as an emergency (${command.emergencyReason}): it is tested ahead of every other pull request and merges even while the queue is frozen`
           : `at priority ${priority}${command.noBatch ? ", tested on its own" : ""}`;
       await replyLater(services, queue?.id, prNumber, `@${author} queued for \`${targetBranch}\` ${what}. Greenline merges it once it is tested green on top of the pull requests ahead of it.`, reply);
     } else if (command.kind === "freeze") {

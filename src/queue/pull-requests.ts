@@ -1,7 +1,7 @@
 import type { RunDiagnosis } from "../domain/diagnoses.js";
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
-import { resolvePriority, type PriorityName } from "../domain/priority.js";
+import { resolvePriority, type Priority, type PriorityName } from "../domain/priority.js";
 import { computeReadiness, isReady, nextReadinessRecheck, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import { statesOf } from "../domain/status-checks.js";
@@ -17,7 +17,7 @@ import { timelineEventOf } from "../domain/timeline.js";
 import { causeOf } from "./causes.js";
 import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
-import { failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
+import { AppError, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { findQueue, findQueueVersion, lineOf, lockQueue, withEstimates, type QueueAddress } from "./queues.js";
 import { requiredStatusesOf, toMergeItemRecord, toTimelineRecord, type RequiredStatuses, type SubmittedPullRequestRecord, type TimelineRecord } from "./records.js";
 import type { PlaceRecord } from "./estimates.js";
@@ -54,7 +54,27 @@ export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, 
  * instead of asking again when it is usable: GitHub knew whether it can merge (not "still
  * computing") and the queue needs no up-to-date base (`directMergeMode` "always" asks for it).
  */
-export type SubmitInput = PullRequestAddress & { priority?: PriorityName | number | null; noBatch?: boolean; read?: PullRequestInfo; hotfixReason?: string | null };
+export type SubmitInput = PullRequestAddress & { priority?: PriorityName | "emergency" | number | null; noBatch?: boolean; read?: PullRequestInfo; emergencyReason?: string | null };
+
+/** Who may declare an emergency merge: an admin token, or (by comment) a repository admin or maintainer, whose principal has that role. */
+export const mayDeclareEmergency = (principal: Principal) => principal.role === "admin";
+
+/**
+ * The priority a submission asks for. An emergency (`priority: emergency`, or an
+ * `emergencyReason`) needs a reason and an admin: it goes ahead of everything, urgent PRs too,
+ * and merges while the queue is frozen (docs/freezes.md).
+ */
+function submissionPriority(principal: Principal, input: SubmitInput): { priority: Priority; emergencyReason: string | null } {
+  const emergencyReason = input.emergencyReason ?? null;
+  const emergency = input.priority === "emergency" || emergencyReason !== null;
+  if (!emergency) return { priority: resolvePriority(input.priority as PriorityName | number | null | undefined), emergencyReason: null };
+  if (emergencyReason === null) throw invalidArgument("emergencyReason", "is required with priority emergency: say why the pull request must jump the line");
+  if (input.priority != null && input.priority !== "emergency") throw invalidArgument("priority", "must be emergency (or left out) with emergencyReason");
+  if (!mayDeclareEmergency(principal)) {
+    throw new AppError("permission_denied", 'an emergency merge needs an API token with role "admin" (or, by comment, a repository admin or maintainer): ask one to submit it');
+  }
+  return { priority: { value: PRIORITY_NAMES.urgent, name: "emergency", usedDefaultName: null }, emergencyReason };
+}
 
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
@@ -63,12 +83,7 @@ export async function submitPullRequest(services: Services, principal: Principal
   const reused = input.read && input.read.number === input.prNumber && input.read.mergeability !== "in_progress" && !directMerge ? input.read : null;
   const pr = reused ?? (await fetchPullRequest(services, input, directMerge));
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
-  // A hotfix (it merges while the queue is frozen) is urgent: it goes ahead of the line.
-  const hotfixReason = input.hotfixReason ?? null;
-  if (hotfixReason !== null && input.priority != null && resolvePriority(input.priority).value !== PRIORITY_NAMES.urgent) {
-    throw invalidArgument("priority", "must be left out (or urgent) with hotfixReason: a hotfix is urgent");
-  }
-  const priority = resolvePriority(hotfixReason !== null ? "urgent" : input.priority);
+  const { priority, emergencyReason } = submissionPriority(principal, input);
   const cause = causeOf(principal);
   await services.db.transaction(async (tx) => {
     let queue = await lockQueue(services, tx, principal, input);
@@ -99,21 +114,21 @@ export async function submitPullRequest(services: Services, principal: Principal
       priorityName: priority.name,
       usedDefaultPriorityName: priority.usedDefaultName,
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
-      hotfixReason,
+      emergencyReason,
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
     // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
     const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
     const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
     // An urgent submission jumps the line (and restarts what it displaces): an operator action.
-    if (hotfixReason !== null && (existing?.hotfixReason ?? null) !== hotfixReason) {
+    if (emergencyReason !== null && (existing?.emergencyReason ?? null) !== emergencyReason) {
       await insertQueueEvent(tx, {
         id: services.newId(),
         queueId: queue.id,
-        kind: "hotfix_submission",
+        kind: "emergency_submission",
         at: services.now(),
         actor: cause.actor,
-        payload: { prNumber: pr.number, reason: hotfixReason, ...(cause.command ? { command: cause.command } : {}) },
+        payload: { prNumber: pr.number, reason: emergencyReason, ...(cause.command ? { command: cause.command } : {}) },
       });
     } else if (priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
       await insertQueueEvent(tx, {

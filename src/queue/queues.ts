@@ -91,11 +91,16 @@ function checkPullRequestChecks(update: QueueSettingsUpdate, host: RequiredCheck
   const names = update.pullRequestChecks ?? [];
   if (names.length === 0) return;
   if (host.source === "unknown") throw invalidArgument("pullRequestChecks", "the branch's required checks could not be read from the code host: a check taken from each pull request's head must be one its rules require");
-  const notRequired = names.filter((name) => !host.contexts.includes(name));
+  const notRequired = [...new Set(names.filter((name) => !host.contexts.includes(name)))];
   if (notRequired.length > 0) {
+    const named =
+      notRequired
+        .slice(0, 5)
+        .map((n) => `"${n}"`)
+        .join(", ") + (notRequired.length > 5 ? ` and ${notRequired.length - 5} more` : "");
     throw invalidArgument(
       "pullRequestChecks",
-      `${notRequired.map((n) => `"${n}"`).join(", ")} ${notRequired.length === 1 ? "is" : "are"} not required by the branch's rulesets or protection (they require: ${host.contexts.map((c) => `"${c}"`).join(", ") || "nothing"}): GitHub checks only those on a pull request's head when it merges`,
+      `${named} ${notRequired.length === 1 ? "is" : "are"} not required by the branch's rulesets or protection (they require: ${host.contexts.map((c) => `"${c}"`).join(", ") || "nothing"}): GitHub checks only those on a pull request's head when it merges`,
     );
   }
 }

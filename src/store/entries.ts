@@ -34,7 +34,7 @@ export type QueueEntry = {
   /** The code host's own words when it refused the PR for good; null otherwise. */
   failureMessage: string | null;
   /** Submitted as a hotfix (merges while the queue is frozen): its reason; null otherwise. */
-  hotfixReason: string | null;
+  emergencyReason: string | null;
   submittedAt: Date;
   /** How many transitions its timeline holds. */
   timelineCount: number;
@@ -64,7 +64,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     linePosition: row.linePosition === null ? null : Number(row.linePosition),
     directMergeBase: row.directMergeBase,
     failureMessage: row.failureMessage,
-    hotfixReason: row.hotfixReason ?? null,
+    emergencyReason: row.emergencyReason ?? null,
     submittedAt: row.submittedAt,
     timelineCount: row.timelineCount,
   };
@@ -195,15 +195,15 @@ export type PullRequestFacts = {
   usedDefaultPriorityName: string | null;
   noBatch?: boolean;
   /** A hotfix's reason (null: not a hotfix). */
-  hotfixReason: string | null;
+  emergencyReason: string | null;
 };
 
 /** A PR submitted again while it is in play: new facts and readiness, the same place in the queue. */
 export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFacts & { ready: boolean }): Promise<void> {
   const { columns, values } = factColumns({ ...facts });
   // A resubmission that is no hotfix ends the PR's hotfix (null is written, not skipped).
-  if (!columns.includes("hotfixReason")) {
-    columns.push("hotfixReason");
+  if (!columns.includes("emergencyReason")) {
+    columns.push("emergencyReason");
     values.push(null);
   }
   await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${setClause(columns)} WHERE "id" = ?`, [...values, id]);
@@ -213,7 +213,7 @@ export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFac
 const setClause = (columns: readonly string[]) => columns.map((c) => `"${c}" = ?`).join(", ");
 
 /** The columns of a PR's facts an update writes (those given), in a fixed order. */
-const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "hotfixReason", "ready"] as const;
+const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "emergencyReason", "ready"] as const;
 
 function factColumns(facts: Partial<Record<(typeof FACT_COLUMNS)[number], unknown>>): { columns: string[]; values: unknown[] } {
   const columns = FACT_COLUMNS.filter((c) => facts[c] !== undefined);

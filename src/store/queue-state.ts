@@ -38,7 +38,7 @@ function toEngineEntry(entry: QueueEntry, uploaded: ImpactedTargets | undefined)
     position: entry.linePosition,
     targets: targetsOf(entry, uploaded),
     directMergeBase: entry.directMergeBase,
-    ...(entry.hotfixReason !== null ? { hotfix: true } : {}),
+    ...(entry.emergencyReason !== null ? { emergency: true } : {}),
   };
 }
 

@@ -5,8 +5,11 @@ import type { Database, Tx } from "./database.js";
 /** An API token as authentication needs it: whose it is, and whether it still counts. */
 export type TokenOwner = { id: string; organizationId: string; name: string; tokenHash: string; revoked: boolean; slug: string; role: TokenRole };
 
-/** What a token may do: "write", every operation; "read", reads only (viewers). */
-export const TOKEN_ROLES = ["write", "read"] as const;
+/**
+ * What a token may do: "admin", every operation and emergency merges (docs/freezes.md);
+ * "write", every operation but emergencies; "read", reads only (viewers).
+ */
+export const TOKEN_ROLES = ["admin", "write", "read"] as const;
 export type TokenRole = (typeof TOKEN_ROLES)[number];
 
 export type TokenSummary = { id: string; name: string; role: TokenRole; createdAt: Date; revokedAt: Date | null };

@@ -1,3 +1,4 @@
+import { mayWrite } from "../auth/tokens.js";
 import type { Principal } from "../auth/tokens.js";
 import type { Assets } from "./assets.js";
 import { html, type Html } from "./html.js";
@@ -5,7 +6,7 @@ import { html, type Html } from "./html.js";
 /** Who is looking at a page: the session's principal and the CSRF token of its forms. */
 export type Viewer = { principal: Principal; csrf: string };
 
-export const canWrite = (viewer: Viewer) => viewer.principal.role === "write";
+export const canWrite = (viewer: Viewer) => mayWrite(viewer.principal);
 
 /** Where a write viewer has actions, a read-only one reads why there are none (instead of buttons that would be refused). */
 export const READ_ONLY_HINT = "read-only access: actions need a token with write";

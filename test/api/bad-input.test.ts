@@ -7,7 +7,7 @@ import { snapshotState } from "../support/snapshot.js";
 
 /** A valid body for each operation, to be broken in one place at a time. */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
-  submitPullRequest: { ...prOf(1), priority: "urgent", noBatch: false, hotfixReason: "login is down" },
+  submitPullRequest: { ...prOf(1), priority: "emergency", noBatch: false, emergencyReason: "login is down" },
   cancelPullRequest: prOf(1),
   restartTestsOnPullRequest: prOf(1),
   getSubmittedPullRequest: { ...prOf(1), includeTimeline: true },
@@ -123,7 +123,7 @@ const FREE_TEXT = new Set([
   "parent",
   "id",
   "reason",
-  "hotfixReason",
+  "emergencyReason",
 ]);
 
 const escape = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
@@ -148,7 +148,7 @@ const OPTIONAL = new Set([
   "clientVersion",
   "externalId",
   "testCollectionShortId",
-  "hotfixReason",
+  "emergencyReason",
   "from",
   "testing",
   "freezeId",

@@ -14,6 +14,8 @@ describe.each(BACKENDS)("merge freezes on $name", (backend) => {
   });
   afterAll(() => server?.close());
 
+  let adminClient: ApiClient | undefined;
+  const admin = async () => (adminClient ??= new ApiClient(server.url, (await createToken(server.greenline.services.db, "acme", "release-manager", "admin")).token));
   const states = async (name: string) => Object.fromEntries(((await server.api.ok("getQueue", queueOf(name))).enqueuedPullRequests as { prNumber: number; state: string }[]).map((pr) => [pr.prNumber, pr.state]));
   const stateOf = async (name: string, number: number) => (await server.api.ok("getSubmittedPullRequest", prOf(number, name))).state as string;
   const eventKinds = async (name: string) => ((await server.api.ok("getQueueEvents", { ...queueOf(name), limit: 50 })).events as { kind: string }[]).map((e) => e.kind).reverse();
@@ -38,8 +40,11 @@ describe.each(BACKENDS)("merge freezes on $name", (backend) => {
     expect(metrics.text).toMatch(/greenline_queue_freeze_changes_1h_total\{repo="acme\/now",branch="main",queue_type="main",event="started"\} 1/);
     expect(metrics.text).toMatch(/greenline_queue_blocked\{repo="acme\/now",branch="main",queue_type="main",reason="frozen"\} 1/);
 
-    // A hotfix goes ahead and merges through the freeze.
-    await server.api.ok("submitPullRequest", { ...prOf(3, "now"), hotfixReason: "fix the login outage" });
+    // A hotfix (an emergency merge) goes ahead and merges through the freeze: an admin token declares it, a write token may not.
+    const refused = await server.api.call("submitPullRequest", { ...prOf(3, "now"), emergencyReason: "fix the login outage" });
+    expect([refused.status, refused.body.error.message]).toEqual([403, expect.stringContaining('role "admin"')]);
+    await (await admin()).ok("submitPullRequest", { ...prOf(3, "now"), priority: "EMERGENCY", emergencyReason: "fix the login outage" });
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(3, "now"))).toMatchObject({ priorityName: "emergency", priorityValue: 0 });
     await ciFinishes(server, clock);
     await ciFinishes(server, clock);
     expect(await stateOf("now", 3)).toBe("merged");
@@ -53,7 +58,12 @@ describe.each(BACKENDS)("merge freezes on $name", (backend) => {
     expect(await stateOf("now", 1)).toBe("merged");
     expect(await stateOf("now", 2)).toBe("merged");
     expect((await server.api.ok("getQueue", queueOf("now"))).blockedReason).toBeNull();
-    expect(await eventKinds("now")).toEqual(["freeze_added", "freeze_started", "hotfix_submission", "freeze_removed", "freeze_ended"]);
+    expect(await eventKinds("now")).toEqual(["freeze_added", "freeze_started", "emergency_submission", "freeze_removed", "freeze_ended"]);
+    // An emergency needs its reason, and another priority is no emergency.
+    const noReason = await (await admin()).call("submitPullRequest", { ...prOf(4, "now"), priority: "emergency" });
+    expect([noReason.status, noReason.body.error.details[0].path]).toEqual([400, "emergencyReason"]);
+    const mixed = await (await admin()).call("submitPullRequest", { ...prOf(4, "now"), priority: "low", emergencyReason: "x" });
+    expect([mixed.status, mixed.body.error.details[0].path]).toEqual([400, "priority"]);
     // Unfreezing a queue that is not frozen ends nothing, and says so.
     expect((await server.api.ok("unfreezeQueue", queueOf("now"))).ended).toEqual([]);
   });

@@ -20,6 +20,8 @@ const VALID_CONTENT: Record<string, Record<string, unknown>> = {
   // One of ticket_url and external_ticket_id (Trunk's request): external_ticket_id alone.
   linkTicketToTestCase: { ticket_url: ABSENT },
   updateFlakySettings: { "settings.ticketUrlTemplate": "https://tickets.example/browse/{id}" },
+  // An emergency needs an admin token: the bounds of the rest are checked without one.
+  submitPullRequest: { emergencyReason: ABSENT },
   // A one-off window in the future (weekly is another shape of freeze: not with from and until).
   freezeQueue: { from: "2099-01-01T00:00Z", until: "2099-01-02T00:00Z", weekly: ABSENT, "weekly.from": "08:00", "weekly.until": "18:00", "weekly.timeZone": "UTC" },
 };
@@ -50,6 +52,9 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "linkTicketToTestCase external_ticket_id": "Give it or ticket_url",
   "updateFlakySettings settings.ticketUrlTemplate": "with {id} where its key goes",
   "freezeQueue weekly.timeZone": "an IANA time zone",
+  "submitPullRequest emergencyReason": "needs an API token with role admin",
+  "createQueue pullRequestChecks": "required by the branch's rulesets or protection",
+  "updateQueue pullRequestChecks": "required by the branch's rulesets or protection",
   "freezeQueue from": "with `until`",
   "freezeQueue until": "in the future",
   "freezeQueue weekly": "not with `from`/`until`",

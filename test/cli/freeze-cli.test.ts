@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createToken } from "../../src/auth/tokens.js";
 import { daysOf } from "../../src/cli/freeze-commands.js";
 import { BACKENDS } from "../support/backends.js";
 import { runGreenlineCli } from "../support/cli-process.js";
@@ -34,9 +35,14 @@ describe("greenline queue freeze against a real Greenline (sandbox code host)", 
     const shown = await cli(["queue", "show", ...at("web")]);
     expect(shown.stdout).toContain("  frozen until 2099-01-01 00:00 UTC (release 4.2): only hotfixes merge\n");
 
-    const hotfix = await cli(["pr", "submit", "--pr", "5", ...at("web"), "--hotfix", "payments are down"]);
-    expect(hotfix).toMatchObject({ code: 0, stdout: "greenline: submitted PR #5 to the queue main of acme/web (hotfix: payments are down)\n" });
-    expect(await server.api.ok("getSubmittedPullRequest", prOf(5))).toMatchObject({ priorityName: "urgent" });
+    // An emergency needs an admin token; --hotfix is --emergency.
+    const refused = await cli(["pr", "submit", "--pr", "5", ...at("web"), "--hotfix", "payments are down"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('role "admin"');
+    const { token } = await createToken(server.greenline.services.db, "acme", "release-manager", "admin");
+    const hotfix = await runGreenlineCli(["pr", "submit", "--pr", "5", ...at("web"), "--emergency", "payments are down"], { ...env, GREENLINE_API_TOKEN: token }, dir);
+    expect(hotfix).toMatchObject({ code: 0, stdout: "greenline: submitted PR #5 to the queue main of acme/web (emergency: payments are down)\n" });
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(5))).toMatchObject({ priorityName: "emergency" });
 
     const listed = await cli(["queue", "freezes", ...at("web"), "--json"]);
     const answer = JSON.parse(listed.stdout);

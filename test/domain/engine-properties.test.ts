@@ -22,7 +22,7 @@ import { freezeStatusAt, type Freeze, type FreezeWindow } from "../../src/domain
  */
 
 type Action =
-  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; hotfix: boolean }
+  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; emergency: boolean }
   | { kind: "freeze"; inMinutes: number; forMinutes: number | null; testing: boolean }
   | { kind: "unfreeze" }
   | { kind: "finish"; pick: number; flaky: boolean }
@@ -52,7 +52,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       noBatch: fc.boolean(),
       targets: targetsArb,
       direct: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
-      hotfix: fc.integer({ min: 0, max: 9 }).map((n) => n < 1),
+      emergency: fc.integer({ min: 0, max: 9 }).map((n) => n < 1),
     }),
   },
   {
@@ -124,7 +124,7 @@ class Checked extends EngineDriver {
   override send(event: Parameters<EngineDriver["send"]>[0]): Effect[] {
     const { holding: _holding, ...freeze } = freezeStatusAt(this.freezes, this.now);
     this.q.freeze = freeze;
-    const hotfix = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.hotfix === true;
+    const hotfix = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.emergency === true;
     const effects = super.send(event);
     for (const effect of effects) {
       // A freeze lets only hotfixes merge, and, holding testing too, start.
@@ -197,8 +197,8 @@ class Checked extends EngineDriver {
     if (this.q.state === "paused" || this.q.state === "switching_modes") return;
     // A freeze that holds testing holds the PRs that are no hotfix, like a pause (a timer is set when it ends).
     const held = this.q.freeze?.frozen === true && !this.q.freeze.testing;
-    if (held && this.q.freeze?.nextChangeAt === null && !this.q.entries.some((e) => e.state === "pending" && e.hotfix)) return;
-    const waiting = this.q.entries.some((e) => e.state === "pending" && (!held || e.hotfix || this.q.freeze?.nextChangeAt !== null));
+    if (held && this.q.freeze?.nextChangeAt === null && !this.q.entries.some((e) => e.state === "pending" && e.emergency)) return;
+    const waiting = this.q.entries.some((e) => e.state === "pending" && (!held || e.emergency || this.q.freeze?.nextChangeAt !== null));
     const running = this.q.runs.some((r) => r.status === "running");
     const timer = effects.some((e) => e.kind === "schedule_timer");
     const merging = this.pendingMerges.length > 0 || effects.some((e) => e.kind === "merge");
@@ -212,7 +212,7 @@ class Checked extends EngineDriver {
       case "submit": {
         const pr = this.next++;
         if (a.bad) this.bad.add(pr);
-        this.submit(pr, { priority: a.hotfix ? 0 : a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null, ...(a.hotfix ? { hotfix: true } : {}) });
+        this.submit(pr, { priority: a.emergency ? 0 : a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null, ...(a.emergency ? { emergency: true } : {}) });
         return;
       }
       case "freeze": {

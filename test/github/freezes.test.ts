@@ -66,10 +66,10 @@ describe.each(BACKENDS)("merge freezes on GitHub, $name", (backend) => {
 
     // A writer may not merge through the freeze; a maintainer may.
     await github.deliverThenDrain("issue_comment", comment(name, 3, "dev", '/greenline merge --hotfix "fix login"'));
-    expect(replies(name, 3).at(-1)).toContain("only admins and maintainers");
+    expect(replies(name, 3).at(-1)).toContain("only admins and maintainers of octo-freeze/app can declare an emergency merge");
     expect((await api.call("getSubmittedPullRequest", github.pr(name, 3))).status).toBe(404);
     await github.deliverThenDrain("issue_comment", comment(name, 3, "lead", '/greenline merge --hotfix "fix login"'));
-    expect(replies(name, 3).at(-1)).toContain("as a hotfix (fix login)");
+    expect(replies(name, 3).at(-1)).toContain("as an emergency (fix login)");
     await ciReports(name);
     await ciReports(name);
     expect(gh.pr(full(name), 3)!.merged).toBe(true);
@@ -80,10 +80,10 @@ describe.each(BACKENDS)("merge freezes on GitHub, $name", (backend) => {
     for (let i = 0; i < 3 && !(gh.pr(full(name), 1)!.merged && gh.pr(full(name), 2)!.merged); i++) await ciReports(name);
     expect([gh.pr(full(name), 1)!.merged, gh.pr(full(name), 2)!.merged]).toEqual([true, true]);
     const kinds = ((await api.ok("getQueueEvents", { ...github.queue(name), limit: 20 })).events as { kind: string; actor: { name: string }; details: { command?: string } }[]).reverse();
-    expect(kinds.filter((e) => e.kind.startsWith("freeze") || e.kind === "hotfix_submission").map((e) => [e.kind, e.actor.name, e.details.command])).toEqual([
+    expect(kinds.filter((e) => e.kind.startsWith("freeze") || e.kind === "emergency_submission").map((e) => [e.kind, e.actor.name, e.details.command])).toEqual([
       ["freeze_added", "dev", "/greenline freeze"],
       ["freeze_started", "dev", "/greenline freeze"],
-      ["hotfix_submission", "lead", "/greenline merge"],
+      ["emergency_submission", "lead", "/greenline merge"],
       ["freeze_removed", "dev", "/greenline unfreeze"],
       ["freeze_ended", "dev", "/greenline unfreeze"],
     ]);

@@ -40,7 +40,7 @@ export const PULL_REQUEST_OPERATIONS: Operation[] = [
     request: ZSubmitPullRequestRequest,
     response: ZEmptyResponse,
     async handle({ services, principal }, input) {
-      await submitPullRequest(services, principal, { ...prAddress(input), priority: input.priority, noBatch: input.noBatch, hotfixReason: input.hotfixReason ?? null });
+      await submitPullRequest(services, principal, { ...prAddress(input), priority: input.priority, noBatch: input.noBatch, emergencyReason: input.emergencyReason ?? null });
       return EMPTY;
     },
   }),

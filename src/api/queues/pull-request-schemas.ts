@@ -17,7 +17,7 @@ const priorityNames = Object.keys(PRIORITY_NAMES) as [PriorityName, ...PriorityN
 export const ZPriority = z
   .union([
     z.number().int().min(0).max(255),
-    caseInsensitiveEnum(priorityNames),
+    caseInsensitiveEnum([...priorityNames, "emergency"]),
     z
       .string()
       .regex(/^\d{1,3}$/, "must be a priority name or a number from 0 to 255")
@@ -25,19 +25,23 @@ export const ZPriority = z
       .pipe(z.number().max(255)),
   ])
   .nullable()
-  .describe("urgent (0), high (10), medium (100, the default), low (200), or any integer from 0 (first) to 255 (last)");
+  .describe(
+    "urgent (0), high (10), medium (100, the default), low (200), or any integer from 0 (first) to 255 (last); emergency: ahead of everything and merged through a freeze, with emergencyReason, by an admin token (docs/freezes.md)",
+  );
 
 export const ZSubmitPullRequestRequest = ZPullRequestAddress.extend({
   priority: ZPriority.optional(),
   noBatch: z.boolean().optional().describe("test this PR on its own, never in a batch"),
-  hotfixReason: z
+  emergencyReason: z
     .string()
     .max(255)
     .regex(/\S/, "must not be blank")
     .trim()
     .check(storableText)
     .optional()
-    .describe("submit as a hotfix, with why: it is urgent (tested ahead of the line) and merges while the queue is frozen (docs/freezes.md); resubmitting without it ends the hotfix"),
+    .describe(
+      "an emergency merge (a hotfix), with why: tested ahead of every other pull request and merged even while the queue is frozen; needs an API token with role admin; implies priority emergency (docs/freezes.md); resubmitting without it ends the emergency",
+    ),
 });
 
 /** The most targets one upload may name; all are kept and answered (docs/decisions.md). */

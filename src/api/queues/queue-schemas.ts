@@ -193,7 +193,7 @@ export const ZQueueEvent = z.strictObject({
   details: z
     .record(z.string(), z.unknown())
     .describe(
-      "paused/resumed/draining: from, to; settings_changed: changes (field → from, to); urgent_submission: prNumber; cancelled_by_other: prNumber, submittedBy; freeze_added/freeze_removed: freeze (as listQueueFreezes answers it); freeze_started: reasons, until, testing, freezeIds; freeze_ended: since, reasons, freezeIds; hotfix_submission: prNumber, reason; command: the API operation or comment command used",
+      "paused/resumed/draining: from, to; settings_changed: changes (field → from, to); urgent_submission: prNumber; cancelled_by_other: prNumber, submittedBy; freeze_added/freeze_removed: freeze (as listQueueFreezes answers it); freeze_started: reasons, until, testing, freezeIds; freeze_ended: since, reasons, freezeIds; emergency_submission: prNumber, reason; command: the API operation or comment command used",
     ),
 });
 export const ZGetQueueEventsResponse = z.strictObject({

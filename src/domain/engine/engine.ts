@@ -416,12 +416,12 @@ function bisect(ctx: Context, run: EngineRun): void {
 
 /** While the queue is frozen only hotfixes merge: a lane holding any other PR waits for the thaw. */
 function mayMergeNow(q: EngineQueue, prs: readonly number[]): boolean {
-  return !q.freeze?.frozen || prs.every((pr) => entryOf(q, pr)?.hotfix === true);
+  return !q.freeze?.frozen || prs.every((pr) => entryOf(q, pr)?.emergency === true);
 }
 
 /** While a freeze holds testing too, only hotfixes start. */
 function mayStartNow(q: EngineQueue, entry: EngineEntry): boolean {
-  return !q.freeze?.frozen || q.freeze.testing || entry.hotfix === true;
+  return !q.freeze?.frozen || q.freeze.testing || entry.emergency === true;
 }
 
 function mergePassed(ctx: Context): void {

@@ -68,7 +68,7 @@ export function estimatesOf(q: EngineQueue, stats: RunStats | null, now: number)
       }
     }
     // A frozen queue merges nothing but hotfixes before the freeze ends (never, when it has no end).
-    if (q.freeze?.frozen && !entry.hotfix && seconds !== null) seconds = q.freeze.until === null ? null : Math.max(seconds, Math.ceil((q.freeze.until - now) / 1000));
+    if (q.freeze?.frozen && !entry.emergency && seconds !== null) seconds = q.freeze.until === null ? null : Math.max(seconds, Math.ceil((q.freeze.until - now) / 1000));
     out.set(entry.prNumber, { position, estimatedSecondsToMerge: seconds });
   });
   for (const pr of q.merged) out.set(pr, { position: null, estimatedSecondsToMerge: 0 });

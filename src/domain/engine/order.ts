@@ -19,7 +19,7 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
  * 5. PR number.
  */
 export function compareEntries(a: EngineEntry, b: EngineEntry): number {
-  const urgent = (e: EngineEntry) => (e.hotfix ? 0 : e.priority === PRIORITY_NAMES.urgent ? 1 : 2);
+  const urgent = (e: EngineEntry) => (e.emergency ? 0 : e.priority === PRIORITY_NAMES.urgent ? 1 : 2);
   const flight = (e: EngineEntry) => (isInFlight(e.state) ? 0 : 1);
   const position = (e: EngineEntry) => (isInFlight(e.state) ? (e.position ?? 0) : 0);
   return urgent(a) - urgent(b) || flight(a) - flight(b) || position(a) - position(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;

@@ -61,7 +61,7 @@ export type EngineEntry = {
    */
   directMergeBase: string | null;
   /** Submitted as a hotfix: merges while the queue is frozen (and goes first among urgent PRs). Absent: not. */
-  hotfix?: boolean;
+  emergency?: boolean;
 };
 
 /** start_refused: the code host refused to build or start the testing branch, for good (its reason is in the effect's error). */

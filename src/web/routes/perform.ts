@@ -2,7 +2,7 @@ import { readOnlyRefusal } from "../../api/app.js";
 import { HTTP_STATUS, validationError } from "../../api/errors.js";
 import { OPERATIONS } from "../../api/operations.js";
 import { AppError } from "../../app/errors.js";
-import type { Principal } from "../../auth/tokens.js";
+import { mayWrite, type Principal } from "../../auth/tokens.js";
 import type { RouteContext } from "./context.js";
 
 /** An operation's outcome, as the notice a page shows: done (what it did), or refused (the application's message, with the status the API answers it with). */
@@ -23,7 +23,7 @@ export async function perform(
 ): Promise<OperationOutcome> {
   try {
     const op = OPERATIONS.find((o) => o.operationId === operationId)!;
-    if (op.writes && principal.role !== "write") throw readOnlyRefusal(op.operationId);
+    if (op.writes && !mayWrite(principal)) throw readOnlyRefusal(op.operationId);
     const parsed = op.request.safeParse(body);
     if (!parsed.success) throw validationError(parsed.error.issues);
     // Timelines and queue events name the dashboard as the way it was done (the API names its operation).

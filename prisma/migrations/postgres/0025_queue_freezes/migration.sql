@@ -4,5 +4,5 @@ ADD COLUMN     "frozenState" TEXT,
 ADD COLUMN     "pullRequestChecks" TEXT NOT NULL DEFAULT '[]';
 
 -- AlterTable
-ALTER TABLE "QueueEntry" ADD COLUMN     "hotfixReason" TEXT;
+ALTER TABLE "QueueEntry" ADD COLUMN     "emergencyReason" TEXT;
 

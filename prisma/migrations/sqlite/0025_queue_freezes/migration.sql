@@ -1,5 +1,5 @@
 -- AlterTable
-ALTER TABLE "QueueEntry" ADD COLUMN "hotfixReason" TEXT;
+ALTER TABLE "QueueEntry" ADD COLUMN "emergencyReason" TEXT;
 
 -- AlterTable (added in place: SQLite adds a NOT NULL column with a constant default without rebuilding the table)
 ALTER TABLE "Queue" ADD COLUMN "freezes" TEXT NOT NULL DEFAULT '[]';
