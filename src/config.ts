@@ -40,9 +40,11 @@ export type RetentionSettings = {
   historyDays: number;
   /** Effects carried out or given up (GREENLINE_EFFECT_RETENTION_DAYS). */
   effectDays: number;
+  /** The organizations' audit logs (GREENLINE_AUDIT_RETENTION_DAYS; docs/audit.md). */
+  auditDays: number;
 };
 
-export const DEFAULT_RETENTION: RetentionSettings = { historyDays: 90, effectDays: 7 };
+export const DEFAULT_RETENTION: RetentionSettings = { historyDays: 90, effectDays: 7, auditDays: 365 };
 
 const ZOptionalString = z
   .string()
@@ -104,6 +106,7 @@ const ZEnvironment = z
     GREENLINE_DB_WAIT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
     GREENLINE_HISTORY_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(DEFAULT_RETENTION.historyDays),
     GREENLINE_EFFECT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(DEFAULT_RETENTION.effectDays),
+    GREENLINE_AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(DEFAULT_RETENTION.auditDays),
     // Trunk's analytics CLI uploads its bundle to a URL Greenline signs: the address clients reach it at, the key, and how long a URL lasts.
     GREENLINE_PUBLIC_URL: ZOptionalString.pipe(
       z
@@ -270,7 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     shutdownTimeoutMs: e.GREENLINE_SHUTDOWN_TIMEOUT_MS,
     maxInFlight: e.GREENLINE_MAX_IN_FLIGHT,
     databaseWaitMs: e.GREENLINE_DB_WAIT_MS,
-    retention: { historyDays: e.GREENLINE_HISTORY_RETENTION_DAYS, effectDays: e.GREENLINE_EFFECT_RETENTION_DAYS },
+    retention: { historyDays: e.GREENLINE_HISTORY_RETENTION_DAYS, effectDays: e.GREENLINE_EFFECT_RETENTION_DAYS, auditDays: e.GREENLINE_AUDIT_RETENTION_DAYS },
     publicUrl: e.GREENLINE_PUBLIC_URL?.replace(/\/+$/, ""),
     bundleUrls: { secret: e.GREENLINE_BUNDLE_URL_SECRET, ttlMs: e.GREENLINE_BUNDLE_URL_TTL_SECONDS * 1000 },
     sessionSecret: e.GREENLINE_SESSION_SECRET,

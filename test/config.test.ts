@@ -37,7 +37,7 @@ describe("loadConfig", () => {
       shutdownTimeoutMs: 10_000,
       maxInFlight: 64,
       databaseWaitMs: 5_000,
-      retention: { historyDays: 90, effectDays: 7 },
+      retention: { historyDays: 90, effectDays: 7, auditDays: 365 },
       bundleUrls: { secret: undefined, ttlMs: 900_000 },
       webhooks: { allowPrivate: false, timeoutMs: 10_000, retryBaseMs: 5_000, retryMaxMs: 3_600_000, disableAfterMs: 86_400_000, pollMs: 100, secretKey: null },
     });

@@ -3,6 +3,7 @@ import { OUTBOUND_WEBHOOK_OPERATIONS } from "./outbound/operations.js";
 import { PULL_REQUEST_OPERATIONS } from "./queues/pull-request-operations.js";
 import { QUEUE_OPERATIONS } from "./queues/queue-operations.js";
 import { FREEZE_OPERATIONS } from "./queues/freeze-operations.js";
+import { AUDIT_OPERATIONS } from "./audit/operations.js";
 import type { Operation } from "./shared/operation.js";
 import { STATUS_OPERATION } from "./status.js";
 
@@ -15,4 +16,4 @@ export type { Operation, OperationContext, RawResponse } from "./shared/operatio
  * uploads, Trunk's CLI bundles), outbound/ (outbound webhook endpoints); shared/ holds what they
  * share.
  */
-export const OPERATIONS: Operation[] = [STATUS_OPERATION, ...PULL_REQUEST_OPERATIONS, ...QUEUE_OPERATIONS, ...FREEZE_OPERATIONS, ...FLAKY_TEST_OPERATIONS, ...OUTBOUND_WEBHOOK_OPERATIONS];
+export const OPERATIONS: Operation[] = [STATUS_OPERATION, ...PULL_REQUEST_OPERATIONS, ...QUEUE_OPERATIONS, ...FREEZE_OPERATIONS, ...FLAKY_TEST_OPERATIONS, ...OUTBOUND_WEBHOOK_OPERATIONS, ...AUDIT_OPERATIONS];

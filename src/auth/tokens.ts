@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import type { Database, Tx } from "../store/database.js";
 import type { Actor } from "../domain/timeline.js";
 import * as tokenStore from "../store/tokens.js";
+import { recordCliAudit } from "../store/audit.js";
 
 export type { TokenRole, TokenSummary } from "../store/tokens.js";
 export { TOKEN_ROLES } from "../store/tokens.js";
@@ -69,7 +70,15 @@ export class TokenOfAnotherOrganization extends Error {
 }
 
 /** Registers `token` for the organization `slug`, creating it if needed. Idempotent; TokenOfAnotherOrganization when another organization has it. */
-export async function registerToken(db: Database, slug: string, token: string, name: string, role: tokenStore.TokenRole = "write"): Promise<{ id: string; created: boolean }> {
+export async function registerToken(
+  db: Database,
+  slug: string,
+  token: string,
+  name: string,
+  role: tokenStore.TokenRole = "write",
+  /** The CLI command creating it: recorded in the organization's audit log. */
+  auditAs?: string,
+): Promise<{ id: string; created: boolean }> {
   const hash = hashToken(token);
   return db.transaction(async (tx) => {
     const org = await ensureOrganization(tx, slug);
@@ -82,13 +91,14 @@ export async function registerToken(db: Database, slug: string, token: string, n
     const id = randomUUID();
     const row = await tokenStore.insertToken(tx, { id, organizationId: org.id, name, hash, role });
     if (row.organizationId !== org.id) throw new TokenOfAnotherOrganization((await tokenStore.findTokenByHash(tx, hash))?.organizationSlug ?? "unknown");
+    if (auditAs !== undefined && row.id === id) await recordCliAudit(tx, org.id, auditAs, "token.created", { tokenId: id, name, role }, new Date(), randomUUID);
     return { id: row.id, created: row.id === id };
   });
 }
 
-export async function createToken(db: Database, slug: string, name: string, role: tokenStore.TokenRole = "write"): Promise<{ id: string; token: string }> {
+export async function createToken(db: Database, slug: string, name: string, role: tokenStore.TokenRole = "write", auditAs?: string): Promise<{ id: string; token: string }> {
   const token = generateToken();
-  const { id } = await registerToken(db, slug, token, name, role);
+  const { id } = await registerToken(db, slug, token, name, role, auditAs);
   return { id, token };
 }
 
@@ -97,6 +107,11 @@ export async function listTokens(db: Database, slug: string): Promise<tokenStore
 }
 
 /** Revokes a token by id; false when no such token exists. */
-export async function revokeToken(db: Database, id: string, now: Date): Promise<boolean> {
-  return db.transaction((tx) => tokenStore.revokeTokenById(tx, id, now));
+export async function revokeToken(db: Database, id: string, now: Date, auditAs?: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const found = await tokenStore.revokeTokenById(tx, id, now);
+    const owner = found && auditAs !== undefined ? await tokenStore.tokenOwnerOf(tx, id) : null;
+    if (owner) await recordCliAudit(tx, owner.organizationId, auditAs!, "token.revoked", { tokenId: id, name: owner.name }, now, randomUUID);
+    return found;
+  });
 }

@@ -37,7 +37,7 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
       if (!slugPattern.test(org)) throw new UsageError("--org must be letters, digits and dashes");
       const role = values.role ?? "write";
       if (role !== "admin" && role !== "write" && role !== "read") throw new UsageError("--role must be write (every operation, the default), admin (also emergency merges) or read (reads only: viewers)");
-      const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli", role));
+      const { id, token } = await withDatabase((db, { createToken }) => createToken(db, org, values.name ?? "cli", role, "token create"));
       out(`Created ${role} token ${id} for organization ${org.toLowerCase()}. Store it now; it is not shown again:`);
       out(token);
       return 0;
@@ -51,7 +51,7 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
     case "token revoke": {
       const id = rest[0];
       if (!id) throw new UsageError("token revoke needs the token's id (see token list)");
-      const found = await withDatabase((db, { revokeToken }) => revokeToken(db, id, new Date()));
+      const found = await withDatabase((db, { revokeToken }) => revokeToken(db, id, new Date(), "token revoke"));
       if (!found) {
         out(`no token with id ${id}`);
         return 1;

@@ -17,7 +17,7 @@ import type { ReportedCheck } from "./status-checks.js";
  * comment command: their login), the engine (its own decision), the code host (CI results,
  * pushes, closed PRs, refusals: the host's name), or a fork PR's workflow run (its id).
  */
-export const ACTOR_KINDS = ["token", "user", "engine", "code_host", "fork_run"] as const;
+export const ACTOR_KINDS = ["token", "user", "engine", "code_host", "fork_run", "operator"] as const;
 export type ActorKind = (typeof ACTOR_KINDS)[number];
 export type Actor = { kind: ActorKind; name: string };
 export const ENGINE_ACTOR: Actor = { kind: "engine", name: "greenline" };

@@ -20,6 +20,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "queue.unblocked",
   "queue.frozen",
   "queue.unfrozen",
+  "audit.entry",
   "test.status_changed",
   "test.quarantine_changed",
 ] as const;

@@ -28,9 +28,10 @@ import {
 import type { Sql } from "../store/sql.js";
 import { AppError, invalidArgument, notFound } from "../app/errors.js";
 import { CONFIG_FILE } from "./config-file.js";
-import { checkPageToken, emptyPage, paginate, type PageQuery } from "./pages.js";
+import { checkPageToken, emptyPage, paginate, type PageQuery } from "../app/pages.js";
 import { changeFlakySettings, loadFlakySettings, overrideQuarantine, type FlakySettingsChange } from "./status.js";
-import { findRepository, repoNotFound, type RepositoryRow } from "../app/repositories.js";
+import { findRepository, repoNotFound, repositoryKey, type RepositoryRow } from "../app/repositories.js";
+import { recordAudit } from "../app/audit.js";
 import type { Services } from "../app/services.js";
 
 type Scope = { repo: RepoRef; org_url_slug: string };
@@ -293,7 +294,13 @@ export async function getTestDetails(services: Services, principal: Principal, i
 export async function setQuarantineSetting(services: Services, principal: Principal, input: Scope & { test_id: string; setting: QuarantineSetting; reason?: string | undefined }) {
   const { repo, test } = await findTestCase(services, principal, input, input.test_id);
   const reason = input.reason ? input.reason : null;
-  await services.db.sqlTransaction((sql) => overrideQuarantine(sql, repo.id, test.key, input.setting, reason, services.now()), { boundedLockWait: true });
+  await services.db.sqlTransaction(
+    async (sql) => {
+      await overrideQuarantine(sql, repo.id, test.key, input.setting, reason, services.now());
+      await recordAudit(services, sql, principal, { action: "test.quarantine_overridden", repository: repositoryKey(repo), reason, details: { testId: input.test_id, name: test.name, setting: input.setting } });
+    },
+    { boundedLockWait: true },
+  );
   const [record] = await testCaseRecords(services, repo, [test.key]);
   return { test: record! };
 }
@@ -335,7 +342,10 @@ export async function linkTicket(
   const scope = { repo: input.repo, org_url_slug: input.org_url_slug ?? principal.organizationSlug };
   const { repo, test } = await findTestCase(services, principal, scope, input.test_case_id);
   const link = input.external_ticket_id === undefined ? (input.ticket_url ?? null) : await ticketLinkOf(services, repo, input.external_ticket_id);
-  await services.db.transaction((tx) => setTicketUrl(tx, test.key, link));
+  await services.db.transaction(async (tx) => {
+    await setTicketUrl(tx, test.key, link);
+    await recordAudit(services, tx, principal, { action: "test.ticket_linked", repository: repositoryKey(repo), details: { testId: input.test_case_id, name: test.name, ticketUrl: link } });
+  });
   const [record] = await testCaseRecords(services, repo, [test.key]);
   return { test: record! };
 }
@@ -411,6 +421,7 @@ export async function updateFlakySettings(services: Services, principal: Princip
         );
       }
       const settings = await changeFlakySettings(sql, repo.id, input.settings, now);
+      await recordAudit(services, sql, principal, { action: "flaky.settings_updated", repository: repositoryKey(repo), details: { changes: input.settings } });
       // A config file refused for not fitting the API's settings applies once they let it.
       const pending = source.filePending;
       if (pending && { ...settings, ...pending }.flakyRate <= { ...settings, ...pending }.brokenRate) {

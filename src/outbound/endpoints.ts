@@ -1,3 +1,4 @@
+import { recordAudit } from "../app/audit.js";
 import { isIP } from "node:net";
 import type { Principal } from "../auth/tokens.js";
 import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from "../config.js";
@@ -127,7 +128,7 @@ export async function createWebhookEndpoint(services: Services, principal: Princ
     if ((await store.countEndpointsLocked(tx, principal.organizationId)) >= MAX_ENDPOINTS_PER_ORGANIZATION) {
       throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints (the limit of endpoints per organization): delete one first`);
     }
-    return store.insertEndpoint(tx, {
+    const created = await store.insertEndpoint(tx, {
       id: services.newId(),
       organizationId: principal.organizationId,
       url,
@@ -138,6 +139,9 @@ export async function createWebhookEndpoint(services: Services, principal: Princ
       createdAt: now,
       updatedAt: now,
     });
+    // The audit log names the endpoint and its events, never its secret.
+    await recordAudit(services, tx, principal, { action: "webhook_endpoint.created", details: { endpointId: created.id, url, events: [...new Set(input.events)] } });
+    return created;
   });
   return { endpoint: toRecord(row, now), secret };
 }
@@ -171,7 +175,13 @@ export async function updateWebhookEndpoint(services: Services, principal: Princ
       ...(input.enabled === false && existing.enabled ? { enabled: false, disabledReason: "disabled by a user" } : {}),
       ...(secret !== undefined ? { secret: sealSecret(secret, settings.secretKey), previousSecret: existing.secret, previousSecretExpiresAt: new Date(now.getTime() + SECRET_ROTATION_OVERLAP_MS) } : {}),
     };
-    return store.updateEndpoint(tx, existing.id, changes, now);
+    const updated = await store.updateEndpoint(tx, existing.id, changes, now);
+    const changed = Object.keys(changes).filter((k) => k !== "secret" && k !== "previousSecret" && k !== "previousSecretExpiresAt");
+    await recordAudit(services, tx, principal, {
+      action: "webhook_endpoint.updated",
+      details: { endpointId: existing.id, changed, ...(url !== undefined ? { url } : {}), ...(input.events !== undefined ? { events: input.events } : {}), ...(secret !== undefined ? { secretRotated: true } : {}) },
+    });
+    return updated;
   });
   return { endpoint: toRecord(row, now), ...(secret !== undefined ? { secret } : {}) };
 }
@@ -188,7 +198,11 @@ export const DELETE_BATCH = 1_000;
  * again finishes.
  */
 export async function deleteWebhookEndpoint(services: Services, principal: Principal, id: string): Promise<void> {
-  const found = await services.db.transaction((tx) => store.disableEndpointForDeletion(tx, principal.organizationId, id, services.now()));
+  const found = await services.db.transaction(async (tx) => {
+    const disabled = await store.disableEndpointForDeletion(tx, principal.organizationId, id, services.now());
+    if (disabled) await recordAudit(services, tx, principal, { action: "webhook_endpoint.deleted", details: { endpointId: id } });
+    return disabled;
+  });
   if (!found) throw notFound(`no webhook endpoint ${id}`);
   while ((await services.db.sqlTransaction((sql) => store.deleteMessagesOfEndpoint(sql, id, DELETE_BATCH))) > 0) {
     await new Promise((resolve) => setImmediate(resolve));

@@ -2,10 +2,9 @@ import type { Principal } from "../auth/tokens.js";
 import { freezeStatusAt, intervalsOf, isCurrentOrFuture, type Freeze, type FreezeStatus, type FreezeWindow, type Weekday } from "../domain/freezes.js";
 import type { Tx } from "../store/database.js";
 import { getQueue, writeQueueFreezes, type Queue } from "../store/queues.js";
-import { insertQueueEvent } from "../store/timeline.js";
 import { failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import type { Services } from "../app/services.js";
-import { causeOf } from "./causes.js";
+import { causeOf, recordOperatorEvent } from "./causes.js";
 import { applyEvent } from "./queue-events.js";
 import { publishBlockedReasonChange } from "./diagnoses.js";
 import { findQueue, lockQueue, type QueueAddress } from "./queues.js";
@@ -92,9 +91,8 @@ function windowOf(input: FreezeInput, now: number): FreezeWindow {
 }
 
 /** Records an operator's freeze action as a queue event (getQueueEvents). */
-async function recordFreezeAction(services: Services, tx: Tx, queue: Queue, kind: "freeze_added" | "freeze_removed", principal: Principal, freeze: FreezeRecord) {
-  const cause = causeOf(principal);
-  await insertQueueEvent(tx, { id: services.newId(), queueId: queue.id, kind, at: services.now(), actor: cause.actor, payload: { freeze, ...(cause.command ? { command: cause.command } : {}) } });
+async function recordFreezeAction(services: Services, tx: Tx, queue: Queue, repo: QueueAddress["repo"], kind: "freeze_added" | "freeze_removed", principal: Principal, freeze: FreezeRecord) {
+  await recordOperatorEvent(services, tx, principal, { queueId: queue.id, repo, branch: queue.branch }, kind, { freeze }, freeze.reason);
 }
 
 /**
@@ -119,7 +117,7 @@ export async function freezeQueue(services: Services, principal: Principal, inpu
     if (current.length >= MAX_FREEZES) throw failedPrecondition(`the queue has ${current.length} freezes, the most it keeps: remove one (unfreezeQueue with its freezeId) first`);
     const freeze: Freeze = { id: services.newId(), reason: input.reason, testing: input.testing ?? true, window, createdAt: new Date(now).toISOString(), createdBy: causeOf(principal).actor };
     const record = toFreezeRecord(freeze, now);
-    await recordFreezeAction(services, tx, queue, "freeze_added", principal, record);
+    await recordFreezeAction(services, tx, queue, input.repo, "freeze_added", principal, record);
     const status = await decideWithFreezes(services, tx, queue, [...current, freeze], principal, input.repo);
     return { freeze: record, status };
   });
@@ -148,7 +146,7 @@ export async function unfreezeQueue(services: Services, principal: Principal, in
       kept = current.flatMap((f) => (!holding.has(f.id) ? [f] : f.window.kind === "weekly" ? [{ ...f, skipBefore: new Date(now + 1).toISOString() }] : []));
     }
     const records = ended.map((f) => toFreezeRecord(f, now));
-    for (const record of records) await recordFreezeAction(services, tx, queue, "freeze_removed", principal, record);
+    for (const record of records) await recordFreezeAction(services, tx, queue, input.repo, "freeze_removed", principal, record);
     const status = await decideWithFreezes(services, tx, queue, kept, principal, input.repo);
     return { ended: records, status };
   });

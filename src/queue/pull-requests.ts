@@ -14,8 +14,8 @@ import { findRun, runsStartedSince, type TestRun } from "../store/runs.js";
 import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import { timelineEventOf } from "../domain/timeline.js";
-import { causeOf } from "./causes.js";
-import { insertQueueEvent, submitterOf, timelineOf } from "../store/timeline.js";
+import { causeOf, recordOperatorEvent } from "./causes.js";
+import { submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { AppError, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { findQueue, findQueueVersion, lineOf, lockQueue, withEstimates, type QueueAddress } from "./queues.js";
@@ -121,24 +121,11 @@ export async function submitPullRequest(services: Services, principal: Principal
     const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
     const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
     // An urgent submission jumps the line (and restarts what it displaces): an operator action.
+    const target = { queueId: queue.id, repo: input.repo, branch: queue.branch };
     if (emergencyReason !== null && (existing?.emergencyReason ?? null) !== emergencyReason) {
-      await insertQueueEvent(tx, {
-        id: services.newId(),
-        queueId: queue.id,
-        kind: "emergency_submission",
-        at: services.now(),
-        actor: cause.actor,
-        payload: { prNumber: pr.number, reason: emergencyReason, ...(cause.command ? { command: cause.command } : {}) },
-      });
-    } else if (priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
-      await insertQueueEvent(tx, {
-        id: services.newId(),
-        queueId: queue.id,
-        kind: "urgent_submission",
-        at: services.now(),
-        actor: cause.actor,
-        payload: { prNumber: pr.number, ...(cause.command ? { command: cause.command } : {}) },
-      });
+      await recordOperatorEvent(services, tx, principal, target, "emergency_submission", { prNumber: pr.number, reason: emergencyReason }, emergencyReason);
+    } else if (emergencyReason === null && priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
+      await recordOperatorEvent(services, tx, principal, target, "urgent_submission", { prNumber: pr.number });
     }
     if (existing && !isTerminal(existing.state)) {
       // Resubmitting a queued PR updates its priority and batching, as in Trunk's v1 API.
@@ -177,14 +164,7 @@ export async function cancelPullRequest(services: Services, principal: Principal
     // Someone else's PR taken out of the queue: an operator action, recorded as such.
     const submitter = await submitterOf(tx, entry.id);
     if (submitter && (submitter.kind !== cause.actor.kind || submitter.name !== cause.actor.name)) {
-      await insertQueueEvent(tx, {
-        id: services.newId(),
-        queueId: queue.id,
-        kind: "cancelled_by_other",
-        at: services.now(),
-        actor: cause.actor,
-        payload: { prNumber: entry.prNumber, submittedBy: submitter, ...(cause.command ? { command: cause.command } : {}) },
-      });
+      await recordOperatorEvent(services, tx, principal, { queueId: queue.id, repo: address.repo, branch: queue.branch }, "cancelled_by_other", { prNumber: entry.prNumber, submittedBy: submitter });
     }
     await applyEvent(services, tx, queue, { kind: "cancelled", prNumber: entry.prNumber, reason: "cancelled_by_user" }, cause);
   });

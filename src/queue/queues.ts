@@ -8,9 +8,10 @@ import * as queueStore from "../store/queues.js";
 import type { Queue } from "../store/queues.js";
 import { applyEvent } from "./queue-events.js";
 import type { QueueState } from "../domain/states.js";
-import { ENGINE_ACTOR, OPERATOR_EVENT_KINDS, type Cause, type OperatorEventKind } from "../domain/timeline.js";
-import { insertQueueEvent, queueEventsPage } from "../store/timeline.js";
-import { causeOf } from "./causes.js";
+import { ENGINE_ACTOR, OPERATOR_EVENT_KINDS, type OperatorEventKind } from "../domain/timeline.js";
+import { queueEventsPage } from "../store/timeline.js";
+import { causeOf, recordOperatorEvent } from "./causes.js";
+import { recordAudit } from "../app/audit.js";
 import { lineWithPlaces, type PlaceRecord } from "./estimates.js";
 import { conflict, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
 import { toMergeItemRecord, toQueueRecord, type MergeItemRecord, type QueueRecord } from "./records.js";
@@ -145,6 +146,7 @@ export async function createQueue(services: Services, principal: Principal, inpu
     });
     // PostgreSQL: a concurrent createQueue inserted the branch after the check above.
     if (!queue) throw queueExists(targetBranch);
+    await recordAudit(services, tx, principal, { action: "queue.created", repository: repositoryKey(repo), branch: targetBranch, details: { settings: update } });
     return toQueueRecord(queue, host);
   });
   // "Will this queue ever merge anything?", answered with the creation (after it: no transaction waits on the network).
@@ -270,7 +272,7 @@ export async function updateQueue(services: Services, principal: Principal, inpu
       await publishQueueEvents(tx, queue.id, (place) => [queueStateChanged(place, queue.state, updated.state, at.toISOString())], { now: at, newId: services.newId });
     }
     const cause = causeOf(principal);
-    await recordOperatorActions(services, tx, queue, updated, update, cause);
+    await recordOperatorActions(services, tx, principal, repo, queue, updated, update);
     // Resuming, pausing or a new setting can start or stop work at once.
     await applyEvent(services, tx, updated, { kind: "config_changed" }, cause);
     // Pausing with PRs waiting blocks the queue, resuming unblocks it: told with the change, not a worker tick later.
@@ -289,10 +291,8 @@ const STATE_EVENTS: Partial<Record<QueueState, OperatorEventKind>> = { paused: "
  * Records who paused, resumed or drained the queue, and which settings they changed (old →
  * new), as queue events (getQueueEvents). An update that changes nothing records nothing.
  */
-async function recordOperatorActions(services: Services, tx: Tx, before: Queue, after: Queue, update: QueueSettingsUpdate, cause: Cause): Promise<void> {
-  const at = services.now();
-  const record = (kind: OperatorEventKind, payload: object) =>
-    insertQueueEvent(tx, { id: services.newId(), queueId: before.id, kind, at, actor: cause.actor, payload: { ...payload, ...(cause.command ? { command: cause.command } : {}) } });
+async function recordOperatorActions(services: Services, tx: Tx, principal: Principal, repo: RepoRef, before: Queue, after: Queue, update: QueueSettingsUpdate): Promise<void> {
+  const record = (kind: OperatorEventKind, payload: Record<string, unknown>) => recordOperatorEvent(services, tx, principal, { queueId: before.id, repo, branch: before.branch }, kind, payload);
   const stateEvent = update.state !== undefined && update.state !== before.state ? STATE_EVENTS[update.state] : undefined;
   if (stateEvent) await record(stateEvent, { from: before.state, to: after.state });
   const changes: Record<string, { from: unknown; to: unknown }> = {};
@@ -331,5 +331,6 @@ export async function deleteQueue(services: Services, principal: Principal, addr
       throw failedPrecondition(`the queue is not empty: cancel or merge its pull requests first (${list}${active.length === 5 ? ", …" : ""})`);
     }
     await queueStore.deleteQueue(tx, queue.id);
+    await recordAudit(services, tx, principal, { action: "queue.deleted", repository: repositoryKey(address.repo), branch: queue.branch });
   });
 }

@@ -86,3 +86,8 @@ export async function revokeTokenById(tx: Tx, id: string, at: Date): Promise<boo
   if (result.count > 0) return true;
   return (await tx.apiToken.count({ where: { id } })) > 0;
 }
+
+/** The organization and name of the token `id`, or null. */
+export async function tokenOwnerOf(tx: Tx, id: string): Promise<{ organizationId: string; name: string } | null> {
+  return tx.apiToken.findUnique({ where: { id }, select: { organizationId: true, name: true } });
+}

@@ -55,7 +55,7 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     // A week and a day later a PR waits in line (submitted now): only done effects are old enough.
     clock.advance(8 * DAY_MS);
     await server.api.ok("submitPullRequest", prOf(4, name));
-    const pruned = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7 }, 2);
+    const pruned = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7, auditDays: 365 }, 2);
     expect(pruned).toMatchObject({ queueEvents: 0, runs: 0, pullRequests: 0 });
     // Every done effect goes (PR 4's pending effects are numbered after them); the pending ones stay.
     expect(pruned.effects).toBe(merged.doneEffects);
@@ -74,17 +74,17 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     // With nothing pending, the queue's last effect stays, done: the next is numbered after it.
     const beforeLast = await counts(name);
     clock.advance(8 * DAY_MS);
-    await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7 }, 2);
+    await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7, auditDays: 365 }, 2);
     expect(await counts(name)).toMatchObject({ doneEffects: 1, pendingEffects: 0, maxSeq: beforeLast.maxSeq });
 
     // 0 keeps history forever.
     clock.advance(100 * DAY_MS);
-    expect(await pruneHistory(server.greenline.services, { historyDays: 0, effectDays: 0 })).toEqual({ effects: 0, queueEvents: 0, runs: 0, pullRequests: 0 });
+    expect(await pruneHistory(server.greenline.services, { historyDays: 0, effectDays: 0, auditDays: 0 })).toEqual({ effects: 0, queueEvents: 0, runs: 0, pullRequests: 0, auditEntries: 0 });
 
     // A PR in line now stays; PRs 1–4 (finished over 90 days ago), their transitions, the archived
     // runs and the events go; the latest settings change stays.
     await server.api.ok("submitPullRequest", prOf(5, name));
-    const old = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7 }, 2);
+    const old = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7, auditDays: 365 }, 2);
     expect(old.pullRequests).toBe(4);
     expect(old.runs).toBeGreaterThan(0);
     const left = await counts(name);
@@ -98,5 +98,13 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     // The queue goes on: PR 5 merges.
     await ciFinishes(server, clock);
     expect((await server.api.ok("getSubmittedPullRequest", prOf(5, name))).state).toBe("merged");
+
+    // The audit log keeps its own time (a year by default): the queue's creation and its two
+    // settings changes, 116 days old, are still there; 30 days' retention prunes them.
+    const repo = queueOf(name).repo;
+    expect((await server.api.ok("getAuditLog", { repo })).entries.map((e: { action: string }) => e.action)).toEqual(["queue.settings_changed", "queue.settings_changed", "queue.created"]);
+    const audited = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7, auditDays: 30 });
+    expect(audited.auditEntries).toBeGreaterThanOrEqual(3);
+    expect((await server.api.ok("getAuditLog", { repo })).entries).toEqual([]);
   });
 });

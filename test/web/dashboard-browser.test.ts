@@ -115,6 +115,12 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Unfreeze" }).click();
     await page.locator('.concluded [data-pr="7"] [data-state="merged"]').waitFor(WAIT);
     expect(await page.getByText("Frozen until").count()).toBe(0);
+    // The audit log says it was done on the dashboard.
+    const audit = await server.api.ok("getAuditLog", { repo: repo("api") });
+    expect(audit.entries.slice(0, 2).map((e: { action: string; channel: string }) => [e.action, e.channel])).toEqual([
+      ["queue.freeze_removed", "dashboard"],
+      ["queue.freeze_added", "dashboard"],
+    ]);
   });
 
   test("a change made elsewhere (the API) shows without a reload", async () => {

@@ -1,26 +1,12 @@
 import { z } from "zod";
 import { FLAKY_SETTING_FIELDS, TICKET_KEY, ZTicketUrlTemplate } from "../../domain/flaky/detection.js";
-import { caseInsensitiveEnum, storableText, TRIMMED, ZDateTime, ZLink, ZName, ZRepo } from "../shared/schemas.js";
+import { TRIMMED, ZDateTime, ZLink, ZName, ZPageInfo, ZPageQuery, ZRepo, caseInsensitiveEnum, storableText } from "../shared/schemas.js";
 
 /**
  * The schemas of the flaky-test operations (operations.ts) that list and read tests, check and
  * set quarantine, link tickets and change settings; uploads have upload-schemas.ts, Trunk's
  * analytics CLI bundle-schemas.ts. Paging is Trunk's: page_query in, page out.
  */
-
-const ZPageQuery = z.object({
-  page_size: z.number().int().min(1).max(100),
-  page_token: z.string().max(1024).check(storableText).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
-});
-
-const ZPageInfo = z.strictObject({
-  total_rows: z.number().int(),
-  total_pages: z.number().int(),
-  next_page_token: z.string(),
-  prev_page_token: z.string(),
-  last_page_token: z.string(),
-  page_index: z.number().int(),
-});
 
 const ZTestCase = z.strictObject({
   id: z.uuid(),

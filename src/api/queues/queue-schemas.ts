@@ -176,7 +176,7 @@ export const ZActor = z.strictObject({
   kind: z
     .enum(ACTOR_KINDS)
     .describe(
-      "token: an API token (its name); user: a code host user's comment command (their login); engine: the queue's own decision; code_host: CI results, pushes, closed PRs, refusals (the host's name); fork_run: a fork PR's workflow run (its id)",
+      "token: an API token (its name); user: a code host user's comment command (their login); engine: the queue's own decision; code_host: CI results, pushes, closed PRs, refusals (the host's name); fork_run: a fork PR's workflow run (its id); operator: the service's own CLI, run where it runs",
     ),
   name: z.string(),
 });

@@ -70,3 +70,18 @@ export const ZErrorResponse = z.strictObject({
     details: z.array(z.strictObject({ path: z.string(), message: z.string() })),
   }),
 });
+
+/** Trunk's paging (the flaky-test lists, the audit log): page_query in, page out. */
+export const ZPageQuery = z.object({
+  page_size: z.number().int().min(1).max(100),
+  page_token: z.string().max(1024).check(storableText).default("").describe("a page token this server issued in an earlier answer's page; empty for the first page"),
+});
+
+export const ZPageInfo = z.strictObject({
+  total_rows: z.number().int(),
+  total_pages: z.number().int(),
+  next_page_token: z.string(),
+  prev_page_token: z.string(),
+  last_page_token: z.string(),
+  page_index: z.number().int(),
+});

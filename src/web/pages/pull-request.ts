@@ -23,9 +23,9 @@ function link(url: string | null | undefined, text: Html | string): Html {
   return url && /^https?:\/\//i.test(url) ? html`<a href="${url}" rel="noreferrer">${text}</a>` : html`${text}`;
 }
 
-const ACTOR_WORDS: Record<Actor["kind"], string> = { token: "API token", user: "user", engine: "the queue", code_host: "the code host", fork_run: "fork workflow run" };
+export const ACTOR_WORDS: Record<Actor["kind"], string> = { token: "API token", user: "user", engine: "the queue", code_host: "the code host", fork_run: "fork workflow run", operator: "the service's CLI" };
 
-function actorOf(actor: Actor): Html {
+export function actorOf(actor: Actor): Html {
   return actor.kind === "engine" ? html`<span class="actor">the queue</span>` : html`<span class="actor">${ACTOR_WORDS[actor.kind]} <strong>${actor.name}</strong></span>`;
 }
 

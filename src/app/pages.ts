@@ -1,4 +1,4 @@
-import { invalidArgument } from "../app/errors.js";
+import { invalidArgument } from "./errors.js";
 
 export type PageQuery = { page_size: number; page_token: string };
 
