@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { doctor, prCancel, prRestart, prStatus, prSubmit, type QueueOptions, queueSetState, queueShow, targetsSet } from "./queue-commands.js";
 import { type FreezeOptions, queueFreeze, queueFreezes, queueUnfreeze } from "./freeze-commands.js";
+import { type AuditOptions, audit } from "./audit-commands.js";
 import { webhookCommand } from "./webhook-commands.js";
 import { CliUsageError } from "./greenline-client.js";
 import { type PolicyOptions, testPolicyBacktest, testQuarantine, testRun, testUpload, type TestOptions } from "./test-commands.js";
@@ -61,6 +62,7 @@ export const OPTIONS = {
   "time-zone": { type: "string" },
   "no-testing": { type: "boolean" },
   "freeze-id": { type: "string" },
+  action: { type: "string" },
   json: { type: "boolean" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
@@ -123,6 +125,8 @@ export async function runClientCommand(key: string, values: Values, rest: string
       return queueUnfreeze(values as FreezeOptions, out);
     case "queue freezes":
       return queueFreezes(values as FreezeOptions, out);
+    case "audit":
+      return audit(values as AuditOptions, out);
     case "targets set":
       return targetsSet(values as QueueOptions, rest[0], out);
     case "webhooks create":

@@ -194,6 +194,19 @@ export const COMMANDS: Record<string, CommandHelp> = {
     summary: "End the freezes holding now (a weekly one for its current window only), or remove one freeze by its id.",
     options: [...QUEUE_OPTIONS, "--freeze-id <id>     the freeze to remove (`queue freezes` lists them)", JSON_OPTION],
   },
+  audit: {
+    usage: "greenline audit [--repo owner/name] [--action A] [--limit N] [--page-token T] [--json] [options]",
+    summary: "The organization's audit log, newest first: who did what, when, why and how (API token, comment, dashboard, CLI).",
+    options: [
+      ...connectionOptions(21),
+      "--repo owner/name    only entries about this repository (--host: its code host, default github.com)",
+      "--host <host>        the repository's code host",
+      "--action <action>    only this action (queue.paused, pull_request.emergency, … as docs/audit.md lists)",
+      "--limit <n>          entries a page, 1–100 (default 50)",
+      "--page-token <t>     the next page (as the previous page's last line says)",
+      JSON_OPTION,
+    ],
+  },
   "queue freezes": { usage: "greenline queue freezes [--json] [options]", summary: "Show whether the queue is frozen, until when, and its current and scheduled freezes.", options: [...QUEUE_OPTIONS, JSON_OPTION] },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",

@@ -16,6 +16,7 @@ import { pullRequestRoutes } from "./routes/pull-request.js";
 import { queueRoutes } from "./routes/queue.js";
 import { signInRoutes } from "./routes/sign-in.js";
 import { testsRoutes } from "./routes/tests.js";
+import { auditRoutes } from "./routes/audit.js";
 import { SessionKeys } from "./session.js";
 
 export type WebOptions = {
@@ -100,6 +101,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
   app.use(queueRoutes(context));
   app.use(eventsRoutes(context));
   app.use(testsRoutes(context));
+  app.use(auditRoutes(context));
 
   // Any other address (server.ts sends here whatever a browser asks a page of): the 404 page,
   // with the navigation when signed in.

@@ -89,3 +89,35 @@ describe("greenline queue freeze against a real Greenline (sandbox code host)", 
     expect(daysOf("monday,wednesday")).toEqual(["mon", "wed"]);
   });
 });
+
+describe("greenline audit against a real Greenline (sandbox code host)", () => {
+  let server: TestServer;
+  let dir: string;
+  beforeAll(async () => {
+    server = await startTestServer(BACKENDS[0]!);
+    dir = mkdtempSync(join(tmpdir(), "greenline-audit-cli-"));
+    await server.api.ok("createQueue", queueOf("web"));
+    for (const concurrency of [2, 3, 4]) await server.api.ok("updateQueue", { ...queueOf("web"), concurrency });
+    await server.api.ok("freezeQueue", { ...queueOf("web"), reason: "release 4.2" });
+  });
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await server?.close();
+  });
+  const cli = (args: string[]) => runGreenlineCli(args, { GREENLINE_URL: server.url, GREENLINE_API_TOKEN: server.api.token }, dir);
+
+  test("lists the log newest first, one line an entry, with the next page's token", async () => {
+    const first = await cli(["audit", "--limit", "2"]);
+    expect(first.code).toBe(0);
+    const lines = first.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ {2}queue\.freeze_added github\.com\/acme\/web main {2}by token bootstrap \(GREENLINE_API_TOKEN\) \(api\): release 4\.2$/);
+    expect(lines[1]).toContain("queue.settings_changed");
+    const token = /^more: --page-token (\S+)$/.exec(lines[2]!)![1]!;
+    const next = await cli(["audit", "--limit", "2", "--page-token", token]);
+    expect(next.stdout.split("\n").filter((l) => l.includes("queue.settings_changed"))).toHaveLength(2);
+    const filtered = JSON.parse((await cli(["audit", "--repo", "acme/web", "--action", "queue.created", "--json"])).stdout);
+    expect(filtered.entries.map((e: { action: string }) => e.action)).toEqual(["queue.created"]);
+    expect((await cli(["audit", "--limit", "500"])).code).toBe(2);
+  });
+});

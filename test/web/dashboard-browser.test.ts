@@ -121,6 +121,14 @@ describeWithBrowser("the dashboard in Chromium", () => {
       ["queue.freeze_removed", "dashboard"],
       ["queue.freeze_added", "dashboard"],
     ]);
+    // The audit page lists it, with who and how.
+    await page.getByRole("link", { name: "Audit log" }).click();
+    await page.locator('tr[data-audit="queue.freeze_added"]').first().waitFor(WAIT);
+    const row = await page.locator('tr[data-audit="queue.freeze_added"]').first().innerText();
+    expect(row).toContain("github.com/acme/api");
+    expect(row).toContain("dashboard");
+    expect(row).toContain("release 4.2");
+    await screenshots(page, "audit");
   });
 
   test("a change made elsewhere (the API) shows without a reload", async () => {
@@ -170,6 +178,9 @@ describeWithBrowser("the dashboard in Chromium", () => {
     expect(await theirs.locator("body").textContent()).not.toContain("acme/web");
     const stream = await theirs.evaluate(async () => (await fetch("/events?queue=github.com/acme/web/main")).status);
     expect(stream).toBe(404);
+    // Its audit log holds none of acme's actions.
+    await theirs.goto(`${server.url}/audit`);
+    expect(await theirs.locator("body").textContent()).not.toContain("acme");
     await screenshots(theirs, "not-found");
   });
 
