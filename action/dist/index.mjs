@@ -2393,6 +2393,31 @@ async function queueFreezes(options, out) {
   return 0;
 }
 
+// src/cli/audit-commands.ts
+async function audit(options, out) {
+  const ctx = new Context({ url: options.url, token: options.token });
+  const size = options.limit === void 0 ? 50 : Number(options.limit);
+  if (!Number.isInteger(size) || size < 1 || size > 100) throw new CliUsageError(`--limit must be a whole number from 1 to 100 (got ${options.limit})`);
+  let repo;
+  if (options.repo !== void 0) {
+    const [owner, name, ...rest] = options.repo.split("/");
+    if (!owner || !name || rest.length > 0) throw new CliUsageError(`--repo must be owner/name (got ${options.repo})`);
+    repo = { host: options.host ?? "github.com", owner, name };
+  }
+  const answer = await ctx.post("getAuditLog", { page_query: { page_size: size, page_token: options["page-token"] ?? "" }, ...options.action ? { action: options.action } : {}, ...repo ? { repo } : {} });
+  if (options.json) {
+    out(JSON.stringify(answer, null, 2));
+    return 0;
+  }
+  if (answer.entries.length === 0) out("no entries");
+  for (const e of answer.entries) {
+    const where = e.repository ? ` ${e.repository}${e.branch ? ` ${e.branch}` : ""}` : "";
+    out(`${e.at.slice(0, 19).replace("T", " ")}Z  ${e.action}${where}  by ${e.actor.kind} ${e.actor.name} (${e.channel})${e.reason ? `: ${e.reason}` : ""}`);
+  }
+  if (answer.page.next_page_token) out(`more: --page-token ${answer.page.next_page_token}`);
+  return 0;
+}
+
 // src/cli/webhook-commands.ts
 function call(options, operation, body) {
   const url = greenlineUrl(options.url, process.env.GREENLINE_URL);
@@ -4601,6 +4626,19 @@ var COMMANDS = {
     summary: "End the freezes holding now (a weekly one for its current window only), or remove one freeze by its id.",
     options: [...QUEUE_OPTIONS, "--freeze-id <id>     the freeze to remove (`queue freezes` lists them)", JSON_OPTION]
   },
+  audit: {
+    usage: "greenline audit [--repo owner/name] [--action A] [--limit N] [--page-token T] [--json] [options]",
+    summary: "The organization's audit log, newest first: who did what, when, why and how (API token, comment, dashboard, CLI).",
+    options: [
+      ...connectionOptions(21),
+      "--repo owner/name    only entries about this repository (--host: its code host, default github.com)",
+      "--host <host>        the repository's code host",
+      "--action <action>    only this action (queue.paused, pull_request.emergency, \u2026 as docs/audit.md lists)",
+      "--limit <n>          entries a page, 1\u2013100 (default 50)",
+      "--page-token <t>     the next page (as the previous page's last line says)",
+      JSON_OPTION
+    ]
+  },
   "queue freezes": { usage: "greenline queue freezes [--json] [options]", summary: "Show whether the queue is frozen, until when, and its current and scheduled freezes.", options: [...QUEUE_OPTIONS, JSON_OPTION] },
   "targets set": {
     usage: "greenline targets set <file|-> [--pr N] [--commit SHA] [--target-branch B] [options]",
@@ -4733,6 +4771,7 @@ var OPTIONS = {
   "time-zone": { type: "string" },
   "no-testing": { type: "boolean" },
   "freeze-id": { type: "string" },
+  action: { type: "string" },
   json: { type: "boolean" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
@@ -4788,6 +4827,8 @@ async function runClientCommand(key, values, rest, out) {
       return queueUnfreeze(values, out);
     case "queue freezes":
       return queueFreezes(values, out);
+    case "audit":
+      return audit(values, out);
     case "targets set":
       return targetsSet(values, rest[0], out);
     case "webhooks create":

@@ -1,4 +1,5 @@
 import { MAX_PRIORITY_VALUE, PRIORITY_NAMES, type PriorityName } from "./priority.js";
+import { isRealInstant } from "./freezes.js";
 
 /** What a `/greenline …` comment on a pull request asks for. */
 export type CommentCommand =
@@ -124,7 +125,7 @@ export function parseCommentCommand(body: string): CommentCommand | Error | null
       const reason = free.join(" ").trim();
       if (reason === "") return new Error('`freeze` needs a reason: `/greenline freeze "release 4.2"`');
       const until = (options.get("until") as string | undefined) ?? null;
-      if (until !== null && !/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(until)) return new Error(`\`--until\` must be a time with its offset, such as 2026-12-01T09:00Z, not \`${until}\``);
+      if (until !== null && !isRealInstant(until)) return new Error(`\`--until\` must be a time with its offset, such as 2026-12-01T09:00Z, not \`${until}\``);
       return { kind: "freeze", reason: reason.slice(0, COMMENT_REASON_MAX), until, testing: !options.has("no-testing"), targetBranch };
     }
     case "unfreeze":

@@ -13,6 +13,18 @@ export type Weekday = (typeof WEEKDAYS)[number];
 /** `HH:MM`, 24-hour, local to the window's time zone. */
 export const WALL_TIME = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
+/** An ISO 8601 time with its offset; seconds may be left out (`2026-12-24T18:00Z`). */
+export const INSTANT = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
+
+/** Whether `text` is an INSTANT naming a real moment: no 30 February, no hour 24 (JavaScript's parser rolls them over). */
+export function isRealInstant(text: string): boolean {
+  const m = INSTANT.exec(text);
+  if (!m) return false;
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && Number.isFinite(Date.parse(text));
+}
+
 export type FreezeWindow =
   /** From its creation until `until` (ISO instant), or until someone unfreezes it (null). */
   | { kind: "now"; until: string | null }
@@ -20,7 +32,7 @@ export type FreezeWindow =
   /**
    * Every listed day, from `from` to `until` local time in `timeZone`; a window whose `until` is
    * not after its `from` runs overnight and ends the next day (`fri` 18:00–08:00 ends Saturday
-   * 08:00). Windows that touch or overlap join: one freeze from the first start to the last end.
+   * 08:00; 00:00–00:00 is the whole day). Windows that touch or overlap join: one freeze from the first start to the last end.
    */
   | { kind: "weekly"; timeZone: string; days: Weekday[]; from: string; until: string };
 
@@ -43,7 +55,7 @@ export type FreezeStatus = {
   testing: boolean;
   /** Epoch ms the freeze ends (overlapping and adjoining windows joined); null: until someone unfreezes. */
   until: number | null;
-  /** Epoch ms a scheduled freeze next starts or the current one ends; null: nothing is scheduled. */
+  /** Epoch ms a scheduled freeze next starts, or one of those holding ends or another joins them; null: nothing is scheduled. */
   nextChangeAt: number | null;
   /** The freezes holding now, as listed. */
   holding: Freeze[];
@@ -92,9 +104,10 @@ export function offsetAt(instant: number, timeZone: string): number {
  * jumps from 02:00 to 03:00 is 03:30; a time it repeats (fall back) is the first of the two.
  */
 export function instantOfWall(wall: number, timeZone: string): number {
-  // The zone's offsets half a day either side: the instant is one of the two (zones change at most once a day).
-  const before = wall - offsetAt(wall - DAY / 2, timeZone);
-  const after = wall - offsetAt(wall + DAY / 2, timeZone);
+  // The zone's offsets 14 hours either side (the widest offset from UTC): the instant is one of
+  // the two (a zone changes its offset at most once in that span).
+  const before = wall - offsetAt(wall - 14 * 60 * MINUTE, timeZone);
+  const after = wall - offsetAt(wall + 14 * 60 * MINUTE, timeZone);
   const ok = [before, after].filter((t) => t + offsetAt(t, timeZone) === wall);
   // None agrees in a gap: the offset before it places the time after the gap.
   return ok.length > 0 ? Math.min(...ok) : before;
@@ -170,7 +183,11 @@ export function freezeStatusAt(freezes: readonly Freeze[], now: number): FreezeS
     }
   }
   const finite = Number.isFinite(until) ? until : null;
-  return { frozen: true, testing: holding.every((a) => a.freeze.testing), until: finite, nextChangeAt: finite, holding: holding.map((a) => a.freeze) };
+  // What holds changes before the joined end too (one freeze ends, another starts: testing, the
+  // reasons): the queue decides again at the first such moment.
+  const changes = [...holding.flatMap((a) => a.intervals.filter(([s, e]) => s <= now && now < e).map(([, e]) => e)), ...all.map(([s]) => s).filter((s) => s > now && s < until)];
+  const next = Math.min(...changes.filter((t) => Number.isFinite(t)));
+  return { frozen: true, testing: holding.every((a) => a.freeze.testing), until: finite, nextChangeAt: Number.isFinite(next) ? next : finite, holding: holding.map((a) => a.freeze) };
 }
 
 /** "2026-12-01 09:00 UTC", or "someone unfreezes it": how a status and a page say when a freeze ends. */

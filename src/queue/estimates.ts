@@ -1,3 +1,4 @@
+import { freezeStatusAt } from "../domain/freezes.js";
 import { estimatesOf, type Estimate } from "../domain/engine/estimates.js";
 import type { Tx } from "../store/database.js";
 import { loadQueueState } from "../store/queue-state.js";
@@ -26,7 +27,9 @@ export async function lineWithPlaces(tx: Tx, queue: Queue): Promise<{ live: Queu
   let last: { at: number; placeOf: (prNumber: number) => PlaceRecord } | null = null;
   const placesAt = (now: Date) => {
     if (last?.at !== now.getTime()) {
-      const estimates = estimatesOf(loaded.engine, stats, now.getTime());
+      // The freeze as of the time asked (a scheduled one may have begun since the last decision).
+      const { holding: _holding, ...freeze } = freezeStatusAt(queue.freezes, now.getTime());
+      const estimates = estimatesOf({ ...loaded.engine, freeze }, stats, now.getTime());
       last = { at: now.getTime(), placeOf: (prNumber) => toPlaceRecord(estimates.get(prNumber), now) };
     }
     return last.placeOf;

@@ -77,15 +77,16 @@ function windowOf(input: FreezeInput, now: number): FreezeWindow {
   if (input.weekly) {
     if (input.from !== undefined || input.until !== undefined) throw invalidArgument(input.from !== undefined ? "from" : "until", "cannot be given with weekly (a weekly window has its own from and until)");
     const { timeZone, days, from, until } = input.weekly;
-    if (from === until) throw invalidArgument("weekly.until", "must differ from weekly.from (a window later than from ends the same day, an earlier one the next day)");
     return { kind: "weekly", timeZone, days: [...new Set(days)], from, until };
   }
   if (input.from !== undefined) {
+    if (!Number.isFinite(input.from.getTime())) throw invalidArgument("from", "must be a real date and time");
     if (input.until === undefined) throw invalidArgument("until", "is required with from (a one-off window has an end)");
     if (input.until.getTime() <= input.from.getTime()) throw invalidArgument("until", "must be after from");
     if (input.until.getTime() <= now) throw invalidArgument("until", "must be in the future");
     return { kind: "once", from: input.from.toISOString(), until: input.until.toISOString() };
   }
+  if (input.until !== undefined && !Number.isFinite(input.until.getTime())) throw invalidArgument("until", "must be a real date and time");
   if (input.until !== undefined && input.until.getTime() <= now) throw invalidArgument("until", "must be in the future");
   return { kind: "now", until: input.until?.toISOString() ?? null };
 }
@@ -101,7 +102,7 @@ async function recordFreezeAction(services: Services, tx: Tx, queue: Queue, repo
  */
 async function decideWithFreezes(services: Services, tx: Tx, queue: Queue, freezes: Freeze[], principal: Principal, repo: QueueAddress["repo"]): Promise<FreezeStatusRecord> {
   await writeQueueFreezes(tx, queue.id, freezes);
-  await applyEvent(services, tx, { ...queue, freezes }, { kind: "config_changed" }, causeOf(principal));
+  await applyEvent(services, tx, { ...queue, freezes }, { kind: "config_changed" }, causeOf(principal), { freezesChangedBy: causeOf(principal) });
   const after = await getQueue(tx, queue.id);
   await publishBlockedReasonChange(services, tx, after, repo);
   return toFreezeStatusRecord(after, freezeStatusAt(freezes, services.now().getTime()));

@@ -1,3 +1,4 @@
+import { freezeStatusAt } from "../domain/freezes.js";
 import { Gauge, Histogram, Registry } from "prom-client";
 import type { Principal } from "../auth/tokens.js";
 import { BLOCKED_REASON_CODES, type BlockedReasonCode } from "../domain/diagnoses.js";
@@ -103,7 +104,7 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   for (const q of data.queues) {
     const labels = labelsOf.get(q.id)!;
-    frozenGauge.set(labels, q.frozen ? 1 : 0);
+    frozenGauge.set(labels, freezeStatusAt(q.freezes, now.getTime()).frozen ? 1 : 0);
     for (const event of ["started", "ended"]) freezeChanges.set({ ...labels, event }, 0);
   }
   for (const row of data.freezeChanges) freezeChanges.inc({ ...labelsOf.get(row.queueId)!, event: row.kind === "freeze_started" ? "started" : "ended" }, row.count);

@@ -88,6 +88,7 @@ function prsNamedBy(event: EngineEvent, loaded: Loaded): Set<number> | "all" {
     case "merge_pr_left":
       return new Set([event.prNumber]);
     case "merge_failed":
+    case "merge_held":
     case "merge_refused":
     case "merge_landed":
       return new Set(event.prNumbers);
@@ -186,7 +187,15 @@ async function notificationsOfDecision(tx: Tx, queue: Queue, loaded: Loaded, dec
  * PR's timeline), effects. The API, the worker and webhooks all change a queue through here.
  * `cause`: who caused the event (defaultCause when not given).
  */
-export async function applyEvent(services: Services, tx: Tx, queue: Queue, event: EngineEvent, cause: Cause = defaultCause(services, event)): Promise<Decision> {
+export async function applyEvent(
+  services: Services,
+  tx: Tx,
+  queue: Queue,
+  event: EngineEvent,
+  cause: Cause = defaultCause(services, event),
+  /** Who changed the queue's freezes with this event (freezeQueue, unfreezeQueue): a freeze starting or ending now is theirs; else the schedule's (the engine). */
+  options: { freezesChangedBy?: Cause } = {},
+): Promise<Decision> {
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : [], { take: true });
   const now = services.now();
   // The freeze as of now (the engine's input); loaded.engine keeps the one last seen, which the PRs' statuses say.
@@ -199,7 +208,7 @@ export async function applyEvent(services: Services, tx: Tx, queue: Queue, event
   const thawedOrFroze = (queue.frozen === null) !== (frozen === null) || queue.frozen?.until !== frozen?.until;
   const changed = timeline.length > 0 || event.kind === "submitted" || thawedOrFroze || decision.effects.some((e) => e.kind !== "schedule_timer");
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
-  if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, event.kind === "config_changed" ? cause : { actor: ENGINE_ACTOR }, now);
+  if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, options.freezesChangedBy ?? { actor: ENGINE_ACTOR }, now);
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
   // Outbound webhooks: the decision's events, in its transaction.
   await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });

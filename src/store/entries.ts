@@ -317,3 +317,12 @@ export async function appendToTimelinesOf(tx: Tx, queueId: string, prNumbers: re
     if (entry && event) await appendTimelineEvent(tx, queueId, entry.id, event, newId);
   }
 }
+
+/** Which of these PRs of the queue were submitted as emergencies (they merge through a freeze). */
+export async function emergenciesAmong(tx: Tx, queueId: string, prNumbers: readonly number[]): Promise<Set<number>> {
+  if (prNumbers.length === 0) return new Set();
+  const sql = sqlOf(tx);
+  const [inPrs, param] = sql.anyOf(`"prNumber"`, prNumbers);
+  const rows = await sql.all<{ prNumber: number | string }>(`SELECT "prNumber" FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs} AND "emergencyReason" IS NOT NULL`, [queueId, param]);
+  return new Set(rows.map((r) => Number(r.prNumber)));
+}

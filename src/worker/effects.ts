@@ -1,3 +1,4 @@
+import { freezeStatusAt } from "../domain/freezes.js";
 import { runIdOf } from "../domain/engine/run-ids.js";
 import { exponentialBackoffMs } from "../domain/backoff.js";
 import type { OutboxEffect } from "../domain/engine/types.js";
@@ -13,7 +14,7 @@ import { lockQueueRow, queueForEffects, type QueueInRepository } from "../store/
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
 import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
-import { pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
+import { emergenciesAmong, pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueWritesOf, type QueueWrites } from "../store/queue-writes.js";
@@ -327,6 +328,15 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       // merges still to land are the queue's merged list, in order; this one must be next.
       const merged = queue.mergedPrs;
       if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return false;
+      // A merge decided before a freeze began waits for its end, unless its PRs are all emergencies
+      // (docs/freezes.md): held, its PRs stay tested green, and the engine merges them at the thaw.
+      if (freezeStatusAt(queue.freezes, services.now().getTime()).frozen) {
+        const emergencies = await db.read((tx) => emergenciesAmong(tx, queue.id, effect.prNumbers));
+        if (effect.prNumbers.some((pr) => !emergencies.has(pr))) {
+          await applyQueueEvent(services, queue.id, { kind: "merge_held", prNumbers: effect.prNumbers }, (tx) => completion.inTx(tx).then(() => true));
+          return true;
+        }
+      }
       let tested: { branch: string; sha: string } | null = null;
       if (effect.runId !== null) {
         const run = await db.read((tx) => runOf(tx, queue.id, effect.runId!));

@@ -34,6 +34,8 @@ describe("comment commands", () => {
     ['/greenline merge --hotfix "unclosed', 'unclosed quote `"`'],
     ["/greenline freeze", '`freeze` needs a reason: `/greenline freeze "release 4.2"`'],
     ["/greenline freeze x --until tomorrow", "`--until` must be a time with its offset, such as 2026-12-01T09:00Z, not `tomorrow`"],
+    ["/greenline freeze x --until 2026-13-45T00:00Z", "`--until` must be a time with its offset, such as 2026-12-01T09:00Z, not `2026-13-45T00:00Z`"],
+    ["/greenline freeze x --until 2026-02-30T00:00Z", "`--until` must be a time with its offset, such as 2026-12-01T09:00Z, not `2026-02-30T00:00Z`"],
     ["/greenline unfreeze now", "unexpected `now`"],
     ["/greenline unfreeze --no-testing", "`unfreeze` takes only `--branch`"],
     ["/greenline deploy", "unknown command `deploy`"],

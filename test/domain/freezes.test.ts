@@ -59,6 +59,27 @@ describe("freezes", () => {
     expect(intervalsOf(nightly, at("2026-12-02T00:00:00Z"), at("2026-12-04T00:00:00Z"))).toHaveLength(2);
   });
 
+  it("wakes the queue when what holds changes inside joined freezes: testing resumes when the freeze holding it ends", () => {
+    const holdsTesting = freeze({ kind: "once", from: "2026-12-01T00:00:00Z", until: "2026-12-01T12:00:00Z" }, { testing: false });
+    const allowsTesting = freeze({ kind: "once", from: "2026-12-01T11:00:00Z", until: "2026-12-01T14:00:00Z" });
+    expect(freezeStatusAt([holdsTesting, allowsTesting], at("2026-12-01T10:00:00Z"))).toMatchObject({ frozen: true, testing: false, until: at("2026-12-01T14:00:00Z"), nextChangeAt: at("2026-12-01T11:00:00Z") });
+    expect(freezeStatusAt([holdsTesting, allowsTesting], at("2026-12-01T11:00:00Z"))).toMatchObject({ testing: false, nextChangeAt: at("2026-12-01T12:00:00Z") });
+    expect(freezeStatusAt([holdsTesting, allowsTesting], at("2026-12-01T12:00:00Z"))).toMatchObject({ frozen: true, testing: true, nextChangeAt: at("2026-12-01T14:00:00Z") });
+  });
+
+  it("a weekly window from a time to the same time is the whole day", () => {
+    const sundays = freeze({ kind: "weekly", timeZone: "UTC", days: ["sun"], from: "00:00", until: "00:00" });
+    expect(freezeStatusAt([sundays], at("2026-11-22T23:59:00Z"))).toMatchObject({ frozen: true, until: at("2026-11-23T00:00:00Z") });
+  });
+
+  it("a wall time is found in zones far from UTC too", () => {
+    // Auckland springs forward 2026-09-27 02:00 → 03:00 (NZST +12 → NZDT +13): 02:30 happens at 03:30 NZDT = 14:30 UTC the day before.
+    expect(instantOfWall(Date.UTC(2026, 8, 27, 2, 30), "Pacific/Auckland")).toBe(at("2026-09-26T14:30:00Z"));
+    // It falls back 2026-04-05 03:00 → 02:00: the first 02:30 is NZDT (+13), 13:30 UTC the day before.
+    expect(instantOfWall(Date.UTC(2026, 3, 5, 2, 30), "Pacific/Auckland")).toBe(at("2026-04-04T13:30:00Z"));
+    expect(instantOfWall(Date.UTC(2026, 0, 1, 0, 0), "Pacific/Kiritimati")).toBe(at("2025-12-31T10:00:00Z"));
+  });
+
   it("knows which time zones exist", () => {
     expect(isTimeZone("Europe/Berlin")).toBe(true);
     expect(isTimeZone("UTC")).toBe(true);

@@ -96,6 +96,27 @@ describe.each(BACKENDS)("merge freezes on GitHub, $name", (backend) => {
     ]);
   });
 
+  test("a merge decided just before a freeze is held by it, and carried out at the thaw without testing again", async () => {
+    const name = "held";
+    await api.ok("createQueue", { ...github.queue(name), requiredStatuses: ["ci/test"], mergeMethod: "squash" });
+    gh.openPr(full(name), { number: 1, files: { "src/1.ts": "1" } });
+    await api.ok("submitPullRequest", github.pr(name, 1));
+    await server.greenline.worker.drain();
+    clock.advance(10 * 60_000);
+    // CI reports: the queue decides the merge, and the worker has not carried it out yet.
+    await github.ciPasses(name);
+    expect((await api.ok("getSubmittedPullRequest", github.pr(name, 1))).stateReason).toBe("merging");
+    await api.ok("freezeQueue", { ...github.queue(name), reason: "incident" });
+    await server.greenline.worker.drain();
+    expect(gh.pr(full(name), 1)!.merged).toBe(false);
+    expect(await api.ok("getSubmittedPullRequest", github.pr(name, 1))).toMatchObject({ state: "tests_passed", stateReason: "tests_passed" });
+    const runsBefore = (await api.ok("getMergeQueueTestingDetails", github.pr(name, 1))).testRunId;
+    await api.ok("unfreezeQueue", github.queue(name));
+    await server.greenline.worker.drain();
+    expect(gh.pr(full(name), 1)!.merged).toBe(true);
+    expect((await api.ok("getMergeQueueTestingDetails", github.pr(name, 1))).testRunId).toBe(runsBefore);
+  });
+
   test("a reader cannot freeze; a freeze's end on its own clock thaws the queue and updates the statuses", async () => {
     const name = "timed";
     gh.grant(full(name), "viewer", "triage");

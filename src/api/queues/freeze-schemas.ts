@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isTimeZone, WALL_TIME, WEEKDAYS } from "../../domain/freezes.js";
+import { INSTANT, isRealInstant, isTimeZone, WALL_TIME, WEEKDAYS } from "../../domain/freezes.js";
 import { caseInsensitiveEnum, storableText, TRIMMED } from "../shared/schemas.js";
 import { ZActor, ZFreezeStatus, ZQueueAddress } from "./queue-schemas.js";
 
@@ -17,8 +17,8 @@ export const ZFreezeReason = z
 const ZInstant = z
   .string()
   .max(40)
-  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/, { message: "must be an ISO 8601 time with its offset, such as 2026-12-24T18:00Z", abort: true })
-  .refine((s) => Number.isFinite(Date.parse(s)), "must be a real date and time")
+  .regex(INSTANT, { message: "must be an ISO 8601 time with its offset, such as 2026-12-24T18:00Z", abort: true })
+  .refine(isRealInstant, "must be a real date and time (no 30 February, no hour 24)")
   .transform((s) => new Date(s));
 
 const ZWallTime = z.string().regex(WALL_TIME, "must be a 24-hour time HH:MM");

@@ -170,6 +170,14 @@ function applyEvent(ctx: Context, event: EngineEvent): void {
       voidUnlandedMerges(ctx, event.headSha);
       return;
     }
+    case "merge_held": {
+      // Only the next merges can be held: anything else is a late answer to a void merge.
+      if (event.prNumbers.length === 0 || !sameList(q.merged.slice(0, event.prNumbers.length), event.prNumbers)) return;
+      const held = q.merged.flatMap((prNumber) => entryOf(q, prNumber) ?? []);
+      q.merged = [];
+      for (const entry of held) if (entry.state === "tests_passed") move(ctx, entry, "tests_passed", "tests_passed");
+      return;
+    }
     case "merge_refused": {
       // Only the next merges can be refused: anything else is a late answer to a void merge.
       const n = event.prNumbers.length;
@@ -569,7 +577,7 @@ function startRuns(ctx: Context): void {
       // A direct merge takes the PR out of the line: decide the rest on the line without it.
       if (mergeDirectly(ctx, line, entry)) return;
       const spread = capacity.adaptive && kind === "main" ? Math.ceil(waitingMain / Math.max(1, Math.min(mainSlots, budgetLeft))) : undefined;
-      const group = groupFrom(line, i, capacity.largestBatch, spread);
+      const group = groupFrom(q, line, i, capacity.largestBatch, spread);
       if (kind === "main" && capacity.smallestBatch > 1 && !entry.noBatch && !skipsTheLine(entry.priority) && group.length < capacity.smallestBatch) {
         const deadline = Math.min(...group.map((e) => e.stateChangedAt)) + capacity.batchWaitMinutes * MINUTE;
         // Wait to fill the batch; the main PRs behind would only join it.
@@ -632,7 +640,7 @@ function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
  * urgent PR is tested alone and at once (no batch to fill): a batch would make its landing wait
  * on the others' luck, and a failed batch on its bisection.
  */
-function groupFrom(line: Line, i: number, largestBatch: number, spread?: number): EngineEntry[] {
+function groupFrom(q: EngineQueue, line: Line, i: number, largestBatch: number, spread?: number): EngineEntry[] {
   const first = line.entries[i]!;
   const alone = first.noBatch || skipsTheLine(first.priority);
   const limit = first.bisectionGroupLimit ?? (alone ? 1 : Math.max(1, Math.min(largestBatch, spread ?? largestBatch)));
@@ -640,7 +648,16 @@ function groupFrom(line: Line, i: number, largestBatch: number, spread?: number)
   const members = new Set([first.prNumber]);
   for (let j = i + 1; j < line.entries.length && group.length < limit; j++) {
     const next = line.entries[j]!;
-    const fits = next.state === "pending" && !next.noBatch && !skipsTheLine(next.priority) && (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) && line.depsInFlight(next.prNumber, members);
+    // An emergency is tested only with emergencies (a group merges whole, and only emergencies
+    // merge through a freeze), and nothing joins a group that a freeze holds back from testing.
+    const fits =
+      next.state === "pending" &&
+      !next.noBatch &&
+      !skipsTheLine(next.priority) &&
+      (next.bisectionGroupLimit === null) === (first.bisectionGroupLimit === null) &&
+      (next.emergency === true) === (first.emergency === true) &&
+      mayStartNow(q, next) &&
+      line.depsInFlight(next.prNumber, members);
     if (!fits) break;
     group.push(next);
     members.add(next.prNumber);

@@ -139,6 +139,12 @@ export type EngineEvent =
   /** The code host refused a merge the engine decided (the target moved meanwhile). */
   | { kind: "merge_failed"; prNumbers: number[]; headSha: string }
   /**
+   * A merge decided before a merge freeze began is not carried out (its PRs are no emergencies):
+   * it and the merges decided after it are void, and their PRs wait, tests passed, for the
+   * freeze to end (the passing runs merge them then, untested again).
+   */
+  | { kind: "merge_held"; prNumbers: number[] }
+  /**
    * The code host will not merge these PRs (the first ones of `merged` not landed), for a
    * reason of its own (branch protection, rulesets, reviews, merge method…): they fail with
    * reason merge_refused and the host's `message`; the merges decided after them are void
