@@ -109,9 +109,10 @@ export async function listTokens(db: Database, slug: string): Promise<tokenStore
 /** Revokes a token by id; false when no such token exists. */
 export async function revokeToken(db: Database, id: string, now: Date, auditAs?: string): Promise<boolean> {
   return db.transaction(async (tx) => {
-    const found = await tokenStore.revokeTokenById(tx, id, now);
-    const owner = found && auditAs !== undefined ? await tokenStore.tokenOwnerOf(tx, id) : null;
+    const outcome = await tokenStore.revokeTokenNow(tx, id, now);
+    // Recorded when it was revoked now (revoking it again changes nothing, and records nothing).
+    const owner = outcome === "revoked" && auditAs !== undefined ? await tokenStore.tokenOwnerOf(tx, id) : null;
     if (owner) await recordCliAudit(tx, owner.organizationId, auditAs!, "token.revoked", { tokenId: id, name: owner.name }, now, randomUUID);
-    return found;
+    return outcome !== "missing";
   });
 }

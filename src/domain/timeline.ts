@@ -228,6 +228,7 @@ export const OPERATOR_EVENT_KINDS = [
   "freeze_started",
   "freeze_ended",
   "emergency_submission",
+  "emergency_ended",
 ] as const;
 export type OperatorEventKind = (typeof OPERATOR_EVENT_KINDS)[number];
 

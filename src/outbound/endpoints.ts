@@ -119,6 +119,9 @@ async function ownEndpoint(services: Services, principal: Principal, id: string)
 export type CreateEndpointInput = { url: string; events: string[]; description?: string; secret?: string };
 
 /** Creates an endpoint; answers it with its signing secret (shown this once). */
+/** An endpoint's address as the audit log keeps it: scheme and host only (a path may hold a secret: Slack's, Teams'). */
+const originOf = (url: string) => new URL(url).origin;
+
 export async function createWebhookEndpoint(services: Services, principal: Principal, input: CreateEndpointInput): Promise<{ endpoint: WebhookEndpointRecord; secret: string }> {
   const settings = settingsOf(services);
   const url = checkEndpointUrl(input.url, settings);
@@ -140,7 +143,7 @@ export async function createWebhookEndpoint(services: Services, principal: Princ
       updatedAt: now,
     });
     // The audit log names the endpoint and its events, never its secret.
-    await recordAudit(services, tx, principal, { action: "webhook_endpoint.created", details: { endpointId: created.id, url, events: [...new Set(input.events)] } });
+    await recordAudit(services, tx, principal, { action: "webhook_endpoint.created", details: { endpointId: created.id, origin: originOf(url), events: [...new Set(input.events)] } });
     return created;
   });
   return { endpoint: toRecord(row, now), secret };
@@ -179,7 +182,13 @@ export async function updateWebhookEndpoint(services: Services, principal: Princ
     const changed = Object.keys(changes).filter((k) => k !== "secret" && k !== "previousSecret" && k !== "previousSecretExpiresAt");
     await recordAudit(services, tx, principal, {
       action: "webhook_endpoint.updated",
-      details: { endpointId: existing.id, changed, ...(url !== undefined ? { url } : {}), ...(input.events !== undefined ? { events: input.events } : {}), ...(secret !== undefined ? { secretRotated: true } : {}) },
+      details: {
+        endpointId: existing.id,
+        changed,
+        ...(url !== undefined ? { origin: originOf(url) } : {}),
+        ...(input.events !== undefined ? { events: input.events } : {}),
+        ...(secret !== undefined ? { secretRotated: true } : {}),
+      },
     });
     return updated;
   });
@@ -229,7 +238,9 @@ export async function redeliverWebhook(services: Services, principal: Principal,
   const row = await services.db.transaction(async (tx) => {
     const message = await store.findMessage(tx, endpoint.id, input.deliveryId);
     if (!message) throw notFound(`no delivery ${input.deliveryId} of webhook endpoint ${endpoint.id}`);
-    return store.redeliverMessage(tx, message, { now: services.now(), newId: services.newId });
+    const redelivered = await store.redeliverMessage(tx, message, { now: services.now(), newId: services.newId });
+    await recordAudit(services, tx, principal, { action: "webhook.redelivered", details: { endpointId: endpoint.id, deliveryId: input.deliveryId } });
+    return redelivered;
   });
   return { delivery: toDelivery(row) };
 }

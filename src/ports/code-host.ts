@@ -92,6 +92,12 @@ export type MergeRequest = {
    */
   exactTree: boolean;
   method: "merge_commit" | "squash" | "rebase";
+  /**
+   * Merge each PR through the code host's pull request merge, never by moving the target to the
+   * tested commit: the host's branch rules then check each PR's own head (the queue's
+   * pullRequestChecks rely on that).
+   */
+  throughPullRequests?: boolean;
 };
 
 /** PRs of a merge request that did land (the first ones, in order), and the target head after the last of them. */

@@ -15,6 +15,7 @@ import { applyEvent, applyQueueEvent } from "./queue-events.js";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import { timelineEventOf } from "../domain/timeline.js";
 import { causeOf, recordOperatorEvent } from "./causes.js";
+import { recordAudit } from "../app/audit.js";
 import { submitterOf, timelineOf } from "../store/timeline.js";
 import type { CancelReason } from "../domain/engine/types.js";
 import { AppError, failedPrecondition, invalidArgument, notFound } from "../app/errors.js";
@@ -122,6 +123,26 @@ export async function submitPullRequest(services: Services, principal: Principal
     const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
     // An urgent submission jumps the line (and restarts what it displaces): an operator action.
     const target = { queueId: queue.id, repo: input.repo, branch: queue.branch };
+    const inPlay = existing && !isTerminal(existing.state) ? existing : null;
+    // Submitting an emergency again without its reason ends it: an admin's to do, and recorded.
+    if (inPlay?.emergencyReason && emergencyReason === null) {
+      if (!mayDeclareEmergency(principal)) {
+        throw new AppError(
+          "permission_denied",
+          `pull request #${pr.number} is an emergency merge (${inPlay.emergencyReason}): only an API token with role "admin" (or, by comment, a repository admin or maintainer) may end that by submitting it again`,
+        );
+      }
+      await recordOperatorEvent(services, tx, principal, target, "emergency_ended", { prNumber: pr.number, was: inPlay.emergencyReason });
+    }
+    // A queued PR's priority changed by resubmission (the dashboard's "Set priority", say): recorded.
+    if (inPlay && inPlay.priorityName !== priority.name && emergencyReason === null && priority.value !== PRIORITY_NAMES.urgent) {
+      await recordAudit(services, tx, principal, {
+        action: "pull_request.priority_changed",
+        repository: repositoryKey(input.repo),
+        branch: queue.branch,
+        details: { prNumber: pr.number, from: inPlay.priorityName, to: priority.name },
+      });
+    }
     if (emergencyReason !== null && (existing?.emergencyReason ?? null) !== emergencyReason) {
       await recordOperatorEvent(services, tx, principal, target, "emergency_submission", { prNumber: pr.number, reason: emergencyReason }, emergencyReason);
     } else if (emergencyReason === null && priority.value === PRIORITY_NAMES.urgent && existing?.priorityValue !== PRIORITY_NAMES.urgent) {
@@ -182,6 +203,7 @@ export async function restartTestsOnPullRequest(services: Services, principal: P
     if (state === "not_ready") return { restarted: false, why: `#${entry.prNumber} has not started testing yet: it waits until it is ready (approvals, checks), so there was nothing to restart.` };
     if (state === "pending") return { restarted: false, why: `#${entry.prNumber} has not started testing yet: it waits for its turn in line, so there was nothing to restart.` };
     await applyEvent(services, tx, queue, { kind: "restart_requested", prNumber: entry.prNumber }, causeOf(principal));
+    await recordAudit(services, tx, principal, { action: "pull_request.restarted", repository: repositoryKey(address.repo), branch: queue.branch, details: { prNumber: entry.prNumber, was: state } });
     return { restarted: true };
   });
 }

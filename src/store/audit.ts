@@ -51,25 +51,30 @@ function toRecord(row: AuditRow): AuditRecord {
 
 export type AuditFilter = { action?: string; repository?: string };
 
-/** The sequence numbers of the organization's entries matching `filter`, oldest first (the pager's keys). */
-export async function auditSeqs(tx: Tx, organizationId: string, filter: AuditFilter): Promise<number[]> {
-  const rows = await tx.auditEntry.findMany({
-    where: { organizationId, ...(filter.action ? { action: filter.action } : {}), ...(filter.repository ? { repository: filter.repository } : {}) },
-    select: { seq: true },
-    orderBy: { seq: "asc" },
-  });
-  return rows.map((r) => r.seq);
+const whereOf = (organizationId: string, filter: AuditFilter) => ({ organizationId, ...(filter.action ? { action: filter.action } : {}), ...(filter.repository ? { repository: filter.repository } : {}) });
+
+/** How many of the organization's entries match `filter` (one indexed count). */
+export function countAuditEntries(tx: Tx, organizationId: string, filter: AuditFilter): Promise<number> {
+  return tx.auditEntry.count({ where: whereOf(organizationId, filter) });
 }
 
-/** The entries of these sequence numbers (of the organization), in the order given. */
-export async function auditEntriesBySeq(tx: Tx, organizationId: string, seqs: readonly number[]): Promise<AuditRecord[]> {
-  if (seqs.length === 0) return [];
-  const rows = await tx.auditEntry.findMany({ where: { organizationId, seq: { in: [...seqs] } } });
-  const bySeq = new Map(rows.map((r) => [r.seq, r]));
-  return seqs.flatMap((s) => {
-    const row = bySeq.get(s);
-    return row ? [toRecord(row)] : [];
-  });
+/**
+ * One page of the organization's entries matching `filter`, newest first, cut by sequence
+ * (keyset): before `before` (older), after `after` (newer), or the oldest `take` (`oldest`).
+ * Reads only the page's rows.
+ */
+export async function auditEntriesPage(tx: Tx, organizationId: string, filter: AuditFilter, cut: { before?: number; after?: number; oldest?: boolean }, take: number): Promise<(AuditRecord & { seq: number })[]> {
+  const where = { ...whereOf(organizationId, filter), ...(cut.before !== undefined ? { seq: { lt: cut.before } } : cut.after !== undefined ? { seq: { gt: cut.after } } : {}) };
+  const ascending = cut.after !== undefined || cut.oldest === true;
+  const rows = await tx.auditEntry.findMany({ where, orderBy: { seq: ascending ? "asc" : "desc" }, take });
+  const newestFirst = ascending ? rows.reverse() : rows;
+  return newestFirst.map((row) => ({ ...toRecord(row), seq: row.seq }));
+}
+
+/** Whether the organization has an entry matching `filter` older (`before`) or newer (`after`) than a sequence number. */
+export async function hasAuditEntry(tx: Tx, organizationId: string, filter: AuditFilter, cut: { before: number } | { after: number }): Promise<boolean> {
+  const seq = "before" in cut ? { lt: cut.before } : { gt: cut.after };
+  return (await tx.auditEntry.findFirst({ where: { ...whereOf(organizationId, filter), seq }, select: { seq: true } })) !== null;
 }
 
 /** Entries recorded before `before` (retention), at most `limit` a statement. */

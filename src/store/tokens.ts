@@ -82,9 +82,14 @@ export async function tokensOf(tx: Tx, slug: string): Promise<TokenSummary[]> {
 
 /** Revokes the token `id` if it is not already; answers whether such a token exists. */
 export async function revokeTokenById(tx: Tx, id: string, at: Date): Promise<boolean> {
+  return (await revokeTokenNow(tx, id, at)) !== "missing";
+}
+
+/** Revokes the token `id`: "revoked" now, "already" revoked before, or "missing". */
+export async function revokeTokenNow(tx: Tx, id: string, at: Date): Promise<"revoked" | "already" | "missing"> {
   const result = await tx.apiToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: at } });
-  if (result.count > 0) return true;
-  return (await tx.apiToken.count({ where: { id } })) > 0;
+  if (result.count > 0) return "revoked";
+  return (await tx.apiToken.count({ where: { id } })) > 0 ? "already" : "missing";
 }
 
 /** The organization and name of the token `id`, or null. */

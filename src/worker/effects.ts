@@ -330,9 +330,12 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       if (!effect.prNumbers.every((pr, i) => merged[i] === pr)) return false;
       // A merge decided before a freeze began waits for its end, unless its PRs are all emergencies
       // (docs/freezes.md): held, its PRs stay tested green, and the engine merges them at the thaw.
+      // A retry of a merge that already landed part of itself (a crash, a lost answer) is finished
+      // instead: the target is not where the queue left it.
       if (freezeStatusAt(queue.freezes, services.now().getTime()).frozen) {
         const emergencies = await db.read((tx) => emergenciesAmong(tx, queue.id, effect.prNumbers));
-        if (effect.prNumbers.some((pr) => !emergencies.has(pr))) {
+        const untouched = async () => (await codeHost.getBranchHead(repo, queue.branch)) === (queue.targetHead ?? queue.baseSha);
+        if (effect.prNumbers.some((pr) => !emergencies.has(pr)) && (await untouched())) {
           await applyQueueEvent(services, queue.id, { kind: "merge_held", prNumbers: effect.prNumbers }, (tx) => completion.inTx(tx).then(() => true));
           return true;
         }
@@ -354,6 +357,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         tested,
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
+        // Checks taken from each PR's head are checked there by GitHub's rules when the PR merges.
+        ...(queue.pullRequestChecks.length > 0 ? { throughPullRequests: true } : {}),
       });
       // PRs become merged only here, as the code host confirms them; refused ones fail or are
       // cancelled with the host's words, and the merges decided after them go back in line.

@@ -56,12 +56,15 @@ describe.each(BACKENDS)("the audit log on $name", (backend) => {
   });
 
   test("webhook endpoints, flaky settings and tokens are recorded; a secret never is", async () => {
-    const created = await server.api.ok("webhooks/create-endpoint", { url: "https://hooks.example/audit", events: ["audit.entry"], secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" });
+    // A path may hold a secret (Slack's, Teams'): only the endpoint's origin is recorded.
+    const created = await server.api.ok("webhooks/create-endpoint", { url: "https://hooks.example/services/T000/B000/XXXXsecretpath", events: ["audit.entry"], secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" });
     const rotated = await server.api.ok("webhooks/update-endpoint", { id: created.endpoint.id, rotateSecret: true, description: "rotated" });
     await server.api.ok("webhooks/delete-endpoint", { id: created.endpoint.id });
     await server.api.ok("flaky-tests/upload", { repo: queueOf("flaky").repo, org_url_slug: "acme", commit_sha: "abcdef0", branch: "main", junit_xml: ["<testsuite><testcase name='t' classname='c'/></testsuite>"] });
     await server.api.ok("flaky-tests/update-settings", { repo: queueOf("flaky").repo, org_url_slug: "acme", settings: { minSamples: 7 } });
     const made = await createToken(server.greenline.services.db, "acme", "ci", "write", "token create");
+    await revokeToken(server.greenline.services.db, made.id, new Date(), "token revoke");
+    // Revoking it again changes nothing, and records nothing.
     await revokeToken(server.greenline.services.db, made.id, new Date(), "token revoke");
 
     const { entries } = await log();
@@ -79,6 +82,8 @@ describe.each(BACKENDS)("the audit log on $name", (backend) => {
     expect(entries[2]!.details).toMatchObject({ changes: { minSamples: 7 } });
     const text = JSON.stringify(entries);
     expect(text).not.toContain("whsec_");
+    expect(text).not.toContain("secretpath");
+    expect(entries[5]!.details).toMatchObject({ origin: "https://hooks.example" });
     expect(text).not.toContain(rotated.secret);
     expect(text).not.toContain(made.token);
   });
@@ -97,12 +102,41 @@ describe.each(BACKENDS)("the audit log on $name", (backend) => {
       if (!token) break;
     }
     expect(seen).toEqual([6, 5, 4, 3, 2].map((to) => JSON.stringify({ concurrency: { from: to - 1, to } })));
-    // A token of one filter is refused for another (400 naming it), and a made-up one too.
+    // The last page (the oldest entry, 5 = 2 + 2 + 1), and back from it to newer ones.
     const first = await log({ ...filter, page_query: { page_size: 2, page_token: "" } });
+    const last = await log({ ...filter, page_query: { page_size: 2, page_token: first.page.last_page_token } });
+    expect(last.entries.map((e) => JSON.stringify(e.details.changes))).toEqual([JSON.stringify({ concurrency: { from: 1, to: 2 } })]);
+    const back = await log({ ...filter, page_query: { page_size: 2, page_token: (last.page as unknown as { prev_page_token: string }).prev_page_token } });
+    expect(back.entries.map((e) => JSON.stringify(e.details.changes))).toEqual([4, 3].map((to) => JSON.stringify({ concurrency: { from: to - 1, to } })));
+    // A token of one filter is refused for another (400 naming it), and a made-up one too.
     const other = await server.api.call("getAuditLog", { page_query: { page_size: 2, page_token: first.page.next_page_token } });
     expect([other.status, other.body.error.details[0].path]).toEqual([400, "page_query.page_token"]);
     expect((await server.api.call("getAuditLog", { page_query: { page_size: 2, page_token: "nonsense" } })).status).toBe(400);
     expect((await server.api.call("getAuditLog", { action: "queue.exploded" })).status).toBe(400);
+  });
+
+  test("priority changes and restarts are recorded; only an admin may end an emergency, and that is recorded", async () => {
+    const repo = queueOf("changes").repo;
+    await server.api.ok("createQueue", queueOf("changes"));
+    await server.api.ok("submitPullRequest", { ...prOf(1, "changes"), priority: "high" });
+    await server.api.ok("submitPullRequest", { ...prOf(1, "changes"), priority: "low" });
+    await server.greenline.worker.drain();
+    await server.api.ok("restartTestsOnPullRequest", prOf(1, "changes"));
+    await admin.ok("submitPullRequest", { ...prOf(2, "changes"), emergencyReason: "outage" });
+    // A write token resubmitting it would end the emergency: refused, nothing changes.
+    const refused = await server.api.call("submitPullRequest", prOf(2, "changes"));
+    expect([refused.status, refused.body.error.message]).toEqual([403, expect.stringContaining("is an emergency merge (outage)")]);
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(2, "changes"))).toMatchObject({ priorityName: "emergency" });
+    await admin.ok("submitPullRequest", { ...prOf(2, "changes"), priority: "medium" });
+    const { entries } = await log({ repo });
+    expect(entries.map((e) => [e.action, e.details.prNumber, e.details.from ?? e.details.was ?? null, e.details.to ?? null])).toEqual([
+      ["pull_request.priority_changed", 2, "emergency", "medium"],
+      ["pull_request.emergency_ended", 2, "outage", null],
+      ["pull_request.emergency", 2, null, null],
+      ["pull_request.restarted", 1, "testing", null],
+      ["pull_request.priority_changed", 1, "high", "low"],
+      ["queue.created", undefined, null, null],
+    ]);
   });
 
   test("another organization sees none of it, and a read token may read its own", async () => {

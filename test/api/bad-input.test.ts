@@ -19,6 +19,7 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   freezeQueue: { ...queueOf(), reason: "release", from: "2099-01-01T00:00:00Z", until: "2099-01-02T00:00:00Z", testing: false },
   unfreezeQueue: { ...queueOf(), freezeId: "0190b8a4-0000-7000-8000-000000000000" },
   listQueueFreezes: queueOf(),
+  getAuditLog: { page_query: { page_size: 10, page_token: "" }, action: "queue.paused", repo: queueOf().repo },
   createQueue: { ...queueOf("web", "release"), concurrency: 2, mode: "single" },
   deleteQueue: queueOf(),
   getQueue: queueOf(),
@@ -152,6 +153,8 @@ const OPTIONAL = new Set([
   "from",
   "testing",
   "freezeId",
+  "action",
+  "repo",
 ]);
 
 function brokenBody(operation: string): fc.Arbitrary<unknown> {

@@ -47,6 +47,7 @@ describe.each(BACKENDS)("queues on $name", (backend) => {
       flakyRetries: 1,
       ciBudget: 0,
       tuning: "fixed",
+      pullRequestChecks: [],
     });
     const fetched = await server.api.ok("getQueue", queueOf("defaults"));
     // getQueue answers the record without the creation's preflight.

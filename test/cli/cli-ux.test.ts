@@ -111,7 +111,7 @@ describe("greenline's help, version and usage errors", () => {
     const missing = await greenline(["token", "create"]);
     expect(missing.code).toBe(2);
     expect(missing.stdout).toBe("");
-    expect(missing.stderr).toBe("greenline: --org is required\nUsage: greenline token create --org <slug> [--name <label>] [--role write|read]\nRun 'greenline help token create' for its options.\n");
+    expect(missing.stderr).toBe("greenline: --org is required\nUsage: greenline token create --org <slug> [--name <label>] [--role write|admin|read]\nRun 'greenline help token create' for its options.\n");
 
     const unknownOption = await greenline(["test", "upload", "--frobnicate"]);
     expect(unknownOption.code).toBe(2);

@@ -74,7 +74,7 @@ describe.each(BACKENDS)("greenline CLI on $name", (backend) => {
 
   test("mistakes are reported with usage and exit code 2", async () => {
     expect((await greenline(server.databaseUrl, "token", "create")).code).toBe(2);
-    expect((await greenline(server.databaseUrl, "token", "create", "--org", "acme", "--role", "admin")).code).toBe(2);
+    expect((await greenline(server.databaseUrl, "token", "create", "--org", "acme", "--role", "owner")).code).toBe(2);
     expect((await greenline(server.databaseUrl, "token", "create", "--org", "bad slug!")).code).toBe(2);
     expect((await greenline(server.databaseUrl, "frobnicate")).code).toBe(2);
     const missing = await greenline(server.databaseUrl, "token", "revoke", "no-such-id");

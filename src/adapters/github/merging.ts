@@ -69,7 +69,7 @@ export class GitHubMerging {
     const params = { owner: repo.owner, repo: repo.name };
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
     let headRead: string | null = null;
-    if (request.method === "merge_commit" && request.exactTree && request.tested && !this.#pushRefused.has(target)) {
+    if (request.method === "merge_commit" && request.exactTree && request.tested && !request.throughPullRequests && !this.#pushRefused.has(target)) {
       // The tested commit itself lands when it was built on the target's very head commit (a
       // run further down a chain was built on an equal tree, but other commits): fast-forward.
       // The target is not read first: the push is made only if the target is still where the

@@ -171,6 +171,15 @@ export function checkQueueSetup(input: {
     );
   }
   for (const w of workflows) if (w.error) warnings.push(`${w.path} could not be read: ${w.error}.`);
-  const ok = input.required.source !== "unknown" && checks.every((c) => SATISFIED_VERDICTS.has(c.verdict)) && (input.required.contexts.length > 0 || jobs.some(({ job }) => job.verdict === "runs"));
+  // What testing commits must report: the required checks not taken from the PRs' heads.
+  const onTestingCommits = input.required.contexts.filter((c) => !fromHead.has(c));
+  if (onTestingCommits.length === 0 && input.required.contexts.length > 0) {
+    warnings.push(
+      jobs.some(({ job }) => job.verdict === "runs")
+        ? "Every required check is taken from the pull requests' heads (pullRequestChecks): a run passes when every check that reported on its testing commit is green."
+        : "Every required check is taken from the pull requests' heads (pullRequestChecks) and no workflow job runs on testing commits: no run would ever pass. Add a `push` trigger for `greenline/**` to your CI, or require a check CI reports.",
+    );
+  }
+  const ok = input.required.source !== "unknown" && checks.every((c) => SATISFIED_VERDICTS.has(c.verdict)) && (onTestingCommits.length > 0 || jobs.some(({ job }) => job.verdict === "runs"));
   return { mode: input.context.mode, requiredSource: input.required.source, ok, checks, warnings, workflows };
 }

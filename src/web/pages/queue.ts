@@ -82,7 +82,19 @@ function prActions(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord): 
   return html`<div class="pr-actions">
 ${actionButton(viewer, address, "cancel", "Cancel", `Remove #${pr.prNumber} from the queue?`, prField)}
 ${actionButton(viewer, address, "restart", "Restart", `Restart the tests of #${pr.prNumber}?`, prField)}
-${actionButton(viewer, address, "priority", "Set priority", `Change the priority of #${pr.prNumber}?`, html`${prField}<label class="sr-only" for="${id}">Priority of #${pr.prNumber}</label><select id="${id}" name="priority">${choices}</select>`)}
+${
+  // An emergency's priority is an admin's to change (through the API or a comment): not offered here.
+  pr.priorityName === "emergency"
+    ? html`<span class="badge" title="an emergency merge: it goes first and merges through freezes">emergency</span>`
+    : actionButton(
+        viewer,
+        address,
+        "priority",
+        "Set priority",
+        `Change the priority of #${pr.prNumber}?`,
+        html`${prField}<label class="sr-only" for="${id}">Priority of #${pr.prNumber}</label><select id="${id}" name="priority">${choices}</select>`,
+      )
+}
 </div>`;
 }
 
