@@ -18,7 +18,8 @@ describe.each(BACKENDS)("the audit log on $name", (backend) => {
   });
   afterAll(() => server?.close());
 
-  const log = async (body: object = {}, client: ApiClient = server.api) => (await client.ok("getAuditLog", body)) as { entries: Entry[]; page: { next_page_token: string; total_rows: number } };
+  const log = async (body: object = {}, client: ApiClient = server.api) =>
+    (await client.ok("getAuditLog", body)) as { entries: Entry[]; page: { next_page_token: string; prev_page_token: string; last_page_token: string; total_rows: number } };
 
   test("every operator action is recorded with who, when, what, why and the way in, newest first", async () => {
     const repo = queueOf("audited").repo;
@@ -106,7 +107,7 @@ describe.each(BACKENDS)("the audit log on $name", (backend) => {
     const first = await log({ ...filter, page_query: { page_size: 2, page_token: "" } });
     const last = await log({ ...filter, page_query: { page_size: 2, page_token: first.page.last_page_token } });
     expect(last.entries.map((e) => JSON.stringify(e.details.changes))).toEqual([JSON.stringify({ concurrency: { from: 1, to: 2 } })]);
-    const back = await log({ ...filter, page_query: { page_size: 2, page_token: (last.page as unknown as { prev_page_token: string }).prev_page_token } });
+    const back = await log({ ...filter, page_query: { page_size: 2, page_token: last.page.prev_page_token } });
     expect(back.entries.map((e) => JSON.stringify(e.details.changes))).toEqual([4, 3].map((to) => JSON.stringify({ concurrency: { from: to - 1, to } })));
     // A token of one filter is refused for another (400 naming it), and a made-up one too.
     const other = await server.api.call("getAuditLog", { page_query: { page_size: 2, page_token: first.page.next_page_token } });
