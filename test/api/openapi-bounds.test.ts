@@ -34,6 +34,7 @@ const RULES_BEYOND_SHAPE: Record<string, string> = {
   "listFailingTests page_query.page_token": "a page token this server issued",
   "listQuarantinedTests page_query.page_token": "a page token this server issued",
   "listUnhealthyTests page_query.page_token": "a page token this server issued",
+  "getAuditLog page_query.page_token": "a page token this server issued",
   "listPullRequests cursor": "an earlier answer's nextCursor",
   "getMergeQueueTestingDetails testRunId": "an earlier answer's testRunId",
   "uploadTestResults junit_xml.0": "JUnit XML",

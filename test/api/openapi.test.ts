@@ -40,6 +40,7 @@ const ADDED_OPERATIONS = [
   "POST /freezeQueue",
   "POST /unfreezeQueue",
   "POST /listQueueFreezes",
+  "POST /getAuditLog",
   "POST /webhooks/create-endpoint",
   "GET /webhooks/list-endpoints",
   "POST /webhooks/update-endpoint",

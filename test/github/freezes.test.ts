@@ -88,7 +88,12 @@ describe.each(BACKENDS)("merge freezes on GitHub, $name", (backend) => {
       ["freeze_ended", "dev", "/greenline unfreeze"],
     ]);
     // The audit log names the way in: comments, with the commenters as GitHub users.
-    const audit = (await api.ok("getAuditLog", { repo: { host: "github.com", owner: OWNER, name } })).entries as { action: string; channel: string; actor: { kind: string; name: string }; reason: string | null }[];
+    const audit = (await api.ok("getAuditLog", { page_query: { page_size: 50, page_token: "" }, repo: { host: "github.com", owner: OWNER, name } })).entries as {
+      action: string;
+      channel: string;
+      actor: { kind: string; name: string };
+      reason: string | null;
+    }[];
     expect(audit.filter((e) => e.action !== "queue.created").map((e) => [e.action, e.channel, e.actor.kind, e.actor.name, e.reason])).toEqual([
       ["queue.freeze_removed", "comment", "user", "dev", "release 4.2"],
       ["pull_request.emergency", "comment", "user", "lead", "fix login"],

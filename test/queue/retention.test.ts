@@ -102,9 +102,13 @@ describe.each(BACKENDS)("history retention, $name", (backend) => {
     // The audit log keeps its own time (a year by default): the queue's creation and its two
     // settings changes, 116 days old, are still there; 30 days' retention prunes them.
     const repo = queueOf(name).repo;
-    expect((await server.api.ok("getAuditLog", { repo })).entries.map((e: { action: string }) => e.action)).toEqual(["queue.settings_changed", "queue.settings_changed", "queue.created"]);
+    expect((await server.api.ok("getAuditLog", { page_query: { page_size: 50, page_token: "" }, repo })).entries.map((e: { action: string }) => e.action)).toEqual([
+      "queue.settings_changed",
+      "queue.settings_changed",
+      "queue.created",
+    ]);
     const audited = await pruneHistory(server.greenline.services, { historyDays: 90, effectDays: 7, auditDays: 30 });
     expect(audited.auditEntries).toBeGreaterThanOrEqual(3);
-    expect((await server.api.ok("getAuditLog", { repo })).entries).toEqual([]);
+    expect((await server.api.ok("getAuditLog", { page_query: { page_size: 50, page_token: "" }, repo })).entries).toEqual([]);
   });
 });

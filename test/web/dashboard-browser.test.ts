@@ -116,7 +116,7 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.locator('.concluded [data-pr="7"] [data-state="merged"]').waitFor(WAIT);
     expect(await page.getByText("Frozen until").count()).toBe(0);
     // The audit log says it was done on the dashboard.
-    const audit = await server.api.ok("getAuditLog", { repo: repo("api") });
+    const audit = await server.api.ok("getAuditLog", { page_query: { page_size: 50, page_token: "" }, repo: repo("api") });
     expect(audit.entries.slice(0, 2).map((e: { action: string; channel: string }) => [e.action, e.channel])).toEqual([
       ["queue.freeze_removed", "dashboard"],
       ["queue.freeze_added", "dashboard"],

@@ -8,7 +8,7 @@ import { ZActor } from "../queues/queue-schemas.js";
 /** The organization's audit log (docs/audit.md). */
 
 export const ZGetAuditLogRequest = z.object({
-  page_query: ZPageQuery.default({ page_size: 50, page_token: "" }).describe("page_size 1–100 (default 50), page_token from an earlier answer's page"),
+  page_query: ZPageQuery.describe("page_size 1–100, page_token from an earlier answer's page (empty for the first)"),
   action: z.enum(AUDIT_ACTIONS).optional().describe("only entries of this action"),
   repo: ZRepo.optional().describe("only entries about this repository"),
 });
