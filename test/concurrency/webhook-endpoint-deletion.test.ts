@@ -42,7 +42,8 @@ describePostgres("an endpoint deleted while its round records outcomes, on postg
 
   test("the deletion's batch waits for the record (no deadlock), then deletes what is left", async () => {
     const org = await server.clientFor("deadlock");
-    const endpoint = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/hook", events: ["*"] })).endpoint.id;
+    // Not audit.entry: the endpoint would receive the record of its own creation.
+    const endpoint = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/hook", events: ["pull_request.submitted"] })).endpoint.id;
     const { db } = server.greenline.services;
     const ids = [orderedId(), orderedId()];
     const columns = ["id", "endpointId", "eventId", "eventType", "orderingKey", "payload", "createdAt", "status", "attempts", "nextAttemptAt"];
