@@ -369,9 +369,11 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
 
   test("an organization has at most 20 endpoints: more is a 409 naming the limit, also when created at once; deleting one makes room", async () => {
     const org = await server.clientFor("many-endpoints");
-    const create = (i: number) => org.call("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["*"] });
+    // Not every event: each creation's audit entry would be delivered to the endpoints before it,
+    // at a host that does not answer here (its lookups would hold up the deliveries of the tests after).
+    const create = (i: number) => org.call("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["pull_request.merged"] });
     const ids: string[] = [];
-    for (let i = 0; i < 18; i++) ids.push((await org.ok("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["*"] })).endpoint.id);
+    for (let i = 0; i < 18; i++) ids.push((await org.ok("webhooks/create-endpoint", { url: `https://example.com/hook/${i}`, events: ["pull_request.merged"] })).endpoint.id);
     const raced = await Promise.all([18, 19, 20, 21, 22].map(create));
     expect(raced.map((a) => a.status).sort()).toEqual([200, 200, 409, 409, 409]);
     expect(raced.find((a) => a.status === 409)!.body.error).toEqual({
@@ -384,13 +386,13 @@ describe.each(BACKENDS)("outbound webhooks on $name", (backend) => {
     expect((await create(23)).status).toBe(200);
     expect((await create(24)).status).toBe(409);
     // Another organization's count is its own.
-    expect((await (await server.clientFor("few-endpoints")).call("webhooks/create-endpoint", { url: "https://example.com/hook", events: ["*"] })).status).toBe(200);
+    expect((await (await server.clientFor("few-endpoints")).call("webhooks/create-endpoint", { url: "https://example.com/hook", events: ["pull_request.merged"] })).status).toBe(200);
   });
 
   test("deleting an endpoint with many messages queued deletes them in batches: other writes go on meanwhile, and it ends gone", async () => {
     const org = await server.clientFor("pruned-endpoints");
-    const doomed = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/doomed", events: ["*"] })).endpoint.id;
-    const kept = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/kept", events: ["*"] })).endpoint.id;
+    const doomed = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/doomed", events: ["pull_request.submitted"] })).endpoint.id;
+    const kept = (await org.ok("webhooks/create-endpoint", { url: "https://example.com/kept", events: ["pull_request.submitted"] })).endpoint.id;
     const { db } = server.greenline.services;
     const N = 20_000;
     const columns = ["id", "endpointId", "eventId", "eventType", "orderingKey", "payload", "createdAt", "status", "attempts", "nextAttemptAt"];
@@ -568,19 +570,22 @@ describe.each(BACKENDS)("outbound webhooks refuse private addresses by default, 
   test("at delivery, a hostname resolving to loopback (and a loopback IP) is refused: no request is made", async () => {
     const r = await new WebhookReceiver().start();
     receivers.push(r);
+    // An organization of its own: the endpoints of the tests before (every event, the audit log's
+    // included) are not delivered to in its round.
+    const api = await server.clientFor("ssrf-org");
     const settings = server.greenline.services.webhooks!;
     // Created while the operator allowed it; refused once that is withdrawn.
     settings.allowPrivate = true;
-    const byName = await server.api.ok("webhooks/create-endpoint", { url: r.url.replace("127.0.0.1", "localhost"), events: ["pull_request.submitted"] });
-    const byIp = await server.api.ok("webhooks/create-endpoint", { url: r.url, events: ["pull_request.submitted"] });
+    const byName = await api.ok("webhooks/create-endpoint", { url: r.url.replace("127.0.0.1", "localhost"), events: ["pull_request.submitted"] });
+    const byIp = await api.ok("webhooks/create-endpoint", { url: r.url, events: ["pull_request.submitted"] });
     r.secrets.push(byName.secret, byIp.secret);
     settings.allowPrivate = false;
-    await server.api.ok("createQueue", queueOf("ssrf"));
-    await server.api.ok("submitPullRequest", prOf(1, "ssrf"));
+    await api.ok("createQueue", queueOf("ssrf", "main", "ssrf-owner"));
+    await api.ok("submitPullRequest", { ...queueOf("ssrf", "main", "ssrf-owner"), pr: { number: 1 } });
     await server.greenline.worker.deliverWebhooks();
     expect(r.requests).toBe(0);
     for (const created of [byName, byIp]) {
-      const [delivery] = (await server.api.ok("webhooks/list-deliveries", { id: created.endpoint.id })).deliveries;
+      const [delivery] = (await api.ok("webhooks/list-deliveries", { id: created.endpoint.id })).deliveries;
       expect(delivery).toMatchObject({ status: "pending", attempts: 1, lastStatus: null, lastError: expect.stringMatching(/resolves to (127\.0\.0\.1|::1), a loopback, private or reserved address: refused/) });
     }
     // Allowed again, the same deliveries go through.
