@@ -67,11 +67,40 @@ ${freezeForm(viewer, address, where)}
 </div>`;
 }
 
+const utc = (iso: string | null) => (iso === null ? "until unfrozen" : `${iso.slice(0, 16).replace("T", " ")} UTC`);
+
+/** The queue's freezes, current and scheduled, each removable by a write user. */
+function freezesList(viewer: Viewer, address: QueueAddress, line: QueueLine): Html {
+  if (line.freezes.length === 0) return html``;
+  const item = (f: QueueLine["freezes"][number]) => {
+    const when =
+      f.kind === "weekly" && f.weekly
+        ? `every ${f.weekly.days.join(", ")} ${f.weekly.from}–${f.weekly.until} ${f.weekly.timeZone}`
+        : f.kind === "once"
+          ? `from ${utc(f.from)} to ${utc(f.until)}`
+          : `now, ${f.until === null ? "until unfrozen" : `until ${utc(f.until)}`}`;
+    const state = f.holdingNow ? " (holding now)" : f.nextStart ? ` (next ${utc(f.nextStart)})` : "";
+    const remove = canWrite(viewer) ? actionButton(viewer, address, "remove_freeze", "Remove", `Remove the freeze "${f.reason}"?`, html`<input type="hidden" name="freezeId" value="${f.id}">`) : "";
+    return html`<li data-freeze="${f.id}">${when}${state}${f.testing ? "" : ", testing held"}: ${f.reason} ${remove}</li>`;
+  };
+  return html`<div class="freezes"><p class="muted">Merge freezes:</p><ul id="queue-freezes">${line.freezes.map(item)}</ul></div>`;
+}
+
 /** Freeze merges now, with a reason and an optional end (docs/freezes.md; windows and weekly schedules through the API and CLI). */
 function freezeForm(viewer: Viewer, address: QueueAddress, where: string): Html {
   const fields = html`<label for="freeze-reason">Reason</label> <input id="freeze-reason" name="reason" required maxlength="255" placeholder="release 4.2">
 <label for="freeze-until">until</label> <input id="freeze-until" name="until" maxlength="40" placeholder="2026-12-24T18:00Z (empty: until unfrozen)">`;
-  return html`<details class="freeze"><summary>Freeze…</summary>${actionButton(viewer, address, "freeze", "Freeze merges", `Freeze the queue of ${where}? Nothing merges but hotfixes until it ends.`, fields)}</details>`;
+  const window = html`<label for="window-reason">Window's reason</label> <input id="window-reason" name="reason" required maxlength="255">
+<label for="window-from">from</label> <input id="window-from" name="from" required maxlength="40" placeholder="2026-12-24T18:00Z">
+<label for="window-until">until</label> <input id="window-until" name="until" required maxlength="40" placeholder="2026-12-27T08:00Z">`;
+  const weekly = html`<label for="weekly-reason">Weekly reason</label> <input id="weekly-reason" name="reason" required maxlength="255">
+<label for="weekly-days">days</label> <input id="weekly-days" name="days" required maxlength="60" placeholder="fri, sat, sun">
+<label for="weekly-from">from</label> <input id="weekly-from" name="from" required maxlength="5" placeholder="18:00">
+<label for="weekly-until">until</label> <input id="weekly-until" name="until" required maxlength="5" placeholder="08:00">
+<label for="weekly-zone">time zone</label> <input id="weekly-zone" name="timeZone" required maxlength="64" value="UTC">`;
+  return html`<details class="freeze"><summary>Freeze…</summary>${actionButton(viewer, address, "freeze", "Freeze merges", `Freeze the queue of ${where}? Nothing merges but hotfixes until it ends.`, fields)}
+${actionButton(viewer, address, "freeze_window", "Schedule the window", `Schedule a merge freeze of ${where}?`, window)}
+${actionButton(viewer, address, "freeze_weekly", "Freeze every week", `Freeze the queue of ${where} every week?`, weekly)}</details>`;
 }
 
 function prActions(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord): Html {
@@ -140,6 +169,7 @@ function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Ht
   }${queue.ciBudget > 0 ? ` · CI budget ${queue.ciBudget} run(s) at once` : ""}</span></p>
 ${line.blockedReason ? html`<p class="blocked" id="queue-blocked">${line.blockedReason}</p>` : ""}
 ${!queue.freeze.frozen && queue.freeze.nextChangeAt ? html`<p class="muted" id="queue-next-freeze">Next merge freeze starts ${queue.freeze.nextChangeAt.slice(0, 16).replace("T", " ")} UTC.</p>` : ""}
+${freezesList(viewer, address, line)}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
 ${queueActions(viewer, line, address)}
 </section>`;

@@ -1,5 +1,5 @@
 import { freezeStatusAt, untilText, type FreezeStatus } from "../../domain/freezes.js";
-import type { FreezeStatusRecord } from "../../queue/freezes.js";
+import { listQueueFreezes, type FreezeRecord, type FreezeStatusRecord } from "../../queue/freezes.js";
 import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
@@ -167,6 +167,8 @@ export type QueueLine = {
   cancelledBy: Record<string, Cause>;
   /** The lanes (parallel mode) and the PRs being bisected, as the engine sees the line. */
   groups: LineGroups;
+  /** The queue's merge freezes, current and scheduled (docs/freezes.md). */
+  freezes: FreezeRecord[];
 };
 
 /** The concluded PRs the queue page lists (the latest submitted); its heading says how many there were in all. */
@@ -213,6 +215,7 @@ export async function queueLine(services: Services, principal: Principal, addres
     concludedTotal,
     cancelledBy,
     groups,
+    freezes: (await listQueueFreezes(services, principal, address)).freezes,
   };
 }
 

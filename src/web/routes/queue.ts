@@ -94,6 +94,27 @@ const ACTIONS: Record<string, { operationId: string; body(form: Record<string, u
     done: "The queue is frozen: only hotfixes merge.",
   },
   unfreeze: { operationId: "unfreezeQueue", body: () => ({}), done: "The freezes holding the queue now are ended." },
+  freeze_window: { operationId: "freezeQueue", body: (form) => ({ reason: form.reason, from: form.from, until: form.until }), done: "The freeze is scheduled." },
+  freeze_weekly: {
+    operationId: "freezeQueue",
+    body: (form) => ({
+      reason: form.reason,
+      weekly: {
+        timeZone: typeof form.timeZone === "string" ? form.timeZone.trim() : form.timeZone,
+        days:
+          typeof form.days === "string"
+            ? form.days
+                .split(/[\s,]+/)
+                .filter(Boolean)
+                .map((d) => d.slice(0, 3))
+            : form.days,
+        from: form.from,
+        until: form.until,
+      },
+    }),
+    done: "The weekly freeze is set.",
+  },
+  remove_freeze: { operationId: "unfreezeQueue", body: (form) => ({ freezeId: form.freezeId }), done: "The freeze is removed." },
   settings: { operationId: "updateQueue", body: (form) => settingsUpdate(form), done: "Settings saved." },
   cancel: { operationId: "cancelPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Cancelled." },
   restart: { operationId: "restartTestsOnPullRequest", body: (form) => ({ pr: { number: form.pr } }), done: "Tests restarted." },
