@@ -216,6 +216,11 @@ export function frozenStateAfter(before: FrozenState | null, status: FreezeStatu
   };
 }
 
+/** The engine's view of a freeze status (what holds is the application's to record). */
+export function engineFreeze(status: FreezeStatus): { frozen: boolean; testing: boolean; until: number | null; nextChangeAt: number | null } {
+  return { frozen: status.frozen, testing: status.testing, until: status.until, nextChangeAt: status.nextChangeAt };
+}
+
 /** The engine's view of a kept state: what the queue's PRs were last told (their statuses compare against it). */
 export function engineFreezeOf(state: FrozenState | null): { frozen: boolean; testing: boolean; until: number | null; nextChangeAt: number | null } | undefined {
   return state ? { frozen: true, testing: state.testing, until: state.until === null ? null : Date.parse(state.until), nextChangeAt: null } : undefined;

@@ -1,4 +1,4 @@
-import { freezeStatusAt } from "../domain/freezes.js";
+import { engineFreeze, freezeStatusAt } from "../domain/freezes.js";
 import { estimatesOf, type Estimate } from "../domain/engine/estimates.js";
 import type { Tx } from "../store/database.js";
 import { loadQueueState } from "../store/queue-state.js";
@@ -28,8 +28,7 @@ export async function lineWithPlaces(tx: Tx, queue: Queue): Promise<{ live: Queu
   const placesAt = (now: Date) => {
     if (last?.at !== now.getTime()) {
       // The freeze as of the time asked (a scheduled one may have begun since the last decision).
-      const { holding: _holding, ...freeze } = freezeStatusAt(queue.freezes, now.getTime());
-      const estimates = estimatesOf({ ...loaded.engine, freeze }, stats, now.getTime());
+      const estimates = estimatesOf({ ...loaded.engine, freeze: engineFreeze(freezeStatusAt(queue.freezes, now.getTime())) }, stats, now.getTime());
       last = { at: now.getTime(), placeOf: (prNumber) => toPlaceRecord(estimates.get(prNumber), now) };
     }
     return last.placeOf;

@@ -1,5 +1,5 @@
 import { publishDecisionEvents } from "../outbound/publishing.js";
-import { freezeStatusAt, frozenStateAfter, type FrozenState } from "../domain/freezes.js";
+import { engineFreeze, freezeStatusAt, frozenStateAfter, type FrozenState } from "../domain/freezes.js";
 import { insertQueueEvent } from "../store/timeline.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueFrozen, queueUnfrozen } from "../domain/webhook-events.js";
@@ -200,8 +200,7 @@ export async function applyEvent(
   const now = services.now();
   // The freeze as of now (the engine's input); loaded.engine keeps the one last seen, which the PRs' statuses say.
   const freeze = freezeStatusAt(queue.freezes, now.getTime());
-  const { holding: _holding, ...engineFreeze } = freeze;
-  const decision = decide({ ...loaded.engine, freeze: engineFreeze }, event, now.getTime());
+  const decision = decide({ ...loaded.engine, freeze: engineFreeze(freeze) }, event, now.getTime());
   const frozen = frozenStateAfter(queue.frozen, freeze, now.getTime());
   const timeline = await timelineOf(tx, queue, loaded, decision, event, cause, now);
   // Places move only when something moved: a decision without transitions or effects writes no status.

@@ -3,14 +3,12 @@ import { AUDIT_ACTIONS, AUDIT_CHANNELS, type AuditRecord } from "../domain/audit
 import { ACTOR_KINDS } from "../domain/timeline.js";
 import { oneOf } from "./columns.js";
 import type { Tx } from "./database.js";
-import type { Sql } from "./sql.js";
+import { isSql, type Sql } from "./sql.js";
 import { publishEvents } from "./webhook-outbox.js";
 
 /** The audit log's rows (docs/audit.md): written with the action they record, in its transaction. */
 
 export type NewAuditEntry = Omit<AuditRecord, "at"> & { organizationId: string; at: Date };
-
-const isSql = (target: Tx | Sql): target is Sql => typeof (target as Sql).insert === "function" && typeof (target as Sql).anyOf === "function";
 
 /** Writes an entry in the caller's transaction (a Prisma transaction, or plain SQL). */
 export async function insertAuditEntry(target: Tx | Sql, entry: NewAuditEntry): Promise<void> {

@@ -10,6 +10,9 @@ import type { DatabaseKind } from "./database.js";
  * here read back through Prisma; integers come back as numbers on SQLite and may come back as
  * strings (bigint, count) on PostgreSQL, so callers wrap them in Number().
  */
+/** Whether a store function's target is plain SQL (else a Prisma transaction): writers that take either branch on it. */
+export const isSql = (target: object): target is Sql => typeof (target as Sql).anyOf === "function" && typeof (target as Sql).insert === "function";
+
 export interface Sql {
   readonly kind: DatabaseKind;
   all<T>(text: string, params?: readonly unknown[]): Promise<T[]>;

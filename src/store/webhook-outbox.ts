@@ -1,7 +1,7 @@
 import { endpointWants, testOrderingKey, type QueuePlace, type WebhookEvent } from "../domain/webhook-events.js";
 import { orderedId } from "./ids.js";
 import { sqlOf, type Tx } from "./database.js";
-import type { Sql } from "./sql.js";
+import { isSql, type Sql } from "./sql.js";
 import type { Queue } from "./queues.js";
 
 /**
@@ -51,8 +51,6 @@ function toEndpoint(row: EndpointRecord): WebhookEndpointRow {
 function toMessage(row: Omit<WebhookMessageRow, "status"> & { status: string }): WebhookMessageRow {
   return { ...row, status: row.status === "delivered" ? "delivered" : "pending" };
 }
-
-const isSql = (target: Tx | Sql): target is Sql => typeof (target as Sql).anyOf === "function" && typeof (target as Sql).insert === "function";
 
 const MESSAGE_COLUMNS = ["id", "endpointId", "eventId", "eventType", "orderingKey", "payload", "createdAt", "status", "attempts", "nextAttemptAt"] as const;
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { overlaps } from "../../src/domain/engine/line.js";
 import type { Effect, EngineSettings, Targets } from "../../src/domain/engine/types.js";
 import { EngineDriver } from "./engine-driver.js";
-import { freezeStatusAt, type Freeze, type FreezeWindow } from "../../src/domain/freezes.js";
+import { engineFreeze, freezeStatusAt, type Freeze, type FreezeWindow } from "../../src/domain/freezes.js";
 
 /**
  * Random workloads against the pure engine, with a model of the code host (the target
@@ -122,7 +122,7 @@ class Checked extends EngineDriver {
   }
 
   override send(event: Parameters<EngineDriver["send"]>[0]): Effect[] {
-    const { holding: _holding, ...freeze } = freezeStatusAt(this.freezes, this.now);
+    const freeze = engineFreeze(freezeStatusAt(this.freezes, this.now));
     this.q.freeze = freeze;
     const hotfix = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.emergency === true;
     const effects = super.send(event);

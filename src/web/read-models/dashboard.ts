@@ -1,5 +1,5 @@
-import { freezeStatusAt, untilText, type FreezeStatus } from "../../domain/freezes.js";
-import { listQueueFreezes, type FreezeRecord, type FreezeStatusRecord } from "../../queue/freezes.js";
+import { freezeStatusAt, untilText } from "../../domain/freezes.js";
+import { listQueueFreezes, toFreezeStatusRecord, type FreezeRecord, type FreezeStatusRecord } from "../../queue/freezes.js";
 import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
@@ -59,14 +59,9 @@ const BLOCKED_REASONS: Partial<Record<QueueState, string>> = {
   switching_modes: "Switching modes: waits for the runs in flight to finish",
 };
 
-/** What the dashboard says of a frozen queue; null when it is not. */
-export function frozenSentence(status: FreezeStatus): string | null {
-  if (!status.frozen) return null;
-  return `Frozen until ${untilText(status.until)} (${status.holding.map((f) => f.reason).join("; ")}): only hotfixes merge${status.testing ? "; pull requests are tested and merge once it ends" : "; nothing starts testing"}`;
-}
-
-/** frozenSentence of getQueue's answer. */
-function frozenSentenceOf(freeze: FreezeStatusRecord): string {
+/** What the dashboard says of a frozen queue (getQueue's `freeze`); null when it is not. */
+function frozenSentence(freeze: FreezeStatusRecord): string | null {
+  if (!freeze.frozen) return null;
   const until = freeze.until === null ? null : Date.parse(freeze.until);
   return `Frozen until ${untilText(until)} (${freeze.reasons.join("; ")}): only hotfixes merge${freeze.testing ? "; pull requests are tested and merge once it ends" : "; nothing starts testing"}`;
 }
@@ -132,7 +127,7 @@ export async function queueOverview(services: Services, principal: Principal): P
         timeInQueueP95: quantile(timesInQueue, 0.95),
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
         flakyEjectionsAvoided: absorbed.get(queue.id) ?? 0,
-        blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? frozenSentence(freezeStatusAt(queue.freezes, now))),
+        blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? frozenSentence(toFreezeStatusRecord({ frozen: null }, freezeStatusAt(queue.freezes, now)))),
         trend: { hours, merged, failed },
       };
     })
@@ -201,7 +196,7 @@ export async function queueLine(services: Services, principal: Principal, addres
         ? outageSentence("suspended")
         : queue.blockedReason?.code === "installation_removed"
           ? outageSentence("uninstalled")
-          : (BLOCKED_REASONS[queue.state] ?? (queue.freeze.frozen ? frozenSentenceOf(queue.freeze) : null)),
+          : (BLOCKED_REASONS[queue.state] ?? frozenSentence(queue.freeze)),
     runs: runs.map((run) => ({
       runId: run.runId,
       kind: run.kind,
