@@ -18,11 +18,13 @@ import { engineFreeze, freezeStatusAt, type Freeze, type FreezeWindow } from "..
  * - the queue never stalls: while it runs and PRs wait, something runs or a timer is set;
  * - while a merge freeze holds, only hotfixes merge, and only hotfixes start testing when the
  *   freeze holds testing too (freezes now, until a time or until unfrozen, and scheduled ones).
+ * - a stacked PR (docs/stacks.md) is never tested without the PRs under it (until they merged)
+ *   and never merges before them, nor without them;
  * At the end, with CI answering truthfully, every PR reaches a terminal state.
  */
 
 type Action =
-  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; emergency: boolean }
+  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; emergency: boolean; stacked: boolean }
   | { kind: "freeze"; inMinutes: number; forMinutes: number | null; testing: boolean }
   | { kind: "unfreeze" }
   | { kind: "finish"; pick: number; flaky: boolean }
@@ -53,6 +55,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       targets: targetsArb,
       direct: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
       emergency: fc.integer({ min: 0, max: 9 }).map((n) => n < 1),
+      stacked: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
     }),
   },
   {
@@ -130,6 +133,17 @@ class Checked extends EngineDriver {
       // A freeze lets only hotfixes merge, and, holding testing too, start.
       if (freeze.frozen && effect.kind === "merge") expect([effect.prNumbers, effect.prNumbers.every(hotfix)]).toEqual([effect.prNumbers, true]);
       if (freeze.frozen && !freeze.testing && effect.kind === "start_run") expect([effect.tested, effect.tested.every(hotfix)]).toEqual([effect.tested, true]);
+    }
+    const under = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.stackBelow;
+    const decided = new Set([...this.mergedOnce, ...this.pendingMerges.flatMap((m) => m.prNumbers)]);
+    for (const effect of effects) {
+      // A stacked PR is tested on the PRs under it (those merged are in the base), and merges after them.
+      const list = effect.kind === "start_run" ? effect.stack : effect.kind === "merge" ? effect.prNumbers : [];
+      for (const [i, pr] of list.entries()) {
+        const below = under(pr);
+        if (below !== undefined && !this.mergedOnce.has(below) && !(effect.kind === "merge" && decided.has(below))) expect([pr, below, list.slice(0, i).includes(below)]).toEqual([pr, below, true]);
+      }
+      if (effect.kind === "merge") for (const pr of effect.prNumbers) decided.add(pr);
     }
     for (const effect of effects) {
       // What the testing branch holds is fixed when it is built, whatever the engine says later.
@@ -212,6 +226,12 @@ class Checked extends EngineDriver {
       case "submit": {
         const pr = this.next++;
         if (a.bad) this.bad.add(pr);
+        // Stacked on the latest PR still in the queue, with its priority (as the application enters a stack).
+        const below = a.stacked ? live.at(-1) : undefined;
+        if (below) {
+          this.submit(pr, { priority: below.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: null, stackBelow: below.prNumber, ...(below.emergency ? { emergency: true } : {}) });
+          return;
+        }
         this.submit(pr, { priority: a.emergency ? 0 : a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null, ...(a.emergency ? { emergency: true } : {}) });
         return;
       }

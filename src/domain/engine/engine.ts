@@ -269,10 +269,32 @@ function reconcile(ctx: Context): void {
 }
 
 function applyReadiness(ctx: Context): void {
-  for (const entry of ctx.q.entries) {
-    if (entry.state === "not_ready" && entry.ready) move(ctx, entry, "pending", "readiness_met");
+  const { q } = ctx;
+  for (const entry of q.entries) {
+    const under = entry.stackBelow !== undefined ? entryOf(q, entry.stackBelow) : undefined;
+    if (under && (under.state === "failed" || under.state === "cancelled") && !TERMINAL.has(entry.state) && !isMerging(q, entry.prNumber)) {
+      // Stacked on a PR that left unmerged: it cannot merge without it (docs/stacks.md).
+      entry.bisectionGroupLimit = null;
+      move(ctx, entry, "cancelled", "stack_below_left", undefined, { blamedPr: under.prNumber });
+      continue;
+    }
+    // Stacked on a PR that is not ready: never tested without it, so not ready either.
+    const underWaits = under !== undefined && under.state === "not_ready";
+    if (entry.state === "not_ready" && entry.ready && !underWaits) move(ctx, entry, "pending", "readiness_met");
     else if (entry.state === "pending" && !entry.ready) move(ctx, entry, "not_ready", "readiness_lost");
+    else if (entry.state === "pending" && underWaits) move(ctx, entry, "not_ready", "stack_below_not_ready");
   }
+}
+
+const TERMINAL: ReadonlySet<PrState> = new Set(["merged", "failed", "cancelled"]);
+
+/** The PRs the PRs `prs` are stacked on, all the way down (docs/stacks.md). */
+function stackedUnder(q: EngineQueue, prs: readonly number[]): Set<number> {
+  const under = new Set<number>();
+  for (const pr of prs) {
+    for (let below = entryOf(q, pr)?.stackBelow; below !== undefined && !under.has(below); below = entryOf(q, below)?.stackBelow) under.add(below);
+  }
+  return under;
 }
 
 function expireRuns(ctx: Context): void {
@@ -325,11 +347,13 @@ function isCurrent(q: EngineQueue, line: Line, run: EngineRun): boolean {
   if (run.kind === "main") return isExact(q, line, run);
   if (run.status === "cancelled") return false;
   const tested = new Set(run.tested);
+  // The PRs its PRs are stacked on are under them in every run, being bisected or not.
+  const under = stackedUnder(q, run.tested);
   return run.stack.every((pr) => {
     const entry = entryOf(q, pr);
     if (!entry) return false;
     if (tested.has(pr)) return line.has(pr) && entry.bisectionGroupLimit !== null;
-    return isMergedOrMerging(q, entry) || (line.has(pr) && entry.bisectionGroupLimit === null);
+    return isMergedOrMerging(q, entry) || (line.has(pr) && (entry.bisectionGroupLimit === null || under.has(pr)));
   });
 }
 
@@ -623,7 +647,8 @@ function startRuns(ctx: Context): void {
  */
 function mergeDirectly(ctx: Context, line: Line, entry: EngineEntry): boolean {
   const { q } = ctx;
-  if (q.settings.directMergeMode !== "always" || entry.bisectionGroupLimit !== null) return false;
+  // A stacked PR's head is checked against the PR it is stacked on, not the target.
+  if (q.settings.directMergeMode !== "always" || entry.bisectionGroupLimit !== null || entry.stackBelow !== undefined) return false;
   if (entry.directMergeBase === null || entry.directMergeBase !== q.baseSha || q.merged.length > 0) return false;
   if (line.depsOf(entry.prNumber).length > 0) return false;
   if (q.mode !== "parallel" && q.runs.some((r) => r.status === "running")) return false;
@@ -661,6 +686,18 @@ function groupFrom(q: EngineQueue, line: Line, i: number, largestBatch: number, 
     if (!fits) break;
     group.push(next);
     members.add(next.prNumber);
+  }
+  // A stack waiting in line is tested as one unit: the PRs stacked on the group's PRs join it,
+  // whatever the batch's size (in a bisection the groups may split a stack: each group's run
+  // then holds the PRs under it, so a stack is bisected by its prefixes).
+  if (first.bisectionGroupLimit === null) {
+    for (let j = i + group.length; j < line.entries.length; j++) {
+      const next = line.entries[j]!;
+      const joins = next.state === "pending" && next.stackBelow !== undefined && members.has(next.stackBelow) && next.bisectionGroupLimit === null && (next.emergency === true) === (first.emergency === true) && mayStartNow(q, next);
+      if (!joins) break;
+      group.push(next);
+      members.add(next.prNumber);
+    }
   }
   return group;
 }

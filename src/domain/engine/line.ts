@@ -36,6 +36,8 @@ export class Line {
   readonly #deps: Set<number>[] | null;
   /** Single mode: whether any PR in line is being bisected (then the order alone does not say who depends on whom). */
   readonly #bisecting: boolean;
+  /** Whether a PR in line is stacked on another PR in line (docs/stacks.md). */
+  readonly #stacked: boolean;
 
   constructor(q: EngineQueue) {
     // PRs whose merge is decided (awaiting the code host) are under the line, not in it.
@@ -43,6 +45,7 @@ export class Line {
     this.entries = lineOf(q.entries).filter((entry) => !merging.has(entry.prNumber));
     this.entries.forEach((entry, i) => this.#index.set(entry.prNumber, i));
     this.#bisecting = this.entries.some(isBisecting);
+    this.#stacked = this.entries.some((entry) => entry.stackBelow !== undefined && this.#index.has(entry.stackBelow));
     if (q.mode !== "parallel") {
       // One line: a PR depends on every PR ahead of it that is not being bisected, and a PR being
       // bisected on none. Answered from the order (a set per PR made a line of 1,000 PRs under
@@ -53,6 +56,11 @@ export class Line {
     this.#deps = [];
     for (let i = 0; i < this.entries.length; i++) {
       const deps = new Set<number>();
+      // A stacked PR depends on the PRs under it, bisected or not, and on what they depend on.
+      for (const c of this.#chainOf(i)) {
+        deps.add(this.entries[c]!.prNumber);
+        for (const pr of this.#deps[c]!) deps.add(pr);
+      }
       // A PR being bisected is tested on the target alone (with the merges under way).
       if (isBisecting(this.entries[i]!)) {
         this.#deps.push(deps);
@@ -68,6 +76,36 @@ export class Line {
     }
   }
 
+  /**
+   * The indices of the PRs in line under a stacked PR, nearest first (docs/stacks.md): it can
+   * never be tested without them, being bisected or not. They are ahead of it (lineOf).
+   */
+  #chainOf(i: number): number[] {
+    const chain: number[] = [];
+    for (let below = this.entries[i]!.stackBelow; below !== undefined; ) {
+      const j = this.#index.get(below);
+      if (j === undefined || j >= i || chain.includes(j)) break;
+      chain.push(j);
+      below = this.entries[j]!.stackBelow;
+    }
+    return chain;
+  }
+
+  /**
+   * Single mode with PRs being bisected or stacked: the indices of the PRs the PR at `i` depends
+   * on. One not being bisected depends on every PR ahead that is not; one being bisected on
+   * none; a stacked PR also on the PRs under it and, for those not being bisected, on what they
+   * depend on.
+   */
+  #singleDepsOf(i: number): number[] {
+    const chain = this.#chainOf(i);
+    const own = isBisecting(this.entries[i]!) ? -1 : i - 1;
+    const last = Math.max(own, ...chain.filter((c) => !isBisecting(this.entries[c]!)));
+    const deps = new Set(chain);
+    for (let j = 0; j <= last; j++) if (!isBisecting(this.entries[j]!)) deps.add(j);
+    return [...deps].sort((a, b) => a - b);
+  }
+
   has(prNumber: number): boolean {
     return this.#index.has(prNumber);
   }
@@ -81,7 +119,10 @@ export class Line {
     const b = this.indexOf(behind);
     const a = this.indexOf(ahead);
     if (b < 0 || a < 0 || a >= b) return false;
-    if (this.#deps === null) return !this.#bisecting || (!isBisecting(this.entries[a]!) && !isBisecting(this.entries[b]!));
+    if (this.#deps === null) {
+      if (this.#stacked) return this.#singleDepsOf(b).includes(a);
+      return !this.#bisecting || (!isBisecting(this.entries[a]!) && !isBisecting(this.entries[b]!));
+    }
     return this.#deps[b]!.has(ahead);
   }
 
@@ -91,6 +132,7 @@ export class Line {
     if (i < 0) return [];
     if (this.#deps === null) {
       if (!this.#bisecting) return this.entries.slice(0, i);
+      if (this.#stacked) return this.#singleDepsOf(i).map((j) => this.entries[j]!);
       return isBisecting(this.entries[i]!) ? [] : this.entries.slice(0, i).filter((e) => !isBisecting(e));
     }
     const deps = this.#deps[i]!;
@@ -106,22 +148,34 @@ export class Line {
     if (indices.some((i) => i < 0)) return null;
     if (this.#deps === null) {
       if (!this.#bisecting) return this.entries.slice(0, Math.max(...indices) + 1).map((e) => e.prNumber);
-      // Every PR not being bisected up to the last of `prs` that is not, and `prs` themselves.
-      const members = new Set(prs);
-      const last = Math.max(-1, ...indices.filter((i) => !isBisecting(this.entries[i]!)));
-      return this.entries.filter((e, i) => members.has(e.prNumber) || (i <= last && !isBisecting(e))).map((e) => e.prNumber);
+      // Every PR not being bisected up to the last of `prs` that is not, and `prs` themselves
+      // (with the PRs stacked under them and what those depend on).
+      const members = new Set(indices);
+      if (this.#stacked) for (const i of indices) for (const j of this.#singleDepsOf(i)) members.add(j);
+      const last = Math.max(-1, ...[...members].filter((i) => !isBisecting(this.entries[i]!)));
+      return this.entries.filter((e, i) => members.has(i) || (i <= last && !isBisecting(e))).map((e) => e.prNumber);
     }
     const members = new Set(prs);
     for (const i of indices) for (const pr of this.#deps[i]!) members.add(pr);
     return this.entries.filter((e) => members.has(e.prNumber)).map((e) => e.prNumber);
   }
 
-  /** Whether every PR this one depends on is in flight (so it can start testing on them). */
+  /**
+   * Whether every PR this one depends on is in flight (so it can start testing on them). A
+   * stacked PR in the main line also waits while a PR under it is being bisected: it cannot be
+   * tested without it, and that one is nobody's dependency until it is back in the line.
+   */
   depsInFlight(prNumber: number, alsoStarting: ReadonlySet<number> = NONE): boolean {
     const ready = (e: EngineEntry) => isInFlight(e.state) || alsoStarting.has(e.prNumber);
-    if (this.#deps !== null) return this.depsOf(prNumber).every(ready);
-    // Single line: every PR ahead, looked at in place (no copy of the line per PR: startRuns asks for each).
     const i = this.indexOf(prNumber);
+    if (this.#stacked && i >= 0) {
+      const chain = this.#chainOf(i);
+      if (!isBisecting(this.entries[i]!) && chain.some((c) => isBisecting(this.entries[c]!))) return false;
+      if (!chain.every((c) => ready(this.entries[c]!))) return false;
+    }
+    if (this.#deps !== null) return this.depsOf(prNumber).every(ready);
+    if (this.#stacked && this.#bisecting && i >= 0) return this.#singleDepsOf(i).every((j) => ready(this.entries[j]!));
+    // Single line: every PR ahead, looked at in place (no copy of the line per PR: startRuns asks for each).
     if (this.#bisecting && i >= 0 && isBisecting(this.entries[i]!)) return true;
     for (let j = 0; j < i; j++) if (!ready(this.entries[j]!) && !(this.#bisecting && isBisecting(this.entries[j]!))) return false;
     return true;

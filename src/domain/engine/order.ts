@@ -25,7 +25,40 @@ export function compareEntries(a: EngineEntry, b: EngineEntry): number {
   return urgent(a) - urgent(b) || flight(a) - flight(b) || position(a) - position(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;
 }
 
-/** The PRs in line (pending or in flight), in queue order. */
+/**
+ * The PRs in line (pending or in flight), in queue order. A stacked PR (docs/stacks.md) always
+ * comes after the PR it is stacked on, and right after it while both wait, so that a stack
+ * waiting in line starts as one unit: the comparison places the others.
+ */
 export function lineOf(entries: readonly EngineEntry[]): EngineEntry[] {
-  return entries.filter((e) => isInLine(e.state)).sort(compareEntries);
+  const line = entries.filter((e) => isInLine(e.state)).sort(compareEntries);
+  if (!line.some((e) => e.stackBelow !== undefined)) return line;
+  const byNumber = new Map(line.map((e) => [e.prNumber, e]));
+  // A PR follows the one under it when that one is in line.
+  const below = (e: EngineEntry) => (e.stackBelow !== undefined && e.stackBelow !== e.prNumber ? byNumber.get(e.stackBelow) : undefined);
+  // Waiting right on top of a waiting PR: placed with it, as one unit.
+  const attached = (e: EngineEntry) => e.state === "pending" && below(e)?.state === "pending";
+  const followers = new Map<number, EngineEntry[]>();
+  for (const e of line) {
+    const under = below(e);
+    if (under) followers.set(under.prNumber, [...(followers.get(under.prNumber) ?? []), e]);
+  }
+  const out: EngineEntry[] = [];
+  const placed = new Set<number>();
+  /** PRs met in the comparison's order before the PR under them: placed right after it. */
+  const deferred = new Set<number>();
+  const place = (e: EngineEntry) => {
+    placed.add(e.prNumber);
+    out.push(e);
+    for (const up of followers.get(e.prNumber) ?? []) if (!placed.has(up.prNumber) && (attached(up) || deferred.has(up.prNumber))) place(up);
+  };
+  for (const e of line) {
+    if (placed.has(e.prNumber) || attached(e)) continue;
+    const under = below(e);
+    if (under && !placed.has(under.prNumber)) deferred.add(e.prNumber);
+    else place(e);
+  }
+  // A cycle (the application never makes one: a PR cannot be based on its own stack) keeps them, last.
+  for (const e of line) if (!placed.has(e.prNumber)) out.push(e);
+  return out;
 }

@@ -62,6 +62,12 @@ export type EngineEntry = {
   directMergeBase: string | null;
   /** Submitted as a hotfix: merges while the queue is frozen (and goes first among urgent PRs). Absent: not. */
   emergency?: boolean;
+  /**
+   * Stacked: the PR's base is this PR's head branch (docs/stacks.md). It is never tested without
+   * that PR under it (until that PR merges), merges after it, and leaves the queue when that PR
+   * leaves it unmerged. Absent: based on the target.
+   */
+  stackBelow?: number;
 };
 
 /** start_refused: the code host refused to build or start the testing branch, for good (its reason is in the effect's error). */

@@ -44,7 +44,9 @@ export abstract class Merging extends PullRequests {
       if (answer) return error(answer.status, answer.message);
       const allowed = { merge: settings.allowMergeCommit, squash: settings.allowSquashMerge, rebase: settings.allowRebaseMerge }[mergeMethod];
       if (!allowed) return error(405, `${{ merge: "Merge commits", squash: "Squash merges", rebase: "Rebase merges" }[mergeMethod]} are not allowed on this repository.`);
-      const workflow = this.workflowChange(this.commits.get(this.commits.get(pr.headSha)!.parents[0] ?? "")?.tree ?? {}, this.commits.get(pr.headSha)!.tree);
+      // What the PR changes: its head against its merge base with the branch it merges into.
+      const mergeBase = this.mergeBase(this.refs.get(`${repoName}:${pr.base}`) ?? pr.baseSha, pr.headSha);
+      const workflow = this.workflowChange(this.commits.get(mergeBase ?? "")?.tree ?? {}, this.commits.get(pr.headSha)!.tree);
       if (workflow && this.installations.get(installation)!.permissions.workflows !== "write") return error(403, this.workflowRefusal(workflow));
       const baseSha = this.branchHead(repoName, pr.base);
       const tree = this.applyChanges(baseSha, pr.headSha);
@@ -57,9 +59,23 @@ export abstract class Merging extends PullRequests {
       pr.mergeCommitSha = sha;
       this.setRef(repoName, pr.base, sha);
       this.emit({ kind: "pull_request", action: "closed", repo: repoName, pr: this.snapshot(pr), sender: APP_BOT });
+      // "Automatically delete head branches": then the head branch goes (its push), which moves the PRs based on it.
+      if (this.#deletesHeadBranch(repoName, pr.headRef, pr.headRepo)) this.deleteRef(repoName, pr.headRef, APP_BOT);
       return send(200, { sha, merged: true, message: "Pull Request successfully merged" });
     }
 
     return false;
+  }
+
+  /**
+   * Whether GitHub deletes a merged PR's head branch: the repository deletes head branches on
+   * merge, the branch is in the repository (not a fork's) and still there, is not the default
+   * branch, and no protection or ruleset forbids deleting it.
+   */
+  #deletesHeadBranch(repo: string, branch: string, headRepo: string): boolean {
+    const settings = this.settings(repo);
+    if (!settings.deleteBranchOnMerge || headRepo.toLowerCase() !== repo.toLowerCase()) return false;
+    if (!this.refs.has(`${repo.toLowerCase()}:${branch}`) || branch === settings.defaultBranch) return false;
+    return !this.deletionProtected(repo, branch);
   }
 }

@@ -67,7 +67,7 @@ export abstract class SimulatorModel {
   }
 
   protected settings(repo: string): RepositorySettings {
-    return this.repos.get(repo.toLowerCase()) ?? { defaultBranch: "main", allowMergeCommit: true, allowSquashMerge: true, allowRebaseMerge: true };
+    return this.repos.get(repo.toLowerCase()) ?? { defaultBranch: "main", allowMergeCommit: true, allowSquashMerge: true, allowRebaseMerge: true, deleteBranchOnMerge: false };
   }
 
   protected emit(event: SimulatorEvent): void {
@@ -80,6 +80,63 @@ export abstract class SimulatorModel {
       .digest("hex");
     this.commits.set(sha, { sha, parents, tree, message });
     return sha;
+  }
+
+  /** Ancestor sets by commit (memoized: a commit's history never changes; forgetting a commit clears them). */
+  readonly #ancestors = new Map<string, Set<string>>();
+
+  /** `sha` and every commit reachable from it. */
+  protected ancestors(sha: string): Set<string> {
+    const cached = this.#ancestors.get(sha);
+    if (cached) return cached;
+    const out = new Set<string>();
+    const todo = [sha];
+    while (todo.length > 0) {
+      const next = todo.pop()!;
+      if (out.has(next)) continue;
+      const known = next === sha ? undefined : this.#ancestors.get(next);
+      if (known) {
+        // A known set is closed under ancestry: nothing below it needs walking.
+        for (const a of known) out.add(a);
+        continue;
+      }
+      out.add(next);
+      todo.push(...(this.commits.get(next)?.parents ?? []));
+    }
+    // Bounded, oldest first out, so thousands of commits do not keep thousands of sets.
+    if (this.#ancestors.size >= 256) this.#ancestors.delete(this.#ancestors.keys().next().value!);
+    this.#ancestors.set(sha, out);
+    return out;
+  }
+
+  /** Forgets a commit (after a force-push and garbage collection): ancestry is computed again. */
+  protected dropCommit(sha: string): void {
+    this.commits.delete(sha);
+    this.#ancestors.clear();
+  }
+
+  /**
+   * The merge base of two commits, as git computes it: a best common ancestor (an ancestor of
+   * both that is not an ancestor of another common ancestor). With several (criss-cross merges),
+   * the first met walking `b`'s history breadth-first, parents in order; undefined for unrelated
+   * histories.
+   */
+  protected mergeBase(a: string, b: string): string | undefined {
+    const ofA = this.ancestors(a);
+    if (ofA.has(b)) return b;
+    // Walking b's history and stopping at common ancestors meets every best one (a path to a
+    // best one through another common ancestor would make it that one's ancestor).
+    const candidates: string[] = [];
+    const seen = new Set<string>();
+    const todo = [b];
+    for (let i = 0; i < todo.length; i++) {
+      const sha = todo[i]!;
+      if (seen.has(sha)) continue;
+      seen.add(sha);
+      if (ofA.has(sha)) candidates.push(sha);
+      else todo.push(...(this.commits.get(sha)?.parents ?? []));
+    }
+    return candidates.find((c) => !candidates.some((d) => d !== c && this.ancestors(d).has(c)));
   }
 
   protected isAncestor(ancestor: string, of: string): boolean {
@@ -128,12 +185,19 @@ export abstract class SimulatorModel {
     };
   }
 
-  /** Applies the changes of `head` (a PR commit: its tree against its first parent) on top of `base`; null on a conflict. */
+  /**
+   * Merges `head` into `base` as git does (three-way): the changes between their merge base and
+   * `head` applied on top of `base`; null on a conflict (a file both sides changed, to different
+   * contents). A file `head` deleted stays as `base` has it (deletions are not merged). Unrelated
+   * histories merge from the empty tree (git's `--allow-unrelated-histories`). When `head` is
+   * already in `base`, the result is `base`'s tree.
+   */
   protected applyChanges(baseSha: string, headSha: string): Tree | null {
-    const head = this.commits.get(headSha)!;
-    const from = this.commits.get(head.parents[0] ?? "")?.tree ?? {};
     const tree = { ...this.commits.get(baseSha)!.tree };
-    for (const [file, content] of Object.entries(head.tree)) {
+    const mergeBase = this.mergeBase(baseSha, headSha);
+    if (mergeBase === headSha) return tree;
+    const from = (mergeBase === undefined ? undefined : this.commits.get(mergeBase)?.tree) ?? {};
+    for (const [file, content] of Object.entries(this.commits.get(headSha)!.tree)) {
       if (from[file] === content) continue;
       if (tree[file] !== undefined && tree[file] !== from[file] && tree[file] !== content) return null;
       tree[file] = content;

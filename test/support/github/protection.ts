@@ -108,6 +108,16 @@ export abstract class BranchRules extends Actions {
     return (this.#rulesets.get(repo.toLowerCase()) ?? []).filter((r) => rulesetApplies(r, branch, this.settings(repo).defaultBranch));
   }
 
+  /**
+   * Whether a branch may not be deleted: classic protection (its `allow_deletions` is off) or an
+   * active ruleset with a `deletion` rule. GitHub does not delete such a head branch on merge
+   * ("Branch protection rules and repository rules can also prevent branches being automatically
+   * deleted", "Managing the automatic deletion of branches").
+   */
+  protected deletionProtected(repo: string, branch: string): boolean {
+    return this.#protection.has(`${repo.toLowerCase()}:${branch}`) || this.#rulesetsFor(repo, branch).some((r) => r.rules.some((rule) => rule.type === "deletion"));
+  }
+
   /** The first workflow file that differs between two trees. */
   protected workflowChange(before: Tree, after: Tree): string | undefined {
     return Object.keys(after).find((file) => file.startsWith(WORKFLOWS) && before[file] !== after[file]) ?? Object.keys(before).find((f) => f.startsWith(WORKFLOWS) && !(f in after));

@@ -76,7 +76,7 @@ export abstract class Repositories extends BranchRules {
 
   /** Forgets a commit, as after a force-push and garbage collection: asking for it answers 404 / "Object does not exist". */
   forgetCommit(sha: string): void {
-    this.commits.delete(sha);
+    this.dropCommit(sha);
     // GitHub collects only commits no branch holds: the branches at it are gone with it.
     for (const [ref, at] of this.refs) if (at === sha) this.refs.delete(ref);
   }
@@ -143,7 +143,7 @@ export abstract class Repositories extends BranchRules {
       planned.push({ branch, before: current, after });
     }
     for (const { branch, after } of planned) {
-      if (after === null) this.#deleteRef(repo, branch);
+      if (after === null) this.deleteRef(repo, branch);
       else this.setRef(repo, branch, after);
     }
     return null;
@@ -154,15 +154,33 @@ export abstract class Repositories extends BranchRules {
     return [...new Set([...this.refs.keys()].map((k) => k.slice(0, k.indexOf(":"))))].find((name) => shape.nodeId("Repository", shape.idOf(name)) === id);
   }
 
-  #deleteRef(repo: string, branch: string, sender = APP_BOT): void {
-    const key = `${repo.toLowerCase()}:${branch}`;
+  /**
+   * Deletes a branch (`DELETE …/git/refs/heads/…`, `updateRefs`, "Automatically delete head
+   * branches") and does to pull requests what GitHub does: after the `push` (deleted), each open
+   * PR whose head it was is closed; the open PRs based on it are moved to the base branch of the
+   * merged PR whose head it was (`pull_request` `edited`, `changes.base`), or closed when no
+   * merged PR of the repository had it as head (docs/github.md, "Stacked pull requests").
+   */
+  protected deleteRef(repo: string, branch: string, sender = APP_BOT): void {
+    const name = repo.toLowerCase();
+    const key = `${name}:${branch}`;
     const before = this.refs.get(key);
     if (before === undefined) return;
     this.refs.delete(key);
     this.#emitPush(repo, branch, before, null, sender);
-    // As on GitHub: deleting a PR's head branch closes the PR.
-    for (const pr of this.pulls.values()) {
-      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === repo.toLowerCase()) this.closePr(repo, pr.number, sender);
+    const pulls = [...this.pulls].map(([k, pr]) => ({ repo: k.slice(0, k.lastIndexOf("#")), pr }));
+    // As on GitHub: deleting a PR's head branch closes the PR (a fork's branch: the PR in the repository it was opened on).
+    for (const { repo: prRepo, pr } of pulls) {
+      if (pr.state === "open" && pr.headRef === branch && pr.headRepo.toLowerCase() === name) this.closePr(prRepo === name ? repo : prRepo, pr.number, sender);
+    }
+    // The merged PR of this repository whose head the branch was: the one that merged its last commit, else the latest.
+    const merged = pulls.filter(({ repo: prRepo, pr }) => prRepo === name && pr.merged && pr.headRef === branch && pr.headRepo.toLowerCase() === name).map(({ pr }) => pr);
+    const mergedPr = merged.find((pr) => pr.headSha === before) ?? merged.at(-1);
+    const target = mergedPr && mergedPr.base !== branch && this.refs.has(`${name}:${mergedPr.base}`) ? mergedPr.base : undefined;
+    for (const { repo: prRepo, pr } of pulls) {
+      if (prRepo !== name || pr.state !== "open" || pr.base !== branch) continue;
+      if (target !== undefined) this.retargetPr(repo, pr.number, target, sender);
+      else this.closePr(repo, pr.number, sender);
     }
   }
 
@@ -184,6 +202,9 @@ export abstract class Repositories extends BranchRules {
 
   /** Closes a PR (deleting its head branch does; pulls.ts). */
   abstract closePr(repo: string, number: number, sender?: string): void;
+
+  /** Moves an open PR to another base branch (deleting a merged PR's head branch does for the PRs based on it; pulls.ts). */
+  abstract retargetPr(repo: string, number: number, base: string, sender?: string): void;
 
   protected answerRepository({ method, rest, query, body, repoName, fullName, settings, installation, refKey, resolveRef, send, error, notFound }: RepoRequest): boolean {
     let match: RegExpExecArray | null;
@@ -289,7 +310,7 @@ export abstract class Repositories extends BranchRules {
       if (baseHead === undefined || head === undefined) return notFound();
       const ahead = this.newCommits(baseHead, head);
       const behind = this.newCommits(head, baseHead);
-      const mergeBase = this.isAncestor(baseHead, head) ? baseHead : (this.commits.get(head)!.parents[0] ?? head);
+      const mergeBase = this.mergeBase(baseHead, head) ?? baseHead;
       const status = ahead.length === 0 && behind.length === 0 ? "identical" : behind.length === 0 ? "ahead" : ahead.length === 0 ? "behind" : "diverged";
       return send(200, {
         url: `https://api.github.com/repos/${fullName}/compare/${match[1]}...${match[2]}`,
@@ -328,7 +349,7 @@ export abstract class Repositories extends BranchRules {
       const current = this.refs.get(refKey(branch));
       if (current === undefined) return error(422, "Reference does not exist");
       if (method === "DELETE") {
-        this.#deleteRef(repoName, branch);
+        this.deleteRef(repoName, branch);
         return send(204);
       }
       const sha = String(body.sha);

@@ -160,7 +160,14 @@ const REPO_URLS: Record<string, string> = {
   trees_url: "/git/trees{/sha}",
 };
 
-export type RepositorySettings = { defaultBranch: string; allowMergeCommit: boolean; allowSquashMerge: boolean; allowRebaseMerge: boolean };
+export type RepositorySettings = {
+  defaultBranch: string;
+  allowMergeCommit: boolean;
+  allowSquashMerge: boolean;
+  allowRebaseMerge: boolean;
+  /** "Automatically delete head branches": a PR's head branch is deleted when the PR merges. */
+  deleteBranchOnMerge: boolean;
+};
 
 /** `minimal-repository`: names and URLs. */
 export function minimalRepository(fullName: string) {
@@ -219,6 +226,7 @@ export function repository(fullName: string, settings: RepositorySettings) {
     allow_merge_commit: settings.allowMergeCommit,
     allow_squash_merge: settings.allowSquashMerge,
     allow_rebase_merge: settings.allowRebaseMerge,
+    delete_branch_on_merge: settings.deleteBranchOnMerge,
     network_count: 0,
     subscribers_count: 0,
   };
