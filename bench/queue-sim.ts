@@ -287,6 +287,10 @@ class SimCodeHost implements CodeHost, PolledEvents, CiRetries {
     return { rerun: 1 };
   }
 
+  async pullRequestWithHead(): Promise<PullRequestInfo | null> {
+    return null;
+  }
+
   async getPullRequest(_repo: RepoRef, number: number): Promise<PullRequestInfo | null> {
     const pr = this.prs.get(number);
     if (!pr) return null;

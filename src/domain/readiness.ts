@@ -9,11 +9,14 @@ export type Readiness = {
   gitHubMergeability: Mergeability;
 };
 
-/** The readiness signals of a submitted PR, from stored facts. */
-export function computeReadiness(input: { queueMode: QueueMode; queueBranch: string; prBaseBranch: string; prSha: string; mergeability: Mergeability; impactedTargetsSha: string | null }): Readiness {
+/**
+ * The readiness signals of a submitted PR, from stored facts. A stacked PR (`stacked`: its base is
+ * the head branch of another PR of the queue, docs/stacks.md) merges into the queue's branch too.
+ */
+export function computeReadiness(input: { queueMode: QueueMode; queueBranch: string; prBaseBranch: string; stacked?: boolean; prSha: string; mergeability: Mergeability; impactedTargetsSha: string | null }): Readiness {
   return {
     requiresImpactedTargets: input.queueMode === "parallel",
-    doesBaseBranchMatch: input.prBaseBranch === input.queueBranch,
+    doesBaseBranchMatch: input.prBaseBranch === input.queueBranch || input.stacked === true,
     hasImpactedTargets: input.impactedTargetsSha !== null && input.impactedTargetsSha === input.prSha,
     gitHubMergeability: input.mergeability,
   };

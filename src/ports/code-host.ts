@@ -98,6 +98,19 @@ export type MergeRequest = {
    * pullRequestChecks rely on that).
    */
   throughPullRequests?: boolean;
+  /**
+   * Stacked PRs of the request (docs/stacks.md): the base each is expected to have (the head
+   * branch of the PR it is stacked on). Such a PR is moved to the target branch just before it
+   * merges, once the PRs under it have landed, as GitHub does when a merged PR's branch is
+   * deleted; it is merged through the code host's pull request merge. Absent: none.
+   */
+  stackBases?: Readonly<Record<number, string>>;
+  /**
+   * PRs stacked right on the request's PRs that do not merge with them, with the base each has
+   * (the branch of a PR of the request): moved to the target branch once the request has landed,
+   * as GitHub does when a merged PR's branch is deleted. Absent: none.
+   */
+  retargetAfter?: Readonly<Record<number, string>>;
 };
 
 /** PRs of a merge request that did land (the first ones, in order), and the target head after the last of them. */
@@ -311,6 +324,12 @@ export interface CodeHost {
    * host may answer null there without asking (on GitHub it costs a comparison and a branch read).
    */
   getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null>;
+  /**
+   * The pull request whose head is `branch` of the repository itself (a PR based on that branch
+   * is stacked on it: docs/stacks.md): the open one, else the last one merged; null when none
+   * is (a host without stacks answers null).
+   */
+  pullRequestWithHead(repo: RepoRef, branch: string, hint: ReadPullRequestHint): Promise<PullRequestInfo | null>;
   /** The head commit of a branch, or null when it does not exist. */
   getBranchHead(repo: RepoRef, branch: string): Promise<string | null>;
   /**

@@ -6,7 +6,7 @@ import { computeReadiness, isReady, nextReadinessRecheck, type Readiness } from 
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
-import { entryOf, saveSubmission, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
+import { entryOf, saveSubmission, setEntryBaseBranch, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
 import { lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
@@ -39,11 +39,12 @@ async function fetchPullRequest(services: Services, address: PullRequestAddress,
   return pr;
 }
 
-export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability">): Promise<Readiness> {
+export async function readinessOf(tx: Tx, queue: Queue, entry: Pick<QueueEntry, "prNumber" | "prBaseBranch" | "prSha" | "mergeability" | "stackBelowPr">): Promise<Readiness> {
   return computeReadiness({
     queueMode: queue.mode,
     queueBranch: queue.branch,
     prBaseBranch: entry.prBaseBranch,
+    stacked: entry.stackBelowPr !== null,
     prSha: entry.prSha,
     mergeability: entry.mergeability,
     impactedTargetsSha: await impactedTargetsShaOf(tx, queue.id, entry.prNumber),
@@ -77,6 +78,31 @@ function submissionPriority(principal: Principal, input: SubmitInput): { priorit
   return { priority: { value: PRIORITY_NAMES.urgent, name: "emergency", usedDefaultName: null }, emergencyReason };
 }
 
+/** How many PRs a stack may hold under the one submitted (docs/stacks.md). */
+export const MAX_STACK_DEPTH = 20;
+
+/**
+ * The PRs a PR is stacked on (docs/stacks.md), bottom first: following its base branch to the
+ * PR whose head it is, and so on down to a PR based on the queue's branch. The lowest may be
+ * merged already (the PR above it not yet moved to the queue's branch); the others are open.
+ * Null when the PR is no stack on this queue's branch (its base is another branch).
+ */
+async function stackUnder(services: Services, address: PullRequestAddress, top: PullRequestInfo, branch: string, hint: { targetBranch: string; directMerge: boolean }): Promise<PullRequestInfo[] | null> {
+  const under: PullRequestInfo[] = [];
+  const seen = new Set([top.number]);
+  for (let base = top.baseBranch; base !== branch; ) {
+    const below = await services.codeHost.pullRequestWithHead(address.repo, base, hint);
+    if (!below || seen.has(below.number) || below.state === "closed" || (below.state === "merged" && below.baseBranch !== branch)) return null;
+    if (under.length === MAX_STACK_DEPTH) {
+      throw failedPrecondition(`pull request #${top.number} is stacked on more than ${MAX_STACK_DEPTH} pull requests: submit a lower part of the stack first`);
+    }
+    seen.add(below.number);
+    under.unshift(below);
+    base = below.baseBranch;
+  }
+  return under;
+}
+
 export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
   const known = await services.db.read((tx) => findQueue(tx, principal, input));
@@ -86,10 +112,16 @@ export async function submitPullRequest(services: Services, principal: Principal
   if (pr.state !== "open") throw failedPrecondition(`pull request #${pr.number} is ${pr.state}`);
   const { priority, emergencyReason } = submissionPriority(principal, input);
   const cause = causeOf(principal);
+  // Based on another PR's branch: the PRs under it enter with it, in order (docs/stacks.md).
+  const under = pr.baseBranch === known.branch ? [] : ((await stackUnder(services, input, pr, known.branch, { targetBranch: known.branch, directMerge: false })) ?? []);
   await services.db.transaction(async (tx) => {
     let queue = await lockQueue(services, tx, principal, input);
     if (queue.state === "draining" || queue.state === "switching_modes") {
       throw failedPrecondition(`the queue for "${queue.branch}" is ${queue.state.replace("_", " ")} and accepts no new pull requests`);
+    }
+    for (const [i, below] of under.entries()) {
+      if (below.state !== "open") continue;
+      await enterStackedBelow(services, tx, queue, below, { stackBelowPr: i > 0 ? under[i - 1]!.number : null, priority, noBatch: input.noBatch, emergencyReason, cause });
     }
     let existing = await entryOf(tx, queue.id, pr.number);
     // The code host said "open" before the lock; the queue may have merged the PR since (its
@@ -116,6 +148,7 @@ export async function submitPullRequest(services: Services, principal: Principal
       usedDefaultPriorityName: priority.usedDefaultName,
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
       emergencyReason,
+      stackBelowPr: under.at(-1)?.number ?? null,
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
     // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
@@ -165,6 +198,44 @@ export async function submitPullRequest(services: Services, principal: Principal
     await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });
+}
+
+/**
+ * A PR under the one submitted, in its stack, entering the queue with it (same priority, batching
+ * and emergency): unless it is in the queue already, or merged or being merged by it.
+ */
+async function enterStackedBelow(
+  services: Services,
+  tx: Tx,
+  queue: Queue,
+  pr: PullRequestInfo,
+  how: { stackBelowPr: number | null; priority: Priority; noBatch: boolean | undefined; emergencyReason: string | null; cause: ReturnType<typeof causeOf> },
+): Promise<void> {
+  const existing = await entryOf(tx, queue.id, pr.number);
+  if (existing && (!isTerminal(existing.state) || existing.state === "merged" || queue.mergedPrs.includes(pr.number))) return;
+  const facts = {
+    prTitle: pr.title,
+    prSha: pr.headSha,
+    prBaseBranch: pr.baseBranch,
+    prAuthor: pr.author,
+    mergeability: pr.mergeability,
+    directMergeBase: null,
+    priorityValue: how.priority.value,
+    priorityName: how.priority.name,
+    usedDefaultPriorityName: how.priority.usedDefaultName,
+    ...(how.noBatch !== undefined ? { noBatch: how.noBatch } : {}),
+    emergencyReason: how.emergencyReason,
+    stackBelowPr: how.stackBelowPr,
+  };
+  const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
+  const state: PrState = ready ? "pending" : "not_ready";
+  const reason: TransitionReason = existing ? "resubmitted" : "submitted";
+  const at = services.now();
+  const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause: how.cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
+  await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
+  await publishQueueEvents(tx, queue, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
+  const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
+  await scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
 }
 
 async function lockEntry(services: Services, tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
@@ -379,17 +450,29 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
  * nothing: a PR already terminal stays as it is, and new commits cancel only a PR queued at an
  * older head. Answers how many queues it left.
  */
-export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string): Promise<number> {
+export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string, newBase?: string): Promise<number> {
   const key = repositoryKey(repo);
   const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, key));
   let cancelled = 0;
   for (const id of queueIds) {
-    const applied = await applyQueueEvent(services, id, { kind: "cancelled", prNumber, reason }, async (tx) => {
+    const applied = await applyQueueEvent(services, id, { kind: "cancelled", prNumber, reason }, async (tx, queue) => {
       const entry = await entryOf(tx, id, prNumber);
       if (!entry || isTerminal(entry.state)) return false;
+      if (reason === "base_branch_changed" && newBase !== undefined && (await movedOntoQueueBranch(tx, queue, entry, newBase))) return false;
       return reason !== "pr_updated" || headSha === undefined || entry.prSha !== headSha;
     });
     if (applied) cancelled++;
   }
   return cancelled;
+}
+
+/**
+ * A stacked PR moved to the queue's branch (by Greenline as the PR under it merges, by GitHub
+ * when that PR's branch is deleted, or by its author) stays in the queue: its base is noted, and
+ * it still never merges before the PRs under it (docs/stacks.md). Answers whether it was that.
+ */
+export async function movedOntoQueueBranch(tx: Tx, queue: Queue, entry: QueueEntry, newBase: string): Promise<boolean> {
+  if (entry.stackBelowPr === null || newBase !== queue.branch) return false;
+  if (entry.prBaseBranch !== newBase) await setEntryBaseBranch(tx, entry.id, newBase);
+  return true;
 }

@@ -3,7 +3,7 @@ import { rateReserveUntil, repositoryKey, type PullRequestInfo, type RepoRef } f
 import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
 import { isInFlight } from "../domain/engine/order.js";
 import type { PrState } from "../domain/states.js";
-import { entryOf } from "../store/entries.js";
+import { entryOf, setEntryBaseBranch } from "../store/entries.js";
 import { findQueueInRepository, lockQueueRow, queueIdsOfRepository } from "../store/queues.js";
 import { dueReadinessRechecks, requestReadinessRechecks, scheduleReadinessRecheck, updateEntryMergeability, type DueRecheck, type RecheckMatch } from "../store/readiness-rechecks.js";
 import { applyEvent } from "./queue-events.js";
@@ -85,12 +85,15 @@ export async function recheckReadiness(services: Services, item: DueRecheck): Pr
   // to another base branch, or has new commits.
   const leaves = async (reason: "pr_closed" | "base_branch_changed") => (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason)) > 0 || (waiting && (await clear(services, item)));
   if (pr.state !== "open") return leaves("pr_closed");
-  if (pr.baseBranch !== read.prBaseBranch) return leaves("base_branch_changed");
+  // A stacked PR moved to the queue's branch stays, its new base noted (docs/stacks.md).
+  const movedOntoQueueBranch = read.stackBelowPr !== null && pr.baseBranch === queue.branch;
+  if (pr.baseBranch !== read.prBaseBranch && !movedOntoQueueBranch) return leaves("base_branch_changed");
   const facts = pr;
   return services.db.transaction(async (tx) => {
     const locked = await lockQueueRow(tx, item.queueId);
     const entry = locked && (await entryOf(tx, item.queueId, item.prNumber));
     if (!locked || !entry || (!isWaiting(entry.state) && !isInFlight(entry.state))) return false;
+    if (movedOntoQueueBranch && entry.prBaseBranch !== pr.baseBranch) await setEntryBaseBranch(tx, entry.id, pr.baseBranch);
     if (entry.prSha !== facts.headSha) {
       if (isWaiting(entry.state)) await scheduleReadinessRecheck(tx, item.queueId, item.prNumber, null, 0);
       await applyEvent(services, tx, locked, { kind: "cancelled", prNumber: item.prNumber, reason: "pr_updated" });

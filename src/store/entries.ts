@@ -35,6 +35,8 @@ export type QueueEntry = {
   failureMessage: string | null;
   /** Submitted as a hotfix (merges while the queue is frozen): its reason; null otherwise. */
   emergencyReason: string | null;
+  /** Stacked on this PR of the queue (its base is that PR's head branch: docs/stacks.md); null: based on the queue's branch. */
+  stackBelowPr: number | null;
   submittedAt: Date;
   /** How many transitions its timeline holds. */
   timelineCount: number;
@@ -65,6 +67,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     directMergeBase: row.directMergeBase,
     failureMessage: row.failureMessage,
     emergencyReason: row.emergencyReason ?? null,
+    stackBelowPr: row.stackBelowPr ?? null,
     submittedAt: row.submittedAt,
     timelineCount: row.timelineCount,
   };
@@ -182,6 +185,32 @@ export async function pinnedHeadsOf(tx: Tx, queueId: string, prNumbers: readonly
   return Object.fromEntries(rows.map((row) => [row.prNumber, row.prSha]));
 }
 
+/**
+ * For a merge of `prNumbers` into `branch` (docs/stacks.md): the stacked PRs among them with the
+ * base each is expected to have (the branch of the PR under it), and the PRs of the queue stacked
+ * right on them that are not merged with them, with their base (moved to `branch` once these land).
+ * One statement.
+ */
+export async function stackBasesOf(tx: Tx, queueId: string, branch: string, prNumbers: readonly number[]): Promise<{ stackBases: Record<number, string>; retargetAfter: Record<number, string> }> {
+  const sql = sqlOf(tx);
+  const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
+  const [onPrs, below] = sql.anyOf(`"stackBelowPr"`, prNumbers);
+  const rows = await sql.all<{ prNumber: number | string; prBaseBranch: string; stackBelowPr: number | string | null; state: string }>(
+    `SELECT "prNumber", "prBaseBranch", "stackBelowPr", "state" FROM "QueueEntry" WHERE "queueId" = ? AND (${inPrs} OR ${onPrs})`,
+    [queueId, prs, below],
+  );
+  const merging = new Set(prNumbers);
+  const stackBases: Record<number, string> = {};
+  const retargetAfter: Record<number, string> = {};
+  for (const row of rows) {
+    const pr = Number(row.prNumber);
+    if (row.stackBelowPr === null || row.prBaseBranch === branch) continue;
+    if (merging.has(pr)) stackBases[pr] = row.prBaseBranch;
+    else if (merging.has(Number(row.stackBelowPr)) && (LIVE_PR_STATES as readonly string[]).includes(row.state)) retargetAfter[pr] = row.prBaseBranch;
+  }
+  return { stackBases, retargetAfter };
+}
+
 /** What a submission learns of a PR from the code host and the request. */
 export type PullRequestFacts = {
   prTitle: string;
@@ -196,6 +225,8 @@ export type PullRequestFacts = {
   noBatch?: boolean;
   /** A hotfix's reason (null: not a hotfix). */
   emergencyReason: string | null;
+  /** The PR it is stacked on (null: based on the queue's branch). */
+  stackBelowPr: number | null;
 };
 
 /** A PR submitted again while it is in play: new facts and readiness, the same place in the queue. */
@@ -209,11 +240,16 @@ export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFac
   await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${setClause(columns)} WHERE "id" = ?`, [...values, id]);
 }
 
+/** A stacked PR moved to the queue's branch (docs/stacks.md): its new base noted, nothing else. */
+export async function setEntryBaseBranch(tx: Tx, id: string, baseBranch: string): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "prBaseBranch" = ? WHERE "id" = ?`, [baseBranch, id]);
+}
+
 /** `"a" = ?, "b" = ?` for an UPDATE of these (fixed, known) columns. */
 const setClause = (columns: readonly string[]) => columns.map((c) => `"${c}" = ?`).join(", ");
 
 /** The columns of a PR's facts an update writes (those given), in a fixed order. */
-const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "emergencyReason", "ready"] as const;
+const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "emergencyReason", "stackBelowPr", "ready"] as const;
 
 function factColumns(facts: Partial<Record<(typeof FACT_COLUMNS)[number], unknown>>): { columns: string[]; values: unknown[] } {
   const columns = FACT_COLUMNS.filter((c) => facts[c] !== undefined);

@@ -39,6 +39,7 @@ function toEngineEntry(entry: QueueEntry, uploaded: ImpactedTargets | undefined)
     targets: targetsOf(entry, uploaded),
     directMergeBase: entry.directMergeBase,
     ...(entry.emergencyReason !== null ? { emergency: true } : {}),
+    ...(entry.stackBelowPr !== null ? { stackBelow: entry.stackBelowPr } : {}),
   };
 }
 

@@ -14,7 +14,7 @@ import { lockQueueRow, queueForEffects, type QueueInRepository } from "../store/
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
 import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
-import { emergenciesAmong, pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
+import { emergenciesAmong, pinnedHeadsOf, recordFailureMessage, stackBasesOf } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueWritesOf, type QueueWrites } from "../store/queue-writes.js";
@@ -348,7 +348,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");
-      const heads = await db.read((tx) => pinnedHeadsOf(tx, queue.id, effect.prNumbers));
+      const [heads, stacks] = await db.read((tx) => Promise.all([pinnedHeadsOf(tx, queue.id, effect.prNumbers), stackBasesOf(tx, queue.id, queue.branch, effect.prNumbers)]));
+      const stacked = Object.keys(stacks.stackBases).length > 0;
       const result = await codeHost.mergeTestedRun(repo, {
         targetBranch: queue.branch,
         expectedHead,
@@ -358,7 +359,10 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         exactTree: effect.exactTree,
         method: queue.mergeMethod,
         // Checks taken from each PR's head are checked there by GitHub's rules when the PR merges.
-        ...(queue.pullRequestChecks.length > 0 ? { throughPullRequests: true } : {}),
+        // Stacked PRs merge one by one, each moved to the target just before (docs/stacks.md).
+        ...(queue.pullRequestChecks.length > 0 || stacked ? { throughPullRequests: true } : {}),
+        ...(stacked ? { stackBases: stacks.stackBases } : {}),
+        ...(Object.keys(stacks.retargetAfter).length > 0 ? { retargetAfter: stacks.retargetAfter } : {}),
       });
       // PRs become merged only here, as the code host confirms them; refused ones fail or are
       // cancelled with the host's words, and the merges decided after them go back in line.

@@ -1,5 +1,5 @@
 import type { Backend } from "./backends.js";
-import { SimulatedCi } from "./github-ci.js";
+import { SimulatedCi, type Workflow } from "./github-ci.js";
 import { GitHubDriver } from "./github-driver.js";
 import { GitHubSimulator } from "./github-simulator.js";
 import { attachWebhooks, type WebhookDeliverer } from "./github-webhooks.js";
@@ -22,11 +22,12 @@ export type GitHubWorld = {
   close(): Promise<void>;
 };
 
-export async function startGitHubWorld(backend: Backend, clock: TestClock, accounts: { owner: string; installation: number }[]): Promise<GitHubWorld> {
+/** `workflows`: CI's workflows (default: `ci/test`, green, on every testing branch). */
+export async function startGitHubWorld(backend: Backend, clock: TestClock, accounts: { owner: string; installation: number }[], workflows?: Workflow[]): Promise<GitHubWorld> {
   const gh = await new GitHubSimulator({ mergeabilityDelay: 0 }).start();
   gh.useClock(() => clock.ms);
   const server = await startTestServer(backend, { githubApp: githubAppOf(gh), now: clock.now, random: () => 0.5 });
-  const ci = new SimulatedCi(gh, [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
+  const ci = new SimulatedCi(gh, workflows ?? [{ name: "ci/test", on: ["push"], branches: "greenline/", report: "status" }]).attach();
   const webhooks = attachWebhooks(gh, { url: `${server.url}/api/github/webhooks`, secret: gh.webhookSecret, now: clock.now });
   for (const { owner, installation } of accounts) gh.installApp(installation, owner);
   await webhooks.flush();

@@ -104,6 +104,10 @@ export class GitHubCodeHost implements CodeHost {
     return classified(this.#pulls.getPullRequest(repo, number, hint), "read");
   }
 
+  pullRequestWithHead(repo: RepoRef, branch: string, hint: ReadPullRequestHint): Promise<PullRequestInfo | null> {
+    return classified(this.#pulls.pullRequestWithHead(repo, branch, hint), "read");
+  }
+
   async getBranchHead(repo: RepoRef, branch: string): Promise<string | null> {
     const octokit = await classified(this.#client.octokitOrNull(repo), "read");
     return octokit ? classified(this.#client.branchHead(octokit, repo, branch), "read") : null;

@@ -23,7 +23,8 @@ function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number
  */
 function changeOf(pr: PullRequest, request: MergeRequest): PrChange | null {
   if (pr.state !== "open") return { reason: "closed", message: `#${pr.number} is ${pr.merged ? "merged" : "closed"} on GitHub` };
-  if (pr.base.ref !== request.targetBranch) return { reason: "base_changed", message: `the base branch of #${pr.number} is ${pr.base.ref}, not ${request.targetBranch}` };
+  // A stacked PR still on the branch of the PR under it is moved to the target as it merges (docs/stacks.md).
+  if (pr.base.ref !== request.targetBranch && pr.base.ref !== request.stackBases?.[pr.number]) return { reason: "base_changed", message: `the base branch of #${pr.number} is ${pr.base.ref}, not ${request.targetBranch}` };
   const pinned = request.heads[pr.number];
   if (pinned !== undefined && pr.head.sha !== pinned) return { reason: "head_moved", message: `the head of #${pr.number} moved to ${pr.head.sha} after ${pinned} was tested` };
   return null;
@@ -65,6 +66,31 @@ export class GitHubMerging {
    * the same tree give the tree that was tested.
    */
   async mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
+    const result = await this.#mergeTestedRun(repo, request);
+    if (result.kind === "merged" && request.retargetAfter) await this.#retargetAbove(repo, request.targetBranch, request.retargetAfter);
+    return result;
+  }
+
+  /**
+   * The PRs stacked on PRs that just merged, still based on their branches, moved to the target
+   * (docs/stacks.md: as GitHub does when a merged PR's branch is deleted, which it does not
+   * always do through the API). A refusal is left alone: each PR is moved again as it merges.
+   */
+  async #retargetAbove(repo: RepoRef, targetBranch: string, prs: Readonly<Record<number, string>>): Promise<void> {
+    const octokit = await this.client.octokit(repo);
+    const params = { owner: repo.owner, repo: repo.name };
+    for (const [number, base] of Object.entries(prs)) {
+      try {
+        const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: Number(number) });
+        if (pr.state === "open" && pr.base.ref === base) await octokit.rest.pulls.update({ ...params, pull_number: Number(number), base: targetBranch });
+      } catch (error) {
+        const refusal = refusalOf(error, "write");
+        if (refusal.transient) throw refusal;
+      }
+    }
+  }
+
+  async #mergeTestedRun(repo: RepoRef, request: MergeRequest): Promise<MergeResult> {
     const octokit = await this.client.octokit(repo);
     const params = { owner: repo.owner, repo: repo.name };
     const target = `${repo.owner}/${repo.name}:${request.targetBranch}`.toLowerCase();
@@ -242,6 +268,16 @@ export class GitHubMerging {
       const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
       const changed = changeOf(pr, request);
       if (changed) return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, ...changed };
+      if (pr.base.ref !== request.targetBranch) {
+        // Stacked, and the PRs under it landed: moved to the target first (GitHub merges a PR into its base).
+        try {
+          await octokit.rest.pulls.update({ ...params, pull_number: number, base: request.targetBranch });
+        } catch (error) {
+          const refusal = refusalOf(error, "write");
+          if (refusal.transient || refusal.kind === "permission_missing") throw refusal;
+          return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, reason: "base_changed", message: `#${number} could not be moved from ${pr.base.ref} to ${request.targetBranch}: ${refusal.message}` };
+        }
+      }
       let merged: string;
       try {
         merged = (await octokit.rest.pulls.merge({ ...params, pull_number: number, sha, merge_method: method })).data.sha;

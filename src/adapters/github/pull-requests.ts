@@ -66,6 +66,19 @@ export class GitHubPullRequests {
     }
   }
 
+  /**
+   * The PR whose head is `branch` of the repository itself: the open one, else the last merged
+   * (one list of at most 10, newest first, then the PR itself for its mergeability).
+   */
+  async pullRequestWithHead(repo: RepoRef, branch: string, hint: ReadPullRequestHint): Promise<PullRequestInfo | null> {
+    const octokit = await this.client.octokitOrNull(repo);
+    if (!octokit) return null;
+    const { data } = await octokit.rest.pulls.list({ owner: repo.owner, repo: repo.name, state: "all", head: `${repo.owner}:${branch}`, per_page: 10 });
+    const ours = data.filter((pr) => pr.head.ref === branch && pr.head.repo?.full_name?.toLowerCase() === `${repo.owner}/${repo.name}`.toLowerCase());
+    const pick = ours.find((pr) => pr.state === "open") ?? ours.find((pr) => pr.merged_at !== null);
+    return pick ? this.getPullRequest(repo, pick.number, hint) : null;
+  }
+
   /** The target's head when the PR's head contains it (the PR is up to date), else null. */
   async #upToDateBase(octokit: Octokit, repo: RepoRef, base: string, head: string): Promise<string | null> {
     const [{ data: comparison }, { data: branch }] = await Promise.all([

@@ -146,6 +146,11 @@ export class SandboxCodeHost implements CodeHost, PolledEvents {
     };
   }
 
+  /** The sandbox's pull requests are all based on the queue's branch: none is stacked. */
+  async pullRequestWithHead(): Promise<PullRequestInfo | null> {
+    return null;
+  }
+
   async getBranchHead(repo: RepoRef, branch: string): Promise<string> {
     await this.#fault(repo, "read");
     // The worker asks this every tick: a plain read, and a write transaction only to create the branch.
