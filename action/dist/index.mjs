@@ -2208,6 +2208,7 @@ async function prStatus(options, out) {
     out(`  ${position}priority ${pr.priorityName} (${pr.priorityValue})${pr.noBatch ? ", never batched" : ""}; the queue is ${queue.state}`);
   }
   if (pr.failureMessage) out(`  failure: ${pr.failureMessage}`);
+  if (pr.stackedOn !== void 0) out(`  stacked on #${pr.stackedOn}: tested with it, merged after it`);
   const r = pr.readiness;
   if (!r.doesBaseBranchMatch) out(`  not ready: the pull request does not merge into ${address.targetBranch}`);
   if (r.requiresImpactedTargets && !r.hasImpactedTargets) out(`  not ready: no impacted targets for its head ${short(pr.prSha)} (greenline targets set)`);

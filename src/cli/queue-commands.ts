@@ -46,6 +46,8 @@ type MergeItem = {
   prTitle: string;
   prSha: string;
   failureMessage?: string;
+  /** A stacked PR: the PR it is stacked on (docs/stacks.md). */
+  stackedOn?: number;
 };
 type SubmittedPullRequest = MergeItem & {
   isCurrentlySubmittedToQueue: boolean;
@@ -203,6 +205,7 @@ export async function prStatus(options: QueueOptions, out: Out): Promise<number>
     out(`  ${position}priority ${pr.priorityName} (${pr.priorityValue})${pr.noBatch ? ", never batched" : ""}; the queue is ${queue.state}`);
   }
   if (pr.failureMessage) out(`  failure: ${pr.failureMessage}`);
+  if (pr.stackedOn !== undefined) out(`  stacked on #${pr.stackedOn}: tested with it, merged after it`);
   const r = pr.readiness;
   if (!r.doesBaseBranchMatch) out(`  not ready: the pull request does not merge into ${address.targetBranch}`);
   if (r.requiresImpactedTargets && !r.hasImpactedTargets) out(`  not ready: no impacted targets for its head ${short(pr.prSha)} (greenline targets set)`);

@@ -1,12 +1,12 @@
 import type { Principal } from "../auth/tokens.js";
-import { repositoryKey, type RepoRef } from "../ports/code-host.js";
+import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { COMMENT_USAGE, parseCommentCommand } from "../domain/comment-commands.js";
 import { resolvePriority } from "../domain/priority.js";
 import { findQueue, lockQueueRow } from "../store/queues.js";
 import { appendEffects } from "../store/effects.js";
 import { repositoryOwnerByKey } from "../store/repositories.js";
 import { AppError } from "../app/errors.js";
-import { cancelPullRequest, submitPullRequest } from "./pull-requests.js";
+import { cancelPullRequest, MAX_STACK_DEPTH, submitPullRequest } from "./pull-requests.js";
 import { freezeQueue, unfreezeQueue } from "./freezes.js";
 import { untilText } from "../domain/freezes.js";
 import type { Services } from "../app/services.js";
@@ -42,10 +42,15 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   // The PR's base names the queue; the submission uses this read too when it says whether the
   // PR can merge (GitHub answers "still computing" to a first read: then it asks again).
   const read = command.targetBranch === null ? await services.codeHost.getPullRequest(repo, prNumber, { targetBranch: "", directMerge: false }) : null;
-  const targetBranch = command.targetBranch ?? read?.baseBranch;
+  let targetBranch = command.targetBranch ?? read?.baseBranch;
   if (targetBranch === undefined) return;
+  let queue = await services.db.read((tx) => findQueue(tx, owner.organizationId, repositoryKey(repo), targetBranch!));
+  // A stacked PR (based on another PR's branch) belongs to the queue of the branch its stack is based on (docs/stacks.md).
+  if (!queue && read && command.targetBranch === null) {
+    const found = await stackQueueOf(services, owner.organizationId, repo, read);
+    if (found) [targetBranch, queue] = [found.branch, found];
+  }
   // A queue whose settings turn comment commands off does not hear them (the API still works).
-  const queue = await services.db.read((tx) => findQueue(tx, owner.organizationId, repositoryKey(repo), targetBranch));
   if (queue && !queue.commandsEnabled) {
     services.log?.info({ repository: repositoryKey(repo), pr: prNumber, branch: targetBranch, command: command.kind }, "comment command ignored: the queue has commands disabled");
     return;
@@ -99,6 +104,21 @@ export async function handlePullRequestComment(services: Services, comment: Pull
     const what = { merge: "queue this pull request", cancel: "cancel this pull request", freeze: "freeze the queue", unfreeze: "unfreeze the queue" }[command.kind];
     await reply(`@${author} could not ${what}: ${error.message}.`);
   }
+}
+
+/** The queue of the branch a stacked PR's stack is based on: its base followed down through the PRs whose heads they are. */
+async function stackQueueOf(services: Services, organizationId: string, repo: RepoRef, pr: PullRequestInfo) {
+  let base = pr.baseBranch;
+  const seen = new Set([pr.number]);
+  for (let depth = 0; depth <= MAX_STACK_DEPTH; depth++) {
+    const below = await services.codeHost.pullRequestWithHead(repo, base, { targetBranch: "", directMerge: false });
+    if (!below || seen.has(below.number)) return null;
+    seen.add(below.number);
+    base = below.baseBranch;
+    const queue = await services.db.read((tx) => findQueue(tx, organizationId, repositoryKey(repo), base));
+    if (queue) return queue;
+  }
+  return null;
 }
 
 /**

@@ -87,6 +87,8 @@ export type MergeItemRecord = {
   prAuthor: string;
   /** A failed PR the code host refused for good: its own words. */
   failureMessage?: string;
+  /** Stacked on this PR (docs/stacks.md). */
+  stackedOn?: number;
 };
 
 /** getSubmittedPullRequest's record: every field of SPEC.md's table. */
@@ -116,5 +118,6 @@ export function toMergeItemRecord(row: QueueEntry): MergeItemRecord {
     prBaseBranch: row.prBaseBranch,
     prAuthor: row.prAuthor,
     ...(row.state === "failed" && row.failureMessage !== null ? { failureMessage: row.failureMessage } : {}),
+    ...(row.stackBelowPr !== null ? { stackedOn: row.stackBelowPr } : {}),
   };
 }

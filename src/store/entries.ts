@@ -249,7 +249,21 @@ export async function setEntryBaseBranch(tx: Tx, id: string, baseBranch: string)
 const setClause = (columns: readonly string[]) => columns.map((c) => `"${c}" = ?`).join(", ");
 
 /** The columns of a PR's facts an update writes (those given), in a fixed order. */
-const FACT_COLUMNS = ["prTitle", "prSha", "prBaseBranch", "prAuthor", "mergeability", "directMergeBase", "priorityValue", "priorityName", "usedDefaultPriorityName", "noBatch", "emergencyReason", "stackBelowPr", "ready"] as const;
+const FACT_COLUMNS = [
+  "prTitle",
+  "prSha",
+  "prBaseBranch",
+  "prAuthor",
+  "mergeability",
+  "directMergeBase",
+  "priorityValue",
+  "priorityName",
+  "usedDefaultPriorityName",
+  "noBatch",
+  "emergencyReason",
+  "stackBelowPr",
+  "ready",
+] as const;
 
 function factColumns(facts: Partial<Record<(typeof FACT_COLUMNS)[number], unknown>>): { columns: string[]; values: unknown[] } {
   const columns = FACT_COLUMNS.filter((c) => facts[c] !== undefined);

@@ -20,10 +20,7 @@ describe("stacked pull requests in the engine", () => {
         [1, 2, 3],
         [1, 2, 3],
       ],
-      [
-        [1, 2, 3, 4],
-        [4],
-      ],
+      [[1, 2, 3, 4], [4]],
     ]);
     sim.pass(1);
     expect(sim.merges()).toEqual([[1, 2, 3]]);
@@ -68,10 +65,7 @@ describe("stacked pull requests in the engine", () => {
     sim.fail(3);
     expect(sim.running()).toEqual([
       [[1], [1]],
-      [
-        [1, 2],
-        [2],
-      ],
+      [[1, 2], [2]],
     ]);
     sim.pass(1);
     sim.fail(2);

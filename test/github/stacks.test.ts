@@ -64,10 +64,7 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
     const pr = await github.submitted(name, n);
     return [pr.state, pr.stateReason];
   };
-  const mergeOrder = (name: string) =>
-    gh.requests
-      .filter((r) => r.method === "PUT" && r.path.startsWith(`/repos/${full(name)}/pulls/`) && r.status === 200)
-      .map((r) => Number(/pulls\/(\d+)\/merge/.exec(r.path)![1]));
+  const mergeOrder = (name: string) => gh.requests.filter((r) => r.method === "PUT" && r.path.startsWith(`/repos/${full(name)}/pulls/`) && r.status === 200).map((r) => Number(/pulls\/(\d+)\/merge/.exec(r.path)![1]));
 
   test.each([1, 2, 3, 4, 5].flatMap((size) => (["squash", "merge_commit"] as const).map((method) => ({ size, method }))))(
     "a stack of $size submitted by its top is tested in one run and merged bottom-up ($method), each PR moved to main as it merges",
@@ -81,6 +78,7 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
       await server.greenline.worker.drain();
       // Every PR of the stack entered, in one run testing them all.
       for (const n of numbers) expect(await state(name, n)).toEqual(["testing", "testing"]);
+      for (const n of numbers) expect((await github.submitted(name, n)).stackedOn).toBe(n > 1 ? n - 1 : undefined);
       const runs = ci.runs.filter((r) => r.repo === full(name));
       expect(runs.length).toBe(1);
       const tested = gh.filesAt(runs[0]!.sha);
@@ -184,6 +182,41 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
     await settle();
     expect([gh.pr(full(name), 1)!.merged, gh.pr(full(name), 2)!.merged]).toEqual([true, true]);
     expect(mergeOrder(name)).toEqual([1, 2]);
+  });
+
+  test("by comment: `/greenline merge` on the top of a stack queues the stack for the branch it is based on; `/greenline cancel` on its bottom takes it all out", async () => {
+    const name = "by-comment";
+    await queueOf(name);
+    gh.grant(full(name), "dev", "write");
+    openStack(name, [1, 2, 3]);
+    gh.comment(full(name), 3, "dev", "/greenline merge");
+    await webhooks.flush();
+    await server.greenline.worker.drain();
+    for (const n of [1, 2, 3]) expect(await state(name, n)).toEqual(["testing", "testing"]);
+    gh.comment(full(name), 1, "dev", "/greenline cancel");
+    await settle();
+    expect(await state(name, 1)).toEqual(["cancelled", "cancelled_by_user"]);
+    expect(await state(name, 2)).toEqual(["cancelled", "stack_below_left"]);
+    expect(await state(name, 3)).toEqual(["cancelled", "stack_below_left"]);
+    // Submitted again by comment on its middle: the bottom two enter and merge.
+    gh.comment(full(name), 2, "dev", "/greenline merge");
+    await settle();
+    expect([gh.pr(full(name), 1)!.merged, gh.pr(full(name), 2)!.merged, gh.pr(full(name), 3)!.merged]).toEqual([true, true, false]);
+  });
+
+  test("submissions of a stack raced with each other and with the engine: each PR enters once, in order, and the stack merges once", async () => {
+    const name = "raced";
+    await queueOf(name, { mergeMethod: "squash" });
+    openStack(name, [1, 2, 3]);
+    const [answers] = await Promise.all([Promise.all([3, 3, 2, 3, 1].map((n) => api.call("submitPullRequest", github.pr(name, n)))), server.greenline.worker.drain(), webhooks.flush()]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const n of [1, 2, 3]) {
+      const submitted = (await github.timelineOf(name, n)).filter((e) => e.reason === "submitted");
+      expect([n, submitted.length]).toEqual([n, 1]);
+    }
+    await settle();
+    expect(mergeOrder(name)).toEqual([1, 2, 3]);
+    expect(await state(name, 3)).toEqual(["merged", "merged"]);
   });
 
   test("a PR based on a branch that is no PR's head is not a stack: it waits, not ready, its base named", async () => {

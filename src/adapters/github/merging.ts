@@ -24,7 +24,8 @@ function stepsOf(method: "merge" | "squash" | "rebase", pr: PullRequest): number
 function changeOf(pr: PullRequest, request: MergeRequest): PrChange | null {
   if (pr.state !== "open") return { reason: "closed", message: `#${pr.number} is ${pr.merged ? "merged" : "closed"} on GitHub` };
   // A stacked PR still on the branch of the PR under it is moved to the target as it merges (docs/stacks.md).
-  if (pr.base.ref !== request.targetBranch && pr.base.ref !== request.stackBases?.[pr.number]) return { reason: "base_changed", message: `the base branch of #${pr.number} is ${pr.base.ref}, not ${request.targetBranch}` };
+  if (pr.base.ref !== request.targetBranch && pr.base.ref !== request.stackBases?.[pr.number])
+    return { reason: "base_changed", message: `the base branch of #${pr.number} is ${pr.base.ref}, not ${request.targetBranch}` };
   const pinned = request.heads[pr.number];
   if (pinned !== undefined && pr.head.sha !== pinned) return { reason: "head_moved", message: `the head of #${pr.number} moved to ${pr.head.sha} after ${pinned} was tested` };
   return null;
@@ -275,7 +276,14 @@ export class GitHubMerging {
         } catch (error) {
           const refusal = refusalOf(error, "write");
           if (refusal.transient || refusal.kind === "permission_missing") throw refusal;
-          return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, reason: "base_changed", message: `#${number} could not be moved from ${pr.base.ref} to ${request.targetBranch}: ${refusal.message}` };
+          return {
+            kind: "refused",
+            head: await this.#targetHead(octokit, repo, request.targetBranch),
+            ...soFar(),
+            prNumber: number,
+            reason: "base_changed",
+            message: `#${number} could not be moved from ${pr.base.ref} to ${request.targetBranch}: ${refusal.message}`,
+          };
         }
       }
       let merged: string;

@@ -155,6 +155,7 @@ export const ZMergeItem = z.strictObject({
   prBaseBranch: z.string(),
   failureMessage: z.string().optional().describe("a failed PR the code host refused for good (stateReason merge_refused or start_refused): the code host's own words; absent otherwise"),
   prAuthor: z.string(),
+  stackedOn: z.number().int().optional().describe("a stacked PR (its base is another PR's head branch: docs/stacks.md): the PR it is stacked on, which merges before it; absent otherwise"),
 });
 
 export const ZPosition = z

@@ -693,7 +693,8 @@ function groupFrom(q: EngineQueue, line: Line, i: number, largestBatch: number, 
   if (first.bisectionGroupLimit === null) {
     for (let j = i + group.length; j < line.entries.length; j++) {
       const next = line.entries[j]!;
-      const joins = next.state === "pending" && next.stackBelow !== undefined && members.has(next.stackBelow) && next.bisectionGroupLimit === null && (next.emergency === true) === (first.emergency === true) && mayStartNow(q, next);
+      const joins =
+        next.state === "pending" && next.stackBelow !== undefined && members.has(next.stackBelow) && next.bisectionGroupLimit === null && (next.emergency === true) === (first.emergency === true) && mayStartNow(q, next);
       if (!joins) break;
       group.push(next);
       members.add(next.prNumber);

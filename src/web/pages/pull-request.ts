@@ -165,7 +165,7 @@ ${latest ? evidenceOf(address, latest.evidence, runAnchor) : ""}
 ${latest && (pr.state === "failed" || pr.state === "pending_failure") ? failingChecksOfRun(view, latest.evidence) : ""}
 ${waiting && view.queueBlocked ? html`<p class="blocked" id="pr-queue-blocked">The queue: ${view.queueBlocked}.</p>` : ""}
 ${waiting ? html`<p id="pr-place">${place ? place : "No place in line yet"}${pr.estimatedMergeAt ? html` <span class="muted">(estimated merge ${pr.estimatedMergeAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")})</span>` : ""}</p>` : ""}
-<p class="muted">Priority ${pr.priorityName} · by ${pr.prAuthor} · head <code>${pr.prSha.slice(0, 12)}</code>${pr.isCurrentlySubmittedToQueue ? "" : " · no longer submitted"}</p>
+<p class="muted">Priority ${pr.priorityName} · by ${pr.prAuthor} · head <code>${pr.prSha.slice(0, 12)}</code>${pr.stackedOn !== undefined ? html` · stacked on <a href="${pullPath(address.repo, address.targetBranch, pr.stackedOn)}">#${pr.stackedOn}</a>` : ""}${pr.isCurrentlySubmittedToQueue ? "" : " · no longer submitted"}</p>
 </section>`;
 }
 

@@ -139,7 +139,7 @@ function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, list:
 <div class="pr-head"><span class="pos" aria-label="position"></span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
 <div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
 ${reasonOf(pr)}<span>for ${since(pr.stateChangedAt, now)}</span>
-<span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span></div>
+<span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span>${pr.stackedOn !== undefined ? html`<span class="stacked" title="its base is #${pr.stackedOn}'s branch: tested with it, merged after it (docs/stacks.md)">stacked on <a href="${pullPath(address.repo, address.targetBranch, pr.stackedOn)}">#${pr.stackedOn}</a></span>` : ""}</div>
 ${prActions(viewer, address, pr)}
 </li>`;
 }
@@ -260,7 +260,7 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
 
 /** What a PR's row shows (getQueue's place and estimate change for every PR behind a moved one; the row does not show them). */
 function prShown(pr: MergeItemRecord): unknown {
-  return [pr.state, pr.stateReason, pr.stateChangedAt, pr.prTitle, pr.priorityName, pr.prAuthor];
+  return [pr.state, pr.stateReason, pr.stateChangedAt, pr.prTitle, pr.priorityName, pr.prAuthor, pr.stackedOn];
 }
 
 /** The part of the page the live stream keeps up to date: the parts, each list in its section. */
