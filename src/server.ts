@@ -85,17 +85,24 @@ export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 
  * Admission control: at most `limit` requests are served at once; one more is answered at once
  * with 503 and Retry-After (before its body is read, so it costs nearly nothing), and its
  * connection stays open for the client's retry. Without it a burst queued requests behind the
- * database until clients gave up and dropped their connections (issue 22). /healthz is
- * always served (an orchestrator must not restart a busy replica), and so are the dashboard's
+ * database until clients gave up and dropped their connections (issue 22). /healthz and
+ * /readyz are always served, outside Probot's request log (an orchestrator must not restart a
+ * busy replica, and its probes every few seconds would bury the log), and so are the dashboard's
  * live streams, which stay open for as long as a page does and do no work while idle.
  */
-function admitRequests(http: HttpServer, limit: number): void {
+function admitRequests(http: HttpServer, limit: number, probes: (req: IncomingMessage, res: ServerResponse) => void): void {
   const handlers = http.listeners("request") as ((req: IncomingMessage, res: ServerResponse) => void)[];
   http.removeAllListeners("request");
   let inFlight = 0;
   http.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0];
-    const exempt = path === "/healthz" || (req.headers.accept ?? "").includes("text/event-stream");
+    // Health probes (every few seconds from an orchestrator) are answered straight by the API, not
+    // through Probot's request log: the log keeps the requests people make.
+    if ((path === "/healthz" || path === "/readyz") && (req.method === "GET" || req.method === "HEAD")) {
+      probes(req, res);
+      return;
+    }
+    const exempt = (req.headers.accept ?? "").includes("text/event-stream");
     if (!exempt) {
       if (inFlight >= limit) {
         const body = JSON.stringify({ error: { code: "unavailable", message: `the service is saturated (${limit} requests in flight); retry after ${RETRY_AFTER_SECONDS} s`, details: [] } });
@@ -218,7 +225,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       retention: config.retention,
     };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
-    const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls) });
+    const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls), workerHealth: () => worker.health() });
     const oauth = config.githubApp?.oauth;
     const github = config.githubApp && oauth ? { ...oauth, apiUrl: config.githubApp.apiUrl ?? "https://api.github.com", appId: config.githubApp.appId } : undefined;
     const web = createWebApp(services, log, { sessionSecret: sessionSecret(config, log), publicUrl: config.publicUrl, liveIntervalMs: options.liveIntervalMs, liveHeartbeatMs: options.liveHeartbeatMs, github });
@@ -230,7 +237,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const http = await server.start();
     limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
     answerParseErrors(http);
-    admitRequests(http, options.maxInFlight ?? config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
+    admitRequests(http, options.maxInFlight ?? config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, api);
     const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;

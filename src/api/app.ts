@@ -21,6 +21,8 @@ export type ApiOptions = {
   publicUrl?: string | undefined;
   /** How bundle upload URLs are signed (default: a random key, 15 minutes). */
   bundleUrls?: BundleUrls;
+  /** This process's worker, as `/readyz` reports it (absent: no worker here). */
+  workerHealth?: () => { status: "ok" | "off" | "stalled"; lastTickAt: number | null; tickingSince: number | null };
 };
 
 /** `principal` once authenticated; `forkedRunId` while a fork PR's upload waits for its body to be checked. */
@@ -87,20 +89,35 @@ function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
   };
 }
 
-/** The Express app serving /healthz and the /v1 API. */
+/** The Express app serving /healthz, /readyz and the /v1 API. */
 export function createApiApp(services: Services, log: Logger, options: ApiOptions = {}): express.Express {
   const served: Served = { services, publicUrl: options.publicUrl, bundleUrls: options.bundleUrls ?? makeBundleUrls() };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.get("/healthz", async (_req, res) => {
-    try {
-      await services.db.ping();
-      res.json({ status: "ok", codeHost: services.codeHost.name });
-    } catch {
-      res.status(503).json({ status: "unavailable" });
-    }
+  // Liveness: the process answers (an orchestrator restarts it when it does not). The database
+  // is /readyz's: a database outage must not get every replica restarted.
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok", codeHost: services.codeHost.name });
+  });
+  // Readiness: the database answers, every migration this version ships is applied, and the
+  // worker is ticking within its interval. 503 naming what is not, with no detail of the cause
+  // beyond that (no error text: it may name hosts or users).
+  app.get("/readyz", async (_req, res) => {
+    const database = await services.db.ping().then(
+      () => "ok" as const,
+      () => "unreachable" as const,
+    );
+    const missing = database === "ok" ? await services.db.missingMigrations().catch(() => null) : null;
+    const migrations = missing === null ? "unknown" : missing.length === 0 ? "ok" : `missing ${missing.join(", ")}`;
+    const worker = options.workerHealth?.() ?? { status: "off" as const, lastTickAt: null, tickingSince: null };
+    const ready = database === "ok" && migrations === "ok" && worker.status !== "stalled";
+    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    res.status(ready ? 200 : 503).json({
+      status: ready ? "ready" : "not_ready",
+      checks: { database, migrations, worker: worker.status, workerLastTickAt: iso(worker.lastTickAt), workerTickingSince: iso(worker.tickingSince) },
+    });
   });
 
   const openapi = JSON.stringify(buildOpenApiDocument(OPERATIONS));

@@ -209,6 +209,11 @@ export async function applyEvent(
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, options.freezesChangedBy ?? { actor: ENGINE_ACTOR }, now);
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
+  // One line per decision that moved a PR (docs/operations.md, "Logs"): what moved, why, in which run.
+  if (decision.transitions.length > 0 && services.log) {
+    const prs = decision.transitions.map((t) => ({ pr: t.prNumber, from: t.from, to: t.to, reason: t.reason, ...(t.evidence?.runId ? { runId: t.evidence.runId } : {}) }));
+    services.log.info({ queueId: queue.id, branch: queue.branch, event: event.kind, prs }, "queue decision");
+  }
   // Outbound webhooks: the decision's events, in its transaction.
   await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });
   return decision;

@@ -7,7 +7,7 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
-import { migratePostgres, migrateSqlite } from "./migrate.js";
+import { loadMigrations, migratePostgres, migrateSqlite } from "./migrate.js";
 import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "../config.js";
 import { Mutex, MutexTimeoutError } from "./mutex.js";
 import { postgresSql, sqliteSql, type Sql } from "./sql.js";
@@ -282,6 +282,19 @@ export class Database {
   async ping(): Promise<void> {
     await this.read((tx) => tx.$queryRawUnsafe("SELECT 1"));
   }
+
+  /**
+   * The migrations this version ships that the database has not applied (readiness: a replica
+   * must not serve a schema older than its code), by id; none when it is up to date. A database
+   * ahead of the code (a newer release migrated it) is fine: migrations only add.
+   */
+  async missingMigrations(): Promise<string[]> {
+    const rows = await this.read((tx) => tx.$queryRawUnsafe<{ id: string }[]>(`SELECT "id" FROM "_greenline_migrations"`));
+    const applied = new Set(rows.map((r) => r.id));
+    this.#shipped ??= loadMigrations(this.kind).map((m) => m.id);
+    return this.#shipped.filter((id) => !applied.has(id));
+  }
+  #shipped: string[] | null = null;
 
   /**
    * What an operator should know of the server's settings, in sentences (none on SQLite). On

@@ -108,7 +108,12 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
         if (await deferredForReserve(services, current, pending)) break;
         try {
           const completion = completionOf(services, queueId, pending.id, unmarked);
+          const startedAt = performance.now();
           const applied = await execute(services, current, pending.effect, completion);
+          // One line per effect carried out (docs/operations.md, "Logs"): statuses and comments at debug.
+          const line = { queueId, effect: pending.kind, ...effectSubject(pending.effect), attempts: pending.attempts + 1, ms: Math.round(performance.now() - startedAt) };
+          if (isNotification(pending.kind)) services.log?.debug(line, "effect done");
+          else services.log?.info(line, "effect done");
           executed.add(pending.id);
           if (completion.marked) unmarked.clear();
           else {
@@ -158,6 +163,24 @@ function carryOver(writes: QueueWrites | null, queue: QueueInRepository, outbox:
   // What the lock saw of the organization's endpoints holds for that transaction only.
   const { webhookEndpointsEnabled: _seenByTheLock, ...carried } = writes.queue;
   return { ...carried, repository: queue.repository };
+}
+
+/** What an effect is about, for its log line: its run or PRs (never a comment's body or a status's words). */
+function effectSubject(effect: OutboxEffect): Record<string, unknown> {
+  switch (effect.kind) {
+    case "start_run":
+      return { runId: effect.runId, prs: effect.tested };
+    case "cancel_run":
+    case "rerun_failed_jobs":
+      return { runId: effect.runId };
+    case "merge":
+      return { runId: effect.runId, prs: effect.prNumbers };
+    case "pr_status":
+    case "pr_comment":
+      return { pr: effect.prNumber };
+    case "schedule_timer":
+      return { at: new Date(effect.at).toISOString() };
+  }
 }
 
 /** Effects safe to carry out twice, whose done mark may wait for the next commit: a status (the latest wins), a testing branch's deletion. */

@@ -102,6 +102,7 @@ export class Worker {
 
   start(): void {
     this.#stopping = false;
+    this.#startedAt ??= Date.now();
     this.#interval ??= setInterval(() => {
       if (!this.#ticking) this.#tickOnce(false).catch((error: unknown) => this.options.log.error({ err: error }, "worker tick failed"));
     }, this.options.intervalMs);
@@ -112,6 +113,7 @@ export class Worker {
   }
 
   async stop(): Promise<void> {
+    this.#startedAt = null;
     if (this.#interval) clearInterval(this.#interval);
     this.#interval = null;
     this.#running = false;
@@ -166,8 +168,33 @@ export class Worker {
   }
 
   #tickOnce(wait: boolean): Promise<number> {
-    this.#ticking ??= this.#tick(wait).finally(() => (this.#ticking = null));
+    if (!this.#ticking) {
+      this.#tickStartedAt = Date.now();
+      this.#ticking = this.#tick(wait).finally(() => {
+        this.#ticking = null;
+        this.#tickStartedAt = null;
+        this.#lastTickAt = Date.now();
+      });
+    }
     return this.#ticking;
+  }
+
+  /** Wall-clock times (epoch ms) of the last tick's end and of the one under way (readiness: /readyz). */
+  #lastTickAt: number | null = null;
+  #tickStartedAt: number | null = null;
+  #startedAt: number | null = null;
+
+  /**
+   * Whether this process's worker is ticking within its interval (`/readyz`): off when it does
+   * not run on its own here (tests, tools); stalled when no tick ended for 10 intervals (at least
+   * 30 s) and none is under way, or one has gone on for 5 minutes.
+   */
+  health(now = Date.now()): { status: "ok" | "off" | "stalled"; lastTickAt: number | null; tickingSince: number | null } {
+    const view = { lastTickAt: this.#lastTickAt, tickingSince: this.#tickStartedAt };
+    if (this.#startedAt === null) return { status: "off", ...view };
+    if (this.#tickStartedAt !== null) return { status: now - this.#tickStartedAt > 5 * 60_000 ? "stalled" : "ok", ...view };
+    const since = Math.max(this.#lastTickAt ?? this.#startedAt, this.#startedAt);
+    return { status: now - since > Math.max(30_000, 10 * this.options.intervalMs) ? "stalled" : "ok", ...view };
   }
 
   /** Ticks until there is nothing left to do now (tests, with an injected clock). */
