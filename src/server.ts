@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Probot, ProbotOctokit, Server } from "probot";
 import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import { createApiApp } from "./api/app.js";
+import { ServiceMetrics } from "./app/service-metrics.js";
 import { RETRY_AFTER_SECONDS } from "./api/errors.js";
 import { ReadCache } from "./app/read-cache.js";
 import type { Services } from "./app/services.js";
@@ -223,6 +224,8 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       webhooks: config.webhooks,
       publicUrl: config.publicUrl,
       retention: config.retention,
+      metrics: new ServiceMetrics(),
+      ...((config.operatorOrg ?? config.bootstrap?.org) ? { operatorOrganization: (config.operatorOrg ?? config.bootstrap?.org)! } : {}),
     };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls), workerHealth: () => worker.health() });

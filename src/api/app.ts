@@ -89,6 +89,9 @@ function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
   };
 }
 
+/** Each operation's id by its path under /v1 (a metric's label: unknown paths are "unknown", so the labels stay bounded). */
+const OPERATION_IDS = new Map<string, string>(OPERATIONS.map((op) => [op.path, op.operationId]));
+
 /** The Express app serving /healthz, /readyz and the /v1 API. */
 export function createApiApp(services: Services, log: Logger, options: ApiOptions = {}): express.Express {
   const served: Served = { services, publicUrl: options.publicUrl, bundleUrls: options.bundleUrls ?? makeBundleUrls() };
@@ -125,6 +128,19 @@ export function createApiApp(services: Services, log: Logger, options: ApiOption
   v1.get("/openapi.json", (_req, res) => {
     res.type("application/json").send(openapi);
   });
+  // Service metrics: every API request by operation and status, and how long it took.
+  const metrics = services.metrics;
+  if (metrics) {
+    v1.use((req, res, next) => {
+      const started = performance.now();
+      res.once("finish", () => {
+        const operation = OPERATION_IDS.get(req.path) ?? "unknown";
+        metrics.httpRequests.inc({ operation, status: String(res.statusCode) });
+        metrics.httpDuration.observe({ operation }, (performance.now() - started) / 1000);
+      });
+      next();
+    });
+  }
   for (const op of OPERATIONS) {
     const auth = requireToken(services, op);
     if (op.method === "get") v1.get(op.path, auth, serve(served, op));
@@ -152,6 +168,10 @@ export function createApiApp(services: Services, log: Logger, options: ApiOption
     res.json({});
   });
   app.use("/v1", v1);
+  // The conventional scrape path: getMergeQueueMetrics' answer (the token's organization's queues,
+  // and for the operator's organization the service's own metrics), same token, same query.
+  const metricsOp = OPERATIONS.find((op) => op.operationId === "getMergeQueueMetrics");
+  if (metricsOp) app.get("/metrics", requireToken(services, metricsOp), serve(served, metricsOp));
 
   app.use((req, _res, next) => next(new AppError("not_found", `no such path: ${req.method} ${req.path}`)));
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {

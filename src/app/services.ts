@@ -2,6 +2,7 @@ import type { CodeHost } from "../ports/code-host.js";
 import type { Logger } from "../log.js";
 import type { Database } from "../store/database.js";
 import type { ReadCache } from "./read-cache.js";
+import type { ServiceMetrics } from "./service-metrics.js";
 import type { RetentionSettings, WebhookSettings } from "../config.js";
 
 /** What the application services need from the outside world; main.ts builds it. */
@@ -20,4 +21,11 @@ export type Services = {
   publicUrl?: string | undefined;
   /** How long history is kept (default: DEFAULT_RETENTION). */
   retention?: RetentionSettings;
+  /** This process's service metrics (absent: none are kept). */
+  metrics?: ServiceMetrics;
+  /**
+   * The organization that runs the service (GREENLINE_ORG, lower-case): its admin tokens also see
+   * the service's own metrics (every organization's backlog, the pool, rate limits) on /metrics.
+   */
+  operatorOrganization?: string;
 };

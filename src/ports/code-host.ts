@@ -306,7 +306,11 @@ export interface CodeHost {
    * deliveries, readiness re-reads, CI polls) wait for it; first attempts do not. Asks the
    * host nothing.
    */
-  readonly rateBudget?: { reserveReachedUntil(repo: RepoRef): number | null };
+  readonly rateBudget?: {
+    reserveReachedUntil(repo: RepoRef): number | null;
+    /** Each installation's rate limit as the host last answered it (service metrics; none known: empty). */
+    limits?(): { installation: number; limit: number; remaining: number; resetAt: number }[];
+  };
   /**
    * Whether an organization may own a repository no organization owns yet (it references it
    * for the first time); the first to claim it then owns it.

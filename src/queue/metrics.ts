@@ -5,7 +5,7 @@ import { BLOCKED_REASON_CODES, type BlockedReasonCode } from "../domain/diagnose
 import { isTerminal, QUEUE_STATES } from "../domain/states.js";
 import { oneOf } from "../store/columns.js";
 import { blockedReasonOf, WAITING } from "./diagnoses.js";
-import { loadMetricsData, type StoredTransition } from "../store/metrics.js";
+import { loadMetricsData, loadServiceBacklog, type StoredTransition } from "../store/metrics.js";
 import { invalidArgument } from "../app/errors.js";
 import { repositoryKey } from "../app/repositories.js";
 import type { Services } from "../app/services.js";
@@ -93,7 +93,7 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   const test = histogram("mq_pr_test_duration_1h_seconds", "Time spent testing, last hour");
   const inQueue = histogram("mq_pr_time_in_queue_1h_seconds", "Time from entering the queue to leaving it, last hour");
   const frozenGauge = gauge("greenline_queue_frozen", "1 while a merge freeze holds the queue (only hotfixes merge), else 0");
-  const freezeChanges = gauge("greenline_queue_freeze_changes_1h_total", "Merge freezes that started or ended in the last hour", ["event"]);
+  const freezeChanges = gauge("greenline_queue_freeze_changes_1h", "Merge freezes that started or ended in the last hour", ["event"]);
   const blockedGauge = gauge("greenline_queue_blocked", "1 for the reason the queue merges nothing while pull requests wait (getQueue's blockedReason), 0 for the others", ["reason"]);
 
   const labelsOf = new Map(data.queues.map((q) => [q.id, { repo: `${q.repository.owner}/${q.repository.name}`, branch: q.branch, queue_type: "main" }]));
@@ -125,5 +125,21 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   const histograms = { wait, test, inQueue };
   for (const row of data.durations) observeBucket(histograms[row.kind], labelsOf.get(row.queueId)!, row);
-  return { contentType: "text/plain; version=0.0.4; charset=utf-8", body: await registry.metrics() };
+  const body = await registry.metrics();
+  const service = await serviceMetricsFor(services, principal);
+  return { contentType: "text/plain; version=0.0.4; charset=utf-8", body: service === null ? body : `${body}\n${service}` };
+}
+
+/**
+ * The service's own metrics (docs/operations.md, "Metrics"), for the organization that runs it
+ * (GREENLINE_OPERATOR_ORG, default GREENLINE_ORG) only: they count every organization's backlog,
+ * which no other organization may learn of. Null for anyone else, or when none are kept.
+ */
+async function serviceMetricsFor(services: Services, principal: Principal): Promise<string | null> {
+  const metrics = services.metrics;
+  if (!metrics || services.operatorOrganization === undefined || principal.organizationSlug.toLowerCase() !== services.operatorOrganization) return null;
+  const now = services.now();
+  const backlog = await services.db.sqlRead((sql) => loadServiceBacklog(sql, now));
+  metrics.observeState({ ...backlog, pool: services.db.poolStats(), rateLimits: services.codeHost.rateBudget?.limits?.() ?? [] }, now);
+  return metrics.text();
 }

@@ -196,6 +196,7 @@ export async function applyEvent(
   /** Who changed the queue's freezes with this event (freezeQueue, unfreezeQueue): a freeze starting or ending now is theirs; else the schedule's (the engine). */
   options: { freezesChangedBy?: Cause } = {},
 ): Promise<Decision> {
+  const started = performance.now();
   const loaded = await loadQueueState(tx, queue, event.kind === "merge_failed" ? event.prNumbers : [], { take: true });
   const now = services.now();
   // The freeze as of now (the engine's input); loaded.engine keeps the one last seen, which the PRs' statuses say.
@@ -209,6 +210,16 @@ export async function applyEvent(
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, options.freezesChangedBy ?? { actor: ENGINE_ACTOR }, now);
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
+  const metrics = services.metrics;
+  if (metrics) {
+    metrics.decisions.inc({ event: event.kind });
+    metrics.decisionDuration.observe((performance.now() - started) / 1000);
+    for (const t of decision.transitions) {
+      metrics.transitions.inc({ to: t.to });
+      const entry = loaded.entries.get(t.prNumber);
+      if (entry && (t.to === "merged" || t.to === "failed" || t.to === "cancelled")) metrics.timeInQueue.observe({ outcome: t.to }, Math.max(0, (now.getTime() - entry.submittedAt.getTime()) / 1000));
+    }
+  }
   // One line per decision that moved a PR (docs/operations.md, "Logs"): what moved, why, in which run.
   if (decision.transitions.length > 0 && services.log) {
     const prs = decision.transitions.map((t) => ({ pr: t.prNumber, from: t.from, to: t.to, reason: t.reason, ...(t.evidence?.runId ? { runId: t.evidence.runId } : {}) }));

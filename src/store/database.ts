@@ -284,6 +284,15 @@ export class Database {
   }
 
   /**
+   * The connection pool now (service metrics): connections open, in use, and requests waiting
+   * for one. SQLite: one connection, and the writers waiting for its lock.
+   */
+  poolStats(): { size: number; inUse: number; waiting: number } {
+    if (this.pool) return { size: this.pool.totalCount, inUse: this.pool.totalCount - this.pool.idleCount, waiting: this.pool.waitingCount };
+    return { size: 1, inUse: this.#serialize?.busy ? 1 : 0, waiting: this.#serialize?.waiting ?? 0 };
+  }
+
+  /**
    * The migrations this version ships that the database has not applied (readiness: a replica
    * must not serve a schema older than its code), by id; none when it is up to date. A database
    * ahead of the code (a newer release migrated it) is fine: migrations only add.

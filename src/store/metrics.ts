@@ -1,7 +1,7 @@
 import type { Transition as TransitionRow } from "../generated/sqlite/client.js";
 import { LIVE_PR_STATES, PR_STATES, TERMINAL_PR_STATES, type PrState } from "../domain/states.js";
 import { oneOf, oneOfOrNull } from "./columns.js";
-import type { Tx } from "./database.js";
+import { sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
 import type { Freeze } from "../domain/freezes.js";
 import { freezesOf } from "./queues.js";
@@ -156,5 +156,49 @@ export async function loadHistoryData(tx: Tx, organizationId: string, repository
     counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: row._count._all })),
     recent,
     histories,
+  };
+}
+
+/** How long a replica whose worker stopped ticking still counts as alive. */
+const REPLICA_ALIVE_MS = 60_000;
+
+/**
+ * Notes that this replica's worker ticked (PostgreSQL: the replicas share the database; SQLite
+ * serves one process, which needs no note). Rows of replicas gone for a day are removed.
+ */
+export async function noteReplicaAlive(tx: Tx, replicaId: string, now: Date): Promise<void> {
+  const sql = sqlOf(tx);
+  if (sql.kind === "sqlite") return;
+  await sql.run(`INSERT INTO "ReplicaHeartbeat" ("id", "seenAt") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "seenAt" = EXCLUDED."seenAt"`, [replicaId, now]);
+  await sql.run(`DELETE FROM "ReplicaHeartbeat" WHERE "seenAt" < ?`, [new Date(now.getTime() - 86_400_000)]);
+}
+
+/** The service's backlog across organizations (service metrics, for the operator): four statements. */
+export async function loadServiceBacklog(
+  sql: Sql,
+  now: Date,
+): Promise<{ effects: { waiting: number; oldestCreatedAt: Date | null; failing: number }; inbox: { waiting: number; failed: number }; outbound: { endpointId: string; pending: number }[]; replicas: number }> {
+  const [effects] = await sql.all<{ waiting: number | string | null; failing: number | string | null; oldest: unknown }>(
+    `SELECT COUNT(*) AS "waiting", SUM(CASE WHEN "attempts" > 0 THEN 1 ELSE 0 END) AS "failing", MIN("createdAt") AS "oldest" FROM "Effect" WHERE "doneAt" IS NULL`,
+  );
+  const [inbox] = await sql.all<{ waiting: number | string | null; failed: number | string | null }>(
+    `SELECT SUM(CASE WHEN "failedAt" IS NULL THEN 1 ELSE 0 END) AS "waiting", SUM(CASE WHEN "failedAt" IS NOT NULL THEN 1 ELSE 0 END) AS "failed" FROM "WebhookDelivery" WHERE "processedAt" IS NULL`,
+  );
+  const outbound = await sql.all<{ endpointId: string; pending: number | string }>(`SELECT "endpointId", COUNT(*) AS "pending" FROM "WebhookMessage" WHERE "status" = 'pending' GROUP BY "endpointId"`);
+  let replicas = 1;
+  if (sql.kind !== "sqlite") {
+    const [alive] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "ReplicaHeartbeat" WHERE "seenAt" >= ?`, [new Date(now.getTime() - REPLICA_ALIVE_MS)]);
+    replicas = Number(alive?.n ?? 0);
+  }
+  const oldest = effects?.oldest;
+  return {
+    effects: {
+      waiting: Number(effects?.waiting ?? 0),
+      failing: Number(effects?.failing ?? 0),
+      oldestCreatedAt: oldest === null || oldest === undefined ? null : oldest instanceof Date ? oldest : new Date(oldest as string | number),
+    },
+    inbox: { waiting: Number(inbox?.waiting ?? 0), failed: Number(inbox?.failed ?? 0) },
+    outbound: outbound.map((row) => ({ endpointId: row.endpointId, pending: Number(row.pending) })),
+    replicas,
   };
 }

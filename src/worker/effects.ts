@@ -114,6 +114,8 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
           const line = { queueId, effect: pending.kind, ...effectSubject(pending.effect), attempts: pending.attempts + 1, ms: Math.round(performance.now() - startedAt) };
           if (isNotification(pending.kind)) services.log?.debug(line, "effect done");
           else services.log?.info(line, "effect done");
+          services.metrics?.effects.inc({ effect: pending.kind, outcome: "done" });
+          services.metrics?.effectDuration.observe({ effect: pending.kind }, line.ms / 1000);
           executed.add(pending.id);
           if (completion.marked) unmarked.clear();
           else {
@@ -133,7 +135,9 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
             await noticeInstallationRefusal(services, current.repository, error);
             break;
           }
-          if (!(await recordFailure(services, current, pending, error))) break;
+          const givenUp = await recordFailure(services, current, pending, error);
+          services.metrics?.effects.inc({ effect: pending.kind, outcome: givenUp ? "given_up" : "failed" });
+          if (!givenUp) break;
           executed.add(pending.id);
           count++;
           queue = null;
@@ -368,6 +372,7 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         const run = await db.read((tx) => runOf(tx, queue.id, effect.runId!));
         if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
         tested = { branch: run.testBranch, sha: run.testBranchSha };
+        if (run.finishedAt) services.metrics?.ciToMerge.observe(Math.max(0, (services.now().getTime() - run.finishedAt.getTime()) / 1000));
       }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");

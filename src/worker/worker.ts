@@ -16,6 +16,8 @@ import { probeInstallationOutages } from "../webhooks/services/installations.js"
 import { outageOfQueue } from "../store/installation-outages.js";
 import { pruneHistory } from "../queue/retention.js";
 import { claimDueSweeps } from "../store/worker-sweeps.js";
+import { noteReplicaAlive } from "../store/metrics.js";
+import { randomUUID } from "node:crypto";
 
 /** How often flaky-test statuses are re-judged without uploads (evidence ages, tests recover). */
 export const FLAKY_REFRESH_MS = 10 * 60 * 1000;
@@ -35,6 +37,9 @@ export const INBOX_TICK_BUDGET_MS = 1_000;
  * renews the leases of the queues it still works on, how long one tick goes on claiming, and
  * when a queue whose work failed is tried again.
  */
+/** How often a replica notes it is alive (ReplicaHeartbeat). */
+const REPLICA_NOTE_MS = 15_000;
+
 export const DUE_QUEUES = { concurrency: 16, perInstallation: 8, deferMs: 1_000, effectsPerClaim: 20, claimBudgetMs: 2_000, leaseMs: 15_000, renewEveryMs: 5_000, tickBudgetMs: 2_000, retryAfterErrorMs: 5_000 };
 /**
  * The worker's sweeps, each done by one replica per worker interval (src/store/worker-sweeps.ts):
@@ -179,6 +184,9 @@ export class Worker {
     return this.#ticking;
   }
 
+  readonly #replicaId = randomUUID();
+  #aliveNotedAt = 0;
+
   /** Wall-clock times (epoch ms) of the last tick's end and of the one under way (readiness: /readyz). */
   #lastTickAt: number | null = null;
   #tickStartedAt: number | null = null;
@@ -210,6 +218,12 @@ export class Worker {
   async #tick(wait: boolean): Promise<number> {
     const { services } = this;
     let work = 0;
+    // This replica is alive (service metrics count the replicas): noted every 15 s at most, while
+    // the worker runs on its own (ticks asked for by tests and tools note nothing).
+    if (this.#startedAt !== null && Date.now() - this.#aliveNotedAt >= REPLICA_NOTE_MS) {
+      this.#aliveNotedAt = Date.now();
+      await services.db.write((tx) => noteReplicaAlive(tx, this.#replicaId, services.now())).catch((error: unknown) => this.options.log.warn({ err: error }, "noting this replica alive failed"));
+    }
     // Webhook deliveries first: what they change is then acted on in the same round.
     if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);
     // The sweeps below are shared by the replicas: each does those it claims, due once per interval.

@@ -48,6 +48,11 @@ export class GitHubClient {
     return limits.remaining < (limits.limit * this.reservePercent) / 100 ? limits.resetAt : null;
   }
 
+  /** Each installation's primary rate limit as GitHub last answered it (service metrics). */
+  rateLimits(): { installation: number; limit: number; remaining: number; resetAt: number }[] {
+    return [...this.#rateLimits].map(([installation, limits]) => ({ installation, ...limits }));
+  }
+
   /** Notes what an answer's headers (a success or a refusal) say of the installation's rate limit. */
   #noteRateLimit(installation: number, headers: Record<string, string | number | undefined> | undefined): void {
     const limit = Number(headers?.["x-ratelimit-limit"]);

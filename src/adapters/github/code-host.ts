@@ -70,7 +70,7 @@ export class GitHubCodeHost implements CodeHost {
    */
   constructor(probot: Probot, options: { now?: () => number; reservePercent?: number; writeSpacingMs?: number; writeGate?: WriteGate } = {}) {
     this.#client = new GitHubClient(probot, options.now ?? Date.now, options.reservePercent, options.writeGate ?? new WriteGate(options.writeSpacingMs ?? WRITE_SPACING_MS));
-    this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo) };
+    this.rateBudget = { reserveReachedUntil: (repo) => this.#client.reserveReachedUntil(repo), limits: () => this.#client.rateLimits() };
     this.#pulls = new GitHubPullRequests(this.#client);
     // Testing branches deleted by the fast-forward that landed them: their cleanup skips the deletion.
     const deletedWithMerge = new Set<string>();

@@ -1,0 +1,6 @@
+-- CreateTable
+CREATE TABLE "ReplicaHeartbeat" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "seenAt" DATETIME NOT NULL
+);
+
