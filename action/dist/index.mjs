@@ -4530,6 +4530,12 @@ var COMMANDS = {
     service: true
   },
   "db migrate": { usage: "greenline db migrate", summary: "Apply the database migrations.", options: [DATABASE_NOTE], service: true },
+  "db backup": {
+    usage: "greenline db backup --to <file>",
+    summary: "Copy the SQLite database to a new file while the service runs (SQLite's online backup). PostgreSQL: pg_dump (docs/operations.md).",
+    options: ["--to <file>          the backup's path; an existing file is never overwritten", DATABASE_NOTE],
+    service: true
+  },
   "test upload": {
     usage: "greenline test upload --junit <glob> [options]",
     summary: "Upload JUnit reports to Greenline. Exit 70 when the upload fails or no report matches.",
@@ -4774,6 +4780,8 @@ var OPTIONS = {
   "freeze-id": { type: "string" },
   action: { type: "string" },
   json: { type: "boolean" },
+  // db backup (the service's CLI)
+  to: { type: "string" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
   events: { type: "string" },

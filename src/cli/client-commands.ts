@@ -64,6 +64,8 @@ export const OPTIONS = {
   "freeze-id": { type: "string" },
   action: { type: "string" },
   json: { type: "boolean" },
+  // db backup (the service's CLI)
+  to: { type: "string" },
   // webhooks (webhook-commands.ts)
   "endpoint-url": { type: "string" },
   events: { type: "string" },

@@ -63,6 +63,19 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
       const { setupGitHub } = await import("./setup-github.js");
       return setupGitHub(values, out);
     }
+    case "db backup": {
+      const to = option(values, "to");
+      const { backupSqlite, BackupRefused } = await import("../store/backup.js");
+      try {
+        const { pages } = await backupSqlite(process.env.DATABASE_URL?.trim() || DEFAULT_DATABASE_URL, to);
+        out(`backed up the database to ${to} (${pages} pages); restore it by pointing DATABASE_URL at a copy of it (docs/operations.md)`);
+        return 0;
+      } catch (error) {
+        if (!(error instanceof BackupRefused)) throw error;
+        out(`greenline db backup: ${error.message}`);
+        return 1;
+      }
+    }
     case "db migrate": {
       await withDatabase(async () => undefined);
       out("database is up to date");

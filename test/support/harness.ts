@@ -88,12 +88,14 @@ export type TestServerOptions = {
   liveHeartbeatMs?: number;
   /** Another server's database (a second replica on it; this server leaves it in place when closed). */
   sharedDatabaseOf?: TestServer;
+  /** A SQLite file of the test's own (a restored backup), left in place when the server closes. */
+  databaseFile?: string;
 };
 
 /** Starts the real service (HTTP server, database, Probot) on a fresh database of `backend`. */
 export async function startTestServer(backend: Backend, options: TestServerOptions = {}): Promise<TestServer> {
   const shared = options.sharedDatabaseOf;
-  const database = shared ? { url: shared.databaseUrl, drop: async () => {} } : await backend.createDatabase();
+  const database = shared ? { url: shared.databaseUrl, drop: async () => {} } : options.databaseFile ? { url: `file:${options.databaseFile}`, drop: async () => {} } : await backend.createDatabase();
   const token = `test-token-${randomUUID()}`;
   const logs: string[] = [];
   const sink = new Writable({
