@@ -44,6 +44,7 @@ export const REASONS = {
   cancelled_by_user: "Cancelled on request.",
   stack_below_left: "The pull request it is stacked on left the queue unmerged, so it left too (it cannot merge without it).",
   pr_closed: "The pull request was closed.",
+  merged_outside_queue: "The pull request was merged into the queue's branch outside the queue: it left the queue.",
   pr_updated: "New commits were pushed to the pull request: it left the queue (submit it again to test its new head).",
   base_branch_changed: "The pull request's base branch changed: it left the queue.",
   merged_into_other_branch: "The pull request's base branch changed as it was merged: it was merged into that branch, not the queue's, and left the queue.",

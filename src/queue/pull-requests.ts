@@ -11,7 +11,7 @@ import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "
 import { lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
 import { findRun, runsStartedSince, type TestRun } from "../store/runs.js";
-import { applyEvent, applyQueueEvent } from "./queue-events.js";
+import { applyEvent, applyQueueEventOf } from "./queue-events.js";
 import { PRIORITY_NAMES } from "../domain/priority.js";
 import { timelineEventOf } from "../domain/timeline.js";
 import { causeOf, recordOperatorEvent } from "./causes.js";
@@ -450,16 +450,19 @@ export async function getMergeQueueTestingDetails(services: Services, principal:
  * nothing: a PR already terminal stays as it is, and new commits cancel only a PR queued at an
  * older head. Answers how many queues it left.
  */
-export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string, newBase?: string): Promise<number> {
+export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef, prNumber: number, reason: CancelReason, headSha?: string, newBase?: string, mergedInto?: string): Promise<number> {
   const key = repositoryKey(repo);
   const queueIds = await services.db.read((tx) => queueIdsOfRepository(tx, key));
   let cancelled = 0;
   for (const id of queueIds) {
-    const applied = await applyQueueEvent(services, id, { kind: "cancelled", prNumber, reason }, async (tx, queue) => {
+    const applied = await applyQueueEventOf(services, id, async (tx, queue) => {
       const entry = await entryOf(tx, id, prNumber);
-      if (!entry || isTerminal(entry.state)) return false;
-      if (reason === "base_branch_changed" && newBase !== undefined && (await movedOntoQueueBranch(tx, queue, entry, newBase))) return false;
-      return reason !== "pr_updated" || headSha === undefined || entry.prSha !== headSha;
+      if (!entry || isTerminal(entry.state)) return null;
+      if (reason === "base_branch_changed" && newBase !== undefined && (await movedOntoQueueBranch(tx, queue, entry, newBase))) return null;
+      if (reason === "pr_updated" && headSha !== undefined && entry.prSha === headSha) return null;
+      // Merged into this queue's branch by someone else: the PRs stacked on it stay (docs/stacks.md).
+      const why: CancelReason = reason === "pr_closed" && mergedInto !== undefined && mergedInto === queue.branch ? "merged_outside_queue" : reason;
+      return { kind: "cancelled", prNumber, reason: why };
     });
     if (applied) cancelled++;
   }

@@ -83,7 +83,9 @@ export async function recheckReadiness(services: Services, item: DueRecheck): Pr
   if (!pr) return waiting && clear(services, item);
   // What the webhooks would have said, had their delivery arrived: the PR is closed, was moved
   // to another base branch, or has new commits.
-  const leaves = async (reason: "pr_closed" | "base_branch_changed") => (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason)) > 0 || (waiting && (await clear(services, item)));
+  const mergedInto = pr.state === "merged" ? pr.baseBranch : undefined;
+  const leaves = async (reason: "pr_closed" | "base_branch_changed") =>
+    (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason, undefined, undefined, mergedInto)) > 0 || (waiting && (await clear(services, item)));
   if (pr.state !== "open") return leaves("pr_closed");
   // A stacked PR moved to the queue's branch stays, its new base noted (docs/stacks.md).
   const movedOntoQueueBranch = read.stackBelowPr !== null && pr.baseBranch === queue.branch;

@@ -78,7 +78,7 @@ export function createGitHubApp(services: () => Services) {
       else if (context.payload.action === "closed") reason = "pr_closed";
       else if (context.payload.action === "edited" && "changes" in context.payload && context.payload.changes.base) reason = "base_branch_changed";
       if (!reason) return;
-      const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha, pr.base.ref);
+      const cancelled = await cancelOnPullRequestEvent(services(), repoOf(repository), pr.number, reason, pr.head.sha, pr.base.ref, reason === "pr_closed" && pr.merged ? pr.base.ref : undefined);
       if (cancelled > 0) context.log.info({ repo: repository.full_name, pr: pr.number, reason, queues: cancelled }, "pull request left its queues");
     });
     // Events that may change whether a waiting PR can merge: the worker re-reads it from GitHub.

@@ -24,7 +24,7 @@ import { engineFreeze, freezeStatusAt, type Freeze, type FreezeWindow } from "..
  */
 
 type Action =
-  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; emergency: boolean; stacked: boolean }
+  | { kind: "submit"; priority: number; bad: boolean; noBatch: boolean; targets: Targets; direct: boolean; emergency: boolean; stacked: boolean; inherits: boolean }
   | { kind: "freeze"; inMinutes: number; forMinutes: number | null; testing: boolean }
   | { kind: "unfreeze" }
   | { kind: "finish"; pick: number; flaky: boolean }
@@ -56,6 +56,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       direct: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
       emergency: fc.integer({ min: 0, max: 9 }).map((n) => n < 1),
       stacked: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
+      inherits: fc.boolean(),
     }),
   },
   {
@@ -127,7 +128,14 @@ class Checked extends EngineDriver {
   override send(event: Parameters<EngineDriver["send"]>[0]): Effect[] {
     const freeze = engineFreeze(freezeStatusAt(this.freezes, this.now));
     this.q.freeze = freeze;
-    const hotfix = (pr: number) => this.q.entries.find((e) => e.prNumber === pr)?.emergency === true;
+    // A hotfix, or a PR under one in its stack (the hotfix cannot merge without it: docs/stacks.md).
+    const chainUnder = (pr: number): number[] => {
+      const out: number[] = [];
+      for (let below = this.q.entries.find((e) => e.prNumber === pr)?.stackBelow; below !== undefined && !out.includes(below); below = this.q.entries.find((e) => e.prNumber === below)?.stackBelow) out.push(below);
+      return out;
+    };
+    const live = (state: string) => !["merged", "failed", "cancelled"].includes(state);
+    const hotfix = (pr: number) => this.q.entries.some((e) => e.emergency === true && (e.prNumber === pr || (live(e.state) && chainUnder(e.prNumber).includes(pr))));
     const effects = super.send(event);
     for (const effect of effects) {
       // A freeze lets only hotfixes merge, and, holding testing too, start.
@@ -226,10 +234,13 @@ class Checked extends EngineDriver {
       case "submit": {
         const pr = this.next++;
         if (a.bad) this.bad.add(pr);
-        // Stacked on the latest PR still in the queue, with its priority (as the application enters a stack).
+        // Stacked on the latest PR still in the queue: with its priority (as the application enters
+        // a stack), or with one of its own (a PR already queued keeps its own; a priority set later).
         const below = a.stacked ? live.at(-1) : undefined;
         if (below) {
-          this.submit(pr, { priority: below.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: null, stackBelow: below.prNumber, ...(below.emergency ? { emergency: true } : {}) });
+          const own = { priority: a.emergency ? 0 : a.priority, ...(a.emergency ? { emergency: true } : {}) };
+          const inherited = { priority: below.priority, ...(below.emergency ? { emergency: true } : {}) };
+          this.submit(pr, { ...(a.inherits ? inherited : own), noBatch: a.noBatch, targets: a.targets, directMergeBase: null, stackBelow: below.prNumber });
           return;
         }
         this.submit(pr, { priority: a.emergency ? 0 : a.priority, noBatch: a.noBatch, targets: a.targets, directMergeBase: a.direct && !a.bad ? this.target : null, ...(a.emergency ? { emergency: true } : {}) });

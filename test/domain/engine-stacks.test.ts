@@ -127,4 +127,66 @@ describe("stacked pull requests in the engine", () => {
     sim.submit(2, { stackBelow: 1, directMergeBase: sim.q.baseSha });
     expect(sim.running()).toEqual([[[2], [2]]]);
   });
+
+  test("a stacked PR less urgent than the PR under it is never grouped with it: urgent PRs go first, nothing loops (review finding)", () => {
+    const sim = new EngineDriver();
+    sim.submit(1, { priority: 0 });
+    sim.submit(2, { priority: 100, stackBelow: 1 });
+    sim.submit(3, { priority: 0 });
+    expect(() => sim.fail(1)).not.toThrow();
+    sim.send({ kind: "base_moved", sha: "pushed" });
+    for (let i = 0; i < 12 && sim.q.runs.some((r) => r.status === "running"); i++) {
+      const run = sim.q.runs.find((r) => r.status === "running")!;
+      sim.send({ kind: "run_finished", runId: run.id, outcome: "passed" });
+      for (const merge of sim.effects.filter((e) => e.kind === "merge").slice(sim.merges().length - 1)) void merge;
+      if (sim.q.merged.length > 0) sim.confirm([...sim.q.merged]);
+    }
+    expect(sim.states()).toEqual({ 1: "merged", 2: "merged", 3: "merged" });
+    // #2 merged after #1, and the urgent #3 was never held behind the medium #2.
+    const order = sim.merges().flat();
+    expect(order.indexOf(1)).toBeLessThan(order.indexOf(2));
+    expect(order.indexOf(3)).toBeLessThan(order.indexOf(2));
+  });
+
+  test("a PR stacked on one being bisected joins the bisection pool: the main line goes on (review finding)", () => {
+    const sim = new EngineDriver({ batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
+    sim.submit(5);
+    sim.submit(1);
+    expect(sim.running()).toEqual([
+      [
+        [5, 1],
+        [5, 1],
+      ],
+    ]);
+    sim.fail(5);
+    // [5,1] failed: both bisected. #2, stacked on #1, and the unrelated #6 arrive.
+    sim.submit(2, { stackBelow: 1 });
+    sim.submit(6);
+    sim.advance(10);
+    expect(sim.running().map(([, tested]) => tested)).toEqual(expect.arrayContaining([[6]]));
+    expect(sim.q.entries.find((e) => e.prNumber === 2)!.bisectionGroupLimit).not.toBeNull();
+  });
+
+  test("a PR under a stack merged outside the queue: the PRs stacked on it stay and merge (review finding)", () => {
+    const sim = new EngineDriver();
+    submitStack(sim, [1, 2]);
+    sim.send({ kind: "cancelled", prNumber: 1, reason: "merged_outside_queue" });
+    expect([sim.state(1), sim.state(2)]).toEqual(["cancelled", "testing"]);
+    sim.send({ kind: "base_moved", sha: "with-1" });
+    expect(sim.running()).toEqual([[[2], [2]]]);
+    sim.pass(2);
+    expect(sim.merges()).toEqual([[2]]);
+  });
+
+  test("a hotfix stacked on a PR that is none: a freeze holding testing lets both through, as one unit (review finding)", () => {
+    const sim = new EngineDriver({}, { freeze: { frozen: true, testing: false, until: null, nextChangeAt: null } });
+    sim.submit(1);
+    expect(sim.running()).toEqual([]);
+    sim.submit(2, { stackBelow: 1, emergency: true, priority: 0 });
+    expect(sim.running().map(([, tested]) => tested)).toEqual([[1]]);
+    sim.pass(1);
+    expect(sim.running().map(([stack, tested]) => [stack, tested])).toEqual([[[1, 2], [2]]]);
+    sim.pass(2);
+    expect(sim.merges().flat()).toEqual([1, 2]);
+  });
 });

@@ -4,7 +4,7 @@ import { settledRuns } from "./archive.js";
 import type { PrState } from "../states.js";
 import { skipsTheLine } from "../priority.js";
 import { Line, overlaps } from "./line.js";
-import { isInFlight } from "./order.js";
+import { isInFlight, urgencyOf } from "./order.js";
 import type { Decision, Effect, EngineEntry, EngineEvent, EngineQueue, EngineRun, Transition, TransitionEvidence } from "./types.js";
 
 /**
@@ -272,7 +272,9 @@ function applyReadiness(ctx: Context): void {
   const { q } = ctx;
   for (const entry of q.entries) {
     const under = entry.stackBelow !== undefined ? entryOf(q, entry.stackBelow) : undefined;
-    if (under && (under.state === "failed" || under.state === "cancelled") && !TERMINAL.has(entry.state) && !isMerging(q, entry.prNumber)) {
+    // A PR under it merged outside the queue is merged all the same: nothing to wait for.
+    const left = under !== undefined && (under.state === "failed" || (under.state === "cancelled" && under.reason !== "merged_outside_queue"));
+    if (under && left && !TERMINAL.has(entry.state) && !isMerging(q, entry.prNumber)) {
       // Stacked on a PR that left unmerged: it cannot merge without it (docs/stacks.md).
       entry.bisectionGroupLimit = null;
       move(ctx, entry, "cancelled", "stack_below_left", undefined, { blamedPr: under.prNumber });
@@ -280,6 +282,12 @@ function applyReadiness(ctx: Context): void {
     }
     // Stacked on a PR that is not ready: never tested without it, so not ready either.
     const underWaits = under !== undefined && under.state === "not_ready";
+    // Stacked on a PR being bisected: it joins the bisection pool, tested on the PRs under it
+    // there, rather than hold the main line up until they are back in it.
+    if (entry.state === "pending" && entry.bisectionGroupLimit === null && under !== undefined) {
+      const bisected = bisectedUnder(q, entry);
+      if (bisected !== null) entry.bisectionGroupLimit = bisected;
+    }
     if (entry.state === "not_ready" && entry.ready && !underWaits) move(ctx, entry, "pending", "readiness_met");
     else if (entry.state === "pending" && !entry.ready) move(ctx, entry, "not_ready", "readiness_lost");
     else if (entry.state === "pending" && underWaits) move(ctx, entry, "not_ready", "stack_below_not_ready");
@@ -287,6 +295,19 @@ function applyReadiness(ctx: Context): void {
 }
 
 const TERMINAL: ReadonlySet<PrState> = new Set(["merged", "failed", "cancelled"]);
+
+/** The group size of the nearest PR under a stacked PR that is being bisected in line, or null. */
+function bisectedUnder(q: EngineQueue, entry: EngineEntry): number | null {
+  const seen = new Set<number>([entry.prNumber]);
+  for (let below = entry.stackBelow; below !== undefined && !seen.has(below); ) {
+    seen.add(below);
+    const under = entryOf(q, below);
+    if (!under || TERMINAL.has(under.state) || isMerging(q, under.prNumber)) return null;
+    if (under.bisectionGroupLimit !== null) return under.bisectionGroupLimit;
+    below = under.stackBelow;
+  }
+  return null;
+}
 
 /** The PRs the PRs `prs` are stacked on, all the way down (docs/stacks.md). */
 function stackedUnder(q: EngineQueue, prs: readonly number[]): Set<number> {
@@ -448,12 +469,21 @@ function bisect(ctx: Context, run: EngineRun): void {
 
 /** While the queue is frozen only hotfixes merge: a lane holding any other PR waits for the thaw. */
 function mayMergeNow(q: EngineQueue, prs: readonly number[]): boolean {
-  return !q.freeze?.frozen || prs.every((pr) => entryOf(q, pr)?.emergency === true);
+  return !q.freeze?.frozen || prs.every((pr) => countsAsEmergency(q, pr));
 }
 
 /** While a freeze holds testing too, only hotfixes start. */
 function mayStartNow(q: EngineQueue, entry: EngineEntry): boolean {
-  return !q.freeze?.frozen || q.freeze.testing || entry.emergency === true;
+  return !q.freeze?.frozen || q.freeze.testing || countsAsEmergency(q, entry.prNumber);
+}
+
+/**
+ * A hotfix, or a PR under one in its stack (docs/stacks.md): the hotfix cannot be tested or
+ * merged without it, so a freeze lets it through with the hotfix.
+ */
+function countsAsEmergency(q: EngineQueue, pr: number): boolean {
+  if (entryOf(q, pr)?.emergency === true) return true;
+  return q.entries.some((e) => e.emergency === true && e.stackBelow !== undefined && !TERMINAL.has(e.state) && stackedUnder(q, [e.prNumber]).has(pr));
 }
 
 function mergePassed(ctx: Context): void {
@@ -694,7 +724,13 @@ function groupFrom(q: EngineQueue, line: Line, i: number, largestBatch: number, 
     for (let j = i + group.length; j < line.entries.length; j++) {
       const next = line.entries[j]!;
       const joins =
-        next.state === "pending" && next.stackBelow !== undefined && members.has(next.stackBelow) && next.bisectionGroupLimit === null && (next.emergency === true) === (first.emergency === true) && mayStartNow(q, next);
+        next.state === "pending" &&
+        next.stackBelow !== undefined &&
+        members.has(next.stackBelow) &&
+        next.bisectionGroupLimit === null &&
+        urgencyOf(next) === urgencyOf(first) &&
+        mayStartNow(q, next) &&
+        line.depsInFlight(next.prNumber, members);
       if (!joins) break;
       group.push(next);
       members.add(next.prNumber);

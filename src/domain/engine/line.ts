@@ -120,7 +120,8 @@ export class Line {
     const a = this.indexOf(ahead);
     if (b < 0 || a < 0 || a >= b) return false;
     if (this.#deps === null) {
-      if (this.#stacked) return this.#singleDepsOf(b).includes(a);
+      // Without a bisection every PR ahead is a dependency (a stacked PR's chain is ahead of it).
+      if (this.#stacked && this.#bisecting) return this.#singleDepsOf(b).includes(a);
       return !this.#bisecting || (!isBisecting(this.entries[a]!) && !isBisecting(this.entries[b]!));
     }
     return this.#deps[b]!.has(ahead);

@@ -18,8 +18,11 @@ export const isInLine = (state: PrState) => IN_LINE.has(state);
  * 4. submission time, earlier first;
  * 5. PR number.
  */
+/** 0: an emergency, 1: another urgent PR, 2: any other. */
+export const urgencyOf = (e: EngineEntry) => (e.emergency ? 0 : e.priority === PRIORITY_NAMES.urgent ? 1 : 2);
+
 export function compareEntries(a: EngineEntry, b: EngineEntry): number {
-  const urgent = (e: EngineEntry) => (e.emergency ? 0 : e.priority === PRIORITY_NAMES.urgent ? 1 : 2);
+  const urgent = urgencyOf;
   const flight = (e: EngineEntry) => (isInFlight(e.state) ? 0 : 1);
   const position = (e: EngineEntry) => (isInFlight(e.state) ? (e.position ?? 0) : 0);
   return urgent(a) - urgent(b) || flight(a) - flight(b) || position(a) - position(b) || a.priority - b.priority || a.submittedAt - b.submittedAt || a.prNumber - b.prNumber;
@@ -36,8 +39,12 @@ export function lineOf(entries: readonly EngineEntry[]): EngineEntry[] {
   const byNumber = new Map(line.map((e) => [e.prNumber, e]));
   // A PR follows the one under it when that one is in line.
   const below = (e: EngineEntry) => (e.stackBelow !== undefined && e.stackBelow !== e.prNumber ? byNumber.get(e.stackBelow) : undefined);
-  // Waiting right on top of a waiting PR: placed with it, as one unit.
-  const attached = (e: EngineEntry) => e.state === "pending" && below(e)?.state === "pending";
+  // Waiting right on top of a waiting PR of the same urgency: placed with it, as one unit (an
+  // urgent PR never waits behind a PR stacked on another urgent one that is not urgent itself).
+  const attached = (e: EngineEntry) => {
+    const under = below(e);
+    return e.state === "pending" && under?.state === "pending" && urgencyOf(under) === urgencyOf(e);
+  };
   const followers = new Map<number, EngineEntry[]>();
   for (const e of line) {
     const under = below(e);

@@ -120,7 +120,8 @@ export type EngineQueue = {
   freeze?: EngineFreeze;
 };
 
-export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed";
+/** merged_outside_queue: GitHub says the PR was merged into the queue's branch by someone else (the PRs stacked on it stay). */
+export type CancelReason = "cancelled_by_user" | "pr_closed" | "pr_updated" | "base_branch_changed" | "merged_outside_queue";
 
 /** Why a PR the queue was merging left it instead (merge_pr_left). */
 export type MergeLeaveReason = "pr_updated" | "pr_closed" | "base_branch_changed" | "merged_into_other_branch";
