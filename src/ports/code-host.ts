@@ -330,8 +330,9 @@ export interface CodeHost {
   getPullRequest(repo: RepoRef, number: number, hint: ReadPullRequestHint): Promise<PullRequestInfo | null>;
   /**
    * The pull request whose head is `branch` of the repository itself (a PR based on that branch
-   * is stacked on it: docs/stacks.md): the open one, else the last one merged; null when none
-   * is (a host without stacks answers null).
+   * is stacked on it: docs/stacks.md): the open one, else the last one merged while the branch
+   * is still at its merged head; null when none is, when the branch is long-lived (the default
+   * branch, or protected), or on a host without stacks.
    */
   pullRequestWithHead(repo: RepoRef, branch: string, hint: ReadPullRequestHint): Promise<PullRequestInfo | null>;
   /** The head commit of a branch, or null when it does not exist. */

@@ -45,19 +45,21 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   let targetBranch = command.targetBranch ?? read?.baseBranch;
   if (targetBranch === undefined) return;
   let queue = await services.db.read((tx) => findQueue(tx, owner.organizationId, repositoryKey(repo), targetBranch!));
-  // A stacked PR (based on another PR's branch) belongs to the queue of the branch its stack is based on (docs/stacks.md).
-  if (!queue && read && command.targetBranch === null) {
-    const found = await stackQueueOf(services, owner.organizationId, repo, read);
-    if (found) [targetBranch, queue] = [found.branch, found];
-  }
   // A queue whose settings turn comment commands off does not hear them (the API still works).
-  if (queue && !queue.commandsEnabled) {
+  const disabled = () => {
     services.log?.info({ repository: repositoryKey(repo), pr: prNumber, branch: targetBranch, command: command.kind }, "comment command ignored: the queue has commands disabled");
-    return;
-  }
+  };
+  if (queue && !queue.commandsEnabled) return disabled();
   const permission = await services.codeHost.permissionOf(repo, author);
   if (!MAY_COMMAND.has(permission)) {
     return reply(`@${author} only people who can push to ${repo.owner}/${repo.name} can use the merge queue (your access: ${permission}).`);
+  }
+  // A stacked PR (based on another PR's branch) belongs to the queue of the branch its stack is
+  // based on (docs/stacks.md); looked for only for people who may use the queue.
+  if (!queue && read && command.targetBranch === null) {
+    const found = await stackQueueOf(services, owner.organizationId, repo, read);
+    if (found) [targetBranch, queue] = [found.branch, found];
+    if (queue && !queue.commandsEnabled) return disabled();
   }
   if (command.kind === "merge" && command.emergencyReason !== null && !MAY_HOTFIX.has(permission)) {
     return reply(`@${author} only admins and maintainers of ${repo.owner}/${repo.name} can declare an emergency merge (your access: ${permission}). \`/greenline merge\` without \`--emergency\` queues it in line.`);
@@ -68,7 +70,19 @@ export async function handlePullRequestComment(services: Services, comment: Pull
   const principal: Principal = { ...owner, role: MAY_HOTFIX.has(permission) ? "admin" : "write", actor: { kind: "user", name: author }, via: `/greenline ${command.kind}` };
   try {
     if (command.kind === "merge") {
-      await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, emergencyReason: command.emergencyReason, ...(read ? { read } : {}) });
+      const { stack } = await submitPullRequest(services, principal, { ...address, priority: command.priority, noBatch: command.noBatch, emergencyReason: command.emergencyReason, ...(read ? { read } : {}) });
+      // A stack: the PRs that entered with it are named (someone may not have meant them).
+      if (stack.length > 0) {
+        const others = stack.map((n) => `#${n}`).join(", ");
+        await replyLater(
+          services,
+          queue?.id,
+          prNumber,
+          `@${author} queued for \`${targetBranch}\` with the pull requests it is stacked on (${others}): tested together on top of the line, merged bottom-up (docs/stacks.md).`,
+          reply,
+        );
+        return;
+      }
       // The queue's status on the PR says it was queued, and its place: no reply, unless the
       // command asked for what the status does not show (a priority, testing on its own, a hotfix).
       if (queue?.statusCheckEnabled && command.priority === null && !command.noBatch && command.emergencyReason === null) return;

@@ -6,7 +6,7 @@ import { computeReadiness, isReady, nextReadinessRecheck, type Readiness } from 
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
-import { entryOf, saveSubmission, setEntryBaseBranch, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
+import { entryOf, saveSubmission, setEntryBaseBranch, setEntryEmergency, setEntryStackBelow, titlesOf, updateEntryFacts, type QueueEntry } from "../store/entries.js";
 import { impactedTargetsOf, impactedTargetsShaOf, upsertImpactedTargets } from "../store/impacted-targets.js";
 import { lockQueueRow, queueIdsOfRepository, type Queue } from "../store/queues.js";
 import { scheduleReadinessRecheck } from "../store/readiness-rechecks.js";
@@ -87,12 +87,22 @@ export const MAX_STACK_DEPTH = 20;
  * merged already (the PR above it not yet moved to the queue's branch); the others are open.
  * Null when the PR is no stack on this queue's branch (its base is another branch).
  */
-async function stackUnder(services: Services, address: PullRequestAddress, top: PullRequestInfo, branch: string, hint: { targetBranch: string; directMerge: boolean }): Promise<PullRequestInfo[] | null> {
+async function stackUnder(
+  services: Services,
+  address: PullRequestAddress,
+  top: PullRequestInfo,
+  branch: string,
+  hint: { targetBranch: string; directMerge: boolean },
+  queued: (prNumber: number) => Promise<boolean>,
+): Promise<PullRequestInfo[] | null> {
   const under: PullRequestInfo[] = [];
   const seen = new Set([top.number]);
   for (let base = top.baseBranch; base !== branch; ) {
     const below = await services.codeHost.pullRequestWithHead(address.repo, base, hint);
     if (!below || seen.has(below.number) || below.state === "closed" || (below.state === "merged" && below.baseBranch !== branch)) return null;
+    // Someone else's open PR enters with this one only if it is in the queue already: submitting
+    // a PR never queues another author's work (a release PR under a feature branch, say).
+    if (below.state === "open" && below.author.toLowerCase() !== top.author.toLowerCase() && !(await queued(below.number))) return null;
     if (under.length === MAX_STACK_DEPTH) {
       throw failedPrecondition(`pull request #${top.number} is stacked on more than ${MAX_STACK_DEPTH} pull requests: submit a lower part of the stack first`);
     }
@@ -103,7 +113,11 @@ async function stackUnder(services: Services, address: PullRequestAddress, top: 
   return under;
 }
 
-export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<void> {
+/**
+ * Enters a PR in the queue (again). `stack`: the PRs under it in its stack (docs/stacks.md) that
+ * are in the queue with it now, bottom first (empty for a PR on the queue's branch).
+ */
+export async function submitPullRequest(services: Services, principal: Principal, input: SubmitInput): Promise<{ stack: number[] }> {
   // Ask the code host before opening the transaction: no transaction waits on the network.
   const known = await services.db.read((tx) => findQueue(tx, principal, input));
   const directMerge = known.directMergeMode === "always";
@@ -113,7 +127,19 @@ export async function submitPullRequest(services: Services, principal: Principal
   const { priority, emergencyReason } = submissionPriority(principal, input);
   const cause = causeOf(principal);
   // Based on another PR's branch: the PRs under it enter with it, in order (docs/stacks.md).
-  const under = pr.baseBranch === known.branch ? [] : ((await stackUnder(services, input, pr, known.branch, { targetBranch: known.branch, directMerge: false })) ?? []);
+  const queued = async (prNumber: number) => {
+    const entry = await services.db.read((tx) => entryOf(tx, known.id, prNumber));
+    return entry !== null && !isTerminal(entry.state);
+  };
+  const under = pr.baseBranch === known.branch ? [] : ((await stackUnder(services, input, pr, known.branch, { targetBranch: known.branch, directMerge: false }, queued)) ?? []);
+  // GitHub's rebase merge of a stacked PR moved to the target replays the commits of the PRs
+  // under it, which the target already holds rebased: not what was tested.
+  if (under.length > 0 && known.mergeMethod === "rebase") {
+    throw failedPrecondition(
+      `pull request #${pr.number} is stacked on #${under.at(-1)!.number}, and the queue for "${known.branch}" merges by rebase, which GitHub cannot do for a stack as tested: merge the stack with squash or merge commits, or submit its PRs one by one, each once the one under it merged`,
+    );
+  }
+  const stack = under.filter((below) => below.state === "open").map((below) => below.number);
   await services.db.transaction(async (tx) => {
     let queue = await lockQueue(services, tx, principal, input);
     if (queue.state === "draining" || queue.state === "switching_modes") {
@@ -121,7 +147,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     }
     for (const [i, below] of under.entries()) {
       if (below.state !== "open") continue;
-      await enterStackedBelow(services, tx, queue, below, { stackBelowPr: i > 0 ? under[i - 1]!.number : null, priority, noBatch: input.noBatch, emergencyReason, cause });
+      await enterStackedBelow(services, tx, queue, below, { stackBelowPr: i > 0 ? under[i - 1]!.number : null, priority, noBatch: input.noBatch, emergencyReason, cause, principal, top: pr.number, repo: input.repo });
     }
     let existing = await entryOf(tx, queue.id, pr.number);
     // The code host said "open" before the lock; the queue may have merged the PR since (its
@@ -148,7 +174,8 @@ export async function submitPullRequest(services: Services, principal: Principal
       usedDefaultPriorityName: priority.usedDefaultName,
       ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
       emergencyReason,
-      stackBelowPr: under.at(-1)?.number ?? null,
+      // Submitted again after its author moved it to the queue's branch: still stacked while the PR under it is queued.
+      stackBelowPr: under.at(-1)?.number ?? (await stackKept(tx, queue.id, existing)),
     };
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
     // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
@@ -198,6 +225,7 @@ export async function submitPullRequest(services: Services, principal: Principal
     await scheduleRecheck();
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });
+  return { stack };
 }
 
 /**
@@ -209,10 +237,25 @@ async function enterStackedBelow(
   tx: Tx,
   queue: Queue,
   pr: PullRequestInfo,
-  how: { stackBelowPr: number | null; priority: Priority; noBatch: boolean | undefined; emergencyReason: string | null; cause: ReturnType<typeof causeOf> },
+  how: { stackBelowPr: number | null; priority: Priority; noBatch: boolean | undefined; emergencyReason: string | null; cause: ReturnType<typeof causeOf>; principal: Principal; top: number; repo: RepoRef },
 ): Promise<void> {
   const existing = await entryOf(tx, queue.id, pr.number);
-  if (existing && (!isTerminal(existing.state) || existing.state === "merged" || queue.mergedPrs.includes(pr.number))) return;
+  const target = { queueId: queue.id, repo: how.repo, branch: queue.branch };
+  // An emergency cannot merge without the PRs under it: they become emergencies too, each recorded.
+  const emergency = async () => {
+    if (how.emergencyReason !== null) await recordOperatorEvent(services, tx, how.principal, target, "emergency_submission", { prNumber: pr.number, reason: how.emergencyReason, under: how.top }, how.emergencyReason);
+  };
+  if (existing && !isTerminal(existing.state) && !queue.mergedPrs.includes(pr.number)) {
+    // In the queue already: it keeps its place, and learns what it is stacked on.
+    if (how.stackBelowPr !== null && existing.stackBelowPr !== how.stackBelowPr) await setEntryStackBelow(tx, existing.id, how.stackBelowPr);
+    if (how.emergencyReason !== null && existing.emergencyReason === null) {
+      await setEntryEmergency(tx, existing.id, { priorityValue: how.priority.value, priorityName: how.priority.name, emergencyReason: how.emergencyReason });
+      await emergency();
+    }
+    return;
+  }
+  if (existing && (existing.state === "merged" || queue.mergedPrs.includes(pr.number))) return;
+  await emergency();
   const facts = {
     prTitle: pr.title,
     prSha: pr.headSha,
@@ -478,4 +521,11 @@ export async function movedOntoQueueBranch(tx: Tx, queue: Queue, entry: QueueEnt
   if (entry.stackBelowPr === null || newBase !== queue.branch) return false;
   if (entry.prBaseBranch !== newBase) await setEntryBaseBranch(tx, entry.id, newBase);
   return true;
+}
+
+/** The PR a queued PR stays stacked on when submitted again without its stack (moved to the queue's branch): while that PR is still queued. */
+async function stackKept(tx: Tx, queueId: string, existing: QueueEntry | null): Promise<number | null> {
+  if (!existing || isTerminal(existing.state) || existing.stackBelowPr === null) return null;
+  const below = await entryOf(tx, queueId, existing.stackBelowPr);
+  return below && !isTerminal(below.state) ? existing.stackBelowPr : null;
 }

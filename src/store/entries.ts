@@ -186,29 +186,39 @@ export async function pinnedHeadsOf(tx: Tx, queueId: string, prNumbers: readonly
 }
 
 /**
- * For a merge of `prNumbers` into `branch` (docs/stacks.md): the stacked PRs among them with the
- * base each is expected to have (the branch of the PR under it), and the PRs of the queue stacked
- * right on them that are not merged with them, with their base (moved to `branch` once these land).
- * One statement.
+ * For a merge of `prNumbers` into `branch`: the head pinned for each (the commit tested), the
+ * stacked PRs among them with the base each is expected to have (the branch of the PR under it:
+ * docs/stacks.md), and the PRs in play stacked right on them that do not merge with them, with
+ * their base (moved to `branch` once these land). One statement: the merged PRs by their key, the
+ * others through the (queueId, state) index (never the queue's history).
  */
-export async function stackBasesOf(tx: Tx, queueId: string, branch: string, prNumbers: readonly number[]): Promise<{ stackBases: Record<number, string>; retargetAfter: Record<number, string> }> {
+export async function mergeFactsOf(
+  tx: Tx,
+  queueId: string,
+  branch: string,
+  prNumbers: readonly number[],
+): Promise<{ heads: Record<number, string>; stackBases: Record<number, string>; retargetAfter: Record<number, string> }> {
   const sql = sqlOf(tx);
   const [inPrs, prs] = sql.anyOf(`"prNumber"`, prNumbers);
+  const [inStates, states] = sql.anyOf(`"state"`, LIVE_PR_STATES);
   const [onPrs, below] = sql.anyOf(`"stackBelowPr"`, prNumbers);
-  const rows = await sql.all<{ prNumber: number | string; prBaseBranch: string; stackBelowPr: number | string | null; state: string }>(
-    `SELECT "prNumber", "prBaseBranch", "stackBelowPr", "state" FROM "QueueEntry" WHERE "queueId" = ? AND (${inPrs} OR ${onPrs})`,
-    [queueId, prs, below],
+  const columns = `"prNumber", "prSha", "prBaseBranch", "stackBelowPr"`;
+  const rows = await sql.all<{ prNumber: number | string; prSha: string; prBaseBranch: string; stackBelowPr: number | string | null }>(
+    `SELECT ${columns} FROM "QueueEntry" WHERE "queueId" = ? AND ${inPrs} UNION ALL SELECT ${columns} FROM "QueueEntry" WHERE "queueId" = ? AND ${inStates} AND ${onPrs}`,
+    [queueId, prs, queueId, states, below],
   );
   const merging = new Set(prNumbers);
+  const heads: Record<number, string> = {};
   const stackBases: Record<number, string> = {};
   const retargetAfter: Record<number, string> = {};
   for (const row of rows) {
     const pr = Number(row.prNumber);
+    if (merging.has(pr)) heads[pr] = row.prSha;
     if (row.stackBelowPr === null || row.prBaseBranch === branch) continue;
     if (merging.has(pr)) stackBases[pr] = row.prBaseBranch;
-    else if (merging.has(Number(row.stackBelowPr)) && (LIVE_PR_STATES as readonly string[]).includes(row.state)) retargetAfter[pr] = row.prBaseBranch;
+    else retargetAfter[pr] = row.prBaseBranch;
   }
-  return { stackBases, retargetAfter };
+  return { heads, stackBases, retargetAfter };
 }
 
 /** What a submission learns of a PR from the code host and the request. */
@@ -238,6 +248,16 @@ export async function updateEntryFacts(tx: Tx, id: string, facts: PullRequestFac
     values.push(null);
   }
   await sqlOf(tx).run(`UPDATE "QueueEntry" SET ${setClause(columns)} WHERE "id" = ?`, [...values, id]);
+}
+
+/** A queued PR found stacked on another queued PR (docs/stacks.md). */
+export async function setEntryStackBelow(tx: Tx, id: string, stackBelowPr: number): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "stackBelowPr" = ? WHERE "id" = ?`, [stackBelowPr, id]);
+}
+
+/** A queued PR under an emergency in its stack, made an emergency too (docs/stacks.md). */
+export async function setEntryEmergency(tx: Tx, id: string, emergency: { priorityValue: number; priorityName: string; emergencyReason: string }): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "priorityValue" = ?, "priorityName" = ?, "emergencyReason" = ? WHERE "id" = ?`, [emergency.priorityValue, emergency.priorityName, emergency.emergencyReason, id]);
 }
 
 /** A stacked PR moved to the queue's branch (docs/stacks.md): its new base noted, nothing else. */

@@ -14,7 +14,7 @@ import { lockQueueRow, queueForEffects, type QueueInRepository } from "../store/
 import { recordFlakeVerdict, runOf } from "../store/runs.js";
 import { recordTestBranchAndLinkUploads } from "../store/flaky-store.js";
 import { treeKeyOf } from "../domain/flaky/queue-evidence.js";
-import { emergenciesAmong, pinnedHeadsOf, recordFailureMessage, stackBasesOf } from "../store/entries.js";
+import { emergenciesAmong, mergeFactsOf, pinnedHeadsOf, recordFailureMessage } from "../store/entries.js";
 import { builtPrefixOf } from "../store/built-runs.js";
 import { publishQueueEvents } from "../store/webhook-outbox.js";
 import { queueWritesOf, type QueueWrites } from "../store/queue-writes.js";
@@ -376,7 +376,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
       }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");
-      const [heads, stacks] = await db.read((tx) => Promise.all([pinnedHeadsOf(tx, queue.id, effect.prNumbers), stackBasesOf(tx, queue.id, queue.branch, effect.prNumbers)]));
+      const stacks = await db.read((tx) => mergeFactsOf(tx, queue.id, queue.branch, effect.prNumbers));
+      const heads = stacks.heads;
       const stacked = Object.keys(stacks.stackBases).length > 0;
       const result = await codeHost.mergeTestedRun(repo, {
         targetBranch: queue.branch,

@@ -4,7 +4,8 @@ import type { SimulatedCi } from "../support/github-ci.js";
 import type { GitHubDriver } from "../support/github-driver.js";
 import type { GitHubSimulator } from "../support/github-simulator.js";
 import type { WebhookDeliverer } from "../support/github-webhooks.js";
-import { type ApiClient, TestClock, type TestServer } from "../support/harness.js";
+import { ApiClient, TestClock, type TestServer } from "../support/harness.js";
+import { createToken } from "../../src/auth/tokens.js";
 import { type GitHubWorld, startGitHubWorld } from "../support/github-world.js";
 
 /**
@@ -217,6 +218,73 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
     await settle();
     expect(mergeOrder(name)).toEqual([1, 2, 3]);
     expect(await state(name, 3)).toEqual(["merged", "merged"]);
+  });
+
+  test("GitHub refusing the merge of a PR just moved to main ('Base branch was modified') is asked again, not taken for a failure: one run, every PR merged (review finding)", async () => {
+    const name = "refused-after-move";
+    await queueOf(name, { mergeMethod: "squash" });
+    openStack(name, [1, 2, 3]);
+    gh.mergeRefusalsAfterRetarget = 1;
+    try {
+      await api.ok("submitPullRequest", github.pr(name, 3));
+      for (let i = 0; i < 6 && !gh.pr(full(name), 3)!.merged; i++) {
+        await settle();
+        clock.advance(60_000);
+      }
+    } finally {
+      gh.mergeRefusalsAfterRetarget = 0;
+    }
+    expect([1, 2, 3].map((n) => gh.pr(full(name), n)!.merged)).toEqual([true, true, true]);
+    expect(ci.runs.filter((r) => r.repo === full(name)).length).toBe(1);
+    expect(mergeOrder(name)).toEqual([1, 2, 3]);
+  });
+
+  test("another author's PR under it, or a protected branch, is no stack: nothing of theirs enters (review finding)", async () => {
+    const name = "long-lived";
+    await queueOf(name);
+    gh.createBranch(full(name), "develop", "main");
+    // A release PR develop → main, by someone else; a feature PR into develop.
+    gh.openPr(full(name), { number: 1, headRef: "develop", base: "main", author: "releaser", files: { "release.txt": "r\n" } });
+    gh.openPr(full(name), { number: 2, base: "develop", files: { "src/2.ts": "2\n" } });
+    await api.ok("submitPullRequest", github.pr(name, 2));
+    expect(await github.submitted(name, 2)).toMatchObject({ state: "not_ready", readiness: { doesBaseBranchMatch: false } });
+    expect((await api.call("getSubmittedPullRequest", github.pr(name, 1))).status).toBe(404);
+    // The same author's, but develop is protected: still no stack.
+    gh.openPr(full(name), { number: 3, headRef: "staging", base: "main", files: { "staging.txt": "s\n" } });
+    gh.protect(full(name), "staging", []);
+    gh.openPr(full(name), { number: 4, base: "staging", files: { "src/4.ts": "4\n" } });
+    await api.ok("submitPullRequest", github.pr(name, 4));
+    expect(await github.submitted(name, 4)).toMatchObject({ state: "not_ready" });
+    expect((await api.call("getSubmittedPullRequest", github.pr(name, 3))).status).toBe(404);
+  });
+
+  test("a queue merging by rebase refuses a stack (409 saying why); a comment on a stack's top names the PRs that entered with it", async () => {
+    const name = "rebase";
+    await queueOf(name, { mergeMethod: "rebase" });
+    openStack(name, [1, 2]);
+    const refused = await api.call("submitPullRequest", github.pr(name, 2));
+    expect([refused.status, refused.body.error.message]).toEqual([409, expect.stringContaining("merges by rebase")]);
+    const other = "named";
+    await queueOf(other);
+    gh.grant(full(other), "dev", "write");
+    openStack(other, [1, 2, 3]);
+    gh.comment(full(other), 3, "dev", "/greenline merge");
+    await settle(2);
+    const told = gh.comments.filter((c) => c.repo === full(other).toLowerCase() && c.number === 3).map((c) => c.body);
+    expect(told.join("\n")).toContain("stacked on (#1, #2)");
+  });
+
+  test("an emergency submitted on top of a queued PR makes the PR under it an emergency too, recorded for each", async () => {
+    const name = "emergency";
+    await queueOf(name);
+    openStack(name, [1, 2]);
+    await api.ok("submitPullRequest", github.pr(name, 1));
+    const admin = new ApiClient(server.url, (await createToken(server.greenline.services.db, OWNER, "release-manager", "admin")).token);
+    await admin.ok("submitPullRequest", { ...github.pr(name, 2), priority: "emergency", emergencyReason: "login is down" });
+    expect((await github.submitted(name, 1)).priorityName).toBe("emergency");
+    const audit = await admin.ok("getAuditLog", { page_query: { page_size: 50, page_token: "" } });
+    const prs = (audit.entries as { action: string; details: { prNumber?: number } }[]).filter((e) => e.action === "pull_request.emergency").map((e) => e.details.prNumber);
+    expect(prs.sort()).toEqual([1, 2]);
   });
 
   test("a PR based on a branch that is no PR's head is not a stack: it waits, not ready, its base named", async () => {

@@ -269,21 +269,17 @@ export class GitHubMerging {
       const { data: pr } = await octokit.rest.pulls.get({ ...params, pull_number: number });
       const changed = changeOf(pr, request);
       if (changed) return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, ...changed };
-      if (pr.base.ref !== request.targetBranch) {
+      const retargeted = pr.base.ref !== request.targetBranch;
+      if (retargeted) {
         // Stacked, and the PRs under it landed: moved to the target first (GitHub merges a PR into its base).
         try {
           await octokit.rest.pulls.update({ ...params, pull_number: number, base: request.targetBranch });
         } catch (error) {
           const refusal = refusalOf(error, "write");
           if (refusal.transient || refusal.kind === "permission_missing") throw refusal;
-          return {
-            kind: "refused",
-            head: await this.#targetHead(octokit, repo, request.targetBranch),
-            ...soFar(),
-            prNumber: number,
-            reason: "base_changed",
-            message: `#${number} could not be moved from ${pr.base.ref} to ${request.targetBranch}: ${refusal.message}`,
-          };
+          // GitHub will not move it (its words kept): it cannot merge into the target.
+          const message = `#${number} could not be moved from ${pr.base.ref} to ${request.targetBranch}: ${refusal.message}`;
+          return { kind: "refused", head: await this.#targetHead(octokit, repo, request.targetBranch), ...soFar(), prNumber: number, reason: "cannot_merge", message };
         }
       }
       let merged: string;
@@ -292,6 +288,12 @@ export class GitHubMerging {
       } catch (error) {
         const refusal = refusalOf(error, "merge_pr");
         if (refusal.transient || refusal.kind === "permission_missing" || refusal.kind === "not_found") throw refusal;
+        // Just moved to the target, GitHub may answer "not mergeable" or "base branch was modified"
+        // while it computes the PR again: asked again later, with backoff (the merge resumes after
+        // the PRs that landed: #afterMove), never taken for a refusal of the PR.
+        if (retargeted && (refusal.kind === "cannot_merge" || refusal.kind === "head_moved" || refusal.kind === "target_moved")) {
+          throw new CodeHostRefusal("transient", `#${number} was just moved to ${request.targetBranch} and GitHub is not ready to merge it yet: ${refusal.message}`);
+        }
         const now = await this.#targetHead(octokit, repo, request.targetBranch);
         if (refusal.kind === "head_moved") {
           // 409 says "Head branch was modified" or "Base branch was modified": ask which.

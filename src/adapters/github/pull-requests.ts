@@ -76,7 +76,15 @@ export class GitHubPullRequests {
     const { data } = await octokit.rest.pulls.list({ owner: repo.owner, repo: repo.name, state: "all", head: `${repo.owner}:${branch}`, per_page: 10 });
     const ours = data.filter((pr) => pr.head.ref === branch && pr.head.repo?.full_name?.toLowerCase() === `${repo.owner}/${repo.name}`.toLowerCase());
     const pick = ours.find((pr) => pr.state === "open") ?? ours.find((pr) => pr.merged_at !== null);
-    return pick ? this.getPullRequest(repo, pick.number, hint) : null;
+    if (!pick) return null;
+    // A long-lived branch is no stack's: the default branch, or one GitHub protects (a
+    // `develop` with a release PR into main). A merged PR's branch counts only while it is
+    // still at the head that merged (commits pushed to it since never went through a PR).
+    if (branch === pick.head.repo?.default_branch) return null;
+    const { data: head } = await octokit.rest.repos.getBranch({ owner: repo.owner, repo: repo.name, branch });
+    if (head.protected) return null;
+    if (pick.state !== "open" && head.commit.sha !== pick.head.sha) return null;
+    return this.getPullRequest(repo, pick.number, hint);
   }
 
   /** The target's head when the PR's head contains it (the PR is up to date), else null. */

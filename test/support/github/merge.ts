@@ -38,6 +38,10 @@ export abstract class Merging extends PullRequests {
       if (pr.merged || pr.state !== "open") return error(405, "Pull Request is not mergeable");
       if (body.sha && body.sha !== pr.headSha) return error(409, "Head branch was modified. Review and try the merge again.");
       if (pr.draft) return error(405, "Pull Request is still a draft");
+      if ((pr.retargetRefusals ?? 0) > 0) {
+        pr.retargetRefusals = (pr.retargetRefusals ?? 0) - 1;
+        return error(405, "Base branch was modified. Review and try the merge again.");
+      }
       const hook = this.#beforeMergeHooks.get(`${repoName}#${pr.number}`);
       this.#beforeMergeHooks.delete(`${repoName}#${pr.number}`);
       const answer = hook?.();

@@ -33,6 +33,8 @@ export type PullRequest = {
   files: Tree;
   /** Reads of `GET /pulls/{n}` left that answer `mergeable: null` (GitHub computes it in the background). */
   unknownReads: number;
+  /** Merge attempts left that GitHub refuses because the PR's base was just changed (`mergeRefusalsAfterRetarget`). */
+  retargetRefusals?: number;
 };
 
 /** The sender of what the App does with its installation token. */
@@ -59,6 +61,12 @@ export abstract class SimulatorModel {
   protected clock: () => number = () => Date.now();
   /** While set, every API request is answered with this status, as when GitHub is down. */
   outage: number | null = null;
+  /**
+   * How many merge attempts of a PR GitHub refuses right after its base branch was changed
+   * (405 "Base branch was modified. Review and try the merge again.", while it computes the PR
+   * again); 0 by default.
+   */
+  mergeRefusalsAfterRetarget = 0;
   /** Called for everything that happens in the simulator (webhook delivery hooks in here). */
   onEvent?: (event: SimulatorEvent) => void;
 

@@ -82,6 +82,7 @@ export abstract class PullRequests extends Repositories {
     const from = pr.base;
     pr.base = base;
     pr.unknownReads = this.mergeabilityDelay;
+    pr.retargetRefusals = this.mergeRefusalsAfterRetarget;
     this.emit({ kind: "pull_request", action: "edited", repo, pr: this.snapshot(pr), changes: { base: { ref: { from }, sha: { from: pr.baseSha } } }, sender: sender ?? pr.author });
   }
 
