@@ -30,6 +30,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       githubApp: null,
       bootstrap: null,
+      operatorOrg: null,
       sandbox: { ciMs: 5000, failureRate: 0, flakeRate: 0 },
       workerIntervalMs: 250,
       ciPoll: { firstMs: 30_000, maxMs: 300_000 },
