@@ -139,7 +139,7 @@ const ZEnvironment = z
         .regex(/^[a-z0-9][a-z0-9-]{0,62}$/i, "must be letters, digits and dashes")
         .optional(),
     ),
-    // The organization that runs the service: its tokens also see the service's own metrics (default GREENLINE_ORG).
+    // The organization that runs the service: its tokens also see the service's own metrics (unset: nobody's do).
     GREENLINE_OPERATOR_ORG: ZOptionalString.pipe(
       z
         .string()
@@ -200,7 +200,7 @@ export type Config = {
   /** null = run with the sandbox code host. */
   githubApp: GitHubAppConfig | null;
   bootstrap: { token: string; org: string } | null;
-  /** The organization whose tokens also see the service's own metrics (lower-case); absent: the bootstrap organization's; null: none. */
+  /** The organization whose tokens also see the service's own metrics (lower-case); absent or null: none. */
   operatorOrg?: string | null;
   /** The sandbox code host's simulated CI (used when githubApp is null). */
   sandbox: { ciMs: number; failureRate: number; flakeRate: number; faults?: SandboxFaults };
@@ -270,7 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => s
     logLevel: e.LOG_LEVEL,
     githubApp,
     bootstrap: e.GREENLINE_API_TOKEN && e.GREENLINE_ORG ? { token: e.GREENLINE_API_TOKEN, org: e.GREENLINE_ORG.toLowerCase() } : null,
-    operatorOrg: (e.GREENLINE_OPERATOR_ORG ?? e.GREENLINE_ORG)?.toLowerCase() ?? null,
+    operatorOrg: e.GREENLINE_OPERATOR_ORG?.toLowerCase() ?? null,
     sandbox: {
       ciMs: e.GREENLINE_SANDBOX_CI_MS,
       failureRate: e.GREENLINE_SANDBOX_FAILURE_RATE,

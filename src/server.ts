@@ -225,7 +225,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       publicUrl: config.publicUrl,
       retention: config.retention,
       metrics: new ServiceMetrics(),
-      ...((config.operatorOrg ?? config.bootstrap?.org) ? { operatorOrganization: (config.operatorOrg ?? config.bootstrap?.org)! } : {}),
+      ...(config.operatorOrg ? { operatorOrganization: config.operatorOrg } : {}),
     };
     const worker = new Worker(services, { intervalMs: config.workerIntervalMs, log, ciPoll: config.ciPoll, handleDelivery });
     const api = createApiApp(services, log, { publicUrl: config.publicUrl, bundleUrls: bundleUrls(config.bundleUrls), workerHealth: () => worker.health() });

@@ -89,8 +89,18 @@ function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
   };
 }
 
-/** Each operation's id by its path under /v1 (a metric's label: unknown paths are "unknown", so the labels stay bounded). */
-const OPERATION_IDS = new Map<string, string>(OPERATIONS.map((op) => [op.path, op.operationId]));
+/** How long /readyz waits for the database before saying it is slow; how long its answer is kept. */
+const READY_PING_MS = 1_000;
+const READY_CACHE_MS = 1_000;
+
+/** `promise`'s value, or `late` once `ms` have passed without one. */
+function withinMs<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<L>((resolve) => {
+    timer = setTimeout(() => resolve(late), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /** The Express app serving /healthz, /readyz and the /v1 API. */
 export function createApiApp(services: Services, log: Logger, options: ApiOptions = {}): express.Express {
@@ -107,20 +117,37 @@ export function createApiApp(services: Services, log: Logger, options: ApiOption
   // Readiness: the database answers, every migration this version ships is applied, and the
   // worker is ticking within its interval. 503 naming what is not, with no detail of the cause
   // beyond that (no error text: it may name hosts or users).
-  app.get("/readyz", async (_req, res) => {
-    const database = await services.db.ping().then(
-      () => "ok" as const,
-      () => "unreachable" as const,
+  // One check at a time, its answer kept a second: probes from every load balancer and
+  // orchestrator cost the database two statements a second at most, whatever their number.
+  let readiness: { at: number; answer: Promise<{ ready: boolean; body: object }> } | null = null;
+  const checkReadiness = async () => {
+    // A database that answers slowly (its pool busy under load) is still there: ready, said so.
+    const database = await withinMs(
+      services.db.ping().then(
+        () => "ok" as const,
+        () => "unreachable" as const,
+      ),
+      READY_PING_MS,
+      "slow" as const,
     );
-    const missing = database === "ok" ? await services.db.missingMigrations().catch(() => null) : null;
-    const migrations = missing === null ? "unknown" : missing.length === 0 ? "ok" : `missing ${missing.join(", ")}`;
+    const missing =
+      database === "ok"
+        ? await withinMs(
+            services.db.missingMigrations().catch(() => null),
+            READY_PING_MS,
+            null,
+          )
+        : null;
+    const migrations = database === "slow" ? "unknown" : missing === null ? "unknown" : missing.length === 0 ? "ok" : `missing ${missing.join(", ")}`;
     const worker = options.workerHealth?.() ?? { status: "off" as const, lastTickAt: null, tickingSince: null };
-    const ready = database === "ok" && migrations === "ok" && worker.status !== "stalled";
+    const ready = database !== "unreachable" && (migrations === "ok" || database === "slow") && worker.status !== "stalled";
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-    res.status(ready ? 200 : 503).json({
-      status: ready ? "ready" : "not_ready",
-      checks: { database, migrations, worker: worker.status, workerLastTickAt: iso(worker.lastTickAt), workerTickingSince: iso(worker.tickingSince) },
-    });
+    return { ready, body: { status: ready ? "ready" : "not_ready", checks: { database, migrations, worker: worker.status, workerLastTickAt: iso(worker.lastTickAt), workerTickingSince: iso(worker.tickingSince) } } };
+  };
+  app.get("/readyz", async (_req, res) => {
+    if (!readiness || Date.now() - readiness.at > READY_CACHE_MS) readiness = { at: Date.now(), answer: checkReadiness() };
+    const { ready, body } = await readiness.answer;
+    res.status(ready ? 200 : 503).json(body);
   });
 
   const openapi = JSON.stringify(buildOpenApiDocument(OPERATIONS));
@@ -131,10 +158,11 @@ export function createApiApp(services: Services, log: Logger, options: ApiOption
   // Service metrics: every API request by operation and status, and how long it took.
   const metrics = services.metrics;
   if (metrics) {
-    v1.use((req, res, next) => {
+    v1.use((_req, res, next) => {
       const started = performance.now();
-      res.once("finish", () => {
-        const operation = OPERATION_IDS.get(req.path) ?? "unknown";
+      res.once("close", () => {
+        // Set by the operation's own first handler: an error answered later keeps it.
+        const operation = (res.locals as { operation?: string }).operation ?? "unknown";
         metrics.httpRequests.inc({ operation, status: String(res.statusCode) });
         metrics.httpDuration.observe({ operation }, (performance.now() - started) / 1000);
       });
@@ -143,8 +171,12 @@ export function createApiApp(services: Services, log: Logger, options: ApiOption
   }
   for (const op of OPERATIONS) {
     const auth = requireToken(services, op);
-    if (op.method === "get") v1.get(op.path, auth, serve(served, op));
-    else v1.post(op.path, auth, jsonBody(MAX_BODY_BYTES), serve(served, op));
+    const named = (_req: Request, res: Response, next: NextFunction) => {
+      (res.locals as { operation?: string }).operation = op.operationId;
+      next();
+    };
+    if (op.method === "get") v1.get(op.path, named, auth, serve(served, op));
+    else v1.post(op.path, named, auth, jsonBody(MAX_BODY_BYTES), serve(served, op));
     v1.all(op.path, (req, res, next) => {
       res.setHeader("Allow", op.method === "get" ? "GET, HEAD" : "POST");
       next(new AppError("method_not_allowed", `${req.method} is not allowed on ${op.path}; use ${op.method.toUpperCase()}`));

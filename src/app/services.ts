@@ -24,8 +24,9 @@ export type Services = {
   /** This process's service metrics (absent: none are kept). */
   metrics?: ServiceMetrics;
   /**
-   * The organization that runs the service (GREENLINE_ORG, lower-case): its admin tokens also see
-   * the service's own metrics (every organization's backlog, the pool, rate limits) on /metrics.
+   * The organization that runs the service (GREENLINE_OPERATOR_ORG, lower-case): its tokens (a
+   * scraper's read token too) also see the service's own metrics (every organization's backlog,
+   * the pool, rate limits) on /metrics. Absent: nobody sees them.
    */
   operatorOrganization?: string;
 };

@@ -132,14 +132,14 @@ export async function renderMetrics(services: Services, principal: Principal, fi
 
 /**
  * The service's own metrics (docs/operations.md, "Metrics"), for the organization that runs it
- * (GREENLINE_OPERATOR_ORG, default GREENLINE_ORG) only: they count every organization's backlog,
+ * (GREENLINE_OPERATOR_ORG; unset: nobody) only: they count every organization's backlog,
  * which no other organization may learn of. Null for anyone else, or when none are kept.
  */
 async function serviceMetricsFor(services: Services, principal: Principal): Promise<string | null> {
   const metrics = services.metrics;
   if (!metrics || services.operatorOrganization === undefined || principal.organizationSlug.toLowerCase() !== services.operatorOrganization) return null;
   const now = services.now();
-  const backlog = await services.db.sqlRead((sql) => loadServiceBacklog(sql, now));
+  const backlog = await services.db.sqlRead((sql) => loadServiceBacklog(sql));
   metrics.observeState({ ...backlog, pool: services.db.poolStats(), rateLimits: services.codeHost.rateBudget?.limits?.() ?? [] }, now);
   return metrics.text();
 }

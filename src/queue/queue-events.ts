@@ -12,7 +12,7 @@ import { movedPlaces, statusPlacesOf } from "../domain/status-places.js";
 import type { ReportedCheck } from "../domain/status-checks.js";
 import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from "../domain/timeline.js";
 import type { PrState } from "../domain/states.js";
-import type { Tx } from "../store/database.js";
+import { afterCommit, type Tx } from "../store/database.js";
 import { countPendingMerges } from "../store/effects.js";
 import type { QueueEntry } from "../store/entries.js";
 import { loadQueueState, saveDecision, type Loaded } from "../store/queue-state.js";
@@ -210,21 +210,27 @@ export async function applyEvent(
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, options.freezesChangedBy ?? { actor: ENGINE_ACTOR }, now);
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
-  const metrics = services.metrics;
-  if (metrics) {
-    metrics.decisions.inc({ event: event.kind });
-    metrics.decisionDuration.observe((performance.now() - started) / 1000);
-    for (const t of decision.transitions) {
-      metrics.transitions.inc({ to: t.to });
-      const entry = loaded.entries.get(t.prNumber);
-      if (entry && (t.to === "merged" || t.to === "failed" || t.to === "cancelled")) metrics.timeInQueue.observe({ outcome: t.to }, Math.max(0, (now.getTime() - entry.submittedAt.getTime()) / 1000));
+  // Counted and logged once the decision is committed (a transaction rolled back and retried is
+  // one decision): the metrics, and one line per decision that moved a PR (docs/operations.md).
+  const seconds = (performance.now() - started) / 1000;
+  const finished = decision.transitions.map((t) => ({ t, submittedAt: loaded.entries.get(t.prNumber)?.submittedAt }));
+  const note = () => {
+    const metrics = services.metrics;
+    if (metrics) {
+      metrics.decisions.inc({ event: event.kind });
+      metrics.decisionDuration.observe(seconds);
+      for (const { t, submittedAt } of finished) {
+        metrics.transitions.inc({ to: t.to });
+        if (submittedAt && (t.to === "merged" || t.to === "failed" || t.to === "cancelled")) metrics.timeInQueue.observe({ outcome: t.to }, Math.max(0, (now.getTime() - submittedAt.getTime()) / 1000));
+      }
     }
-  }
-  // One line per decision that moved a PR (docs/operations.md, "Logs"): what moved, why, in which run.
-  if (decision.transitions.length > 0 && services.log) {
-    const prs = decision.transitions.map((t) => ({ pr: t.prNumber, from: t.from, to: t.to, reason: t.reason, ...(t.evidence?.runId ? { runId: t.evidence.runId } : {}) }));
-    services.log.info({ queueId: queue.id, branch: queue.branch, event: event.kind, prs }, "queue decision");
-  }
+    if (decision.transitions.length > 0 && services.log) {
+      const prs = decision.transitions.map((t) => ({ pr: t.prNumber, from: t.from, to: t.to, reason: t.reason, ...(t.evidence?.runId ? { runId: t.evidence.runId } : {}) }));
+      services.log.info({ queueId: queue.id, branch: queue.branch, event: event.kind, prs }, "queue decision");
+    }
+  };
+  // A transaction that takes no hooks (none here so far) is noted at once.
+  if (!afterCommit(tx, note)) note();
   // Outbound webhooks: the decision's events, in its transaction.
   await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });
   return decision;

@@ -166,17 +166,17 @@ const REPLICA_ALIVE_MS = 60_000;
  * Notes that this replica's worker ticked (PostgreSQL: the replicas share the database; SQLite
  * serves one process, which needs no note). Rows of replicas gone for a day are removed.
  */
-export async function noteReplicaAlive(tx: Tx, replicaId: string, now: Date): Promise<void> {
+export async function noteReplicaAlive(tx: Tx, replicaId: string): Promise<void> {
   const sql = sqlOf(tx);
   if (sql.kind === "sqlite") return;
-  await sql.run(`INSERT INTO "ReplicaHeartbeat" ("id", "seenAt") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "seenAt" = EXCLUDED."seenAt"`, [replicaId, now]);
-  await sql.run(`DELETE FROM "ReplicaHeartbeat" WHERE "seenAt" < ?`, [new Date(now.getTime() - 86_400_000)]);
+  // The database's clock, not the replica's: replicas whose clocks disagree are counted alike.
+  await sql.run(`INSERT INTO "ReplicaHeartbeat" ("id", "seenAt") VALUES (?, CURRENT_TIMESTAMP) ON CONFLICT ("id") DO UPDATE SET "seenAt" = EXCLUDED."seenAt"`, [replicaId]);
+  await sql.run(`DELETE FROM "ReplicaHeartbeat" WHERE "seenAt" < CURRENT_TIMESTAMP - INTERVAL '1 day'`);
 }
 
 /** The service's backlog across organizations (service metrics, for the operator): four statements. */
 export async function loadServiceBacklog(
   sql: Sql,
-  now: Date,
 ): Promise<{ effects: { waiting: number; oldestCreatedAt: Date | null; failing: number }; inbox: { waiting: number; failed: number }; outbound: { endpointId: string; pending: number }[]; replicas: number }> {
   const [effects] = await sql.all<{ waiting: number | string | null; failing: number | string | null; oldest: unknown }>(
     `SELECT COUNT(*) AS "waiting", SUM(CASE WHEN "attempts" > 0 THEN 1 ELSE 0 END) AS "failing", MIN("createdAt") AS "oldest" FROM "Effect" WHERE "doneAt" IS NULL`,
@@ -187,7 +187,7 @@ export async function loadServiceBacklog(
   const outbound = await sql.all<{ endpointId: string; pending: number | string }>(`SELECT "endpointId", COUNT(*) AS "pending" FROM "WebhookMessage" WHERE "status" = 'pending' GROUP BY "endpointId"`);
   let replicas = 1;
   if (sql.kind !== "sqlite") {
-    const [alive] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "ReplicaHeartbeat" WHERE "seenAt" >= ?`, [new Date(now.getTime() - REPLICA_ALIVE_MS)]);
+    const [alive] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "ReplicaHeartbeat" WHERE "seenAt" >= CURRENT_TIMESTAMP - INTERVAL '${REPLICA_ALIVE_MS / 1000} seconds'`);
     replicas = Number(alive?.n ?? 0);
   }
   const oldest = effects?.oldest;

@@ -40,12 +40,12 @@ function isDashboardPath(path: string): boolean {
 /**
  * Whether the dashboard answers a request (server.ts routes by this; the rest is the API's): its
  * own paths, and any other path a browser asks a page of (Accept naming text/html), so a mistyped
- * address gets the dashboard's 404 page rather than the API's JSON. /v1, /healthz and /readyz stay the API's.
+ * address gets the dashboard's 404 page rather than the API's JSON. /v1, /healthz, /readyz and /metrics stay the API's.
  */
 export function isDashboardRequest(req: { url?: string | undefined; method?: string | undefined; headers: { accept?: string | undefined } }): boolean {
   const path = (req.url ?? "/").split("?")[0]!;
   if (isDashboardPath(path)) return true;
-  if (path === "/v1" || path.startsWith("/v1/") || path === "/healthz" || path === "/readyz") return false;
+  if (path === "/v1" || path.startsWith("/v1/") || path === "/healthz" || path === "/readyz" || path === "/metrics") return false;
   return (req.method === "GET" || req.method === "HEAD") && /\btext\/html\b/i.test(req.headers.accept ?? "");
 }
 

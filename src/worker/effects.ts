@@ -109,7 +109,7 @@ export async function runEffects(services: Services, queueId: string, limit = Nu
         try {
           const completion = completionOf(services, queueId, pending.id, unmarked);
           const startedAt = performance.now();
-          const applied = await execute(services, current, pending.effect, completion);
+          const applied = await execute(services, current, pending.effect, completion, pending.attempts);
           // One line per effect carried out (docs/operations.md, "Logs"): statuses and comments at debug.
           const line = { queueId, effect: pending.kind, ...effectSubject(pending.effect), attempts: pending.attempts + 1, ms: Math.round(performance.now() - startedAt) };
           if (isNotification(pending.kind)) services.log?.debug(line, "effect done");
@@ -307,7 +307,7 @@ function pullRequestPageUrl(services: Services, queue: QueueInRepository, prNumb
 }
 
 /** Carries out an effect; answers whether it applied an event to the queue (its outbox and state may have moved). */
-async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect, completion: Completion): Promise<boolean> {
+async function execute(services: Services, queue: QueueInRepository, effect: OutboxEffect, completion: Completion, attempts = 0): Promise<boolean> {
   const repo = queue.repository;
   const { codeHost, db } = services;
   switch (effect.kind) {
@@ -372,7 +372,8 @@ async function execute(services: Services, queue: QueueInRepository, effect: Out
         const run = await db.read((tx) => runOf(tx, queue.id, effect.runId!));
         if (!run?.testBranch || !run.testBranchSha) throw new Error(`run ${effect.runId} has no testing branch to merge`);
         tested = { branch: run.testBranch, sha: run.testBranchSha };
-        if (run.finishedAt) services.metrics?.ciToMerge.observe(Math.max(0, (services.now().getTime() - run.finishedAt.getTime()) / 1000));
+        // Once per merge: its first attempt starts it (a retry after a failure is not a new start).
+        if (run.finishedAt && attempts === 0) services.metrics?.ciToMerge.observe(Math.max(0, (services.now().getTime() - run.finishedAt.getTime()) / 1000));
       }
       const expectedHead = queue.targetHead ?? queue.baseSha;
       if (!expectedHead) throw new Error("the queue does not know its target head");

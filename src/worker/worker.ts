@@ -175,11 +175,16 @@ export class Worker {
   #tickOnce(wait: boolean): Promise<number> {
     if (!this.#ticking) {
       this.#tickStartedAt = Date.now();
-      this.#ticking = this.#tick(wait).finally(() => {
-        this.#ticking = null;
-        this.#tickStartedAt = null;
-        this.#lastTickAt = Date.now();
-      });
+      this.#ticking = this.#tick(wait)
+        .then((work) => {
+          // Only a tick that did its round counts: one failing every interval is no sign of life.
+          this.#lastTickAt = Date.now();
+          return work;
+        })
+        .finally(() => {
+          this.#ticking = null;
+          this.#tickStartedAt = null;
+        });
     }
     return this.#ticking;
   }
@@ -200,7 +205,7 @@ export class Worker {
   health(now = Date.now()): { status: "ok" | "off" | "stalled"; lastTickAt: number | null; tickingSince: number | null } {
     const view = { lastTickAt: this.#lastTickAt, tickingSince: this.#tickStartedAt };
     if (this.#startedAt === null) return { status: "off", ...view };
-    if (this.#tickStartedAt !== null) return { status: now - this.#tickStartedAt > 5 * 60_000 ? "stalled" : "ok", ...view };
+    if (this.#tickStartedAt !== null) return { status: now - this.#tickStartedAt > 15 * 60_000 ? "stalled" : "ok", ...view };
     const since = Math.max(this.#lastTickAt ?? this.#startedAt, this.#startedAt);
     return { status: now - since > Math.max(30_000, 10 * this.options.intervalMs) ? "stalled" : "ok", ...view };
   }
@@ -220,9 +225,9 @@ export class Worker {
     let work = 0;
     // This replica is alive (service metrics count the replicas): noted every 15 s at most, while
     // the worker runs on its own (ticks asked for by tests and tools note nothing).
-    if (this.#startedAt !== null && Date.now() - this.#aliveNotedAt >= REPLICA_NOTE_MS) {
+    if (this.#startedAt !== null && services.db.kind !== "sqlite" && Date.now() - this.#aliveNotedAt >= REPLICA_NOTE_MS) {
       this.#aliveNotedAt = Date.now();
-      await services.db.write((tx) => noteReplicaAlive(tx, this.#replicaId, services.now())).catch((error: unknown) => this.options.log.warn({ err: error }, "noting this replica alive failed"));
+      await services.db.write((tx) => noteReplicaAlive(tx, this.#replicaId)).catch((error: unknown) => this.options.log.warn({ err: error }, "noting this replica alive failed"));
     }
     // Webhook deliveries first: what they change is then acted on in the same round.
     if (this.options.handleDelivery) work += await this.#processInbox(this.options.handleDelivery);

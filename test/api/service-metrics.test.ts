@@ -71,11 +71,24 @@ describe.each(BACKENDS)("service metrics, $name", (backend) => {
         for (const m of family.metrics) for (const label of Object.keys(m.labels ?? {})) expect(["operation", "status", "event", "to", "outcome", "effect", "endpoint", "installation", "le"]).toContain(label);
       }
     }
-    // Unknown paths share one label.
+    // A refusal is counted under its operation; unknown paths share one label.
+    expect((await server.api.call("submitPullRequest", { ...prOf(12, "svc"), pr: { number: "x" } })).status).toBe(400);
     await fetch(`${server.url}/v1/noSuchOperation${Math.random()}`, { method: "POST", headers: { "x-api-token": server.api.token } });
     await server.api.ok("getQueue", queueOf("svc"));
     const second = await scrape("/metrics", server.api.token);
     expect(value(second.families.get("greenline_http_requests_total"), { operation: "unknown", status: "404" })).toBeGreaterThanOrEqual(1);
+    expect(value(second.families.get("greenline_http_requests_total"), { operation: "submitPullRequest", status: "400" })).toBe(1);
+    // This replica counts itself: on PostgreSQL once its worker ran on its own (SQLite serves one process).
+    if (backend.name === "postgres") {
+      server.greenline.worker.start();
+      await server.greenline.worker.tick();
+      await server.greenline.worker.stop();
+    }
+    const third = await scrape("/metrics", server.api.token);
+    expect(value(third.families.get("greenline_replicas_alive"), {})).toBe(1);
+    // A browser asking for /metrics gets the metrics (with its token), not the dashboard.
+    const asBrowser = await fetch(`${server.url}/metrics`, { headers: { "x-api-token": server.api.token, accept: "text/html" } });
+    expect(asBrowser.headers.get("content-type")).toContain("text/plain");
     for (const name of ["greenline_http_requests_total", "greenline_queue_decisions_total", "greenline_effects_total"]) {
       for (const m of first.families.get(name)!.metrics) expect(value(second.families.get(name), m.labels ?? {})).toBeGreaterThanOrEqual(Number(m.value));
     }

@@ -126,10 +126,10 @@ describe("the container image (Dockerfile, compose.yaml)", () => {
       await database?.drop();
     });
 
-    test("the image's HEALTHCHECK command asks /readyz, which answers 200 on a running service (database, migrations, worker)", async () => {
+    test("the image's HEALTHCHECK command asks /healthz (liveness: a database outage must not restart every container), which answers 200 on a running service", async () => {
       const command = healthcheckCommand();
-      expect(command.join(" ")).toContain("/readyz");
-      expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+      expect(command.join(" ")).toContain("/healthz");
+      expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
       expect(await run(command, { PORT: String(service.port) })).toBe(0);
     });
 

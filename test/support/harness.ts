@@ -111,6 +111,7 @@ export async function startTestServer(backend: Backend, options: TestServerOptio
     logLevel: "info",
     githubApp: options.githubApp ?? null,
     bootstrap: { token, org: "acme" },
+    operatorOrg: "acme",
     sandbox: { ciMs: 60_000, failureRate: 0, flakeRate: 0, ...options.sandbox },
     workerIntervalMs: 20,
     postgresTimeouts: DEFAULT_POSTGRES_TIMEOUTS,

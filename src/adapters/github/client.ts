@@ -50,7 +50,9 @@ export class GitHubClient {
 
   /** Each installation's primary rate limit as GitHub last answered it (service metrics). */
   rateLimits(): { installation: number; limit: number; remaining: number; resetAt: number }[] {
-    return [...this.#rateLimits].map(([installation, limits]) => ({ installation, ...limits }));
+    // Past its reset a window's count says nothing (the installation has its whole limit again, or is idle).
+    const now = this.now();
+    return [...this.#rateLimits].filter(([, limits]) => limits.resetAt > now).map(([installation, limits]) => ({ installation, ...limits }));
   }
 
   /** Notes what an answer's headers (a success or a refusal) say of the installation's rate limit. */
