@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { withRequestId } from "../app/request-context.js";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AppError } from "../app/errors.js";
 import { authenticateForkedRun, FORKED_RUN_HEADER } from "../queue/forked-runs.js";
@@ -83,7 +85,10 @@ function serve({ services, publicUrl, bundleUrls }: Served, op: Operation) {
       principal = await authenticateForkedRun(services, forkedRunId, op.forkedRun(parsed.data));
     }
     // Timelines and queue events say which operation did it.
-    const result = await op.handle({ services, principal: { ...principal, via: op.operationId }, origin: originOf(req, publicUrl), bundleUrls }, parsed.data);
+    // The request log's id for it (its x-request-id, else a new one) follows the work it causes.
+    const requestId = String((req as { id?: unknown }).id ?? req.headers["x-request-id"] ?? randomUUID()).slice(0, 200);
+    const handled = principal;
+    const result = await withRequestId(requestId, () => op.handle({ services, principal: { ...handled, via: op.operationId }, origin: originOf(req, publicUrl), bundleUrls }, parsed.data));
     if (isRaw(result)) res.type(result.contentType).send(result.body);
     else res.json(result);
   };

@@ -1,3 +1,4 @@
+import { currentRequestId } from "../app/request-context.js";
 import { publishDecisionEvents } from "../outbound/publishing.js";
 import { engineFreeze, freezeStatusAt, frozenStateAfter, type FrozenState } from "../domain/freezes.js";
 import { insertQueueEvent } from "../store/timeline.js";
@@ -213,6 +214,7 @@ export async function applyEvent(
   // Counted and logged once the decision is committed (a transaction rolled back and retried is
   // one decision): the metrics, and one line per decision that moved a PR (docs/operations.md).
   const seconds = (performance.now() - started) / 1000;
+  const requestId = currentRequestId();
   const finished = decision.transitions.map((t) => ({ t, submittedAt: loaded.entries.get(t.prNumber)?.submittedAt }));
   const note = () => {
     const metrics = services.metrics;
@@ -226,7 +228,7 @@ export async function applyEvent(
     }
     if (decision.transitions.length > 0 && services.log) {
       const prs = decision.transitions.map((t) => ({ pr: t.prNumber, from: t.from, to: t.to, reason: t.reason, ...(t.evidence?.runId ? { runId: t.evidence.runId } : {}) }));
-      services.log.info({ queueId: queue.id, branch: queue.branch, event: event.kind, prs }, "queue decision");
+      services.log.info({ queueId: queue.id, branch: queue.branch, event: event.kind, prs, ...(requestId ? { requestId } : {}) }, "queue decision");
     }
   };
   // A transaction that takes no hooks (none here so far) is noted at once.

@@ -81,7 +81,13 @@ describe.each(BACKENDS)("liveness and readiness, $name", (backend) => {
   test("one structured line per queue decision that moved a PR, and per effect carried out; no token in them", async () => {
     const before = server.logs.length;
     await server.api.ok("createQueue", queueOf("logged"));
-    await server.api.ok("submitPullRequest", prOf(7, "logged"));
+    // The request's id (x-request-id) follows the decision it made into its log line.
+    const submitted = await fetch(`${server.url}/v1/submitPullRequest`, {
+      method: "POST",
+      headers: { "x-api-token": server.api.token, "content-type": "application/json", "x-request-id": "req-stack-42" },
+      body: JSON.stringify(prOf(7, "logged")),
+    });
+    expect(submitted.status).toBe(200);
     await server.greenline.worker.drain();
     const lines = server.logs
       .slice(before)
@@ -91,6 +97,7 @@ describe.each(BACKENDS)("liveness and readiness, $name", (backend) => {
       .map((l) => JSON.parse(l) as { msg: string; prs?: { pr: number; from: string | null; to: string; reason: string; runId?: string }[]; effect?: string; queueId?: string; runId?: string });
     const decisions = lines.filter((l) => l.msg === "queue decision");
     expect(decisions.flatMap((d) => d.prs ?? [])).toEqual(expect.arrayContaining([expect.objectContaining({ pr: 7, from: "pending", to: "testing", reason: "testing", runId: expect.any(String) })]));
+    expect(decisions.find((d) => d.prs?.some((p) => p.pr === 7))).toMatchObject({ requestId: "req-stack-42" });
     const effects = lines.filter((l) => l.msg === "effect done");
     expect(effects).toEqual(expect.arrayContaining([expect.objectContaining({ effect: "start_run", queueId: decisions[0]!.queueId, runId: expect.any(String) })]));
     expect(server.logs.slice(before).join("")).not.toMatch(/"x-api-token":"(?!\[redacted\])/);

@@ -194,6 +194,9 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
     await webhooks.flush();
     await server.greenline.worker.drain();
     for (const n of [1, 2, 3]) expect(await state(name, n)).toEqual(["testing", "testing"]);
+    // The decision's log line names the GitHub delivery that caused it (docs/operations.md, "Logs").
+    const decided = server.logs.filter((line) => line.includes('"queue decision"') && line.includes('"requestId":"github-delivery:'));
+    expect(decided.length).toBeGreaterThan(0);
     gh.comment(full(name), 1, "dev", "/greenline cancel");
     await settle();
     expect(await state(name, 1)).toEqual(["cancelled", "cancelled_by_user"]);

@@ -1,3 +1,4 @@
+import { withRequestId } from "../../app/request-context.js";
 import { exponentialBackoffMs } from "../../domain/backoff.js";
 import { MINUTE_MS, SECOND_MS } from "../../domain/time.js";
 import { claimDelivery, completeDelivery, deferDelivery, headDeliveries, insertDelivery, pruneProcessedDeliveries, recordDeliveryFailure, type RecordedDelivery } from "../../store/webhook-inbox.js";
@@ -94,7 +95,8 @@ async function processDelivery(services: Services, delivery: RecordedDelivery, h
   const claimed = await services.db.transaction((tx) => claimDelivery(tx, delivery.id, now, new Date(now.getTime() + DELIVERY_LEASE_MS)));
   if (!claimed) return false;
   try {
-    await handle({ id: delivery.deliveryId, name: delivery.event, payload: delivery.payload });
+    // The delivery's id follows the work it causes (the decisions' log lines name it).
+    await withRequestId(`github-delivery:${delivery.deliveryId}`, () => handle({ id: delivery.deliveryId, name: delivery.event, payload: delivery.payload }));
   } catch (thrown) {
     const error = firstError(thrown);
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
