@@ -91,7 +91,7 @@ export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 30_000, requestMs: 15 * 
  * busy replica, and its probes every few seconds would bury the log), and so are the dashboard's
  * live streams, which stay open for as long as a page does and do no work while idle.
  */
-function admitRequests(http: HttpServer, limit: number, probes: (req: IncomingMessage, res: ServerResponse) => void): void {
+function admitRequests(http: HttpServer, limit: number, probes: (req: IncomingMessage, res: ServerResponse) => void, refused: () => void = () => {}): void {
   const handlers = http.listeners("request") as ((req: IncomingMessage, res: ServerResponse) => void)[];
   http.removeAllListeners("request");
   let inFlight = 0;
@@ -109,6 +109,7 @@ function admitRequests(http: HttpServer, limit: number, probes: (req: IncomingMe
         const body = JSON.stringify({ error: { code: "unavailable", message: `the service is saturated (${limit} requests in flight); retry after ${RETRY_AFTER_SECONDS} s`, details: [] } });
         res.writeHead(503, { "content-type": "application/json; charset=utf-8", "retry-after": String(RETRY_AFTER_SECONDS), "content-length": Buffer.byteLength(body) });
         res.end(body);
+        refused();
         return;
       }
       inFlight++;
@@ -240,7 +241,7 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
     const http = await server.start();
     limitConnections(http, { ...HTTP_TIMEOUTS, ...options.httpTimeouts });
     answerParseErrors(http);
-    admitRequests(http, options.maxInFlight ?? config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, api);
+    admitRequests(http, options.maxInFlight ?? config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, api, () => services.metrics?.refusedRequests.inc());
     const responses = trackResponses(http);
     if (options.startWorker !== false) worker.start();
     const address = http.address() as AddressInfo;

@@ -39,6 +39,7 @@ export class ServiceMetrics {
   readonly #gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [this.registry] });
 
   readonly httpRequests = this.#counter("greenline_http_requests_total", "API requests answered, by operation and HTTP status", ["operation", "status"]);
+  readonly refusedRequests = this.#counter("greenline_http_requests_refused_total", "Requests answered 503 by the admission limit (GREENLINE_MAX_IN_FLIGHT) before the API saw them: the service was saturated");
   readonly httpDuration = this.#histogram("greenline_http_request_duration_seconds", "Time to answer an API request, by operation", FAST_BUCKETS, ["operation"]);
   readonly decisions = this.#counter("greenline_queue_decisions_total", "Queue decisions saved, by the engine event that caused them", ["event"]);
   readonly decisionDuration = this.#histogram("greenline_queue_decision_duration_seconds", "Time from taking an event to the decision written (loading the queue, deciding, saving), in its transaction", FAST_BUCKETS);

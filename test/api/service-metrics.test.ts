@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import parsePrometheusTextFormat, { type MetricFamily } from "parse-prometheus-text-format";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
@@ -105,5 +106,26 @@ describe.each(BACKENDS)("service metrics, $name", (backend) => {
     expect([...theirs.families.keys()].filter((name) => !name.startsWith("mq_") && !name.startsWith("greenline_queue_"))).toEqual([]);
     expect(theirs.text).not.toContain("svc");
     expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+  });
+
+  test("requests refused by the admission limit are counted (the saturation the API never sees)", async () => {
+    const busy = await startTestServer(backend, { maxInFlight: 1 });
+    try {
+      // A request whose body never comes holds the one place in flight.
+      const { port } = new URL(busy.url);
+      const socket = connect(Number(port), "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+      socket.write(`POST /v1/getQueue HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-token: ${busy.api.token}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await busy.api.call("getQueue", queueOf("none"))).status).toBe(503);
+      socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const res = await fetch(`${busy.url}/metrics`, { headers: { "x-api-token": busy.api.token } });
+      const families = new Map(parsePrometheusTextFormat(await res.text()).map((f) => [f.name, f]));
+      expect(families.get("greenline_http_requests_refused_total")?.type).toBe("COUNTER");
+      expect(Number(families.get("greenline_http_requests_refused_total")?.metrics[0]?.value)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await busy.close();
+    }
   });
 });
