@@ -22,6 +22,15 @@ export function computeReadiness(input: { queueMode: QueueMode; queueBranch: str
   };
 }
 
+/**
+ * A stacked PR moved to the queue's branch (by Greenline as the PR under it merges, by GitHub when
+ * that PR's branch is deleted, or by its author) stays in the queue, stacked: any other change of
+ * base makes a PR leave it (docs/stacks.md).
+ */
+export function staysOnBaseChange(entry: { stackBelowPr: number | null }, newBase: string, queueBranch: string): boolean {
+  return entry.stackBelowPr !== null && newBase === queueBranch;
+}
+
 /** SPEC.md's rule: base branch matches, mergeable, and targets present when required. */
 export function isReady(readiness: Readiness): boolean {
   return readiness.doesBaseBranchMatch && readiness.gitHubMergeability === "mergeable" && (!readiness.requiresImpactedTargets || readiness.hasImpactedTargets);

@@ -2,7 +2,7 @@ import type { RunDiagnosis } from "../domain/diagnoses.js";
 import type { Principal } from "../auth/tokens.js";
 import { repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
 import { resolvePriority, type Priority, type PriorityName } from "../domain/priority.js";
-import { computeReadiness, isReady, nextReadinessRecheck, type Readiness } from "../domain/readiness.js";
+import { computeReadiness, isReady, nextReadinessRecheck, staysOnBaseChange, type Readiness } from "../domain/readiness.js";
 import { isTerminal, type PrState, type TransitionReason } from "../domain/states.js";
 import { statesOf } from "../domain/status-checks.js";
 import type { Tx } from "../store/database.js";
@@ -162,25 +162,16 @@ export async function submitPullRequest(services: Services, principal: Principal
       // The decision moved the queue on (runs started, their numbers): read it again.
       queue = (await lockQueueRow(tx, queue.id)) ?? queue;
     }
-    const facts = {
-      prTitle: pr.title,
-      prSha: pr.headSha,
-      prBaseBranch: pr.baseBranch,
-      prAuthor: pr.author,
-      mergeability: pr.mergeability,
-      directMergeBase: pr.greenBaseSha,
-      priorityValue: priority.value,
-      priorityName: priority.name,
-      usedDefaultPriorityName: priority.usedDefaultName,
-      ...(input.noBatch !== undefined ? { noBatch: input.noBatch } : {}),
+    const facts = factsOf(pr, {
+      priority,
+      noBatch: input.noBatch,
       emergencyReason,
+      directMergeBase: pr.greenBaseSha,
       // Submitted again after its author moved it to the queue's branch: still stacked while the PR under it is queued.
       stackBelowPr: under.at(-1)?.number ?? (await stackKept(tx, queue.id, existing)),
-    };
+    });
     const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
-    // GitHub computes mergeability lazily: "still computing" is asked again, with backoff.
-    const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
-    const scheduleRecheck = () => scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
+    const scheduleRecheck = () => scheduleFirstRecheck(services, tx, queue.id, pr);
     // An urgent submission jumps the line (and restarts what it displaces): an operator action.
     const target = { queueId: queue.id, repo: input.repo, branch: queue.branch };
     const inPlay = existing && !isTerminal(existing.state) ? existing : null;
@@ -215,17 +206,57 @@ export async function submitPullRequest(services: Services, principal: Principal
       await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
       return;
     }
-    const state: PrState = ready ? "pending" : "not_ready";
-    const reason: TransitionReason = existing ? "resubmitted" : "submitted";
-    const at = services.now();
-    const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
-    await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
-    // Outbound webhooks: pull_request.submitted, with the timeline event saveSubmission wrote.
-    await publishQueueEvents(tx, queue, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
-    await scheduleRecheck();
+    await enterQueue(services, tx, queue, pr, { existing, facts, ready, cause });
     await applyEvent(services, tx, queue, { kind: "submitted", prNumber: pr.number }, cause);
   });
   return { stack };
+}
+
+/** What a submission stores of a PR: the code host's words, and how it is queued. */
+function factsOf(pr: PullRequestInfo, how: { priority: Priority; noBatch: boolean | undefined; emergencyReason: string | null; directMergeBase: string | null; stackBelowPr: number | null }) {
+  return {
+    prTitle: pr.title,
+    prSha: pr.headSha,
+    prBaseBranch: pr.baseBranch,
+    prAuthor: pr.author,
+    mergeability: pr.mergeability,
+    directMergeBase: how.directMergeBase,
+    priorityValue: how.priority.value,
+    priorityName: how.priority.name,
+    usedDefaultPriorityName: how.priority.usedDefaultName,
+    ...(how.noBatch !== undefined ? { noBatch: how.noBatch } : {}),
+    emergencyReason: how.emergencyReason,
+    stackBelowPr: how.stackBelowPr,
+  };
+}
+
+/** GitHub computes mergeability lazily: a PR still being computed is read again, with backoff. */
+async function scheduleFirstRecheck(services: Services, tx: Tx, queueId: string, pr: PullRequestInfo): Promise<void> {
+  const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
+  await scheduleReadinessRecheck(tx, queueId, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
+}
+
+/**
+ * Enters a PR not in play in the queue (first or again), with its submission's timeline event and
+ * the `pull_request.submitted` outbound webhook, and its first readiness re-read; the caller then
+ * lets the engine decide.
+ */
+async function enterQueue(
+  services: Services,
+  tx: Tx,
+  queue: Queue,
+  pr: PullRequestInfo,
+  entering: { existing: QueueEntry | null; facts: ReturnType<typeof factsOf>; ready: boolean; cause: ReturnType<typeof causeOf> },
+): Promise<void> {
+  const { existing, facts, ready, cause } = entering;
+  const state: PrState = ready ? "pending" : "not_ready";
+  const reason: TransitionReason = existing ? "resubmitted" : "submitted";
+  const at = services.now();
+  const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
+  await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
+  // Outbound webhooks: pull_request.submitted, with the timeline event saveSubmission wrote.
+  await publishQueueEvents(tx, queue, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
+  await scheduleFirstRecheck(services, tx, queue.id, pr);
 }
 
 /**
@@ -256,29 +287,9 @@ async function enterStackedBelow(
   }
   if (existing && (existing.state === "merged" || queue.mergedPrs.includes(pr.number))) return;
   await emergency();
-  const facts = {
-    prTitle: pr.title,
-    prSha: pr.headSha,
-    prBaseBranch: pr.baseBranch,
-    prAuthor: pr.author,
-    mergeability: pr.mergeability,
-    directMergeBase: null,
-    priorityValue: how.priority.value,
-    priorityName: how.priority.name,
-    usedDefaultPriorityName: how.priority.usedDefaultName,
-    ...(how.noBatch !== undefined ? { noBatch: how.noBatch } : {}),
-    emergencyReason: how.emergencyReason,
-    stackBelowPr: how.stackBelowPr,
-  };
+  const facts = factsOf(pr, { priority: how.priority, noBatch: how.noBatch, emergencyReason: how.emergencyReason, directMergeBase: null, stackBelowPr: how.stackBelowPr });
   const ready = isReady(await readinessOf(tx, queue, { prNumber: pr.number, ...facts }));
-  const state: PrState = ready ? "pending" : "not_ready";
-  const reason: TransitionReason = existing ? "resubmitted" : "submitted";
-  const at = services.now();
-  const event = timelineEventOf({ prNumber: pr.number, from: existing?.state ?? null, to: state, reason }, { at, cause: how.cause, prHead: pr.headSha, requiredChecks: null, checkUrl: () => null });
-  await saveSubmission(tx, { queueId: queue.id, prNumber: pr.number, existing, facts, ready, state, reason, at, event }, services.newId);
-  await publishQueueEvents(tx, queue, (place) => [pullRequestEvent(place, event, { sha: pr.headSha, title: pr.title })].filter((e) => e !== null), { now: services.now(), newId: services.newId });
-  const recheck = nextReadinessRecheck(pr.mergeability, 0, services.now().getTime());
-  await scheduleReadinessRecheck(tx, queue.id, pr.number, recheck.atMs === null ? null : new Date(recheck.atMs), recheck.rechecks);
+  await enterQueue(services, tx, queue, pr, { existing, facts, ready, cause: how.cause });
 }
 
 async function lockEntry(services: Services, tx: Tx, principal: Principal, address: PullRequestAddress): Promise<{ queue: Queue; entry: QueueEntry }> {
@@ -517,8 +528,8 @@ export async function cancelOnPullRequestEvent(services: Services, repo: RepoRef
  * when that PR's branch is deleted, or by its author) stays in the queue: its base is noted, and
  * it still never merges before the PRs under it (docs/stacks.md). Answers whether it was that.
  */
-export async function movedOntoQueueBranch(tx: Tx, queue: Queue, entry: QueueEntry, newBase: string): Promise<boolean> {
-  if (entry.stackBelowPr === null || newBase !== queue.branch) return false;
+async function movedOntoQueueBranch(tx: Tx, queue: Queue, entry: QueueEntry, newBase: string): Promise<boolean> {
+  if (!staysOnBaseChange(entry, newBase, queue.branch)) return false;
   if (entry.prBaseBranch !== newBase) await setEntryBaseBranch(tx, entry.id, newBase);
   return true;
 }

@@ -1,6 +1,6 @@
 import { accountKeyOf, outageOf } from "../store/installation-outages.js";
 import { rateReserveUntil, repositoryKey, type PullRequestInfo, type RepoRef } from "../ports/code-host.js";
-import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs } from "../domain/readiness.js";
+import { inFlightRecheckDelayMs, isReady, nextReadinessRecheck, readinessRecheckDelayMs, staysOnBaseChange } from "../domain/readiness.js";
 import { isInFlight } from "../domain/engine/order.js";
 import type { PrState } from "../domain/states.js";
 import { entryOf, setEntryBaseBranch } from "../store/entries.js";
@@ -88,7 +88,7 @@ export async function recheckReadiness(services: Services, item: DueRecheck): Pr
     (await cancelOnPullRequestEvent(services, queue.repository, item.prNumber, reason, undefined, undefined, mergedInto)) > 0 || (waiting && (await clear(services, item)));
   if (pr.state !== "open") return leaves("pr_closed");
   // A stacked PR moved to the queue's branch stays, its new base noted (docs/stacks.md).
-  const movedOntoQueueBranch = read.stackBelowPr !== null && pr.baseBranch === queue.branch;
+  const movedOntoQueueBranch = staysOnBaseChange(read, pr.baseBranch, queue.branch);
   if (pr.baseBranch !== read.prBaseBranch && !movedOntoQueueBranch) return leaves("base_branch_changed");
   const facts = pr;
   return services.db.transaction(async (tx) => {

@@ -1,7 +1,6 @@
 import { REASONS } from "../../src/domain/reasons.js";
 import { inFlightRecheckDelayMs } from "../../src/domain/readiness.js";
 import { BACKENDS } from "../support/backends.js";
-import type { SimulatedCi } from "../support/github-ci.js";
 import type { GitHubDriver } from "../support/github-driver.js";
 import type { GitHubSimulator } from "../support/github-simulator.js";
 import type { Delivery, WebhookDeliverer } from "../support/github-webhooks.js";
@@ -26,7 +25,6 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
   let server: TestServer;
   let api: ApiClient;
   let github: GitHubDriver;
-  let ci: SimulatedCi;
   let webhooks: WebhookDeliverer;
   const clock = new TestClock();
 
@@ -38,16 +36,8 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
   const mergeCalls = (name: string) => gh.requests.filter((r) => r.method === "PUT" && r.path.startsWith(`/repos/${full(name)}/pulls/`)).length;
   const refUpdates = (name: string, branch: string) => gh.requests.filter((r) => r.method === "PATCH" && r.path === `/repos/${full(name)}/git/refs/heads/${branch}`).length;
 
-  /** Deliveries, CI and the worker until nothing moves; the clock moves by `stepMs` each round (short of any re-read unless asked). */
-  async function settle(rounds = 8, stepMs = 1_000) {
-    for (let round = 0; round < rounds; round++) {
-      await webhooks.flush();
-      ci.finish();
-      await webhooks.flush();
-      await server.greenline.worker.drain();
-      clock.advance(stepMs);
-    }
-  }
+  /** Deliveries, CI and the worker until nothing moves (GitHubWorld.settle). */
+  const settle = (rounds?: number, stepMs?: number) => world.settle(rounds, stepMs);
 
   /** A queue on main of repository `name`, a `release` branch, and PRs opened and submitted, tested (CI not finished). */
   async function queueTesting(name: string, settings: Record<string, unknown>, numbers: number[], release: "at_main" | "older" = "at_main") {
@@ -65,7 +55,7 @@ describe.each(BACKENDS)("merging only into the queue's branch, webhooks lost, $n
   let world: GitHubWorld;
   beforeAll(async () => {
     world = await startGitHubWorld(backend, clock, [{ owner: OWNER, installation: INSTALLATION }]);
-    ({ gh, server, ci, webhooks } = world);
+    ({ gh, server, webhooks } = world);
     github = world.accounts[0]!;
     api = github.api;
   });

@@ -38,16 +38,8 @@ describe.each(BACKENDS)("stacked pull requests, $name", (backend) => {
   });
   afterAll(() => world?.close());
 
-  /** Deliveries, CI and the worker until nothing moves. */
-  async function settle(rounds = 10) {
-    for (let round = 0; round < rounds; round++) {
-      await webhooks.flush();
-      ci.finish();
-      await webhooks.flush();
-      await server.greenline.worker.drain();
-      clock.advance(1_000);
-    }
-  }
+  /** Deliveries, CI and the worker until nothing moves (GitHubWorld.settle). */
+  const settle = (rounds = 10) => world.settle(rounds);
 
   /** A stack on main: `numbers[0]` based on main, each next one on the branch of the one before. */
   function openStack(name: string, numbers: number[], broken: number[] = []) {

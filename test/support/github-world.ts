@@ -19,6 +19,11 @@ export type GitHubWorld = {
   webhooks: WebhookDeliverer;
   /** The accounts' drivers, in the order asked for, each signed in. */
   accounts: GitHubDriver[];
+  /**
+   * `rounds` of: webhooks delivered, CI finishing what it runs, webhooks again, the worker
+   * drained; the clock moves on by `stepMs` after each (short of any re-read unless asked).
+   */
+  settle(rounds?: number, stepMs?: number): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -40,6 +45,15 @@ export async function startGitHubWorld(backend: Backend, clock: TestClock, accou
     ci,
     webhooks,
     accounts: drivers,
+    async settle(rounds = 8, stepMs = 1_000) {
+      for (let round = 0; round < rounds; round++) {
+        await webhooks.flush();
+        ci.finish();
+        await webhooks.flush();
+        await server.greenline.worker.drain();
+        clock.advance(stepMs);
+      }
+    },
     async close() {
       webhooks.detach();
       await server.close();
