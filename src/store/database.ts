@@ -606,8 +606,13 @@ function withStatementCache(connection: BetterSqlite3.Database): BetterSqlite3.D
 }
 
 /** Session settings every PostgreSQL connection of the service starts with. */
+/**
+ * Every session's settings: the timeouts, and no JIT compilation — PostgreSQL compiles a query
+ * whose estimated cost passes jit_above_cost, which cost 150–180 ms of a 200 ms metrics scrape
+ * with 1,000 queues (docs/benchmarks.md); the service runs short queries, where it never pays.
+ */
 function postgresSessionOptions(timeouts: PostgresTimeouts): string {
-  return `-c statement_timeout=${timeouts.statementTimeoutMs} -c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`;
+  return `-c statement_timeout=${timeouts.statementTimeoutMs} -c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs} -c jit=off`;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { TimelineEvent } from "../domain/timeline.js";
 import { oneOf, prismaShaped } from "./columns.js";
 import { sqlOf, type Tx } from "./database.js";
 import { toImpactedTargets, type ImpactedTargets } from "./impacted-targets.js";
+import { transitionDurations } from "../domain/durations.js";
 import { appendTimelineEvent, insertTransitions, pruneTimeline, transitionRows } from "./timeline.js";
 
 /** A pull request's place in a queue: what the code host said of it, and where the queue has it. */
@@ -38,6 +39,8 @@ export type QueueEntry = {
   /** Stacked on this PR of the queue (its base is that PR's head branch: docs/stacks.md); null: based on the queue's branch. */
   stackBelowPr: number | null;
   submittedAt: Date;
+  /** Time not ready since the submission, in ms (left out of its time in queue: domain/durations.ts). */
+  notReadyMs: number;
   /** How many transitions its timeline holds. */
   timelineCount: number;
 };
@@ -69,6 +72,7 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     emergencyReason: row.emergencyReason ?? null,
     stackBelowPr: row.stackBelowPr ?? null,
     submittedAt: row.submittedAt,
+    notReadyMs: Number(row.notReadyMs),
     timelineCount: row.timelineCount,
   };
 }
@@ -319,6 +323,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateReason: reason,
     stateChangedAt: at,
     failureMessage: null,
+    notReadyMs: 0,
     timelineCount: (existing?.timelineCount ?? 0) + 1,
   };
   // Plain SQL (sqlOf): every submission writes here.
@@ -333,7 +338,12 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     const columns = Object.keys(full);
     await sql.insert("QueueEntry", columns, [columns.map((c) => full[c])]);
   }
-  await insertTransitions(tx, transitionRows([event], { queueId, entryIdOf: () => id, newId }));
+  // The submission starts its time in queue; what it records is the time since the PR's last state change (0 for a first one).
+  const { durations } = transitionDurations([event], { stateStartedAt: (existing?.stateChangedAt ?? at).getTime(), submittedAt: at.getTime(), notReadyMs: 0 });
+  await insertTransitions(
+    tx,
+    transitionRows([event], { queueId, entryIdOf: () => id, newId }, (i) => durations[i]!),
+  );
   await pruneTimeline(tx, id, data.timelineCount);
 }
 

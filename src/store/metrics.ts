@@ -1,6 +1,6 @@
-import type { Transition as TransitionRow } from "../generated/sqlite/client.js";
 import { LIVE_PR_STATES, PR_STATES, TERMINAL_PR_STATES, type PrState } from "../domain/states.js";
-import { oneOf, oneOfOrNull } from "./columns.js";
+import { HOUR_MS } from "../domain/time.js";
+import { oneOf } from "./columns.js";
 import { sqlOf, type Tx } from "./database.js";
 import type { Sql } from "./sql.js";
 import type { Freeze } from "../domain/freezes.js";
@@ -17,7 +17,8 @@ export type DurationBucket = { queueId: string; kind: DurationKind; bucket: numb
 
 /** What the metrics of an organization's queues are computed from: aggregates, a few rows per queue whatever the history. */
 export type MetricsData = {
-  queues: { id: string; branch: string; state: string; freezes: Freeze[]; frozen: boolean; repository: { host: string; owner: string; name: string } }[];
+  /** The queues, each with the blocked reason the worker last published for it (getQueue's blockedReason code; null: not blocked). */
+  queues: { id: string; branch: string; state: string; freezes: Freeze[]; frozen: boolean; blockedReason: string | null; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
   /** How many merge freezes each queue saw start and end since the window started. */
@@ -27,11 +28,7 @@ export type MetricsData = {
   durations: DurationBucket[];
 };
 
-const SUBMISSIONS = `('submitted', 'resubmitted')`;
 const TERMINAL = `(${[...TERMINAL_PR_STATES].map((s) => `'${s}'`).join(", ")})`;
-
-/** Milliseconds since the epoch of a DateTime column, exact (SQLite keeps Prisma's ISO text; PostgreSQL a TIMESTAMP(3) in UTC). */
-const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(round(unixepoch(${column}, 'subsec') * 1000) AS INTEGER)` : `CAST(EXTRACT(EPOCH FROM ${column}) * 1000 AS BIGINT)`);
 
 /**
  * The organization's queues (of the repository `repositoryKey` only, when given), their PRs and
@@ -40,18 +37,19 @@ const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(rou
  * (the whole window and the whole history of every PR in it were, which took seconds under load:
  * docs/benchmarks.md).
  *
- * The histograms measure, per PR with a transition in the window, its history from its last
- * submission before the window (the time in queue starts again there; a PR submitted inside the
- * window has its whole history read): waiting (entering pending to testing), testing (testing to
- * its next state), and time in queue (from the submission to the conclusion, not counting time
- * not ready), each counted when it ended inside the window — what measureEntry computes from a
- * history, bucketed by `bounds` (seconds).
+ * The histograms sum what the window's transitions recorded when they were written
+ * (Transition.stateMs and queuedMs: domain/durations.ts): waiting (the time pending before
+ * testing), testing (the time testing before its next state), and time in queue (from the
+ * submission to the conclusion, not counting time not ready), each counted when it ended inside
+ * the window, bucketed by `bounds` (seconds). One index range of the window per queue, whatever
+ * the history (it replayed each PR's history since its submission, 0.2–0.9 s a scrape with 1,000
+ * queues: docs/benchmarks.md). Transitions written before migration 0030 recorded none.
  */
 export async function loadMetricsData(sql: Sql, organizationId: string, repositoryKey: string | undefined, windowStart: Date, bounds: readonly number[]): Promise<MetricsData> {
   const scope = `SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ?${repositoryKey ? ` AND r."key" = ?` : ""}`;
   const scopeParams = repositoryKey ? [organizationId, repositoryKey] : [organizationId];
-  const queues = await sql.all<{ id: string; branch: string; state: string; freezes: string; frozenState: string | null; host: string; owner: string; name: string }>(
-    `SELECT q."id", q."branch", q."state", q."freezes", q."frozenState", r."host", r."owner", r."name" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId"
+  const queues = await sql.all<{ id: string; branch: string; state: string; freezes: string; frozenState: string | null; blockedReason: string | null; host: string; owner: string; name: string }>(
+    `SELECT q."id", q."branch", q."state", q."freezes", q."frozenState", q."blockedReason", r."host", r."owner", r."name" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId"
       WHERE r."organizationId" = ?${repositoryKey ? ` AND r."key" = ?` : ""} ORDER BY q."id"`,
     scopeParams,
   );
@@ -62,8 +60,8 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
     [...scopeParams, ...LIVE_PR_STATES],
   );
   const moves = await sql.all<{ queueId: string; fromState: string | null; toState: string; count: number | string }>(
-    `SELECT t."queueId", t."fromState", t."toState", COUNT(*) AS "count" FROM "Transition" t
-      WHERE t."queueId" IN (${scope}) AND t."at" >= ? AND (t."toState" IN ${TERMINAL} OR (t."fromState" = 'testing' AND t."toState" = 'pending'))
+    `SELECT t."queueId", t."fromState", t."toState", COUNT(*) AS "count" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
+      WHERE t."toState" IN ${TERMINAL} OR (t."fromState" = 'testing' AND t."toState" = 'pending')
       GROUP BY t."queueId", t."fromState", t."toState"`,
     [...scopeParams, windowStart],
   );
@@ -71,36 +69,29 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
     `SELECT v."queueId", v."kind", COUNT(*) AS "count" FROM "QueueEvent" v WHERE v."queueId" IN (${scope}) AND v."kind" IN ('freeze_started', 'freeze_ended') AND v."at" >= ? GROUP BY v."queueId", v."kind"`,
     [...scopeParams, windowStart],
   );
-  const ms = epochMs(sql, `t."at"`);
   const bucketOf = `CASE ${bounds.map((b, i) => `WHEN "v" <= ${b * 1000} THEN ${i}`).join(" ")} ELSE ${bounds.length} END`;
+  // The durations each transition recorded when it was written (domain/durations.ts), summed over the window's index range.
   const durations = await sql.all<{ queueId: string; kind: DurationKind; bucket: number | string; count: number | string; sum: number | string }>(
-    `WITH "touched" AS (
-       SELECT DISTINCT t."entryId" FROM "Transition" t WHERE t."queueId" IN (${scope}) AND t."at" >= ?
-     ), "since" AS (
-       SELECT e."entryId", (SELECT MAX(x."at") FROM "Transition" x WHERE x."entryId" = e."entryId" AND x."at" < ? AND x."reason" IN ${SUBMISSIONS}) AS "from" FROM "touched" e
-     ), "steps" AS (
-       SELECT t."entryId", t."queueId", t."id", t."toState", t."reason", t."at", ${ms} AS "ms",
-         LAG(t."toState") OVER "w" AS "prevTo",
-         LAG(${ms}) OVER "w" AS "prevMs",
-         MAX(CASE WHEN t."toState" = 'pending' THEN ${ms} END) OVER ("w" ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS "pendingMs",
-         SUM(CASE WHEN t."reason" IN ${SUBMISSIONS} THEN 1 ELSE 0 END) OVER ("w" ROWS UNBOUNDED PRECEDING) AS "submission"
-       FROM "Transition" t JOIN "since" s ON s."entryId" = t."entryId"
-       WHERE s."from" IS NULL OR t."at" >= s."from"
-       WINDOW "w" AS (PARTITION BY t."entryId" ORDER BY t."at", t."id")
-     ), "queued" AS (
-       SELECT "steps".*, SUM(CASE WHEN "reason" IN ${SUBMISSIONS} THEN 0 WHEN "prevTo" IS NOT NULL AND "prevTo" <> 'not_ready' THEN "ms" - "prevMs" ELSE 0 END)
-         OVER (PARTITION BY "entryId", "submission" ORDER BY "at", "id" ROWS UNBOUNDED PRECEDING) AS "queuedMs"
-       FROM "steps"
+    `WITH "window" AS MATERIALIZED (
+       SELECT t."queueId", t."fromState", t."toState", t."stateMs", t."queuedMs" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
      ), "observed" AS (
-       SELECT "queueId", 'wait' AS "kind", "ms" - "pendingMs" AS "v" FROM "queued" WHERE "at" >= ? AND "toState" = 'testing' AND "pendingMs" IS NOT NULL
-       UNION ALL SELECT "queueId", 'test', "ms" - "prevMs" FROM "queued" WHERE "at" >= ? AND "prevTo" = 'testing'
-       UNION ALL SELECT "queueId", 'inQueue', "queuedMs" FROM "queued" WHERE "at" >= ? AND "toState" IN ${TERMINAL} AND "prevTo" IS NOT NULL
+       SELECT "queueId", 'wait' AS "kind", "stateMs" AS "v" FROM "window" WHERE "fromState" = 'pending' AND "toState" = 'testing' AND "stateMs" IS NOT NULL
+       UNION ALL SELECT "queueId", 'test', "stateMs" FROM "window" WHERE "fromState" = 'testing' AND "stateMs" IS NOT NULL
+       UNION ALL SELECT "queueId", 'inQueue', "queuedMs" FROM "window" WHERE "toState" IN ${TERMINAL} AND "queuedMs" IS NOT NULL
      )
      SELECT "queueId", "kind", ${bucketOf} AS "bucket", COUNT(*) AS "count", SUM("v") AS "sum" FROM "observed" GROUP BY "queueId", "kind", ${bucketOf}`,
-    [...scopeParams, windowStart, windowStart, windowStart, windowStart, windowStart],
+    [...scopeParams, windowStart],
   );
   return {
-    queues: queues.map((q) => ({ id: q.id, branch: q.branch, state: q.state, freezes: freezesOf(q.freezes), frozen: q.frozenState !== null, repository: { host: q.host, owner: q.owner, name: q.name } })),
+    queues: queues.map((q) => ({
+      id: q.id,
+      branch: q.branch,
+      state: q.state,
+      freezes: freezesOf(q.freezes),
+      frozen: q.frozenState !== null,
+      blockedReason: q.blockedReason,
+      repository: { host: q.host, owner: q.owner, name: q.name },
+    })),
     counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: Number(row.count) })),
     freezeChanges: freezeChanges.map((row) => ({ queueId: row.queueId, kind: row.kind, count: Number(row.count) })),
     moves: moves.map((row) => ({
@@ -113,49 +104,62 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
   };
 }
 
-/** What the dashboard's overview of an organization's queues is computed from (its quantiles need every duration). */
-export type HistoryData = {
+/** What the dashboard's overview of an organization's queues is computed from: aggregates, a few rows per queue whatever the history. */
+export type OverviewData = {
   queues: { id: string; branch: string; state: string; freezes: Freeze[]; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
-  /** The transitions since the window started. */
-  recent: StoredTransition[];
-  /** The whole history of every PR with a transition in the window, in order. */
-  histories: StoredTransition[];
+  /** How many PRs each queue merged and failed in each hour since the window started (hour 0 starts at `firstHour`). */
+  conclusions: { queueId: string; state: "merged" | "failed"; hour: number; count: number }[];
+  /** Per queue, the time in queue (seconds) of its PRs concluded in the window at the 50th and 95th percentile (nearest rank), and how many concluded. */
+  timesInQueue: { queueId: string; p50: number; p95: number; count: number }[];
 };
 
-function toTransition(row: TransitionRow): StoredTransition {
-  return {
-    id: row.id,
-    entryId: row.entryId,
-    queueId: row.queueId,
-    fromState: oneOfOrNull(PR_STATES, row.fromState, "Transition.fromState"),
-    toState: oneOf(PR_STATES, row.toState, "Transition.toState"),
-    reason: row.reason,
-    at: row.at,
-  };
-}
+/** Milliseconds since the epoch of a DateTime column, exact (SQLite keeps Prisma's ISO text or epoch milliseconds; PostgreSQL a TIMESTAMP(3) in UTC). */
+const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(round(unixepoch(${column}, 'subsec') * 1000) AS INTEGER)` : `CAST(EXTRACT(EPOCH FROM ${column}) * 1000 AS BIGINT)`);
 
-/** The organization's queues (of the repository `repositoryKey` only, when given), their PRs and their transitions since `windowStart`. */
-export async function loadHistoryData(tx: Tx, organizationId: string, repositoryKey: string | undefined, windowStart: Date): Promise<HistoryData> {
-  const queues = await tx.queue.findMany({
-    where: { repository: { organizationId, ...(repositoryKey ? { key: repositoryKey } : {}) } },
-    select: { id: true, branch: true, state: true, freezes: true, repository: { select: { host: true, owner: true, name: true } } },
-  });
-  const ids = queues.map((q) => q.id);
-  const counts = await tx.queueEntry.groupBy({
-    by: ["queueId", "state"],
-    where: { queueId: { in: ids }, state: { in: LIVE_PR_STATES } },
-    _count: { _all: true },
-  });
-  const recent = (await tx.transition.findMany({ where: { queueId: { in: ids }, at: { gte: windowStart } } })).map(toTransition);
-  const entryIds = [...new Set(recent.map((t) => t.entryId))];
-  const histories = (await tx.transition.findMany({ where: { entryId: { in: entryIds } }, orderBy: [{ at: "asc" }, { id: "asc" }] })).map(toTransition);
+/**
+ * The organization's queues with their PRs by live state, their conclusions by hour since
+ * `windowStart` (hours counted from `firstHour`, ms since the epoch), and the quantiles of the
+ * time in queue the conclusions recorded (Transition.queuedMs: domain/durations.ts) — computed in
+ * the database over the window's index range: nothing of the history is read into the process
+ * (the whole history of every PR of the window was, each time the overview was drawn).
+ */
+export async function loadOverviewData(sql: Sql, organizationId: string, windowStart: Date, firstHour: number): Promise<OverviewData> {
+  const scope = `SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ?`;
+  const queues = await sql.all<{ id: string; branch: string; state: string; freezes: string; host: string; owner: string; name: string }>(
+    `SELECT q."id", q."branch", q."state", q."freezes", r."host", r."owner", r."name" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ? ORDER BY q."id"`,
+    [organizationId],
+  );
+  if (queues.length === 0) return { queues: [], counts: [], conclusions: [], timesInQueue: [] };
+  const live = LIVE_PR_STATES.map(() => "?").join(", ");
+  const counts = await sql.all<{ queueId: string; state: string; count: number | string }>(
+    `SELECT e."queueId", e."state", COUNT(*) AS "count" FROM "QueueEntry" e WHERE e."queueId" IN (${scope}) AND e."state" IN (${live}) GROUP BY e."queueId", e."state"`,
+    [organizationId, ...LIVE_PR_STATES],
+  );
+  const hour = `(${epochMs(sql, `t."at"`)} - ${Math.trunc(firstHour)}) / ${HOUR_MS}`;
+  const conclusions = await sql.all<{ queueId: string; state: "merged" | "failed"; hour: number | string; count: number | string }>(
+    `SELECT t."queueId", t."toState" AS "state", ${hour} AS "hour", COUNT(*) AS "count" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
+      WHERE t."toState" IN ('merged', 'failed') GROUP BY t."queueId", t."toState", ${hour}`,
+    // From the first hour's start (a division rounds toward zero: earlier ones would count in hour 0).
+    [organizationId, new Date(firstHour)],
+  );
+  // Nearest rank: the value at rank ceil(q·n), in whole numbers ((n + 1) / 2 and (95n + 99) / 100).
+  const timesInQueue = await sql.all<{ queueId: string; p50: number | string; p95: number | string; count: number | string }>(
+    `WITH "ranked" AS (
+       SELECT t."queueId", t."queuedMs", ROW_NUMBER() OVER (PARTITION BY t."queueId" ORDER BY t."queuedMs") AS "rank", COUNT(*) OVER (PARTITION BY t."queueId") AS "n"
+       FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
+       WHERE t."toState" IN ${TERMINAL} AND t."queuedMs" IS NOT NULL
+     )
+     SELECT "queueId", MAX(CASE WHEN "rank" = ("n" + 1) / 2 THEN "queuedMs" END) AS "p50", MAX(CASE WHEN "rank" = (95 * "n" + 99) / 100 THEN "queuedMs" END) AS "p95", MAX("n") AS "count"
+     FROM "ranked" GROUP BY "queueId"`,
+    [organizationId, windowStart],
+  );
   return {
-    queues: queues.map((q) => ({ ...q, freezes: freezesOf(q.freezes) })),
-    counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: row._count._all })),
-    recent,
-    histories,
+    queues: queues.map((q) => ({ id: q.id, branch: q.branch, state: q.state, freezes: freezesOf(q.freezes), repository: { host: q.host, owner: q.owner, name: q.name } })),
+    counts: counts.map((row) => ({ queueId: row.queueId, state: oneOf(PR_STATES, row.state, "QueueEntry.state"), count: Number(row.count) })),
+    conclusions: conclusions.map((row) => ({ queueId: row.queueId, state: row.state, hour: Number(row.hour), count: Number(row.count) })),
+    timesInQueue: timesInQueue.map((row) => ({ queueId: row.queueId, p50: Number(row.p50) / 1000, p95: Number(row.p95) / 1000, count: Number(row.count) })),
   };
 }
 

@@ -3,6 +3,7 @@ import { runNumberOf } from "../domain/engine/run-ids.js";
 import { isConfirmedFailure } from "../domain/flaky/verdict.js";
 import type { Decision, EngineEntry, EngineQueue, EngineRun, OutboxEffect, Targets } from "../domain/engine/types.js";
 import type { Cause, TimelineEvent } from "../domain/timeline.js";
+import { transitionDurations, type TransitionDurations } from "../domain/durations.js";
 import { sqlOf, type Tx } from "./database.js";
 import { appendEffects, appendedRows, EFFECT_INSERT_POSTGRES, effectInsertParams, effectRowsToAppend } from "./effects.js";
 import { KEEP_EARLIER_MARK, markQueueDue } from "./due-queues.js";
@@ -250,6 +251,32 @@ export async function loadQueueState(tx: Tx, queue: Queue, alsoPrs: number[] = [
   };
 }
 
+const NO_DURATIONS: TransitionDurations = { stateMs: null, queuedMs: null };
+
+/**
+ * What each of a decision's timeline events records of time (domain/durations.ts), from each PR's
+ * clock as loaded, and the PRs whose time not ready grew.
+ */
+function timelineDurations(timeline: readonly TimelineEvent[], entries: Map<number, QueueEntry>): { byIndex: TransitionDurations[]; notReadyMs: Map<number, number> } {
+  const indicesOf = new Map<number, number[]>();
+  timeline.forEach((event, i) => indicesOf.set(event.prNumber, [...(indicesOf.get(event.prNumber) ?? []), i]));
+  const byIndex: TransitionDurations[] = [];
+  const notReadyMs = new Map<number, number>();
+  for (const [prNumber, indices] of indicesOf) {
+    const row = entries.get(prNumber);
+    if (!row) continue;
+    const { durations, clock } = transitionDurations(
+      indices.map((i) => timeline[i]!),
+      { stateStartedAt: row.stateChangedAt.getTime(), submittedAt: row.submittedAt.getTime(), notReadyMs: row.notReadyMs },
+    );
+    indices.forEach((i, k) => {
+      byIndex[i] = durations[k]!;
+    });
+    if (clock.notReadyMs !== row.notReadyMs) notReadyMs.set(prNumber, clock.notReadyMs);
+  }
+  return { byIndex, notReadyMs };
+}
+
 /**
  * Writes the engine's decision back: changed entries with their transitions, new and changed
  * runs, the effects to execute (the outbox: the decision's, then the clean-ups of archived
@@ -268,10 +295,18 @@ export async function saveDecision(
   const pruning: [string, number][] = [];
 
   const sql = sqlOf(tx);
+  const timed = timelineDurations(context.timeline, loaded.entries);
   for (const entry of next.entries) {
     const row = loaded.entries.get(entry.prNumber);
     if (!row) continue;
-    const changed = row.state !== entry.state || row.stateReason !== entry.reason || row.bisectionGroupLimit !== entry.bisectionGroupLimit || row.ready !== entry.ready || row.linePosition !== entry.position;
+    const notReadyMs = timed.notReadyMs.get(entry.prNumber);
+    const changed =
+      row.state !== entry.state ||
+      row.stateReason !== entry.reason ||
+      row.bisectionGroupLimit !== entry.bisectionGroupLimit ||
+      row.ready !== entry.ready ||
+      row.linePosition !== entry.position ||
+      notReadyMs !== undefined;
     if (!changed) continue;
     // The host's words come with the transition that reports them (kept until resubmission).
     const message = decision.transitions.findLast((t) => t.prNumber === entry.prNumber)?.message;
@@ -281,7 +316,7 @@ export async function saveDecision(
     const [updated] = await sql.all<{ timelineCount: number }>(
       `UPDATE "QueueEntry" SET "state" = ?, "stateReason" = ?, "stateChangedAt" = ?, "bisectionGroupLimit" = ?, "ready" = ?, "linePosition" = ?, "timelineCount" = "timelineCount" + ?${
         message !== undefined ? `, "failureMessage" = ?` : ""
-      }${concluded ? `, "isCurrentlySubmitted" = ?` : ""} WHERE "id" = ? RETURNING "timelineCount"`,
+      }${concluded ? `, "isCurrentlySubmitted" = ?` : ""}${notReadyMs !== undefined ? `, "notReadyMs" = ?` : ""} WHERE "id" = ? RETURNING "timelineCount"`,
       [
         entry.state,
         entry.reason,
@@ -292,13 +327,17 @@ export async function saveDecision(
         added,
         ...(message !== undefined ? [message.slice(0, 2000)] : []),
         ...(concluded ? [false] : []),
+        ...(notReadyMs !== undefined ? [notReadyMs] : []),
         row.id,
       ],
     );
     if (added > 0 && updated) pruning.push([row.id, Number(updated.timelineCount)]);
   }
   if (context.timeline.length > 0) {
-    await insertTransitions(tx, transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId }));
+    await insertTransitions(
+      tx,
+      transitionRows(context.timeline, { queueId: queue.id, entryIdOf: (pr) => loaded.entries.get(pr)!.id, newId }, (i) => timed.byIndex[i] ?? NO_DURATIONS),
+    );
   }
   // Bounded timelines: only a PR past the limit pays for it.
   for (const [entryId, count] of pruning) await pruneTimeline(tx, entryId, count);

@@ -1,12 +1,17 @@
 import { ACTOR_KINDS, TIMELINE_MAX, type Actor, type Cause, type Evidence, type TimelineEvent } from "../domain/timeline.js";
+import type { TransitionDurations } from "../domain/durations.js";
 import { sentenceOf } from "../domain/reasons.js";
 import { PR_STATES } from "../domain/states.js";
 import { sqlOf, type Tx } from "./database.js";
 import { oneOf, oneOfOrNull, prismaShaped } from "./columns.js";
 
-/** The Transition rows of timeline events, for createMany. */
-export function transitionRows(events: readonly TimelineEvent[], ids: { queueId: string; entryIdOf: (prNumber: number) => string; newId: () => string }) {
-  return events.map((e) => ({
+/** The Transition rows of timeline events, for createMany; `durations` (by the event's index) what each records of time (transitionDurations), none for notes. */
+export function transitionRows(
+  events: readonly TimelineEvent[],
+  ids: { queueId: string; entryIdOf: (prNumber: number) => string; newId: () => string },
+  durations: (index: number) => TransitionDurations = () => NO_DURATIONS,
+) {
+  return events.map((e, index) => ({
     id: ids.newId(),
     entryId: ids.entryIdOf(e.prNumber),
     queueId: ids.queueId,
@@ -18,10 +23,13 @@ export function transitionRows(events: readonly TimelineEvent[], ids: { queueId:
     actorName: e.actor.name,
     message: e.hostMessage,
     evidence: JSON.stringify(e.evidence),
+    ...durations(index),
   }));
 }
 
-const TRANSITION_COLUMNS = ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "actorKind", "actorName", "message", "evidence"] as const;
+const NO_DURATIONS: TransitionDurations = { stateMs: null, queuedMs: null };
+
+const TRANSITION_COLUMNS = ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "actorKind", "actorName", "message", "evidence", "stateMs", "queuedMs"] as const;
 
 /** Inserts Transition rows (transitionRows) in one statement batch (plain SQL: every decision and submission writes them). */
 export async function insertTransitions(tx: Tx, rows: ReturnType<typeof transitionRows>): Promise<void> {

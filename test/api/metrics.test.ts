@@ -1,6 +1,3 @@
-import { measureEntry } from "../../src/queue/metrics.js";
-import type { PrState } from "../../src/domain/states.js";
-import type { StoredTransition as Transition } from "../../src/store/metrics.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
@@ -11,36 +8,6 @@ function sample(text: string, series: string): number | undefined {
 }
 
 const T0 = Date.parse("2026-11-20T10:00:00Z");
-const minutes = (n: number) => new Date(T0 + n * 60_000);
-
-describe("measureEntry", () => {
-  let n = 0;
-  const t = (at: number, fromState: PrState | null, toState: PrState, reason = "x"): Transition => ({
-    id: String(n++),
-    entryId: "e",
-    queueId: "q",
-    fromState,
-    toState,
-    reason,
-    at: minutes(at),
-  });
-
-  test("measures waiting, testing and time in queue, leaving out time not ready", () => {
-    const history = [t(0, null, "not_ready", "submitted"), t(20, "not_ready", "pending", "readiness_met"), t(25, "pending", "testing"), t(55, "testing", "tests_passed"), t(57, "tests_passed", "merged")];
-    expect(measureEntry(history, minutes(0))).toEqual({ waits: [300], tests: [1800], timesInQueue: [37 * 60] });
-  });
-
-  test("a restart measures each testing period; only durations ending in the window count", () => {
-    const history = [t(0, null, "pending", "submitted"), t(10, "pending", "testing"), t(40, "testing", "pending", "restart_requested"), t(45, "pending", "testing"), t(75, "testing", "failed")];
-    expect(measureEntry(history, minutes(0))).toEqual({ waits: [600, 300], tests: [1800, 1800], timesInQueue: [75 * 60] });
-    expect(measureEntry(history, minutes(42))).toEqual({ waits: [300], tests: [1800], timesInQueue: [75 * 60] });
-  });
-
-  test("a resubmission starts the time in queue again", () => {
-    const history = [t(0, null, "pending", "submitted"), t(10, "pending", "cancelled"), t(100, "cancelled", "pending", "resubmitted"), t(103, "pending", "cancelled")];
-    expect(measureEntry(history, minutes(60)).timesInQueue).toEqual([180]);
-  });
-});
 
 describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
   let server: TestServer;
@@ -93,6 +60,39 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     expect(sample(text, `mq_pr_conclusions_1h_total{${labels},conclusion="cancelled"}`)).toBe(0);
     expect(sample(text, `mq_pr_time_in_queue_1h_seconds_count{${labels}}`)).toBe(0);
     expect(sample(text, `mq_depth_current{${labels}}`)).toBe(1);
+  });
+
+  test("time not ready is left out of the time in queue the write path records", async () => {
+    await server.api.ok("createQueue", { ...queueOf("later"), mode: "parallel" });
+    await server.api.ok("submitPullRequest", prOf(7, "later")); // not ready: no impacted targets yet
+    now += 5 * 60_000;
+    await server.api.ok("setImpactedTargets", { ...prOf(7, "later"), impactedTargets: ["//a"] });
+    now += 15 * 60_000;
+    await server.api.ok("cancelPullRequest", prOf(7, "later"));
+    const text = (await server.api.get("getMergeQueueMetrics?repo=acme/later&repoHost=github.com")).text;
+    const labels = 'repo="acme/later",branch="main",queue_type="main"';
+    // 20 minutes since the submission, 5 of them not ready.
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_count{${labels}}`)).toBe(1);
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_sum{${labels}}`)).toBe(900);
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_bucket{le="600",${labels}}`)).toBe(0);
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_bucket{le="900",${labels}}`)).toBe(1);
+    expect(sample(text, `mq_pr_test_duration_1h_seconds_sum{${labels}}`)).toBe(900);
+  });
+
+  test("a resubmission starts the time in queue again", async () => {
+    await server.api.ok("createQueue", queueOf("again"));
+    await server.api.ok("submitPullRequest", prOf(8, "again"));
+    now += 5 * 60_000;
+    await server.api.ok("cancelPullRequest", prOf(8, "again"));
+    now += 10 * 60_000;
+    await server.api.ok("submitPullRequest", prOf(8, "again"));
+    now += 3 * 60_000;
+    await server.api.ok("cancelPullRequest", prOf(8, "again"));
+    const text = (await server.api.get("getMergeQueueMetrics?repo=acme/again&repoHost=github.com")).text;
+    const labels = 'repo="acme/again",branch="main",queue_type="main"';
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_count{${labels}}`)).toBe(2);
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_sum{${labels}}`)).toBe(300 + 180);
+    expect(sample(text, `mq_pr_test_duration_1h_seconds_sum{${labels}}`)).toBe(300 + 180);
   });
 
   test("repo and repoHost select one repository", async () => {

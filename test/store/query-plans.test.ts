@@ -54,7 +54,7 @@ describe("query plans of the hot path (SQLite)", () => {
     // An operator's scrape (the service's backlog reads every queue's pending effects: their own partial index).
     expect((await fetch(`${server.url}/metrics`, { headers: { "x-api-token": server.api.token } })).status).toBe(200);
     // The hourly retention job's statements start with a comment (src/store/retention.ts): not the hot path.
-    const statements = [...seen].filter((s) => /^\s*(SELECT|UPDATE|DELETE|INSERT)/i.test(s) && GROWING.some((t) => s.includes(`"${t}"`) || s.includes(`\`${t}\``)));
+    const statements = [...seen].filter((s) => /^\s*(SELECT|UPDATE|DELETE|INSERT|WITH)/i.test(s) && GROWING.some((t) => s.includes(`"${t}"`) || s.includes(`\`${t}\``)));
     expect(statements.length).toBeGreaterThan(20);
 
     const Database = require("better-sqlite3") as typeof BetterSqlite3;
@@ -98,7 +98,8 @@ const postgres = BACKENDS.find((b) => b.name === "postgres");
   let server: TestServer;
   const clock = new TestClock();
   // (appendEffects' own insert outside a decision is the WITH statement's first clause.)
-  const OURS = [/^WITH "effects" AS/, /WHERE "id" = \(SELECT q\."id"/, /AS "queueVersion"/, /AS "installationOutage"/, /AS "webhookEndpointsEnabled"/];
+  // And the metrics' one-hour window: conclusions and restarts counted, durations summed (an index range of Transition.at per scrape, whatever the history).
+  const OURS = [/^WITH "effects" AS/, /WHERE "id" = \(SELECT q\."id"/, /AS "queueVersion"/, /AS "installationOutage"/, /AS "webhookEndpointsEnabled"/, /^WITH "window" AS MATERIALIZED/, /^SELECT t\."queueId", t\."fromState", t\."toState", COUNT/];
 
   beforeAll(async () => {
     proto.query = function (this: unknown, ...args: unknown[]) {
@@ -121,6 +122,7 @@ const postgres = BACKENDS.find((b) => b.name === "postgres");
       await ciFinishes(server, clock);
     }
     await server.api.ok("cancelPullRequest", prOf(6, "plans")).catch(() => undefined);
+    expect((await fetch(`${server.url}/metrics`, { headers: { "x-api-token": server.api.token } })).status).toBe(200);
     const texts = new Map(sent.map((s) => [s.text, s.values]));
     // Every one of them was sent by the flow.
     expect(OURS.filter((re) => ![...texts.keys()].some((t) => re.test(t.trim()))).map(String)).toEqual([]);

@@ -4,8 +4,7 @@ import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueState } from "../../domain/states.js";
-import { isTerminal } from "../../domain/states.js";
-import { loadHistoryData, type StoredTransition } from "../../store/metrics.js";
+import { loadOverviewData } from "../../store/metrics.js";
 import { lineGroupsOf, type LineGroups } from "../../domain/engine/line.js";
 import { loadQueueState } from "../../store/queue-state.js";
 import { accountKeyOf, outagesOf } from "../../store/installation-outages.js";
@@ -14,7 +13,6 @@ import { flakesAbsorbedSince, runCountsSince, runningRunsOf, runOf } from "../..
 import { countConcludedSince } from "../../store/entries.js";
 import { latestCausesOf } from "../../store/timeline.js";
 import type { Cause } from "../../domain/timeline.js";
-import { measureEntry } from "../../queue/metrics.js";
 import { listPullRequests } from "../../queue/pull-request-list.js";
 import { findQueueVersion, getQueueJson, type QueueAddress, type QueueWithEntries } from "../../queue/queues.js";
 import { AppError } from "../../app/errors.js";
@@ -73,45 +71,47 @@ function outageSentence(state: "suspended" | "uninstalled"): string {
     : "App uninstalled: the GitHub App is not installed on this account; nothing starts testing and nothing merges until it is installed again (pull requests keep their places)";
 }
 
-/** The quantile `q` (0..1) of `values` by the nearest rank; null when there are none. */
-export function quantile(values: number[], q: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+/** Rows by a key, in their order. */
+function groupBy<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const row of rows) {
+    const list = out.get(key(row));
+    if (list) list.push(row);
+    else out.set(key(row), [row]);
+  }
+  return out;
 }
 
 /** Every queue of the principal's organization with its figures of the last 24 hours, by repository and branch. */
 export async function queueOverview(services: Services, principal: Principal): Promise<QueueSummary[]> {
   const now = services.now().getTime();
   const windowStart = new Date(now - DAY_MS);
-  const { data, runCounts, absorbed, outages } = await services.db.read(async (tx) => {
-    const data = await loadHistoryData(tx, principal.organizationId, undefined, windowStart);
+  const firstHour = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
+  const data = await services.db.sqlRead((sql) => loadOverviewData(sql, principal.organizationId, windowStart, firstHour));
+  const { runCounts, absorbed, outages } = await services.db.read(async (tx) => {
     const ids = data.queues.map((q) => q.id);
     const outages = await outagesOf(
       tx,
       data.queues.map((q) => accountKeyOf(q.repository)),
     );
-    return { data, runCounts: await runCountsSince(tx, ids, windowStart), absorbed: await flakesAbsorbedSince(tx, ids, windowStart), outages };
+    return { runCounts: await runCountsSince(tx, ids, windowStart), absorbed: await flakesAbsorbedSince(tx, ids, windowStart), outages };
   });
-  const firstHour = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
   const hours = Array.from({ length: 24 }, (_, i) => firstHour + i * HOUR_MS);
-  const byEntry = new Map<string, StoredTransition[]>();
-  for (const t of data.histories) byEntry.set(t.entryId, [...(byEntry.get(t.entryId) ?? []), t]);
+  const countsOf = groupBy(data.counts, (row) => row.queueId);
+  const conclusionsOf = groupBy(data.conclusions, (row) => row.queueId);
+  const timesOf = new Map(data.timesInQueue.map((row) => [row.queueId, row]));
   return data.queues
     .map((queue): QueueSummary => {
-      const counts = data.counts.filter((c) => c.queueId === queue.id);
+      const counts = countsOf.get(queue.id) ?? [];
       const count = (test: (state: string) => boolean) => counts.filter((c) => test(c.state)).reduce((sum, c) => sum + c.count, 0);
-      const recent = data.recent.filter((t) => t.queueId === queue.id && isTerminal(t.toState));
       const merged = new Array<number>(24).fill(0);
       const failed = new Array<number>(24).fill(0);
-      for (const t of recent) {
-        const hour = Math.floor((t.at.getTime() - firstHour) / HOUR_MS);
-        if (hour < 0 || hour > 23) continue;
-        if (t.toState === "merged") merged[hour]!++;
-        if (t.toState === "failed") failed[hour]!++;
+      for (const row of conclusionsOf.get(queue.id) ?? []) {
+        if (row.hour < 0 || row.hour > 23) continue;
+        (row.state === "merged" ? merged : failed)[row.hour]! += row.count;
       }
-      const timesInQueue = [...byEntry.values()].filter((h) => h[0]!.queueId === queue.id).flatMap((h) => measureEntry(h, windowStart).timesInQueue);
-      const merged24h = recent.filter((t) => t.toState === "merged").length;
+      const times = timesOf.get(queue.id);
+      const merged24h = merged.reduce((a, b) => a + b, 0);
       const state = queue.state as QueueState;
       const outage = outages.get(accountKeyOf(queue.repository));
       return {
@@ -122,9 +122,9 @@ export async function queueOverview(services: Services, principal: Principal): P
         waiting: count((s) => s === "not_ready"),
         testing: count((s) => s === "testing"),
         merged24h,
-        failed24h: recent.filter((t) => t.toState === "failed").length,
-        timeInQueueP50: quantile(timesInQueue, 0.5),
-        timeInQueueP95: quantile(timesInQueue, 0.95),
+        failed24h: failed.reduce((a, b) => a + b, 0),
+        timeInQueueP50: times?.p50 ?? null,
+        timeInQueueP95: times?.p95 ?? null,
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,
         flakyEjectionsAvoided: absorbed.get(queue.id) ?? 0,
         blockedReason: outage ? outageSentence(outage.state) : (BLOCKED_REASONS[state] ?? frozenSentence(toFreezeStatusRecord({ frozen: null }, freezeStatusAt(queue.freezes, now)))),
