@@ -131,6 +131,8 @@ describeOnPostgres("an upgrade with replicas running", () => {
       expect(after.migrations).toEqual(shipped);
       const gained = [...after.columns].filter((column) => !before.columns.has(column));
       expect(gained.length).toBeGreaterThan(0);
+      // With release/previous as it is (before 0027), a table the old replica works on gains a column under it.
+      if (!previous.migrations.includes("0027_stacked_prs")) expect(gained).toContain("QueueEntry.stackBelowPr");
       expect([...before.columns].filter((column) => !after.columns.has(column))).toEqual([]);
       expect(await readyz(current.url)).toMatchObject({ status: 200, body: { checks: { migrations: "ok" } } });
       // Both take requests and decide; each answers for the PRs the other took.
