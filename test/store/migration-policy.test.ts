@@ -18,7 +18,10 @@ describe("the expand/contract review of a migration", () => {
   test.each([
     ["a new nullable column", `ALTER TABLE "QueueEntry" ADD COLUMN "stackBelowPr" INTEGER;`],
     ["a new required column with a default", `ALTER TABLE "Queue" ADD COLUMN "flakeHandling" TEXT NOT NULL DEFAULT 'quarantined',\nADD COLUMN "flakyRetries" BIGINT NOT NULL DEFAULT 1;`],
-    ["a new table, its unique index and foreign key", `CREATE TABLE "N" ("id" TEXT NOT NULL, "a" TEXT NOT NULL, CONSTRAINT "N_pkey" PRIMARY KEY ("id"));\nCREATE UNIQUE INDEX "N_a_key" ON "N"("a");\nALTER TABLE "N" ADD CONSTRAINT "N_a_fkey" FOREIGN KEY ("a") REFERENCES "A"("id") ON DELETE CASCADE ON UPDATE CASCADE;`],
+    [
+      "a new table, its unique index and foreign key",
+      `CREATE TABLE "N" ("id" TEXT NOT NULL, "a" TEXT NOT NULL, CONSTRAINT "N_pkey" PRIMARY KEY ("id"));\nCREATE UNIQUE INDEX "N_a_key" ON "N"("a");\nALTER TABLE "N" ADD CONSTRAINT "N_a_fkey" FOREIGN KEY ("a") REFERENCES "A"("id") ON DELETE CASCADE ON UPDATE CASCADE;`,
+    ],
     ["a foreign key on a column added by the same migration", `ALTER TABLE "A" ADD COLUMN "b" TEXT;\nALTER TABLE "A" ADD CONSTRAINT "A_b_fkey" FOREIGN KEY ("b") REFERENCES "B"("id");`],
     ["a plain or partial index", `CREATE INDEX "Effect_pending_createdAt_idx" ON "Effect"("createdAt") WHERE "doneAt" IS NULL;`],
     ["a trigger function whose body deletes", `CREATE FUNCTION "f"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM "X"; DROP TABLE "Y"; RETURN NEW; END $$;`],

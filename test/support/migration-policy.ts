@@ -75,7 +75,7 @@ function splitActions(text: string): string[] {
   return parts;
 }
 
-const NAME = String.raw`"([^"]+)"`;
+const NAME = `"([^"]+)"`;
 const quotedNames = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
 
 /** Reviews one PostgreSQL migration against the rule. */
