@@ -115,6 +115,13 @@ describeOnPostgres("an upgrade with replicas running", () => {
     const current = new ServiceProcess(await freePort(), env);
     const oldApi = new PreviousReleaseClient(old.url);
     const currentApi = new ApiClient(current.url, TOKEN);
+    let submitted = 0;
+    /** Submits the next PR (to both queues) through `client`, and answers its number. */
+    const submitNext = async (client: Client) => {
+      const pr = ++submitted;
+      await submit(client, pr);
+      return pr;
+    };
     try {
       // 1. The previous release alone, on the schema it migrated.
       await old.start();
@@ -122,11 +129,22 @@ describeOnPostgres("an upgrade with replicas running", () => {
       expect(before.migrations).toEqual(previous.migrations);
       await oldApi.ok("createQueue", { repo: repo("shared"), targetBranch: "main", concurrency: 3, canOptimisticallyMerge: true });
       await oldApi.ok("createQueue", { repo: repo("batched"), targetBranch: "main", concurrency: 2, batch: true, batchingMinSize: 1 });
-      for (const pr of range(1, 6)) await submit(oldApi, pr);
+      for (let i = 0; i < 6; i++) await submitNext(oldApi);
 
-      // 2. This code starts beside it and applies its migrations under it: expand only, so
-      //    every column the old replica knows is still there.
-      await current.start();
+      // 2. This code starts beside it and applies its migrations under it, while PRs keep coming
+      //    through the old replica: expand only, so every column the old replica knows is still there.
+      let starting = true;
+      const started = current.start().finally(() => {
+        starting = false;
+      });
+      // (At most 12: on a loaded machine a start takes many seconds, and every PR must then drain.)
+      const duringStart = (async () => {
+        for (let i = 0; starting && i < 12; i++) {
+          await submitNext(oldApi);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      await Promise.all([started, duringStart]);
       const after = await schemaOf(database.url);
       expect(after.migrations).toEqual(shipped);
       const gained = [...after.columns].filter((column) => !before.columns.has(column));
@@ -136,22 +154,24 @@ describeOnPostgres("an upgrade with replicas running", () => {
       expect([...before.columns].filter((column) => !after.columns.has(column))).toEqual([]);
       expect(await readyz(current.url)).toMatchObject({ status: 200, body: { checks: { migrations: "ok" } } });
       // Both take requests and decide; each answers for the PRs the other took.
-      for (const pr of range(7, 16)) await submit(pr % 2 === 0 ? currentApi : oldApi, pr);
-      await states(oldApi, [16]);
-      await states(currentApi, [15]);
+      const throughCurrent = await submitNext(currentApi);
+      const throughOld = await submitNext(oldApi);
+      for (let i = 0; i < 8; i++) await submitNext(i % 2 === 0 ? currentApi : oldApi);
+      await states(oldApi, [throughCurrent]);
+      await states(currentApi, [throughOld]);
 
       // 3. This code is rolled back: its replica stops, the expanded schema stays. The previous
-      //    release alone takes and merges PRs on it, every one of them (17-22 entirely).
+      //    release alone takes PRs on it and merges every PR so far, these entirely.
       expect(await current.terminate()).toBe(0);
-      for (const pr of range(17, 22)) await submit(oldApi, pr);
-      await expectAllMerged(oldApi, range(1, 22));
+      for (let i = 0; i < 6; i++) await submitNext(oldApi);
+      await expectAllMerged(oldApi, range(1, submitted));
       expect((await schemaOf(database.url)).columns).toEqual(after.columns);
 
       // 4. The roll completes: this code again, then the old replica stops (cleanly: it never failed).
       await current.start();
       expect(await old.terminate()).toBe(0);
-      for (const pr of range(23, 30)) await submit(currentApi, pr);
-      await expectAllMerged(currentApi, range(1, 30));
+      for (let i = 0; i < 8; i++) await submitNext(currentApi);
+      await expectAllMerged(currentApi, range(1, submitted));
 
       // 5. This code is the previous release of the next one: a replica of it restarting on a
       //    database the next release expanded starts, is ready, and merges.
@@ -163,8 +183,8 @@ describeOnPostgres("an upgrade with replicas running", () => {
       current.output = "";
       await current.start();
       expect(await readyz(current.url)).toMatchObject({ status: 200, body: { checks: { migrations: "ok" } } });
-      await submit(currentApi, 31);
-      await expectAllMerged(currentApi, [31]);
+      const last = await submitNext(currentApi);
+      await expectAllMerged(currentApi, [last]);
       expect(current.output).toContain("the database has migrations this version does not know");
       expect((await schemaOf(database.url)).migrations).toEqual([...shipped, "9999_next_release"]);
     } finally {
@@ -175,8 +195,8 @@ describeOnPostgres("an upgrade with replicas running", () => {
     try {
       for (const name of QUEUES) {
         // Every PR terminal, none merged twice, the branch holding each merged PR's change once.
-        const { merged } = await expectQueueInvariants(db, name, 31);
-        expect(merged).toEqual(range(1, 31));
+        const { merged } = await expectQueueInvariants(db, name, submitted);
+        expect(merged).toEqual(range(1, submitted));
       }
     } finally {
       await db.close();
