@@ -164,6 +164,14 @@ export async function startGreenline(config: Config, options: StartOptions): Pro
       return [];
     });
     for (const warning of warnings) log.warn(warning);
+    if (db.migrated && db.migrated.applied.length > 0) log.info({ migrations: db.migrated.applied }, "applied database migrations");
+    // Normal while a rolling upgrade is under way (or after a rollback): finish rolling the replicas.
+    if (db.migrated && db.migrated.newer.length > 0) {
+      log.warn(
+        { migrations: db.migrated.newer },
+        "the database has migrations this version does not know: a newer release migrated it; running on it, as a release's migrations keep the release before it working (docs/operations.md, Upgrades)",
+      );
+    }
     if (config.bootstrap) {
       const { org, token } = config.bootstrap;
       const { created } = await registerToken(db, org, token, "bootstrap (GREENLINE_API_TOKEN)").catch((error: unknown) => {

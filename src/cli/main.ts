@@ -77,8 +77,10 @@ async function serverCommand(key: string, values: Values, rest: string[], out: O
       }
     }
     case "db migrate": {
-      await withDatabase(async () => undefined);
-      out("database is up to date");
+      const migrated = await withDatabase(async (db) => db.migrated);
+      if (migrated && migrated.applied.length > 0) out(`applied ${migrated.applied.join(", ")}`);
+      if (migrated && migrated.newer.length > 0) out(`the database has migrations this version does not know (${migrated.newer.join(", ")}): a newer release migrated it; nothing to do`);
+      else out("database is up to date");
       return 0;
     }
     default:

@@ -7,7 +7,7 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "../generated/sqlite/client.js";
 import { PrismaClient as PostgresClient } from "../generated/postgres/client.js";
-import { loadMigrations, migratePostgres, migrateSqlite } from "./migrate.js";
+import { loadMigrations, type MigrationOutcome, migratePostgres, migrateSqlite } from "./migrate.js";
 import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from "../config.js";
 import { Mutex, MutexTimeoutError } from "./mutex.js";
 import { postgresSql, sqliteSql, type Sql } from "./sql.js";
@@ -117,9 +117,10 @@ export class Database {
       const path = sqlitePath(url);
       mkdirSync(dirname(path), { recursive: true });
       const setup = new BetterSqlite3(path, { timeout: 10_000 });
+      let migrated: MigrationOutcome | null = null;
       try {
         setup.pragma("journal_mode = WAL");
-        if (migrate) migrateSqlite(setup);
+        if (migrate) migrated = migrateSqlite(setup);
       } finally {
         setup.close();
       }
@@ -150,13 +151,15 @@ export class Database {
         waitMs,
         driver,
       );
+      database.migrated = migrated;
       return database;
     }
+    let migrated: MigrationOutcome | null = null;
     if (migrate) {
       const connection = new pg.Client({ connectionString: url });
       await connection.connect();
       try {
-        await migratePostgres(connection);
+        migrated = await migratePostgres(connection);
       } finally {
         await connection.end();
       }
@@ -170,7 +173,7 @@ export class Database {
     pool.on("error", () => {});
     const client = new PostgresClient({ adapter: new PrismaPg(capturingPool(pool)) }) as unknown as Client;
     const locks = new AdvisoryLockConnection(() => new pg.Client({ connectionString: url, options: sessionOptions }));
-    return new Database(
+    const database = new Database(
       "postgres",
       client,
       async () => {
@@ -184,7 +187,15 @@ export class Database {
       locks,
       waitMs,
     );
+    database.migrated = migrated;
+    return database;
   }
+
+  /**
+   * What opening did to the schema (null when opened without migrating): the migrations it
+   * applied, and those the database has that this version does not know (a newer release's).
+   */
+  migrated: MigrationOutcome | null = null;
 
   #closing: Promise<void> | null = null;
   readonly #inFlight = new Set<Promise<unknown>>();

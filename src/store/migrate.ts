@@ -23,29 +23,52 @@ export function loadMigrations(kind: DatabaseKind): Migration[] {
 const LEDGER = `CREATE TABLE IF NOT EXISTS "_greenline_migrations" (
   "id" TEXT PRIMARY KEY, "checksum" TEXT NOT NULL, "applied_at" TEXT NOT NULL)`;
 
-function pendingMigrations(all: Migration[], applied: Map<string, string>): Migration[] {
+/**
+ * What a start did to the schema: the migrations it applied, and those the database has that
+ * this version does not know (a newer release migrated it: this replica is older than the
+ * schema, which is fine while migrations only add — docs/operations.md, "Upgrades").
+ */
+export type MigrationOutcome = { applied: string[]; newer: string[] };
+
+/**
+ * The migrations to apply. A database ahead of the code (migrations it does not know) is left
+ * as it is: an older replica still running, or restarting, during a rolling upgrade keeps
+ * working on the expanded schema and never tries to "fix" it. Such a database must then lack
+ * none of the migrations this version ships: one that has unknown migrations and lacks known
+ * ones was migrated on another line of history, and applying ours out of order could do
+ * anything.
+ */
+function planMigrations(all: Migration[], applied: Map<string, string>): { pending: Migration[]; newer: string[] } {
+  const newer: string[] = [];
   for (const [id, checksum] of applied) {
     const known = all.find((m) => m.id === id);
-    if (!known) throw new Error(`database has migration ${id}, which this version of Greenline does not know: is it older than the database?`);
-    if (known.checksum !== checksum) throw new Error(`migration ${id} was changed after it was applied`);
+    if (!known) newer.push(id);
+    else if (known.checksum !== checksum) throw new Error(`migration ${id} was changed after it was applied`);
   }
-  return all.filter((m) => !applied.has(m.id));
+  newer.sort();
+  const pending = all.filter((m) => !applied.has(m.id));
+  if (newer.length > 0 && pending.length > 0) {
+    throw new Error(
+      `database has migrations this version of Greenline does not know (${newer.join(", ")}) and lacks ${pending.map((m) => m.id).join(", ")}, which it ships: they come from different lines of history; start the release that migrated it`,
+    );
+  }
+  return { pending, newer };
 }
 
 /** Applies pending migrations in one transaction; concurrent starters wait for each other. */
-export function migrateSqlite(db: BetterSqlite3.Database, migrations = loadMigrations("sqlite")): string[] {
+export function migrateSqlite(db: BetterSqlite3.Database, migrations = loadMigrations("sqlite")): MigrationOutcome {
   db.exec("BEGIN IMMEDIATE");
   try {
     db.exec(LEDGER);
     const rows = db.prepare(`SELECT "id", "checksum" FROM "_greenline_migrations"`).all() as { id: string; checksum: string }[];
-    const pending = pendingMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
+    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
     const record = db.prepare(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES (?, ?, ?)`);
     for (const migration of pending) {
       db.exec(migration.sql);
       record.run(migration.id, migration.checksum, new Date().toISOString());
     }
     db.exec("COMMIT");
-    return pending.map((m) => m.id);
+    return { applied: pending.map((m) => m.id), newer };
   } catch (error) {
     db.exec("ROLLBACK");
     throw error;
@@ -55,19 +78,19 @@ export function migrateSqlite(db: BetterSqlite3.Database, migrations = loadMigra
 /** Key of the advisory lock that serializes migrations between replicas. */
 const MIGRATION_LOCK_KEY = 7_364_001;
 
-export async function migratePostgres(client: pg.ClientBase, migrations = loadMigrations("postgres")): Promise<string[]> {
+export async function migratePostgres(client: pg.ClientBase, migrations = loadMigrations("postgres")): Promise<MigrationOutcome> {
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
     await client.query(LEDGER);
     const { rows } = await client.query<{ id: string; checksum: string }>(`SELECT "id", "checksum" FROM "_greenline_migrations"`);
-    const pending = pendingMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
+    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
     for (const migration of pending) {
       await client.query(migration.sql);
       await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ($1, $2, $3)`, [migration.id, migration.checksum, new Date().toISOString()]);
     }
     await client.query("COMMIT");
-    return pending.map((m) => m.id);
+    return { applied: pending.map((m) => m.id), newer };
   } catch (error) {
     await client.query("ROLLBACK");
     throw error;

@@ -85,6 +85,19 @@ describe.each(BACKENDS)("greenline CLI on $name", (backend) => {
     const migrated = await greenline(server.databaseUrl, "db", "migrate");
     expect(migrated).toMatchObject({ code: 0, stdout: "database is up to date\n" });
   });
+
+  // An older version's `db migrate` during a rolling upgrade (docs/operations.md, "Upgrades").
+  test("db migrate leaves a database a newer release migrated as it is, and says so", async () => {
+    await server.greenline.services.db.transaction((tx) =>
+      tx.$executeRawUnsafe(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ('9999_from_a_newer_release', '${"0".repeat(64)}', '${new Date().toISOString()}')`),
+    );
+    try {
+      const migrated = await greenline(server.databaseUrl, "db", "migrate");
+      expect(migrated).toMatchObject({ code: 0, stdout: "the database has migrations this version does not know (9999_from_a_newer_release): a newer release migrated it; nothing to do\n" });
+    } finally {
+      await server.greenline.services.db.transaction((tx) => tx.$executeRawUnsafe(`DELETE FROM "_greenline_migrations" WHERE "id" = '9999_from_a_newer_release'`));
+    }
+  });
 });
 
 describe("greenline test: uploads, quarantine-aware exit codes, overrides (against a real server)", () => {

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import pg from "pg";
-import { loadMigrations, migratePostgres, migrateSqlite } from "../../src/store/migrate.js";
+import { loadMigrations, type MigrationOutcome, migratePostgres, migrateSqlite } from "../../src/store/migrate.js";
 import { BACKENDS } from "../support/backends.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -14,7 +14,7 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
   });
   afterEach(() => database.drop());
 
-  async function migrate(migrations = loadMigrations(backend.name)): Promise<string[]> {
+  async function migrate(migrations = loadMigrations(backend.name)): Promise<MigrationOutcome> {
     if (backend.name === "sqlite") {
       const db = new BetterSqlite3(database.url.replace(/^file:/, ""));
       try {
@@ -35,8 +35,26 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
   test("apply once, in order, and are recorded", async () => {
     const all = loadMigrations(backend.name).map((m) => m.id);
     expect(all.length).toBeGreaterThan(0);
-    expect(await migrate()).toEqual(all);
-    expect(await migrate()).toEqual([]);
+    expect(await migrate()).toEqual({ applied: all, newer: [] });
+    expect(await migrate()).toEqual({ applied: [], newer: [] });
+  });
+
+  // A rolling upgrade: a newer release migrated the database while replicas of this one run,
+  // and one of them restarts (docs/operations.md, "Upgrades"). It starts, touching nothing.
+  test("an older version starts on a database a newer one migrated, and leaves its schema alone", async () => {
+    const shipped = loadMigrations(backend.name);
+    const newer = [...shipped, { id: "9999_from_a_newer_release", sql: 'CREATE TABLE "FromTheFuture" ("id" TEXT PRIMARY KEY)', checksum: "f".repeat(64) }];
+    expect((await migrate(newer)).applied.at(-1)).toBe("9999_from_a_newer_release");
+    expect(await migrate(shipped)).toEqual({ applied: [], newer: ["9999_from_a_newer_release"] });
+    // Still there: the older version did not undo what it does not know.
+    expect(await migrate(newer)).toEqual({ applied: [], newer: [] });
+  });
+
+  test("an older version refuses a database that is ahead of it yet lacks one of its migrations", async () => {
+    const shipped = loadMigrations(backend.name);
+    const other = [...shipped.slice(0, -1), { id: "9999_other_line", sql: 'CREATE TABLE "OtherLine" ("id" TEXT PRIMARY KEY)', checksum: "e".repeat(64) }];
+    await migrate(other);
+    await expect(migrate(shipped)).rejects.toThrow(new RegExp(`does not know \\(9999_other_line\\) and lacks ${shipped.at(-1)!.id}`));
   });
 
   test("a migration changed after it was applied stops the start", async () => {
@@ -50,7 +68,7 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
     // (toMatchObject, not toThrow: errors of a native module loaded by another test file come from another realm.)
     await expect(migrate(broken)).rejects.toMatchObject({ message: expect.stringMatching(/no_such_function|does not exist|no such function/) });
     // Nothing of the failed run was kept: the good migrations apply again from scratch.
-    expect(await migrate()).toEqual(loadMigrations(backend.name).map((m) => m.id));
+    expect((await migrate()).applied).toEqual(loadMigrations(backend.name).map((m) => m.id));
   });
 });
 

@@ -49,14 +49,16 @@ export class ServiceProcess {
   constructor(
     readonly port: number,
     private readonly env: Record<string, string>,
+    /** Another build of Greenline to run (its `dist/src/main.js`), e.g. the previous release's; this checkout by default. */
+    private readonly build: { root: string } | null = null,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
 
   async start(): Promise<void> {
     // GREENLINE_ENV_FILE "": a developer's .env in the checkout is not read (a test may name one).
-    const child = spawn(process.execPath, serviceCommand(), {
-      cwd: root,
+    const child = spawn(process.execPath, this.build ? ["dist/src/main.js"] : serviceCommand(), {
+      cwd: this.build?.root ?? root,
       env: { ...process.env, LOG_LEVEL: "warn", GREENLINE_ENV_FILE: "", ...this.env, PORT: String(this.port), HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
