@@ -1,4 +1,5 @@
 // npm run bench:web [-- --requests <n>] [--loads <n>] [--transitions <n>] [--quick]
+// npm run bench:web -- --budget [options of bench/pages.ts]: every page's server time and weight at 1,000 PRs in line and 100,000 in history
 //
 // The dashboard's queue page with 500 PRs in line and 50 runs in flight (sandbox code host,
 // simulated CI that takes a day, so the runs stay in flight), on SQLite and on PostgreSQL:
@@ -29,8 +30,15 @@ const { values } = parseArgs({
     loads: { type: "string", default: "10" },
     transitions: { type: "string", default: "30" },
     quick: { type: "boolean", default: false },
+    /** The pages' budget instead (bench/pages.ts): 1,000 PRs in line, 100,000 in history, every page. */
+    budget: { type: "boolean", default: false },
   },
+  strict: false,
 });
+if (values.budget) {
+  await import("./pages.js");
+  process.exit(0);
+}
 const REQUESTS = values.quick ? 30 : Number(values.requests);
 const LOADS = values.quick ? 3 : Number(values.loads);
 const TRANSITIONS = values.quick ? 5 : Number(values.transitions);
