@@ -27,7 +27,25 @@ export async function seedHistory(db: Database, backend: "sqlite" | "postgres", 
       const state = merged ? "merged" : "failed";
       const at = (msBefore: number) => new Date(concludedAt - msBefore);
       const entryId = orderedId();
-      entries.push([entryId, queueId, 100_000 + k, `Change ${k}: ${k % 3 === 0 ? "fix flaky login test" : k % 3 === 1 ? "bump dependencies" : "refactor the billing module"}`, "a".repeat(40), "main", `dev-${k % 50}`, state, at(0), merged ? "merged" : "tests_failed", 100, "medium", false, false, "mergeable", at(2_400_000), 4]);
+      entries.push([
+        entryId,
+        queueId,
+        100_000 + k,
+        `Change ${k}: ${k % 3 === 0 ? "fix flaky login test" : k % 3 === 1 ? "bump dependencies" : "refactor the billing module"}`,
+        "a".repeat(40),
+        "main",
+        `dev-${k % 50}`,
+        state,
+        at(0),
+        merged ? "merged" : "tests_failed",
+        100,
+        "medium",
+        false,
+        false,
+        "mergeable",
+        at(2_400_000),
+        4,
+      ]);
       const path: [string | null, string, string, number][] = [
         [null, "pending", "submitted", 2_400_000],
         ["pending", "testing", "run_started", 1_800_000 - (k % 7) * 60_000],
@@ -43,7 +61,25 @@ export async function seedHistory(db: Database, backend: "sqlite" | "postgres", 
     await db.sqlTransaction(async (sql) => {
       await sql.insert(
         "QueueEntry",
-        ["id", "queueId", "prNumber", "prTitle", "prSha", "prBaseBranch", "prAuthor", "state", "stateChangedAt", "stateReason", "priorityValue", "priorityName", "noBatch", "isCurrentlySubmitted", "mergeability", "submittedAt", "timelineCount"],
+        [
+          "id",
+          "queueId",
+          "prNumber",
+          "prTitle",
+          "prSha",
+          "prBaseBranch",
+          "prAuthor",
+          "state",
+          "stateChangedAt",
+          "stateReason",
+          "priorityValue",
+          "priorityName",
+          "noBatch",
+          "isCurrentlySubmitted",
+          "mergeability",
+          "submittedAt",
+          "timelineCount",
+        ],
         entries,
       );
       await sql.insert("Transition", ["id", "entryId", "queueId", "fromState", "toState", "reason", "at", "evidence", "stateMs", "queuedMs"], transitions);

@@ -99,7 +99,15 @@ const postgres = BACKENDS.find((b) => b.name === "postgres");
   const clock = new TestClock();
   // (appendEffects' own insert outside a decision is the WITH statement's first clause.)
   // And the metrics' one-hour window: conclusions and restarts counted, durations summed (an index range of Transition.at per scrape, whatever the history).
-  const OURS = [/^WITH "effects" AS/, /WHERE "id" = \(SELECT q\."id"/, /AS "queueVersion"/, /AS "installationOutage"/, /AS "webhookEndpointsEnabled"/, /^WITH "window" AS MATERIALIZED/, /^SELECT t\."queueId", t\."fromState", t\."toState", COUNT/];
+  const OURS = [
+    /^WITH "effects" AS/,
+    /WHERE "id" = \(SELECT q\."id"/,
+    /AS "queueVersion"/,
+    /AS "installationOutage"/,
+    /AS "webhookEndpointsEnabled"/,
+    /^WITH "window" AS MATERIALIZED/,
+    /^SELECT t\."queueId", t\."fromState", t\."toState", COUNT/,
+  ];
 
   beforeAll(async () => {
     proto.query = function (this: unknown, ...args: unknown[]) {
