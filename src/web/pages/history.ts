@@ -27,9 +27,9 @@ function row(entry: HistoryEntry, now: Date): Html {
   const concluded = isTerminal(entry.state) ? entry.stateChangedAt : null;
   const sentence = sentenceOf(entry.stateReason);
   return html`<tr data-pr="${entry.prNumber}" data-state="${entry.state}">
-<td data-label="Queue"><a href="${queuePath(entry.repo, entry.branch)}">${entry.repo.owner}/${entry.repo.name}</a> <span class="branch">${entry.branch}</span></td>
+<td data-label="Queue" class="nowrap"><a href="${queuePath(entry.repo, entry.branch)}">${entry.repo.owner}/${entry.repo.name}</a> <span class="branch">${entry.branch}</span></td>
 <th scope="row"><a href="${pullPath(entry.repo, entry.branch, entry.prNumber)}">#${entry.prNumber} ${entry.prTitle}</a></th>
-<td data-label="Author">${entry.prAuthor}</td>
+<td data-label="Author" class="nowrap">${entry.prAuthor}</td>
 <td data-label="State"><span class="state state-${entry.state}">${words(entry.state)}</span> <span class="reason-text" title="Reason code ${entry.stateReason} (docs/reasons.md)" data-reason="${entry.stateReason}">${reasonAfterState(entry.state, sentence)}</span>${
     entry.operatorActions > 0 ? html` <span class="badge operator" title="Restarted or cancelled on request ${entry.operatorActions} time(s): see its timeline">operator</span>` : ""
   }</td>
@@ -44,13 +44,13 @@ const option = (value: string, label: string, chosen: string) => html`<option va
 function searchForm(view: HistoryView): Html {
   const { query } = view;
   return html`<form class="range history-search" method="get" action="/history" role="search" aria-label="Search the history">
-<label for="h-q">PR number or title</label> <input id="h-q" name="q" type="search" maxlength="200" placeholder="#123 or words" value="${query.q}">
-<label for="h-author">Author</label> <input id="h-author" name="author" type="text" maxlength="100" placeholder="login" value="${query.author}">
-<label for="h-state">State</label> <select id="h-state" name="state">${option("", "Any state", query.state)}${PR_STATES.map((s) => option(s, words(s), query.state))}</select>
-<label for="h-reason">Reason</label> <select id="h-reason" name="reason">${option("", "Any reason", query.reason)}${Object.keys(REASONS).map((r) => option(r, words(r), query.reason))}</select>
-<label for="h-queue">Queue</label> <select id="h-queue" name="queue">${option("", "All queues", query.queue)}${view.queues.map((q) => option(queueKeyOf(q), `${q.owner}/${q.name} ${q.branch}`, query.queue))}</select>
-<label for="h-from">Submitted from</label> <input id="h-from" name="from" type="date" value="${query.from}">
-<label for="h-to">to</label> <input id="h-to" name="to" type="date" value="${query.to}">
+<span class="field"><label for="h-q">PR number or title</label> <input id="h-q" name="q" type="search" maxlength="200" placeholder="#123 or words" value="${query.q}"></span>
+<span class="field"><label for="h-author">Author</label> <input id="h-author" name="author" type="text" maxlength="100" placeholder="login" value="${query.author}"></span>
+<span class="field"><label for="h-state">State</label> <select id="h-state" name="state">${option("", "Any state", query.state)}${PR_STATES.map((s) => option(s, words(s), query.state))}</select></span>
+<span class="field"><label for="h-reason">Reason</label> <select id="h-reason" name="reason">${option("", "Any reason", query.reason)}${Object.keys(REASONS).map((r) => option(r, words(r), query.reason))}</select></span>
+<span class="field"><label for="h-queue">Queue</label> <select id="h-queue" name="queue">${option("", "All queues", query.queue)}${view.queues.map((q) => option(queueKeyOf(q), `${q.owner}/${q.name} ${q.branch}`, query.queue))}</select></span>
+<span class="field"><label for="h-from">Submitted from</label> <input id="h-from" name="from" type="date" value="${query.from}"></span>
+<span class="field"><label for="h-to">to</label> <input id="h-to" name="to" type="date" value="${query.to}"></span>
 <button type="submit">Search</button>${HISTORY_FIELDS.some((f) => query[f] !== "") ? html` <a href="/history">Clear</a>` : ""}
 </form>`;
 }
