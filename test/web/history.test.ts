@@ -5,7 +5,7 @@ import { ciFinishes, prOf, queueOf, repo, startTestServer, TestClock, type TestS
 
 /** The PR numbers (with their queue) a history page lists, in order. */
 function rowsOf(text: string): string[] {
-  return [...text.matchAll(/<tr data-pr="(\d+)" data-state="\w+">\n<td data-label="Queue"><a href="\/queues\/github\.com\/\w+\/(\w+)\/main">/g)].map(([, pr, name]) => `${name}#${pr}`);
+  return [...text.matchAll(/<tr data-pr="(\d+)" data-state="\w+">\n<td data-label="Queue"[^>]*><a href="\/queues\/github\.com\/\w+\/(\w+)\/main">/g)].map(([, pr, name]) => `${name}#${pr}`);
 }
 
 /** The page's Older or Newer link, decoded ("" when it has none). */

@@ -3,7 +3,7 @@ import { isTerminal, PR_STATES } from "../../domain/states.js";
 import type { Assets } from "../assets.js";
 import { html, type Html } from "../html.js";
 import { layout, type Viewer } from "../layout.js";
-import { HISTORY_FIELDS, type HistoryEntry, type HistoryQuery, type HistoryView, queueKeyOf } from "../read-models/history.js";
+import { HISTORY_FIELDS, HISTORY_SCAN_LIMIT, type HistoryEntry, type HistoryQuery, type HistoryView, queueKeyOf } from "../read-models/history.js";
 import { duration, pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
 
 /**
@@ -71,6 +71,11 @@ ${
     ? html`<p class="empty">${filtered ? "No pull request matches." : "No pull request went through a queue yet."}</p>`
     : html`<div class="table-wrap"><table class="queue-history" id="history-table"><thead><tr><th scope="col">Queue</th><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">State</th><th scope="col">Submitted (UTC)</th><th scope="col">Concluded (UTC)</th><th scope="col">In queue</th></tr></thead>
 <tbody>${entries.map((e) => row(e, now))}</tbody></table></div>`
+}
+${
+  view.scannedTo
+    ? html`<p class="muted" id="history-scanned">Searched ${HISTORY_SCAN_LIMIT.toLocaleString("en")} pull requests, ${query.after !== "" ? "forward" : "back"} to those submitted ${at(view.scannedTo)} UTC, without filling the page: ${query.after !== "" ? "Newer" : "Older"} searches on from there.</p>`
+    : ""
 }
 ${pager}</section>`;
   return layout(assets, { title: "History", viewer, body, current: "history" });

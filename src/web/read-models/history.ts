@@ -4,7 +4,7 @@ import type { Principal } from "../../auth/tokens.js";
 import { DAY_MS } from "../../domain/time.js";
 import { isReasonCode } from "../../domain/reasons.js";
 import { PR_STATES, type PrState } from "../../domain/states.js";
-import { type HistoryCut, type HistoryEntry, type HistoryFilter, type HistoryQueue, historyPage, historyQueues } from "../../store/history.js";
+import { type HistoryCut, type HistoryEntry, type HistoryFilter, type HistoryKey, type HistoryQueue, historyPage, historyQueues } from "../../store/history.js";
 
 /**
  * The history page's read model (/history, docs/dashboard.md): the query's parameters checked
@@ -17,6 +17,8 @@ export const HISTORY_FIELDS = ["q", "author", "state", "reason", "queue", "from"
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
+/** A page filtered by title, author, state or reason reads at most this many PRs past its cut (src/store/history.ts). */
+export const HISTORY_SCAN_LIMIT = 10_000;
 
 export type HistoryView = {
   query: HistoryQuery;
@@ -25,6 +27,8 @@ export type HistoryView = {
   /** The links' page tokens: past the last row (older), before the first (newer); "" when there is nothing there. */
   older: string;
   newer: string;
+  /** When the page's search stopped at HISTORY_SCAN_LIMIT PRs short of a full page: the submission time it searched to (its link in the page's direction goes on from there). */
+  scannedTo: Date | null;
 };
 
 export type { HistoryEntry };
@@ -43,7 +47,7 @@ export function historyQueryOf(query: Record<string, unknown>): HistoryQuery {
 }
 
 /** A page token: the key of the row the page starts past, `<submitted ms>.<entry id>`. */
-const tokenOf = (entry: HistoryEntry) => `${entry.submittedAt.getTime()}.${entry.id}`;
+const tokenOf = (key: HistoryKey) => `${key.submittedAt.getTime()}.${key.id}`;
 
 function keyOf(name: string, token: string): { submittedAt: Date; id: string } {
   const match = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})$/.exec(token);
@@ -111,13 +115,16 @@ export async function historyView(services: Services, principal: Principal, quer
   return services.db.sqlRead(async (sql) => {
     const queues = await historyQueues(sql, principal.organizationId);
     const { filter, cut, size } = historyFilterOf(query, queues);
-    const { entries, more } = await historyPage(sql, filter, cut, size);
+    const { entries, more, scannedTo } = await historyPage(sql, filter, cut, size, HISTORY_SCAN_LIMIT);
     const first = entries[0];
     const last = entries.at(-1);
-    // Past the page in its own direction: `more` says; behind it: there is, whenever it was reached from there.
+    // In the page's own direction: past its last row when more matched, else past where its
+    // search stopped; behind it: there is, whenever the page was reached from there.
     const towardsNewer = cut !== null && "newer" in cut;
-    const older = last && (towardsNewer || more) ? tokenOf(last) : "";
-    const newer = first && (towardsNewer ? more : cut !== null) ? tokenOf(first) : "";
-    return { query, queues, entries, older, newer };
+    const ahead = more ? (towardsNewer ? first : last) : scannedTo;
+    const behind = cut === null ? undefined : ((towardsNewer ? last : first) ?? ("older" in cut ? cut.older : cut.newer));
+    const older = towardsNewer ? (behind ? tokenOf(behind) : "") : ahead ? tokenOf(ahead) : "";
+    const newer = towardsNewer ? (ahead ? tokenOf(ahead) : "") : behind ? tokenOf(behind) : "";
+    return { query, queues, entries, older, newer, scannedTo: scannedTo?.submittedAt ?? null };
   });
 }
