@@ -169,10 +169,11 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
     const deepToken = `${new Date(deep[0]!.submittedAt).getTime()}.${deep[0]!.id}`;
     const kinds = [
       { label: "unfiltered, newest 50", path: "/history", rows: 50 },
-      { label: 'title search "billing" (1 in 10)', path: "/history?q=billing", rows: 50 },
-      { label: `title search "xyzzy" (${rare} rows: every entry scanned)`, path: "/history?q=xyzzy", rows: Math.min(50, rare) },
-      { label: "author dev-17 (1 in 200)", path: "/history?author=dev-17", rows: 50 },
-      { label: "state failed, reason tests_failed", path: "/history?state=failed&reason=tests_failed", rows: 50 },
+      { label: 'title search "billing" (1 in 10)', path: "/history?q=billing", rows: 50, bounded: true },
+      // Matches too few to fill a page: the page reads its 10,000 PRs and stops (HISTORY_SCAN_LIMIT).
+      { label: `title search "xyzzy" (${rare} rows in all: the page reads 10,000 PRs and stops)`, path: "/history?q=xyzzy", rows: -1 },
+      { label: "author dev-17 (1 in 200)", path: "/history?author=dev-17", rows: 50, bounded: true },
+      { label: "state failed, reason tests_failed", path: "/history?state=failed&reason=tests_failed", rows: 50, bounded: true },
       {
         label: "one queue, one month",
         path: `/history?queue=github.com%2Facme%2Fservice-03%3Amain&from=${new Date(now - 100 * DAY_MS).toISOString().slice(0, 10)}&to=${new Date(now - 70 * DAY_MS).toISOString().slice(0, 10)}`,
@@ -182,6 +183,7 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
     ];
     const samples = kinds.map(() => [] as number[]);
     const bytes = kinds.map(() => 0);
+    const shown = kinds.map(() => 0);
     for (let round = -3; round < ROUNDS; round++) {
       for (const [i, kind] of kinds.entries()) {
         const started = performance.now();
@@ -190,7 +192,9 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
         const ms = performance.now() - started;
         if (response.status !== 200) throw new Error(`${kind.path} answered ${response.status}: ${text.slice(0, 300)}`);
         const rows = (text.match(/<tr data-pr=/g) ?? []).length;
-        if (rows !== kind.rows) throw new Error(`${kind.path}: ${rows} rows, expected ${kind.rows}`);
+        // A search no index serves may stop at its scan limit short of a full page (it says so).
+        if (kind.rows >= 0 && rows !== kind.rows && !(kind.bounded && rows < kind.rows)) throw new Error(`${kind.path}: ${rows} rows, expected ${kind.rows}`);
+        shown[i] = rows;
         bytes[i] = Buffer.byteLength(text);
         if (round >= 0) samples[i]!.push(ms);
       }
@@ -198,12 +202,25 @@ async function run(backend: "sqlite" | "postgres"): Promise<void> {
     console.log(
       `\n${backend}: ${HISTORY.toLocaleString("en")} PRs of history in ${QUEUES} queues + ${LIVE.toLocaleString("en")} in line (acme), ${orgs[1]!.entries.toLocaleString("en")} of another organization; seeded in ${seedS.toFixed(0)} s\n`,
     );
-    console.log("| request | p50 ms | p95 ms | max ms | page KB |");
-    console.log("|---|---|---|---|---|");
+    console.log("| request | rows shown | p50 ms | p95 ms | max ms | page KB |");
+    console.log("|---|---:|---:|---:|---:|---:|");
     kinds.forEach((kind, i) => {
       const s = samples[i]!;
-      console.log(`| ${kind.label} | ${percentile(s, 50).toFixed(1)} | ${percentile(s, 95).toFixed(1)} | ${Math.max(...s).toFixed(1)} | ${(bytes[i]! / 1024).toFixed(1)} |`);
+      console.log(`| ${kind.label} | ${shown[i]} | ${percentile(s, 50).toFixed(1)} | ${percentile(s, 95).toFixed(1)} | ${Math.max(...s).toFixed(1)} | ${(bytes[i]! / 1024).toFixed(1)} |`);
     });
+    // The rare search to its end: Older link after Older link, each page reading at most 10,000 PRs.
+    const walkStarted = performance.now();
+    let found = 0;
+    let pages = 0;
+    let link = "/history?q=xyzzy";
+    while (link !== "") {
+      const text = await (await fetch(`${base}${link}`, { headers: { cookie } })).text();
+      found += (text.match(/<tr data-pr=/g) ?? []).length;
+      pages++;
+      link = /<a href="([^"]+)" rel="next">/.exec(text)?.[1]?.replaceAll("&amp;", "&") ?? "";
+    }
+    if (found !== rare) throw new Error(`walking the rare search found ${found} rows, not ${rare}`);
+    console.log(`\nThe "xyzzy" search followed to its end: ${found} rows in ${pages} pages, ${(performance.now() - walkStarted).toFixed(0)} ms in all.`);
     if (values.keep) console.log(`\nkept: ${database.url}`);
   } finally {
     await greenline.close();

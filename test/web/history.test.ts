@@ -75,6 +75,20 @@ describe.each(BACKENDS)("the history page on $name", (backend) => {
     expect(text).toContain('<a href="/history" aria-current="page">History</a>');
   });
 
+  test("the page's scripts, styles and icon weigh under 100 KB (no chart library: it draws none)", async () => {
+    const { text } = await page("");
+    const assets = [...text.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map(([, path]) => path!);
+    expect(assets.some((a) => a.includes("uplot"))).toBe(false);
+    let bytes = 0;
+    for (const path of assets) {
+      const response = await fetch(`${server.url}${path}`);
+      expect([path, response.status]).toEqual([path, 200]);
+      bytes += (await response.arrayBuffer()).byteLength;
+    }
+    expect(assets.length).toBeGreaterThanOrEqual(4);
+    expect(bytes).toBeLessThan(100 * 1024);
+  });
+
   test("a concluded PR's link opens its page, with its timeline", async () => {
     for (const path of ["/queues/github.com/acme/api/main/pulls/20", "/queues/github.com/acme/web/main/pulls/4"]) {
       const { status, text } = await acme.get(path);

@@ -49,8 +49,7 @@ function searchForm(view: HistoryView): Html {
 <span class="field"><label for="h-state">State</label> <select id="h-state" name="state">${option("", "Any state", query.state)}${PR_STATES.map((s) => option(s, words(s), query.state))}</select></span>
 <span class="field"><label for="h-reason">Reason</label> <select id="h-reason" name="reason">${option("", "Any reason", query.reason)}${Object.keys(REASONS).map((r) => option(r, words(r), query.reason))}</select></span>
 <span class="field"><label for="h-queue">Queue</label> <select id="h-queue" name="queue">${option("", "All queues", query.queue)}${view.queues.map((q) => option(queueKeyOf(q), `${q.owner}/${q.name} ${q.branch}`, query.queue))}</select></span>
-<span class="field"><label for="h-from">Submitted from</label> <input id="h-from" name="from" type="date" value="${query.from}"></span>
-<span class="field"><label for="h-to">to</label> <input id="h-to" name="to" type="date" value="${query.to}"></span>
+<span class="field"><label for="h-from">Submitted from</label> <input id="h-from" name="from" type="date" value="${query.from}"> <label for="h-to">to</label> <input id="h-to" name="to" type="date" value="${query.to}"></span>
 <button type="submit">Search</button>${HISTORY_FIELDS.some((f) => query[f] !== "") ? html` <a href="/history">Clear</a>` : ""}
 </form>`;
 }
@@ -78,5 +77,5 @@ ${
     : ""
 }
 ${pager}</section>`;
-  return layout(assets, { title: "History", viewer, body, current: "history" });
+  return layout(assets, { title: "History", viewer, body, current: "history", charts: false });
 }
