@@ -117,7 +117,9 @@ export async function historyPage(sql: Sql, filter: HistoryFilter, cut: HistoryC
     checkParams.push(filter.author.toLowerCase());
   }
   if (filter.state !== undefined) {
-    checks.push(`e."state" = ?`);
+    // Not through the (state, readinessRecheckAt) index on SQLite: it would read every entry in
+    // that state and sort them (224 ms for "failed" at 100,000), where the order's index stops.
+    checks.push(sql.kind === "sqlite" ? `+e."state" = ?` : `e."state" = ?`);
     checkParams.push(filter.state);
   }
   if (filter.reason !== undefined) {
