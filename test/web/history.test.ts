@@ -105,6 +105,7 @@ describe.each(BACKENDS)("the history page on $name", (backend) => {
     expect((await page("?q=100%25%25")).rows).toEqual([]);
     // Sandbox PRs are by sandbox-author-<n mod 7 + 1>; PR 3 was opened by hand (sandbox-author).
     expect((await page("?author=Sandbox-Author-2")).rows).toEqual(["web#8", "web#1"]);
+    expect((await page("?author=%40sandbox-author-2")).rows).toEqual(["web#8", "web#1"]);
     expect((await page("?state=cancelled")).rows).toEqual(["web#4"]);
     expect((await page("?state=merged")).rows).toEqual(["api#20"]);
     expect((await page("?reason=cancelled_by_user")).rows).toEqual(["web#4"]);

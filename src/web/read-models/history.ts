@@ -76,7 +76,7 @@ export function historyFilterOf(query: HistoryQuery, queues: HistoryQueue[]): { 
     else filter.title = query.q;
   }
   if (query.author !== "") {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.[\]-]{0,99}$/.test(query.author)) throw invalid("author: must be a login (letters, digits, - _ . [ ]), at most 100 characters");
+    if (!/^@?[A-Za-z0-9][A-Za-z0-9_.[\]-]{0,99}$/.test(query.author)) throw invalid("author: must be a login (letters, digits, - _ . [ ], an @ before it allowed), at most 100 characters");
     filter.author = query.author.replace(/^@/, "");
   }
   if (query.state !== "") {
