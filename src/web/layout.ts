@@ -49,8 +49,9 @@ export function liveStreamTarget(): Html {
   return html`<div sse-swap="patch" hx-swap="none" hidden></div>`;
 }
 
-/** The one layout of every page. */
-export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string }): Html {
+/** The one layout of every page; `charts: false` for a page that draws none (uPlot's 51 KB not loaded). */
+export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string; charts?: boolean }): Html {
+  const charts = options.charts ?? true;
   const { viewer } = options;
   return html`<!doctype html>
 <html lang="en">
@@ -61,11 +62,11 @@ export function layout(assets: Assets, options: { title: string; viewer: Viewer 
 ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 <title>${options.title} · Greenline</title>
 <link rel="icon" type="image/svg+xml" href="${assets.url("favicon.svg")}">
-<link rel="stylesheet" href="${assets.url("uplot.css")}">
+${charts ? html`<link rel="stylesheet" href="${assets.url("uplot.css")}">` : ""}
 <link rel="stylesheet" href="${assets.url("app.css")}">
 <script src="${assets.url("htmx.js")}" defer></script>
 <script src="${assets.url("htmx-sse.js")}" defer></script>
-<script src="${assets.url("uplot.js")}" defer></script>
+${charts ? html`<script src="${assets.url("uplot.js")}" defer></script>` : ""}
 <script src="${assets.url("app.js")}" defer></script>
 </head>
 <body>
@@ -74,7 +75,7 @@ ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 <a class="brand" href="/">Greenline</a>
 ${
   viewer
-    ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a> <a href="/tests"${options.current === "tests" ? html` aria-current="page"` : ""}>Flaky tests</a> <a href="/audit"${options.current === "audit" ? html` aria-current="page"` : ""}>Audit log</a></nav>
+    ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a> <a href="/history"${options.current === "history" ? html` aria-current="page"` : ""}>History</a> <a href="/tests"${options.current === "tests" ? html` aria-current="page"` : ""}>Flaky tests</a> <a href="/audit"${options.current === "audit" ? html` aria-current="page"` : ""}>Audit log</a></nav>
 <div class="who">${viewer.principal.actor?.kind === "user" ? html`<span>${viewer.principal.actor.name} ·</span> ` : ""}<span>${viewer.principal.organizationSlug}</span>${canWrite(viewer) ? "" : html` <span class="badge">read-only</span>`}
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
     : ""
