@@ -49,11 +49,14 @@ export function liveStreamTarget(): Html {
   return html`<div sse-swap="patch" hx-swap="none" hidden></div>`;
 }
 
-/** The one layout of every page. */
-export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string }): Html {
+/**
+ * The one layout of every page. `wall`: a page for a wall display (the queue's `?tv`): larger
+ * type, and no header (navigation, who is signed in, the sign-out form) around its body.
+ */
+export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string; wall?: boolean }): Html {
   const { viewer } = options;
   return html`<!doctype html>
-<html lang="en">
+<html lang="en"${options.wall ? html` class="tv"` : ""}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -69,7 +72,17 @@ ${viewer ? html`<meta name="csrf-token" content="${viewer.csrf}">` : ""}
 <script src="${assets.url("app.js")}" defer></script>
 </head>
 <body>
-<a class="skip" href="#main">Skip to content</a>
+${options.wall ? "" : header(options)}
+<main id="main">
+${options.body}
+</main>
+</body>
+</html>`;
+}
+
+function header(options: { viewer: Viewer | null; current?: string }): Html {
+  const { viewer } = options;
+  return html`<a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/">Greenline</a>
 ${
@@ -79,12 +92,7 @@ ${
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
     : ""
 }
-</header>
-<main id="main">
-${options.body}
-</main>
-</body>
-</html>`;
+</header>`;
 }
 
 /** A page for an error: its status and a plain sentence, nothing more (no stack, no internals). */

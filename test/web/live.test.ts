@@ -105,7 +105,7 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
     await server.api.ok("submitPullRequest", { ...prOf(2), priority: "low" });
     const { data } = await stream.next();
     expect(data).toContain('id="line-pr-2"');
-    expect(data).toContain("priority low");
+    expect(data).toContain(`data-priority="low"`);
     expect(data).not.toContain('id="line-pr-1"');
     expect(data).not.toContain('id="line-pr-3"');
     expect(data).not.toContain('id="queue-live"');
