@@ -177,5 +177,5 @@ export function runRow(rows: Rows, run: RunView, now: Date): Html {
   const kind = run.kind === "bisection" ? "bisection" : run.tested.length > 1 ? "batch" : "";
   return html`<li class="run" id="queue-${run.runId}" data-run="${run.runId}"><span class="run-id"${run.testBranch ? html` title="${run.testBranch}"` : ""}>${run.runId}</span>${
     kind ? html`<span class="run-kind">${kind}</span>` : ""
-  }${stackGraph(rows, run)}${checksBar(run)}<span class="run-since">${since(run.startedAt, now)}</span></li>`;
+  }${stackGraph(rows, run)}${checksBar(run)}<span class="run-since">started ${since(run.startedAt, now)} ago</span></li>`;
 }
