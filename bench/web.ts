@@ -1,4 +1,4 @@
-// npm run bench:web [-- --requests <n>] [--loads <n>] [--transitions <n>] [--prs <n>] [--quick]
+// npm run bench:web [-- --requests <n>] [--loads <n>] [--transitions <n>] [--prs <n>] [--skip-overview] [--quick]
 //
 // The dashboard's queue page with 500 PRs in line (or --prs) and 50 runs in flight (sandbox code host,
 // simulated CI that takes a day, so the runs stay in flight), on SQLite and on PostgreSQL:
@@ -29,6 +29,8 @@ const { values } = parseArgs({
     loads: { type: "string", default: "10" },
     transitions: { type: "string", default: "30" },
     prs: { type: "string", default: "500" },
+    // At 1,000 PRs the overview answers 500 on SQLite (its history query binds more parameters than SQLite allows).
+    "skip-overview": { type: "boolean", default: false },
     quick: { type: "boolean", default: false },
   },
 });
@@ -106,7 +108,7 @@ async function serverTimes(base: string, cookie: string): Promise<Timed[]> {
     { label: "getQueue over the API (baseline)", request: () => fetch(`${base}/v1/getQueue`, { method: "POST", headers, body: JSON.stringify(queue) }) },
     { label: "queue page (HTML)", request: () => fetch(`${base}${PAGE_PATH}`, { headers: { cookie } }) },
     { label: "queue page, wall display (?tv)", request: () => fetch(`${base}${PAGE_PATH}?tv`, { headers: { cookie } }) },
-    { label: "overview page", request: () => fetch(`${base}/`, { headers: { cookie } }) },
+    ...(values["skip-overview"] ? [] : [{ label: "overview page", request: () => fetch(`${base}/`, { headers: { cookie } }) }]),
   ];
   const samples = kinds.map(() => [] as number[]);
   const bytes = kinds.map(() => 0);

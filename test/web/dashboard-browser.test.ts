@@ -315,6 +315,12 @@ describeWithBrowser("the dashboard in Chromium", () => {
       // Closed, the menu shows nothing but its ⋯.
       await expect(row(41).getByRole("button", { name: "Cancel" }).isVisible()).resolves.toBe(false);
       await row(41).getByLabel("Actions for #41").click();
+      await page.screenshot({ path: join(SCREENSHOTS, "queue-menu-desktop.png") });
+      // Open on a phone, the menu stays within the screen.
+      await page.setViewportSize({ width: 375, height: 800 });
+      expect(await overflow(page)).toBe(0);
+      await page.screenshot({ path: join(SCREENSHOTS, "queue-menu-phone.png") });
+      await page.setViewportSize({ width: 1280, height: 900 });
       await row(41).getByLabel("Priority").selectOption("high");
       await row(41).getByRole("button", { name: "Set priority" }).click();
       await page.getByText("#41: Priority changed.").waitFor(WAIT);
@@ -341,32 +347,34 @@ describeWithBrowser("the dashboard in Chromium", () => {
   });
 
   test("the wall display (?tv) at 1920×1080: larger type, no controls at all, and still live", async () => {
-    await server.api.ok("createQueue", { ...queueOf("wall"), concurrency: 2 });
+    // The queue with a history (its runs' durations make the ETAs).
     const wall = await (await chromium.context({ width: 1920, height: 1080 })).newPage();
     await wall.context().addCookies(await acme.cookies());
     wall.on("pageerror", (error) => problems.push(error.message));
     // The queue page links to it.
-    await page.goto(`${server.url}${queuePath("wall")}`);
-    expect(await page.getByRole("link", { name: "Wall display" }).getAttribute("href")).toBe(`${queuePath("wall")}?tv`);
-    await server.api.ok("updateQueue", { ...queueOf("wall"), state: "paused" });
-    for (const n of [50, 51, 52, 53]) await server.api.ok("submitPullRequest", prOf(n, "wall"));
-    await page.goto(`${server.url}${queuePath("wall")}`);
+    await page.goto(`${server.url}${queuePath()}`);
+    expect(await page.getByRole("link", { name: "Wall display" }).getAttribute("href")).toBe(`${queuePath()}?tv`);
+    await server.api.ok("updateQueue", { ...queueOf(), state: "paused" });
+    for (const n of [50, 51, 52, 53]) await server.api.ok("submitPullRequest", prOf(n));
+    await page.goto(`${server.url}${queuePath()}`);
     const desktop = await rowFontSize(page);
-    await wall.goto(`${server.url}${queuePath("wall")}?tv`);
+    await wall.goto(`${server.url}${queuePath()}?tv`);
     await wall.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
     expect(await wall.locator("form, button, select, input, textarea, details, summary, nav").count()).toBe(0);
     expect(await rowFontSize(wall)).toBeGreaterThan(desktop * 1.4);
     expect(await overflow(wall)).toBe(0);
     // Live: the queue resumes, runs start and PRs merge, without a reload.
-    await server.api.ok("updateQueue", { ...queueOf("wall"), state: "running" });
+    await server.api.ok("updateQueue", { ...queueOf(), state: "running" });
     await wall.locator(".runs [data-run]").first().waitFor(WAIT);
     await wall.locator('.line [data-pr="50"] [data-state="testing"]').waitFor(WAIT);
+    // Its runs so far give the PRs in line an estimated merge time, counting down.
+    expect(await wall.locator('.line [data-pr="53"] .eta time[data-remaining]').textContent()).toMatch(/^(~\d+ min|< 1 min|due)$/);
     await wall.screenshot({ path: join(SCREENSHOTS, "queue-tv.png") });
     await wall.locator('.concluded [data-pr="50"] [data-state="merged"]').waitFor(WAIT);
     // What the stream swapped in has no controls either.
     expect(await wall.locator("form, button, select, input, textarea, details, summary").count()).toBe(0);
     // A wrong value is refused, naming the parameter.
-    const refused = await wall.goto(`${server.url}${queuePath("wall")}?tv=yes`);
+    const refused = await wall.goto(`${server.url}${queuePath()}?tv=yes`);
     expect(refused!.status()).toBe(400);
     expect(await wall.locator("body").textContent()).toContain("tv: must be given once, empty or 1");
     await wall.close();
