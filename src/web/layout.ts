@@ -49,12 +49,16 @@ export function liveStreamTarget(): Html {
   return html`<div sse-swap="patch" hx-swap="none" hidden></div>`;
 }
 
-/** The one layout of every page; `charts: false` for a page that draws none (uPlot's 51 KB not loaded). */
-export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string; charts?: boolean }): Html {
+/**
+ * The one layout of every page. `charts: false` for a page that draws none (uPlot's 51 KB not
+ * loaded). `wall`: a page for a wall display (the queue's `?tv`): larger type, and no header
+ * (navigation, who is signed in, the sign-out form) around its body.
+ */
+export function layout(assets: Assets, options: { title: string; viewer: Viewer | null; body: Html; current?: string; charts?: boolean; wall?: boolean }): Html {
   const charts = options.charts ?? true;
   const { viewer } = options;
   return html`<!doctype html>
-<html lang="en">
+<html lang="en"${options.wall ? html` class="tv"` : ""}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -70,7 +74,17 @@ ${charts ? html`<script src="${assets.url("uplot.js")}" defer></script>` : ""}
 <script src="${assets.url("app.js")}" defer></script>
 </head>
 <body>
-<a class="skip" href="#main">Skip to content</a>
+${options.wall ? "" : header(options)}
+<main id="main">
+${options.body}
+</main>
+</body>
+</html>`;
+}
+
+function header(options: { viewer: Viewer | null; current?: string }): Html {
+  const { viewer } = options;
+  return html`<a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/">Greenline</a>
 ${
@@ -80,12 +94,7 @@ ${
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
     : ""
 }
-</header>
-<main id="main">
-${options.body}
-</main>
-</body>
-</html>`;
+</header>`;
 }
 
 /** A page for an error: its status and a plain sentence, nothing more (no stack, no internals). */

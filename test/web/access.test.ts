@@ -212,6 +212,12 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     expect(forged.status).toBe(403);
     expect(forged.text).toContain("read-only");
     expect(await queueState()).toBe("running");
+    // A row's actions, forged, are refused the same way and change nothing.
+    for (const action of ["cancel", "restart", "priority"]) {
+      const row = await viewer.post("/actions/queue", { ...queueForm(), action, pr: "1", priority: "urgent", csrf });
+      expect([action, row.status]).toEqual([action, 403]);
+    }
+    expect(await server.api.ok("getSubmittedPullRequest", prOf(1))).toMatchObject({ state: expect.not.stringMatching(/^cancelled$/), priorityName: "medium" });
   });
 
   test("revoking the token ends its sessions at once", async () => {

@@ -34,15 +34,30 @@ describeWithBrowser("the dashboard in Chromium", () => {
     return tab;
   }
 
-  /** Desktop (1280 px) and phone (375 px) screenshots of the page as it is, into docs/screenshots. */
-  async function screenshots(tab: Page, name: string): Promise<void> {
+  /** How far the page is wider than its viewport (0: no horizontal scrolling). */
+  const overflow = (tab: Page) => tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") as Promise<number>;
+
+  /**
+   * Desktop (1280 px) and phone (375 px) screenshots of the page as it is, into docs/screenshots.
+   * `fits`: the page must not scroll sideways on either (the queue's pages).
+   */
+  async function screenshots(tab: Page, name: string, options: { fits?: boolean } = {}): Promise<void> {
     mkdirSync(SCREENSHOTS, { recursive: true });
     await tab.setViewportSize({ width: 1280, height: 900 });
     await tab.screenshot({ path: join(SCREENSHOTS, `${name}-desktop.png`), fullPage: true });
+    if (options.fits) expect([name, "desktop", await overflow(tab)]).toEqual([name, "desktop", 0]);
     await tab.setViewportSize({ width: 375, height: 800 });
     await tab.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`), fullPage: true });
+    if (options.fits) expect([name, "phone", await overflow(tab)]).toEqual([name, "phone", 0]);
     await tab.setViewportSize({ width: 1280, height: 900 });
   }
+
+  /** The font size (px) of the first row of the line. */
+  const rowFontSize = (tab: Page) =>
+    tab
+      .locator("#line-list > li")
+      .first()
+      .evaluate((row) => Number.parseFloat((globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(row).fontSize));
 
   beforeAll(async () => {
     server = await startTestServer(BACKENDS[0]!, { startWorker: true, sandbox: { ciMs: 1500 } });
@@ -78,7 +93,12 @@ describeWithBrowser("the dashboard in Chromium", () => {
     for (const n of [1, 2, 3]) await server.api.ok("submitPullRequest", prOf(n));
     await page.locator('.line [data-pr="1"] [data-state="testing"]').waitFor(WAIT);
     await page.locator(".runs [data-run]").first().waitFor(WAIT);
-    await screenshots(page, "queue");
+    // One line per PR on a desktop (a row no taller than about two lines of text).
+    const heights = await page.locator("#line-list > li").evaluateAll((rows) => rows.map((row) => (row as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height));
+    expect(heights.every((h) => h <= 44)).toBe(true);
+    // The runs drawn as what each tests on top of what, said in words to assistive technology.
+    expect(await page.locator(".runs .stack").first().getAttribute("aria-label")).toMatch(/^run-\d+ tests #\d+ (on the target branch|on top of #\d+(, #\d+)*)$/);
+    await screenshots(page, "queue", { fits: true });
     await page.locator('.concluded [data-pr="1"] [data-state="merged"]').waitFor(WAIT);
     await page.locator('.concluded [data-pr="3"] [data-state="merged"]').waitFor(WAIT);
     expect(await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
@@ -110,7 +130,7 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByText("Frozen until it is unfrozen (release 4.2): only hotfixes merge").waitFor(WAIT);
     await server.api.ok("submitPullRequest", prOf(7, "api"));
     await page.locator('.line [data-pr="7"] [data-state="tests_passed"]').waitFor(WAIT);
-    await screenshots(page, "queue-frozen");
+    await screenshots(page, "queue-frozen", { fits: true });
     expect((await server.api.ok("getSubmittedPullRequest", prOf(7, "api"))).state).toBe("tests_passed");
     await page.getByRole("button", { name: "Unfreeze" }).click();
     await page.locator('.concluded [data-pr="7"] [data-state="merged"]').waitFor(WAIT);
@@ -254,7 +274,7 @@ describeWithBrowser("the dashboard in Chromium", () => {
     const marked = () => page.locator("#line-list > li").evaluateAll((rows) => rows.filter((row) => (row as unknown as { marked?: boolean }).marked).map((row) => row.getAttribute("data-pr")));
     // #31 goes to the front with a higher priority: its row changes and moves; #30 and #32 stay.
     await server.api.ok("submitPullRequest", { ...prOf(31, "rows"), priority: "high" });
-    await page.locator("#line-pr-31").getByText("priority high").waitFor(WAIT);
+    await page.locator('#line-pr-31 [data-priority="high"]').waitFor(WAIT);
     expect(await order()).toEqual(["31", "30", "32"]);
     expect(await marked()).toEqual(["30", "32"]);
     // #30 leaves, #33 arrives last: #32 is still the same element.
@@ -270,11 +290,94 @@ describeWithBrowser("the dashboard in Chromium", () => {
   test("a read token sees the queue without any action", async () => {
     const { token } = await createToken(server.greenline.services.db, "acme", "viewer", "read");
     const viewer = await signIn(await chromium.context(), token);
-    await viewer.goto(`${server.url}${queuePath()}`);
+    await viewer.goto(`${server.url}${queuePath("rows")}`);
     await viewer.getByText("read-only", { exact: true }).waitFor(WAIT);
     // Where the actions would be, why there are none.
     await viewer.getByText("read-only access: actions need a token with write").waitFor(WAIT);
-    expect(await viewer.getByRole("button", { name: /Pause|Drain|Resume|Cancel|Restart|Save settings/ }).count()).toBe(0);
+    expect(await viewer.getByRole("button", { name: /Pause|Drain|Resume|Cancel|Restart|Set priority|Save settings/ }).count()).toBe(0);
+    // No row has a menu of actions.
+    await viewer.locator("#line-list > li").first().waitFor(WAIT);
+    expect(await viewer.locator("details.row-menu, .row-menu").count()).toBe(0);
+  });
+
+  test("a PR's actions are behind its row's ⋯ menu: priority, restart and cancel, each confirmed, with the keyboard too", async () => {
+    await server.api.ok("createQueue", queueOf("menu"));
+    // Paused: nothing starts testing, only what is done here happens.
+    await server.api.ok("updateQueue", { ...queueOf("menu"), state: "paused" });
+    for (const n of [40, 41, 42]) await server.api.ok("submitPullRequest", prOf(n, "menu"));
+    await page.goto(`${server.url}${queuePath("menu")}`);
+    await page.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    const row = (n: number) => page.locator(`#line-pr-${n}`);
+    const asked: string[] = [];
+    const listen = (dialog: { message(): string }) => void asked.push(dialog.message());
+    page.on("dialog", listen);
+    try {
+      // Closed, the menu shows nothing but its ⋯.
+      await expect(row(41).getByRole("button", { name: "Cancel" }).isVisible()).resolves.toBe(false);
+      await row(41).getByLabel("Actions for #41").click();
+      await page.screenshot({ path: join(SCREENSHOTS, "queue-menu-desktop.png") });
+      // Open on a phone, the menu stays within the screen.
+      await page.setViewportSize({ width: 375, height: 800 });
+      expect(await overflow(page)).toBe(0);
+      await page.screenshot({ path: join(SCREENSHOTS, "queue-menu-phone.png") });
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await row(41).getByLabel("Priority").selectOption("high");
+      await row(41).getByRole("button", { name: "Set priority" }).click();
+      await page.getByText("#41: Priority changed.").waitFor(WAIT);
+      await row(41).locator('[data-priority="high"]').waitFor(WAIT);
+      expect((await server.api.ok("getSubmittedPullRequest", prOf(41, "menu"))).priorityName).toBe("high");
+      // By keyboard: focus the ⋯, open it with Enter, Escape closes it again.
+      await row(40).getByLabel("Actions for #40").focus();
+      await page.keyboard.press("Enter");
+      await row(40).getByRole("button", { name: "Restart" }).waitFor(WAIT);
+      await page.keyboard.press("Escape");
+      await expect(row(40).locator("details.row-menu").getAttribute("open")).resolves.toBeNull();
+      await page.keyboard.press("Enter");
+      await row(40).getByRole("button", { name: "Restart" }).click();
+      // Paused: #40 never started testing, and the page says so.
+      await page.getByText(/#40 has not started testing yet/).waitFor(WAIT);
+      await row(42).getByLabel("Actions for #42").click();
+      await row(42).getByRole("button", { name: "Cancel" }).click();
+      await row(42).waitFor({ ...WAIT, state: "detached" });
+      expect((await server.api.ok("getSubmittedPullRequest", prOf(42, "menu"))).state).toBe("cancelled");
+      expect(asked).toEqual(["Change the priority of #41?", "Restart the tests of #40?", "Remove #42 from the queue?"]);
+    } finally {
+      page.off("dialog", listen);
+    }
+  });
+
+  test("the wall display (?tv) at 1920×1080: larger type, no controls at all, and still live", async () => {
+    // The queue with a history (its runs' durations make the ETAs).
+    const wall = await (await chromium.context({ width: 1920, height: 1080 })).newPage();
+    await wall.context().addCookies(await acme.cookies());
+    wall.on("pageerror", (error) => problems.push(error.message));
+    // The queue page links to it.
+    await page.goto(`${server.url}${queuePath()}`);
+    expect(await page.getByRole("link", { name: "Wall display" }).getAttribute("href")).toBe(`${queuePath()}?tv`);
+    await server.api.ok("updateQueue", { ...queueOf(), state: "paused" });
+    for (const n of [50, 51, 52, 53]) await server.api.ok("submitPullRequest", prOf(n));
+    await page.goto(`${server.url}${queuePath()}`);
+    const desktop = await rowFontSize(page);
+    await wall.goto(`${server.url}${queuePath()}?tv`);
+    await wall.locator('[data-live="open"]').waitFor({ ...WAIT, state: "attached" });
+    expect(await wall.locator("form, button, select, input, textarea, details, summary, nav").count()).toBe(0);
+    expect(await rowFontSize(wall)).toBeGreaterThan(desktop * 1.4);
+    expect(await overflow(wall)).toBe(0);
+    // Live: the queue resumes, runs start and PRs merge, without a reload.
+    await server.api.ok("updateQueue", { ...queueOf(), state: "running" });
+    await wall.locator(".runs [data-run]").first().waitFor(WAIT);
+    await wall.locator('.line [data-pr="50"] [data-state="testing"]').waitFor(WAIT);
+    // Its runs so far give the PRs in line an estimated merge time, counting down.
+    expect(await wall.locator('.line [data-pr="53"] .eta time[data-remaining]').textContent()).toMatch(/^(~\d+ min|< 1 min|due)$/);
+    await wall.screenshot({ path: join(SCREENSHOTS, "queue-tv.png") });
+    await wall.locator('.concluded [data-pr="50"] [data-state="merged"]').waitFor(WAIT);
+    // What the stream swapped in has no controls either.
+    expect(await wall.locator("form, button, select, input, textarea, details, summary").count()).toBe(0);
+    // A wrong value is refused, naming the parameter.
+    const refused = await wall.goto(`${server.url}${queuePath()}?tv=yes`);
+    expect(refused!.status()).toBe(400);
+    expect(await wall.locator("body").textContent()).toContain("tv: must be given once, empty or 1");
+    await wall.close();
   });
 
   test("the overview and a PR's page update live, without a reload", async () => {

@@ -105,7 +105,7 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
     await server.api.ok("submitPullRequest", { ...prOf(2), priority: "low" });
     const { data } = await stream.next();
     expect(data).toContain('id="line-pr-2"');
-    expect(data).toContain("priority low");
+    expect(data).toContain(`data-priority="low"`);
     expect(data).not.toContain('id="line-pr-1"');
     expect(data).not.toContain('id="line-pr-3"');
     expect(data).not.toContain('id="queue-live"');
@@ -201,6 +201,34 @@ describe.each(BACKENDS)("the dashboard's live stream on $name", (backend) => {
     await stream.ended();
     expect(stream.patches()).toEqual([]);
     expect((await viewer.get(path)).status).toBe(401);
+  });
+
+  test("the wall display's stream (tv=1) sends its rows without controls; a wrong tv is refused (400), naming it", async () => {
+    await server.api.ok("createQueue", queueOf("tv"));
+    await server.api.ok("updateQueue", { ...queueOf("tv"), state: "paused" });
+    for (const n of [1, 2]) await server.api.ok("submitPullRequest", prOf(n, "tv"));
+    const page = (await acme.get(`${queuePath("tv")}?tv`)).text;
+    expect(page).toContain("&amp;tv=1");
+    expect(page).not.toMatch(/<(form|button|select|input|textarea|details|nav)\b/);
+    const version = /&amp;since=(\d+)&amp;tv=1"/.exec(page)?.[1];
+    expect(version).toBeDefined();
+    const stream = await open(acme, `/events?queue=github.com/acme/tv/main&tv=1&since=${version}`);
+    await server.api.ok("submitPullRequest", { ...prOf(3, "tv"), priority: "high" });
+    const { data } = await stream.next();
+    expect(data).toContain('id="line-pr-3"');
+    expect(data).toContain('data-priority="high"');
+    expect(data).not.toMatch(/<(form|button|select|input|textarea|details)\b/);
+    // The rows whose data did not change are not sent again.
+    expect(data).not.toContain('id="line-pr-1"');
+    expect(data).not.toContain('id="line-pr-2"');
+    // The ordinary page's stream, for the same viewer, carries the row's menu.
+    const ordinary = await open(acme, `/events?queue=github.com/acme/tv/main&since=${version}`);
+    expect((await ordinary.next()).data).toContain('<details class="row-menu">');
+    for (const path of [`${queuePath("tv")}?tv=yes`, `${queuePath("tv")}?tv=1&tv=1`, "/events?queue=github.com/acme/tv/main&tv=on"]) {
+      const refused = await acme.get(path);
+      expect([path, refused.status]).toEqual([path, 400]);
+      expect(refused.text).toContain("tv: must be given once, empty or 1");
+    }
   });
 
   test("another organization's queue stream is refused before it opens", async () => {

@@ -59,8 +59,9 @@ describe.each(BACKENDS)("the pull request page on $name", (backend) => {
     const reasons = [...queue.text.matchAll(/<span class="reason-words" title="([a-z_]+) \(docs\/reasons.md\)">([^<]*)<\/span>/g)].map((m) => [m[1], m[2]]);
     expect(reasons).toEqual(expect.arrayContaining([["testing", "on top of the pull requests ahead of it"]]));
     expect(reasons.filter(([, shown]) => shown!.includes("_"))).toEqual([]);
-    expect(queue.text).toContain(`<a href="${pullPath(1, "wait")}"><strong>#1</strong>`);
-    expect(queue.text).toContain(`<a href="${pullPath(2, "wait")}"><strong>#2</strong>`);
+    // Each row's number and title lead to the PR's page (the whole title in the tooltip: the row may cut it).
+    expect(queue.text).toContain(`<a href="${pullPath(1, "wait")}" title="#1 Sandbox pull request #1 (by sandbox-author-2)"><strong>#1</strong>`);
+    expect(queue.text).toMatch(new RegExp(`<a href="${pullPath(2, "wait")}" title="#2 [^"]*"><strong>#2</strong>`));
   });
 
   test("a waiting PR's page says when its queue is paused, and gives no estimate then", async () => {

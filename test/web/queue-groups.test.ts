@@ -17,12 +17,12 @@ describe.each(BACKENDS)("the queue page's lanes and bisection groups on $name", 
   afterAll(() => server?.close());
 
   const worker = () => server.greenline.worker;
-  /** The page's lanes: each lane's PRs and what its runs say. */
+  /** The page's lanes: each lane's PRs and what its runs say (each run's graph's text alternative). */
   async function lanesOf(name: string): Promise<{ prs: string[]; runs: string[] }[]> {
     const { text } = await acme.get(queuePath(name));
-    return [...text.matchAll(/<div class="lane card" data-lane="\d+">([\s\S]*?)<\/div>/g)].map(([, lane]) => ({
+    return [...text.matchAll(/<section class="lane" data-lane="\d+"[^>]*>([\s\S]*?)<\/section>/g)].map(([, lane]) => ({
       prs: [...lane!.matchAll(/<li data-pr="(\d+)">/g)].map((m) => m[1]!),
-      runs: [...lane!.matchAll(/<p class="muted" data-run="[^"]+">([\s\S]*?)<\/p>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, "")),
+      runs: [...lane!.matchAll(/<li data-run="[^"]+"><span class="run-id">[^<]*<\/span><span class="stack" role="group" aria-label="([^"]*)">/g)].map((m) => m[1]!),
     }));
   }
 

@@ -134,6 +134,13 @@
     const hours = Math.floor(minutes / 60);
     return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
   }
+  // An ETA (<time data-remaining>) counts down the same way, said as etaText() in
+  // src/web/pages/queue-rows.ts says it.
+  function eta(seconds) {
+    if (seconds <= 0) return "due";
+    if (seconds < 60) return "< 1 min";
+    return `~${duration(Math.round(seconds / 60) * 60)}`;
+  }
   function tick() {
     const now = Date.now();
     for (const el of document.querySelectorAll("time[data-elapsed]")) {
@@ -141,8 +148,30 @@
       const text = duration(Math.floor((now - firstSeen.get(el)) / 1000));
       if (el.textContent !== text) el.textContent = text;
     }
+    for (const el of document.querySelectorAll("time[data-remaining]")) {
+      if (!firstSeen.has(el)) firstSeen.set(el, now + Number(el.dataset.remaining) * 1000);
+      const text = eta(Math.round((firstSeen.get(el) - now) / 1000));
+      if (el.textContent !== text) el.textContent = text;
+    }
   }
   setInterval(tick, 1000);
+
+  // A row's "⋯" menu (a <details>) closes on Escape (focus back on its "⋯"), on a click elsewhere,
+  // and when another opens; its action's answer closes it too.
+  const openMenus = () => document.querySelectorAll("details.row-menu[open]");
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    for (const menu of openMenus()) {
+      menu.open = false;
+      if (menu.contains(document.activeElement)) menu.querySelector("summary")?.focus();
+    }
+  });
+  document.addEventListener("click", (event) => {
+    for (const menu of openMenus()) if (!menu.contains(event.target)) menu.open = false;
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    event.target.closest?.("details.row-menu")?.removeAttribute("open");
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     drawCharts(document);

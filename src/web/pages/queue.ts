@@ -1,10 +1,9 @@
-import type { QueueLine, RunView } from "../read-models/dashboard.js";
+import type { QueueLine } from "../read-models/dashboard.js";
 import type { QueueAddress } from "../../queue/queues.js";
 import type { MergeItemRecord } from "../../queue/records.js";
 import type { QueueSetupRecord } from "../../queue/preflight.js";
 import { preflightPagePath } from "../../domain/links.js";
 import { CHECK_VERDICT_WORDS } from "../../domain/preflight/words.js";
-import { PRIORITY_NAMES } from "../../domain/priority.js";
 import { sentenceOf } from "../../domain/reasons.js";
 import type { Cause } from "../../domain/timeline.js";
 import type { Assets } from "../assets.js";
@@ -12,7 +11,8 @@ import { html, type Html } from "../html.js";
 import { canWrite, layout, liveStreamTarget, readOnlyHint, type Viewer } from "../layout.js";
 import type { LivePart } from "../live-patch.js";
 import { type SettingsRefusal, settingsForm } from "../settings-form.js";
-import { cancelledHow, pullPath, reasonAfterState, since, words } from "./format.js";
+import { cancelledHow, pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
+import { hiddenFields, prLinks, prRow, prShown, type RowOptions, type Rows, rowsOf, runRow, runsByPr, stackGraph } from "./queue-rows.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -39,19 +39,13 @@ export function actionAnswer(viewer: Viewer, address: QueueAddress, line: QueueL
 /** The settings form, folded away until opened (write tokens only). */
 function settingsPanel(viewer: Viewer, address: QueueAddress, line: QueueLine, options: { open: boolean; outOfBand: boolean; refusal?: SettingsRefusal | undefined }): Html {
   if (!canWrite(viewer)) return html``;
-  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hidden(viewer, address), options.refusal)}</details>`;
-}
-
-/** The hidden fields of every action form: the CSRF token and the queue's address. */
-function hidden(viewer: Viewer, address: QueueAddress): Html {
-  const { repo, targetBranch } = address;
-  return html`<input type="hidden" name="csrf" value="${viewer.csrf}"><input type="hidden" name="host" value="${repo.host}"><input type="hidden" name="owner" value="${repo.owner}"><input type="hidden" name="repo" value="${repo.name}"><input type="hidden" name="branch" value="${targetBranch}">`;
+  return html`<details id="settings" class="card"${options.open ? html` open` : ""}${options.outOfBand ? html` hx-swap-oob="true"` : ""}><summary>Settings</summary>${settingsForm(line.queue, hiddenFields(viewer, address), options.refusal)}</details>`;
 }
 
 /** A button that posts one action after the browser asks for confirmation. */
 function actionButton(viewer: Viewer, address: QueueAddress, action: string, label: string, confirm: string, extra: Html | string = ""): Html {
   return html`<form class="inline" method="post" action="/actions/queue" hx-post="/actions/queue" hx-swap="none" hx-confirm="${confirm}">
-${hidden(viewer, address)}<input type="hidden" name="action" value="${action}">${extra}<button type="submit" data-action="${action}">${label}</button></form>`;
+${hiddenFields(viewer, address)}<input type="hidden" name="action" value="${action}">${extra}<button type="submit" data-action="${action}">${label}</button></form>`;
 }
 
 function queueActions(viewer: Viewer, line: QueueLine, address: QueueAddress): Html {
@@ -69,8 +63,8 @@ ${freezeForm(viewer, address, where)}
 
 const utc = (iso: string | null) => (iso === null ? "until unfrozen" : `${iso.slice(0, 16).replace("T", " ")} UTC`);
 
-/** The queue's freezes, current and scheduled, each removable by a write user. */
-function freezesList(viewer: Viewer, address: QueueAddress, line: QueueLine): Html {
+/** The queue's freezes, current and scheduled, each removable by a write user (`viewer` null: the wall display, no controls). */
+function freezesList(viewer: Viewer | null, address: QueueAddress, line: QueueLine): Html {
   if (line.freezes.length === 0) return html``;
   const item = (f: QueueLine["freezes"][number]) => {
     const when =
@@ -80,7 +74,7 @@ function freezesList(viewer: Viewer, address: QueueAddress, line: QueueLine): Ht
           ? `from ${utc(f.from)} to ${utc(f.until)}`
           : `now, ${f.until === null ? "until unfrozen" : `until ${utc(f.until)}`}`;
     const state = f.holdingNow ? " (holding now)" : f.nextStart ? ` (next ${utc(f.nextStart)})` : "";
-    const remove = canWrite(viewer) ? actionButton(viewer, address, "remove_freeze", "Remove", `Remove the freeze "${f.reason}"?`, html`<input type="hidden" name="freezeId" value="${f.id}">`) : "";
+    const remove = viewer && canWrite(viewer) ? actionButton(viewer, address, "remove_freeze", "Remove", `Remove the freeze "${f.reason}"?`, html`<input type="hidden" name="freezeId" value="${f.id}">`) : "";
     return html`<li data-freeze="${f.id}">${when}${state}${f.testing ? "" : ", testing held"}: ${f.reason} ${remove}</li>`;
   };
   return html`<div class="freezes"><p class="muted">Merge freezes:</p><ul id="queue-freezes">${line.freezes.map(item)}</ul></div>`;
@@ -103,62 +97,7 @@ ${actionButton(viewer, address, "freeze_window", "Schedule the window", `Schedul
 ${actionButton(viewer, address, "freeze_weekly", "Freeze every week", `Freeze the queue of ${where} every week?`, weekly)}</details>`;
 }
 
-function prActions(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord): Html {
-  if (!canWrite(viewer)) return html``;
-  const prField = html`<input type="hidden" name="pr" value="${pr.prNumber}">`;
-  const id = `priority-${pr.prNumber}`;
-  const choices = Object.keys(PRIORITY_NAMES).map((name) => html`<option value="${name}"${name === pr.priorityName ? html` selected` : ""}>${name}</option>`);
-  return html`<div class="pr-actions">
-${actionButton(viewer, address, "cancel", "Cancel", `Remove #${pr.prNumber} from the queue?`, prField)}
-${actionButton(viewer, address, "restart", "Restart", `Restart the tests of #${pr.prNumber}?`, prField)}
-${
-  // An emergency's priority is an admin's to change (through the API or a comment): not offered here.
-  pr.priorityName === "emergency"
-    ? html`<span class="badge" title="an emergency merge: it goes first and merges through freezes">emergency</span>`
-    : actionButton(
-        viewer,
-        address,
-        "priority",
-        "Set priority",
-        `Change the priority of #${pr.prNumber}?`,
-        html`${prField}<label class="sr-only" for="${id}">Priority of #${pr.prNumber}</label><select id="${id}" name="priority">${choices}</select>`,
-      )
-}
-</div>`;
-}
-
-/** The reason's sentence after the state's badge (its code in the tooltip), without what only repeats the state ("testing", "merged"). */
-function reasonOf(pr: MergeItemRecord): Html {
-  const reason = reasonAfterState(pr.state, sentenceOf(pr.stateReason)).replace(/\.$/, "");
-  return reason ? html`<span class="reason-words" title="${pr.stateReason} (docs/reasons.md)">${reason}</span> ` : html``;
-}
-
-/** A PR in line or waiting; its position is the list's own count (CSS), so a PR leaving the line re-sends no other row. */
-function prRow(viewer: Viewer, address: QueueAddress, pr: MergeItemRecord, list: "line" | "waiting", now: Date): Html {
-  return html`<li class="pr state-${pr.state}" id="${list}-pr-${pr.prNumber}" data-pr="${pr.prNumber}">
-<div class="pr-head"><span class="pos" aria-label="position"></span> <a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a></div>
-<div class="pr-meta"><span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span>
-${reasonOf(pr)}<span>for ${since(pr.stateChangedAt, now)}</span>
-<span>priority ${pr.priorityName}</span><span>by ${pr.prAuthor}</span>${pr.stackedOn !== undefined ? html`<span class="stacked" title="its base is #${pr.stackedOn}'s branch: tested with it, merged after it (docs/stacks.md)">stacked on <a href="${pullPath(address.repo, address.targetBranch, pr.stackedOn)}">#${pr.stackedOn}</a></span>` : ""}</div>
-${prActions(viewer, address, pr)}
-</li>`;
-}
-
-/** PR numbers, each linked to its page. */
-function prLinks(address: QueueAddress, numbers: number[]): Html {
-  return html`${numbers.map((n, i) => html`${i > 0 ? ", " : ""}<a href="${pullPath(address.repo, address.targetBranch, n)}">#${n}</a>`)}`;
-}
-
-function runRow(address: QueueAddress, run: RunView, now: Date): Html {
-  return html`<li class="run" id="queue-${run.runId}" data-run="${run.runId}">
-<strong>${run.runId}</strong> <span class="muted">${run.kind === "bisection" ? "bisection" : run.tested.length > 1 ? "batch" : "single"}</span>
-tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}
-<span class="muted">· started ${since(run.startedAt, now)} ago${run.testBranch ? html` · <code>${run.testBranch}</code>` : ""}</span>
-${run.checks.length > 0 ? html`<ul class="checks">${run.checks.map((c) => html`<li class="check check-${c.state}">${c.context}: ${c.state}</li>`)}</ul>` : ""}
-</li>`;
-}
-
-function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Html {
+function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine, options: RowOptions): Html {
   const { queue } = line;
   return html`<section class="status" id="queue-status" aria-label="Queue state">
 <p><span class="live-badge">live</span> <span class="state state-${queue.state}" id="queue-state" data-state="${queue.state}">${words(queue.state)}</span>${
@@ -169,38 +108,37 @@ function statusBlock(viewer: Viewer, address: QueueAddress, line: QueueLine): Ht
   }${queue.ciBudget > 0 ? ` · CI budget ${queue.ciBudget} run(s) at once` : ""}</span></p>
 ${line.blockedReason ? html`<p class="blocked" id="queue-blocked">${line.blockedReason}</p>` : ""}
 ${!queue.freeze.frozen && queue.freeze.nextChangeAt ? html`<p class="muted" id="queue-next-freeze">Next merge freeze starts ${queue.freeze.nextChangeAt.slice(0, 16).replace("T", " ")} UTC.</p>` : ""}
-${freezesList(viewer, address, line)}
+${freezesList(options.tv ? null : viewer, address, line)}
 ${queue.requiredStatusesWarning ? html`<p class="warning">${queue.requiredStatusesWarning}</p>` : ""}
-${queueActions(viewer, line, address)}
+${options.tv ? "" : queueActions(viewer, line, address)}
 </section>`;
 }
 
 /**
  * Parallel mode's lanes, one column each (its PRs in line order, and what each of its runs tests
- * on top of), and the PRs being bisected with the size of the groups they are tested in.
+ * on top of, drawn), and the PRs being bisected with the size of the groups they are tested in.
  */
-function groupsBlock(address: QueueAddress, line: QueueLine): Html {
+function groupsBlock(rows: Rows, line: QueueLine): Html {
   const { lanes, bisecting } = line.groups;
   const stateOf = new Map(line.queue.enqueuedPullRequests.map((pr) => [pr.prNumber, pr.state]));
   const pr = (n: number) => {
     const state = stateOf.get(n) ?? "pending";
-    return html`<li data-pr="${n}"><a href="${pullPath(address.repo, address.targetBranch, n)}">#${n}</a> <span class="state state-${state}" data-state="${state}">${words(state)}</span></li>`;
+    return html`<li data-pr="${n}"><a href="${rows.prPath(n)}">#${n}</a> <span class="state state-${state}" data-state="${state}">${words(state)}</span></li>`;
   };
   const runsOf = (lane: number[]) => line.runs.filter((run) => run.kind === "main" && run.tested.some((n) => lane.includes(n)));
   return html`<div id="queue-groups">${
     lanes && lanes.length > 0
       ? html`<section aria-labelledby="lanes-h"><h2 id="lanes-h">Lanes (${lanes.length})</h2><div class="lanes">${lanes.map(
           (lane, i) =>
-            html`<div class="lane card" data-lane="${i + 1}"><h3>Lane ${i + 1}</h3><ol>${lane.map(pr)}</ol>${runsOf(lane).map(
-              (run) =>
-                html`<p class="muted" data-run="${run.runId}">${run.runId} tests ${prLinks(address, run.tested)}${run.stackedOn.length > 0 ? html` on top of ${prLinks(address, run.stackedOn)}` : " on the target branch"}</p>`,
-            )}</div>`,
+            html`<section class="lane" data-lane="${i + 1}" aria-label="Lane ${i + 1}"><h3>Lane ${i + 1}</h3><ol class="lane-prs">${lane.map(pr)}</ol><ul class="lane-runs">${runsOf(lane).map(
+              (run) => html`<li data-run="${run.runId}"><span class="run-id">${run.runId}</span>${stackGraph(rows, run)}</li>`,
+            )}</ul></section>`,
         )}</div></section>`
       : ""
   }${
     bisecting.length > 0
       ? html`<section aria-labelledby="bisecting-h"><h2 id="bisecting-h">Bisecting</h2><ul class="bisecting">${bisecting.map(
-          (group) => html`<li data-group-size="${group.groupSize}">${prLinks(address, group.prs)}: tested in groups of ${group.groupSize}<ul>${group.prs.map(pr)}</ul></li>`,
+          (group) => html`<li data-group-size="${group.groupSize}">${prLinks(rows, group.prs)}: tested in groups of ${group.groupSize}<ul>${group.prs.map(pr)}</ul></li>`,
         )}</ul></section>`
       : ""
   }</div>`;
@@ -227,8 +165,10 @@ function listHead(id: string, title: Html | string, count: number, empty: string
  * shows (its fingerprint). The page renders the same parts (liveSection), so what the stream
  * patches is exactly what the page holds.
  */
-export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date): LivePart[] {
+export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, options: RowOptions = { tv: false }): LivePart[] {
   const { queue } = line;
+  const runOf = runsByPr(line.runs);
+  const rows = rowsOf(viewer, address, options);
   const inLine = queue.enqueuedPullRequests.filter((pr) => pr.state !== "not_ready");
   const waiting = queue.enqueuedPullRequests.filter((pr) => pr.state === "not_ready");
   const block = (id: string, render: () => Html): LivePart => {
@@ -238,14 +178,14 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
   // A row's fingerprint is its data (the markup counts "for 3 s" from `now`, which the browser keeps counting).
   const row = (id: string, data: unknown, render: () => Html) => ({ id, fingerprint: JSON.stringify(data), render });
   return [
-    block("queue-status", () => statusBlock(viewer, address, line)),
-    block("queue-groups", () => groupsBlock(address, line)),
+    block("queue-status", () => statusBlock(viewer, address, line, options)),
+    block("queue-groups", () => groupsBlock(rows, line)),
     block("runs-head", () => listHead("runs", `Runs in flight (${line.runs.length})`, line.runs.length, "Nothing is testing.")),
-    { kind: "list", id: "runs-list", rows: line.runs.map((run) => row(`queue-${run.runId}`, run, () => runRow(address, run, now))) },
+    { kind: "list", id: "runs-list", rows: line.runs.map((run) => row(`queue-${run.runId}`, run, () => runRow(rows, run, now))) },
     block("line-head", () => listHead("line", `The line (${inLine.length})`, inLine.length, "No pull request in line.")),
-    { kind: "list", id: "line-list", rows: inLine.map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "line", now))) },
+    { kind: "list", id: "line-list", rows: inLine.map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr, runOf.get(pr.prNumber), now), () => prRow(rows, pr, "line", runOf.get(pr.prNumber), now))) },
     block("waiting-head", () => listHead("waiting", `Waiting for readiness (${waiting.length})`, waiting.length, null)),
-    { kind: "list", id: "waiting-list", rows: waiting.map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr), () => prRow(viewer, address, pr, "waiting", now))) },
+    { kind: "list", id: "waiting-list", rows: waiting.map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr, undefined, now), () => prRow(rows, pr, "waiting", undefined, now))) },
     block("done-head", () =>
       listHead(
         "done",
@@ -256,11 +196,6 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
     ),
     { kind: "list", id: "done-list", rows: line.concluded.map((pr) => row(`done-${pr.id}`, [pr, line.cancelledBy[pr.id] ?? null], () => concludedRow(address, pr, line.cancelledBy, now))) },
   ];
-}
-
-/** What a PR's row shows (getQueue's place and estimate change for every PR behind a moved one; the row does not show them). */
-function prShown(pr: MergeItemRecord): unknown {
-  return [pr.state, pr.stateReason, pr.stateChangedAt, pr.prTitle, pr.priorityName, pr.prAuthor, pr.stackedOn];
 }
 
 /** The part of the page the live stream keeps up to date: the parts, each list in its section. */
@@ -284,20 +219,35 @@ ${block("queue-groups")}
 </div>`;
 }
 
-export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal): Html {
+/**
+ * The queue's page. `tv`: the wall display (`?tv`): larger type, no navigation beyond the title
+ * and no controls at all (no forms, buttons or menus in the markup), still live.
+ */
+export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal, options: RowOptions = { tv: false }): Html {
   const { repo, targetBranch } = address;
-  // The version the page shows: the stream sends at once what changed after it.
-  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}`;
-  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
-<h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
-${noticeArea(refusal ? undefined : notice)}
-<div hx-ext="sse" sse-connect="${stream}" class="live-stream">
+  // The version the page shows: the stream sends at once what changed after it (rendered for the same display).
+  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}${options.tv ? "&tv=1" : ""}`;
+  const live = html`<div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveStreamTarget()}
-${liveSection(queueLiveParts(viewer, address, line, now))}
-</div>
+${liveSection(queueLiveParts(viewer, address, line, now, options))}
+</div>`;
+  const title = `${repo.owner}/${repo.name} ${targetBranch}`;
+  if (options.tv) {
+    return layout(assets, {
+      title,
+      viewer,
+      wall: true,
+      body: html`<h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
+${live}`,
+    });
+  }
+  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
+<div class="title-line"><h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1><a class="wall-link" href="${queuePath(repo, targetBranch)}?tv" title="The queue for a wall display: larger type, no controls, live">Wall display</a></div>
+${noticeArea(refusal ? undefined : notice)}
+${live}
 ${settingsPanel(viewer, address, line, { open: refusal !== undefined, outOfBand: false, refusal })}
 ${preflightPanel(address)}`;
-  return layout(assets, { title: `${repo.owner}/${repo.name} ${targetBranch}`, viewer, body });
+  return layout(assets, { title, viewer, body });
 }
 
 /**

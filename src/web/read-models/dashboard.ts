@@ -4,6 +4,7 @@ import { DAY_MS, HOUR_MS } from "../../domain/time.js";
 import { createHash } from "node:crypto";
 import type { Principal } from "../../auth/tokens.js";
 import type { QueueState } from "../../domain/states.js";
+import { type CheckState, type ReportedCheck, statesOf } from "../../domain/status-checks.js";
 import { loadOverviewData } from "../../store/metrics.js";
 import { lineGroupsOf, type LineGroups } from "../../domain/engine/line.js";
 import { loadQueueState } from "../../store/queue-state.js";
@@ -143,7 +144,12 @@ export type RunView = {
   tested: number[];
   startedAt: string;
   testBranch: string | null;
-  checks: { context: string; state: string }[];
+  /**
+   * Its checks as getMergeQueueTestingDetails shows them (the code host's view: the sandbox's one
+   * simulated CI context is pending until it reports), with the queue's required checks that
+   * have not reported yet as pending: what its progress bar counts.
+   */
+  checks: { context: string; state: CheckState }[];
 };
 
 export type QueueLine = {
@@ -204,7 +210,7 @@ export async function queueLine(services: Services, principal: Principal, addres
       tested: run.tested,
       startedAt: run.startedAt.toISOString(),
       testBranch: run.testBranch,
-      checks: Object.entries(run.statusChecks).map(([context, check]) => ({ context, state: check.state })),
+      checks: checksOf(services, run.statusChecks, queue.requiredStatuses),
     })),
     concluded: pullRequests,
     concludedTotal,
@@ -212,6 +218,13 @@ export async function queueLine(services: Services, principal: Principal, addres
     groups,
     freezes: (await listQueueFreezes(services, principal, address)).freezes,
   };
+}
+
+/** A running run's checks: what reported, as the code host shows it, and each required check not reported yet, pending. */
+function checksOf(services: Services, reported: Readonly<Record<string, ReportedCheck>>, required: readonly string[]): RunView["checks"] {
+  const shown = services.codeHost.statusChecksOf({ state: "pending", reported: statesOf(reported) });
+  const missing = required.filter((context) => !shown.some((check) => check.context === context));
+  return [...shown.map(({ context, state }) => ({ context, state })), ...missing.map((context) => ({ context, state: "pending" as const }))];
 }
 
 /** What the live stream watches: one queue (its page, its PRs' pages), or all queues of an organization (the overview). */

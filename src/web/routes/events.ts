@@ -10,11 +10,12 @@ import { pullRequestLive, pullRequestLiveParts } from "../pages/pull-request.js"
 import { liveSection, queueLiveParts } from "../pages/queue.js";
 import { type LiveTopic, pullRequestView, queueLine, queueOverview } from "../read-models/dashboard.js";
 import type { PageResponse, RouteContext } from "./context.js";
+import { wallDisplayOf } from "./queue.js";
 
 /**
  * The live stream of a page (/events: server-sent events, from the live hub of src/web/live.ts):
- * the overview (`overview=1`), a queue (`queue=<host/owner/repo/branch>`) or one of its PRs (and
- * `pr=<number>`). `since` (or, when the browser reconnects on its own,
+ * the overview (`overview=1`), a queue (`queue=<host/owner/repo/branch>`, and `tv=1` for its wall
+ * display) or one of its PRs (and `pr=<number>`). `since` (or, when the browser reconnects on its own,
  * Last-Event-ID) is the stamp the page shows: the same as now, the stream starts from what
  * the page holds; otherwise it first sends the whole live part (changes were missed). Each
  * update re-checks the session, and is rendered for this viewer, scoped to their organization;
@@ -40,12 +41,13 @@ export function eventsRoutes({ services, hub, signedIn, viewerOf }: RouteContext
       // Another organization's queue is not found, exactly like a missing one.
       const { id } = await findQueueVersion(services, principal, address);
       topic = { kind: "queue", queueId: id };
+      const tv = wallDisplayOf(req.query);
       const prNumber = req.query.pr === undefined ? null : Number(req.query.pr);
       if (prNumber !== null && !(Number.isSafeInteger(prNumber) && prNumber > 0)) throw new AppError("invalid_argument", "pr: must be a positive whole number");
       render =
         prNumber === null
           ? async (viewer) => {
-              const parts = queueLiveParts(viewer, address, await queueLine(services, viewer.principal, address), services.now());
+              const parts = queueLiveParts(viewer, address, await queueLine(services, viewer.principal, address), services.now(), { tv });
               return { parts, full: () => liveSection(parts) };
             }
           : async (viewer) => {

@@ -19,6 +19,17 @@ export const QUEUE_PAGE = "/queues/:host/:owner/:repo/*branch";
 /** A queue's preflight, on demand (domain/links.ts preflightPagePath). */
 export const PREFLIGHT_PAGE = "/preflight/:host/:owner/:repo/*branch";
 
+/**
+ * Whether a queue page (or its live stream) is the wall display: `?tv` (or `tv=1`). Any other
+ * value is refused, naming the parameter, rather than quietly showing the ordinary page.
+ */
+export function wallDisplayOf(query: Request["query"]): boolean {
+  const tv = query.tv;
+  if (tv === undefined) return false;
+  if (tv === "" || tv === "1") return true;
+  throw new AppError("invalid_argument", "tv: must be given once, empty or 1 (?tv: the wall display)");
+}
+
 /** A queue page's path segments after the repository (its `*branch`). */
 export const branchSegments = (req: Request) => (req.params as unknown as { branch: string[] }).branch;
 
@@ -30,8 +41,9 @@ export function queueRoutes(context: RouteContext): Router {
   router.get(QUEUE_PAGE, signedIn, async (req, res: PageResponse) => {
     const viewer = res.locals.viewer!;
     const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
+    const tv = wallDisplayOf(req.query);
     const line = await queueLine(services, viewer.principal, address);
-    send(res, 200, queuePage(assets, viewer, address, line, services.now()));
+    send(res, 200, queuePage(assets, viewer, address, line, services.now(), undefined, undefined, { tv }));
   });
 
   router.get(PREFLIGHT_PAGE, signedIn, async (req, res: PageResponse) => {
