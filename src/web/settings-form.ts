@@ -5,71 +5,88 @@ import { html, type Html } from "./html.js";
 
 /**
  * The queue settings form, generated from the zod schema updateQueue validates with: a field per
- * setting, its kind, bounds and choices taken from the schema, so a setting added to the API
- * appears here without more code. Every field starts empty ("unchanged"): only what the
- * operator changes is sent, and the API's own validation judges it.
+ * setting, its kind, bounds and choices, and its words — title, help, unit and a new queue's
+ * value (`x-unit`, `x-default`: src/api/queues/queue-schemas.ts, the same the OpenAPI document
+ * shows) — taken from the schema, so a setting added to the API appears here, explained, without
+ * more code. Every field starts empty ("unchanged"): only what the operator changes is sent, and
+ * the API's own validation judges it.
  */
-type JsonField = { type?: string; enum?: string[]; minimum?: number; maximum?: number; items?: JsonField; maxItems?: number };
+type JsonField = {
+  type?: string;
+  enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  items?: JsonField;
+  maxItems?: number;
+  title?: string;
+  description?: string;
+  "x-unit"?: string;
+  "x-default"?: unknown;
+};
 
 /** Set by their own buttons (pause, resume, drain), not by the form. */
 const NOT_IN_FORM = new Set(["state"]);
 
-export type SettingField = { name: string; kind: "boolean" | "integer" | "choice" | "list"; choices: string[]; minimum?: number; maximum?: number };
-
-export const SETTING_FIELDS: SettingField[] = Object.entries((z.toJSONSchema(ZQueueSettings, { io: "input", unrepresentable: "any" }) as { properties: Record<string, JsonField> }).properties)
-  .filter(([name]) => !NOT_IN_FORM.has(name))
-  .map(([name, field]): SettingField => {
-    if (field.type === "boolean") return { name, kind: "boolean", choices: ["true", "false"] };
-    if (field.type === "integer" || field.type === "number") return { name, kind: "integer", choices: [], minimum: field.minimum, maximum: field.maximum };
-    if (field.type === "array") return { name, kind: "list", choices: [] };
-    // caseInsensitiveEnum accepts UPPERCASE too: offer each value once.
-    return { name, kind: "choice", choices: [...new Set((field.enum ?? []).map((v) => v.toLowerCase()))] };
-  });
-
-/**
- * What each setting is called in the form: people's words for what it does. The API's field name
- * stays beside it as a hint (it is what the API, the CLI and the docs say). A setting added to
- * the API without words here is labelled from its name ("batchingMinSize" → "Batching min size").
- */
-export const SETTING_LABELS: Record<string, string> = {
-  mode: "Queue mode",
-  concurrency: "Concurrency",
-  bisectionConcurrency: "Runs at once while a failed batch is bisected",
-  testingTimeoutMinutes: "Testing timeout, in minutes",
-  checksStartTimeoutMinutes: "Minutes for required checks to start",
-  pendingFailureDepth: "Pull requests behind a failure to wait for",
-  canOptimisticallyMerge: "Merge when a pull request behind passes",
-  batch: "Test pull requests in batches",
-  batchingMaxWaitTimeMinutes: "Longest wait to fill a batch, in minutes",
-  batchingMinSize: "Smallest batch",
-  commentsEnabled: "Comment on pull requests",
-  commandsEnabled: "Accept /greenline commands in comments",
-  createPrsForTestingBranches: "Open a pull request for each testing branch",
-  directMergeMode: "Merge up-to-date green pull requests directly",
-  optimizationMode: "Optimization",
-  mergeMethod: "Merge method",
-  flakeHandling: "Flaky test handling",
-  flakyRetries: "Re-runs for known-flaky failures",
-  ciBudget: "CI budget: most runs at once (0 = none)",
-  tuning: "Tuning (adaptive picks runs and batch sizes)",
-  statusCheckEnabled: "Set a status on pull requests",
-  requiredStatuses: "Required checks",
-  pullRequestChecks: "Checks taken from each pull request's head",
-  deleteRequiredStatuses: "Clear the required checks",
+/** A setting as the form shows it: its control, and its words from the schema (title, help, unit, a new queue's value). */
+export type SettingField = {
+  name: string;
+  kind: "boolean" | "integer" | "choice" | "list";
+  choices: string[];
+  minimum?: number;
+  maximum?: number;
+  label: string;
+  help: string;
+  unit?: string;
+  defaultValue?: unknown;
 };
 
-/** A setting's label: SETTING_LABELS, else its name in words. */
-export function labelOf(name: string): string {
-  const known = SETTING_LABELS[name];
-  if (known) return known;
+/** A setting's name in words, for one the schema gives no title ("batchingMinSize" → "Batching min size"). */
+function wordsOf(name: string): string {
   const words = name.replace(/([A-Z])/g, " $1").toLowerCase();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function currentOf(queue: QueueRecord, name: string): string {
-  const value = (queue as Record<string, unknown>)[name];
+export const SETTING_FIELDS: SettingField[] = Object.entries((z.toJSONSchema(ZQueueSettings, { io: "input", unrepresentable: "any" }) as { properties: Record<string, JsonField> }).properties)
+  .filter(([name]) => !NOT_IN_FORM.has(name))
+  .map(([name, field]): SettingField => {
+    const words = {
+      label: field.title ?? wordsOf(name),
+      help: field.description ?? "",
+      ...(field["x-unit"] ? { unit: field["x-unit"] } : {}),
+      ...(field["x-default"] !== undefined ? { defaultValue: field["x-default"] } : {}),
+    };
+    if (field.type === "boolean") return { name, kind: "boolean", choices: ["true", "false"], ...words };
+    if (field.type === "integer" || field.type === "number") return { name, kind: "integer", choices: [], minimum: field.minimum, maximum: field.maximum, ...words };
+    if (field.type === "array") return { name, kind: "list", choices: [], ...words };
+    // caseInsensitiveEnum accepts UPPERCASE too: offer each value once.
+    return { name, kind: "choice", choices: [...new Set((field.enum ?? []).map((v) => v.toLowerCase()))], ...words };
+  });
+
+const FIELD_BY_NAME = new Map(SETTING_FIELDS.map((f) => [f.name, f]));
+
+/** A setting's label: the schema's title, else its name in words. */
+export function labelOf(name: string): string {
+  return FIELD_BY_NAME.get(name)?.label ?? wordsOf(name);
+}
+
+/** A value with its unit: "300 minutes", "1 run", "squash", "none". */
+function withUnit(field: SettingField, value: unknown): string {
   if (Array.isArray(value)) return value.join(", ") || "none";
-  return value === undefined ? "—" : String(value);
+  if (!field.unit || typeof value !== "number") return String(value);
+  return `${value} ${value === 1 ? field.unit.replace(/\b(run|request|minute)s\b/, "$1") : field.unit}`;
+}
+
+/** What a new queue starts with, as a sentence under the field. */
+function defaultSentence(field: SettingField): string {
+  const value = field.defaultValue;
+  if (typeof value === "boolean") return `${value ? "On" : "Off"} for a new queue.`;
+  if (Array.isArray(value)) return value.length === 0 ? "None for a new queue." : `A new queue starts with ${withUnit(field, value)}.`;
+  return typeof value === "number" ? `A new queue has ${withUnit(field, value)}.` : `A new queue starts with ${String(value)}.`;
+}
+
+function currentOf(queue: QueueRecord, field: SettingField): string {
+  const value = (queue as Record<string, unknown>)[field.name];
+  return value === undefined ? "—" : withUnit(field, value);
 }
 
 /** A refused change: the API's message with each setting named by its label in the form, and what the operator typed, kept. */
@@ -86,18 +103,20 @@ export function labelledMessage(message: string): string {
 
 function fieldHtml(field: SettingField, queue: QueueRecord, refusal: SettingsRefusal | undefined): Html {
   const id = `setting-${field.name}`;
-  const current = currentOf(queue, field.name);
+  const current = currentOf(queue, field);
   const typed = refusal && typeof refusal.values[field.name] === "string" ? (refusal.values[field.name] as string) : "";
-  // A field the refusal names is marked, and points at the message.
-  const invalid = refusal && new RegExp(`\\b${field.name}\\b`).test(refusal.message) ? html` aria-invalid="true" aria-describedby="settings-error"` : "";
-  const label = html`<label for="${id}">${labelOf(field.name)} <span class="muted">(now: ${current})</span> <code class="field-name" title="its name in the API">${field.name}</code></label>`;
+  // A field the refusal names is marked, and points at the message too.
+  const refused = refusal && new RegExp(`\\b${field.name}\\b`).test(refusal.message);
+  const describedBy = html` aria-describedby="${id}-help${refused ? " settings-error" : ""}"${refused ? html` aria-invalid="true"` : ""}`;
+  const label = html`<label for="${id}">${field.label} <span class="muted">(now: ${current})</span> <code class="field-name" title="its name in the API">${field.name}</code></label>`;
+  const help = html`<p class="help" id="${id}-help">${field.help}${field.defaultValue !== undefined ? html` <span class="default">${defaultSentence(field)}</span>` : ""}</p>`;
   if (field.kind === "integer") {
-    return html`${label}<input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged" value="${typed}"${invalid}>`;
+    return html`${label}<span class="with-unit"><input id="${id}" name="${field.name}" type="number" inputmode="numeric" step="1" min="${field.minimum}" max="${field.maximum}" placeholder="unchanged" value="${typed}"${describedBy}>${field.unit ? html`<span class="unit">${field.unit}</span>` : ""}</span>${help}`;
   }
   if (field.kind === "list") {
-    return html`${label}<textarea id="${id}" name="${field.name}" rows="2" placeholder="unchanged; one per line"${invalid}>${typed}</textarea>`;
+    return html`${label}<textarea id="${id}" name="${field.name}" rows="2" placeholder="unchanged; one per line"${describedBy}>${typed}</textarea>${help}`;
   }
-  return html`${label}<select id="${id}" name="${field.name}"${invalid}><option value="">unchanged</option>${field.choices.map((c) => html`<option value="${c}"${c === typed ? html` selected` : ""}>${c}</option>`)}</select>`;
+  return html`${label}<select id="${id}" name="${field.name}"${describedBy}><option value="">unchanged</option>${field.choices.map((c) => html`<option value="${c}"${c === typed ? html` selected` : ""}>${c}</option>`)}</select>${help}`;
 }
 
 export function settingsForm(queue: QueueRecord, hidden: Html, refusal?: SettingsRefusal): Html {

@@ -209,7 +209,7 @@ describeWithBrowser("the dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Save settings" }).click();
     await page.getByText("Settings saved.").waitFor(WAIT);
     expect((await server.api.ok("getQueue", queueOf())).concurrency).toBe(3);
-    await page.getByText("Concurrency (now: 3)").waitFor(WAIT);
+    await page.getByText("Concurrency (now: 3 runs)").waitFor(WAIT);
     await page.getByLabel(/^Required checks/).fill("ci/build");
     await page.getByLabel(/^Clear the required checks/).selectOption("true");
     await page.getByRole("button", { name: "Save settings" }).click();

@@ -77,6 +77,6 @@ describeWithBrowser("the queue settings form in Chromium", () => {
     await page.getByRole("button", { name: "Save settings" }).click();
     await page.getByText("Settings saved.").waitFor(WAIT);
     expect((await server.api.ok("getQueue", queueOf())).pendingFailureDepth).toBe(0);
-    await page.getByText("Pull requests behind a failure to wait for (now: 0)").waitFor(WAIT);
+    await page.getByText("Pull requests behind a failure to wait for (now: 0 pull requests)").waitFor(WAIT);
   });
 });

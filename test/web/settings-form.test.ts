@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { ZQueueSettings } from "../../src/api/queues/queue-schemas.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../src/domain/queue-settings.js";
-import { SETTING_FIELDS, SETTING_LABELS, type SettingField } from "../../src/web/settings-form.js";
+import { SETTING_FIELDS, type SettingField } from "../../src/web/settings-form.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient, queueForm, queuePath } from "../support/dashboard.js";
 import { queueOf, startTestServer, type TestServer } from "../support/harness.js";
 
-type Json = { type?: string; enum?: string[]; minimum?: number; maximum?: number };
+type Json = { type?: string; enum?: string[]; minimum?: number; maximum?: number; title?: string; description?: string };
 const SCHEMA = (z.toJSONSchema(ZQueueSettings, { io: "input", unrepresentable: "any" }) as { properties: Record<string, Json> }).properties;
 const DEFAULTS = DEFAULT_QUEUE_SETTINGS as unknown as Record<string, unknown>;
 const MAX_UINT32 = 4294967295;
@@ -81,12 +81,23 @@ describe.each(BACKENDS)("the queue settings form on $name", (backend) => {
     );
   });
 
-  test("each setting is labelled in people's words, with the API's name beside it as a hint", async () => {
-    expect(SETTING_FIELDS.filter((f) => !SETTING_LABELS[f.name]).map((f) => f.name)).toEqual([]);
+  test("each setting is labelled in people's words from the schema, with the API's name beside it as a hint, its help, unit and a new queue's value", async () => {
+    // Every setting has its words in the schema (title and help), not only its name spelled out.
+    expect(SETTING_FIELDS.filter((f) => !SCHEMA[f.name]?.title || !SCHEMA[f.name]?.description).map((f) => f.name)).toEqual([]);
     const page = (await acme.get(queuePath("viaform"))).text;
     const labels = Object.fromEntries(SETTING_FIELDS.map((f) => [f.name, new RegExp(`<label for="setting-${f.name}">([\\s\\S]*?)</label>`).exec(page)?.[1] ?? ""]));
     for (const field of SETTING_FIELDS) expect([field.name, labels[field.name]]).toEqual([field.name, expect.stringContaining(`<code class="field-name" title="its name in the API">${field.name}</code>`)]);
-    expect(labels.batchingMaxWaitTimeMinutes).toMatch(/^Longest wait to fill a batch, in minutes <span class="muted">\(now: 5\)<\/span>/);
+    expect(labels.batchingMaxWaitTimeMinutes).toMatch(/^Longest wait to fill a batch <span class="muted">\(now: 5 minutes\)<\/span>/);
+    // The help under each control, which the control names as its description, with a new queue's value and the unit.
+    const help = (name: string) => new RegExp(`<p class="help" id="setting-${name}-help">([\\s\\S]*?)</p>`).exec(page)?.[1] ?? "";
+    expect(page).toMatch(/<input id="setting-testingTimeoutMinutes"[^>]*aria-describedby="setting-testingTimeoutMinutes-help"/);
+    expect(help("testingTimeoutMinutes")).toContain("Must be greater than checksStartTimeoutMinutes");
+    expect(help("testingTimeoutMinutes")).toContain("A new queue has 300 minutes.");
+    expect(help("mergeMethod")).toContain("A new queue starts with squash.");
+    expect(help("concurrency")).toContain("A new queue has 1 run.");
+    expect(help("commentsEnabled")).toContain("On for a new queue.");
+    expect(page).toMatch(/id="setting-concurrency"[^>]*>\s*<span class="unit">runs<\/span>/);
+    for (const field of SETTING_FIELDS) expect([field.name, help(field.name).length > 20]).toEqual([field.name, true]);
     expect(labels.createPrsForTestingBranches).toMatch(/^Open a pull request for each testing branch </);
     expect(labels.canOptimisticallyMerge).toMatch(/^Merge when a pull request behind passes </);
   });

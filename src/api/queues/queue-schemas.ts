@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ACTOR_KINDS, OPERATOR_EVENT_KINDS } from "../../domain/timeline.js";
 import { BLOCKED_REASON_CODES } from "../../domain/diagnoses.js";
-import { DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES, TUNING_MODES } from "../../domain/queue-settings.js";
+import { DEFAULT_QUEUE_SETTINGS, DIRECT_MERGE_MODES, FLAKE_HANDLING_MODES, MAX_FLAKY_RETRIES, MERGE_METHODS, OPTIMIZATION_MODES, REQUIRED_STATUSES_SOURCES, TUNING_MODES } from "../../domain/queue-settings.js";
 import { PR_STATES, QUEUE_MODES, QUEUE_STATES, REQUESTABLE_QUEUE_STATES } from "../../domain/states.js";
 import { caseInsensitiveEnum, storableText, ZName, ZPr, ZRepo } from "../shared/schemas.js";
 
@@ -17,62 +17,133 @@ const ZUint32 = z.number().int().min(1).max(MAX_UINT32);
 export const ZQueueAddress = z.object({ repo: ZRepo, targetBranch: ZName });
 export const ZPullRequestAddress = ZQueueAddress.extend({ pr: ZPr });
 
+/**
+ * What each setting is called, what it does and in what unit, in people's words: the OpenAPI
+ * document's titles and descriptions, and the dashboard's settings form (labels, help, units,
+ * a new queue's value as `x-default`: src/web/settings-form.ts) are generated from these.
+ */
+type SettingWords = { title: string; help: string; unit?: string };
+
+function setting<T extends z.ZodType>(schema: T, name: keyof typeof DEFAULT_QUEUE_SETTINGS | "deleteRequiredStatuses" | "state", words: SettingWords): T {
+  const fallback = (DEFAULT_QUEUE_SETTINGS as Record<string, unknown>)[name];
+  return schema.meta({
+    title: words.title,
+    description: words.help,
+    ...(words.unit ? { "x-unit": words.unit } : {}),
+    ...(fallback !== undefined && fallback !== null ? { "x-default": fallback } : {}),
+  });
+}
+
 export const ZQueueSettings = z.object({
-  mode: caseInsensitiveEnum(QUEUE_MODES).optional(),
-  concurrency: ZUint32.optional(),
-  bisectionConcurrency: ZUint32.optional(),
-  testingTimeoutMinutes: ZUint32.optional().describe("greater than checksStartTimeoutMinutes when a request gives both"),
-  checksStartTimeoutMinutes: ZUint32.optional().describe(
-    "minutes after a run starts by which every required check must have appeared on its testing branch, else the run is diagnosed (default 10); less than testingTimeoutMinutes",
-  ),
-  pendingFailureDepth: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_UINT32)
-    .optional()
-    .describe("successors a failing PR waits for, 0 (the default: only the PRs ahead of it) to 4294967295; Trunk's newer v1 accepts 0, SPEC.md's range starts at 1"),
-  canOptimisticallyMerge: z.boolean().optional(),
-  batch: z.boolean().optional(),
-  batchingMaxWaitTimeMinutes: ZUint32.optional(),
-  batchingMinSize: ZUint32.optional(),
-  commentsEnabled: z.boolean().optional(),
-  commandsEnabled: z.boolean().optional(),
-  createPrsForTestingBranches: z.boolean().optional(),
-  directMergeMode: caseInsensitiveEnum(DIRECT_MERGE_MODES).optional(),
-  optimizationMode: caseInsensitiveEnum(OPTIMIZATION_MODES).optional(),
-  mergeMethod: caseInsensitiveEnum(MERGE_METHODS).optional(),
-  flakeHandling: caseInsensitiveEnum(FLAKE_HANDLING_MODES)
-    .optional()
-    .describe(
-      "what a failed required check's uploaded test results decide (docs/flaky-queue.md): off (every failure counts), quarantined (default: failures of quarantined tests, or of tests that passed on a retry in the run, do not count), retry_flaky (as quarantined, and failures of known-flaky tests re-run the failed jobs, up to flakyRetries times)",
-    ),
-  flakyRetries: z.number().int().min(0).max(MAX_FLAKY_RETRIES).optional().describe(`re-runs of a run's failed jobs for known-flaky failures under retry_flaky, 0 to ${MAX_FLAKY_RETRIES} (default 1)`),
-  ciBudget: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_UINT32)
-    .optional()
-    .describe(
-      "the most testing runs in flight at once, main line and bisection together: the queue's CI budget (lowered, runs already in flight finish; none starts until they are under it); 0 (the default) = no budget beyond concurrency + bisectionConcurrency",
-    ),
-  tuning: caseInsensitiveEnum(TUNING_MODES)
-    .optional()
-    .describe(
-      "fixed (default): runs in flight and batch sizes are as the settings say; adaptive: up to concurrency main-line runs (and half the budget, rounded up, for bisection) within ciBudget, each testing what waits spread over the free runs, up to a batch size from the failure rate it observes (no batching wait; batch, batchingMinSize and batchingMaxWaitTimeMinutes are not used; docs/engine.md)",
-    ),
-  statusCheckEnabled: z.boolean().optional(),
-  requiredStatuses: z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(),
-  deleteRequiredStatuses: z.boolean().optional(),
-  pullRequestChecks: z
-    .array(z.string().min(1).max(255).check(storableText))
-    .max(100)
-    .optional()
-    .describe(
-      "required checks satisfied by each pull request's own head (apps that look only at pull requests: CLA, DCO, title linters): testing branches do not wait for them, and GitHub's branch rules check them on each pull request's head when it merges. Each must be required by the branch's rulesets or protection; [] clears the list (docs/preflight.md)",
-    ),
-  state: caseInsensitiveEnum(REQUESTABLE_QUEUE_STATES).optional(),
+  mode: setting(caseInsensitiveEnum(QUEUE_MODES).optional(), "mode", {
+    title: "Queue mode",
+    help: "single: one line, each pull request tested on top of those ahead of it; parallel: lanes from each pull request's impacted targets, so changes that touch different things do not wait for each other (docs/engine.md).",
+  }),
+  concurrency: setting(ZUint32.optional(), "concurrency", {
+    title: "Concurrency",
+    unit: "runs",
+    help: "How many runs the line keeps testing at once, each on top of everything ahead of it: more merge a long line sooner and spend more CI.",
+  }),
+  bisectionConcurrency: setting(ZUint32.optional(), "bisectionConcurrency", {
+    title: "Runs at once while a failed batch is bisected",
+    unit: "runs",
+    help: "How many runs test parts of a failed batch at once to find the pull request that broke it.",
+  }),
+  testingTimeoutMinutes: setting(ZUint32.optional(), "testingTimeoutMinutes", {
+    title: "Testing timeout",
+    unit: "minutes",
+    help: "A run whose required checks have not all passed after this long fails. Must be greater than checksStartTimeoutMinutes when a request gives both.",
+  }),
+  checksStartTimeoutMinutes: setting(ZUint32.optional(), "checksStartTimeoutMinutes", {
+    title: "Time for required checks to start",
+    unit: "minutes",
+    help: "A run on whose testing branch a required check has not appeared this long after it started is diagnosed: the queue says which check and why (docs/diagnoses.md). Must be less than testingTimeoutMinutes.",
+  }),
+  pendingFailureDepth: setting(z.number().int().min(0).max(MAX_UINT32).optional(), "pendingFailureDepth", {
+    title: "Pull requests behind a failure to wait for",
+    unit: "pull requests",
+    help: "When a run fails, how many runs behind it may finish first: one that passes proves the failure was flaky. 0 to 4294967295; 0 waits only for the pull requests ahead of it.",
+  }),
+  canOptimisticallyMerge: setting(z.boolean().optional(), "canOptimisticallyMerge", {
+    title: "Merge when a pull request behind passes",
+    help: "A passing run of a later pull request, which contains this one, proves this one too: merge both without waiting for this one's own run.",
+  }),
+  batch: setting(z.boolean().optional(), "batch", {
+    title: "Test pull requests in batches",
+    help: "Test several pull requests in one run; a batch that fails is bisected to find the one that broke it.",
+  }),
+  batchingMaxWaitTimeMinutes: setting(ZUint32.optional(), "batchingMaxWaitTimeMinutes", {
+    title: "Longest wait to fill a batch",
+    unit: "minutes",
+    help: "How long a batch waits for batchingMinSize pull requests before it starts with fewer.",
+  }),
+  batchingMinSize: setting(ZUint32.optional(), "batchingMinSize", {
+    title: "Smallest batch",
+    unit: "pull requests",
+    help: "A batch starts once this many pull requests wait, or after the longest wait.",
+  }),
+  commentsEnabled: setting(z.boolean().optional(), "commentsEnabled", {
+    title: "Comment on pull requests",
+    help: "Comment on a pull request when the queue removes it, or does something to it that needs explaining, saying why.",
+  }),
+  commandsEnabled: setting(z.boolean().optional(), "commandsEnabled", {
+    title: "Accept /greenline commands in comments",
+    help: "Let people submit (with a priority), cancel, freeze and unfreeze with /greenline comments on pull requests; each command needs the commenter's own permission on the repository.",
+  }),
+  createPrsForTestingBranches: setting(z.boolean().optional(), "createPrsForTestingBranches", {
+    title: "Open a pull request for each testing branch",
+    help: "For CI that runs only on pull requests: each testing branch gets a draft pull request, so it is tested.",
+  }),
+  directMergeMode: setting(caseInsensitiveEnum(DIRECT_MERGE_MODES).optional(), "directMergeMode", {
+    title: "Merge up-to-date green pull requests directly",
+    help: "always: a pull request already tested green on exactly the target branch's tip merges without a new run; off: every pull request is tested in the queue.",
+  }),
+  optimizationMode: setting(caseInsensitiveEnum(OPTIMIZATION_MODES).optional(), "optimizationMode", {
+    title: "Optimization",
+    help: "bisection_skip_redundant_tests: while bisecting, skip runs whose outcome another run already tells; off: run every step.",
+  }),
+  mergeMethod: setting(caseInsensitiveEnum(MERGE_METHODS).optional(), "mergeMethod", {
+    title: "Merge method",
+    help: "How pull requests land on the target branch: squash (one commit each), merge_commit, or rebase.",
+  }),
+  flakeHandling: setting(caseInsensitiveEnum(FLAKE_HANDLING_MODES).optional(), "flakeHandling", {
+    title: "Flaky test handling",
+    help: "What uploaded test results decide when a required check fails (docs/flaky-queue.md): off, every failure counts; quarantined, failures of quarantined tests, or of tests that passed on a retry in the run, do not count; retry_flaky, as quarantined, and failures of known-flaky tests re-run the failed jobs, up to flakyRetries times.",
+  }),
+  flakyRetries: setting(z.number().int().min(0).max(MAX_FLAKY_RETRIES).optional(), "flakyRetries", {
+    title: "Re-runs for known-flaky failures",
+    unit: "re-runs",
+    help: `Under retry_flaky, how many times a run's failed jobs are re-run when only known-flaky tests failed, 0 to ${MAX_FLAKY_RETRIES}.`,
+  }),
+  ciBudget: setting(z.number().int().min(0).max(MAX_UINT32).optional(), "ciBudget", {
+    title: "CI budget",
+    unit: "runs at once",
+    help: "The most testing runs in flight at once, main line and bisection together. Lowered, runs in flight finish and none starts until they are under it. 0: no budget beyond concurrency + bisectionConcurrency.",
+  }),
+  tuning: setting(caseInsensitiveEnum(TUNING_MODES).optional(), "tuning", {
+    title: "Tuning",
+    help: "fixed: runs in flight and batch sizes are as set here; adaptive: up to concurrency main-line runs (and half the budget, rounded up, for bisection) within ciBudget, each testing what waits spread over the free runs, up to a batch size from the failure rate it observes (no batching wait; batch, batchingMinSize and batchingMaxWaitTimeMinutes are not used; docs/engine.md).",
+  }),
+  statusCheckEnabled: setting(z.boolean().optional(), "statusCheckEnabled", {
+    title: "Set a status on pull requests",
+    help: "Show each pull request's place and state in the queue as a commit status on its head.",
+  }),
+  requiredStatuses: setting(z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(), "requiredStatuses", {
+    title: "Required checks",
+    help: "The checks a testing branch must pass, when the queue sets its own (at most 100); unset, the target branch's rules on the code host decide.",
+  }),
+  deleteRequiredStatuses: setting(z.boolean().optional(), "deleteRequiredStatuses", {
+    title: "Clear the required checks",
+    help: "true drops the queue's own required checks: the target branch's rules decide again.",
+  }),
+  pullRequestChecks: setting(z.array(z.string().min(1).max(255).check(storableText)).max(100).optional(), "pullRequestChecks", {
+    title: "Checks taken from each pull request's head",
+    help: "Required checks satisfied by each pull request's own head (apps that look only at pull requests: CLA, DCO, title linters): testing branches do not wait for them, and GitHub's branch rules check them on each pull request's head when it merges. Each must be required by the branch's rulesets or protection; [] clears the list (docs/preflight.md).",
+  }),
+  state: setting(caseInsensitiveEnum(REQUESTABLE_QUEUE_STATES).optional(), "state", {
+    title: "Queue state",
+    help: "running; paused: nothing starts testing and nothing merges; draining: runs in flight finish, nothing new starts.",
+  }),
 });
 
 export const ZCreateQueueRequest = ZQueueAddress.extend(ZQueueSettings.shape);
