@@ -16,6 +16,7 @@ import { pullRequestRoutes } from "./routes/pull-request.js";
 import { queueRoutes } from "./routes/queue.js";
 import { signInRoutes } from "./routes/sign-in.js";
 import { testsRoutes } from "./routes/tests.js";
+import { analyticsRoutes } from "./routes/analytics.js";
 import { auditRoutes } from "./routes/audit.js";
 import { SessionKeys } from "./session.js";
 
@@ -34,7 +35,17 @@ export type WebOptions = {
 
 /** The paths the dashboard serves. */
 function isDashboardPath(path: string): boolean {
-  return path === "/" || path === "/sign-in" || path === "/sign-out" || path === "/events" || path === "/tests" || path === "/favicon.ico" || /^\/(queues|preflight|assets|actions|sign-in|tests)\//.test(path);
+  return (
+    path === "/" ||
+    path === "/sign-in" ||
+    path === "/sign-out" ||
+    path === "/events" ||
+    path === "/tests" ||
+    path === "/analytics" ||
+    path === "/analytics.csv" ||
+    path === "/favicon.ico" ||
+    /^\/(queues|preflight|assets|actions|sign-in|tests)\//.test(path)
+  );
 }
 
 /**
@@ -102,6 +113,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
   app.use(eventsRoutes(context));
   app.use(testsRoutes(context));
   app.use(auditRoutes(context));
+  app.use(analyticsRoutes(context));
 
   // Any other address (server.ts sends here whatever a browser asks a page of): the 404 page,
   // with the navigation when signed in.
