@@ -15,13 +15,20 @@ export type AnalyticsDay = {
   runs: number;
   /** Runs started that day that passed after their test results excused or retried a flaky failure. */
   flakyAvoided: number;
+  /** Estimate accuracy: the PRs merged that day that were told a merge time when submitted. */
+  estimated: number;
+  /** …how far their merge was from it (either way), seconds, by nearest rank; null when none. */
+  estimateErrorP50Seconds: number | null;
+  estimateErrorP95Seconds: number | null;
+  /** …and how many of them merged later than told. */
+  late: number;
 };
 
 /** The figures of a window, in a few rows whatever the history: per day, per failure reason, per hour of day. */
 export type AnalyticsData = {
   days: AnalyticsDay[];
   /** The whole window's figures (its percentiles over every merge of the window, not an average of days). */
-  total: { merged: number; p50Seconds: number | null; p95Seconds: number | null; runs: number; flakyAvoided: number; failed: number };
+  total: Omit<AnalyticsDay, "day"> & { failed: number };
   /** PRs that failed in the window, by their reason code, most first (at most FAILURE_REASONS_SHOWN). */
   failures: { reason: string; count: number }[];
   /** Submissions (first and again) per hour of day, UTC: hour 0–23 (hours without one are absent). */
@@ -30,6 +37,9 @@ export type AnalyticsData = {
 
 export const FAILURE_REASONS_SHOWN = 100;
 
+/** A day (or window) without anything. */
+export const NOTHING: Omit<AnalyticsDay, "day"> = { merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0, estimated: 0, estimateErrorP50Seconds: null, estimateErrorP95Seconds: null, late: 0 };
+
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 
@@ -37,7 +47,7 @@ const HOUR_MS = 3_600_000;
  * Nearest-rank percentile rows: the rank of the p-th percentile among n values is ⌈p·n/100⌉,
  * computed in integers ((p·n + 99) / 100) so both databases agree without a CEIL function.
  */
-const rankOf = (percent: number) => `(("n" * ${percent} + 99) / 100)`;
+const rankOf = (percent: number, n = `"n"`) => `((${n} * ${percent} + 99) / 100)`;
 
 /**
  * The analytics of `scope` over [from, to): aggregated in the database, so the answer is a row
@@ -54,17 +64,27 @@ export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date,
   const window = [...queues.params, from, to];
 
   // Merges per day and their time in queue: from the entry's last submission (a merged PR is
-  // never submitted again) to the merge. Day -1 holds the whole window.
-  const merges = await sql.all<{ day: number | string; n: number | string; p50: number | string | null; p95: number | string | null }>(
+  // never submitted again) to the merge; and, for those told a merge time at that submission,
+  // how far the merge was from it ("e": merge minus estimate). Day -1 holds the whole window.
+  type Row = { day: number | string; n: number | string; p50: Num; p95: Num; estimated: number | string; e50: Num; e95: Num; late: Num };
+  type Num = number | string | null;
+  const merges = await sql.all<Row>(
     `WITH "m" AS (
-       SELECT ${at} AS "ms", ${at} - ${epochMs(sql, `e."submittedAt"`)} AS "v" FROM "Transition" t JOIN "QueueEntry" e ON e."id" = t."entryId"
+       SELECT ${at} AS "ms", ${at} - ${epochMs(sql, `e."submittedAt"`)} AS "v", ${at} - ${epochMs(sql, `e."estimatedMergeAt"`)} AS "e"
+       FROM "Transition" t JOIN "QueueEntry" e ON e."id" = t."entryId"
        WHERE t."queueId" ${queues.text} AND t."at" >= ? AND t."at" < ? AND t."toState" = 'merged'
      ), "d" AS (
-       SELECT "ms" / ${DAY_MS} AS "day", "v" FROM "m" UNION ALL SELECT -1, "v" FROM "m"
+       SELECT "ms" / ${DAY_MS} AS "day", "v", "e", ABS("e") AS "ae" FROM "m" UNION ALL SELECT -1, "v", "e", ABS("e") FROM "m"
      ), "r" AS (
-       SELECT "day", "v", ROW_NUMBER() OVER (PARTITION BY "day" ORDER BY "v") AS "rn", COUNT(*) OVER (PARTITION BY "day") AS "n" FROM "d"
+       SELECT "day", "v", "e", "ae",
+         ROW_NUMBER() OVER (PARTITION BY "day" ORDER BY "v") AS "rn", COUNT(*) OVER (PARTITION BY "day") AS "n",
+         ROW_NUMBER() OVER (PARTITION BY "day", CASE WHEN "e" IS NULL THEN 0 ELSE 1 END ORDER BY "ae") AS "ern", COUNT("e") OVER (PARTITION BY "day") AS "en"
+       FROM "d"
      )
-     SELECT "day", MAX("n") AS "n", MIN(CASE WHEN "rn" = ${rankOf(50)} THEN "v" END) AS "p50", MIN(CASE WHEN "rn" = ${rankOf(95)} THEN "v" END) AS "p95" FROM "r" GROUP BY "day"`,
+     SELECT "day", MAX("n") AS "n", MIN(CASE WHEN "rn" = ${rankOf(50)} THEN "v" END) AS "p50", MIN(CASE WHEN "rn" = ${rankOf(95)} THEN "v" END) AS "p95",
+       COUNT("e") AS "estimated", MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(50, `"en"`)} THEN "ae" END) AS "e50",
+       MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(95, `"en"`)} THEN "ae" END) AS "e95", SUM(CASE WHEN "e" > 0 THEN 1 ELSE 0 END) AS "late"
+     FROM "r" GROUP BY "day"`,
     window,
   );
 
@@ -100,12 +120,20 @@ export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date,
   const byDay = new Map<number, AnalyticsDay>();
   const dayOf = (day: number) => {
     let row = byDay.get(day);
-    if (!row) byDay.set(day, (row = { day: day * DAY_MS, merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0 }));
+    if (!row) byDay.set(day, (row = { day: day * DAY_MS, ...NOTHING }));
     return row;
   };
-  let total: AnalyticsData["total"] = { merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0, failed: Number(failed?.n ?? 0) };
+  let total: AnalyticsData["total"] = { ...NOTHING, failed: Number(failed?.n ?? 0) };
   for (const row of merges) {
-    const figures = { merged: Number(row.n), p50Seconds: seconds(row.p50), p95Seconds: seconds(row.p95) };
+    const figures = {
+      merged: Number(row.n),
+      p50Seconds: seconds(row.p50),
+      p95Seconds: seconds(row.p95),
+      estimated: Number(row.estimated),
+      estimateErrorP50Seconds: seconds(row.e50),
+      estimateErrorP95Seconds: seconds(row.e95),
+      late: Number(row.late ?? 0),
+    };
     if (Number(row.day) === -1) total = { ...total, ...figures };
     else Object.assign(dayOf(Number(row.day)), figures);
   }

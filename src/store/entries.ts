@@ -319,6 +319,8 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateReason: reason,
     stateChangedAt: at,
     failureMessage: null,
+    // Told by the submission's decision (recordEstimateAtSubmission), once the PR has its place.
+    estimatedMergeAt: null,
     timelineCount: (existing?.timelineCount ?? 0) + 1,
   };
   // Plain SQL (sqlOf): every submission writes here.
@@ -335,6 +337,14 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
   }
   await insertTransitions(tx, transitionRows([event], { queueId, entryIdOf: () => id, newId }));
   await pruneTimeline(tx, id, data.timelineCount);
+}
+
+/**
+ * Keeps the merge time estimated for a PR as its submission placed it in line: what the
+ * analytics compare its merge with (estimate accuracy). Plain SQL: every submission writes it.
+ */
+export async function recordEstimateAtSubmission(tx: Tx, queueId: string, prNumber: number, estimatedMergeAt: Date): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "estimatedMergeAt" = ? WHERE "queueId" = ? AND "prNumber" = ?`, [estimatedMergeAt, queueId, prNumber]);
 }
 
 /** Records the code host's reason for refusing these PRs for good (shown with their failure). */

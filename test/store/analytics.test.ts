@@ -57,14 +57,16 @@ describe.each(BACKENDS)("analytics aggregation on $name", (backend) => {
     const data = await load(7, "main");
     expect(data.days).toEqual([
       // PR 11: failed, submitted again at 08:00, merged at 09:00: 60 min from its last submission.
-      { day: day("2030-01-06"), merged: 1, p50Seconds: 60 * MIN, p95Seconds: 60 * MIN, runs: 0, flakyAvoided: 0 },
+      { day: day("2030-01-06"), merged: 1, p50Seconds: 60 * MIN, p95Seconds: 60 * MIN, runs: 0, flakyAvoided: 0, estimated: 1, estimateErrorP50Seconds: 30 * MIN, estimateErrorP95Seconds: 30 * MIN, late: 1 },
       // 10, 20, 30, 40 min: p50 is the ⌈0.5·4⌉ = 2nd, p95 the ⌈0.95·4⌉ = 4th. Six runs: retried, excused,
-      // infrastructure re-run (three avoided), a clean verdict, a failed run, no verdict.
-      { day: day("2030-01-09"), merged: 4, p50Seconds: 20 * MIN, p95Seconds: 40 * MIN, runs: 6, flakyAvoided: 3 },
-      { day: day("2030-01-10"), merged: 1, p50Seconds: 5 * MIN, p95Seconds: 5 * MIN, runs: 1, flakyAvoided: 0 },
+      // infrastructure re-run (three avoided), a clean verdict, a failed run, no verdict. Three were told
+      // a merge time: off by 5, 20 (early) and 10 min: the 2nd and 3rd of 5, 10, 20; two late.
+      { day: day("2030-01-09"), merged: 4, p50Seconds: 20 * MIN, p95Seconds: 40 * MIN, runs: 6, flakyAvoided: 3, estimated: 3, estimateErrorP50Seconds: 10 * MIN, estimateErrorP95Seconds: 20 * MIN, late: 2 },
+      { day: day("2030-01-10"), merged: 1, p50Seconds: 5 * MIN, p95Seconds: 5 * MIN, runs: 1, flakyAvoided: 0, estimated: 1, estimateErrorP50Seconds: 0, estimateErrorP95Seconds: 0, late: 0 },
     ]);
-    // The window's own percentiles over 5, 10, 20, 30, 40, 60 min: the 3rd and the 6th.
-    expect(data.total).toEqual({ merged: 6, p50Seconds: 20 * MIN, p95Seconds: 60 * MIN, runs: 7, flakyAvoided: 3, failed: 5 });
+    // The window's own percentiles over 5, 10, 20, 30, 40, 60 min: the 3rd and the 6th; estimates
+    // off by 0, 5, 10, 20, 30 min: the 3rd and the 5th.
+    expect(data.total).toEqual({ merged: 6, p50Seconds: 20 * MIN, p95Seconds: 60 * MIN, runs: 7, flakyAvoided: 3, failed: 5, estimated: 5, estimateErrorP50Seconds: 10 * MIN, estimateErrorP95Seconds: 30 * MIN, late: 3 });
   });
 
   test("failures by reason, most first, with a reason a spreadsheet would run kept as it is", async () => {
@@ -91,7 +93,7 @@ describe.each(BACKENDS)("analytics aggregation on $name", (backend) => {
   test("a longer window reaches older history: 30 days count PR 6 (180 min) and the run of January 2", async () => {
     const data = await load(30, "main");
     // 5, 10, 20, 30, 40, 60, 180 min: the ⌈3.5⌉ = 4th and the ⌈6.65⌉ = 7th.
-    expect(data.total).toEqual({ merged: 7, p50Seconds: 30 * MIN, p95Seconds: 180 * MIN, runs: 8, flakyAvoided: 4, failed: 5 });
+    expect(data.total).toMatchObject({ merged: 7, p50Seconds: 30 * MIN, p95Seconds: 180 * MIN, runs: 8, flakyAvoided: 4, failed: 5, estimated: 5 });
     expect(data.days.map((d) => new Date(d.day).toISOString().slice(0, 10))).toEqual(["2030-01-02", "2030-01-03", "2030-01-06", "2030-01-09", "2030-01-10"]);
   });
 
@@ -99,9 +101,10 @@ describe.each(BACKENDS)("analytics aggregation on $name", (backend) => {
     const data = await load(7);
     const ninth = data.days.find((d) => d.day === day("2030-01-09"))!;
     // release's 60 min joins 10, 20, 30, 40: the 3rd and the 5th; two more runs, one avoided.
-    expect(ninth).toEqual({ day: day("2030-01-09"), merged: 5, p50Seconds: 30 * MIN, p95Seconds: 60 * MIN, runs: 8, flakyAvoided: 4 });
+    expect(ninth).toMatchObject({ day: day("2030-01-09"), merged: 5, p50Seconds: 30 * MIN, p95Seconds: 60 * MIN, runs: 8, flakyAvoided: 4, estimated: 3 });
     // 5, 10, 20, 30, 40, 60, 60: the 4th and the 7th.
-    expect(data.total).toEqual({ merged: 7, p50Seconds: 30 * MIN, p95Seconds: 60 * MIN, runs: 9, flakyAvoided: 4, failed: 5 });
+    // Another organization's PR told 12:00 and merged at 08:01 is not among the estimates.
+    expect(data.total).toEqual({ merged: 7, p50Seconds: 30 * MIN, p95Seconds: 60 * MIN, runs: 9, flakyAvoided: 4, failed: 5, estimated: 5, estimateErrorP50Seconds: 10 * MIN, estimateErrorP95Seconds: 30 * MIN, late: 3 });
     expect(data.hours.find((h) => h.hour === 7)).toEqual({ hour: 7, submissions: 1 });
     expect(data.hours.find((h) => h.hour === 8)).toEqual({ hour: 8, submissions: 5 });
     expect(await db.sqlRead((sql) => analyticsQueues(sql, "org", 10))).toEqual([
@@ -112,6 +115,11 @@ describe.each(BACKENDS)("analytics aggregation on $name", (backend) => {
 
   test("an empty window answers zeros and no percentiles", async () => {
     const data = await db.sqlRead((sql) => loadAnalytics(sql, { organizationId: "org" }, new Date(Date.UTC(2029, 0, 1)), new Date(Date.UTC(2029, 0, 8))));
-    expect(data).toEqual({ days: [], total: { merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0, failed: 0 }, failures: [], hours: [] });
+    expect(data).toEqual({
+      days: [],
+      total: { merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0, failed: 0, estimated: 0, estimateErrorP50Seconds: null, estimateErrorP95Seconds: null, late: 0 },
+      failures: [],
+      hours: [],
+    });
   });
 });

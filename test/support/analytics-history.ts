@@ -1,7 +1,7 @@
 import type { Tx } from "../../src/store/database.js";
 
 /** A PR's history to seed: its submissions and moves (each a transition), oldest first. */
-export type SeededPr = { number: number; moves: { to: string; reason: string; at: string }[] };
+export type SeededPr = { number: number; moves: { to: string; reason: string; at: string }[]; estimatedMergeAt?: string };
 
 /** A run to seed: when it started, how it ended, and its flake verdict (domain/flaky/verdict.ts FlakeRecord). */
 export type SeededRun = { startedAt: string; status: "passed" | "failed"; flakeVerdict?: { retries: number; infrastructureRetried: boolean; excused: Record<string, number | null> } };
@@ -35,6 +35,7 @@ export async function seedPullRequests(tx: Tx, queueId: string, prs: SeededPr[])
         isCurrentlySubmitted: !["merged", "failed", "cancelled"].includes(last.to),
         mergeability: "mergeable",
         submittedAt,
+        estimatedMergeAt: pr.estimatedMergeAt ? new Date(pr.estimatedMergeAt) : null,
       },
     });
     let from: string | null = null;
@@ -86,12 +87,14 @@ export const concluded = (number: number, submitted: string, to: string, ended: 
 export const NOW = "2030-01-10T15:30:00.000Z";
 export const FORMULA_REASON = '=HYPERLINK("http://evil.example","a, b")';
 
+// Estimates told at submission: PR 1 merged 5 min after its, PR 2 20 min before, PR 3 10 min
+// after, PR 4 was told none, PR 5 on time, PR 11 30 min after.
 export const MAIN_PRS: SeededPr[] = [
-  concluded(1, "2030-01-09T08:00:00Z", "merged", "2030-01-09T08:10:00Z"),
-  concluded(2, "2030-01-09T08:30:00Z", "merged", "2030-01-09T08:50:00Z"),
-  concluded(3, "2030-01-09T09:00:00Z", "merged", "2030-01-09T09:30:00Z"),
+  { ...concluded(1, "2030-01-09T08:00:00Z", "merged", "2030-01-09T08:10:00Z"), estimatedMergeAt: "2030-01-09T08:05:00Z" },
+  { ...concluded(2, "2030-01-09T08:30:00Z", "merged", "2030-01-09T08:50:00Z"), estimatedMergeAt: "2030-01-09T09:10:00Z" },
+  { ...concluded(3, "2030-01-09T09:00:00Z", "merged", "2030-01-09T09:30:00Z"), estimatedMergeAt: "2030-01-09T09:20:00Z" },
   concluded(4, "2030-01-09T13:00:00Z", "merged", "2030-01-09T13:40:00Z"),
-  concluded(5, "2030-01-10T14:00:00Z", "merged", "2030-01-10T14:05:00Z"),
+  { ...concluded(5, "2030-01-10T14:00:00Z", "merged", "2030-01-10T14:05:00Z"), estimatedMergeAt: "2030-01-10T14:05:00Z" },
   // Before the 7-day window (which starts 2030-01-04 00:00), inside the 30-day one.
   concluded(6, "2030-01-03T20:00:00Z", "merged", "2030-01-03T23:00:00Z"),
   concluded(7, "2030-01-08T08:15:00Z", "failed", "2030-01-08T09:00:00Z", "tests_failed"),
@@ -107,6 +110,7 @@ export const MAIN_PRS: SeededPr[] = [
       { to: "pending", reason: "resubmitted", at: "2030-01-06T08:00:00Z" },
       { to: "merged", reason: "merged", at: "2030-01-06T09:00:00Z" },
     ],
+    estimatedMergeAt: "2030-01-06T08:30:00Z",
   },
 ];
 
@@ -129,7 +133,10 @@ export const RELEASE_RUNS: SeededRun[] = [
   { startedAt: "2030-01-09T07:30:00Z", status: "passed" },
 ];
 
-export const OTHER_PRS: SeededPr[] = [concluded(1, "2030-01-09T08:00:00Z", "merged", "2030-01-09T08:01:00Z"), concluded(2, "2030-01-09T09:00:00Z", "failed", "2030-01-09T09:30:00Z", "tests_failed")];
+export const OTHER_PRS: SeededPr[] = [
+  { ...concluded(1, "2030-01-09T08:00:00Z", "merged", "2030-01-09T08:01:00Z"), estimatedMergeAt: "2030-01-09T12:00:00Z" },
+  concluded(2, "2030-01-09T09:00:00Z", "failed", "2030-01-09T09:30:00Z", "tests_failed"),
+];
 export const OTHER_RUNS: SeededRun[] = [
   { startedAt: "2030-01-09T08:00:30Z", status: "passed", flakeVerdict: verdict(1, false) },
   { startedAt: "2030-01-09T09:00:30Z", status: "failed" },

@@ -2,7 +2,7 @@ import { createToken } from "../../src/auth/tokens.js";
 import { MAIN_PRS, MAIN_RUNS, NOW, OTHER_PRS, OTHER_RUNS, RELEASE_PRS, RELEASE_RUNS, seedPullRequests, seedRuns } from "../support/analytics-history.js";
 import { BACKENDS } from "../support/backends.js";
 import { DashboardClient } from "../support/dashboard.js";
-import { queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
+import { ciFinishes, prOf, queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
 const MAIN = "github.com/acme/web/main";
 const q = encodeURIComponent;
@@ -51,7 +51,10 @@ describe.each(BACKENDS)("the analytics page on $name", (backend) => {
     expect(figure(page.text, "failed")).toBe("5");
     expect(figure(page.text, "flaky-ejections-avoided")).toBe("3");
     expect(figure(page.text, "busiest-hour")).toBe("08:00–09:00");
-    expect(page.text).toMatch(/<th scope="row" title="tests_failed">Tests failed\. <code class="reason">tests_failed<\/code><\/th><td>3<\/td>/);
+    // Estimates off by 0, 5, 10, 20 and 30 min: the 3rd.
+    expect(figure(page.text, "estimate-error")).toBe("10 min");
+    expect(page.text).toContain("5 of 6 merged PRs were told a merge time when submitted: half merged within 10 min of it, 95% within 30 min; 3 merged later than told.");
+    expect(page.text).toMatch(/<th scope="row" title="tests_failed">Tests failed\. <code class="reason">tests_failed<\/code><\/th><td class="count">3<\/td>/);
     // The day's numbers, readable without script: 4 merged on January 9, p50 20 min, p95 40 min.
     expect(page.text).toContain('<tr><th scope="row">2030-01-09</th><td>4</td><td>20 min</td><td>40 min</td></tr>');
     expect(page.text).toContain(`href="/analytics.csv?metric=merges_per_day&amp;window=7&amp;queue=${q(MAIN)}"`);
@@ -114,6 +117,18 @@ describe.each(BACKENDS)("the analytics page on $name", (backend) => {
     expect(times.text.split("\r\n")).toContain("2030-01-09,4,1200,2400");
     const runs = await acme.get(`/analytics.csv?metric=ci_runs_per_merge&window=7&queue=${q(MAIN)}`);
     expect(runs.text.split("\r\n")).toEqual(expect.arrayContaining(["2030-01-09,6,4,1.5", "2030-01-06,0,1,0", "2030-01-05,0,0,"]));
+    const estimates = await acme.get(`/analytics.csv?metric=estimate_accuracy&window=7&queue=${q(MAIN)}`);
+    expect(estimates.text.split("\r\n")).toEqual([
+      "day_utc,merged,merged_with_estimate,error_p50_seconds,error_p95_seconds,merged_later_than_estimated",
+      "2030-01-04,0,0,,,0",
+      "2030-01-05,0,0,,,0",
+      "2030-01-06,1,1,1800,1800,1",
+      "2030-01-07,0,0,,,0",
+      "2030-01-08,0,0,,,0",
+      "2030-01-09,4,3,600,1200,2",
+      "2030-01-10,1,1,0,0,0",
+      "",
+    ]);
     const hours = await acme.get("/analytics.csv?metric=busiest_hours&window=7");
     expect(hours.text.split("\r\n").slice(0, 10)).toEqual(["hour_utc,submissions", "0,0", "1,0", "2,0", "3,0", "4,0", "5,0", "6,0", "7,1", "8,5"]);
     expect(hours.headers.get("content-disposition")).toBe('attachment; filename="greenline-busiest_hours-acme-7d.csv"');
@@ -124,5 +139,43 @@ describe.each(BACKENDS)("the analytics page on $name", (backend) => {
     const viewer = await DashboardClient.signIn(server.url, token);
     expect((await viewer.get("/analytics?window=90")).status).toBe(200);
     expect((await viewer.get("/analytics.csv?metric=flaky_ejections_avoided&window=90")).status).toBe(200);
+  });
+});
+
+/**
+ * The estimate a PR is told when submitted is kept (QueueEntry.estimatedMergeAt) and compared
+ * with its merge: through the real engine and the sandbox's CI, the first PR (no finished run
+ * yet: no time can be told) has none, the second has one.
+ */
+describe.each(BACKENDS)("estimates told at submission on $name", (backend) => {
+  let server: TestServer;
+  const clock = new TestClock(Date.parse("2030-01-10T10:00:00Z"));
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { now: clock.now, sandbox: { ciMs: 60_000 } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  test("the second PR's estimate is kept and its merge compared with it", async () => {
+    await server.api.ok("createQueue", queueOf("est"));
+    await server.api.ok("submitPullRequest", prOf(1, "est"));
+    await ciFinishes(server, clock);
+    await server.api.ok("submitPullRequest", prOf(2, "est"));
+    const told = await server.greenline.services.db.read((tx) => tx.queueEntry.findMany({ orderBy: { prNumber: "asc" }, select: { prNumber: true, estimatedMergeAt: true } }));
+    expect(told[0]).toEqual({ prNumber: 1, estimatedMergeAt: null });
+    // One run of 60 s to go: told about a minute from now.
+    expect(told[1]!.estimatedMergeAt!.getTime() - clock.ms).toBeGreaterThanOrEqual(60_000);
+    expect(told[1]!.estimatedMergeAt!.getTime() - clock.ms).toBeLessThanOrEqual(120_000);
+    await ciFinishes(server, clock);
+    const acme = await DashboardClient.signIn(server.url, server.api.token);
+    const csv = await acme.get(`/analytics.csv?metric=estimate_accuracy&window=7&queue=${q("github.com/acme/est/main")}`);
+    const today = csv.text
+      .split("\r\n")
+      .find((line) => line.startsWith("2030-01-10,"))!
+      .split(",");
+    expect(today.slice(0, 3)).toEqual(["2030-01-10", "2", "1"]);
+    expect(Number(today[3])).toBeGreaterThanOrEqual(0);
   });
 });

@@ -39,6 +39,11 @@ export const METRICS = {
     header: ["day_utc", "runs_started", "flaky_ejections_avoided"],
     rows: (v: AnalyticsView): CsvValue[][] => v.days.map((d) => [dayText(d.day), d.runs, d.flakyAvoided]),
   },
+  estimate_accuracy: {
+    title: "Estimate accuracy",
+    header: ["day_utc", "merged", "merged_with_estimate", "error_p50_seconds", "error_p95_seconds", "merged_later_than_estimated"],
+    rows: (v: AnalyticsView): CsvValue[][] => v.days.map((d) => [dayText(d.day), d.merged, d.estimated, d.estimateErrorP50Seconds, d.estimateErrorP95Seconds, d.late]),
+  },
   busiest_hours: {
     title: "Busiest hours",
     header: ["hour_utc", "submissions"],
@@ -111,6 +116,7 @@ export function analyticsPage(assets: Assets, viewer: Viewer, view: AnalyticsVie
 <div><dt>CI runs per merged PR</dt><dd data-figure="runs-per-merged">${dash(ratio(total.runs, total.merged), (r) => r.toFixed(2))}</dd></div>
 <div><dt>Failed</dt><dd data-figure="failed">${total.failed}</dd></div>
 <div><dt>Flaky ejections avoided</dt><dd data-figure="flaky-ejections-avoided">${total.flakyAvoided}</dd></div>
+<div><dt>Estimate off by, p50</dt><dd data-figure="estimate-error">${total.estimated === 0 ? "—" : duration(total.estimateErrorP50Seconds)}</dd></div>
 <div><dt>Busiest hour (UTC)</dt><dd data-figure="busiest-hour">${submissions === 0 ? "—" : `${hourText(busiest)}–${hourText((busiest + 1) % 24)}`}</dd></div>
 </dl>
 <div class="cards analytics">
@@ -161,10 +167,10 @@ ${section(
   view.failures.length === 0
     ? html`<p class="empty">No PR failed in the window.</p>`
     : html`<div class="table-wrap"><table class="history reasons"><caption class="sr-only">PRs failed, by reason</caption>
-<thead><tr><th scope="col">Reason</th><th scope="col">Failed</th><th scope="col"><span class="sr-only">Share</span></th></tr></thead>
+<thead><tr><th scope="col">Reason</th><th scope="col" class="count">Failed</th><th scope="col"><span class="sr-only">Share</span></th></tr></thead>
 <tbody>${view.failures.map(
         (f) =>
-          html`<tr><th scope="row" title="${f.reason}">${sentenceOf(f.reason)} <code class="reason">${f.reason}</code></th><td>${f.count}</td><td class="bar"><meter min="0" max="${String(maxFailures)}" value="${String(f.count)}">${f.count}</meter></td></tr>`,
+          html`<tr><th scope="row" title="${f.reason}">${sentenceOf(f.reason)} <code class="reason">${f.reason}</code></th><td class="count">${f.count}</td><td class="bar"><meter min="0" max="${String(maxFailures)}" value="${String(f.count)}">${f.count}</meter></td></tr>`,
       )}</tbody></table></div>`,
 )}
 ${section(
@@ -189,10 +195,26 @@ ${numbers(
   view.hours.map((n, h) => [hourText(h), n]),
 )}`,
 )}
-<section class="card metric" id="estimate_accuracy" aria-labelledby="estimate_accuracy-title">
-<div class="metric-head"><h2 id="estimate_accuracy-title">Estimate accuracy</h2></div>
-<p class="metric-summary">Not measured yet. A PR's estimated merge time (its status, its page, the API's <code>estimatedMergeAt</code>) is computed when asked, from the line and the queue's recent runs, and is not stored; so how far an estimate was from the merge cannot be told afterwards. Recording each PR's first estimate at submission is planned.</p>
-</section>
+${section(
+  view,
+  "estimate_accuracy",
+  total.estimated === 0
+    ? html`No PR merged in the window was told a merge time when submitted (one is told once the queue has a finished run, the PR is ready and the queue is not paused).`
+    : html`${total.estimated} of ${total.merged} merged PRs were told a merge time when submitted: half merged within ${duration(total.estimateErrorP50Seconds)} of it, 95% within ${duration(total.estimateErrorP95Seconds)}; ${total.late} merged later than told.`,
+  html`${chart("chart-estimates", "How far merges were from the time estimated at submission, per day, p50 and p95, minutes", {
+    x,
+    unit: "minutes off",
+    series: [
+      { label: "p50", values: days.map((d) => minutes(d.estimateErrorP50Seconds)) },
+      { label: "p95", values: days.map((d) => minutes(d.estimateErrorP95Seconds)) },
+    ],
+  })}
+${numbers(
+  "Estimate accuracy per day",
+  ["Day (UTC)", "Told an estimate", "Off by, p50", "Off by, p95", "Later than told"],
+  days.map((d) => [dayText(d.day), `${d.estimated} of ${d.merged}`, duration(d.estimateErrorP50Seconds), duration(d.estimateErrorP95Seconds), d.late]),
+)}`,
+)}
 </div>`;
   return layout(assets, { title: "Analytics", viewer, body, current: "analytics" });
 }

@@ -3,7 +3,7 @@ import type { Services } from "../../app/services.js";
 import { AppError } from "../../app/errors.js";
 import { DAY_MS } from "../../domain/time.js";
 import { findQueueVersion } from "../../queue/queues.js";
-import { type AnalyticsData, type AnalyticsDay, type AnalyticsQueue, analyticsQueues, loadAnalytics } from "../../store/analytics.js";
+import { type AnalyticsData, type AnalyticsDay, type AnalyticsQueue, analyticsQueues, loadAnalytics, NOTHING } from "../../store/analytics.js";
 
 /** The windows the page offers, in days (the last N UTC days, today included). */
 export const WINDOWS = [7, 30, 90] as const;
@@ -65,7 +65,7 @@ export async function analyticsView(services: Services, principal: Principal, pa
     queues: await analyticsQueues(sql, principal.organizationId, QUEUES_LISTED),
   }));
   const byDay = new Map(data.days.map((d) => [d.day, d]));
-  const days = Array.from({ length: window }, (_, i) => firstDay + i * DAY_MS).map((day) => byDay.get(day) ?? { day, merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0 });
+  const days = Array.from({ length: window }, (_, i) => firstDay + i * DAY_MS).map((day) => byDay.get(day) ?? { day, ...NOTHING });
   const hours = new Array<number>(24).fill(0);
   for (const h of data.hours) hours[h.hour] = h.submissions;
   const shown = queueId ? (queues.find((q) => q.id === queueId) ?? { id: queueId, ...queue! }) : null;
