@@ -1,5 +1,4 @@
 import type { Sql } from "./sql.js";
-import { epochMs } from "./metrics.js";
 
 /** Whose history the analytics count: every queue of an organization, or one of its queues. */
 export type AnalyticsScope = { organizationId: string; queueId?: string };
@@ -41,7 +40,6 @@ export const FAILURE_REASONS_SHOWN = 100;
 export const NOTHING: Omit<AnalyticsDay, "day"> = { merged: 0, p50Seconds: null, p95Seconds: null, runs: 0, flakyAvoided: 0, estimated: 0, estimateErrorP50Seconds: null, estimateErrorP95Seconds: null, late: 0 };
 
 const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
 
 /**
  * Nearest-rank percentile rows: the rank of the p-th percentile among n values is ⌈p·n/100⌉,
@@ -50,40 +48,77 @@ const HOUR_MS = 3_600_000;
 const rankOf = (percent: number, n = `"n"`) => `((${n} * ${percent} + 99) / 100)`;
 
 /**
+ * What each database computes per row, kept cheap (the 90-day window of a busy organization is
+ * hundreds of thousands of transitions): a row's UTC day (SQLite: the date part of its ISO text;
+ * PostgreSQL: days since the epoch), its hour of day, and a duration between two timestamps as a
+ * value that sorts (SQLite: seconds; PostgreSQL: an interval, turned into seconds only for the
+ * few values answered).
+ */
+function dialect(sql: Sql) {
+  return sql.kind === "sqlite"
+    ? {
+        day: (column: string) => `substr(${column}, 1, 10)`,
+        hour: (column: string) => `CAST(substr(${column}, 12, 2) AS INTEGER)`,
+        between: (later: string, earlier: string) => `(unixepoch(${later}, 'subsec') - unixepoch(${earlier}, 'subsec'))`,
+        abs: (value: string) => `ABS(${value})`,
+        positive: (value: string) => `${value} > 0`,
+        seconds: (value: string) => value,
+      }
+    : {
+        day: (column: string) => `(CAST(${column} AS DATE) - DATE '1970-01-01')`,
+        hour: (column: string) => `CAST(date_part('hour', ${column}) AS INTEGER)`,
+        between: (later: string, earlier: string) => `(${later} - ${earlier})`,
+        abs: (value: string) => `CASE WHEN ${value} < INTERVAL '0' THEN -${value} ELSE ${value} END`,
+        positive: (value: string) => `${value} > INTERVAL '0'`,
+        seconds: (value: string) => `EXTRACT(EPOCH FROM ${value})`,
+      };
+}
+
+/** A day as a statement answers it (SQLite: "2030-01-09"; PostgreSQL: days since the epoch), in ms since the epoch. */
+const dayMs = (day: number | string) => (typeof day === "string" && day.includes("-") ? Date.parse(`${day}T00:00:00Z`) : Number(day) * DAY_MS);
+
+/**
  * The analytics of `scope` over [from, to): aggregated in the database, so the answer is a row
  * per day, per failure reason and per hour, however many PRs the window holds. The percentiles
  * are exact (nearest rank over every merge, ordered by a window function), not estimated from
- * buckets. Five statements, each reading the window through the (queueId, at) or
- * (queueId, startedAt) indexes.
+ * buckets. Four statements: the organization's queues, the merges (through the (queueId, at) index of Transition, each
+ * joined to its entry by id), the runs (the (queueId, startedAt) index of TestRun), and one pass
+ * over the window's other transitions for failures and submissions.
  */
 export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date, to: Date): Promise<AnalyticsData> {
-  const queues = scope.queueId
-    ? { text: `= ?`, params: [scope.queueId] }
-    : { text: `IN (SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ?)`, params: [scope.organizationId] };
-  const at = epochMs(sql, `t."at"`);
-  const window = [...queues.params, from, to];
+  // The organization's queues named one by one: each is then read through its own range of the
+  // (queueId, at) index, whatever the planner guesses of a subquery's share of the table.
+  const ids = scope.queueId
+    ? [scope.queueId]
+    : (await sql.all<{ id: string }>(`SELECT q."id" FROM "Queue" q JOIN "Repository" r ON r."id" = q."repositoryId" WHERE r."organizationId" = ?`, [scope.organizationId])).map((row) => row.id);
+  if (ids.length === 0) return { days: [], total: { ...NOTHING, failed: 0 }, failures: [], hours: [] };
+  const [inQueues, queueIds] = ids.length === 1 ? [`t."queueId" = ?`, ids[0]] : sql.anyOf(`t."queueId"`, ids);
+  const d = dialect(sql);
+  const window = [queueIds, from, to];
 
-  // Merges per day and their time in queue: from the entry's last submission (a merged PR is
-  // never submitted again) to the merge; and, for those told a merge time at that submission,
-  // how far the merge was from it ("e": merge minus estimate). Day -1 holds the whole window.
-  type Row = { day: number | string; n: number | string; p50: Num; p95: Num; estimated: number | string; e50: Num; e95: Num; late: Num };
+  // Merges per day and their time in queue ("v": from the entry's last submission, a merged PR
+  // is never submitted again, to the merge); and, for those told a merge time at that
+  // submission, how far the merge was from it ("e": merge minus estimate; "ae" either way).
+  // Day NULL (the rollup) holds the whole window.
   type Num = number | string | null;
+  type Row = { day: number | string | null; n: number | string; p50: Num; p95: Num; estimated: number | string; e50: Num; e95: Num; late: Num };
   const merges = await sql.all<Row>(
-    `WITH "m" AS (
-       SELECT ${at} AS "ms", ${at} - ${epochMs(sql, `e."submittedAt"`)} AS "v", ${at} - ${epochMs(sql, `e."estimatedMergeAt"`)} AS "e"
+    // MATERIALIZED: read once, though "d" reads it twice (SQLite would otherwise run it twice).
+    `WITH "m" AS MATERIALIZED (
+       SELECT ${d.day(`t."at"`)} AS "day", ${d.between(`t."at"`, `e."submittedAt"`)} AS "v", ${d.between(`t."at"`, `e."estimatedMergeAt"`)} AS "e"
        FROM "Transition" t JOIN "QueueEntry" e ON e."id" = t."entryId"
-       WHERE t."queueId" ${queues.text} AND t."at" >= ? AND t."at" < ? AND t."toState" = 'merged'
+       WHERE ${inQueues} AND t."at" >= ? AND t."at" < ? AND t."toState" = 'merged'
      ), "d" AS (
-       SELECT "ms" / ${DAY_MS} AS "day", "v", "e", ABS("e") AS "ae" FROM "m" UNION ALL SELECT -1, "v", "e", ABS("e") FROM "m"
+       SELECT "day", "v", "e", ${d.abs(`"e"`)} AS "ae" FROM "m" UNION ALL SELECT NULL, "v", "e", ${d.abs(`"e"`)} FROM "m"
      ), "r" AS (
        SELECT "day", "v", "e", "ae",
          ROW_NUMBER() OVER (PARTITION BY "day" ORDER BY "v") AS "rn", COUNT(*) OVER (PARTITION BY "day") AS "n",
          ROW_NUMBER() OVER (PARTITION BY "day", CASE WHEN "e" IS NULL THEN 0 ELSE 1 END ORDER BY "ae") AS "ern", COUNT("e") OVER (PARTITION BY "day") AS "en"
        FROM "d"
      )
-     SELECT "day", MAX("n") AS "n", MIN(CASE WHEN "rn" = ${rankOf(50)} THEN "v" END) AS "p50", MIN(CASE WHEN "rn" = ${rankOf(95)} THEN "v" END) AS "p95",
-       COUNT("e") AS "estimated", MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(50, `"en"`)} THEN "ae" END) AS "e50",
-       MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(95, `"en"`)} THEN "ae" END) AS "e95", SUM(CASE WHEN "e" > 0 THEN 1 ELSE 0 END) AS "late"
+     SELECT "day", MAX("n") AS "n", ${d.seconds(`MIN(CASE WHEN "rn" = ${rankOf(50)} THEN "v" END)`)} AS "p50", ${d.seconds(`MIN(CASE WHEN "rn" = ${rankOf(95)} THEN "v" END)`)} AS "p95",
+       COUNT("e") AS "estimated", ${d.seconds(`MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(50, `"en"`)} THEN "ae" END)`)} AS "e50",
+       ${d.seconds(`MIN(CASE WHEN "e" IS NOT NULL AND "ern" = ${rankOf(95, `"en"`)} THEN "ae" END)`)} AS "e95", SUM(CASE WHEN ${d.positive(`"e"`)} THEN 1 ELSE 0 END) AS "late"
      FROM "r" GROUP BY "day"`,
     window,
   );
@@ -94,36 +129,31 @@ export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date,
     sql.kind === "sqlite"
       ? `(json_extract(t."flakeVerdict", '$.retries') > 0 OR json_extract(t."flakeVerdict", '$.infrastructureRetried') = 1 OR EXISTS (SELECT 1 FROM json_each(t."flakeVerdict", '$.excused')))`
       : `((t."flakeVerdict"::jsonb ->> 'retries')::numeric > 0 OR (t."flakeVerdict"::jsonb ->> 'infrastructureRetried') = 'true' OR (t."flakeVerdict"::jsonb -> 'excused') <> '{}'::jsonb)`;
-  const started = epochMs(sql, `t."startedAt"`);
   const runs = await sql.all<{ day: number | string; runs: number | string; absorbed: number | string | null }>(
-    `SELECT ${started} / ${DAY_MS} AS "day", COUNT(*) AS "runs", SUM(CASE WHEN t."status" = 'passed' AND t."flakeVerdict" IS NOT NULL AND ${absorbed} THEN 1 ELSE 0 END) AS "absorbed"
-     FROM "TestRun" t WHERE t."queueId" ${queues.text} AND t."startedAt" >= ? AND t."startedAt" < ? GROUP BY ${started} / ${DAY_MS}`,
+    `SELECT ${d.day(`t."startedAt"`)} AS "day", COUNT(*) AS "runs", SUM(CASE WHEN t."status" = 'passed' AND t."flakeVerdict" IS NOT NULL AND ${absorbed} THEN 1 ELSE 0 END) AS "absorbed"
+     FROM "TestRun" t WHERE ${inQueues} AND t."startedAt" >= ? AND t."startedAt" < ? GROUP BY ${d.day(`t."startedAt"`)}`,
     window,
   );
 
-  const failures = await sql.all<{ reason: string; n: number | string }>(
-    `SELECT t."reason", COUNT(*) AS "n" FROM "Transition" t WHERE t."queueId" ${queues.text} AND t."at" >= ? AND t."at" < ? AND t."toState" = 'failed'
-     GROUP BY t."reason" ORDER BY COUNT(*) DESC, t."reason" LIMIT ${FAILURE_REASONS_SHOWN}`,
+  // Failures by reason and submissions by hour of day, in one pass over the window.
+  const moves = await sql.all<{ failed: number | string; reason: string | null; hour: number | string | null; n: number | string }>(
+    `SELECT "failed", "reason", "hour", COUNT(*) AS "n" FROM (
+       SELECT CASE WHEN t."toState" = 'failed' THEN 1 ELSE 0 END AS "failed", CASE WHEN t."toState" = 'failed' THEN t."reason" END AS "reason",
+         CASE WHEN t."reason" IN ('submitted', 'resubmitted') THEN ${d.hour(`t."at"`)} END AS "hour"
+       FROM "Transition" t WHERE ${inQueues} AND t."at" >= ? AND t."at" < ? AND (t."toState" = 'failed' OR t."reason" IN ('submitted', 'resubmitted'))
+     ) x GROUP BY "failed", "reason", "hour"`,
     window,
   );
 
-  const hours = await sql.all<{ hour: number | string; n: number | string }>(
-    `SELECT (${at} / ${HOUR_MS}) % 24 AS "hour", COUNT(*) AS "n" FROM "Transition" t
-     WHERE t."queueId" ${queues.text} AND t."at" >= ? AND t."at" < ? AND t."reason" IN ('submitted', 'resubmitted')
-     GROUP BY (${at} / ${HOUR_MS}) % 24`,
-    window,
-  );
-
-  const [failed] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "Transition" t WHERE t."queueId" ${queues.text} AND t."at" >= ? AND t."at" < ? AND t."toState" = 'failed'`, window);
-
-  const seconds = (v: number | string | null) => (v === null ? null : Number(v) / 1000);
+  const seconds = (v: Num) => (v === null ? null : Math.round(Number(v) * 1000) / 1000);
   const byDay = new Map<number, AnalyticsDay>();
   const dayOf = (day: number) => {
     let row = byDay.get(day);
-    if (!row) byDay.set(day, (row = { day: day * DAY_MS, ...NOTHING }));
+    if (!row) byDay.set(day, (row = { day, ...NOTHING }));
     return row;
   };
-  let total: AnalyticsData["total"] = { ...NOTHING, failed: Number(failed?.n ?? 0) };
+  const failures = moves.filter((row) => Number(row.failed) === 1).map((row) => ({ reason: row.reason ?? "", count: Number(row.n) }));
+  let total: AnalyticsData["total"] = { ...NOTHING, failed: failures.reduce((sum, f) => sum + f.count, 0) };
   for (const row of merges) {
     const figures = {
       merged: Number(row.n),
@@ -134,11 +164,11 @@ export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date,
       estimateErrorP95Seconds: seconds(row.e95),
       late: Number(row.late ?? 0),
     };
-    if (Number(row.day) === -1) total = { ...total, ...figures };
-    else Object.assign(dayOf(Number(row.day)), figures);
+    if (row.day === null) total = { ...total, ...figures };
+    else Object.assign(dayOf(dayMs(row.day)), figures);
   }
   for (const row of runs) {
-    const day = dayOf(Number(row.day));
+    const day = dayOf(dayMs(row.day));
     day.runs = Number(row.runs);
     day.flakyAvoided = Number(row.absorbed ?? 0);
     total.runs += day.runs;
@@ -147,8 +177,11 @@ export async function loadAnalytics(sql: Sql, scope: AnalyticsScope, from: Date,
   return {
     days: [...byDay.values()].sort((a, b) => a.day - b.day),
     total,
-    failures: failures.map((row) => ({ reason: row.reason, count: Number(row.n) })),
-    hours: hours.map((row) => ({ hour: Number(row.hour), submissions: Number(row.n) })).sort((a, b) => a.hour - b.hour),
+    failures: failures.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0)).slice(0, FAILURE_REASONS_SHOWN),
+    hours: moves
+      .filter((row) => Number(row.failed) === 0 && row.hour !== null)
+      .map((row) => ({ hour: Number(row.hour), submissions: Number(row.n) }))
+      .sort((a, b) => a.hour - b.hour),
   };
 }
 
