@@ -113,6 +113,28 @@ describe.each(BACKENDS)("analytics aggregation on $name", (backend) => {
     ]);
   });
 
+  if (backend.name === "sqlite") {
+    test("each statement reads Transition and TestRun through an index (no scan of a table that grows with history)", async () => {
+      const { from, to } = windowOf(90);
+      const plans = await db.sqlRead(async (sql) => {
+        const seen: { text: string; params: readonly unknown[] }[] = [];
+        const spy = Object.assign(Object.create(sql) as typeof sql, {
+          all: <T>(text: string, params: readonly unknown[] = []) => {
+            seen.push({ text, params });
+            return sql.all<T>(text, params);
+          },
+        });
+        await loadAnalytics(spy, { organizationId: "org" }, from, to);
+        await loadAnalytics(spy, { organizationId: "org", queueId: "main" }, from, to);
+        return Promise.all(seen.map(async ({ text, params }) => (await sql.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params)).map((row) => row.detail)));
+      });
+      expect(plans.length).toBe(7);
+      const scans = plans.flat().filter((line) => /^SCAN (t|e|"?(Transition|TestRun|QueueEntry)"?)\b/.test(line));
+      expect(scans).toEqual([]);
+      expect(plans.flat().filter((line) => /USING INDEX Transition_queueId_at_idx/.test(line)).length).toBeGreaterThanOrEqual(4);
+    });
+  }
+
   test("an empty window answers zeros and no percentiles", async () => {
     const data = await db.sqlRead((sql) => loadAnalytics(sql, { organizationId: "org" }, new Date(Date.UTC(2029, 0, 1)), new Date(Date.UTC(2029, 0, 8))));
     expect(data).toEqual({
