@@ -62,6 +62,8 @@ describe.each(BACKENDS)("the analytics page on $name", (backend) => {
     expect(page.text).toContain(`<a href="/analytics?window=90&amp;queue=${q(MAIN)}">90 days</a>`);
     expect(page.text).toContain(`<a href="/analytics?window=7&amp;queue=${q(MAIN)}" aria-current="page">7 days</a>`);
     expect(page.text).toContain('<a href="/analytics" aria-current="page">Analytics</a>');
+    // The queue's own page links here.
+    expect((await acme.get("/queues/github.com/acme/web/main")).text).toContain(`<a href="/analytics?queue=${q(MAIN)}">Analytics of this queue</a>`);
   });
 
   test("the organization's page counts both of its queues and never another organization's", async () => {

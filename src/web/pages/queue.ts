@@ -288,7 +288,8 @@ export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress,
   const { repo, targetBranch } = address;
   // The version the page shows: the stream sends at once what changed after it.
   const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}`;
-  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
+  const analytics = `/analytics?${new URLSearchParams({ queue: `${repo.host}/${repo.owner}/${repo.name}/${targetBranch}` }).toString()}`;
+  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host} · <a href="${analytics}">Analytics of this queue</a></p>
 <h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1>
 ${noticeArea(refusal ? undefined : notice)}
 <div hx-ext="sse" sse-connect="${stream}" class="live-stream">
