@@ -31,7 +31,7 @@ const SUBMISSIONS = `('submitted', 'resubmitted')`;
 const TERMINAL = `(${[...TERMINAL_PR_STATES].map((s) => `'${s}'`).join(", ")})`;
 
 /** Milliseconds since the epoch of a DateTime column, exact (SQLite keeps Prisma's ISO text; PostgreSQL a TIMESTAMP(3) in UTC). */
-export const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(round(unixepoch(${column}, 'subsec') * 1000) AS INTEGER)` : `CAST(EXTRACT(EPOCH FROM ${column}) * 1000 AS BIGINT)`);
+const epochMs = (sql: Sql, column: string) => (sql.kind === "sqlite" ? `CAST(round(unixepoch(${column}, 'subsec') * 1000) AS INTEGER)` : `CAST(EXTRACT(EPOCH FROM ${column}) * 1000 AS BIGINT)`);
 
 /**
  * The organization's queues (of the repository `repositoryKey` only, when given), their PRs and
