@@ -7,7 +7,7 @@ import { queueFrozen, queueUnfrozen } from "../domain/webhook-events.js";
 import { repositoryKey, type RepoRef } from "../ports/code-host.js";
 import { decide } from "../domain/engine/engine.js";
 import type { Decision, EngineEvent, NotifyEffect } from "../domain/engine/types.js";
-import { withFinishedRuns } from "../domain/engine/estimates.js";
+import { estimatesOf, withFinishedRuns } from "../domain/engine/estimates.js";
 import { sentenceOf, statusDescriptionOf } from "../domain/reasons.js";
 import { movedPlaces, statusPlacesOf } from "../domain/status-places.js";
 import type { ReportedCheck } from "../domain/status-checks.js";
@@ -15,7 +15,7 @@ import { ENGINE_ACTOR, timelineEventOf, type Cause, type TimelineEvent } from ".
 import type { PrState } from "../domain/states.js";
 import { afterCommit, type Tx } from "../store/database.js";
 import { countPendingMerges } from "../store/effects.js";
-import type { QueueEntry } from "../store/entries.js";
+import { recordEstimateAtSubmission, type QueueEntry } from "../store/entries.js";
 import { loadQueueState, saveDecision, type Loaded } from "../store/queue-state.js";
 import { repositoryById } from "../store/repositories.js";
 import { recentRunStats } from "../store/timeline.js";
@@ -211,6 +211,7 @@ export async function applyEvent(
   const notifications = services.codeHost.notifiesPullRequests && changed ? await notificationsOfDecision(tx, queue, loaded, decision, event, timeline, now) : [];
   if ((queue.frozen === null) !== (frozen === null)) await recordFreezeChange(services, tx, queue, queue.frozen, frozen, options.freezesChangedBy ?? { actor: ENGINE_ACTOR }, now);
   await saveDecision(tx, loaded, decision, { now, newId: services.newId, event, cause, timeline, notifications, frozen });
+  if (event.kind === "submitted") await recordSubmissionEstimate(tx, queue, decision, event.prNumber, now);
   // Counted and logged once the decision is committed (a transaction rolled back and retried is
   // one decision): the metrics, and one line per decision that moved a PR (docs/operations.md).
   const seconds = (performance.now() - started) / 1000;
@@ -236,6 +237,19 @@ export async function applyEvent(
   // Outbound webhooks: the decision's events, in its transaction.
   await publishDecisionEvents(tx, loaded, decision, { now, newId: services.newId, timeline });
   return decision;
+}
+
+/**
+ * The merge time the line told a PR just submitted (as its status and the API tell it), kept so
+ * the analytics can say afterwards how far estimates were from merges. One read of the queue's
+ * recent runs per submission; nothing is kept when no time can be told (no finished run yet, the
+ * PR not ready, the queue paused).
+ */
+async function recordSubmissionEstimate(tx: Tx, queue: Queue, decision: Decision, prNumber: number, now: Date): Promise<void> {
+  const stats = await recentRunStats(tx, queue.id);
+  if (!stats) return;
+  const seconds = estimatesOf(decision.queue, stats, now.getTime()).get(prNumber)?.estimatedSecondsToMerge ?? null;
+  if (seconds !== null) await recordEstimateAtSubmission(tx, queue.id, prNumber, new Date(now.getTime() + seconds * 1000));
 }
 
 /**

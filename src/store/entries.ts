@@ -324,6 +324,8 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateChangedAt: at,
     failureMessage: null,
     notReadyMs: 0,
+    // Told by the submission's decision (recordEstimateAtSubmission), once the PR has its place.
+    estimatedMergeAt: null,
     timelineCount: (existing?.timelineCount ?? 0) + 1,
   };
   // Plain SQL (sqlOf): every submission writes here.
@@ -345,6 +347,14 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     transitionRows([event], { queueId, entryIdOf: () => id, newId }, (i) => durations[i]!),
   );
   await pruneTimeline(tx, id, data.timelineCount);
+}
+
+/**
+ * Keeps the merge time estimated for a PR as its submission placed it in line: what the
+ * analytics compare its merge with (estimate accuracy). Plain SQL: every submission writes it.
+ */
+export async function recordEstimateAtSubmission(tx: Tx, queueId: string, prNumber: number, estimatedMergeAt: Date): Promise<void> {
+  await sqlOf(tx).run(`UPDATE "QueueEntry" SET "estimatedMergeAt" = ? WHERE "queueId" = ? AND "prNumber" = ?`, [estimatedMergeAt, queueId, prNumber]);
 }
 
 /** Records the code host's reason for refusing these PRs for good (shown with their failure). */

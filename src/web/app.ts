@@ -16,6 +16,7 @@ import { pullRequestRoutes } from "./routes/pull-request.js";
 import { queueRoutes } from "./routes/queue.js";
 import { signInRoutes } from "./routes/sign-in.js";
 import { testsRoutes } from "./routes/tests.js";
+import { analyticsRoutes } from "./routes/analytics.js";
 import { auditRoutes } from "./routes/audit.js";
 import { historyRoutes } from "./routes/history.js";
 import { SessionKeys } from "./session.js";
@@ -43,6 +44,8 @@ function isDashboardPath(path: string): boolean {
     path === "/tests" ||
     path === "/history" ||
     path === "/audit" ||
+    path === "/analytics" ||
+    path === "/analytics.csv" ||
     path === "/favicon.ico" ||
     /^\/(queues|preflight|assets|actions|sign-in|tests)\//.test(path)
   );
@@ -114,6 +117,7 @@ export function createWebApp(services: Services, log: Logger, options: WebOption
   app.use(testsRoutes(context));
   app.use(auditRoutes(context));
   app.use(historyRoutes(context));
+  app.use(analyticsRoutes(context));
 
   // Any other address (server.ts sends here whatever a browser asks a page of): the 404 page,
   // with the navigation when signed in.

@@ -89,7 +89,7 @@ function header(options: { viewer: Viewer | null; current?: string }): Html {
 <a class="brand" href="/">Greenline</a>
 ${
   viewer
-    ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a> <a href="/history"${options.current === "history" ? html` aria-current="page"` : ""}>History</a> <a href="/tests"${options.current === "tests" ? html` aria-current="page"` : ""}>Flaky tests</a> <a href="/audit"${options.current === "audit" ? html` aria-current="page"` : ""}>Audit log</a></nav>
+    ? html`<nav aria-label="Main"><a href="/"${options.current === "queues" ? html` aria-current="page"` : ""}>Queues</a> <a href="/history"${options.current === "history" ? html` aria-current="page"` : ""}>History</a> <a href="/tests"${options.current === "tests" ? html` aria-current="page"` : ""}>Flaky tests</a> <a href="/analytics"${options.current === "analytics" ? html` aria-current="page"` : ""}>Analytics</a> <a href="/audit"${options.current === "audit" ? html` aria-current="page"` : ""}>Audit log</a></nav>
 <div class="who">${viewer.principal.actor?.kind === "user" ? html`<span>${viewer.principal.actor.name} ·</span> ` : ""}<span>${viewer.principal.organizationSlug}</span>${canWrite(viewer) ? "" : html` <span class="badge">read-only</span>`}
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form></div>`
     : ""

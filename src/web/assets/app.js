@@ -96,7 +96,8 @@
         height: HEIGHT,
         cursor: { show: false },
         legend: { show: true, live: false },
-        scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        // x: times (seconds since the epoch), or plain numbers (hours of the day) when time is false.
+        scales: { x: { time: data.time !== false }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [
           { space: 60 },
           {

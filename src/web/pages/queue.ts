@@ -241,7 +241,8 @@ ${liveSection(queueLiveParts(viewer, address, line, now, options))}
 ${live}`,
     });
   }
-  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host}</p>
+  const analytics = `/analytics?${new URLSearchParams({ queue: `${repo.host}/${repo.owner}/${repo.name}/${targetBranch}` }).toString()}`;
+  const body = html`<p class="crumbs"><a href="/">Queues</a> / ${repo.host} · <a href="${analytics}">Analytics of this queue</a></p>
 <div class="title-line"><h1>${repo.owner}/${repo.name} <span class="branch">${targetBranch}</span></h1><a class="wall-link" href="${queuePath(repo, targetBranch)}?tv" title="The queue for a wall display: larger type, no controls, live">Wall display</a></div>
 ${noticeArea(refusal ? undefined : notice)}
 ${live}

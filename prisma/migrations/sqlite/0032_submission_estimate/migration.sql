@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "QueueEntry" ADD COLUMN "estimatedMergeAt" DATETIME;
+
