@@ -76,52 +76,78 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     conclusions: Record<"merged" | "failed" | "cancelled", number>;
     durations: Record<DurationKind, { counts: number[]; sum: number }>;
     freezeChanges: { started: number; ended: number };
+    /** 1 when a freeze holds one of its queues. */
+    frozen: number;
+    /** The blocked reasons its queues last published. */
+    blocked: Set<string>;
   };
+  // One row per label set: two queues whose labels are the same (the same owner/name on two
+  // hosts — the labels have no host, as Trunk's have none) share their series, summed; the text
+  // format allows a series once.
+  const byLabels = new Map<string, Row>();
   const rows = new Map<string, Row>();
   for (const q of data.queues) {
-    rows.set(q.id, {
-      labels: `repo="${labelValue(`${q.repository.owner}/${q.repository.name}`)}",branch="${labelValue(q.branch)}",queue_type="main"`,
-      depth: 0,
-      awaiting: 0,
-      testing: 0,
-      restarts: 0,
-      conclusions: { merged: 0, failed: 0, cancelled: 0 },
-      durations: { wait: { counts: [], sum: 0 }, test: { counts: [], sum: 0 }, inQueue: { counts: [], sum: 0 } },
-      freezeChanges: { started: 0, ended: 0 },
-    });
+    const labels = `repo="${labelValue(`${q.repository.owner}/${q.repository.name}`)}",branch="${labelValue(q.branch)}",queue_type="main"`;
+    let row = byLabels.get(labels);
+    if (!row) {
+      row = {
+        labels,
+        depth: 0,
+        awaiting: 0,
+        testing: 0,
+        restarts: 0,
+        conclusions: { merged: 0, failed: 0, cancelled: 0 },
+        durations: { wait: { counts: [], sum: 0 }, test: { counts: [], sum: 0 }, inQueue: { counts: [], sum: 0 } },
+        freezeChanges: { started: 0, ended: 0 },
+        frozen: 0,
+        blocked: new Set(),
+      };
+      byLabels.set(labels, row);
+    }
+    if (freezeStatusAt(q.freezes, now.getTime()).frozen) row.frozen = 1;
+    if (q.blockedReason !== null) row.blocked.add(q.blockedReason);
+    rows.set(q.id, row);
   }
+  // The aggregates are separate statements: a queue created between them is not in the list (skipped, not a 500).
   for (const row of data.counts) {
-    const queue = rows.get(row.queueId)!;
+    const queue = rows.get(row.queueId);
+    if (!queue) continue;
     if (row.state === "not_ready") queue.awaiting += row.count;
     else queue.depth += row.count;
     if (row.state === "testing") queue.testing += row.count;
   }
   for (const row of data.moves) {
-    const queue = rows.get(row.queueId)!;
+    const queue = rows.get(row.queueId);
+    if (!queue) continue;
     if (row.toState === "merged" || row.toState === "failed" || row.toState === "cancelled") queue.conclusions[row.toState] += row.count;
     if (row.fromState === "testing" && row.toState === "pending") queue.restarts += row.count;
   }
   for (const row of data.durations) {
-    const histogram = rows.get(row.queueId)!.durations[row.kind]!;
+    const histogram = rows.get(row.queueId)?.durations[row.kind];
+    if (!histogram) continue;
     histogram.counts[row.bucket] = (histogram.counts[row.bucket] ?? 0) + row.count;
     histogram.sum += row.sumSeconds;
   }
-  for (const row of data.freezeChanges) rows.get(row.queueId)!.freezeChanges[row.kind === "freeze_started" ? "started" : "ended"] += row.count;
+  for (const row of data.freezeChanges) {
+    const queue = rows.get(row.queueId);
+    if (queue) queue.freezeChanges[row.kind === "freeze_started" ? "started" : "ended"] += row.count;
+  }
+  const series = [...byLabels.values()];
 
   const out = new Exposition();
   const gauge = (name: string, help: string, value: (row: Row) => number) => {
     out.family(name, help, "gauge");
-    for (const row of rows.values()) out.sample(name, row.labels, value(row));
+    for (const row of series) out.sample(name, row.labels, value(row));
   };
   const histogram = (name: string, help: string, kind: DurationKind) => {
     out.family(name, help, "histogram");
-    for (const row of rows.values()) out.histogram(name, row.labels, row.durations[kind].counts, row.durations[kind].sum);
+    for (const row of series) out.histogram(name, row.labels, row.durations[kind].counts, row.durations[kind].sum);
   };
   gauge("mq_depth_current", "Pull requests in the queue, not counting those not ready", (row) => row.depth);
   gauge("mq_awaiting_mergeability", "Pull requests waiting on the code host's prerequisites (not ready)", (row) => row.awaiting);
   gauge("mq_testing_slots_active", "Pull requests testing", (row) => row.testing);
   out.family("mq_pr_conclusions_1h_total", "Pull requests concluded in the last hour", "gauge");
-  for (const row of rows.values()) {
+  for (const row of series) {
     for (const conclusion of ["merged", "failed", "cancelled"] as const) out.sample("mq_pr_conclusions_1h_total", `${row.labels},conclusion="${conclusion}"`, row.conclusions[conclusion]);
   }
   gauge("mq_pr_restarts_1h_total", "Testing to pending transitions in the last hour", (row) => row.restarts);
@@ -129,18 +155,17 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   histogram("mq_pr_test_duration_1h_seconds", "Time spent testing, last hour", "test");
   histogram("mq_pr_time_in_queue_1h_seconds", "Time from entering the queue to leaving it, last hour", "inQueue");
   out.family("greenline_queue_frozen", "1 while a merge freeze holds the queue (only hotfixes merge), else 0", "gauge");
-  for (const q of data.queues) out.sample("greenline_queue_frozen", rows.get(q.id)!.labels, freezeStatusAt(q.freezes, now.getTime()).frozen ? 1 : 0);
+  for (const row of series) out.sample("greenline_queue_frozen", row.labels, row.frozen);
   out.family("greenline_queue_freeze_changes_1h", "Merge freezes that started or ended in the last hour", "gauge");
-  for (const row of rows.values()) {
+  for (const row of series) {
     out.sample("greenline_queue_freeze_changes_1h", `${row.labels},event="started"`, row.freezeChanges.started);
     out.sample("greenline_queue_freeze_changes_1h", `${row.labels},event="ended"`, row.freezeChanges.ended);
   }
   // The reason the worker last published (queue.blocked; judged each round for every queue with
   // PRs waiting: src/queue/diagnoses.ts), read with the queue: no question per queue per scrape.
   out.family("greenline_queue_blocked", "1 for the reason the queue merges nothing while pull requests wait (getQueue's blockedReason), 0 for the others", "gauge");
-  for (const q of data.queues) {
-    const { labels } = rows.get(q.id)!;
-    for (const code of BLOCKED_REASON_CODES) out.sample("greenline_queue_blocked", `${labels},reason="${code}"`, code === q.blockedReason ? 1 : 0);
+  for (const row of series) {
+    for (const code of BLOCKED_REASON_CODES) out.sample("greenline_queue_blocked", `${row.labels},reason="${code}"`, row.blocked.has(code) ? 1 : 0);
   }
   const body = out.text();
   const service = await serviceMetricsFor(services, principal);

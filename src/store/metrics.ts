@@ -109,7 +109,7 @@ export type OverviewData = {
   queues: { id: string; branch: string; state: string; freezes: Freeze[]; repository: { host: string; owner: string; name: string } }[];
   /** How many PRs each queue has in each live state. */
   counts: { queueId: string; state: PrState; count: number }[];
-  /** How many PRs each queue merged and failed in each hour since the window started (hour 0 starts at `firstHour`). */
+  /** How many PRs each queue merged and failed in each hour since the window started (hour 0 starts at `firstHour`; -1: in the window, before it). */
   conclusions: { queueId: string; state: "merged" | "failed"; hour: number; count: number }[];
   /** Per queue, the time in queue (seconds) of its PRs concluded in the window at the 50th and 95th percentile (nearest rank), and how many concluded. */
   timesInQueue: { queueId: string; p50: number; p95: number; count: number }[];
@@ -137,12 +137,14 @@ export async function loadOverviewData(sql: Sql, organizationId: string, windowS
     `SELECT e."queueId", e."state", COUNT(*) AS "count" FROM "QueueEntry" e WHERE e."queueId" IN (${scope}) AND e."state" IN (${live}) GROUP BY e."queueId", e."state"`,
     [organizationId, ...LIVE_PR_STATES],
   );
-  const hour = `(${epochMs(sql, `t."at"`)} - ${Math.trunc(firstHour)}) / ${HOUR_MS}`;
+  // Hours from the first one's start; what concluded in the window before it is hour -1 (in the
+  // totals, not in the chart: a division rounds toward zero, which would put it in hour 0).
+  const since = epochMs(sql, `t."at"`);
+  const hour = `CASE WHEN ${since} < ${Math.trunc(firstHour)} THEN -1 ELSE (${since} - ${Math.trunc(firstHour)}) / ${HOUR_MS} END`;
   const conclusions = await sql.all<{ queueId: string; state: "merged" | "failed"; hour: number | string; count: number | string }>(
     `SELECT t."queueId", t."toState" AS "state", ${hour} AS "hour", COUNT(*) AS "count" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
       WHERE t."toState" IN ('merged', 'failed') GROUP BY t."queueId", t."toState", ${hour}`,
-    // From the first hour's start (a division rounds toward zero: earlier ones would count in hour 0).
-    [organizationId, new Date(firstHour)],
+    [organizationId, windowStart],
   );
   // Nearest rank: the value at rank ceil(q·n), in whole numbers ((n + 1) / 2 and (95n + 99) / 100).
   const timesInQueue = await sql.all<{ queueId: string; p50: number | string; p95: number | string; count: number | string }>(

@@ -95,6 +95,18 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     expect(sample(text, `mq_pr_test_duration_1h_seconds_sum{${labels}}`)).toBe(300 + 180);
   });
 
+  test("two queues whose labels are the same (one owner/name on two hosts) share their series, summed: each series once", async () => {
+    const address = (host: string) => ({ repo: { host, owner: "acme", name: "twin" }, targetBranch: "main" });
+    await server.api.ok("createQueue", address("github.com"));
+    await server.api.ok("createQueue", address("ghe.example.com"));
+    await server.api.ok("submitPullRequest", { ...address("github.com"), pr: { number: 1 } });
+    await server.api.ok("submitPullRequest", { ...address("ghe.example.com"), pr: { number: 1 } });
+    const text = (await server.api.get("getMergeQueueMetrics")).text;
+    const series = text.split("\n").filter((line) => line !== "" && !line.startsWith("#")).map((line) => line.slice(0, line.lastIndexOf(" ")));
+    expect(series.filter((name, i) => series.indexOf(name) !== i)).toEqual([]);
+    expect(sample(text, 'mq_depth_current{repo="acme/twin",branch="main",queue_type="main"}')).toBe(2);
+  });
+
   test("repo and repoHost select one repository", async () => {
     const text = (await server.api.get("getMergeQueueMetrics?repo=acme/lanes&repoHost=github.com")).text;
     expect(text).toContain('repo="acme/lanes"');

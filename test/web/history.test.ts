@@ -180,6 +180,12 @@ describe.each(BACKENDS)("the history page on $name", (backend) => {
     ["?q=a&q=b", "q: must be given once, as text"],
     ["?q=<201 characters>", "q: must be at most 200 characters"],
     ["?author=%3Cscript%3E", "author: must be a login"],
+    // Out of what both databases store as a time (PostgreSQL answered 500), or text it cannot hold.
+    ["?from=0000-01-01", "from: must be a day from 0001-01-01 to 9998-12-31"],
+    ["?to=9999-12-31", "to: must be a day from 0001-01-01 to 9998-12-31"],
+    ["?before=999999999999999.abc", "before: must be a page token"],
+    ["?after=999999999999999.abc", "after: must be a page token"],
+    ["?q=a%00b", "q: must be text without control characters"],
     ["?queue=github.com%2Facme%2Fnope", "queue: must be one of the organization's queues"],
   ])("%s answers 400 naming the field and its rule", async (query, message) => {
     const { status, text } = await page(query.replace("<201 characters>", "x".repeat(201)));

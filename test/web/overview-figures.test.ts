@@ -46,6 +46,15 @@ describe.each(BACKENDS)("the overview's figures on $name", (backend) => {
     expect(summary!.trend.merged.reduce((a, b) => a + b, 0)).toBe(2);
   });
 
+  test("23 h 45 min after the merges, they still count in the day's totals, though the chart's hours start after them", async () => {
+    clock.ms = Date.parse("2026-11-23T09:15:00Z"); // the window starts at 09:15 the day before; its first whole hour at 10:00
+    const [summary] = (await overview()).filter((q) => q.repo.name === "figures");
+    expect(summary).toMatchObject({ merged24h: 2, failed24h: 0, timeInQueueP50: 1200 });
+    expect(summary!.runsPerMerged).toBe(1);
+    expect(summary!.trend.hours[0]).toBe(Date.parse("2026-11-22T10:00:00Z"));
+    expect(summary!.trend.merged.reduce((a, b) => a + b, 0)).toBe(0);
+  });
+
   test("a day later, nothing of it counts", async () => {
     clock.advance(25 * 60 * 60_000);
     const [summary] = (await overview()).filter((q) => q.repo.name === "figures");

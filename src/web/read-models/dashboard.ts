@@ -107,12 +107,15 @@ export async function queueOverview(services: Services, principal: Principal): P
       const count = (test: (state: string) => boolean) => counts.filter((c) => test(c.state)).reduce((sum, c) => sum + c.count, 0);
       const merged = new Array<number>(24).fill(0);
       const failed = new Array<number>(24).fill(0);
+      // The totals count the whole 24 hours; the chart's first hour starts on the hour, after the window's start.
+      const totals = { merged: 0, failed: 0 };
       for (const row of conclusionsOf.get(queue.id) ?? []) {
+        totals[row.state] += row.count;
         if (row.hour < 0 || row.hour > 23) continue;
         (row.state === "merged" ? merged : failed)[row.hour]! += row.count;
       }
       const times = timesOf.get(queue.id);
-      const merged24h = merged.reduce((a, b) => a + b, 0);
+      const merged24h = totals.merged;
       const state = queue.state as QueueState;
       const outage = outages.get(accountKeyOf(queue.repository));
       return {
@@ -123,7 +126,7 @@ export async function queueOverview(services: Services, principal: Principal): P
         waiting: count((s) => s === "not_ready"),
         testing: count((s) => s === "testing"),
         merged24h,
-        failed24h: failed.reduce((a, b) => a + b, 0),
+        failed24h: totals.failed,
         timeInQueueP50: times?.p50 ?? null,
         timeInQueueP95: times?.p95 ?? null,
         runsPerMerged: merged24h > 0 ? (runCounts.get(queue.id) ?? 0) / merged24h : null,

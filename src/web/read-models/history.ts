@@ -1,3 +1,4 @@
+import { unstorableCharacter } from "../../domain/text.js";
 import { AppError } from "../../app/errors.js";
 import type { Services } from "../../app/services.js";
 import type { Principal } from "../../auth/tokens.js";
@@ -49,16 +50,21 @@ export function historyQueryOf(query: Record<string, unknown>): HistoryQuery {
 /** A page token: the key of the row the page starts past, `<submitted ms>.<entry id>`. */
 const tokenOf = (key: HistoryKey) => `${key.submittedAt.getTime()}.${key.id}`;
 
+/** The instants both databases store and compare as the same time (years 0001 to 9999): a token or day outside them is refused, not sent. */
+const FIRST_INSTANT = Date.parse("0001-01-01T00:00:00Z");
+const LAST_DAY = Date.UTC(9998, 11, 31);
+
 function keyOf(name: string, token: string): { submittedAt: Date; id: string } {
   const match = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})$/.exec(token);
-  if (!match) throw invalid(`${name}: must be a page token from the page's own Older or Newer link`);
+  if (!match || Number(match[1]) > LAST_DAY) throw invalid(`${name}: must be a page token from the page's own Older or Newer link`);
   return { submittedAt: new Date(Number(match[1])), id: match[2]! };
 }
 
-/** A YYYY-MM-DD day (UTC) as the instant it starts. */
+/** A YYYY-MM-DD day (UTC), from 0001-01-01 to 9998-12-31, as the instant it starts. */
 function dayOf(name: string, value: string): number {
   const time = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : Number.NaN;
   if (Number.isNaN(time) || new Date(time).toISOString().slice(0, 10) !== value) throw invalid(`${name}: must be a day as YYYY-MM-DD`);
+  if (time < FIRST_INSTANT || time > LAST_DAY) throw invalid(`${name}: must be a day from 0001-01-01 to 9998-12-31`);
   return time;
 }
 
@@ -71,6 +77,8 @@ export function historyFilterOf(query: HistoryQuery, queues: HistoryQueue[]): { 
   const filter: HistoryFilter = { queueIds: queues.map((q) => q.id) };
   if (query.q !== "") {
     if (query.q.length > 200) throw invalid("q: must be at most 200 characters");
+    // Text a database stores as sent: no control characters (PostgreSQL's text cannot hold NUL), no lone surrogates.
+    if (/[\u0000-\u001f\u007f]/.test(query.q) || unstorableCharacter(query.q) !== null) throw invalid("q: must be text without control characters or lone surrogates");
     const number = /^#?(\d{1,10})$/.exec(query.q);
     if (number && Number(number[1]) >= 1 && Number(number[1]) <= 2_147_483_647) filter.prNumber = Number(number[1]);
     else filter.title = query.q;
