@@ -72,14 +72,15 @@ export function toQueueEntry(row: EntryRow): QueueEntry {
     emergencyReason: row.emergencyReason ?? null,
     stackBelowPr: row.stackBelowPr ?? null,
     submittedAt: row.submittedAt,
-    notReadyMs: Number(row.notReadyMs),
+    // Counted for this submission only: a release that does not know the column resubmits without resetting it.
+    notReadyMs: row.notReadySubmittedAt !== null && row.notReadySubmittedAt.getTime() === row.submittedAt.getTime() ? Number(row.notReadyMs) : 0,
     timelineCount: row.timelineCount,
   };
 }
 
 /** A QueueEntry row read through plain SQL (sqlOf), as a QueueEntry. */
 export function queueEntryOfSql(row: Record<string, unknown>): QueueEntry {
-  return toQueueEntry(prismaShaped<EntryRow>(row, ["noBatch", "forceEnqueued", "isCurrentlySubmitted", "ready"], ["stateChangedAt", "submittedAt", "readinessRecheckAt"]));
+  return toQueueEntry(prismaShaped<EntryRow>(row, ["noBatch", "forceEnqueued", "isCurrentlySubmitted", "ready"], ["stateChangedAt", "submittedAt", "readinessRecheckAt", "notReadySubmittedAt"]));
 }
 
 /** The queue's PRs in play, and those of `prNumbers` whatever their state (plain SQL: every decision loads them). */
@@ -324,6 +325,7 @@ export async function saveSubmission(tx: Tx, submission: Submission, newId: () =
     stateChangedAt: at,
     failureMessage: null,
     notReadyMs: 0,
+    notReadySubmittedAt: at,
     // Told by the submission's decision (recordEstimateAtSubmission), once the PR has its place.
     estimatedMergeAt: null,
     timelineCount: (existing?.timelineCount ?? 0) + 1,

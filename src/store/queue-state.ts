@@ -316,7 +316,7 @@ export async function saveDecision(
     const [updated] = await sql.all<{ timelineCount: number }>(
       `UPDATE "QueueEntry" SET "state" = ?, "stateReason" = ?, "stateChangedAt" = ?, "bisectionGroupLimit" = ?, "ready" = ?, "linePosition" = ?, "timelineCount" = "timelineCount" + ?${
         message !== undefined ? `, "failureMessage" = ?` : ""
-      }${concluded ? `, "isCurrentlySubmitted" = ?` : ""}${notReadyMs !== undefined ? `, "notReadyMs" = ?` : ""} WHERE "id" = ? RETURNING "timelineCount"`,
+      }${concluded ? `, "isCurrentlySubmitted" = ?` : ""}${notReadyMs !== undefined ? `, "notReadyMs" = ?, "notReadySubmittedAt" = ?` : ""} WHERE "id" = ? RETURNING "timelineCount"`,
       [
         entry.state,
         entry.reason,
@@ -327,7 +327,7 @@ export async function saveDecision(
         added,
         ...(message !== undefined ? [message.slice(0, 2000)] : []),
         ...(concluded ? [false] : []),
-        ...(notReadyMs !== undefined ? [notReadyMs] : []),
+        ...(notReadyMs !== undefined ? [notReadyMs, row.submittedAt] : []),
         row.id,
       ],
     );

@@ -95,6 +95,29 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     expect(sample(text, `mq_pr_test_duration_1h_seconds_sum{${labels}}`)).toBe(300 + 180);
   });
 
+  test("a resubmission starts the time not ready again, also when a release that does not know it resubmitted", async () => {
+    await server.api.ok("createQueue", { ...queueOf("ready-again"), mode: "parallel" });
+    const pr = prOf(9, "ready-again");
+    await server.api.ok("submitPullRequest", pr); // not ready: no impacted targets yet
+    now += 5 * 60_000;
+    await server.api.ok("setImpactedTargets", { ...pr, impactedTargets: ["//a"] });
+    now += 10 * 60_000;
+    await server.api.ok("cancelPullRequest", pr);
+    now += 60_000;
+    await server.api.ok("submitPullRequest", pr);
+    now += 3 * 60_000;
+    // As an older release's resubmission leaves it: an hour not ready, of an earlier submission.
+    const { db } = server.greenline.services;
+    await db.sqlTransaction((sql) =>
+      sql.run(`UPDATE "QueueEntry" SET "notReadyMs" = ?, "notReadySubmittedAt" = ? WHERE "prNumber" = ? AND "queueId" IN (SELECT "id" FROM "Queue" WHERE "branch" = 'main')`, [3_600_000, new Date(T0), 9]),
+    );
+    await server.api.ok("cancelPullRequest", pr);
+    const text = (await server.api.get("getMergeQueueMetrics?repo=acme/ready-again&repoHost=github.com")).text;
+    const labels = 'repo="acme/ready-again",branch="main",queue_type="main"';
+    // 10 of the first submission's 15 minutes, then the second's 3 (nothing subtracted from them).
+    expect(sample(text, `mq_pr_time_in_queue_1h_seconds_sum{${labels}}`)).toBe(600 + 180);
+  });
+
   test("two queues whose labels are the same (one owner/name on two hosts) share their series, summed: each series once", async () => {
     const address = (host: string) => ({ repo: { host, owner: "acme", name: "twin" }, targetBranch: "main" });
     await server.api.ok("createQueue", address("github.com"));
@@ -102,7 +125,10 @@ describe.each(BACKENDS)("getMergeQueueMetrics on $name", (backend) => {
     await server.api.ok("submitPullRequest", { ...address("github.com"), pr: { number: 1 } });
     await server.api.ok("submitPullRequest", { ...address("ghe.example.com"), pr: { number: 1 } });
     const text = (await server.api.get("getMergeQueueMetrics")).text;
-    const series = text.split("\n").filter((line) => line !== "" && !line.startsWith("#")).map((line) => line.slice(0, line.lastIndexOf(" ")));
+    const series = text
+      .split("\n")
+      .filter((line) => line !== "" && !line.startsWith("#"))
+      .map((line) => line.slice(0, line.lastIndexOf(" ")));
     expect(series.filter((name, i) => series.indexOf(name) !== i)).toEqual([]);
     expect(sample(text, 'mq_depth_current{repo="acme/twin",branch="main",queue_type="main"}')).toBe(2);
   });

@@ -142,7 +142,7 @@ describe.each(BACKENDS)("dashboard access on $name", (backend) => {
     // A refused setting shows next to the form, named by the form's label, the typed value kept.
     const form = /<form class="settings"[\s\S]*?<\/form>/.exec(bad.text)![0];
     expect(form).toContain('<p class="notice notice-error" id="settings-error" role="alert">Concurrency: Too small: expected number to be &gt;=1</p>');
-    expect(form).toMatch(/<input id="setting-concurrency" name="concurrency" [^>]*value="0" aria-invalid="true" aria-describedby="settings-error">/);
+    expect(form).toMatch(/<input id="setting-concurrency" name="concurrency" [^>]*value="0" aria-describedby="setting-concurrency-help settings-error" aria-invalid="true">/);
     // Through htmx too: the form comes back out of band with the message, the notice above stays empty.
     const htmx = await acme.post("/actions/queue", { ...queueForm(), action: "settings", concurrency: "0" }, { origin: server.url, "x-csrf-token": csrf, "hx-request": "true" });
     expect(htmx.text).toContain('<details id="settings" class="card" open hx-swap-oob="true">');

@@ -16,7 +16,13 @@ import { duration, queuePath, reasonAfterState, since, words } from "./format.js
  * on top of what. `tv`: the wall display (`?tv`), which has no controls at all.
  */
 
-export type RowOptions = { tv: boolean };
+/** How a queue page is drawn: `tv`, the wall display; `all`, every PR of the line (else the first LINE_SHOWN, or WALL_SHOWN on the wall). */
+export type RowOptions = { tv: boolean; all?: boolean };
+
+/** The PRs of the line, and of those waiting for readiness, a queue page draws unless asked for all: a line of 1,000 is 2 MB of rows nobody reads at once. */
+export const LINE_SHOWN = 100;
+/** On the wall display, which no one scrolls. */
+export const WALL_SHOWN = 40;
 
 /**
  * What every row of one rendering shares, made once (a page of 1,000 rows would otherwise build

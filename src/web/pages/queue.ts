@@ -12,7 +12,7 @@ import { canWrite, layout, liveStreamTarget, readOnlyHint, type Viewer } from ".
 import type { LivePart } from "../live-patch.js";
 import { type SettingsRefusal, settingsForm } from "../settings-form.js";
 import { cancelledHow, pullPath, queuePath, reasonAfterState, since, words } from "./format.js";
-import { hiddenFields, prLinks, prRow, prShown, type RowOptions, type Rows, rowsOf, runRow, runsByPr, stackGraph } from "./queue-rows.js";
+import { hiddenFields, LINE_SHOWN, prLinks, prRow, prShown, type RowOptions, type Rows, rowsOf, runRow, runsByPr, stackGraph, WALL_SHOWN } from "./queue-rows.js";
 
 /** A message above the line after an action: done, or the application's refusal verbatim. */
 export type Notice = { kind: "ok" | "error"; text: string };
@@ -155,6 +155,17 @@ function concludedRow(address: QueueAddress, pr: MergeItemRecord, cancelledBy: R
   return html`<li id="done-${pr.id}" data-pr="${pr.prNumber}"><a href="${pullPath(address.repo, address.targetBranch, pr.prNumber)}"><strong>#${pr.prNumber}</strong> ${pr.prTitle}</a> <span class="state state-${pr.state}" data-state="${pr.state}">${words(pr.state)}</span> <span class="muted">${reason ? `${reason}, ` : ""}${since(pr.stateChangedAt, now)} ago</span>${pr.failureMessage ? html`<blockquote>${pr.failureMessage}</blockquote>` : ""}</li>`;
 }
 
+/**
+ * Under a list drawn in part: how many more it holds, and (not on the wall display) the link to
+ * the page with all of them; with all drawn, the way back. Empty when it is drawn whole.
+ */
+function moreLine(id: string, address: QueueAddress, total: number, shown: number, what: string, options: RowOptions): Html {
+  const path = queuePath(address.repo, address.targetBranch);
+  if (options.all) return html`<p id="${id}" class="muted more">${total > LINE_SHOWN ? html`All ${total} ${what} shown. <a href="${path}">Show the first ${LINE_SHOWN}</a>` : ""}</p>`;
+  if (total <= shown) return html`<p id="${id}" class="muted more"></p>`;
+  return html`<p id="${id}" class="muted more">and ${total - shown} more ${what}${options.tv ? "" : html` · <a href="${path}?all">show all ${total}</a>`}</p>`;
+}
+
 /** A list's heading and, when it is empty, the sentence saying so: one block, so its count updates alone. */
 function listHead(id: string, title: Html | string, count: number, empty: string | null): Html {
   return html`<div id="${id}-head">${count > 0 || empty !== null ? html`<h2 id="${id}-h">${title}</h2>` : ""}${count === 0 && empty !== null ? html`<p class="empty">${empty}</p>` : ""}</div>`;
@@ -171,6 +182,7 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
   const rows = rowsOf(viewer, address, options);
   const inLine = queue.enqueuedPullRequests.filter((pr) => pr.state !== "not_ready");
   const waiting = queue.enqueuedPullRequests.filter((pr) => pr.state === "not_ready");
+  const shown = options.all ? Number.POSITIVE_INFINITY : options.tv ? WALL_SHOWN : LINE_SHOWN;
   const block = (id: string, render: () => Html): LivePart => {
     const markup = render();
     return { kind: "block", id, fingerprint: markup.text, render: () => markup };
@@ -183,9 +195,11 @@ export function queueLiveParts(viewer: Viewer, address: QueueAddress, line: Queu
     block("runs-head", () => listHead("runs", `Runs in flight (${line.runs.length})`, line.runs.length, "Nothing is testing.")),
     { kind: "list", id: "runs-list", rows: line.runs.map((run) => row(`queue-${run.runId}`, run, () => runRow(rows, run, now))) },
     block("line-head", () => listHead("line", `The line (${inLine.length})`, inLine.length, "No pull request in line.")),
-    { kind: "list", id: "line-list", rows: inLine.map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr, runOf.get(pr.prNumber), now), () => prRow(rows, pr, "line", runOf.get(pr.prNumber), now))) },
+    { kind: "list", id: "line-list", rows: inLine.slice(0, shown).map((pr) => row(`line-pr-${pr.prNumber}`, prShown(pr, runOf.get(pr.prNumber), now), () => prRow(rows, pr, "line", runOf.get(pr.prNumber), now))) },
+    block("line-more", () => moreLine("line-more", address, inLine.length, shown, "in line", options)),
     block("waiting-head", () => listHead("waiting", `Waiting for readiness (${waiting.length})`, waiting.length, null)),
-    { kind: "list", id: "waiting-list", rows: waiting.map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr, undefined, now), () => prRow(rows, pr, "waiting", undefined, now))) },
+    { kind: "list", id: "waiting-list", rows: waiting.slice(0, shown).map((pr) => row(`waiting-pr-${pr.prNumber}`, prShown(pr, undefined, now), () => prRow(rows, pr, "waiting", undefined, now))) },
+    block("waiting-more", () => moreLine("waiting-more", address, waiting.length, shown, "waiting for readiness", options)),
     block("done-head", () =>
       listHead(
         "done",
@@ -213,8 +227,8 @@ export function liveSection(parts: LivePart[]): Html {
 ${block("queue-status")}
 ${block("queue-groups")}
 <section aria-label="Runs in flight">${block("runs-head")}<ol class="runs" id="runs-list">${rows("runs-list")}</ol></section>
-<section aria-label="The line">${block("line-head")}<ol class="line" id="line-list">${rows("line-list")}</ol></section>
-<section aria-label="Waiting for readiness">${block("waiting-head")}<ul class="line" id="waiting-list">${rows("waiting-list")}</ul></section>
+<section aria-label="The line">${block("line-head")}<ol class="line" id="line-list">${rows("line-list")}</ol>${block("line-more")}</section>
+<section aria-label="Waiting for readiness">${block("waiting-head")}<ul class="line" id="waiting-list">${rows("waiting-list")}</ul>${block("waiting-more")}</section>
 <section aria-label="Concluded in the last 24 h">${block("done-head")}<ul class="concluded" id="done-list">${rows("done-list")}</ul></section>
 </div>`;
 }
@@ -226,7 +240,7 @@ ${block("queue-groups")}
 export function queuePage(assets: Assets, viewer: Viewer, address: QueueAddress, line: QueueLine, now: Date, notice?: Notice, refusal?: SettingsRefusal, options: RowOptions = { tv: false }): Html {
   const { repo, targetBranch } = address;
   // The version the page shows: the stream sends at once what changed after it (rendered for the same display).
-  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}${options.tv ? "&tv=1" : ""}`;
+  const stream = `/events?queue=${encodeURIComponent(`${repo.host}/${repo.owner}/${repo.name}/${targetBranch}`)}&since=${line.version}${options.tv ? "&tv=1" : ""}${options.all ? "&all=1" : ""}`;
   const live = html`<div hx-ext="sse" sse-connect="${stream}" class="live-stream">
 ${liveStreamTarget()}
 ${liveSection(queueLiveParts(viewer, address, line, now, options))}

@@ -10,7 +10,7 @@ import { pullRequestLive, pullRequestLiveParts } from "../pages/pull-request.js"
 import { liveSection, queueLiveParts } from "../pages/queue.js";
 import { type LiveTopic, pullRequestView, queueLine, queueOverview } from "../read-models/dashboard.js";
 import type { PageResponse, RouteContext } from "./context.js";
-import { wallDisplayOf } from "./queue.js";
+import { wallDisplayOf, wholeLineOf } from "./queue.js";
 
 /**
  * The live stream of a page (/events: server-sent events, from the live hub of src/web/live.ts):
@@ -42,12 +42,13 @@ export function eventsRoutes({ services, hub, signedIn, viewerOf }: RouteContext
       const { id } = await findQueueVersion(services, principal, address);
       topic = { kind: "queue", queueId: id };
       const tv = wallDisplayOf(req.query);
+      const all = wholeLineOf(req.query);
       const prNumber = req.query.pr === undefined ? null : Number(req.query.pr);
       if (prNumber !== null && !(Number.isSafeInteger(prNumber) && prNumber > 0)) throw new AppError("invalid_argument", "pr: must be a positive whole number");
       render =
         prNumber === null
           ? async (viewer) => {
-              const parts = queueLiveParts(viewer, address, await queueLine(services, viewer.principal, address), services.now(), { tv });
+              const parts = queueLiveParts(viewer, address, await queueLine(services, viewer.principal, address), services.now(), { tv, all });
               return { parts, full: () => liveSection(parts) };
             }
           : async (viewer) => {

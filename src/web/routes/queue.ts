@@ -30,6 +30,14 @@ export function wallDisplayOf(query: Request["query"]): boolean {
   throw new AppError("invalid_argument", "tv: must be given once, empty or 1 (?tv: the wall display)");
 }
 
+/** Whether a queue page (or its live stream) draws its whole line: `?all` (or `all=1`); else its first PRs (pages/queue-rows.ts). */
+export function wholeLineOf(query: Request["query"]): boolean {
+  const all = query.all;
+  if (all === undefined) return false;
+  if (all === "" || all === "1") return true;
+  throw new AppError("invalid_argument", "all: must be given once, empty or 1 (?all: every pull request of the line)");
+}
+
 /** A queue page's path segments after the repository (its `*branch`). */
 export const branchSegments = (req: Request) => (req.params as unknown as { branch: string[] }).branch;
 
@@ -42,8 +50,9 @@ export function queueRoutes(context: RouteContext): Router {
     const viewer = res.locals.viewer!;
     const address: QueueAddress = { repo: repoOf(req.params), targetBranch: branchSegments(req).join("/") };
     const tv = wallDisplayOf(req.query);
+    const all = wholeLineOf(req.query);
     const line = await queueLine(services, viewer.principal, address);
-    send(res, 200, queuePage(assets, viewer, address, line, services.now(), undefined, undefined, { tv }));
+    send(res, 200, queuePage(assets, viewer, address, line, services.now(), undefined, undefined, { tv, all }));
   });
 
   router.get(PREFLIGHT_PAGE, signedIn, async (req, res: PageResponse) => {

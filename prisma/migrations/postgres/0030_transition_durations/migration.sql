@@ -10,3 +10,6 @@ ADD COLUMN     "stateMs" DOUBLE PRECISION;
 -- CreateIndex
 CREATE INDEX "Transition_at_idx" ON "Transition"("at");
 
+
+-- AlterTable
+ALTER TABLE "QueueEntry" ADD COLUMN "notReadySubmittedAt" TIMESTAMP(3);
