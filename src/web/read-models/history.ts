@@ -78,7 +78,7 @@ export function historyFilterOf(query: HistoryQuery, queues: HistoryQueue[]): { 
   if (query.q !== "") {
     if (query.q.length > 200) throw invalid("q: must be at most 200 characters");
     // Text a database stores as sent: no control characters (PostgreSQL's text cannot hold NUL), no lone surrogates.
-    if (/[\u0000-\u001f\u007f]/.test(query.q) || unstorableCharacter(query.q) !== null) throw invalid("q: must be text without control characters or lone surrogates");
+    if ([...query.q].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) || unstorableCharacter(query.q) !== null) throw invalid("q: must be text without control characters or lone surrogates");
     const number = /^#?(\d{1,10})$/.exec(query.q);
     if (number && Number(number[1]) >= 1 && Number(number[1]) <= 2_147_483_647) filter.prNumber = Number(number[1]);
     else filter.title = query.q;
