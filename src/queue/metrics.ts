@@ -64,7 +64,8 @@ export async function renderMetrics(services: Services, principal: Principal, fi
   }
   const now = services.now();
   const windowStart = new Date(now.getTime() - WINDOW_MS);
-  const data = await services.db.sqlRead((sql) => loadMetricsData(sql, principal.organizationId, key, windowStart, BUCKETS));
+  // The service's own metrics (the operator's organization) read beside the queues'.
+  const [data, service] = await Promise.all([services.db.sqlRead((sql) => loadMetricsData(sql, principal.organizationId, key, windowStart, BUCKETS)), serviceMetricsFor(services, principal)]);
 
   // Per queue, in the queues' order: its labels, and what each family shows of it.
   type Row = {
@@ -168,7 +169,6 @@ export async function renderMetrics(services: Services, principal: Principal, fi
     for (const code of BLOCKED_REASON_CODES) out.sample("greenline_queue_blocked", `${row.labels},reason="${code}"`, row.blocked.has(code) ? 1 : 0);
   }
   const body = out.text();
-  const service = await serviceMetricsFor(services, principal);
   return { contentType: "text/plain; version=0.0.4; charset=utf-8", body: service === null ? body : `${body}\n${service}` };
 }
 

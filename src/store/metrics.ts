@@ -55,33 +55,37 @@ export async function loadMetricsData(sql: Sql, organizationId: string, reposito
   );
   if (queues.length === 0) return { queues: [], counts: [], freezeChanges: [], moves: [], durations: [] };
   const live = LIVE_PR_STATES.map(() => "?").join(", ");
-  const counts = await sql.all<{ queueId: string; state: string; count: number | string }>(
-    `SELECT e."queueId", e."state", COUNT(*) AS "count" FROM "QueueEntry" e WHERE e."queueId" IN (${scope}) AND e."state" IN (${live}) GROUP BY e."queueId", e."state"`,
-    [...scopeParams, ...LIVE_PR_STATES],
-  );
-  const moves = await sql.all<{ queueId: string; fromState: string | null; toState: string; count: number | string }>(
-    `SELECT t."queueId", t."fromState", t."toState", COUNT(*) AS "count" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
-      WHERE t."toState" IN ${TERMINAL} OR (t."fromState" = 'testing' AND t."toState" = 'pending')
-      GROUP BY t."queueId", t."fromState", t."toState"`,
-    [...scopeParams, windowStart],
-  );
-  const freezeChanges = await sql.all<{ queueId: string; kind: "freeze_started" | "freeze_ended"; count: number | string }>(
-    `SELECT v."queueId", v."kind", COUNT(*) AS "count" FROM "QueueEvent" v WHERE v."queueId" IN (${scope}) AND v."kind" IN ('freeze_started', 'freeze_ended') AND v."at" >= ? GROUP BY v."queueId", v."kind"`,
-    [...scopeParams, windowStart],
-  );
   const bucketOf = `CASE ${bounds.map((b, i) => `WHEN "v" <= ${b * 1000} THEN ${i}`).join(" ")} ELSE ${bounds.length} END`;
-  // The durations each transition recorded when it was written (domain/durations.ts), summed over the window's index range.
-  const durations = await sql.all<{ queueId: string; kind: DurationKind; bucket: number | string; count: number | string; sum: number | string }>(
-    `WITH "window" AS MATERIALIZED (
-       SELECT t."queueId", t."fromState", t."toState", t."stateMs", t."queuedMs" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
-     ), "observed" AS (
-       SELECT "queueId", 'wait' AS "kind", "stateMs" AS "v" FROM "window" WHERE "fromState" = 'pending' AND "toState" = 'testing' AND "stateMs" IS NOT NULL
-       UNION ALL SELECT "queueId", 'test', "stateMs" FROM "window" WHERE "fromState" = 'testing' AND "stateMs" IS NOT NULL
-       UNION ALL SELECT "queueId", 'inQueue', "queuedMs" FROM "window" WHERE "toState" IN ${TERMINAL} AND "queuedMs" IS NOT NULL
-     )
-     SELECT "queueId", "kind", ${bucketOf} AS "bucket", COUNT(*) AS "count", SUM("v") AS "sum" FROM "observed" GROUP BY "queueId", "kind", ${bucketOf}`,
-    [...scopeParams, windowStart],
-  );
+  // Independent reads, sent together: on PostgreSQL each on a connection of the pool (a scrape
+  // waited for their sum), on SQLite one after the other as before.
+  const [counts, moves, freezeChanges, durations] = await Promise.all([
+    sql.all<{ queueId: string; state: string; count: number | string }>(
+      `SELECT e."queueId", e."state", COUNT(*) AS "count" FROM "QueueEntry" e WHERE e."queueId" IN (${scope}) AND e."state" IN (${live}) GROUP BY e."queueId", e."state"`,
+      [...scopeParams, ...LIVE_PR_STATES],
+    ),
+    sql.all<{ queueId: string; fromState: string | null; toState: string; count: number | string }>(
+      `SELECT t."queueId", t."fromState", t."toState", COUNT(*) AS "count" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
+        WHERE t."toState" IN ${TERMINAL} OR (t."fromState" = 'testing' AND t."toState" = 'pending')
+        GROUP BY t."queueId", t."fromState", t."toState"`,
+      [...scopeParams, windowStart],
+    ),
+    sql.all<{ queueId: string; kind: "freeze_started" | "freeze_ended"; count: number | string }>(
+      `SELECT v."queueId", v."kind", COUNT(*) AS "count" FROM "QueueEvent" v WHERE v."queueId" IN (${scope}) AND v."kind" IN ('freeze_started', 'freeze_ended') AND v."at" >= ? GROUP BY v."queueId", v."kind"`,
+      [...scopeParams, windowStart],
+    ),
+    // The durations each transition recorded when it was written (domain/durations.ts), summed over the window's index range.
+    sql.all<{ queueId: string; kind: DurationKind; bucket: number | string; count: number | string; sum: number | string }>(
+      `WITH "window" AS MATERIALIZED (
+         SELECT t."queueId", t."fromState", t."toState", t."stateMs", t."queuedMs" FROM (${scope}) s JOIN "Transition" t ON t."queueId" = s."id" AND t."at" >= ?
+       ), "observed" AS (
+         SELECT "queueId", 'wait' AS "kind", "stateMs" AS "v" FROM "window" WHERE "fromState" = 'pending' AND "toState" = 'testing' AND "stateMs" IS NOT NULL
+         UNION ALL SELECT "queueId", 'test', "stateMs" FROM "window" WHERE "fromState" = 'testing' AND "stateMs" IS NOT NULL
+         UNION ALL SELECT "queueId", 'inQueue', "queuedMs" FROM "window" WHERE "toState" IN ${TERMINAL} AND "queuedMs" IS NOT NULL
+       )
+       SELECT "queueId", "kind", ${bucketOf} AS "bucket", COUNT(*) AS "count", SUM("v") AS "sum" FROM "observed" GROUP BY "queueId", "kind", ${bucketOf}`,
+      [...scopeParams, windowStart],
+    ),
+  ]);
   return {
     queues: queues.map((q) => ({
       id: q.id,
@@ -184,18 +188,21 @@ export async function noteReplicaAlive(tx: Tx, replicaId: string): Promise<void>
 export async function loadServiceBacklog(
   sql: Sql,
 ): Promise<{ effects: { waiting: number; oldestCreatedAt: Date | null; failing: number }; inbox: { waiting: number; failed: number }; outbound: { endpointId: string; pending: number }[]; replicas: number }> {
-  const [effects] = await sql.all<{ waiting: number | string | null; failing: number | string | null; oldest: unknown }>(
-    `SELECT COUNT(*) AS "waiting", SUM(CASE WHEN "attempts" > 0 THEN 1 ELSE 0 END) AS "failing", MIN("createdAt") AS "oldest" FROM "Effect" WHERE "doneAt" IS NULL`,
-  );
-  const [inbox] = await sql.all<{ waiting: number | string | null; failed: number | string | null }>(
-    `SELECT SUM(CASE WHEN "failedAt" IS NULL THEN 1 ELSE 0 END) AS "waiting", SUM(CASE WHEN "failedAt" IS NOT NULL THEN 1 ELSE 0 END) AS "failed" FROM "WebhookDelivery" WHERE "processedAt" IS NULL`,
-  );
-  const outbound = await sql.all<{ endpointId: string; pending: number | string }>(`SELECT "endpointId", COUNT(*) AS "pending" FROM "WebhookMessage" WHERE "status" = 'pending' GROUP BY "endpointId"`);
-  let replicas = 1;
-  if (sql.kind !== "sqlite") {
-    const [alive] = await sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "ReplicaHeartbeat" WHERE "seenAt" >= CURRENT_TIMESTAMP - INTERVAL '${REPLICA_ALIVE_MS / 1000} seconds'`);
-    replicas = Number(alive?.n ?? 0);
-  }
+  // Independent reads, sent together (on PostgreSQL, each on a connection of the pool).
+  const [[effects], [inbox], outbound, [alive]] = await Promise.all([
+    sql.all<{ waiting: number | string | null; failing: number | string | null; oldest: unknown }>(
+      `SELECT COUNT(*) AS "waiting", SUM(CASE WHEN "attempts" > 0 THEN 1 ELSE 0 END) AS "failing", MIN("createdAt") AS "oldest" FROM "Effect" WHERE "doneAt" IS NULL`,
+    ),
+    sql.all<{ waiting: number | string | null; failed: number | string | null }>(
+      `SELECT SUM(CASE WHEN "failedAt" IS NULL THEN 1 ELSE 0 END) AS "waiting", SUM(CASE WHEN "failedAt" IS NOT NULL THEN 1 ELSE 0 END) AS "failed" FROM "WebhookDelivery" WHERE "processedAt" IS NULL`,
+    ),
+    sql.all<{ endpointId: string; pending: number | string }>(`SELECT "endpointId", COUNT(*) AS "pending" FROM "WebhookMessage" WHERE "status" = 'pending' GROUP BY "endpointId"`),
+    // SQLite serves one process: one replica.
+    sql.kind === "sqlite"
+      ? Promise.resolve([{ n: 1 }])
+      : sql.all<{ n: number | string }>(`SELECT COUNT(*) AS "n" FROM "ReplicaHeartbeat" WHERE "seenAt" >= CURRENT_TIMESTAMP - INTERVAL '${REPLICA_ALIVE_MS / 1000} seconds'`),
+  ]);
+  const replicas = Number(alive?.n ?? 0);
   const oldest = effects?.oldest;
   return {
     effects: {
