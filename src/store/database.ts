@@ -306,13 +306,17 @@ export class Database {
   /**
    * The migrations this version ships that the database has not applied (readiness: a replica
    * must not serve a schema older than its code), by id; none when it is up to date. A database
-   * ahead of the code (a newer release migrated it) is fine: migrations only add.
+   * ahead of the code (a newer release migrated it) is fine while migrations only add; once a
+   * newer release's contract migration set a floor this code does not reach (migrate.ts,
+   * floorOf), the floor is reported missing too: the schema is no longer this code's.
    */
   async missingMigrations(): Promise<string[]> {
-    const rows = await this.read((tx) => tx.$queryRawUnsafe<{ id: string }[]>(`SELECT "id" FROM "_greenline_migrations"`));
+    const rows = await this.read((tx) => tx.$queryRawUnsafe<{ id: string; requires?: string | null }[]>(`SELECT * FROM "_greenline_migrations"`));
     const applied = new Set(rows.map((r) => r.id));
     this.#shipped ??= loadMigrations(this.kind).map((m) => m.id);
-    return this.#shipped.filter((id) => !applied.has(id));
+    const shipped = new Set(this.#shipped);
+    const floors = rows.filter((r) => typeof r.requires === "string" && !shipped.has(r.requires)).map((r) => `${r.requires} (required by ${r.id})`);
+    return [...this.#shipped.filter((id) => !applied.has(id)), ...floors];
   }
   #shipped: string[] | null = null;
 

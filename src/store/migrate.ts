@@ -24,6 +24,17 @@ const LEDGER = `CREATE TABLE IF NOT EXISTS "_greenline_migrations" (
   "id" TEXT PRIMARY KEY, "checksum" TEXT NOT NULL, "applied_at" TEXT NOT NULL)`;
 
 /**
+ * A contract migration's floor: `-- greenline:requires <migration id>` names the oldest migration
+ * a replica must know to run on the schema once it is applied (the last of the release whose code
+ * stopped using what it drops). Recorded in the ledger with the migration, so a replica of any
+ * age that does not know the floor refuses to start on that schema instead of failing on its
+ * queries (expand/contract keeps one release back working, not two: docs/operations.md).
+ */
+export function floorOf(sql: string): string | null {
+  return /^--\s*greenline:requires\s+(\d{4}_[A-Za-z0-9_]+)\s*$/m.exec(sql)?.[1] ?? null;
+}
+
+/**
  * What a start did to the schema: the migrations it applied, and those the database has that
  * this version does not know (a newer release migrated it: this replica is older than the
  * schema, which is fine while migrations only add — docs/operations.md, "Upgrades").
@@ -38,12 +49,15 @@ export type MigrationOutcome = { applied: string[]; newer: string[] };
  * ones was migrated on another line of history, and applying ours out of order could do
  * anything.
  */
-function planMigrations(all: Migration[], applied: Map<string, string>): { pending: Migration[]; newer: string[] } {
+function planMigrations(all: Migration[], applied: Map<string, { checksum: string; requires: string | null }>): { pending: Migration[]; newer: string[] } {
   const newer: string[] = [];
-  for (const [id, checksum] of applied) {
+  for (const [id, { checksum, requires }] of applied) {
     const known = all.find((m) => m.id === id);
     if (!known) newer.push(id);
     else if (known.checksum !== checksum) throw new Error(`migration ${id} was changed after it was applied`);
+    if (requires !== null && !all.some((m) => m.id === requires)) {
+      throw new Error(`database was contracted by migration ${id}, which needs a release that knows migration ${requires}: this version of Greenline is too old for it; start a newer release`);
+    }
   }
   newer.sort();
   const pending = all.filter((m) => !applied.has(m.id));
@@ -60,12 +74,14 @@ export function migrateSqlite(db: BetterSqlite3.Database, migrations = loadMigra
   db.exec("BEGIN IMMEDIATE");
   try {
     db.exec(LEDGER);
-    const rows = db.prepare(`SELECT "id", "checksum" FROM "_greenline_migrations"`).all() as { id: string; checksum: string }[];
-    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
-    const record = db.prepare(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES (?, ?, ?)`);
+    const columns = db.prepare(`SELECT "name" FROM pragma_table_info('_greenline_migrations')`).all() as { name: string }[];
+    if (!columns.some((c) => c.name === "requires")) db.exec(`ALTER TABLE "_greenline_migrations" ADD COLUMN "requires" TEXT`);
+    const rows = db.prepare(`SELECT "id", "checksum", "requires" FROM "_greenline_migrations"`).all() as { id: string; checksum: string; requires: string | null }[];
+    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r])));
+    const record = db.prepare(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at", "requires") VALUES (?, ?, ?, ?)`);
     for (const migration of pending) {
       db.exec(migration.sql);
-      record.run(migration.id, migration.checksum, new Date().toISOString());
+      record.run(migration.id, migration.checksum, new Date().toISOString(), floorOf(migration.sql));
     }
     db.exec("COMMIT");
     return { applied: pending.map((m) => m.id), newer };
@@ -83,11 +99,12 @@ export async function migratePostgres(client: pg.ClientBase, migrations = loadMi
   try {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
     await client.query(LEDGER);
-    const { rows } = await client.query<{ id: string; checksum: string }>(`SELECT "id", "checksum" FROM "_greenline_migrations"`);
-    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r.checksum])));
+    await client.query(`ALTER TABLE "_greenline_migrations" ADD COLUMN IF NOT EXISTS "requires" TEXT`);
+    const { rows } = await client.query<{ id: string; checksum: string; requires: string | null }>(`SELECT "id", "checksum", "requires" FROM "_greenline_migrations"`);
+    const { pending, newer } = planMigrations(migrations, new Map(rows.map((r) => [r.id, r])));
     for (const migration of pending) {
       await client.query(migration.sql);
-      await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at") VALUES ($1, $2, $3)`, [migration.id, migration.checksum, new Date().toISOString()]);
+      await client.query(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at", "requires") VALUES ($1, $2, $3, $4)`, [migration.id, migration.checksum, new Date().toISOString(), floorOf(migration.sql)]);
     }
     await client.query("COMMIT");
     return { applied: pending.map((m) => m.id), newer };

@@ -46,6 +46,21 @@ describe.each(BACKENDS)("liveness and readiness, $name", (backend) => {
     expect((await get("/readyz")).status).toBe(200);
   });
 
+  test("/readyz is 503 once a newer release's contract migration set a floor this version is below", async () => {
+    const db = server.greenline.services.db;
+    await db.write((tx) =>
+      tx.$executeRawUnsafe(`INSERT INTO "_greenline_migrations" ("id", "checksum", "applied_at", "requires") VALUES ('9999_contract', '${"c".repeat(64)}', '${new Date().toISOString()}', '9998_next_release')`),
+    );
+    await pastReadinessCache();
+    try {
+      expect(await get("/readyz")).toMatchObject({ status: 503, body: { checks: { migrations: "missing 9998_next_release (required by 9999_contract)" } } });
+    } finally {
+      await db.write((tx) => tx.$executeRawUnsafe(`DELETE FROM "_greenline_migrations" WHERE "id" = '9999_contract'`));
+    }
+    await pastReadinessCache();
+    expect((await get("/readyz")).status).toBe(200);
+  });
+
   test("the worker is off until it runs here, ok while it ticks, stalled once no tick ended for ten intervals", async () => {
     const worker = server.greenline.worker;
     expect(worker.health().status).toBe("off");

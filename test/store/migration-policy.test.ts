@@ -1,3 +1,4 @@
+import { floorOf } from "../../src/store/migrate.js";
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -105,6 +106,9 @@ describe("the migrations", () => {
     }
     expect(contractSteps.length).toBeGreaterThan(0);
     expect(review.contractReason).not.toBe("");
+    // And its floor: the oldest migration a replica must know to run on what it leaves (src/store/migrate.ts, floorOf).
+    const floor = floorOf(readFileSync(join(migrationsDir, id, "migration.sql"), "utf8"));
+    expect([id, floor !== null && ids.includes(floor) && floor < id]).toEqual([id, true]);
     // Applied while the previous release runs: neither it nor this code may use what it removes.
     // (One the previous release already shipped was checked against its own previous release.)
     if (inPrevious.has(id)) return;

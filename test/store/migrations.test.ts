@@ -50,6 +50,29 @@ describe.each(BACKENDS)("migrations on $name", (backend) => {
     expect(await migrate(newer)).toEqual({ applied: [], newer: [] });
   });
 
+  // Expand/contract keeps one release back working, not two: a contract migration names the
+  // oldest migration a replica must know (its floor), and a replica below it refuses the schema.
+  test("a contract migration's floor: a version that knows it starts, one older refuses, naming both", async () => {
+    const shipped = loadMigrations(backend.name);
+    const last = shipped.at(-1)!.id;
+    const contract = (floor: string) => ({
+      id: "9999_contract",
+      sql: `-- greenline:contract drops what the release of ${floor} stopped using\n-- greenline:requires ${floor}\nCREATE TABLE "Contracted" ("id" TEXT PRIMARY KEY)`,
+      checksum: "c".repeat(64),
+    });
+    // The floor is this version's last migration: this version may run on the contracted schema.
+    await migrate([...shipped, contract(last)]);
+    expect(await migrate(shipped)).toEqual({ applied: [], newer: ["9999_contract"] });
+  });
+
+  test("a version below a contract migration's floor refuses to start on its schema", async () => {
+    const shipped = loadMigrations(backend.name);
+    const next = { id: "9998_next_release", sql: 'CREATE TABLE "Next" ("id" TEXT PRIMARY KEY)', checksum: "d".repeat(64) };
+    const contract = { id: "9999_contract", sql: '-- greenline:contract\n-- greenline:requires 9998_next_release\nCREATE TABLE "Contracted" ("id" TEXT PRIMARY KEY)', checksum: "c".repeat(64) };
+    await migrate([...shipped, next, contract]);
+    await expect(migrate(shipped)).rejects.toThrow("database was contracted by migration 9999_contract, which needs a release that knows migration 9998_next_release");
+  });
+
   test("an older version refuses a database that is ahead of it yet lacks one of its migrations", async () => {
     const shipped = loadMigrations(backend.name);
     const other = [...shipped.slice(0, -1), { id: "9999_other_line", sql: 'CREATE TABLE "OtherLine" ("id" TEXT PRIMARY KEY)', checksum: "e".repeat(64) }];
