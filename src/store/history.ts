@@ -44,7 +44,11 @@ export type HistoryFilter = {
 };
 
 /** Where a page starts: after the last row of the page before (older), or before the first row of the one after (newer). */
-export type HistoryCut = { older: { submittedAt: Date; id: string } } | { newer: { submittedAt: Date; id: string } } | null;
+/**
+ * Where a page starts: past a row's key, older or newer than it; `through`, at it (the row
+ * itself included: the way back from an empty page, whose only landmark is its own cut).
+ */
+export type HistoryCut = { older: { submittedAt: Date; id: string }; through?: boolean } | { newer: { submittedAt: Date; id: string }; through?: boolean } | null;
 
 /** The organization's queues (its filter's choices), by repository and branch. */
 export function historyQueues(sql: Sql, organizationId: string): Promise<HistoryQueue[]> {
@@ -97,7 +101,7 @@ export async function historyPage(sql: Sql, filter: HistoryFilter, cut: HistoryC
   const newer = cut !== null && "newer" in cut;
   if (cut !== null) {
     const key = "older" in cut ? cut.older : cut.newer;
-    range.push(`(e."submittedAt", e."id") ${newer ? ">" : "<"} (?, ?)`);
+    range.push(`(e."submittedAt", e."id") ${newer ? ">" : "<"}${cut.through ? "=" : ""} (?, ?)`);
     rangeParams.push(key.submittedAt, key.id);
   }
   const order = newer ? "ASC" : "DESC";

@@ -2,6 +2,8 @@ import { createRequire } from "node:module";
 import type BetterSqlite3 from "better-sqlite3";
 import { MINUTE_MS } from "../../src/domain/time.js";
 import { type HistoryCut, type HistoryFilter, type HistoryKey, historyPage, historyQueues } from "../../src/store/history.js";
+import { authenticate } from "../../src/auth/tokens.js";
+import { historyQueryOf, historyView } from "../../src/web/read-models/history.js";
 import { BACKENDS } from "../support/backends.js";
 import { prOf, queueOf, startTestServer, TestClock, type TestServer } from "../support/harness.js";
 
@@ -72,6 +74,19 @@ describe.each(BACKENDS)("the history query on $name", (backend) => {
     expect(forward).toEqual([1, 8]);
     // With room for the whole history, one page finds both.
     expect((await page(byAuthor, null, 5, 10_000)).entries.map((e) => e.prNumber)).toEqual([8, 1]);
+  });
+
+  test("Newer from an empty page after a stopped search shows again what the page before it showed (found by review: the row it stopped at was lost)", async () => {
+    const principal = (await authenticate(server.greenline.services.db, server.api.token))!;
+    // The read model's links, followed as a browser would, with a scan limit of 5 instead of 10,000.
+    const view = (query: Record<string, string>) => historyView(server.greenline.services, principal, historyQueryOf({ author: "sandbox-author-2", size: "5", ...query }), 5);
+    // Author 2 wrote PRs 1 and 8: the first page reads 12 to 8 and stops there with #8; the second reads 7 to 3 and finds none.
+    const first = await view({});
+    expect(first.entries.map((e) => e.prNumber)).toEqual([8]);
+    const second = await view({ before: first.older });
+    expect(second.entries).toEqual([]);
+    const back = await view({ after: second.newer });
+    expect(back.entries.map((e) => e.prNumber)).toEqual([8]);
   });
 
   test("a number is found whatever the scan limit (its own index), and no queue means no rows", async () => {

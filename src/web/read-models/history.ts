@@ -54,10 +54,11 @@ const tokenOf = (key: HistoryKey) => `${key.submittedAt.getTime()}.${key.id}`;
 const FIRST_INSTANT = Date.parse("0001-01-01T00:00:00Z");
 const LAST_DAY = Date.UTC(9998, 11, 31);
 
-function keyOf(name: string, token: string): { submittedAt: Date; id: string } {
-  const match = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})$/.exec(token);
+/** A page token: `<submitted ms>.<entry id>`, past that row; with a trailing `~`, through it (the row included). */
+function keyOf(name: string, token: string): { key: { submittedAt: Date; id: string }; through: boolean } {
+  const match = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})(~?)$/.exec(token);
   if (!match || Number(match[1]) > LAST_DAY) throw invalid(`${name}: must be a page token from the page's own Older or Newer link`);
-  return { submittedAt: new Date(Number(match[1])), id: match[2]! };
+  return { key: { submittedAt: new Date(Number(match[1])), id: match[2]! }, through: match[3] === "~" };
 }
 
 /** A YYYY-MM-DD day (UTC), from 0001-01-01 to 9998-12-31, as the instant it starts. */
@@ -114,25 +115,30 @@ export function historyFilterOf(query: HistoryQuery, queues: HistoryQueue[]): { 
     if (!(size >= 1 && size <= MAX_PAGE_SIZE)) throw invalid(`size: must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
   }
   if (query.before !== "" && query.after !== "") throw invalid("before: must not be given with after");
-  const cut: HistoryCut = query.before !== "" ? { older: keyOf("before", query.before) } : query.after !== "" ? { newer: keyOf("after", query.after) } : null;
+  const before = query.before !== "" ? keyOf("before", query.before) : null;
+  const after = query.after !== "" ? keyOf("after", query.after) : null;
+  const cut: HistoryCut = before ? { older: before.key, through: before.through } : after ? { newer: after.key, through: after.through } : null;
   return { filter, cut, size };
 }
 
 /** One page of the organization's history, as the query asks. */
-export async function historyView(services: Services, principal: Principal, query: HistoryQuery): Promise<HistoryView> {
+export async function historyView(services: Services, principal: Principal, query: HistoryQuery, scanLimit = HISTORY_SCAN_LIMIT): Promise<HistoryView> {
   return services.db.sqlRead(async (sql) => {
     const queues = await historyQueues(sql, principal.organizationId);
     const { filter, cut, size } = historyFilterOf(query, queues);
-    const { entries, more, scannedTo } = await historyPage(sql, filter, cut, size, HISTORY_SCAN_LIMIT);
+    const { entries, more, scannedTo } = await historyPage(sql, filter, cut, size, scanLimit);
     const first = entries[0];
     const last = entries.at(-1);
     // In the page's own direction: past its last row when more matched, else past where its
     // search stopped; behind it: there is, whenever the page was reached from there.
     const towardsNewer = cut !== null && "newer" in cut;
     const ahead = more ? (towardsNewer ? first : last) : scannedTo;
-    const behind = cut === null ? undefined : ((towardsNewer ? last : first) ?? ("older" in cut ? cut.older : cut.newer));
-    const older = towardsNewer ? (behind ? tokenOf(behind) : "") : ahead ? tokenOf(ahead) : "";
-    const newer = towardsNewer ? (ahead ? tokenOf(ahead) : "") : behind ? tokenOf(behind) : "";
+    // Behind the page: past its first row; an empty page has none, and the way back goes
+    // through its own cut (the row the previous page ended at is that page's, and must stay on it).
+    const nearest = towardsNewer ? last : first;
+    const behind = cut === null ? "" : nearest ? tokenOf(nearest) : `${tokenOf("older" in cut ? cut.older : cut.newer)}~`;
+    const older = towardsNewer ? behind : ahead ? tokenOf(ahead) : "";
+    const newer = towardsNewer ? (ahead ? tokenOf(ahead) : "") : behind;
     return { query, queues, entries, older, newer, scannedTo: scannedTo?.submittedAt ?? null };
   });
 }
