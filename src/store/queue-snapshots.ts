@@ -36,7 +36,14 @@ export type QueueSnapshot = {
 };
 
 /** What changed since the last load took the queue's changes, and whose copy that load kept. */
-export type RowChanges = { previousToken: string | null; entries: Set<number>; runs: Set<string>; targets: Set<number> };
+export type RowChanges = {
+  previousToken: string | null;
+  entries: Set<number>;
+  runs: Set<string>;
+  targets: Set<number>;
+  /** How many notes were read (a row may be noted more than once): a reader reads at most one more than its copy holds rows. */
+  notes: number;
+};
 
 /**
  * How much a process keeps, least recently used copy first out: at most this many queues, and at
@@ -108,16 +115,21 @@ export async function takeRowChanges(tx: Tx, queueId: string): Promise<{ changes
  * process's copy under that token, the changes bring it up to date. One statement.
  */
 export async function peekRowChanges(tx: Tx, queueId: string): Promise<RowChanges> {
+  // No more notes than this process's copy of the queue holds rows, plus one: past that the
+  // copy is not brought up to date but read afresh (queue-state.ts), so the rest need not be read
+  // (rows written outside decisions leave notes that only the next decision takes).
+  const copy = copies.get(queueId);
   const rows = await sqlOf(tx).all<{ token: string | null; kind: string | null; key: string | null }>(
-    `SELECT q."stateToken" AS "token", c."kind", c."key" FROM "Queue" q LEFT JOIN "QueueRowChange" c ON c."queueId" = q."id" WHERE q."id" = ?`,
-    [queueId],
+    `SELECT q."stateToken" AS "token", c."kind", c."key" FROM "Queue" q LEFT JOIN "QueueRowChange" c ON c."queueId" = q."id" WHERE q."id" = ? LIMIT ?`,
+    [queueId, (copy ? rowsOf(copy) : 0) + 1],
   );
   return changesOf(rows);
 }
 
 function changesOf(rows: readonly { token: string | null; kind: string | null; key: string | null }[]): RowChanges {
-  const changes: RowChanges = { previousToken: rows[0]?.token ?? null, entries: new Set(), runs: new Set(), targets: new Set() };
+  const changes: RowChanges = { previousToken: rows[0]?.token ?? null, entries: new Set(), runs: new Set(), targets: new Set(), notes: 0 };
   for (const { kind, key } of rows) {
+    if (kind !== null) changes.notes++;
     if (kind === "entry") changes.entries.add(Number(key));
     else if (kind === "run") changes.runs.add(String(key));
     else if (kind === "targets") changes.targets.add(Number(key));

@@ -160,7 +160,12 @@ async function fromCopyOrFresh(
   token: string | null,
   counted: "fromCopy" | "readFromCopy",
 ): Promise<Rows> {
-  if (!base || (base.targets !== null) !== parallel) {
+  // A copy is worth bringing up to date while fewer rows changed than it holds: past that, a
+  // fresh read (the rows in play) costs less than reading every changed row again — after rows
+  // were written outside decisions (a bulk import, the history pruned), a reader of an idle
+  // queue re-read 100,000 of them on every getQueue (3–4 s on SQLite, docs/benchmarks.md).
+  // (Counted in notes read, not rows: a reader reads at most one note more than its copy holds rows, so one past them means there may be more.)
+  if (!base || (base.targets !== null) !== parallel || changes.notes > base.entries.size + base.runs.size) {
     if (counted === "fromCopy") snapshotLoads.fresh++;
     return readRows(tx, queue, alsoPrs, parallel);
   }

@@ -118,6 +118,33 @@ describe.each(BACKENDS)("a process's copy of a queue's rows on $name", (backend)
     expect(view(result.taken)).toEqual(view(result.fresh));
   });
 
+  test("a reader facing more changed rows than its copy holds reads afresh, and the same rows (rows written outside decisions: 4 s a read at 100,000)", async () => {
+    await loadBoth();
+    // Rows written outside any decision (an import, as bench/history-seed.ts writes): each insert is noted.
+    const many = 200;
+    await db().write((tx) =>
+      sqlOf(tx).run(
+        `INSERT INTO "QueueEntry" ("id", "queueId", "prNumber", "prTitle", "prSha", "prBaseBranch", "prAuthor", "state", "stateChangedAt", "stateReason", "priorityValue", "priorityName", "noBatch", "isCurrentlySubmitted", "mergeability", "submittedAt")
+         SELECT 'imported-' || n, ?, 1000 + n, 'imported', 'abc', 'main', 'someone', 'merged', ?, 'merged', 100, 'medium', ?, ?, 'mergeable', ? FROM (WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ${many}) SELECT n FROM s) x`,
+        [queueId, new Date(), false, false, new Date()],
+      ),
+    );
+    await db().write((tx) => sqlOf(tx).run(`UPDATE "QueueEntry" SET "prTitle" = 'seen afresh' WHERE "queueId" = ? AND "prNumber" = 7`, [queueId]));
+    const before = { ...snapshotLoads };
+    const read = await db().read(async (tx) => {
+      const queue = await getQueue(tx, queueId);
+      return { peeked: await loadQueueState(tx, queue, [], { peek: true }), fresh: await loadQueueState(tx, queue) };
+    });
+    expect(snapshotLoads.readFromCopy - before.readFromCopy).toBe(0);
+    expect(read.peeked.entries.get(7)?.prTitle).toBe("seen afresh");
+    expect(view(read.peeked)).toEqual(view(read.fresh));
+    // The decision after it takes the notes, reads afresh too, and its copy is used again after.
+    const { result, fresh } = await counted(() => loadBoth());
+    expect(fresh).toBe(1);
+    expect(view(result.taken)).toEqual(view(result.fresh));
+    expect((await counted(() => loadBoth())).fromCopy).toBe(1);
+  });
+
   test("runs the worker starts and finishes are seen, and the copy follows them", async () => {
     await server.greenline.worker.drain();
     const { result } = await counted(() => loadBoth());
